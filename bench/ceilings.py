@@ -1,0 +1,49 @@
+"""The device's own ceilings, measured at the start of every run: no table of datasheet peaks.
+
+- Dense matmul rate for each dtype a mode's matmuls can run in (fp32, tf32, fp16, bf16): an n*n by
+  n*n product of random normal data (zeros run faster on some GPUs and would inflate the ceiling).
+- Device-to-device copy bandwidth, counting bytes read plus bytes written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from bench.modes import tf32_enabled
+from bench.stats import summarize
+from bench.timing import clock_for, time_phases
+
+MATMUL_DTYPES: dict[str, tuple[torch.dtype, bool]] = {
+    "fp32": (torch.float32, False),
+    "tf32": (torch.float32, True),
+    "fp16": (torch.float16, False),
+    "bf16": (torch.bfloat16, False),
+}
+"""Ceiling name -> (operand dtype, TF32 allowed)."""
+
+
+def _median_ms(fn: Callable[[], object], device: str, warmup: int, steps: int) -> float:
+    samples = time_phases({"op": fn}, warmup=warmup, steps=steps, clock=clock_for(device))
+    return summarize(samples["op"])["median"]
+
+
+def measure(
+    device: str, *, matmul_n: int, copy_mib: int, warmup: int = 3, steps: int = 10
+) -> dict[str, float]:
+    """{"matmul_tflops_<dtype>": ..., "copy_gbps": ..., and the sizes used}."""
+    out: dict[str, float] = {"ceiling_matmul_n": matmul_n, "ceiling_copy_mib": copy_mib}
+    gen = torch.Generator(device=device).manual_seed(1234)
+    for name, (dtype, tf32) in MATMUL_DTYPES.items():
+        a = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
+        b = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
+        with tf32_enabled(tf32):
+            ms = _median_ms(lambda a=a, b=b: a @ b, device, warmup, steps)
+        out[f"matmul_tflops_{name}"] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
+        del a, b
+    src = torch.randn(copy_mib * 2**20 // 4, generator=gen, device=device)
+    dst = torch.empty_like(src)
+    ms = _median_ms(lambda: dst.copy_(src), device, warmup, steps)
+    out["copy_gbps"] = 2.0 * src.numel() * 4 / (ms * 1e-3) / 1e9
+    return out

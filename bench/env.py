@@ -1,0 +1,87 @@
+"""What a run ran on: hardware, software and the project's own version, for env.json.
+
+The project's commit comes from git when the working tree is a checkout; where it is a copy without
+.git (a GPU box that received the tree by rsync, say), `AMPBENCH_GIT_COMMIT` and
+`AMPBENCH_GIT_DIRTY` supply it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from bench.modes import tf32_flags
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, cwd=ROOT, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def git_commit() -> tuple[str | None, bool | None]:
+    """(full commit sha, dirty flag) of the project, or (None, None) when unknown."""
+    sha = _run(["git", "rev-parse", "HEAD"])
+    if sha is not None:
+        status = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+        return sha, bool(status)
+    sha = os.environ.get("AMPBENCH_GIT_COMMIT") or None
+    dirty = os.environ.get("AMPBENCH_GIT_DIRTY")
+    return sha, (dirty == "1") if dirty is not None else None
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_name(device: str) -> str:
+    return torch.cuda.get_device_name() if device == "cuda" else "cpu"
+
+
+def collect(device: str) -> dict[str, object]:
+    sha, dirty = git_commit()
+    env: dict[str, object] = {
+        "device": device,
+        "gpu": gpu_name(device),
+        "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "driver": None,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "git": _run(["git", "--version"]),
+        "commit": sha,
+        "dirty": dirty,
+        "argv": sys.argv,
+        **tf32_flags(),
+        "fp16_reduced_precision_reduction": (
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+        ),
+    }
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        env["gpu_memory_gib"] = props.total_memory / 2**30
+        env["gpu_sm_count"] = props.multi_processor_count
+        env["gpu_capability"] = f"{props.major}.{props.minor}"
+        env["driver"] = _run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"]
+        )
+    return env

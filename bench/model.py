@@ -1,0 +1,62 @@
+"""The workload: the MLP from the original question, its named sizes, and its synthetic data.
+
+Linear(input_size, hidden) -> ReLU -> Linear(hidden, hidden) -> Linear(hidden, num_classes), trained
+with CrossEntropyLoss (mean) and Adam. There is deliberately no activation between fc2 and fc3: the
+question's model has none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSize:
+    input_size: int
+    hidden_size: int
+    num_classes: int
+
+    def linears(self) -> list[tuple[int, int]]:
+        """(in_features, out_features) of fc1, fc2, fc3, in order."""
+        return [
+            (self.input_size, self.hidden_size),
+            (self.hidden_size, self.hidden_size),
+            (self.hidden_size, self.num_classes),
+        ]
+
+
+PRESETS: dict[str, ModelSize] = {
+    # The question's model. Its input size is not given there; 1024 is ampbench's choice.
+    "seed": ModelSize(input_size=1024, hidden_size=16000, num_classes=2000),
+    # For the CPU and the tests: the same shape of network, a few thousand parameters.
+    "tiny": ModelSize(input_size=32, hidden_size=64, num_classes=10),
+}
+
+
+class MLP(nn.Module):
+    def __init__(self, size: ModelSize, device: torch.device | str = "cpu") -> None:
+        super().__init__()
+        (i1, o1), (i2, o2), (i3, o3) = size.linears()
+        # Built directly on the device: initialising 256M float32 weights on the CPU and copying
+        # them over takes seconds per case.
+        self.fc1 = nn.Linear(i1, o1, device=device)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Linear(i2, o2, device=device)
+        self.fc3 = nn.Linear(i3, o3, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc3(self.fc2(self.relu(self.fc1(x))))
+
+
+def make_batch(
+    size: ModelSize, batch_size: int, seed: int, device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A deterministic synthetic batch, generated on the device: standard normal inputs and
+    uniformly drawn class labels. Nothing is downloaded."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(batch_size, size.input_size, generator=gen, device=device)
+    y = torch.randint(0, size.num_classes, (batch_size,), generator=gen, device=device)
+    return x, y

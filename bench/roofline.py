@@ -1,0 +1,66 @@
+"""Counted work per step and the time floor it implies on the measured ceilings.
+
+The floor of a phase is its counted work over the measured rate of the unit that does it: matmul
+FLOPs over the matmul ceiling of the dtype the mode's matmuls run in, and the optimizer's bytes over
+the measured copy bandwidth. No version of the step can run much faster; `pct_of_floor` says how
+close a measured step comes. Elementwise work (ReLU, casts, bias gradients, the loss) is not
+counted: it is small beside the matmuls, and leaving it out keeps the floor a lower bound.
+"""
+
+from __future__ import annotations
+
+from bench.model import ModelSize
+
+ADAM_BYTES_PER_PARAM = 7 * 4
+"""Adam over float32 parameters reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg,
+exp_avg_sq: seven float32 words per parameter, the fewest any implementation can move."""
+
+SCALER_BYTES_PER_PARAM = 4
+"""With loss scaling every gradient must also be read once to look for inf/NaN before the step may
+be taken (fused Adam does that inside its kernel; foreach Adam in a pass of its own)."""
+
+
+def num_params(size: ModelSize) -> int:
+    return sum(i * o + o for i, o in size.linears())
+
+
+def matmul_flops(size: ModelSize, batch_size: int) -> dict[str, float]:
+    """Matmul FLOPs of one step, per phase: {"fwd": ..., "bwd": ...}.
+
+    Forward: 2*B*in*out per Linear. Backward: the input gradient and the weight gradient, 2*B*in*out
+    each, except fc1's input gradient, which nothing needs (the data does not require grad).
+    """
+    per_linear = [2.0 * batch_size * i * o for i, o in size.linears()]
+    fwd = sum(per_linear)
+    bwd = 2.0 * fwd - per_linear[0]
+    return {"fwd": fwd, "bwd": bwd}
+
+
+def optimizer_bytes(size: ModelSize, scale_loss: bool) -> float:
+    per_param = ADAM_BYTES_PER_PARAM + (SCALER_BYTES_PER_PARAM if scale_loss else 0)
+    return float(num_params(size) * per_param)
+
+
+def floor_columns(
+    size: ModelSize,
+    batch_size: int,
+    *,
+    scale_loss: bool,
+    matmul_tflops: float,
+    copy_gbps: float,
+) -> dict[str, float]:
+    """Flat row columns: counted work and the floor of each phase and of the step, in ms."""
+    flops = matmul_flops(size, batch_size)
+    opt_bytes = optimizer_bytes(size, scale_loss)
+    fwd_floor = flops["fwd"] / (matmul_tflops * 1e12) * 1e3
+    bwd_floor = flops["bwd"] / (matmul_tflops * 1e12) * 1e3
+    step_floor = opt_bytes / (copy_gbps * 1e9) * 1e3
+    return {
+        "fwd_gflop": flops["fwd"] / 1e9,
+        "bwd_gflop": flops["bwd"] / 1e9,
+        "step_gbytes": opt_bytes / 1e9,
+        "fwd_floor_ms": fwd_floor,
+        "bwd_floor_ms": bwd_floor,
+        "step_floor_ms": step_floor,
+        "floor_ms": fwd_floor + bwd_floor + step_floor,
+    }

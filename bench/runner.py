@@ -1,0 +1,191 @@
+"""Running cases: one case into one flat row, a list of cases into a results folder.
+
+A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, any
+other exception `error` with its message; the suite goes on after each. Rows and raw samples are
+appended as each case finishes, so Ctrl-C or a kill loses only the case in flight, and a resumed
+run skips every case whose row is already there.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from bench import memory, results
+from bench.case import Case
+from bench.modes import MODES, tf32_enabled, tf32_flags
+from bench.roofline import floor_columns
+from bench.stats import is_noisy, phase_columns, summarize
+from bench.step import TrainState, backward, build, forward, optimizer_step, train_step
+from bench.timing import clock_for, time_phases
+
+
+def _free_device_memory() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def _timed_phases(s: TrainState, losses: list[torch.Tensor]) -> dict[str, Callable[[], None]]:
+    """The train step cut at its phase boundaries. The loss passes from forward to backward through
+    `carry`; every loss is kept (as a device tensor, no sync) to be checked after the window."""
+    carry: dict[str, torch.Tensor] = {}
+
+    def fwd() -> None:
+        _, loss = forward(s)
+        carry["loss"] = loss
+        losses.append(loss.detach())
+
+    def bwd() -> None:
+        backward(s, carry.pop("loss"))
+
+    def step() -> None:
+        optimizer_step(s)
+
+    return {"fwd": fwd, "bwd": bwd, "step": step}
+
+
+def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float]) -> dict:
+    row: dict[str, object] = phase_columns(samples)
+    total_ms = row["total_ms"]
+    gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
+    row["samples_per_s"] = case.batch_size / (total_ms * 1e-3)
+    row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
+    row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
+    for phase in ("fwd", "bwd", "step"):
+        row[f"{phase}_pct_of_floor"] = floor[f"{phase}_floor_ms"] / row[f"{phase}_ms"] * 100
+    row["noisy"] = is_noisy(samples["total"])
+    return row
+
+
+def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, list[float]]]:
+    """Measure one case; returns its flat row and its raw per-phase samples (empty on a fault)."""
+    mode = MODES[case.mode]
+    row: dict[str, object] = {
+        "case_id": case.case_id,
+        **case.axes(),
+        "status": "ok",
+        "error": "",
+        "autocast_dtype": str(mode.autocast_dtype).removeprefix("torch."),
+        "scale_loss": mode.scale_loss,
+        "matmul_dtype": mode.matmul_dtype,
+        "ceiling_tflops": ceilings[f"matmul_tflops_{mode.matmul_dtype}"],
+        "copy_gbps": ceilings["copy_gbps"],
+    }
+    floor = floor_columns(
+        case.size,
+        case.batch_size,
+        scale_loss=mode.scale_loss,
+        matmul_tflops=row["ceiling_tflops"],
+        copy_gbps=ceilings["copy_gbps"],
+    )
+    row.update(floor)
+    samples: dict[str, list[float]] = {}
+    s: TrainState | None = None
+    try:
+        with tf32_enabled(mode.tf32):
+            row.update(tf32_flags())  # as in force while the case runs
+            s = build(case)
+            # Memory first, in a pass of its own: it syncs between phases.
+            row.update(memory.measure(s))
+            losses: list[torch.Tensor] = []
+            samples = time_phases(
+                _timed_phases(s, losses),
+                warmup=case.warmup,
+                steps=case.steps,
+                clock=clock_for(case.device),
+            )
+            row.update(_derived(case, samples, floor))
+            # After the window: reading values back syncs, which is fine now.
+            loss_values = torch.stack(losses).float()
+            row["final_loss"] = loss_values[-1].item()
+            row["grad_scale"] = s.scaler.get_scale() if mode.scale_loss else None
+            if not torch.isfinite(loss_values).all().item():
+                n_bad = int((~torch.isfinite(loss_values)).sum().item())
+                row["status"] = "nonfinite"
+                row["error"] = f"{n_bad} of {len(losses)} losses were not finite"
+    except torch.cuda.OutOfMemoryError as exc:
+        row["status"] = "oom"
+        row["error"] = str(exc).splitlines()[0][:300]
+    except Exception as exc:  # any other fault is recorded as a row; the suite goes on
+        row["status"] = "error"
+        first_line = (str(exc).splitlines() or [""])[0]
+        row["error"] = f"{type(exc).__name__}: {first_line}"[:500]
+    finally:
+        s = None
+        _free_device_memory()
+    return row, samples
+
+
+def run_suite(
+    cases: list[Case],
+    run_dir: Path,
+    ceilings: dict[str, float],
+    *,
+    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
+) -> None:
+    """Run every case whose row is not yet in `run_dir`, appending rows and samples as it goes."""
+    done = {r["case_id"] for r in results.read_jsonl(run_dir / results.ROWS)}
+    start = time.monotonic()
+    for i, case in enumerate(cases, 1):
+        if case.case_id in done:
+            continue
+        log(f"[{i}/{len(cases)}] {case.case_id} (elapsed {time.monotonic() - start:.0f} s)")
+        row, samples = run_case(case, ceilings)
+        row["elapsed_s"] = time.monotonic() - start
+        results.append_jsonl(run_dir / results.ROWS, row)
+        if samples:
+            results.append_jsonl(
+                run_dir / results.SAMPLES, {"case_id": case.case_id, "samples_ms": samples}
+            )
+        summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
+        log(f"    {row['status']}: {summary}")
+
+
+def _alternate_harness_and_bare(
+    case: Case, windows: int, repeats: int
+) -> tuple[list[float], list[float]]:
+    clock = clock_for(case.device)
+    harness: list[float] = []
+    bare: list[float] = []
+    with tf32_enabled(MODES[case.mode].tf32):
+        state = build(case)
+
+        def window() -> None:
+            for _ in range(case.steps):
+                train_step(state)
+
+        for _ in range(repeats):
+            timed = time_phases(
+                _timed_phases(state, []), warmup=case.warmup, steps=case.steps, clock=clock
+            )
+            harness.extend(timed["total"])
+            windowed = time_phases({"window": window}, warmup=1, steps=windows, clock=clock)
+            bare.extend(ms / case.steps for ms in windowed["window"])
+    return harness, bare
+
+
+def measure_overhead(case: Case, *, windows: int = 5, repeats: int = 3) -> dict[str, object]:
+    """The harness against a bare loop of the same train step, on one state, alternated.
+
+    The bare loop records one event pair per window of `case.steps` steps and nothing per step;
+    its per-step time is the window's time over the step count. Alternating the two `repeats`
+    times keeps clock ramps and drift from favouring either.
+    """
+    harness, bare = _alternate_harness_and_bare(case, windows, repeats)
+    _free_device_memory()  # the state built inside is gone once that call returns
+    harness_ms, bare_ms = summarize(harness)["median"], summarize(bare)["median"]
+    return {
+        "case_id": case.case_id,
+        "harness_ms": harness_ms,
+        "bare_ms": bare_ms,
+        "overhead_pct": (harness_ms / bare_ms - 1) * 100,
+        "harness_samples": len(harness),
+        "bare_windows": len(bare),
+        "steps_per_window": case.steps,
+    }

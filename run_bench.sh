@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ampbench's main job.
+#   ./run_bench.sh [run options]        time the grid into a new folder under results/
+#                                       (GPU: the seed preset, all modes, batch 256,1024,4096,
+#                                       both Adams; no GPU: a tiny CPU smoke run)
+#   ./run_bench.sh compare A B [opts]   compare two run folders case by case
+#   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
+#                                       results/pytest-benchmark for `pytest-benchmark compare`
+#   ./run_bench.sh report RUN_DIR       re-render a run's report.md
+# `python -m bench run --help` lists the run options. Environment: PYTHON (interpreter),
+# AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
+set -euo pipefail
+cd "$(dirname "$0")"
+source scripts/python_env.sh
+
+case "${1:-}" in
+    pytest)
+        shift
+        ampbench_python "torch, pandas, tabulate, scipy, pytest, pytest_benchmark"
+        storage="${AMPBENCH_BENCH_STORAGE:-results/pytest-benchmark}"
+        exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
+            --benchmark-storage="file://$storage" --benchmark-autosave "$@"
+        ;;
+    compare | report | headline | run)
+        cmd="$1"
+        shift
+        ;;
+    *)
+        cmd=run
+        ;;
+esac
+ampbench_python "torch, pandas, tabulate, scipy"
+exec "$PY" -m bench "$cmd" "$@"

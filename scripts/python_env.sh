@@ -1,0 +1,30 @@
+# Sourced by run_bench.sh and run_tests.sh: sets PY to a Python that can import what ampbench
+# needs. The current python3 is used as it is when it already has the packages (an offline GPU box
+# needs no network); otherwise a project virtualenv in .venv is created and filled from
+# pyproject.toml. Set PYTHON to use another interpreter.
+
+ampbench_python() {
+    local modules="$1"
+    local base="${PYTHON:-python3}"
+    if ! command -v "$base" >/dev/null 2>&1; then
+        echo "ampbench: error: no Python interpreter '$base' found (set PYTHON)" >&2
+        return 2
+    fi
+    if ! "$base" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+        echo "ampbench: error: $("$base" --version 2>&1) is too old; ampbench needs Python 3.10+" >&2
+        return 2
+    fi
+    if "$base" -c "import $modules" 2>/dev/null; then
+        PY="$base"
+        return 0
+    fi
+    if [ ! -x .venv/bin/python ]; then
+        echo "ampbench: creating .venv (missing packages for $base)" >&2
+        "$base" -m venv .venv || return 1
+    fi
+    PY=.venv/bin/python
+    if ! "$PY" -c "import $modules" 2>/dev/null; then
+        echo "ampbench: installing ampbench and its dependencies into .venv" >&2
+        "$PY" -m pip install --quiet --disable-pip-version-check -e ".[test]" || return 1
+    fi
+}

@@ -1,0 +1,49 @@
+"""Shared fixtures: tiny CPU cases. Tests marked `cuda` are skipped when no GPU is present."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bench.case import Case
+from bench.model import PRESETS
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+def tiny_case(**overrides: object) -> Case:
+    size = PRESETS["tiny"]
+    fields = dict(
+        mode="fp32",
+        optimizer="foreach",
+        batch_size=8,
+        input_size=size.input_size,
+        hidden_size=size.hidden_size,
+        num_classes=size.num_classes,
+        device="cpu",
+        warmup=1,
+        steps=3,
+    )
+    fields.update(overrides)
+    return Case(**fields)
+
+
+@pytest.fixture
+def cpu_ceilings() -> dict[str, float]:
+    """Round numbers instead of measured ceilings, so floors are easy to check by hand."""
+    return {
+        "matmul_tflops_fp32": 1.0,
+        "matmul_tflops_tf32": 2.0,
+        "matmul_tflops_fp16": 4.0,
+        "matmul_tflops_bf16": 4.0,
+        "copy_gbps": 100.0,
+        "ceiling_matmul_n": 64,
+        "ceiling_copy_mib": 1,
+    }

@@ -1,0 +1,105 @@
+"""rows.jsonl -> DataFrame -> report.md, and the folder rules."""
+
+import json
+import math
+from datetime import datetime, timezone
+
+import pytest
+
+from bench import report, results
+
+
+def _row(mode, total_ms, status="ok", optimizer="fused", batch_size=64):
+    return {
+        "case_id": f"{mode}/{optimizer}/b{batch_size}", "mode": mode, "optimizer": optimizer,
+        "batch_size": batch_size, "input_size": 32, "hidden_size": 64, "num_classes": 10,
+        "device": "cpu", "seed": 0, "status": status, "error": "" if status == "ok" else "boom",
+        "fwd_ms": total_ms / 4, "bwd_ms": total_ms / 2, "step_ms": total_ms / 4,
+        "total_ms": total_ms, "total_ms_iqr": 0.1, "samples_per_s": batch_size / total_ms * 1e3,
+        "tflops": 1.0, "floor_ms": total_ms / 2, "pct_of_floor": 50.0,
+        "fwd_floor_ms": 1.0, "bwd_floor_ms": 1.0, "step_floor_ms": 1.0,
+        "fwd_pct_of_floor": 40.0, "bwd_pct_of_floor": 50.0, "step_pct_of_floor": 60.0,
+        "peak_alloc_gib": 1.5, "peak_reserved_gib": 2.0, "output_dtype": "float16",
+        "loss_dtype": "float32", "param_grad_dtype": "float32", "noisy": False,
+    }  # fmt: skip
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    for row in (_row("fp32", 40.0), _row("tf32", 20.0), _row("bf16-amp", 10.0),
+                _row("fp16-amp", 8.0, status="oom")):  # fmt: skip
+        results.append_jsonl(tmp_path / results.ROWS, row)
+    env = {"run_name": "r1", "device": "cpu", "command": "python -m bench run", "gpu": "cpu"}
+    results.write_env(tmp_path, env)
+    return tmp_path
+
+
+def test_load_derives_speedups_in_one_direction(run_dir):
+    df = results.load(run_dir).set_index("mode")
+    assert df.loc["bf16-amp", "speedup_vs_fp32"] == pytest.approx(4.0)  # 40 ms / 10 ms
+    assert df.loc["bf16-amp", "speedup_vs_tf32"] == pytest.approx(2.0)
+    assert df.loc["fp32", "speedup_vs_fp32"] == pytest.approx(1.0)
+    assert df.loc["tf32", "speedup_vs_fp32"] == pytest.approx(2.0)
+    assert math.isnan(df.loc["fp16-amp", "speedup_vs_fp32"])  # not ok: no speedup
+
+
+def test_leading_columns_come_first(run_dir):
+    df = results.load(run_dir)
+    assert list(df.columns[: len(results.LEADING_COLUMNS)]) == results.LEADING_COLUMNS
+
+
+def test_speedups_match_on_every_other_axis(tmp_path):
+    for row in (_row("fp32", 40.0, batch_size=64), _row("fp32", 80.0, batch_size=128),
+                _row("bf16-amp", 10.0, batch_size=128)):  # fmt: skip
+        results.append_jsonl(tmp_path / results.ROWS, row)
+    df = results.load(tmp_path).set_index(["mode", "batch_size"])
+    assert df.loc[("bf16-amp", 128), "speedup_vs_fp32"] == pytest.approx(8.0)
+    assert math.isnan(df.loc[("bf16-amp", 128), "speedup_vs_tf32"])  # no tf32 row at all
+
+
+def test_report_round_trip(run_dir):
+    df = report.write(run_dir)
+    text = (run_dir / results.REPORT).read_text()
+    assert "CPU smoke run" in text
+    assert "### Batch size 64" in text
+    assert "| bf16-amp" in text and "oom" in text and "boom" in text
+    assert "python -m bench run" in text
+    csv = (run_dir / results.CSV).read_text().splitlines()
+    assert csv[0].startswith(",".join(results.LEADING_COLUMNS))
+    assert len(csv) == 1 + len(df) == 5
+
+
+def test_report_states_the_targets(tmp_path):
+    for row in (_row("bf16-amp", 10.0, batch_size=4096), _row("fp16-amp-noscale", 10.0,
+                batch_size=4096)):  # fmt: skip
+        row["pct_of_floor"] = 85.0 if row["mode"] == "bf16-amp" else 75.0
+        results.append_jsonl(tmp_path / results.ROWS, row)
+    env = {"overhead": {"case_id": "x", "harness_ms": 10.1, "bare_ms": 10.0, "overhead_pct": 1.0}}
+    text = report.render(results.load(tmp_path), env)
+    assert "bf16-amp, fused Adam, batch 4096: 85.0% of floor (target ≥ 80%): **met**" in text
+    missed = "fp16-amp-noscale, fused Adam, batch 4096: 75.0% of floor (target ≥ 80%): **MISSED**"
+    assert missed in text
+    assert "+1.00% (target within ±2%): **met**" in text
+
+
+def test_truncated_last_line_is_tolerated(run_dir):
+    with (run_dir / results.ROWS).open("a") as f:
+        f.write('{"case_id": "half')
+    assert len(results.load(run_dir)) == 4
+
+
+def test_damage_in_the_middle_is_not_hidden(tmp_path):
+    (tmp_path / results.ROWS).write_text('{"a": 1}\nnot json\n{"b": 2}\n')
+    with pytest.raises(json.JSONDecodeError):
+        results.read_jsonl(tmp_path / results.ROWS)
+
+
+def test_run_folders_are_never_reused(tmp_path):
+    name = results.run_dir_name(datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), "NVIDIA H200",
+                                "0123456789abcdef")  # fmt: skip
+    assert name == "20260102T030405Z_NVIDIA-H200_0123456"
+    first = results.new_run_dir(tmp_path, name)
+    (first / "rows.jsonl").write_text("keep me")
+    second = results.new_run_dir(tmp_path, name)
+    assert second != first and second.name == name + "-2"
+    assert (first / "rows.jsonl").read_text() == "keep me"

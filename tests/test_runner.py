@@ -1,0 +1,122 @@
+"""Cases as rows: the ok path, and faults turned into statuses while the suite goes on."""
+
+import math
+
+import pytest
+import torch
+
+from bench import results, runner
+from bench.runner import run_case, run_suite
+from tests.conftest import tiny_case
+
+
+def test_ok_row_has_the_promised_columns(cpu_ceilings):
+    row, samples = run_case(tiny_case(mode="bf16-amp", optimizer="fused"), cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    for col in results.LEADING_COLUMNS:
+        if col.startswith("speedup") or col.startswith("peak"):
+            continue  # derived when loading / not measured on the CPU
+        assert col in row, col
+    assert set(samples) == {"fwd", "bwd", "step", "total"}
+    assert all(len(v) == 3 for v in samples.values())
+    assert row["tflops"] == pytest.approx((row["fwd_gflop"] + row["bwd_gflop"]) / row["total_ms"])
+    assert row["pct_of_floor"] == pytest.approx(row["floor_ms"] / row["total_ms"] * 100)
+    assert row["samples_per_s"] == pytest.approx(8 / row["total_ms"] * 1e3)
+    assert row["ceiling_tflops"] == cpu_ceilings["matmul_tflops_bf16"]
+    assert (row["tf32_matmul"], row["autocast_dtype"]) == (False, "bfloat16")
+
+
+def test_tf32_flags_recorded_as_in_force(cpu_ceilings):
+    row, _ = run_case(tiny_case(mode="tf32"), cpu_ceilings)
+    assert row["tf32_matmul"] is True and row["tf32_cudnn"] is True
+
+
+def test_out_of_memory_becomes_a_row(monkeypatch, cpu_ceilings):
+    def oom(case):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
+
+    monkeypatch.setattr(runner, "build", oom)
+    row, samples = run_case(tiny_case(), cpu_ceilings)
+    assert row["status"] == "oom" and "9.00 GiB" in row["error"]
+    assert samples == {}
+
+
+def test_nonfinite_loss_becomes_a_row(monkeypatch, cpu_ceilings):
+    real_forward = runner.forward
+
+    def poisoned(s):
+        logits, loss = real_forward(s)
+        return logits, loss * float("nan")
+
+    monkeypatch.setattr(runner, "forward", poisoned)
+    row, _ = run_case(tiny_case(), cpu_ceilings)
+    assert row["status"] == "nonfinite"
+    assert row["error"] == "4 of 4 losses were not finite"  # 1 warm-up + 3 timed
+    assert math.isnan(row["final_loss"])
+
+
+def test_other_exception_becomes_an_error_row(monkeypatch, cpu_ceilings):
+    def broken(s):
+        raise RuntimeError("cuBLAS said no\nsecond line")
+
+    monkeypatch.setattr(runner, "optimizer_step", broken)
+    row, _ = run_case(tiny_case(), cpu_ceilings)
+    assert row["status"] == "error"
+    assert row["error"] == "RuntimeError: cuBLAS said no"
+
+
+def test_suite_goes_on_after_a_fault_and_writes_rows(monkeypatch, tmp_path, cpu_ceilings):
+    real_build = runner.build
+
+    def oom_for_fp16(case):
+        if case.mode == "fp16-amp":
+            raise torch.cuda.OutOfMemoryError("out of memory")
+        return real_build(case)
+
+    monkeypatch.setattr(runner, "build", oom_for_fp16)
+    cases = [tiny_case(mode=m) for m in ("fp32", "fp16-amp", "bf16-amp")]
+    run_suite(cases, tmp_path, cpu_ceilings, log=lambda msg: None)
+    df = results.load(tmp_path)
+    assert list(df["status"]) == ["ok", "oom", "ok"]
+    samples = results.load_samples(tmp_path)
+    assert set(samples["case_id"]) == {cases[0].case_id, cases[2].case_id}
+
+
+def test_resume_runs_only_missing_cases(monkeypatch, tmp_path, cpu_ceilings):
+    cases = [tiny_case(mode=m) for m in ("fp32", "tf32", "bf16-amp")]
+    real_run_case = runner.run_case
+    seen = []
+
+    def killed_on_third(case, ceilings):
+        seen.append(case.mode)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return real_run_case(case, ceilings)
+
+    monkeypatch.setattr(runner, "run_case", killed_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(cases, tmp_path, cpu_ceilings, log=lambda msg: None)
+    assert list(results.load(tmp_path)["mode"]) == ["fp32", "tf32"]
+
+    seen.clear()
+    monkeypatch.setattr(runner, "run_case", real_run_case)
+    ran = []
+    run_suite(cases, tmp_path, cpu_ceilings, log=ran.append)
+    assert len(ran) == 2 and ran[0].startswith("[3/3] bf16-amp")  # progress line, then result
+    assert list(results.load(tmp_path)["mode"]) == ["fp32", "tf32", "bf16-amp"]
+
+
+def test_overhead_measurement_compares_like_with_like():
+    out = runner.measure_overhead(tiny_case(steps=4), windows=2, repeats=2)
+    assert out["harness_samples"] == 8 and out["bare_windows"] == 4
+    assert out["harness_ms"] > 0 and out["bare_ms"] > 0
+    assert out["overhead_pct"] == pytest.approx((out["harness_ms"] / out["bare_ms"] - 1) * 100)
+
+
+@pytest.mark.cuda
+def test_a_cuda_case_runs(cpu_ceilings):
+    row, samples = run_case(tiny_case(device="cuda", mode="fp16-amp", optimizer="fused"),
+                            cpu_ceilings)  # fmt: skip
+    assert row["status"] == "ok", row["error"]
+    assert row["peak_alloc_gib"] > 0
+    assert len(samples["total"]) == 3

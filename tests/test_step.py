@@ -1,0 +1,75 @@
+"""The single train step under CPU autocast: dtypes observed, weights updated, scaler engaged."""
+
+import pytest
+import torch
+
+from bench import memory
+from bench.step import backward, build, forward, optimizer_step, train_step
+from tests.conftest import tiny_case
+
+# CPU autocast runs fp16 and bf16; the dtypes should match what CUDA autocast does.
+EXPECTED = {
+    "fp32": ("float32", "float32", "float32"),
+    "tf32": ("float32", "float32", "float32"),
+    "fp16-amp": ("float16", "float32", "float32"),
+    "fp16-amp-noscale": ("float16", "float32", "float32"),
+    "bf16-amp": ("bfloat16", "float32", "float32"),
+}
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED))
+def test_dtypes_of_logits_loss_and_param_grad(mode):
+    s = build(tiny_case(mode=mode))
+    row = memory.measure(s)
+    assert (row["output_dtype"], row["loss_dtype"], row["param_grad_dtype"]) == EXPECTED[mode]
+
+
+@pytest.mark.parametrize("optimizer", ["foreach", "fused"])
+@pytest.mark.parametrize("mode", list(EXPECTED))
+def test_a_step_moves_every_weight(mode, optimizer):
+    s = build(tiny_case(mode=mode, optimizer=optimizer))
+    before = [p.detach().clone() for p in s.model.parameters()]
+    loss = train_step(s)
+    assert torch.isfinite(loss)
+    assert all(not torch.equal(b, p) for b, p in zip(before, s.model.parameters(), strict=True))
+    assert all(p.grad is None for p in s.model.parameters())  # zero_grad(set_to_none=True)
+
+
+def test_scaler_multiplies_the_loss_only_when_the_mode_scales():
+    scaled = build(tiny_case(mode="fp16-amp"))
+    plain = build(tiny_case(mode="fp16-amp-noscale"))
+    assert scaled.scaler.is_enabled() and scaled.scaler.get_scale() == 2.0**16
+    assert not plain.scaler.is_enabled()
+    # Same seed, same weights: the scaled gradient is 2**16 times the plain one before unscaling.
+    for s in (scaled, plain):
+        _, loss = forward(s)
+        backward(s, loss)
+    ratio = scaled.model.fc3.weight.grad.abs().sum() / plain.model.fc3.weight.grad.abs().sum()
+    assert ratio.item() == pytest.approx(2.0**16, rel=1e-2)
+    optimizer_step(scaled)  # unscale, skip-or-step, update: must not raise on the CPU
+
+
+def test_build_is_deterministic_from_the_seed():
+    a, b = build(tiny_case(seed=7)), build(tiny_case(seed=7))
+    assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    pairs = zip(a.model.parameters(), b.model.parameters(), strict=True)
+    assert all(torch.equal(p, q) for p, q in pairs)
+    c = build(tiny_case(seed=8))
+    assert not torch.equal(a.x, c.x)
+
+
+def test_memory_breakdown_on_cpu():
+    s = build(tiny_case(mode="fp32"))
+    row = memory.measure(s)
+    n = sum(p.numel() for p in s.model.parameters())
+    assert row["param_gib"] == pytest.approx(n * 4 / 2**30)
+    assert row["grad_gib"] == pytest.approx(n * 4 / 2**30)
+    assert row["optim_state_gib"] == pytest.approx(2 * n * 4 / 2**30, rel=1e-3)  # + step counters
+
+
+@pytest.mark.cuda
+def test_cuda_memory_peaks_are_measured():
+    s = build(tiny_case(device="cuda", mode="bf16-amp"))
+    row = memory.measure(s)
+    assert row["peak_alloc_gib"] >= row["param_gib"] + row["optim_state_gib"]
+    assert row["act_gib"] > 0
