@@ -30,9 +30,12 @@ def _run(cmd: list[str]) -> str | None:
 
 def git_commit() -> tuple[str | None, bool | None]:
     """(full commit sha, dirty flag) of the project, or (None, None) when unknown."""
-    sha = _run(["git", "rev-parse", "HEAD"])
+    # safe.directory: a checkout copied to a GPU box belongs to another user, and git refuses to
+    # read such a repository for root unless told to trust it.
+    git = ["git", "-c", "safe.directory=*"]
+    sha = _run([*git, "rev-parse", "--verify", "HEAD"])
     if sha is not None:
-        status = _run(["git", "status", "--porcelain", "--untracked-files=no"])
+        status = _run([*git, "status", "--porcelain", "--untracked-files=no"])
         return sha, bool(status)
     sha = os.environ.get("AMPBENCH_GIT_COMMIT") or None
     dirty = os.environ.get("AMPBENCH_GIT_DIRTY")

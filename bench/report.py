@@ -105,7 +105,9 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
         lines.append(
             f"- Harness overhead on {ov['case_id']}: harness median {ov['harness_ms']:.3f} ms "
             f"against the bare loop's {ov['bare_ms']:.3f} ms, {ov['overhead_pct']:+.2f}% "
-            f"(target within ±{OVERHEAD_TARGET_PCT:.0f}%): **{verdict}**."
+            f"(target within ±{OVERHEAD_TARGET_PCT:.0f}%): **{verdict}**. The harness's mean step "
+            f"is {ov['harness_mean_ms']:.3f} ms, {ov['mean_overhead_pct']:+.2f}% against the bare "
+            f"loop (a window's time is a mean over its {ov['steps_per_window']} steps)."
         )
     elif ov:
         lines.append(f"- Harness overhead: not measured ({ov.get('error', 'unknown')}).")

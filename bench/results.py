@@ -39,7 +39,8 @@ LEADING_COLUMNS = [
 def run_dir_name(started: datetime, gpu: str, commit: str | None) -> str:
     stamp = started.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
-    return f"{stamp}_{gpu_slug}_{(commit or 'nogit')[:7]}"
+    sha = re.sub(r"[^0-9a-fA-F]", "", commit or "")[:7] or "nogit"
+    return f"{stamp}_{gpu_slug}_{sha}"
 
 
 def new_run_dir(parent: Path, name: str) -> Path:

@@ -74,7 +74,17 @@ def test_report_states_the_targets(tmp_path):
                 batch_size=4096)):  # fmt: skip
         row["pct_of_floor"] = 85.0 if row["mode"] == "bf16-amp" else 75.0
         results.append_jsonl(tmp_path / results.ROWS, row)
-    env = {"overhead": {"case_id": "x", "harness_ms": 10.1, "bare_ms": 10.0, "overhead_pct": 1.0}}
+    env = {
+        "overhead": {
+            "case_id": "x",
+            "harness_ms": 10.1,
+            "bare_ms": 10.0,
+            "overhead_pct": 1.0,
+            "harness_mean_ms": 10.2,
+            "mean_overhead_pct": 2.0,
+            "steps_per_window": 30,
+        }
+    }
     text = report.render(results.load(tmp_path), env)
     assert "bf16-amp, fused Adam, batch 4096: 85.0% of floor (target ≥ 80%): **met**" in text
     missed = "fp16-amp-noscale, fused Adam, batch 4096: 75.0% of floor (target ≥ 80%): **MISSED**"

@@ -108,7 +108,7 @@ def test_resume_runs_only_missing_cases(monkeypatch, tmp_path, cpu_ceilings):
 
 def test_overhead_measurement_compares_like_with_like():
     out = runner.measure_overhead(tiny_case(steps=4), windows=2, repeats=2)
-    assert out["harness_samples"] == 8 and out["bare_windows"] == 4
+    assert len(out["harness_samples_ms"]) == 8 and len(out["bare_window_step_ms"]) == 4
     assert out["harness_ms"] > 0 and out["bare_ms"] > 0
     assert out["overhead_pct"] == pytest.approx((out["harness_ms"] / out["bare_ms"] - 1) * 100)
 
