@@ -19,7 +19,8 @@ case "${1:-}" in
         ampbench_python "torch, pandas, tabulate, scipy, pytest, pytest_benchmark"
         storage="${AMPBENCH_BENCH_STORAGE:-results/pytest-benchmark}"
         exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
-            --benchmark-storage="file://$storage" --benchmark-autosave "$@"
+            --benchmark-storage="file://$storage" --benchmark-autosave \
+            --benchmark-sort=name --benchmark-columns=median,iqr,min,max,rounds,iterations "$@"
         ;;
     compare | report | headline | run)
         cmd="$1"

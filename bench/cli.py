@@ -15,7 +15,7 @@ from typing import NoReturn
 
 import torch
 
-from bench import ceilings, env, report, results
+from bench import ceilings, compare, env, report, results
 from bench.case import OPTIMIZERS, Case, grid
 from bench.model import PRESETS, ModelSize
 from bench.modes import MODES
@@ -81,37 +81,105 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="time every case of a grid into a new results folder")
-    r.add_argument("--preset", choices=sorted(PRESETS), help="model size (default: seed on "
-                   "CUDA, tiny on the CPU)")  # fmt: skip
+    r.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="model size (default: seed on CUDA, tiny on the CPU)",
+    )
     r.add_argument("--input-size", type=_positive, help="override the preset's input size")
     r.add_argument("--hidden-size", type=_positive, help="override the preset's hidden size")
     r.add_argument("--num-classes", type=_positive, help="override the preset's class count")
-    r.add_argument("--modes", type=_csv("mode", tuple(MODES)), help=f"comma list, default all: "
-                   f"{','.join(MODES)}")  # fmt: skip
-    r.add_argument("--optimizers", type=_csv("optimizer", OPTIMIZERS),
-                   help="comma list of Adam implementations, default foreach,fused")  # fmt: skip
-    r.add_argument("--batch-sizes", type=_csv("batch size"),
-                   help="comma list, default 256,1024,4096")  # fmt: skip
+    r.add_argument(
+        "--modes",
+        type=_csv("mode", tuple(MODES)),
+        help=f"comma list, default all: {','.join(MODES)}",
+    )
+    r.add_argument(
+        "--optimizers",
+        type=_csv("optimizer", OPTIMIZERS),
+        help="comma list of Adam implementations, default foreach,fused",
+    )
+    r.add_argument(
+        "--batch-sizes", type=_csv("batch size"), help="comma list, default 256,1024,4096"
+    )
     r.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     r.add_argument("--steps", type=_positive, help="timed steps per case (default 30)")
     r.add_argument("--warmup", type=_nonneg, help="untimed steps per case (default 5)")
     r.add_argument("--seed", type=_nonneg, help="seed for weights and data (default 0)")
-    r.add_argument("--no-overhead", action="store_true",
-                   help="skip the harness-against-bare-loop measurement")  # fmt: skip
-    r.add_argument("--results-dir", type=Path, default=Path("results"),
-                   help="parent folder of run folders (default results/)")  # fmt: skip
-    r.add_argument("--resume", type=Path, metavar="RUN_DIR",
-                   help="finish an interrupted run: run only its missing cases")  # fmt: skip
+    r.add_argument(
+        "--no-overhead", action="store_true", help="skip the harness-against-bare-loop measurement"
+    )
+    r.add_argument(
+        "--results-dir",
+        type=Path,
+        default=Path("results"),
+        help="parent folder of run folders (default results/)",
+    )
+    r.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="finish an interrupted run: run only its missing cases",
+    )
 
-    for name, text in (("report", "re-render report.md and results.csv of a run"),
-                       ("headline", "print the README headline table of a run")):  # fmt: skip
+    for name, text in (
+        ("report", "re-render report.md and results.csv of a run"),
+        ("headline", "print the README headline table of a run"),
+    ):
         q = sub.add_parser(name, help=text)
         q.add_argument("run_dir", type=Path)
+    c = sub.add_parser("compare", help="compare two run folders case by case (A baseline, B new)")
+    c.add_argument("run_a", type=Path)
+    c.add_argument("run_b", type=Path)
+    c.add_argument(
+        "--pair",
+        type=_pair,
+        metavar="AXIS=A:B",
+        help="compare across one axis, e.g. optimizer=foreach:fused (A and B may be the same run)",
+    )
+    c.add_argument(
+        "--min-effect",
+        type=_fraction,
+        default=0.02,
+        help="smallest relative change reported as faster/slower (default 0.02)",
+    )
+    c.add_argument("--confidence", type=_fraction, default=0.95, help="default 0.95")
+    c.add_argument(
+        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
+    )
+    c.add_argument("--no-write", action="store_true", help="print only; write no file")
     return p
 
 
-GRID_OPTIONS = ("preset", "input_size", "hidden_size", "num_classes", "modes", "optimizers",
-                "batch_sizes", "steps", "warmup", "seed")  # fmt: skip
+def _pair(text: str) -> compare.Pair:
+    try:
+        return compare.Pair.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}")
+    return value
+
+
+GRID_OPTIONS = (
+    "preset",
+    "input_size",
+    "hidden_size",
+    "num_classes",
+    "modes",
+    "optimizers",
+    "batch_sizes",
+    "steps",
+    "warmup",
+    "seed",
+)
 
 
 def _config(args: argparse.Namespace) -> dict:
@@ -140,12 +208,20 @@ def _config(args: argparse.Namespace) -> dict:
 
 
 def _cases(cfg: dict) -> list[Case]:
-    size = ModelSize(input_size=cfg["input_size"], hidden_size=cfg["hidden_size"],
-                     num_classes=cfg["num_classes"])  # fmt: skip
+    size = ModelSize(
+        input_size=cfg["input_size"], hidden_size=cfg["hidden_size"], num_classes=cfg["num_classes"]
+    )
     try:
-        return grid(modes=cfg["modes"], optimizers=cfg["optimizers"],
-                    batch_sizes=cfg["batch_sizes"], size=size, device=cfg["device"],
-                    seed=cfg["seed"], warmup=cfg["warmup"], steps=cfg["steps"])  # fmt: skip
+        return grid(
+            modes=cfg["modes"],
+            optimizers=cfg["optimizers"],
+            batch_sizes=cfg["batch_sizes"],
+            size=size,
+            device=cfg["device"],
+            seed=cfg["seed"],
+            warmup=cfg["warmup"],
+            steps=cfg["steps"],
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
 
@@ -186,8 +262,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         info["run_name"] = run_dir.name
         print(f"ampbench: run folder {run_dir}", file=sys.stderr)
         if cfg["device"] == "cpu":
-            print("ampbench: no GPU, so this is a CPU smoke run: its figures say nothing about GPU "
-                  "speed", file=sys.stderr)  # fmt: skip
+            print(
+                "ampbench: no GPU, so this is a CPU smoke run: its figures say nothing about GPU "
+                "speed",
+                file=sys.stderr,
+            )
         results.write_env(run_dir, info)
 
     if "ceilings" not in info:
@@ -229,7 +308,35 @@ def cmd_headline(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "report": cmd_report, "headline": cmd_headline}
+def cmd_compare(args: argparse.Namespace) -> int:
+    run_a, run_b = _existing_run(args.run_a), _existing_run(args.run_b)
+    table = compare.compare(
+        run_a, run_b, pair=args.pair, min_effect=args.min_effect, confidence=args.confidence
+    )
+    if table.empty:  # nothing in common: a mistake in the folders or the --pair
+        raise UsageError(f"no case of {run_a} matches a case of {run_b}")
+    warnings = compare.env_differences(results.read_env(run_a), results.read_env(run_b))
+    for line in warnings:
+        print(f"ampbench: warning: environments differ: {line}", file=sys.stderr)
+    text = compare.render(
+        table,
+        run_a=run_a,
+        run_b=run_b,
+        pair=args.pair,
+        min_effect=args.min_effect,
+        confidence=args.confidence,
+        warnings=warnings,
+    )
+    print(text)
+    if not args.no_write:
+        path = compare.output_path(run_a, run_b, args.pair)
+        path.write_text(text)
+        print(f"ampbench: wrote {path}", file=sys.stderr)
+    slower = int((table["verdict"] == "slower").sum())
+    return 1 if args.fail_on_slower and slower else 0
+
+
+COMMANDS = {"run": cmd_run, "report": cmd_report, "headline": cmd_headline, "compare": cmd_compare}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,35 +20,72 @@ OVERHEAD_TARGET_PCT = 2.0
 """The harness's median step may exceed the bare loop's by at most this much."""
 
 TIME_COLUMNS = {
-    "mode": "mode", "optimizer": "optimizer", "status": "status", "fwd_ms": "fwd ms",
-    "bwd_ms": "bwd ms", "step_ms": "optim ms", "total_ms": "total ms", "total_ms_iqr": "IQR ms",
-    "samples_per_s": "samples/s", "tflops": "TFLOP/s", "pct_of_floor": "% of floor",
-    "peak_alloc_gib": "peak GiB", "speedup_vs_fp32": "× fp32", "speedup_vs_tf32": "× tf32",
+    "mode": "mode",
+    "optimizer": "optimizer",
+    "status": "status",
+    "fwd_ms": "fwd ms",
+    "bwd_ms": "bwd ms",
+    "step_ms": "optim ms",
+    "total_ms": "total ms",
+    "total_ms_iqr": "IQR ms",
+    "samples_per_s": "samples/s",
+    "tflops": "TFLOP/s",
+    "pct_of_floor": "% of floor",
+    "peak_alloc_gib": "peak GiB",
+    "speedup_vs_fp32": "× fp32",
+    "speedup_vs_tf32": "× tf32",
     "noisy": "noisy",
-}  # fmt: skip
+}
 FLOOR_COLUMNS = {
-    "mode": "mode", "optimizer": "optimizer", "matmul_dtype": "matmul", "fwd_ms": "fwd ms",
-    "fwd_floor_ms": "fwd floor", "fwd_pct_of_floor": "fwd %", "bwd_ms": "bwd ms",
-    "bwd_floor_ms": "bwd floor", "bwd_pct_of_floor": "bwd %", "step_ms": "optim ms",
-    "step_floor_ms": "optim floor", "step_pct_of_floor": "optim %", "total_ms": "total ms",
-    "floor_ms": "floor ms", "pct_of_floor": "total %",
-}  # fmt: skip
+    "mode": "mode",
+    "optimizer": "optimizer",
+    "matmul_dtype": "matmul",
+    "fwd_ms": "fwd ms",
+    "fwd_floor_ms": "fwd floor",
+    "fwd_pct_of_floor": "fwd %",
+    "bwd_ms": "bwd ms",
+    "bwd_floor_ms": "bwd floor",
+    "bwd_pct_of_floor": "bwd %",
+    "step_ms": "optim ms",
+    "step_floor_ms": "optim floor",
+    "step_pct_of_floor": "optim %",
+    "total_ms": "total ms",
+    "floor_ms": "floor ms",
+    "pct_of_floor": "total %",
+}
 MEMORY_COLUMNS = {
-    "mode": "mode", "optimizer": "optimizer", "param_gib": "params", "grad_gib": "grads",
-    "optim_state_gib": "Adam state", "act_gib": "saved by fwd", "peak_fwd_gib": "peak fwd",
-    "peak_bwd_gib": "peak bwd", "peak_opt_gib": "peak optim", "peak_alloc_gib": "peak alloc",
+    "mode": "mode",
+    "optimizer": "optimizer",
+    "param_gib": "params",
+    "grad_gib": "grads",
+    "optim_state_gib": "Adam state",
+    "act_gib": "saved by fwd",
+    "peak_fwd_gib": "peak fwd",
+    "peak_bwd_gib": "peak bwd",
+    "peak_opt_gib": "peak optim",
+    "peak_alloc_gib": "peak alloc",
     "peak_reserved_gib": "peak reserved",
-}  # fmt: skip
+}
 DTYPE_COLUMNS = {
-    "mode": "mode", "autocast_dtype": "autocast", "scale_loss": "GradScaler",
-    "tf32_matmul": "TF32 matmul", "tf32_cudnn": "TF32 cuDNN", "output_dtype": "logits",
-    "loss_dtype": "loss", "param_grad_dtype": "fc1.weight.grad",
-}  # fmt: skip
+    "mode": "mode",
+    "autocast_dtype": "autocast",
+    "scale_loss": "GradScaler",
+    "tf32_matmul": "TF32 matmul",
+    "tf32_cudnn": "TF32 cuDNN",
+    "output_dtype": "logits",
+    "loss_dtype": "loss",
+    "param_grad_dtype": "fc1.weight.grad",
+}
 HEADLINE_COLUMNS = {
-    "mode": "mode", "total_ms": "step ms", "samples_per_s": "samples/s", "tflops": "TFLOP/s",
-    "pct_of_floor": "% of floor", "peak_alloc_gib": "peak GiB", "speedup_vs_fp32": "× fp32",
+    "mode": "mode",
+    "total_ms": "step ms",
+    "samples_per_s": "samples/s",
+    "tflops": "TFLOP/s",
+    "pct_of_floor": "% of floor",
+    "peak_alloc_gib": "peak GiB",
+    "speedup_vs_fp32": "× fp32",
     "param_grad_dtype": "param.grad",
-}  # fmt: skip
+}
 
 
 def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> str:
@@ -57,16 +94,33 @@ def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> 
 
 
 def _env_table(env: dict) -> str:
-    keys = ["gpu", "gpu_memory_gib", "driver", "cuda", "cudnn", "torch", "python", "cpu",
-            "platform", "commit", "dirty", "tf32_matmul", "tf32_cudnn", "started",
-            "ended"]  # fmt: skip
+    keys = [
+        "gpu",
+        "gpu_memory_gib",
+        "driver",
+        "cuda",
+        "cudnn",
+        "torch",
+        "python",
+        "cpu",
+        "platform",
+        "commit",
+        "dirty",
+        "tf32_matmul",
+        "tf32_cudnn",
+        "started",
+        "ended",
+    ]
     items = [(k, env.get(k)) for k in keys if k in env]
     return pd.DataFrame(items, columns=["", "value"]).to_markdown(index=False)
 
 
 def _ceilings_table(ceilings: dict) -> str:
-    rows = [(k.removeprefix("matmul_tflops_"), "TFLOP/s", v) for k, v in ceilings.items()
-            if k.startswith("matmul_tflops_")]  # fmt: skip
+    rows = [
+        (k.removeprefix("matmul_tflops_"), "TFLOP/s", v)
+        for k, v in ceilings.items()
+        if k.startswith("matmul_tflops_")
+    ]
     rows.append(("device copy (read + write)", "GB/s", ceilings["copy_gbps"]))
     table = pd.DataFrame(rows, columns=["ceiling", "unit", "measured"])
     return table.to_markdown(index=False, floatfmt=".1f")
@@ -118,41 +172,67 @@ def render(df: pd.DataFrame, env: dict) -> str:
     """The whole report.md of a run."""
     out = [f"# ampbench run `{env.get('run_name', '')}`", ""]
     if env.get("device") == "cpu":
-        out += ["**CPU smoke run**: these figures exercise the harness on the CPU; they say "
-                "nothing about GPU training speed.", ""]  # fmt: skip
+        out += [
+            "**CPU smoke run**: these figures exercise the harness on the CPU; they say "
+            "nothing about GPU training speed.",
+            "",
+        ]
     out += ["Produced by:", "", "```", env.get("command", ""), "```", ""]
     out += ["## Environment", "", _env_table(env), ""]
     if env.get("ceilings"):
-        out += ["## Measured ceilings", "",
-                f"Matmul: {env['ceilings']['ceiling_matmul_n']:.0f}² GEMM of random data; copy: "
-                f"{env['ceilings']['ceiling_copy_mib']:.0f} MiB device to device. Each row's floor "
-                "is its matmul FLOPs over the ceiling of its matmul dtype plus Adam's bytes over "
-                "the copy bandwidth (bench/roofline.py).", "",
-                _ceilings_table(env["ceilings"]), ""]  # fmt: skip
+        out += [
+            "## Measured ceilings",
+            "",
+            f"Matmul: {env['ceilings']['ceiling_matmul_n']:.0f}² GEMM of random data; copy: "
+            f"{env['ceilings']['ceiling_copy_mib']:.0f} MiB device to device. Each row's floor "
+            "is its matmul FLOPs over the ceiling of its matmul dtype plus Adam's bytes over "
+            "the copy bandwidth (bench/roofline.py).",
+            "",
+            _ceilings_table(env["ceilings"]),
+            "",
+        ]
     targets = _targets(df, env)
     if targets:
         out += ["## Targets", "", *targets, ""]
-    out += ["## Time per step", "",
-            "Medians over the timed steps, in ms. `optim` is the optimizer phase (GradScaler "
-            "unscale/step/update, Adam, zero_grad). Speedups are the base mode's total time over "
-            "this row's (above 1 is faster). `noisy`: IQR above 5% of the median.", ""]  # fmt: skip
+    out += [
+        "## Time per step",
+        "",
+        "Medians over the timed steps, in ms. `optim` is the optimizer phase (GradScaler "
+        "unscale/step/update, Adam, zero_grad). Speedups are the base mode's total time over "
+        "this row's (above 1 is faster). `noisy`: IQR above 5% of the median.",
+        "",
+    ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, TIME_COLUMNS), ""]
     out += ["## Where the time goes: each phase against its floor", ""]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, FLOOR_COLUMNS), ""]
-    out += ["## Memory (GiB)", "",
-            "`saved by fwd`: what the forward pass leaves allocated for backward (activations, "
-            "and under autocast the low-precision weight copies).", ""]  # fmt: skip
+    out += [
+        "## Memory (GiB)",
+        "",
+        "`saved by fwd`: what the forward pass leaves allocated for backward (activations, "
+        "and under autocast the low-precision weight copies).",
+        "",
+    ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, MEMORY_COLUMNS), ""]
     dtypes = df.drop_duplicates("mode")
-    out += ["## Dtypes observed", "", "As the step produced them, per mode.", "",
-            _table(dtypes, DTYPE_COLUMNS), ""]  # fmt: skip
+    out += [
+        "## Dtypes observed",
+        "",
+        "As the step produced them, per mode.",
+        "",
+        _table(dtypes, DTYPE_COLUMNS),
+        "",
+    ]
     bad = df[df["status"] != "ok"]
     if not bad.empty:
-        out += ["## Cases that did not pass", "",
-                bad[["case_id", "status", "error"]].to_markdown(index=False), ""]  # fmt: skip
+        out += [
+            "## Cases that did not pass",
+            "",
+            bad[["case_id", "status", "error"]].to_markdown(index=False),
+            "",
+        ]
     return "\n".join(out)
 
 

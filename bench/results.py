@@ -23,16 +23,43 @@ import pandas as pd
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
 CSV, REPORT = "results.csv", "report.md"
 
-AXES = ["mode", "optimizer", "batch_size", "input_size", "hidden_size", "num_classes", "device",
-        "seed"]  # fmt: skip
+AXES = [
+    "mode",
+    "optimizer",
+    "batch_size",
+    "input_size",
+    "hidden_size",
+    "num_classes",
+    "device",
+    "seed",
+]
 """The columns that identify a case; everything else in a row is measured or derived."""
 
 LEADING_COLUMNS = [
-    "mode", "optimizer", "batch_size", "input_size", "hidden_size", "num_classes", "status",
-    "fwd_ms", "bwd_ms", "step_ms", "total_ms", "total_ms_iqr", "samples_per_s", "tflops",
-    "floor_ms", "pct_of_floor", "peak_alloc_gib", "peak_reserved_gib", "speedup_vs_fp32",
-    "speedup_vs_tf32", "output_dtype", "loss_dtype", "param_grad_dtype",
-]  # fmt: skip
+    "mode",
+    "optimizer",
+    "batch_size",
+    "input_size",
+    "hidden_size",
+    "num_classes",
+    "status",
+    "fwd_ms",
+    "bwd_ms",
+    "step_ms",
+    "total_ms",
+    "total_ms_iqr",
+    "samples_per_s",
+    "tflops",
+    "floor_ms",
+    "pct_of_floor",
+    "peak_alloc_gib",
+    "peak_reserved_gib",
+    "speedup_vs_fp32",
+    "speedup_vs_tf32",
+    "output_dtype",
+    "loss_dtype",
+    "param_grad_dtype",
+]
 """The columns other tools may rely on, by these names, first in every table."""
 
 

@@ -9,6 +9,17 @@ from bench.case import Case
 from bench.model import PRESETS
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Options of the pytest-benchmark suite in tests/benchmarks; registered here because pytest
+    # reads options only from the conftest files it loads at start-up.
+    group = parser.getgroup("ampbench", "ampbench benchmark suite (tests/benchmarks)")
+    group.addoption("--ampbench-preset", help="model size (default: seed on CUDA, tiny on CPU)")
+    group.addoption("--ampbench-modes", help="comma list of modes (default: all)")
+    group.addoption("--ampbench-batch-sizes", help="comma list (default: 1024 on CUDA, 8 on CPU)")
+    group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
+    group.addoption("--ampbench-rounds", type=int, help="rounds (default: 10 on CUDA, 2 on CPU)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return

@@ -7,9 +7,17 @@ from tests.conftest import tiny_case
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("mode", "fp8"), ("optimizer", "sgd"), ("device", "tpu"), ("batch_size", 0),
-     ("batch_size", -4), ("steps", 0), ("warmup", -1), ("hidden_size", 2.5)],
-)  # fmt: skip
+    [
+        ("mode", "fp8"),
+        ("optimizer", "sgd"),
+        ("device", "tpu"),
+        ("batch_size", 0),
+        ("batch_size", -4),
+        ("steps", 0),
+        ("warmup", -1),
+        ("hidden_size", 2.5),
+    ],
+)
 def test_bad_fields_name_the_value(field, value):
     with pytest.raises(ValueError, match=repr(value).replace(".", r"\.")):
         tiny_case(**{field: value})
@@ -21,8 +29,13 @@ def test_case_id_names_every_axis():
 
 
 def test_grid_is_the_full_product_batch_outermost():
-    cases = grid(modes=["fp32", "bf16-amp"], optimizers=["foreach", "fused"], batch_sizes=[4, 8],
-                 size=PRESETS["tiny"], device="cpu")  # fmt: skip
+    cases = grid(
+        modes=["fp32", "bf16-amp"],
+        optimizers=["foreach", "fused"],
+        batch_sizes=[4, 8],
+        size=PRESETS["tiny"],
+        device="cpu",
+    )
     assert len(cases) == 8
     assert [c.batch_size for c in cases] == [4] * 4 + [8] * 4
     assert len({c.case_id for c in cases}) == 8

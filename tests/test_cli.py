@@ -52,11 +52,28 @@ def test_resume_refuses_grid_flags_and_missing_runs(tmp_path, capsys):
 def _tiny_run(tmp_path, *extra):
     env = {**os.environ, "PYTHON": sys.executable}
     return subprocess.run(
-        [str(ROOT / "run_bench.sh"), "--device", "cpu", "--modes", "fp32,bf16-amp",
-         "--batch-sizes", "4,8", "--steps", "3", "--warmup", "1", "--results-dir", str(tmp_path),
-         *extra],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            str(ROOT / "run_bench.sh"),
+            "--device",
+            "cpu",
+            "--modes",
+            "fp32,bf16-amp",
+            "--batch-sizes",
+            "4,8",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--results-dir",
+            str(tmp_path),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_run_bench_end_to_end_and_resume(tmp_path):
@@ -80,9 +97,14 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
     # Drop the last two cases as if the run had been killed, then resume it.
     lines = (run_dir / results.ROWS).read_text().splitlines()
     (run_dir / results.ROWS).write_text("\n".join(lines[:-2]) + "\n")
-    proc = subprocess.run([str(ROOT / "run_bench.sh"), "run", "--resume", str(run_dir)],
-                          capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "PYTHON": sys.executable})  # fmt: skip
+    proc = subprocess.run(
+        [str(ROOT / "run_bench.sh"), "run", "--resume", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("[7/8]") == 1 and "[1/8]" not in proc.stderr
     assert len(results.load(run_dir)) == 8

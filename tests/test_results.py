@@ -11,23 +11,49 @@ from bench import report, results
 
 def _row(mode, total_ms, status="ok", optimizer="fused", batch_size=64):
     return {
-        "case_id": f"{mode}/{optimizer}/b{batch_size}", "mode": mode, "optimizer": optimizer,
-        "batch_size": batch_size, "input_size": 32, "hidden_size": 64, "num_classes": 10,
-        "device": "cpu", "seed": 0, "status": status, "error": "" if status == "ok" else "boom",
-        "fwd_ms": total_ms / 4, "bwd_ms": total_ms / 2, "step_ms": total_ms / 4,
-        "total_ms": total_ms, "total_ms_iqr": 0.1, "samples_per_s": batch_size / total_ms * 1e3,
-        "tflops": 1.0, "floor_ms": total_ms / 2, "pct_of_floor": 50.0,
-        "fwd_floor_ms": 1.0, "bwd_floor_ms": 1.0, "step_floor_ms": 1.0,
-        "fwd_pct_of_floor": 40.0, "bwd_pct_of_floor": 50.0, "step_pct_of_floor": 60.0,
-        "peak_alloc_gib": 1.5, "peak_reserved_gib": 2.0, "output_dtype": "float16",
-        "loss_dtype": "float32", "param_grad_dtype": "float32", "noisy": False,
-    }  # fmt: skip
+        "case_id": f"{mode}/{optimizer}/b{batch_size}",
+        "mode": mode,
+        "optimizer": optimizer,
+        "batch_size": batch_size,
+        "input_size": 32,
+        "hidden_size": 64,
+        "num_classes": 10,
+        "device": "cpu",
+        "seed": 0,
+        "status": status,
+        "error": "" if status == "ok" else "boom",
+        "fwd_ms": total_ms / 4,
+        "bwd_ms": total_ms / 2,
+        "step_ms": total_ms / 4,
+        "total_ms": total_ms,
+        "total_ms_iqr": 0.1,
+        "samples_per_s": batch_size / total_ms * 1e3,
+        "tflops": 1.0,
+        "floor_ms": total_ms / 2,
+        "pct_of_floor": 50.0,
+        "fwd_floor_ms": 1.0,
+        "bwd_floor_ms": 1.0,
+        "step_floor_ms": 1.0,
+        "fwd_pct_of_floor": 40.0,
+        "bwd_pct_of_floor": 50.0,
+        "step_pct_of_floor": 60.0,
+        "peak_alloc_gib": 1.5,
+        "peak_reserved_gib": 2.0,
+        "output_dtype": "float16",
+        "loss_dtype": "float32",
+        "param_grad_dtype": "float32",
+        "noisy": False,
+    }
 
 
 @pytest.fixture
 def run_dir(tmp_path):
-    for row in (_row("fp32", 40.0), _row("tf32", 20.0), _row("bf16-amp", 10.0),
-                _row("fp16-amp", 8.0, status="oom")):  # fmt: skip
+    for row in (
+        _row("fp32", 40.0),
+        _row("tf32", 20.0),
+        _row("bf16-amp", 10.0),
+        _row("fp16-amp", 8.0, status="oom"),
+    ):
         results.append_jsonl(tmp_path / results.ROWS, row)
     env = {"run_name": "r1", "device": "cpu", "command": "python -m bench run", "gpu": "cpu"}
     results.write_env(tmp_path, env)
@@ -49,8 +75,11 @@ def test_leading_columns_come_first(run_dir):
 
 
 def test_speedups_match_on_every_other_axis(tmp_path):
-    for row in (_row("fp32", 40.0, batch_size=64), _row("fp32", 80.0, batch_size=128),
-                _row("bf16-amp", 10.0, batch_size=128)):  # fmt: skip
+    for row in (
+        _row("fp32", 40.0, batch_size=64),
+        _row("fp32", 80.0, batch_size=128),
+        _row("bf16-amp", 10.0, batch_size=128),
+    ):
         results.append_jsonl(tmp_path / results.ROWS, row)
     df = results.load(tmp_path).set_index(["mode", "batch_size"])
     assert df.loc[("bf16-amp", 128), "speedup_vs_fp32"] == pytest.approx(8.0)
@@ -70,8 +99,10 @@ def test_report_round_trip(run_dir):
 
 
 def test_report_states_the_targets(tmp_path):
-    for row in (_row("bf16-amp", 10.0, batch_size=4096), _row("fp16-amp-noscale", 10.0,
-                batch_size=4096)):  # fmt: skip
+    for row in (
+        _row("bf16-amp", 10.0, batch_size=4096),
+        _row("fp16-amp-noscale", 10.0, batch_size=4096),
+    ):
         row["pct_of_floor"] = 85.0 if row["mode"] == "bf16-amp" else 75.0
         results.append_jsonl(tmp_path / results.ROWS, row)
     env = {
@@ -105,8 +136,9 @@ def test_damage_in_the_middle_is_not_hidden(tmp_path):
 
 
 def test_run_folders_are_never_reused(tmp_path):
-    name = results.run_dir_name(datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), "NVIDIA H200",
-                                "0123456789abcdef")  # fmt: skip
+    name = results.run_dir_name(
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), "NVIDIA H200", "0123456789abcdef"
+    )
     assert name == "20260102T030405Z_NVIDIA-H200_0123456"
     first = results.new_run_dir(tmp_path, name)
     (first / "rows.jsonl").write_text("keep me")

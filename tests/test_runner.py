@@ -115,8 +115,9 @@ def test_overhead_measurement_compares_like_with_like():
 
 @pytest.mark.cuda
 def test_a_cuda_case_runs(cpu_ceilings):
-    row, samples = run_case(tiny_case(device="cuda", mode="fp16-amp", optimizer="fused"),
-                            cpu_ceilings)  # fmt: skip
+    row, samples = run_case(
+        tiny_case(device="cuda", mode="fp16-amp", optimizer="fused"), cpu_ceilings
+    )
     assert row["status"] == "ok", row["error"]
     assert row["peak_alloc_gib"] > 0
     assert len(samples["total"]) == 3

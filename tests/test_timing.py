@@ -48,8 +48,9 @@ def test_one_sync_after_warmup_and_one_after_the_window():
 def test_varying_phase_times_are_kept_raw():
     clock = FakeClock()
     durations = iter([1.0, 2.0, 3.0])
-    samples = time_phases({"p": lambda: clock.advance(next(durations))}, warmup=0, steps=3,
-                          clock=clock)  # fmt: skip
+    samples = time_phases(
+        {"p": lambda: clock.advance(next(durations))}, warmup=0, steps=3, clock=clock
+    )
     assert samples["p"] == [1.0, 2.0, 3.0]
 
 
