@@ -6,6 +6,7 @@
 #   ./run_bench.sh compare A B [opts]   compare two run folders case by case
 #   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
 #                                       results/pytest-benchmark for `pytest-benchmark compare`
+#   ./run_bench.sh numerics [opts]      the numerics study: dtypes, underflow, convergence
 #   ./run_bench.sh report RUN_DIR       re-render a run's report.md
 # `python -m bench run --help` lists the run options. Environment: PYTHON (interpreter),
 # AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
@@ -16,13 +17,13 @@ source scripts/python_env.sh
 case "${1:-}" in
     pytest)
         shift
-        ampbench_python "torch, pandas, tabulate, scipy, pytest, pytest_benchmark"
+        ampbench_python "torch, pandas, tabulate, scipy, matplotlib, pytest, pytest_benchmark"
         storage="${AMPBENCH_BENCH_STORAGE:-results/pytest-benchmark}"
         exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
             --benchmark-storage="file://$storage" --benchmark-autosave \
             --benchmark-sort=name --benchmark-columns=median,iqr,min,max,rounds,iterations "$@"
         ;;
-    compare | report | headline | run)
+    compare | report | headline | run | numerics)
         cmd="$1"
         shift
         ;;
@@ -30,5 +31,5 @@ case "${1:-}" in
         cmd=run
         ;;
 esac
-ampbench_python "torch, pandas, tabulate, scipy"
+ampbench_python "torch, pandas, tabulate, scipy, matplotlib"
 exec "$PY" -m bench "$cmd" "$@"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/python_env.sh
-ampbench_python "torch, pandas, tabulate, scipy, pytest, pytest_benchmark"
+ampbench_python "torch, pandas, tabulate, scipy, matplotlib, pytest, pytest_benchmark"
 
 if "$PY" -m ruff --version >/dev/null 2>&1; then
     "$PY" -m ruff check .

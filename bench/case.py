@@ -18,6 +18,7 @@ OPTIMIZERS = ("foreach", "fused")
 which also applies GradScaler's unscale and inf check itself, with no host sync)."""
 
 DEVICES = ("cuda", "cpu")
+REDUCTIONS = ("mean", "sum")
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -42,6 +43,15 @@ class Case:
     """Untimed steps before the timed window (allocator, cuBLAS handles, autocast caches)."""
     steps: int = 30
     """Timed steps; statistics come from these samples."""
+    lr: float = 1e-3
+    """Adam's learning rate (the question's 1e-3)."""
+    # Stress settings: where fp16's margins for underflow and overflow show.
+    loss_mult: float = 1.0
+    """Multiply the loss by this (gradient accumulation over k micro-batches uses 1/k)."""
+    reduction: str = "mean"
+    """CrossEntropyLoss reduction: `sum` makes gradients B times larger than `mean`."""
+    init_scale: float = 1.0
+    """Multiply every initial weight and bias by this (small values shrink every gradient)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -56,6 +66,14 @@ class Case:
             _positive_int(name, getattr(self, name))
         if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
             raise ValueError(f"warmup must be a non-negative integer, got {self.warmup!r}")
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(
+                f"unknown reduction {self.reduction!r}; choose from {', '.join(REDUCTIONS)}"
+            )
+        for name in ("lr", "loss_mult", "init_scale"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
 
     @property
     def size(self) -> ModelSize:
@@ -66,10 +84,22 @@ class Case:
     @property
     def case_id(self) -> str:
         """A stable name of the case's axes, used to resume runs and to match cases across runs."""
-        return (
+        base = (
             f"{self.mode}/{self.optimizer}/b{self.batch_size}"
             f"/{self.input_size}x{self.hidden_size}x{self.num_classes}/{self.device}/s{self.seed}"
         )
+        # Settings at their defaults stay out of the name, so ids of earlier runs keep matching.
+        extras = [
+            f"{name}={getattr(self, name)}"
+            for name, default in (
+                ("lr", 1e-3),
+                ("loss_mult", 1.0),
+                ("reduction", "mean"),
+                ("init_scale", 1.0),
+            )
+            if getattr(self, name) != default
+        ]
+        return "/".join([base, *extras])
 
     def axes(self) -> dict[str, object]:
         return asdict(self)

@@ -15,8 +15,8 @@ from typing import NoReturn
 
 import torch
 
-from bench import ceilings, compare, env, report, results
-from bench.case import OPTIMIZERS, Case, grid
+from bench import ceilings, compare, env, numerics, report, results
+from bench.case import OPTIMIZERS, REDUCTIONS, Case, grid
 from bench.model import PRESETS, ModelSize
 from bench.modes import MODES
 from bench.runner import measure_overhead, run_suite
@@ -148,6 +148,46 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
     c.add_argument("--no-write", action="store_true", help="print only; write no file")
+
+    n = sub.add_parser("numerics", help="dtype audit, underflow census, histogram, convergence")
+    n.add_argument("--preset", choices=sorted(PRESETS), help="default: seed on CUDA, tiny on CPU")
+    n.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    n.add_argument("--modes", type=_csv("mode", tuple(MODES)), help="convergence modes (all)")
+    n.add_argument(
+        "--census-batch-sizes", type=_csv("batch size"), help="default 64,256,1024,4096,8192"
+    )
+    n.add_argument(
+        "--checkpoints",
+        type=_nonneg_csv,
+        help="census steps of the fp16 trajectory (default 0,200,1000)",
+    )
+    n.add_argument("--histogram-batch", type=_positive, help="default 1024 (must be a census size)")
+    n.add_argument("--conv-batch-sizes", type=_csv("batch size"), help="default 1024,8192")
+    n.add_argument("--seeds", type=_nonneg_csv, help="default 0,1")
+    n.add_argument("--steps", type=_positive, help="convergence steps per run (default 1000)")
+    n.add_argument("--long-steps", type=_nonneg, help="one fp16-amp run this long (default 2500)")
+    n.add_argument("--eval-every", type=_positive, help="held-out evaluation period (default 100)")
+    n.add_argument("--heldout", type=_positive, help="held-out samples (default 8192)")
+    n.add_argument("--noise", type=_positive_float, default=2.0, help="task noise (default 2)")
+    n.add_argument("--optimizer", choices=OPTIMIZERS, default="fused")
+    n.add_argument("--lr", type=_positive_float, default=1e-3, help="Adam lr (default 1e-3)")
+    n.add_argument(
+        "--loss-mult",
+        type=_positive_float,
+        default=1.0,
+        help="stress: multiply the loss (1/k as in accumulation over k)",
+    )
+    n.add_argument(
+        "--reduction", choices=REDUCTIONS, default="mean", help="stress: CrossEntropyLoss reduction"
+    )
+    n.add_argument(
+        "--init-scale",
+        type=_positive_float,
+        default=1.0,
+        help="stress: multiply the initial weights",
+    )
+    n.add_argument("--workers", type=_positive, help="GPUs to spread jobs over (default: all)")
+    n.add_argument("--results-dir", type=Path, default=Path("results"))
     return p
 
 
@@ -156,6 +196,23 @@ def _pair(text: str) -> compare.Pair:
         return compare.Pair.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _nonneg_csv(text: str) -> list[int]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"empty list {text!r}")
+    return [_int(item, minimum=0, what="checkpoint") for item in items]
 
 
 def _fraction(text: str) -> float:
@@ -184,11 +241,7 @@ GRID_OPTIONS = (
 
 def _config(args: argparse.Namespace) -> dict:
     """The run's grid, from the flags and the defaults; stored in env.json for --resume."""
-    if args.device == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda was asked for, but torch.cuda.is_available() is False")
-    device = args.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = _device(args.device)
     preset = args.preset or ("seed" if device == "cuda" else "tiny")
     size = PRESETS[preset]
     return {
@@ -291,6 +344,72 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _device(requested: str) -> str:
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda was asked for, but torch.cuda.is_available() is False")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def cmd_numerics(args: argparse.Namespace) -> int:
+    device = _device(args.device)
+    cuda = device == "cuda"
+    size = PRESETS[args.preset or ("seed" if cuda else "tiny")]
+    census_sizes = tuple(
+        args.census_batch_sizes or ((64, 256, 1024, 4096, 8192) if cuda else (8, 32))
+    )
+    hist = args.histogram_batch or (1024 if cuda else census_sizes[-1])
+    if hist not in census_sizes:
+        raise UsageError(f"--histogram-batch {hist} is not one of the census batch sizes")
+    steps = args.steps or (1000 if cuda else 40)
+    workers = args.workers or max(1, numerics.gpu_count())
+    if cuda and workers > numerics.gpu_count():
+        raise UsageError(f"--workers {workers}: only {numerics.gpu_count()} GPU(s) visible")
+    cfg = numerics.NumericsConfig(
+        device=device,
+        size=size,
+        modes=tuple(args.modes or MODES),
+        census_batch_sizes=census_sizes,
+        checkpoints=tuple(sorted(set(args.checkpoints or ((0, 200, 1000) if cuda else (0, 10))))),
+        histogram_batch=hist,
+        conv_batch_sizes=tuple(args.conv_batch_sizes or ((1024, 8192) if cuda else (16, 32))),
+        seeds=tuple(args.seeds or (0, 1)),
+        steps=steps,
+        long_steps=args.long_steps if args.long_steps is not None else (2500 if cuda else 60),
+        eval_every=args.eval_every or (100 if cuda else 10),
+        heldout=args.heldout or (8192 if cuda else 256),
+        noise=args.noise,
+        optimizer=args.optimizer,
+        lr=args.lr,
+        loss_mult=args.loss_mult,
+        reduction=args.reduction,
+        init_scale=args.init_scale,
+        workers=workers if cuda else 1,
+    )
+    if cfg.steps % cfg.eval_every:
+        raise UsageError(f"--steps {cfg.steps} is not a multiple of --eval-every {cfg.eval_every}")
+    try:
+        cfg.jobs()  # validates every case before a folder exists
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    info = env.collect(device)
+    info["started"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    info["command"] = shlex.join(["python", "-m", "bench", *sys.argv[1:]])
+    info["numerics_config"] = {**{k: v for k, v in vars(cfg).items() if k != "size"}, **vars(size)}
+    name = results.run_dir_name(datetime.now(timezone.utc), info["gpu"], info["commit"])
+    run_dir = results.new_run_dir(args.results_dir, name + "_numerics")
+    info["run_name"] = run_dir.name
+    results.write_env(run_dir, info)
+    print(f"ampbench: numerics folder {run_dir}", file=sys.stderr)
+    numerics.run(cfg, run_dir, info)
+    info["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results.write_env(run_dir, info)
+    numerics.write_report(run_dir, info)
+    print(run_dir)
+    return 0
+
+
 def _existing_run(path: Path) -> Path:
     if not (path / results.ROWS).is_file() or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")
@@ -336,7 +455,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_slower and slower else 0
 
 
-COMMANDS = {"run": cmd_run, "report": cmd_report, "headline": cmd_headline, "compare": cmd_compare}
+COMMANDS = {
+    "run": cmd_run,
+    "report": cmd_report,
+    "headline": cmd_headline,
+    "compare": cmd_compare,
+    "numerics": cmd_numerics,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,8 @@ autocast is off for fp32 and tf32, and GradScaler is a no-op unless the mode sca
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -31,18 +33,31 @@ class TrainState:
     y: torch.Tensor
 
 
-def build(case: Case, lr: float = 1e-3) -> TrainState:
-    """Model, Adam (lr=1e-3, as in the question), scaler and batch for one case, seeded."""
+def build(case: Case) -> TrainState:
+    """Model, Adam (case.lr), scaler and a synthetic batch for one case, seeded."""
     torch.manual_seed(case.seed)
     mode = MODES[case.mode]
     model = MLP(case.size, device=case.device)
+    if case.init_scale != 1.0:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(case.init_scale)
     if case.optimizer == "fused":
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        optimizer = torch.optim.Adam(model.parameters(), lr=case.lr, fused=True)
     else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)
+        optimizer = torch.optim.Adam(model.parameters(), lr=case.lr, foreach=True)
     scaler = torch.amp.GradScaler(case.device, enabled=mode.scale_loss)
     x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
-    return TrainState(case, mode, model, optimizer, scaler, nn.CrossEntropyLoss(), x, y)
+    loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
+    return TrainState(case, mode, model, optimizer, scaler, loss_fn, x, y)
+
+
+@contextlib.contextmanager
+def autocast(s: TrainState) -> Iterator[None]:
+    """The mode's autocast region (a no-op for fp32 and tf32)."""
+    dtype = s.mode.autocast_dtype
+    with torch.autocast(s.case.device, dtype=dtype or torch.float32, enabled=dtype is not None):
+        yield
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,10 +66,11 @@ def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
     Autocast wraps the forward and the loss only, as its docstring asks: backward ops then run in
     the dtype autocast chose for the matching forward ops.
     """
-    dtype = s.mode.autocast_dtype
-    with torch.autocast(s.case.device, dtype=dtype or torch.float32, enabled=dtype is not None):
+    with autocast(s):
         logits = s.model(s.x)
         loss = s.loss_fn(logits, s.y)
+        if s.case.loss_mult != 1.0:
+            loss = loss * s.case.loss_mult
     return logits, loss
 
 

@@ -1,0 +1,139 @@
+"""What one forward and backward pass produces, tensor by tensor, for the numerics study.
+
+`capture` runs the harness's own forward and backward (no optimizer step) and keeps:
+- the activations: the outputs of fc1, relu, fc2 and fc3 (the logits), and the loss;
+- the gradient with respect to each activation, through tensor hooks;
+- each weight and bias gradient *as its matmul produced it*: under autocast a float32 parameter
+  reaches the matmul through a cast (`_to_copy`), and the gradient arriving at that cast's backward
+  node is the low-precision one; the cast's backward then returns it in float32 (`param.grad`);
+- `param.grad` itself, and the chain of autograd nodes from the loss back to fc1.weight.
+
+`DtypeTrace` records every aten op of a region with its input and output dtypes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from bench.step import TrainState, backward, forward
+
+ACTIVATIONS = ("fc1", "relu", "fc2", "fc3")
+"""Modules whose outputs are the activations; fc3's output is the logits."""
+
+
+@dataclass
+class Capture:
+    loss: torch.Tensor
+    activations: dict[str, torch.Tensor] = field(default_factory=dict)
+    activation_grads: dict[str, torch.Tensor] = field(default_factory=dict)
+    produced_grads: dict[str, torch.Tensor] = field(default_factory=dict)
+    """Parameter name -> gradient as the matmul produced it, before any cast to the param dtype."""
+    param_grads: dict[str, torch.Tensor] = field(default_factory=dict)
+    chain_to_fc1_weight: list[str] = field(default_factory=list)
+
+
+def _chain_to(root: torch.autograd.graph.Node, target: torch.Tensor) -> list[str]:
+    """Names of the autograd nodes on a path from `root` to the AccumulateGrad of `target`."""
+    stack: list[tuple[torch.autograd.graph.Node, list[str]]] = [(root, [root.name()])]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "variable", None) is target:
+            return path
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                stack.append((nxt, [*path, nxt.name()]))
+    return []
+
+
+def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch.Tensor]) -> list:
+    """Hook, for every parameter, the place where its gradient leaves the matmul."""
+    names = {id(p): n for n, p in s.model.named_parameters()}
+    handles, via_cast = [], set()
+    stack, seen = [loss.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for nxt, _ in node.next_functions:
+            var = getattr(nxt, "variable", None) if nxt is not None else None
+            if var is not None and id(var) in names and node.name() == "ToCopyBackward0":
+                name = names[id(var)]
+                via_cast.add(name)
+
+                def on_cast(grad_inputs, grad_outputs, name=name):
+                    out[name] = grad_outputs[0]  # the low-precision gradient, before the cast
+
+                handles.append(node.register_hook(on_cast))
+            stack.append(nxt)
+    for name, p in s.model.named_parameters():
+        if name not in via_cast:  # no cast: the gradient reaching the leaf is the matmul's own
+
+            def on_leaf(grad, name=name):
+                out[name] = grad
+
+            handles.append(p.register_hook(on_leaf))
+    return handles
+
+
+def capture(s: TrainState) -> Capture:
+    """Forward and backward of the current batch under `s.mode`; grads are left in `.grad`."""
+    s.optimizer.zero_grad(set_to_none=True)
+    acts: dict[str, torch.Tensor] = {}
+    act_grads: dict[str, torch.Tensor] = {}
+
+    def keep(name: str):
+        def hook(module, inputs, output):
+            acts[name] = output
+            output.register_hook(lambda g: act_grads.__setitem__(name, g))
+
+        return hook
+
+    handles = [getattr(s.model, n).register_forward_hook(keep(n)) for n in ACTIVATIONS]
+    try:
+        _, loss = forward(s)
+        produced: dict[str, torch.Tensor] = {}
+        handles += _hook_produced_grads(loss, s, produced)
+        chain = _chain_to(loss.grad_fn, s.model.fc1.weight)
+        backward(s, loss)
+    finally:
+        for h in handles:
+            h.remove()
+    grads = {n: p.grad for n, p in s.model.named_parameters() if p.grad is not None}
+    return Capture(loss.detach(), acts, act_grads, produced, grads, chain)
+
+
+class DtypeTrace(TorchDispatchMode):
+    """Records (phase, op, input dtypes, output dtypes) for every aten op dispatched inside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.phase = "forward"
+        self.ops: list[dict[str, str]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+
+        def dtypes(tree) -> str:
+            leaves = tree_flatten(tree)[0]
+            return ",".join(
+                str(t.dtype).removeprefix("torch.") for t in leaves if isinstance(t, torch.Tensor)
+            )
+
+        self.ops.append(
+            {
+                "phase": self.phase,
+                "op": str(func),
+                "inputs": dtypes((args, kwargs)),
+                "outputs": dtypes(out),
+            }
+        )
+        return out

@@ -1,0 +1,240 @@
+"""report.md of a numerics folder, rendered from its tables (nothing here measures)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.answer import FLUSH_LIMIT, LOSS_GAP, answer
+from bench.training import SMOOTH_STEPS
+
+
+def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
+    return df.to_markdown(index=False, floatfmt=floatfmt)
+
+
+def _pct(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    df = df.copy()
+    for c in cols:
+        df[c] = df[c].map(lambda v: f"{v:.3%}" if pd.notna(v) else "")
+    return df
+
+
+def _audit(t: dict) -> list[str]:
+    audit = t["audit"]
+    order = list(dict.fromkeys(audit["tensor"]))
+    pivot = audit.pivot(index="tensor", columns="mode", values="dtype").reindex(order)
+    pivot = pivot[list(dict.fromkeys(audit["mode"]))].reset_index()
+    chains = t["audit_json"]["chain_to_fc1_weight"]
+    errors = pd.DataFrame(t["audit_json"]["error_paths"])
+    return [
+        "## 1. dtype audit",
+        "",
+        "Every tensor of one forward and backward pass and the optimizer step, as the step "
+        "produced it (hooks on the activations and on the cast nodes of the parameters; the full "
+        "op trace, aten op by aten op, is in `audit_ops.csv`).",
+        "",
+        _md(pivot),
+        "",
+        "Autograd chain from the loss back to `fc1.weight`:",
+        "",
+        *[f"- `{mode}`: {' → '.join(chain)}" for mode, chain in chains.items()],
+        "",
+        "Parameters cast to a low-precision dtype, with GradScaler on (expected outcomes, "
+        "recorded as observed):",
+        "",
+        _md(
+            errors[
+                [
+                    "param_dtype",
+                    "optimizer",
+                    "outcome",
+                    "exception",
+                    "message",
+                    "raised_in",
+                    "torch",
+                ]
+            ]
+        ),
+        "",
+    ]
+
+
+def _census(t: dict) -> list[str]:
+    c = t["census"]
+    keys = ["batch_size", "step", "loss_scale", "mode"]
+    worst = c.loc[c.groupby(keys)["flushed"].idxmax(), [*keys, "tensor", "flushed"]]
+    agg = (
+        c.groupby(keys)
+        .agg(
+            max_subnormal=("subnormal", "max"),
+            max_rel_err=("rel_err", "max"),
+            median_rel_err=("rel_err", "median"),
+        )
+        .reset_index()
+    )
+    table = worst.merge(agg, on=keys).rename(
+        columns={"tensor": "most flushed tensor", "flushed": "max flushed"}
+    )
+    table = _pct(table, ["max flushed", "max_subnormal"])
+    big = c["batch_size"].max()
+    last = c[c["batch_size"] == big]["step"].max()
+    detail = c[(c["batch_size"] == big) & (c["step"] == last)]
+    detail = _pct(
+        detail[["mode", "tensor", "dtype", "flushed", "subnormal", "nonfinite", "rel_err"]],
+        ["flushed", "subnormal", "nonfinite"],
+    )
+    return [
+        "## 2. Underflow census",
+        "",
+        "Against an fp32 reference on the same weights and batch. The weights come from a training "
+        "trajectory with fp16 autocast and GradScaler at each batch size (fused Adam, the "
+        "learnable task of section 4); `fp16-amp` uses that trajectory's current loss scale. "
+        "`flushed`: zero where the reference is not; `subnormal`: nonzero but below the smallest "
+        "normal of the gradient's dtype; `rel_err`: ‖g/scale − g_fp32‖ / ‖g_fp32‖. Weight and "
+        "bias gradients are taken as their matmul produced them, before the cast to float32.",
+        "",
+        "Worst tensor per batch size, checkpoint and mode:",
+        "",
+        _md(table),
+        "",
+        f"Every tensor at batch {big}, step {last}:",
+        "",
+        _md(detail),
+        "",
+    ]
+
+
+def _histogram(t: dict) -> list[str]:
+    h, fate = t["histogram"], t["fp16_fate"]
+    if h.empty:
+        return []
+    wide = h.pivot_table(
+        index=["bin", "log2_lo"], columns="step", values="share", aggfunc="sum"
+    ).reset_index()
+    wide = wide.sort_values("log2_lo", na_position="first").drop(columns="log2_lo")
+    wide.columns = [str(c) if c == "bin" else f"share at step {c}" for c in wide.columns]
+    fate = _pct(
+        fate[
+            [
+                "step",
+                "tensor",
+                "shift",
+                "multiplier",
+                "fp16_flushed",
+                "fp16_subnormal",
+                "fp16_overflow",
+            ]
+        ],
+        ["fp16_flushed", "fp16_subnormal", "fp16_overflow"],
+    )
+    bs = int(h["batch_size"].iloc[0])
+    return [
+        "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)",
+        "",
+        f"log2|g| of the fp32 reference's activation gradients (logits, fc2, ReLU and fc1 outputs "
+        f"pooled) at batch {bs}, in one-power-of-two bins (bin e holds 2^e ≤ |g| < 2^(e+1)) with "
+        "a separate zero bin. Lines: 2^-24 (float16's smallest subnormal), 2^-14 (smallest "
+        "normal), 65504 (largest finite).",
+        "",
+        "![histogram](histogram.png)",
+        "",
+        "What a cast to float16 does to these values, unscaled and multiplied by the loss scale "
+        "in use (computed by the cast itself):",
+        "",
+        _md(fate),
+        "",
+        "<details><summary>Bins</summary>",
+        "",
+        _md(wide, ".3g"),
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def _convergence(t: dict, env: dict) -> list[str]:
+    s = t["summary"]
+    cfg = env.get("numerics_config", {})
+    agg = (
+        s.groupby(["batch_size", "mode"], sort=False)
+        .agg(
+            seeds=("seed", "count"),
+            final_loss=("final_loss", "mean"),
+            final_loss_min=("final_loss", "min"),
+            final_loss_max=("final_loss", "max"),
+            heldout_loss=("heldout_loss", "mean"),
+            heldout_acc=("heldout_acc", "mean"),
+            nonfinite_steps=("nonfinite_steps", "sum"),
+            skipped_steps=("skipped_steps", "sum"),
+            step_ms=("step_ms", "mean"),
+            target_loss=("target_loss", "mean"),
+            reached=("steps_to_target", lambda v: int(v.notna().sum())),
+            time_to_target_s=("time_to_target_s", "mean"),
+        )
+        .reset_index()
+    )
+    agg["time to fp32's final loss"] = [
+        f"{tt:.3g} s" if r == n else f"not reached by {n - r} of {n} seeds"
+        for tt, r, n in zip(agg["time_to_target_s"], agg["reached"], agg["seeds"], strict=True)
+    ]
+    agg = agg.drop(columns=["reached", "time_to_target_s"])
+    chance = 1 / cfg["num_classes"] if cfg.get("num_classes") else float("nan")
+    return [
+        "## 4. Convergence",
+        "",
+        f"Task: {cfg.get('num_classes')} Gaussian classes in {cfg.get('input_size')} dimensions "
+        f"(each class a random prototype; a sample is prototype + {cfg.get('noise')} × N(0, I), "
+        f"normalized to unit variance; fresh batches every step, a held-out split of "
+        f"{cfg.get('heldout')} samples). Adam, lr {cfg.get('lr')}, {cfg.get('optimizer')}; "
+        f"{cfg.get('steps')} steps per run, seeds {cfg.get('seeds')}. Chance accuracy "
+        f"{chance:.2%}. `final_loss`: the training loss's {SMOOTH_STEPS}-step mean at step "
+        f"{cfg.get('steps')}, mean over seeds (min and max beside it); time to target: steps to "
+        "reach the final loss of fp32 with the same batch size and seed, × the run's step time "
+        "measured apart with the harness's timing function.",
+        "",
+        _md(agg),
+        "",
+        "![loss curves](loss_curves.png)",
+        "",
+        "![loss scale](scale.png)",
+        "",
+    ]
+
+
+def render(t: dict, env: dict) -> str:
+    cfg = env.get("numerics_config", {})
+    stress = {k: cfg.get(k) for k in ("loss_mult", "reduction", "init_scale")}
+    out = [
+        f"# ampbench numerics `{env.get('run_name', '')}`",
+        "",
+        *(
+            [
+                "**CPU smoke run**: tiny sizes; these figures exercise the code, not the question.",
+                "",
+            ]
+            if env.get("device") == "cpu"
+            else []
+        ),
+        "Produced by:",
+        "",
+        "```",
+        env.get("command", ""),
+        "```",
+        "",
+        f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s), torch {env.get('torch')}, CUDA "
+        f"{env.get('cuda')}, commit `{env.get('commit')}`. Model {cfg.get('input_size')} → "
+        f"{cfg.get('hidden_size')} → {cfg.get('hidden_size')} → {cfg.get('num_classes')}. Stress "
+        f"settings: {stress}.",
+        "",
+    ]
+    out += _audit(t) + _census(t) + _histogram(t) + _convergence(t, env)
+    out += [
+        "## 5. Answer",
+        "",
+        f"Computed from the tables above by `bench/answer.py` (thresholds: more than "
+        f"{FLUSH_LIMIT:.0%} of a tensor flushed; a final loss more than {LOSS_GAP:.0%} above "
+        "fp32's).",
+        "",
+    ]
+    out += [f"{sentence}\n" for sentence in answer(t, str(env.get("torch")))]
+    return "\n".join(out)

@@ -1,0 +1,100 @@
+"""Figures of the numerics report, drawn with matplotlib from the study's tables (no measuring)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from bench.training import SMOOTH_STEPS, smoothed
+from bench.underflow import FP16_MAX, FP16_SMALLEST_NORMAL_LOG2, FP16_SMALLEST_SUBNORMAL_LOG2
+
+
+def histogram(hist: pd.DataFrame, path: Path) -> None:
+    """log2|g| of the fp32 reference's activation gradients, one panel per checkpoint, with
+    float16's smallest subnormal, smallest normal and largest finite value marked, and the loss
+    scale's shift shown as a second outline."""
+    if hist.empty:
+        return
+    steps = sorted(hist["step"].unique())
+    fig, axes = plt.subplots(len(steps), 1, figsize=(9, 3.2 * len(steps)), squeeze=False)
+    for ax, step in zip(axes[:, 0], steps, strict=True):
+        h = hist[(hist["step"] == step) & (hist["bin"] != "zero")]
+        zero = hist[(hist["step"] == step) & (hist["bin"] == "zero")]["share"].sum()
+        scale = float(h["loss_scale"].iloc[0]) if len(h) else 1.0
+        shift = math.log2(scale)
+        ax.bar(
+            h["log2_lo"],
+            h["share"],
+            width=1.0,
+            align="edge",
+            color="tab:blue",
+            label="fp32 reference, unscaled",
+        )
+        ax.step(
+            h["log2_lo"] + shift,
+            h["share"],
+            where="post",
+            color="tab:orange",
+            label=f"× loss scale {scale:g}",
+        )
+        for x, label, style in (
+            (FP16_SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
+            (FP16_SMALLEST_NORMAL_LOG2, "2^-14 fp16 min normal", "--"),
+            (math.log2(FP16_MAX), "65504 fp16 max", "-."),
+        ):
+            ax.axvline(x, color="k", linestyle=style, linewidth=1, label=label)
+        ax.set_title(
+            f"batch {int(h['batch_size'].iloc[0])}, step {step}: "
+            f"{zero:.1%} of values are exactly zero (not shown)"
+        )
+        ax.set_xlabel("log2 |gradient|")
+        ax.set_ylabel("share of values")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
+    """Training loss (rolling mean, averaged over seeds) per mode, one panel per batch size."""
+    sizes = sorted(steps["batch_size"].unique())
+    fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 4), squeeze=False)
+    for ax, bs in zip(axes[0], sizes, strict=True):
+        d = steps[(steps["batch_size"] == bs) & (steps["step"] < horizon)].copy()
+        d["smooth"] = smoothed(d)
+        for mode, g in d.groupby("mode", sort=False):
+            mean = g.groupby("step")["smooth"].mean()
+            ax.plot(mean.index, mean.to_numpy(), label=mode, linewidth=1.2)
+        ax.set_yscale("log")
+        ax.set_title(f"batch {bs}: training loss ({SMOOTH_STEPS}-step mean, mean over seeds)")
+        ax.set_xlabel("step")
+        ax.set_ylabel("cross-entropy")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def scale(steps: pd.DataFrame, path: Path) -> None:
+    """GradScaler's scale per step for every run that scales the loss."""
+    d = steps.dropna(subset=["scale"])
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    for (bs, seed), g in d.groupby(["batch_size", "seed"]):
+        ax.plot(g["step"], g["scale"], label=f"fp16-amp, batch {bs}, seed {seed}", linewidth=1.2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss scale")
+    ax.set_title(
+        "GradScaler scale per step (halves after a skipped step, doubles after 2000 clean)"
+    )
+    if len(d):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,75 @@
+"""Gradient underflow against an fp32 reference, and the log2 histogram of Micikevicius et al.
+
+All shares are fractions of a tensor's elements (0..1). For a gradient `g` of a low-precision run,
+`ref`, the fp32 gradient of the same tensor on the same weights and batch:
+- `flushed`: g is exactly zero where ref is not;
+- `subnormal`: g is nonzero but below the smallest normal number of g's own dtype (2**-14 for
+  float16; bfloat16 has float32's exponent range, so its share stays near zero);
+- `nonfinite`: g is inf or NaN (overflow of a scaled gradient);
+- `rel_err`: ||g / scale - ref|| / ||ref||, in float64.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+FP16_SMALLEST_SUBNORMAL_LOG2 = -24
+FP16_SMALLEST_NORMAL_LOG2 = -14
+FP16_MAX = 65504.0
+
+
+def census(g: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
+    n = g.numel()
+    tiny = torch.finfo(g.dtype).tiny
+    ref64, g64 = ref.double(), g.double() / scale
+    ref_norm = torch.linalg.vector_norm(ref64).item()
+    err = torch.linalg.vector_norm(g64 - ref64).item()
+    return {
+        "numel": n,
+        "flushed": ((g == 0) & (ref != 0)).sum().item() / n,
+        "subnormal": ((g != 0) & (g.abs() < tiny)).sum().item() / n,
+        "nonfinite": (~torch.isfinite(g)).sum().item() / n,
+        "ref_zero": (ref == 0).sum().item() / n,
+        "rel_err": err / ref_norm if ref_norm > 0 else math.nan,
+    }
+
+
+def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
+    """What casting `values * scale` to float16 does: shares flushed to zero, made subnormal, made
+    infinite. Computed by the cast itself, not by comparing against thresholds."""
+    v = values.float()
+    nonzero = v != 0
+    h = (v * scale).half()
+    n = v.numel()
+    return {
+        "fp16_flushed": (nonzero & (h == 0)).sum().item() / n,
+        "fp16_subnormal": ((h != 0) & (h.abs() < 2.0**FP16_SMALLEST_NORMAL_LOG2)).sum().item() / n,
+        "fp16_overflow": torch.isinf(h).sum().item() / n,
+    }
+
+
+def log2_histogram(values: torch.Tensor) -> list[dict[str, float]]:
+    """Counts of |v| in one-power-of-two bins [2**e, 2**(e+1)), plus a separate zero bin.
+
+    Returns rows {"bin": "zero" or e, "log2_lo": e, "count": ..., "share": ...}, e ascending."""
+    v = values.detach().float().flatten()
+    n = v.numel()
+    nonzero = v[v != 0].abs()
+    rows = [
+        {
+            "bin": "zero",
+            "log2_lo": math.nan,
+            "count": n - nonzero.numel(),
+            "share": (n - nonzero.numel()) / n,
+        }
+    ]
+    if nonzero.numel():
+        e = torch.floor(torch.log2(nonzero)).to(torch.int64)
+        lo = int(e.min().item())
+        counts = torch.bincount(e - lo)
+        for i, c in enumerate(counts.tolist()):
+            if c:
+                rows.append({"bin": str(lo + i), "log2_lo": lo + i, "count": c, "share": c / n})
+    return rows
