@@ -7,6 +7,7 @@ results folder is created.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from datetime import datetime, timezone
@@ -188,7 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     n.add_argument("--workers", type=_positive, help="GPUs to spread jobs over (default: all)")
     n.add_argument("--results-dir", type=Path, default=Path("results"))
+    n.add_argument("--tag", type=_tag, help="appended to the folder name")
     return p
+
+
+def _tag(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9.-]+", text):
+        raise argparse.ArgumentTypeError(f"use letters, digits, '.' and '-' only, got {text!r}")
+    return text
 
 
 def _pair(text: str) -> compare.Pair:
@@ -398,7 +406,9 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     info["command"] = shlex.join(["python", "-m", "bench", *sys.argv[1:]])
     info["numerics_config"] = {**{k: v for k, v in vars(cfg).items() if k != "size"}, **vars(size)}
     name = results.run_dir_name(datetime.now(timezone.utc), info["gpu"], info["commit"])
-    run_dir = results.new_run_dir(args.results_dir, name + "_numerics")
+    run_dir = results.new_run_dir(
+        args.results_dir, name + "_numerics" + (f"_{args.tag}" if args.tag else "")
+    )
     info["run_name"] = run_dir.name
     results.write_env(run_dir, info)
     print(f"ampbench: numerics folder {run_dir}", file=sys.stderr)

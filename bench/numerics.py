@@ -176,6 +176,8 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
     print("ampbench: dtype audit written", flush=True)
 
     jobs = cfg.jobs()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
     outputs = run_all(run_job, jobs, workers=cfg.workers, cost=lambda j: j.cost, describe=_describe)
     tables: dict[str, list[dict]] = {}
     for out in outputs:
@@ -183,6 +185,7 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
             tables.setdefault(name, []).extend(rows)
     frames = {name: pd.DataFrame(rows) for name, rows in tables.items()}
     for name, file in (
+        ("failed", "failed.csv"),
         ("census", "census.csv"),
         ("histogram", "histogram.csv"),
         ("fp16_fate", "fp16_fate.csv"),
@@ -201,8 +204,13 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
 
 def load(run_dir: Path) -> dict[str, object]:
     """Every table of a numerics folder, as DataFrames, plus audit.json."""
-    names = ["audit", "census", "histogram", "fp16_fate", "summary"]
-    out: dict[str, object] = {n: pd.read_csv(run_dir / f"{n}.csv") for n in names}
+    names = ["audit", "census", "histogram", "fp16_fate", "summary", "failed"]
+    out: dict[str, object] = {}
+    for n in names:
+        try:
+            out[n] = pd.read_csv(run_dir / f"{n}.csv")
+        except pd.errors.EmptyDataError:  # an empty table (no failures, no histogram)
+            out[n] = pd.DataFrame()
     out["audit_json"] = json.loads((run_dir / "audit.json").read_text())
     return out
 

@@ -227,6 +227,8 @@ def render(t: dict, env: dict) -> str:
         f"settings: {stress}.",
         "",
     ]
+    if not t["failed"].empty:
+        out += ["## Jobs that failed", "", _md(t["failed"]), ""]
     out += _audit(t) + _census(t) + _histogram(t) + _convergence(t, env)
     out += [
         "## 5. Answer",

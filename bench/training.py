@@ -93,6 +93,7 @@ def convergence(job: Job) -> dict[str, list[dict]]:
         step_ms = _step_ms(case, task, protos)
         xh, yh = task.sample(job.heldout, HELDOUT_STREAM, protos)
         s = build(case)
+        init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
         losses, scales, evals = [], [], []
         for step in range(job.steps + 1):
             if step % job.eval_every == 0 or step == job.steps:
@@ -105,7 +106,6 @@ def convergence(job: Job) -> dict[str, list[dict]]:
             # get_scale() syncs; this loop is not timed (step_ms above is measured apart).
             scales.append(s.scaler.get_scale() if s.mode.scale_loss else None)
     loss_values = torch.stack(losses).float().cpu().tolist()
-    init_scale = s.scaler._init_scale if s.mode.scale_loss else None
     steps = []
     for i, (loss, scale) in enumerate(zip(loss_values, scales, strict=True)):
         before = scales[i - 1] if i else init_scale
@@ -177,4 +177,23 @@ def census_trajectory(job: Job) -> dict[str, list[dict]]:
 
 
 def run_job(job: Job) -> dict[str, list[dict]]:
-    return {"convergence": convergence, "census": census_trajectory}[job.kind](job)
+    """Run one job; a fault (out of memory, any exception) becomes a row of `failed`."""
+    try:
+        return {"convergence": convergence, "census": census_trajectory}[job.kind](job)
+    except Exception as exc:  # recorded; the other jobs go on
+        c = job.case
+        first_line = (str(exc).splitlines() or [""])[0]
+        return {
+            "failed": [
+                {
+                    "kind": job.kind,
+                    "mode": c.mode,
+                    "batch_size": c.batch_size,
+                    "seed": c.seed,
+                    "error": f"{type(exc).__name__}: {first_line}"[:500],
+                }
+            ]
+        }
+    finally:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

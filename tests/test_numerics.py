@@ -323,3 +323,25 @@ def test_numerics_bad_input(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert "--histogram-batch 7" in err[0] and "--steps 25" in err[1] and "'max'" in err[2]
     assert not any(tmp_path.iterdir())
+
+
+def test_a_failing_job_becomes_a_row(monkeypatch):
+    from bench import training
+
+    def boom(job):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    monkeypatch.setattr(training, "convergence", boom)
+    job = training.Job(kind="convergence", case=tiny_case(mode="bf16-amp"), steps=5)
+    out = training.run_job(job)
+    assert out == {
+        "failed": [
+            {
+                "kind": "convergence",
+                "mode": "bf16-amp",
+                "batch_size": 8,
+                "seed": 0,
+                "error": "OutOfMemoryError: CUDA out of memory. Tried to allocate 80.00 GiB",
+            }
+        ]
+    }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The numerics study on a GPU machine, with the project's own commands:
+#   1. a learning-rate sweep: fp32, batch 1024, 300 steps, one lr per GPU in parallel
+#      (1e-3 is the question's; the others are the usual steps down);
+#   2. the full study at the lr whose sweep run ended with the lowest training loss, spread over
+#      every GPU.
+# Usage: scripts/h200_numerics.sh OUT_DIR   (results in OUT_DIR/results, log in OUT_DIR)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: scripts/h200_numerics.sh OUT_DIR}"
+res="$out/results"
+mkdir -p "$res"
+export PYTHONUNBUFFERED=1
+log() { echo "== $*" | tee -a "$out/numerics.log"; }
+ngpu=$(python3 -c 'import torch; print(max(1, torch.cuda.device_count()))')
+lrs=(1e-3 3e-4 1e-4 3e-5)
+
+log "1. lr sweep on $ngpu GPU(s): ${lrs[*]}"
+i=0
+for lr in "${lrs[@]}"; do
+    CUDA_VISIBLE_DEVICES=$((i % ngpu)) ./run_bench.sh numerics --lr "$lr" --tag "lr-sweep-$lr" \
+        --modes fp32 --conv-batch-sizes 1024 --seeds 0 --steps 300 --long-steps 0 \
+        --census-batch-sizes 1024 --checkpoints 0 --results-dir "$res/sweep" \
+        >>"$out/numerics.log" 2>&1 &
+    i=$((i + 1))
+    if [ $((i % ngpu)) -eq 0 ]; then wait; fi
+done
+wait
+lr=$(python3 - "$res/sweep" <<'PY'
+import json, sys
+from pathlib import Path
+import pandas as pd
+best = min(
+    (pd.read_csv(d / "summary.csv")["final_loss"].iloc[0], json.loads((d / "env.json").read_text())["numerics_config"]["lr"])
+    for d in Path(sys.argv[1]).iterdir() if (d / "summary.csv").is_file()
+)
+for d in sorted(Path(sys.argv[1]).iterdir()):
+    s = pd.read_csv(d / "summary.csv").iloc[0]
+    print(f"sweep {d.name}: final_loss {s['final_loss']:.4g}, heldout_acc {s['heldout_acc']:.4g}", file=sys.stderr)
+print(best[1])
+PY
+2> >(tee -a "$out/numerics.log" >&2))
+log "chosen lr: $lr"
+
+log "2. full study at lr=$lr"
+./run_bench.sh numerics --lr "$lr" --results-dir "$res" >>"$out/numerics.log" 2>&1
+echo "numerics exit $?" | tee -a "$out/numerics.log"
+log "done"
