@@ -30,14 +30,16 @@ def _one(audit: pd.DataFrame, mode: str, tensor: str) -> str:
 def dtype_sentences(audit: pd.DataFrame, chain: list[str], torch_version: str) -> list[str]:
     m = "fp16-amp"
     loss = _one(audit, m, "loss")
+    log_softmax = _one(audit, m, "log-softmax output")
     acts = _dtypes(audit, m, lambda t: t in ACT_OUTPUTS)
     act_grads = _dtypes(audit, m, lambda t: t.startswith("grad of "))
     produced = _dtypes(audit, m, lambda t: t.endswith("as its matmul produced it"))
     param_grads = _dtypes(audit, m, lambda t: t.endswith(".grad"))
     adam = _dtypes(audit, m, lambda t: t.startswith("Adam exp_avg"))
     out = [
-        f"**dtypes.** Under float16 autocast on torch {torch_version}, the loss is {loss}, the "
-        f"activations (fc1, ReLU, fc2, logits) are {acts}, the gradients with respect to them are "
+        f"**dtypes.** Under float16 autocast on torch {torch_version}, the loss is {loss} (the "
+        f"log-softmax inside cross_entropy ran in {log_softmax}), the activations (fc1, ReLU, "
+        f"fc2, logits) are {acts}, the gradients with respect to them are "
         f"{act_grads}, every weight and bias gradient leaves its matmul as {produced}, and "
         f"`param.grad` is {param_grads} (Adam's state: {adam}). The float32 `param.grad` is made "
         f"by the backward of the cast that fed the float32 parameter to the float16 matmul: the "

@@ -415,7 +415,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     numerics.run(cfg, run_dir, info)
     info["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     results.write_env(run_dir, info)
-    numerics.write_report(run_dir, info)
+    numerics.render(run_dir, info)
     print(run_dir)
     return 0
 
@@ -427,7 +427,10 @@ def _existing_run(path: Path) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    report.write(_existing_run(args.run_dir))
+    if (args.run_dir / "audit.json").is_file():  # a numerics folder: figures and report
+        numerics.render(args.run_dir, results.read_env(args.run_dir))
+    else:
+        report.write(_existing_run(args.run_dir))
     print(args.run_dir / results.REPORT)
     return 0
 

@@ -36,6 +36,15 @@ class Capture:
     chain_to_fc1_weight: list[str] = field(default_factory=list)
 
 
+def _leaf_ptr(node: torch.autograd.graph.Node | None) -> int | None:
+    """The storage address of the leaf an AccumulateGrad node feeds, or None for other nodes.
+
+    Matched by address, not by object: torch 2.11 on CUDA was seen handing back a tensor object
+    from `AccumulateGrad.variable` that is not the Parameter itself."""
+    var = getattr(node, "variable", None) if node is not None else None
+    return var.data_ptr() if isinstance(var, torch.Tensor) else None
+
+
 def _chain_to(root: torch.autograd.graph.Node, target: torch.Tensor) -> list[str]:
     """Names of the autograd nodes on a path from `root` to the AccumulateGrad of `target`."""
     stack: list[tuple[torch.autograd.graph.Node, list[str]]] = [(root, [root.name()])]
@@ -45,7 +54,7 @@ def _chain_to(root: torch.autograd.graph.Node, target: torch.Tensor) -> list[str
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if getattr(node, "variable", None) is target:
+        if _leaf_ptr(node) == target.data_ptr():
             return path
         for nxt, _ in node.next_functions:
             if nxt is not None:
@@ -55,7 +64,7 @@ def _chain_to(root: torch.autograd.graph.Node, target: torch.Tensor) -> list[str
 
 def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch.Tensor]) -> list:
     """Hook, for every parameter, the place where its gradient leaves the matmul."""
-    names = {id(p): n for n, p in s.model.named_parameters()}
+    names = {p.data_ptr(): n for n, p in s.model.named_parameters()}
     handles, via_cast = [], set()
     stack, seen = [loss.grad_fn], set()
     while stack:
@@ -64,9 +73,9 @@ def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch
             continue
         seen.add(id(node))
         for nxt, _ in node.next_functions:
-            var = getattr(nxt, "variable", None) if nxt is not None else None
-            if var is not None and id(var) in names and node.name() == "ToCopyBackward0":
-                name = names[id(var)]
+            ptr = _leaf_ptr(nxt)
+            if ptr in names and node.name() == "ToCopyBackward0":
+                name = names[ptr]
                 via_cast.add(name)
 
                 def on_cast(grad_inputs, grad_outputs, name=name):

@@ -196,27 +196,31 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
         frames.get(name, pd.DataFrame()).to_csv(run_dir / file, index=False)
     summary = summarize_runs(frames["steps"], frames["evals"], frames["runs"], cfg.steps)
     summary.to_csv(run_dir / "summary.csv", index=False)
-    plots.histogram(frames.get("histogram", pd.DataFrame()), run_dir / "histogram.png")
-    plots.loss_curves(frames["steps"], cfg.steps, run_dir / "loss_curves.png")
-    plots.scale(frames["steps"], run_dir / "scale.png")
-    write_report(run_dir, env)
+    render(run_dir, env)
 
 
 def load(run_dir: Path) -> dict[str, object]:
     """Every table of a numerics folder, as DataFrames, plus audit.json."""
     names = ["audit", "census", "histogram", "fp16_fate", "summary", "failed"]
-    out: dict[str, object] = {}
-    for n in names:
-        try:
-            out[n] = pd.read_csv(run_dir / f"{n}.csv")
-        except pd.errors.EmptyDataError:  # an empty table (no failures, no histogram)
-            out[n] = pd.DataFrame()
+    out: dict[str, object] = {n: _read(run_dir / f"{n}.csv") for n in names}
     out["audit_json"] = json.loads((run_dir / "audit.json").read_text())
     return out
 
 
-def write_report(run_dir: Path, env: dict) -> None:
+def render(run_dir: Path, env: dict) -> None:
+    """Figures and report.md of a numerics folder, from its CSV files alone."""
+    steps = _read(run_dir / "convergence_steps.csv")
+    plots.histogram(_read(run_dir / "histogram.csv"), run_dir / "histogram.png")
+    plots.loss_curves(steps, env["numerics_config"]["steps"], run_dir / "loss_curves.png")
+    plots.scale(steps, run_dir / "scale.png")
     (run_dir / "report.md").write_text(numerics_report.render(load(run_dir), env))
+
+
+def _read(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:  # an empty table (no failures, no histogram)
+        return pd.DataFrame()
 
 
 def gpu_count() -> int:

@@ -91,7 +91,10 @@ def _census(t: dict) -> list[str]:
         "learnable task of section 4); `fp16-amp` uses that trajectory's current loss scale. "
         "`flushed`: zero where the reference is not; `subnormal`: nonzero but below the smallest "
         "normal of the gradient's dtype; `rel_err`: ‖g/scale − g_fp32‖ / ‖g_fp32‖. Weight and "
-        "bias gradients are taken as their matmul produced them, before the cast to float32.",
+        "bias gradients are taken as their matmul produced them, before the cast to float32. The "
+        "gradient of the fc1 output is zero wherever the ReLU is off, so where a low-precision fc1 "
+        "output lands on the other side of zero than the fp32 one, that element counts as flushed "
+        "although nothing underflowed: a small floor under that row in every mode.",
         "",
         "Worst tensor per batch size, checkpoint and mode:",
         "",

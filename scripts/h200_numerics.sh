@@ -4,7 +4,8 @@
 #      (1e-3 is the question's; the others are the usual steps down);
 #   2. the full study at the lr whose sweep run ended with the lowest training loss, spread over
 #      every GPU.
-# Usage: scripts/h200_numerics.sh OUT_DIR   (results in OUT_DIR/results, log in OUT_DIR)
+# Usage: [LR=3e-4] scripts/h200_numerics.sh OUT_DIR   (results in OUT_DIR/results, log in OUT_DIR;
+#        with LR set, the sweep is skipped)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/h200_numerics.sh OUT_DIR}"
@@ -15,6 +16,10 @@ log() { echo "== $*" | tee -a "$out/numerics.log"; }
 ngpu=$(python3 -c 'import torch; print(max(1, torch.cuda.device_count()))')
 lrs=(1e-3 3e-4 1e-4 3e-5)
 
+if [ -n "${LR:-}" ]; then
+    lr="$LR"
+    log "lr given: $lr (no sweep)"
+else
 log "1. lr sweep on $ngpu GPU(s): ${lrs[*]}"
 i=0
 for lr in "${lrs[@]}"; do
@@ -41,6 +46,7 @@ print(best[1])
 PY
 2> >(tee -a "$out/numerics.log" >&2))
 log "chosen lr: $lr"
+fi
 
 log "2. full study at lr=$lr"
 ./run_bench.sh numerics --lr "$lr" --results-dir "$res" >>"$out/numerics.log" 2>&1
