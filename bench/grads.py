@@ -48,12 +48,14 @@ def _leaf_ptr(node: torch.autograd.graph.Node | None) -> int | None:
 def _chain_to(root: torch.autograd.graph.Node, target: torch.Tensor) -> list[str]:
     """Names of the autograd nodes on a path from `root` to the AccumulateGrad of `target`."""
     stack: list[tuple[torch.autograd.graph.Node, list[str]]] = [(root, [root.name()])]
-    seen: set[int] = set()
+    # Visited nodes are kept, not just their ids: a Python wrapper of an autograd node can be
+    # freed once dropped and its id reused by the wrapper of another node (seen on torch 2.11).
+    seen: dict[int, torch.autograd.graph.Node] = {}
     while stack:
         node, path = stack.pop()
         if id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         if _leaf_ptr(node) == target.data_ptr():
             return path
         for nxt, _ in node.next_functions:
@@ -66,12 +68,12 @@ def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch
     """Hook, for every parameter, the place where its gradient leaves the matmul."""
     names = {p.data_ptr(): n for n, p in s.model.named_parameters()}
     handles, via_cast = [], set()
-    stack, seen = [loss.grad_fn], set()
+    stack, seen = [loss.grad_fn], {}  # nodes kept alive, as in _chain_to
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
-        seen.add(id(node))
+        seen[id(node)] = node
         for nxt, _ in node.next_functions:
             ptr = _leaf_ptr(nxt)
             if ptr in names and node.name() == "ToCopyBackward0":
