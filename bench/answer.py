@@ -82,22 +82,27 @@ def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str
             f"any gradient tensor at any batch size measured ({sizes}); the worst share is "
             f"{noscale['flushed'].max():.2%}. With GradScaler it is {worst_scaled:.2%}."
         )
-    worse = []
+    worse, compared = [], []
     means = summary.groupby(["batch_size", "mode"])["final_loss"].mean()
     for bs in sorted(summary["batch_size"].unique()):
         ref, ns = means.get((bs, "fp32")), means.get((bs, "fp16-amp-noscale"))
         if ref is None or ns is None:
-            continue
+            continue  # only batch sizes where both were trained are compared
+        compared.append(str(bs))
         if ns != ns or ns > ref * (1 + LOSS_GAP):  # NaN (diverged) counts as worse
             worse.append(f"{bs} ({ns:.3g} against fp32's {ref:.3g})")
-    conv_sizes = ", ".join(str(b) for b in sorted(summary["batch_size"].unique()))
-    out.append(
-        f"**Convergence.** fp16 without a scaler ends with a training loss more than "
-        f"{LOSS_GAP:.0%} above fp32's at batch size {'; '.join(worse)}."
-        if worse
-        else f"**Convergence.** fp16 without a scaler ends within {LOSS_GAP:.0%} of fp32's "
-        f"training loss at every batch size trained ({conv_sizes})."
-    )
+    if worse:
+        out.append(
+            f"**Convergence.** fp16 without a scaler ends with a training loss more than "
+            f"{LOSS_GAP:.0%} above fp32's at batch size {'; '.join(worse)}."
+        )
+    elif compared:
+        out.append(
+            f"**Convergence.** fp16 without a scaler ends within {LOSS_GAP:.0%} of fp32's "
+            f"training loss at every batch size where both were trained ({', '.join(compared)})."
+        )
+    else:
+        out.append("**Convergence.** This run did not train both fp32 and fp16 without a scaler.")
     need = sorted({f.split(" ")[0] for f in flushing} | {w.split(" ")[0] for w in worse}, key=int)
     out.append(
         f"**So is GradScaler needed with float16?** On this model, yes at batch size "

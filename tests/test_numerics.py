@@ -345,3 +345,10 @@ def test_a_failing_job_becomes_a_row(monkeypatch):
             }
         ]
     }
+
+
+def test_answer_makes_no_convergence_claim_without_both_runs():
+    tables = _tables({1024: 0.0}, 0.1)
+    tables["summary"] = tables["summary"][tables["summary"]["mode"] != "fp16-amp-noscale"]
+    text = "\n".join(answer.answer(tables, "9.9"))
+    assert "did not train both fp32 and fp16 without a scaler" in text
