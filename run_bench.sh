@@ -7,7 +7,7 @@
 #   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
 #                                       results/pytest-benchmark for `pytest-benchmark compare`
 #   ./run_bench.sh numerics [opts]      the numerics study: dtypes, underflow, convergence
-#   ./run_bench.sh report RUN_DIR       re-render a run's report.md
+#   ./run_bench.sh report RUN_DIR       re-render a run's report.md (and a numerics folder's figures)
 # `python -m bench run --help` lists the run options. Environment: PYTHON (interpreter),
 # AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
 set -euo pipefail
