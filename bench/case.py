@@ -75,6 +75,16 @@ class Case:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
                 raise ValueError(f"{name} must be a positive number, got {value!r}")
 
+    @classmethod
+    def of(cls, size: ModelSize, **axes: object) -> Case:
+        """A case of the given model size; `axes` are the other fields."""
+        return cls(
+            input_size=size.input_size,
+            hidden_size=size.hidden_size,
+            num_classes=size.num_classes,
+            **axes,
+        )
+
     @property
     def size(self) -> ModelSize:
         return ModelSize(
@@ -116,14 +126,6 @@ def grid(
     """Every combination of the given axes, batch size outermost so that a report grouped by
     batch size fills in as the run goes."""
     return [
-        Case(
-            mode=mode,
-            optimizer=opt,
-            batch_size=bs,
-            input_size=size.input_size,
-            hidden_size=size.hidden_size,
-            num_classes=size.num_classes,
-            **fixed,
-        )
+        Case.of(size, mode=mode, optimizer=opt, batch_size=bs, **fixed)
         for bs, opt, mode in itertools.product(batch_sizes, optimizers, modes)
     ]

@@ -55,13 +55,11 @@ class NumericsConfig:
     workers: int
 
     def case(self, mode: str, batch_size: int, seed: int) -> Case:
-        return Case(
+        return Case.of(
+            self.size,
             mode=mode,
             optimizer=self.optimizer,
             batch_size=batch_size,
-            input_size=self.size.input_size,
-            hidden_size=self.size.hidden_size,
-            num_classes=self.size.num_classes,
             device=self.device,
             seed=seed,
             lr=self.lr,

@@ -30,6 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def tiny_case(**overrides: object) -> Case:
+    """A CPU case of the tiny preset; any field, sizes included, can be overridden."""
     size = PRESETS["tiny"]
     fields = dict(
         mode="fp32",
@@ -42,8 +43,7 @@ def tiny_case(**overrides: object) -> Case:
         warmup=1,
         steps=3,
     )
-    fields.update(overrides)
-    return Case(**fields)
+    return Case(**{**fields, **overrides})
 
 
 @pytest.fixture

@@ -24,14 +24,11 @@ def _sync() -> None:
 
 
 def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> None:
-    size = PRESETS[suite.preset]
-    case = Case(
+    case = Case.of(
+        PRESETS[suite.preset],
         mode=spec.mode,
         optimizer=suite.optimizer,
         batch_size=spec.batch_size,
-        input_size=size.input_size,
-        hidden_size=size.hidden_size,
-        num_classes=size.num_classes,
         device=suite.device,
     )
     mode = MODES[spec.mode]
