@@ -1,8 +1,8 @@
 """What a run ran on: hardware, software and the project's own version, for env.json.
 
-The project's commit comes from git when the working tree is a checkout; where it is a copy without
-.git (a GPU box that received the tree by rsync, say), `AMPBENCH_GIT_COMMIT` and
-`AMPBENCH_GIT_DIRTY` supply it.
+The project's commit comes from git when the working tree is a readable checkout. Where it is a
+copy that git cannot read (no .git, or, as seen on the lent H200 boxes, a .git whose HEAD does not
+resolve), `AMPBENCH_GIT_COMMIT` and `AMPBENCH_GIT_DIRTY` supply it.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def _run(cmd: list[str]) -> str | None:
 
 def git_commit() -> tuple[str | None, bool | None]:
     """(full commit sha, dirty flag) of the project, or (None, None) when unknown."""
-    # safe.directory: a checkout copied to a GPU box belongs to another user, and git refuses to
-    # read such a repository for root unless told to trust it.
+    # safe.directory: a checkout copied to another machine may belong to another user, and git
+    # refuses to read such a repository unless told to trust it.
     git = ["git", "-c", "safe.directory=*"]
     sha = _run([*git, "rev-parse", "--verify", "HEAD"])
     if sha is not None:
