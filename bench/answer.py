@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.audit import ACTIVATION_LABELS
+
 FLUSH_LIMIT = 0.01
 """fp16 without a scaler 'flushes' a tensor when more than 1% of its elements become zero that are
 nonzero in the fp32 reference."""
 LOSS_GAP = 0.10
 """A final training loss more than 10% above fp32's at the same batch size counts as worse."""
 
-ACT_OUTPUTS = ["fc1 output", "ReLU output", "fc2 output", "logits (fc3 output)"]
+ACT_OUTPUTS = set(ACTIVATION_LABELS.values())
 
 
 def _dtypes(audit: pd.DataFrame, mode: str, predicate) -> str:

@@ -6,6 +6,7 @@ rows and old command lines keep their meaning.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
@@ -19,6 +20,10 @@ which also applies GradScaler's unscale and inf check itself, with no host sync)
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
+
+
+_SETTINGS = ("lr", "loss_mult", "reduction", "init_scale")
+"""Fields that shape training rather than name the grid point; in case_id only when not default."""
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -100,14 +105,9 @@ class Case:
         )
         # Settings at their defaults stay out of the name, so ids of earlier runs keep matching.
         extras = [
-            f"{name}={getattr(self, name)}"
-            for name, default in (
-                ("lr", 1e-3),
-                ("loss_mult", 1.0),
-                ("reduction", "mean"),
-                ("init_scale", 1.0),
-            )
-            if getattr(self, name) != default
+            f"{f.name}={getattr(self, f.name)}"
+            for f in dataclasses.fields(self)
+            if f.name in _SETTINGS and getattr(self, f.name) != f.default
         ]
         return "/".join([base, *extras])
 

@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
+from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
@@ -36,7 +38,7 @@ class Capture:
     chain_to_fc1_weight: list[str] = field(default_factory=list)
 
 
-def _leaf_ptr(node: torch.autograd.graph.Node | None) -> int | None:
+def _leaf_ptr(node: Node | None) -> int | None:
     """The storage address of the leaf an AccumulateGrad node feeds, or None for other nodes.
 
     Matched by address, not by object: torch 2.11 on CUDA was seen handing back a tensor object
@@ -45,22 +47,34 @@ def _leaf_ptr(node: torch.autograd.graph.Node | None) -> int | None:
     return var.data_ptr() if isinstance(var, torch.Tensor) else None
 
 
-def _chain_to(root: torch.autograd.graph.Node, target: torch.Tensor) -> list[str]:
-    """Names of the autograd nodes on a path from `root` to the AccumulateGrad of `target`."""
-    stack: list[tuple[torch.autograd.graph.Node, list[str]]] = [(root, [root.name()])]
-    # Visited nodes are kept, not just their ids: a Python wrapper of an autograd node can be
-    # freed once dropped and its id reused by the wrapper of another node (seen on torch 2.11).
-    seen: dict[int, torch.autograd.graph.Node] = {}
+def _edges(root: torch.autograd.graph.Node) -> Iterator[tuple[Node, Node]]:
+    """Every (node, next node) edge of the autograd graph below `root`, each node expanded once.
+
+    Visited nodes are kept, not just their ids: a Python wrapper of an autograd node can be freed
+    once dropped and its id reused by the wrapper of another node (seen on torch 2.11)."""
+    seen: dict[int, Node] = {id(root): root}
+    stack = [root]
     while stack:
-        node, path = stack.pop()
-        if id(node) in seen:
-            continue
-        seen[id(node)] = node
-        if _leaf_ptr(node) == target.data_ptr():
-            return path
+        node = stack.pop()
         for nxt, _ in node.next_functions:
-            if nxt is not None:
-                stack.append((nxt, [*path, nxt.name()]))
+            if nxt is None:
+                continue
+            yield node, nxt
+            if id(nxt) not in seen:
+                seen[id(nxt)] = nxt
+                stack.append(nxt)
+
+
+def _chain_to(root: Node, target: torch.Tensor) -> list[str]:
+    """Names of the autograd nodes on a path from `root` to the AccumulateGrad of `target`."""
+    parent: dict[int, Node] = {}
+    for node, nxt in _edges(root):
+        parent.setdefault(id(nxt), node)
+        if _leaf_ptr(nxt) == target.data_ptr():
+            path = [nxt, node]
+            while path[-1] is not root:
+                path.append(parent[id(path[-1])])
+            return [n.name() for n in reversed(path)]
     return []
 
 
@@ -68,23 +82,16 @@ def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch
     """Hook, for every parameter, the place where its gradient leaves the matmul."""
     names = {p.data_ptr(): n for n, p in s.model.named_parameters()}
     handles, via_cast = [], set()
-    stack, seen = [loss.grad_fn], {}  # nodes kept alive, as in _chain_to
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen[id(node)] = node
-        for nxt, _ in node.next_functions:
-            ptr = _leaf_ptr(nxt)
-            if ptr in names and node.name() == "ToCopyBackward0":
-                name = names[ptr]
-                via_cast.add(name)
+    for node, nxt in _edges(loss.grad_fn):
+        ptr = _leaf_ptr(nxt)
+        if ptr in names and node.name() == "ToCopyBackward0":
+            name = names[ptr]
+            via_cast.add(name)
 
-                def on_cast(grad_inputs, grad_outputs, name=name):
-                    out[name] = grad_outputs[0]  # the low-precision gradient, before the cast
+            def on_cast(grad_inputs, grad_outputs, name=name):
+                out[name] = grad_outputs[0]  # the low-precision gradient, before the cast
 
-                handles.append(node.register_hook(on_cast))
-            stack.append(nxt)
+            handles.append(node.register_hook(on_cast))
     for name, p in s.model.named_parameters():
         if name not in via_cast:  # no cast: the gradient reaching the leaf is the matmul's own
 
