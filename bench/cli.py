@@ -190,6 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--workers", type=_positive, help="GPUs to spread jobs over (default: all)")
     n.add_argument("--results-dir", type=Path, default=Path("results"))
     n.add_argument("--tag", type=_tag, help="appended to the folder name")
+    n.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="finish an interrupted study in its folder, with its settings (only --workers may "
+        "be given with it)",
+    )
     return p
 
 
@@ -361,6 +368,8 @@ def _device(requested: str) -> str:
 
 
 def cmd_numerics(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        return _resume_numerics(args)
     device = _device(args.device)
     cuda = device == "cuda"
     size = PRESETS[args.preset or ("seed" if cuda else "tiny")]
@@ -371,9 +380,6 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     if hist not in census_sizes:
         raise UsageError(f"--histogram-batch {hist} is not one of the census batch sizes")
     steps = args.steps or (1000 if cuda else 40)
-    workers = args.workers or max(1, numerics.gpu_count())
-    if cuda and workers > numerics.gpu_count():
-        raise UsageError(f"--workers {workers}: only {numerics.gpu_count()} GPU(s) visible")
     cfg = numerics.NumericsConfig(
         device=device,
         size=size,
@@ -393,7 +399,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
         loss_mult=args.loss_mult,
         reduction=args.reduction,
         init_scale=args.init_scale,
-        workers=workers if cuda else 1,
+        workers=_workers(args, device),
     )
     if cfg.steps % cfg.eval_every:
         raise UsageError(f"--steps {cfg.steps} is not a multiple of --eval-every {cfg.eval_every}")
@@ -404,7 +410,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     info = env.collect(device)
     info["started"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     info["command"] = shlex.join(["python", "-m", "bench", *sys.argv[1:]])
-    info["numerics_config"] = {**{k: v for k, v in vars(cfg).items() if k != "size"}, **vars(size)}
+    info["numerics_config"] = cfg.record()
     name = results.run_dir_name(datetime.now(timezone.utc), info["gpu"], info["commit"])
     run_dir = results.new_run_dir(
         args.results_dir, name + "_numerics" + (f"_{args.tag}" if args.tag else "")
@@ -412,6 +418,57 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     info["run_name"] = run_dir.name
     results.write_env(run_dir, info)
     print(f"ampbench: numerics folder {run_dir}", file=sys.stderr)
+    return _finish_numerics(cfg, run_dir, info)
+
+
+def _workers(args: argparse.Namespace, device: str) -> int:
+    if device != "cuda":
+        return 1
+    workers = args.workers or max(1, numerics.gpu_count())
+    if workers > numerics.gpu_count():
+        raise UsageError(f"--workers {workers}: only {numerics.gpu_count()} GPU(s) visible")
+    return workers
+
+
+RESUME_KEEPS = ("commit", "dirty", "torch", "gpu")
+"""What must match between the machine that started a study and the one that finishes it."""
+
+
+def _resume_numerics(args: argparse.Namespace) -> int:
+    run_dir = args.resume
+    if not (run_dir / results.ENV).is_file():
+        raise UsageError(f"--resume {run_dir}: not a numerics folder (no {results.ENV})")
+    info = results.read_env(run_dir)
+    if "numerics_config" not in info:
+        raise UsageError(f"--resume {run_dir}: not a numerics folder (no numerics_config)")
+    if "ended" in info:
+        raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
+    defaults = vars(build_parser().parse_args(["numerics"]))
+    given = [
+        k for k, v in defaults.items() if k not in ("resume", "workers") and vars(args)[k] != v
+    ]
+    if given:
+        flag = given[0].replace("_", "-")
+        raise UsageError(f"--resume takes the study's settings from its env.json; drop --{flag}")
+    if info["device"] == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--resume {run_dir} is a CUDA study, but no GPU is available here")
+    here = env.collect(info["device"])
+    for key in RESUME_KEEPS:
+        if here[key] != info[key]:
+            raise UsageError(
+                f"--resume {run_dir}: its {key} is {info[key]!r}, this machine's is {here[key]!r}"
+            )
+    cfg = numerics.NumericsConfig.from_record(
+        info["numerics_config"], workers=_workers(args, info["device"])
+    )
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    info.setdefault("resumed", []).append({"at": now, "argv": sys.argv})
+    results.write_env(run_dir, info)
+    print(f"ampbench: resuming {run_dir}", file=sys.stderr)
+    return _finish_numerics(cfg, run_dir, info)
+
+
+def _finish_numerics(cfg: numerics.NumericsConfig, run_dir: Path, info: dict) -> int:
     numerics.run(cfg, run_dir, info)
     info["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     results.write_env(run_dir, info)

@@ -11,11 +11,17 @@ It writes one folder, `results/<UTC timestamp>_<gpu>_<sha>_numerics/`, holding:
   `scale.png`;
 - `env.json` and `report.md`, which ends with the computed Answer.
 Nothing here runs inside a timed region of the core harness.
+
+While the study runs, each finished job's rows are kept in `jobs/<job>.json`, so that an
+interrupted study (a time limit, a lost machine, Ctrl-C) goes on where it stopped with
+`numerics --resume <folder>`; the folder is removed once the tables above are written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +59,20 @@ class NumericsConfig:
     reduction: str
     init_scale: float
     workers: int
+
+    def record(self) -> dict[str, object]:
+        """The settings as env.json keeps them: flat, the model size's fields inline."""
+        flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del flat["size"]
+        return {**flat, **dataclasses.asdict(self.size)}
+
+    @classmethod
+    def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
+        """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
+        size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
+        kept = {n: tuple(record[n]) if isinstance(record[n], list) else record[n] for n in names}
+        return cls(size=size, workers=workers, **kept)
 
     def case(self, mode: str, batch_size: int, seed: int) -> Case:
         return Case.of(
@@ -103,6 +123,30 @@ class NumericsConfig:
 def _describe(job: Job) -> str:
     c = job.case
     return f"{job.kind} {c.mode} b{c.batch_size} s{c.seed} ({job.steps} steps)"
+
+
+JOBS_DIR = "jobs"
+
+
+def job_key(job: Job) -> str:
+    """A job's name in `jobs/`; unique within one study (its settings are fixed in env.json)."""
+    c = job.case
+    return f"{job.kind}_{c.mode}_b{c.batch_size}_s{c.seed}_{job.steps}"
+
+
+def _keep(run_dir: Path, job: Job, out: dict[str, list[dict]]) -> None:
+    folder = run_dir / JOBS_DIR
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".{job_key(job)}.tmp"
+    tmp.write_text(json.dumps(out))
+    tmp.replace(folder / f"{job_key(job)}.json")  # atomic: a kill never leaves half a file
+
+
+def _kept(run_dir: Path, jobs: list[Job]) -> dict[str, dict[str, list[dict]]]:
+    keys = {job_key(j) for j in jobs}
+    folder = run_dir / JOBS_DIR
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return {f.stem: json.loads(f.read_text()) for f in files if f.stem in keys}
 
 
 def summarize_runs(
@@ -157,26 +201,29 @@ def summarize_runs(
 
 
 def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
-    """Run the whole study into `run_dir` (which exists and holds env.json)."""
-    tensor_rows, op_rows, chains = [], [], {}
-    audit_case = cfg.case("fp32", min(cfg.census_batch_sizes), cfg.seeds[0])
-    for mode in MODES:
-        t, o, chain = audit_mode(Case(**{**audit_case.axes(), "mode": mode}))
-        tensor_rows += t
-        op_rows += o
-        chains[mode] = chain
-    errors = error_paths(audit_case)
-    pd.DataFrame(tensor_rows).to_csv(run_dir / "audit.csv", index=False)
-    pd.DataFrame(op_rows).to_csv(run_dir / "audit_ops.csv", index=False)
-    (run_dir / "audit.json").write_text(
-        json.dumps({"chain_to_fc1_weight": chains, "error_paths": errors}, indent=2) + "\n"
-    )
-    print("ampbench: dtype audit written", flush=True)
-
+    """Run the whole study into `run_dir` (which exists and holds env.json), or what is left of
+    it: the audit and the jobs already kept there are not run again."""
+    if not (run_dir / "audit.json").is_file():
+        _audit(cfg, run_dir)
     jobs = cfg.jobs()
+    kept = _kept(run_dir, jobs)
+    if kept:
+        print(
+            f"ampbench: {len(kept)} of {len(jobs)} jobs already done, running the rest", flush=True
+        )
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
-    outputs = run_all(run_job, jobs, workers=cfg.workers, cost=lambda j: j.cost, describe=_describe)
+    pending = [j for j in jobs if job_key(j) not in kept]
+    run_all(
+        run_job,
+        pending,
+        workers=cfg.workers,
+        cost=lambda j: j.cost,
+        describe=_describe,
+        on_done=lambda job, out: _keep(run_dir, job, out),
+    )
+    done = _kept(run_dir, jobs)  # everything from disk, in the jobs' order: a resumed study
+    outputs = [done[job_key(j)] for j in jobs]  # writes the same tables as an uninterrupted one
     tables: dict[str, list[dict]] = {}
     for out in outputs:
         for name, rows in out.items():
@@ -194,7 +241,25 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
         frames.get(name, pd.DataFrame()).to_csv(run_dir / file, index=False)
     summary = summarize_runs(frames["steps"], frames["evals"], frames["runs"], cfg.steps)
     summary.to_csv(run_dir / "summary.csv", index=False)
+    shutil.rmtree(run_dir / JOBS_DIR)  # every row is in the tables now
     render(run_dir, env)
+
+
+def _audit(cfg: NumericsConfig, run_dir: Path) -> None:
+    tensor_rows, op_rows, chains = [], [], {}
+    audit_case = cfg.case("fp32", min(cfg.census_batch_sizes), cfg.seeds[0])
+    for mode in MODES:
+        t, o, chain = audit_mode(Case(**{**audit_case.axes(), "mode": mode}))
+        tensor_rows += t
+        op_rows += o
+        chains[mode] = chain
+    errors = error_paths(audit_case)
+    pd.DataFrame(tensor_rows).to_csv(run_dir / "audit.csv", index=False)
+    pd.DataFrame(op_rows).to_csv(run_dir / "audit_ops.csv", index=False)
+    (run_dir / "audit.json").write_text(
+        json.dumps({"chain_to_fc1_weight": chains, "error_paths": errors}, indent=2) + "\n"
+    )
+    print("ampbench: dtype audit written", flush=True)
 
 
 def load(run_dir: Path) -> dict[str, object]:

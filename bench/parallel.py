@@ -2,7 +2,8 @@
 
 Each worker pins itself to one GPU when it starts and takes jobs from a shared queue, the most
 costly first, so that a long job does not start last. With one GPU, or on the CPU, the jobs run in
-this process, one after another.
+this process, one after another. `on_done` sees each result in this process as soon as its job
+ends, so a caller can keep it on disk before the rest finish (and resume after an interruption).
 """
 
 from __future__ import annotations
@@ -31,19 +32,22 @@ def run_all(
     workers: int,
     cost: Callable[[J], float],
     describe: Callable[[J], str] = str,
+    on_done: Callable[[J, R], None] | None = None,
 ) -> list[R]:
     """fn(job) for every job, on `workers` GPUs; results in the order the jobs were given."""
     jobs = list(jobs)
     order = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i]))
     results: list[R | None] = [None] * len(jobs)
 
-    def log(done: int, i: int) -> None:
+    def finish(done: int, i: int, result: R) -> None:
+        results[i] = result
+        if on_done is not None:
+            on_done(jobs[i], result)
         print(f"[{done}/{len(jobs)}] done: {describe(jobs[i])}", file=sys.stderr, flush=True)
 
     if workers <= 1:
         for done, i in enumerate(order, 1):
-            results[i] = fn(jobs[i])
-            log(done, i)
+            finish(done, i, fn(jobs[i]))
         return results  # type: ignore[return-value]
     # spawn, not fork: CUDA cannot be re-initialised in a forked child.
     ctx = mp.get_context("spawn")
@@ -53,8 +57,7 @@ def run_all(
     with ctx.Pool(workers, initializer=_pin, initargs=(gpus,)) as pool:
         indexed = pool.imap_unordered(_call, [(fn, i, jobs[i]) for i in order], chunksize=1)
         for done, (i, result) in enumerate(indexed, 1):
-            results[i] = result
-            log(done, i)
+            finish(done, i, result)
     return results  # type: ignore[return-value]
 
 

@@ -4,8 +4,12 @@
 #      (1e-3 is the question's; the others are the usual steps down);
 #   2. the full study at the lr whose sweep run ended with the lowest training loss, spread over
 #      every GPU.
-# Usage: [LR=3e-4] scripts/h200_numerics.sh OUT_DIR   (results in OUT_DIR/results, log in OUT_DIR;
-#        with LR set, the sweep is skipped)
+#   (with RESUME=<study folder>, it only finishes that interrupted study, in place.)
+# Usage: [LR=3e-4] [LIMIT=seconds] scripts/h200_numerics.sh OUT_DIR
+#        RESUME=results/<folder> [LIMIT=seconds] scripts/h200_numerics.sh OUT_DIR
+#   Results go to OUT_DIR/results, the log to OUT_DIR/numerics.log. With LR set, the sweep is
+#   skipped. LIMIT stops the study after that many seconds (a device session's limit per command);
+#   the jobs it finished are kept in the folder, and RESUME goes on from there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/h200_numerics.sh OUT_DIR}"
@@ -13,6 +17,15 @@ res="$out/results"
 mkdir -p "$res"
 export PYTHONUNBUFFERED=1
 log() { echo "== $*" | tee -a "$out/numerics.log"; }
+limit=(timeout --signal=INT --kill-after=20 "${LIMIT:-0}")  # LIMIT 0: none
+
+if [ -n "${RESUME:-}" ]; then
+    log "resuming $RESUME"
+    "${limit[@]}" ./run_bench.sh numerics --resume "$RESUME" >>"$out/numerics.log" 2>&1
+    echo "numerics exit $?" | tee -a "$out/numerics.log"
+    exit 0
+fi
+
 ngpu=$(python3 -c 'import torch; print(max(1, torch.cuda.device_count()))')
 lrs=(1e-3 3e-4 1e-4 3e-5)
 
@@ -49,6 +62,6 @@ log "chosen lr: $lr"
 fi
 
 log "2. full study at lr=$lr"
-./run_bench.sh numerics --lr "$lr" --results-dir "$res" >>"$out/numerics.log" 2>&1
+"${limit[@]}" ./run_bench.sh numerics --lr "$lr" --results-dir "$res" >>"$out/numerics.log" 2>&1
 echo "numerics exit $?" | tee -a "$out/numerics.log"
 log "done"

@@ -1,5 +1,6 @@
 """The numerics study on the CPU: audit, census, histogram, summaries, the Answer, the CLI."""
 
+import json
 import math
 import subprocess
 import sys
@@ -237,31 +238,39 @@ def test_parallel_worker_processes():
     assert parallel.run_all(abs, [-1, -5, 3], workers=2, cost=lambda x: abs(x)) == [1, 5, 3]
 
 
-def test_numerics_cli_end_to_end(tmp_path):
+SMALL_STUDY = [
+    "numerics",
+    "--device",
+    "cpu",
+    "--census-batch-sizes",
+    "8",
+    "--conv-batch-sizes",
+    "16",
+    "--modes",
+    "fp32,fp16-amp,fp16-amp-noscale",
+    "--seeds",
+    "0",
+    "--steps",
+    "20",
+    "--eval-every",
+    "10",
+    "--long-steps",
+    "30",
+    "--checkpoints",
+    "0,5",
+]
+"""Four jobs: a census trajectory and three convergence runs."""
+
+
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory) -> Path:
+    """One whole study through ./run_bench.sh, as a user runs it."""
     proc = subprocess.run(
         [
             str(ROOT / "run_bench.sh"),
-            "numerics",
-            "--device",
-            "cpu",
-            "--census-batch-sizes",
-            "8",
-            "--conv-batch-sizes",
-            "16",
-            "--modes",
-            "fp32,fp16-amp,fp16-amp-noscale",
-            "--seeds",
-            "0",
-            "--steps",
-            "20",
-            "--eval-every",
-            "10",
-            "--long-steps",
-            "30",
-            "--checkpoints",
-            "0,5",
+            *SMALL_STUDY,
             "--results-dir",
-            str(tmp_path),
+            str(tmp_path_factory.mktemp("whole")),
         ],
         capture_output=True,
         text=True,
@@ -270,7 +279,11 @@ def test_numerics_cli_end_to_end(tmp_path):
         env={**__import__("os").environ, "PYTHON": sys.executable},
     )
     assert proc.returncode == 0, proc.stderr
-    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def test_numerics_cli_end_to_end(small_study):
+    run_dir = small_study
     assert run_dir.name.endswith("_numerics")
     for name in (
         "audit.csv",
@@ -352,3 +365,41 @@ def test_answer_makes_no_convergence_claim_without_both_runs():
     tables["summary"] = tables["summary"][tables["summary"]["mode"] != "fp16-amp-noscale"]
     text = "\n".join(answer.answer(tables, "9.9"))
     assert "did not train both fp32 and fp16 without a scaler" in text
+
+
+def test_an_interrupted_study_resumes_where_it_stopped(small_study, tmp_path, monkeypatch, capsys):
+    from bench.cli import main
+
+    real_job, ran = numerics.run_job, []
+
+    def killed_after_two(job):
+        if len(ran) == 2:
+            raise KeyboardInterrupt  # as a time limit or Ctrl-C stops the study
+        ran.append(numerics.job_key(job))
+        return real_job(job)
+
+    monkeypatch.setattr(numerics, "run_job", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        main([*SMALL_STUDY, "--results-dir", str(tmp_path)])
+    (cut,) = tmp_path.iterdir()
+    assert sorted(f.stem for f in (cut / numerics.JOBS_DIR).glob("*.json")) == sorted(ran)
+    assert not (cut / "summary.csv").exists()
+    capsys.readouterr()
+
+    assert main(["numerics", "--resume", str(cut), "--steps", "5"]) == 2
+    assert main(["numerics", "--resume", str(small_study)]) == 2  # complete already
+    assert main(["numerics", "--resume", str(tmp_path)]) == 2  # not a study's folder
+    err = capsys.readouterr().err.splitlines()
+    assert "drop --steps" in err[0] and "complete" in err[1] and "no env.json" in err[2]
+
+    before, ran = ran, []
+    monkeypatch.setattr(numerics, "run_job", lambda job: ran.append(job) or real_job(job))
+    assert main(["numerics", "--resume", str(cut)]) == 0
+    assert len(ran) == 2 and not {numerics.job_key(j) for j in ran} & set(before)
+    assert not (cut / numerics.JOBS_DIR).exists()
+    # The CPU is deterministic, so the resumed study's tables are those of the whole one.
+    for name in ("convergence_steps.csv", "convergence_evals.csv", "census.csv", "histogram.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(cut / name), pd.read_csv(small_study / name))
+    info = json.loads((cut / "env.json").read_text())
+    assert "ended" in info and len(info["resumed"]) == 1
+    assert "## 5. Answer" in (cut / "report.md").read_text()
