@@ -111,6 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-overhead", action="store_true", help="skip the harness-against-bare-loop measurement"
     )
     r.add_argument(
+        "--numerics",
+        action="store_true",
+        help="first run a short numerics study in this process into RUN/numerics/ (outside every "
+        "timed region)",
+    )
+    r.add_argument(
         "--results-dir",
         type=Path,
         default=Path("results"),
@@ -272,6 +278,7 @@ def _config(args: argparse.Namespace) -> dict:
         "warmup": 5 if args.warmup is None else args.warmup,
         "seed": args.seed or 0,
         "overhead": not args.no_overhead,
+        "numerics": args.numerics,
     }
 
 
@@ -342,6 +349,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         info["ceilings"] = ceilings.measure(cfg["device"], **CEILING_SIZES[cfg["device"]])
         results.write_env(run_dir, info)
 
+    if cfg.get("numerics") and "ended" not in results.read_env(run_dir / NUMERICS_DIR, missing={}):
+        _short_numerics(cfg, cases, run_dir / NUMERICS_DIR, info)
     run_suite(cases, run_dir, info["ceilings"])
     if cfg["overhead"] and "overhead" not in info:
         case = _overhead_case(cases)
@@ -357,6 +366,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"ampbench: wrote {run_dir / results.REPORT}", file=sys.stderr)
     print(run_dir)
     return 0
+
+
+NUMERICS_DIR = "numerics"
+"""Where `run --numerics` puts its short study, inside the run folder."""
+
+
+def _short_numerics(cfg: dict, cases: list[Case], folder: Path, info: dict) -> None:
+    """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
+    ncfg = numerics.short_config(
+        device=cfg["device"],
+        size=cases[0].size,
+        modes=cfg["modes"],
+        batch_sizes=cfg["batch_sizes"],
+        optimizer="fused" if "fused" in cfg["optimizers"] else cfg["optimizers"][0],
+    )
+    folder.mkdir(exist_ok=True)
+    sub = {
+        **info,
+        "run_name": f"{info['run_name']}/{NUMERICS_DIR}",
+        "numerics_config": ncfg.record(),
+    }
+    sub.pop("ceilings", None)
+    results.write_env(folder, sub)
+    print(f"ampbench: short numerics study into {folder}", file=sys.stderr)
+    numerics.run(ncfg, folder, sub)
+    sub["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results.write_env(folder, sub)
+    numerics.render(folder, sub)
 
 
 def _device(requested: str) -> str:

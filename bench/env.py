@@ -1,8 +1,9 @@
 """What a run ran on: hardware, software and the project's own version, for env.json.
 
 The project's commit comes from git when the working tree is a readable checkout. Where it is a
-copy that git cannot read (no .git, or, as seen on the lent H200 boxes, a .git whose HEAD does not
-resolve), `AMPBENCH_GIT_COMMIT` and `AMPBENCH_GIT_DIRTY` supply it.
+copy of a working tree, `AMPBENCH_GIT_COMMIT` and `AMPBENCH_GIT_DIRTY` supply it, and when set they
+win over git: on the lent H200 boxes the copy's .git was seen both with a HEAD that did not resolve
+and with a stale HEAD (an older commit, the newer files reported as uncommitted changes).
 """
 
 from __future__ import annotations
@@ -32,14 +33,15 @@ def git_commit() -> tuple[str | None, bool | None]:
     """(full commit sha, dirty flag) of the project, or (None, None) when unknown."""
     # safe.directory: a checkout copied to another machine may belong to another user, and git
     # refuses to read such a repository unless told to trust it.
+    given = os.environ.get("AMPBENCH_GIT_COMMIT") or None
+    if given is not None:
+        dirty = os.environ.get("AMPBENCH_GIT_DIRTY")
+        return given, (dirty == "1") if dirty is not None else None
     git = ["git", "-c", "safe.directory=*"]
     sha = _run([*git, "rev-parse", "--verify", "HEAD"])
-    if sha is not None:
-        status = _run([*git, "status", "--porcelain", "--untracked-files=no"])
-        return sha, bool(status)
-    sha = os.environ.get("AMPBENCH_GIT_COMMIT") or None
-    dirty = os.environ.get("AMPBENCH_GIT_DIRTY")
-    return sha, (dirty == "1") if dirty is not None else None
+    if sha is None:
+        return None, None
+    return sha, bool(_run([*git, "status", "--porcelain", "--untracked-files=no"]))
 
 
 def _cpu_name() -> str:

@@ -120,6 +120,41 @@ class NumericsConfig:
         return out
 
 
+SHORT_LR = 3e-4
+"""Adam's lr in the short study: the best of the H200 sweep in results/lr-sweep/ (the question's
+1e-3 learns the task too, but ends with a far higher loss on this 16000-wide model)."""
+
+
+def short_config(
+    *, device: str, size: ModelSize, modes: list[str], batch_sizes: list[int], optimizer: str
+) -> NumericsConfig:
+    """The short study a core run can include (`run --numerics`): the audit, the census at the
+    run's batch sizes at steps 0 and 100, and 200 convergence steps of every mode at the smallest
+    batch size, one seed, in the timing process itself (workers=1), so that anything it left
+    behind would show in the timings that follow."""
+    return NumericsConfig(
+        device=device,
+        size=size,
+        modes=tuple(modes),
+        census_batch_sizes=tuple(batch_sizes),
+        checkpoints=(0, 100),
+        histogram_batch=min(batch_sizes),
+        conv_batch_sizes=(min(batch_sizes),),
+        seeds=(0,),
+        steps=200,
+        long_steps=0,
+        eval_every=50,
+        heldout=8192 if device == "cuda" else 256,
+        noise=2.0,
+        optimizer=optimizer,
+        lr=SHORT_LR,
+        loss_mult=1.0,
+        reduction="mean",
+        init_scale=1.0,
+        workers=1,
+    )
+
+
 def _describe(job: Job) -> str:
     c = job.case
     return f"{job.kind} {c.mode} b{c.batch_size} s{c.seed} ({job.steps} steps)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pandas as pd
 
 from bench.answer import FLUSH_LIMIT, LOSS_GAP, answer
@@ -204,9 +206,24 @@ def _convergence(t: dict, env: dict) -> list[str]:
     ]
 
 
+def _provenance(env: dict) -> list[str]:
+    """The command that started the study and those that resumed it."""
+    resumed = [
+        shlex.join(["python", "-m", "bench", *r["argv"][1:]]) for r in env.get("resumed", [])
+    ]
+    out = ["Produced by:", "", "```", env.get("command", ""), *resumed, "```", ""]
+    if resumed:
+        out += [
+            f"Interrupted, then resumed {len(resumed)} time(s) by the command(s) after the first.",
+            "",
+        ]
+    return out
+
+
 def render(t: dict, env: dict) -> str:
     cfg = env.get("numerics_config", {})
     stress = {k: cfg.get(k) for k in ("loss_mult", "reduction", "init_scale")}
+    dirty = " (with uncommitted changes)" if env.get("dirty") else ""
     out = [
         f"# ampbench numerics `{env.get('run_name', '')}`",
         "",
@@ -218,14 +235,9 @@ def render(t: dict, env: dict) -> str:
             if env.get("device") == "cpu"
             else []
         ),
-        "Produced by:",
-        "",
-        "```",
-        env.get("command", ""),
-        "```",
-        "",
+        *_provenance(env),
         f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s), torch {env.get('torch')}, CUDA "
-        f"{env.get('cuda')}, commit `{env.get('commit')}`. Model {cfg.get('input_size')} → "
+        f"{env.get('cuda')}, commit `{env.get('commit')}`{dirty}. Model {cfg.get('input_size')} → "
         f"{cfg.get('hidden_size')} → {cfg.get('hidden_size')} → {cfg.get('num_classes')}. Stress "
         f"settings: {stress}.",
         "",

@@ -191,6 +191,15 @@ def render(df: pd.DataFrame, env: dict) -> str:
             _ceilings_table(env["ceilings"]),
             "",
         ]
+    if env.get("config", {}).get("numerics"):
+        out += [
+            "## Numerics",
+            "",
+            "This run began with a short numerics study, in this process and before the timed "
+            "cases: [numerics/report.md](numerics/report.md) (dtype audit, underflow census, "
+            "200 convergence steps, the Answer).",
+            "",
+        ]
     targets = _targets(df, env)
     if targets:
         out += ["## Targets", "", *targets, ""]

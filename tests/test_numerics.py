@@ -394,7 +394,8 @@ def test_an_interrupted_study_resumes_where_it_stopped(small_study, tmp_path, mo
 
     before, ran = ran, []
     monkeypatch.setattr(numerics, "run_job", lambda job: ran.append(job) or real_job(job))
-    assert main(["numerics", "--resume", str(cut)]) == 0
+    monkeypatch.setattr(sys, "argv", ["bench", "numerics", "--resume", str(cut)])  # as recorded
+    assert main(sys.argv[1:]) == 0
     assert len(ran) == 2 and not {numerics.job_key(j) for j in ran} & set(before)
     assert not (cut / numerics.JOBS_DIR).exists()
     # The CPU is deterministic, so the resumed study's tables are those of the whole one.
@@ -402,4 +403,27 @@ def test_an_interrupted_study_resumes_where_it_stopped(small_study, tmp_path, mo
         pd.testing.assert_frame_equal(pd.read_csv(cut / name), pd.read_csv(small_study / name))
     info = json.loads((cut / "env.json").read_text())
     assert "ended" in info and len(info["resumed"]) == 1
-    assert "## 5. Answer" in (cut / "report.md").read_text()
+    report = (cut / "report.md").read_text()
+    assert "## 5. Answer" in report and "resumed 1 time(s)" in report
+    assert f"python -m bench numerics --resume {cut}" in report
+
+
+def test_a_core_run_can_begin_with_a_short_study(tmp_path):
+    from bench import results
+    from bench.cli import main
+
+    args = ["run", "--device", "cpu", "--numerics", "--modes", "fp32,fp16-amp,bf16-amp"]
+    assert main([*args, "--batch-sizes", "8,16", "--results-dir", str(tmp_path)]) == 0
+    (run_dir,) = tmp_path.iterdir()
+    assert (results.load(run_dir)["status"] == "ok").all()
+    study = run_dir / "numerics"
+    assert "## 5. Answer" in (study / "report.md").read_text()
+    assert "](numerics/report.md)" in (run_dir / "report.md").read_text()
+    census = pd.read_csv(study / "census.csv")
+    assert sorted(census["batch_size"].unique()) == [8, 16] and set(census["step"]) == {0, 100}
+    steps = pd.read_csv(study / "convergence_steps.csv")
+    assert steps.groupby("mode")["step"].max().to_dict() == {
+        "bf16-amp": 199,
+        "fp16-amp": 199,
+        "fp32": 199,
+    }
