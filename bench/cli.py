@@ -310,21 +310,30 @@ def _overhead_case(cases: list[Case]) -> Case:
     return (preferred or at_largest)[0]
 
 
+def _reopen(run_dir: Path, given: list[str], settings: str) -> dict:
+    """The env.json of a folder to resume, with this resumption recorded in it (not yet written):
+    bad input ends here, before anything in the folder changes."""
+    if given:
+        flag = given[0].replace("_", "-")
+        raise UsageError(f"--resume takes {settings} from the run's env.json; drop --{flag}")
+    if not (run_dir / results.ENV).is_file():
+        raise UsageError(f"--resume {run_dir}: no {results.ENV} there")
+    info = results.read_env(run_dir)
+    if info["device"] == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    info.setdefault("resumed", []).append({"at": now, "argv": sys.argv})
+    return info
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     now = lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")  # noqa: E731
     if args.resume is not None:
         given = [o for o in GRID_OPTIONS if getattr(args, o) is not None]
-        if given:
-            raise UsageError(f"--resume takes its grid from the run's env.json; drop --{given[0]}")
-        if not (args.resume / results.ENV).is_file():
-            raise UsageError(f"--resume {args.resume}: no {results.ENV} there")
         run_dir = args.resume
-        info = results.read_env(run_dir)
+        info = _reopen(run_dir, given, "its grid")
         cfg = info["config"]
-        if cfg["device"] == "cuda" and not torch.cuda.is_available():
-            raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")
         cases = _cases(cfg)
-        info.setdefault("resumed", []).append({"at": now(), "argv": sys.argv})
     else:
         cfg = _config(args)
         cases = _cases(cfg)  # validated before any folder exists
@@ -349,7 +358,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         info["ceilings"] = ceilings.measure(cfg["device"], **CEILING_SIZES[cfg["device"]])
         results.write_env(run_dir, info)
 
-    if cfg.get("numerics") and "ended" not in results.read_env(run_dir / NUMERICS_DIR, missing={}):
+    if cfg.get("numerics") and not (run_dir / NUMERICS_DIR / "summary.csv").is_file():
         _short_numerics(cfg, cases, run_dir / NUMERICS_DIR, info)
     run_suite(cases, run_dir, info["ceilings"])
     if cfg["overhead"] and "overhead" not in info:
@@ -390,10 +399,7 @@ def _short_numerics(cfg: dict, cases: list[Case], folder: Path, info: dict) -> N
     sub.pop("ceilings", None)
     results.write_env(folder, sub)
     print(f"ampbench: short numerics study into {folder}", file=sys.stderr)
-    numerics.run(ncfg, folder, sub)
-    sub["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    results.write_env(folder, sub)
-    numerics.render(folder, sub)
+    _finish_numerics(ncfg, folder, sub)
 
 
 def _device(requested: str) -> str:
@@ -455,7 +461,9 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     info["run_name"] = run_dir.name
     results.write_env(run_dir, info)
     print(f"ampbench: numerics folder {run_dir}", file=sys.stderr)
-    return _finish_numerics(cfg, run_dir, info)
+    _finish_numerics(cfg, run_dir, info)
+    print(run_dir)
+    return 0
 
 
 def _workers(args: argparse.Namespace, device: str) -> int:
@@ -473,22 +481,15 @@ RESUME_KEEPS = ("commit", "dirty", "torch", "gpu")
 
 def _resume_numerics(args: argparse.Namespace) -> int:
     run_dir = args.resume
-    if not (run_dir / results.ENV).is_file():
-        raise UsageError(f"--resume {run_dir}: not a numerics folder (no {results.ENV})")
-    info = results.read_env(run_dir)
-    if "numerics_config" not in info:
-        raise UsageError(f"--resume {run_dir}: not a numerics folder (no numerics_config)")
-    if "ended" in info:
-        raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
     defaults = vars(build_parser().parse_args(["numerics"]))
     given = [
         k for k, v in defaults.items() if k not in ("resume", "workers") and vars(args)[k] != v
     ]
-    if given:
-        flag = given[0].replace("_", "-")
-        raise UsageError(f"--resume takes the study's settings from its env.json; drop --{flag}")
-    if info["device"] == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--resume {run_dir} is a CUDA study, but no GPU is available here")
+    info = _reopen(run_dir, given, "the study's settings")
+    if "numerics_config" not in info:
+        raise UsageError(f"--resume {run_dir}: not a numerics folder (no numerics_config)")
+    if "ended" in info:
+        raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
     here = env.collect(info["device"])
     for key in RESUME_KEEPS:
         if here[key] != info[key]:
@@ -498,20 +499,19 @@ def _resume_numerics(args: argparse.Namespace) -> int:
     cfg = numerics.NumericsConfig.from_record(
         info["numerics_config"], workers=_workers(args, info["device"])
     )
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    info.setdefault("resumed", []).append({"at": now, "argv": sys.argv})
     results.write_env(run_dir, info)
     print(f"ampbench: resuming {run_dir}", file=sys.stderr)
-    return _finish_numerics(cfg, run_dir, info)
+    _finish_numerics(cfg, run_dir, info)
+    print(run_dir)
+    return 0
 
 
-def _finish_numerics(cfg: numerics.NumericsConfig, run_dir: Path, info: dict) -> int:
-    numerics.run(cfg, run_dir, info)
+def _finish_numerics(cfg: numerics.NumericsConfig, run_dir: Path, info: dict) -> None:
+    """Run the study (or what is left of it), then mark it ended and render its report."""
+    numerics.run(cfg, run_dir)
     info["ended"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     results.write_env(run_dir, info)
     numerics.render(run_dir, info)
-    print(run_dir)
-    return 0
 
 
 def _existing_run(path: Path) -> Path:

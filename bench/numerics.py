@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -235,21 +236,24 @@ def summarize_runs(
     return out.sort_values(["batch_size", "mode", "seed"]).reset_index(drop=True)
 
 
-def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
+def run(cfg: NumericsConfig, run_dir: Path) -> None:
     """Run the whole study into `run_dir` (which exists and holds env.json), or what is left of
-    it: the audit and the jobs already kept there are not run again."""
+    it: the audit and the jobs already kept there are not run again. Writes the tables; `render`
+    makes the figures and the report from them."""
     if not (run_dir / "audit.json").is_file():
         _audit(cfg, run_dir)
     jobs = cfg.jobs()
     kept = _kept(run_dir, jobs)
     if kept:
         print(
-            f"ampbench: {len(kept)} of {len(jobs)} jobs already done, running the rest", flush=True
+            f"ampbench: {len(kept)} of {len(jobs)} jobs already done, running the rest",
+            file=sys.stderr,
+            flush=True,
         )
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
     pending = [j for j in jobs if job_key(j) not in kept]
-    run_all(
+    fresh = run_all(
         run_job,
         pending,
         workers=cfg.workers,
@@ -257,8 +261,8 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
         describe=_describe,
         on_done=lambda job, out: _keep(run_dir, job, out),
     )
-    done = _kept(run_dir, jobs)  # everything from disk, in the jobs' order: a resumed study
-    outputs = [done[job_key(j)] for j in jobs]  # writes the same tables as an uninterrupted one
+    done = {**kept, **{job_key(j): out for j, out in zip(pending, fresh, strict=True)}}
+    outputs = [done[job_key(j)] for j in jobs]  # in the jobs' order, resumed or not
     tables: dict[str, list[dict]] = {}
     for out in outputs:
         for name, rows in out.items():
@@ -277,7 +281,6 @@ def run(cfg: NumericsConfig, run_dir: Path, env: dict) -> None:
     summary = summarize_runs(frames["steps"], frames["evals"], frames["runs"], cfg.steps)
     summary.to_csv(run_dir / "summary.csv", index=False)
     shutil.rmtree(run_dir / JOBS_DIR)  # every row is in the tables now
-    render(run_dir, env)
 
 
 def _audit(cfg: NumericsConfig, run_dir: Path) -> None:
@@ -294,7 +297,7 @@ def _audit(cfg: NumericsConfig, run_dir: Path) -> None:
     (run_dir / "audit.json").write_text(
         json.dumps({"chain_to_fc1_weight": chains, "error_paths": errors}, indent=2) + "\n"
     )
-    print("ampbench: dtype audit written", flush=True)
+    print("ampbench: dtype audit written", file=sys.stderr, flush=True)
 
 
 def load(run_dir: Path) -> dict[str, object]:

@@ -108,12 +108,8 @@ def write_env(run_dir: Path, env: dict) -> None:
     (run_dir / ENV).write_text(json.dumps(env, indent=2, default=str) + "\n")
 
 
-def read_env(run_dir: Path, missing: dict | None = None) -> dict:
-    """A run's env.json; `missing`, when given, is returned where there is none."""
-    path = Path(run_dir) / ENV
-    if missing is not None and not path.is_file():
-        return missing
-    return json.loads(path.read_text())
+def read_env(run_dir: Path) -> dict:
+    return json.loads((Path(run_dir) / ENV).read_text())
 
 
 def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
