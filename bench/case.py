@@ -1,7 +1,11 @@
-"""A benchmark case: one point of the grid, every axis named, validated once.
+"""A benchmark case: one point of the grid, every axis a field, validated once.
 
-Later axes (execution variant, fp8, number of GPUs) become new fields here with a default, so old
-rows and old command lines keep their meaning.
+Every field is an axis of the case except those marked `measure` (how long it is timed), which say
+how a case was measured rather than what it is. `axes()` lists them; tables, case ids, speedup
+joins and `bench compare` all derive from it, so a new axis is a new field here and nothing else.
+A new field must have a default that reproduces earlier behaviour: case ids leave a field out while
+it has its default, and rows of older folders, which lack the column, are read with that default,
+so old ids and old folders keep their meaning.
 """
 
 from __future__ import annotations
@@ -9,21 +13,28 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from bench.model import ModelSize
-from bench.modes import MODES
-
-OPTIMIZERS = ("foreach", "fused")
-"""Adam implementations: `foreach` (PyTorch's default multi-tensor kernels) and `fused` (one kernel,
-which also applies GradScaler's unscale and inf check itself, with no host sync)."""
+from bench.modes import MODES, OPTIMIZERS
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
 
+_ID_FIELDS = (
+    "mode",
+    "optimizer",
+    "batch_size",
+    "input_size",
+    "hidden_size",
+    "num_classes",
+    "device",
+    "seed",
+)
+"""The axes every case id spells out, in the order of the first runs' ids; any other axis joins
+the id as `name=value` only when it is not at its default."""
 
-_SETTINGS = ("lr", "loss_mult", "reduction", "init_scale")
-"""Fields that shape training rather than name the grid point; in case_id only when not default."""
+_MEASURE = {"measure": True}
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -31,12 +42,27 @@ def _positive_int(name: str, value: object) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def _positive_finite(name: str, value: object) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value < float("inf")
+    ):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+
+
+def _choice(name: str, value: object, choices: Iterable[str]) -> None:
+    choices = tuple(choices)
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; choose from {', '.join(choices)}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Case:
     mode: str
     """Key of `bench.modes.MODES`."""
     optimizer: str
-    """Adam implementation, one of `OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.modes.OPTIMIZERS`."""
     batch_size: int
     input_size: int
     hidden_size: int
@@ -44,10 +70,6 @@ class Case:
     device: str = "cuda"
     seed: int = 0
     """Seeds the weights and the synthetic batch."""
-    warmup: int = 5
-    """Untimed steps before the timed window (allocator, cuBLAS handles, autocast caches)."""
-    steps: int = 30
-    """Timed steps; statistics come from these samples."""
     lr: float = 1e-3
     """Adam's learning rate (the question's 1e-3)."""
     # Stress settings: where fp16's margins for underflow and overflow show.
@@ -57,38 +79,29 @@ class Case:
     """CrossEntropyLoss reduction: `sum` makes gradients B times larger than `mean`."""
     init_scale: float = 1.0
     """Multiply every initial weight and bias by this (small values shrink every gradient)."""
+    warmup: int = field(default=5, metadata=_MEASURE)
+    """Untimed steps before the timed window (allocator, cuBLAS handles, autocast caches)."""
+    steps: int = field(default=30, metadata=_MEASURE)
+    """Timed steps; statistics come from these samples."""
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; choose from {', '.join(MODES)}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(
-                f"unknown optimizer {self.optimizer!r}; choose from {', '.join(OPTIMIZERS)}"
-            )
-        if self.device not in DEVICES:
-            raise ValueError(f"unknown device {self.device!r}; choose from {', '.join(DEVICES)}")
+        _choice("mode", self.mode, MODES)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("device", self.device, DEVICES)
+        _choice("reduction", self.reduction, REDUCTIONS)
         for name in ("batch_size", "input_size", "hidden_size", "num_classes", "steps"):
             _positive_int(name, getattr(self, name))
-        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ValueError(f"warmup must be a non-negative integer, got {self.warmup!r}")
-        if self.reduction not in REDUCTIONS:
-            raise ValueError(
-                f"unknown reduction {self.reduction!r}; choose from {', '.join(REDUCTIONS)}"
-            )
-        for name in ("lr", "loss_mult", "init_scale"):
+        for name in ("seed", "warmup"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        for name in ("lr", "loss_mult", "init_scale"):
+            _positive_finite(name, getattr(self, name))
 
     @classmethod
     def of(cls, size: ModelSize, **axes: object) -> Case:
         """A case of the given model size; `axes` are the other fields."""
-        return cls(
-            input_size=size.input_size,
-            hidden_size=size.hidden_size,
-            num_classes=size.num_classes,
-            **axes,
-        )
+        return cls(**dataclasses.asdict(size), **axes)
 
     @property
     def size(self) -> ModelSize:
@@ -103,16 +116,27 @@ class Case:
             f"{self.mode}/{self.optimizer}/b{self.batch_size}"
             f"/{self.input_size}x{self.hidden_size}x{self.num_classes}/{self.device}/s{self.seed}"
         )
-        # Settings at their defaults stay out of the name, so ids of earlier runs keep matching.
+        # Other axes at their defaults stay out of the name, so ids of earlier runs keep matching.
         extras = [
-            f"{f.name}={getattr(self, f.name)}"
-            for f in dataclasses.fields(self)
-            if f.name in _SETTINGS and getattr(self, f.name) != f.default
+            f"{name}={getattr(self, name)}"
+            for name, default in axis_defaults(type(self)).items()
+            if name not in _ID_FIELDS and getattr(self, name) != default
         ]
         return "/".join([base, *extras])
 
     def axes(self) -> dict[str, object]:
-        return asdict(self)
+        """Every field, axes and measurement settings alike, as a row records them."""
+        return dataclasses.asdict(self)
+
+
+def axis_defaults(cls: type[Case] | None = None) -> dict[str, object]:
+    """The axes of a case (its fields but the measurement settings), in field order, each with
+    its default (`dataclasses.MISSING` where it has none)."""
+    return {
+        f.name: f.default
+        for f in dataclasses.fields(cls or Case)
+        if not f.metadata.get("measure", False)
+    }
 
 
 def grid(

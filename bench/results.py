@@ -1,4 +1,4 @@
-"""The results folder of a run, and reading it back.
+"""The files of a results folder, and reading them back.
 
 `results/<UTC timestamp>_<gpu>_<git short sha>/` holds:
 - `env.json`: what the run ran on, its configuration and ceilings (`bench.env`);
@@ -8,40 +8,26 @@
   (`bench compare` reads them);
 - `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`).
 
-Derived columns (speedups) are computed when rows are loaded, from the measured columns.
+Derived columns (speedups) are computed when rows are loaded, from the measured columns. The
+columns that identify a case are the axes of `bench.case.Case`, read from the dataclass itself.
+Nothing here imports torch: a folder renders on a machine without it.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from datetime import datetime, timezone
+import math
 from pathlib import Path
 
 import pandas as pd
 
+from bench import case as case_module
+from bench.faults import UsageError
+
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
 CSV, REPORT = "results.csv", "report.md"
 
-AXES = [
-    "mode",
-    "optimizer",
-    "batch_size",
-    "input_size",
-    "hidden_size",
-    "num_classes",
-    "device",
-    "seed",
-]
-"""The columns that identify a case; everything else in a row is measured or derived."""
-
-LEADING_COLUMNS = [
-    "mode",
-    "optimizer",
-    "batch_size",
-    "input_size",
-    "hidden_size",
-    "num_classes",
+METRIC_COLUMNS = [
     "status",
     "fwd_ms",
     "bwd_ms",
@@ -60,27 +46,21 @@ LEADING_COLUMNS = [
     "loss_dtype",
     "param_grad_dtype",
 ]
-"""The columns other tools may rely on, by these names, first in every table."""
+"""Measured and derived columns other tools may rely on, by these names, after the axes."""
 
 
-def run_dir_name(started: datetime, gpu: str, commit: str | None) -> str:
-    stamp = started.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
-    sha = re.sub(r"[^0-9a-fA-F]", "", commit or "")[:7] or "nogit"
-    return f"{stamp}_{gpu_slug}_{sha}"
+class CorruptFolder(UsageError):
+    """A results file that cannot be read: named in one line, never repaired silently."""
 
 
-def new_run_dir(parent: Path, name: str) -> Path:
-    """Create a fresh folder; an existing one is never reused or overwritten."""
-    parent.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        path = parent / (name if n == 1 else f"{name}-{n}")
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"no free run folder name under {parent} for {name}")
+def axes() -> list[str]:
+    """The columns that identify a case: the axes of `Case`, in field order."""
+    return list(case_module.axis_defaults())
+
+
+def leading_columns() -> list[str]:
+    """Axes, then the metric columns: the first columns of every table."""
+    return [*axes(), *METRIC_COLUMNS]
 
 
 def append_jsonl(path: Path, obj: dict) -> None:
@@ -90,6 +70,8 @@ def append_jsonl(path: Path, obj: dict) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict]:
+    """Every object of a JSON-lines file. A truncated last line (a run killed mid-write) is left
+    out; any other line that is not JSON is damage and raises `CorruptFolder`."""
     if not path.exists():
         return []
     lines = path.read_text().splitlines()
@@ -97,47 +79,92 @@ def read_jsonl(path: Path) -> list[dict]:
     for i, line in enumerate(lines):
         try:
             out.append(json.loads(line))
-        except json.JSONDecodeError:
-            # A run killed mid-write can leave a truncated last line; anything else is damage.
-            if i != len(lines) - 1:
-                raise
+        except json.JSONDecodeError as exc:
+            if i == len(lines) - 1:
+                continue
+            raise CorruptFolder(f"{path}: line {i + 1} is not JSON ({exc.msg})") from exc
     return out
 
 
+def repair_jsonl(path: Path) -> str | None:
+    """Before appending to a file that a killed run may have left half-written: move a partial
+    last line (no newline, or not JSON) into `<file>.partial` and cut the file after the last
+    whole line. Returns a sentence saying what was moved, or None. Damage before the last line
+    raises `CorruptFolder`, as reading does."""
+    if not path.exists():
+        return None
+    lines = path.read_bytes().splitlines(keepends=True)
+    good = 0
+    for i, line in enumerate(lines):
+        try:
+            json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if i != len(lines) - 1:
+                raise CorruptFolder(f"{path}: line {i + 1} is not JSON") from exc
+            break
+        if not line.endswith(b"\n"):
+            break
+        good += len(line)
+    tail = b"".join(lines)[good:]
+    if not tail:
+        return None
+    with (path.parent / (path.name + ".partial")).open("ab") as f:
+        f.write(tail.rstrip(b"\n") + b"\n")
+    with path.open("r+b") as f:
+        f.truncate(good)
+    return f"{path.name}: moved a partial last line ({len(tail)} bytes) to {path.name}.partial"
+
+
 def write_env(run_dir: Path, env: dict) -> None:
-    (run_dir / ENV).write_text(json.dumps(env, indent=2, default=str) + "\n")
+    # Written whole to a temporary file and renamed: a kill never leaves half an env.json.
+    tmp = run_dir / f".{ENV}.tmp"
+    tmp.write_text(json.dumps(env, indent=2, default=str) + "\n")
+    tmp.replace(run_dir / ENV)
 
 
 def read_env(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / ENV).read_text())
+    path = Path(run_dir) / ENV
+    try:
+        env = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise CorruptFolder(f"{run_dir} is not a results folder (no {ENV})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptFolder(f"{path} is not valid JSON ({exc})") from exc
+    if not isinstance(env, dict):
+        raise CorruptFolder(f"{path} does not hold a JSON object")
+    return env
 
 
 def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
     """speedup_vs_<base> = the base mode's total_ms / this row's total_ms, matched on every other
     axis; above 1 means faster than the base. Empty where the base did not run or did not pass."""
-    others = [a for a in AXES if a != "mode" and a in df.columns]
+    others = [a for a in axes() if a != "mode"]
     for base in ("fp32", "tf32"):
-        col = f"speedup_vs_{base}"
         ok_base = df[(df["mode"] == base) & (df["status"] == "ok")]
         ref = ok_base[[*others, "total_ms"]].rename(columns={"total_ms": "_base_ms"})
-        merged = df[others].merge(ref, on=others, how="left")
-        ratio = merged["_base_ms"].to_numpy() / df["total_ms"].to_numpy()
-        df[col] = ratio
-        df.loc[df["status"] != "ok", col] = float("nan")
+        merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
+        df[f"speedup_vs_{base}"] = merged["_base_ms"].to_numpy() / df["total_ms"].to_numpy()
+        df.loc[df["status"] != "ok", f"speedup_vs_{base}"] = math.nan
     return df
 
 
 def load(run_dir: str | Path) -> pd.DataFrame:
-    """A run's rows as a DataFrame, with derived speedups; the last row of a case wins."""
+    """A run's rows as a DataFrame, with derived speedups; the last row of a case wins.
+
+    An axis that a row lacks (a folder older than the axis) takes the axis's default."""
     rows = read_jsonl(Path(run_dir) / ROWS)
     if not rows:
-        return pd.DataFrame(columns=LEADING_COLUMNS)
+        return pd.DataFrame(columns=leading_columns())
     df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
-    for col in LEADING_COLUMNS:
+    for name, default in case_module.axis_defaults().items():
+        if name not in df.columns:
+            df[name] = default
+    for col in METRIC_COLUMNS:
         if col not in df.columns:
-            df[col] = float("nan")
+            df[col] = math.nan
     df = _with_speedups(df)
-    return df[LEADING_COLUMNS + [c for c in df.columns if c not in LEADING_COLUMNS]]
+    lead = leading_columns()
+    return df[lead + [c for c in df.columns if c not in lead]]
 
 
 def load_samples(run_dir: str | Path) -> pd.DataFrame:

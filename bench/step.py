@@ -1,14 +1,14 @@
 """The one train step every mode runs, split into its three timed phases.
 
-Each mode differs only in the `enabled=` / `dtype=` arguments it passes (nanoGPT's pattern):
-autocast is off for fp32 and tf32, and GradScaler is a no-op unless the mode scales the loss, so
-`scaler.scale(loss)` returns the loss and `scaler.step(opt)` calls `opt.step()` unchanged.
+A mode's recipe (`bench.modes.Mode`) decides everything that differs between modes: the model's
+preparation, the precision context of each phase, the scaler and the optimizer. GradScaler is a
+no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss and
+`scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -21,7 +21,11 @@ from bench.modes import MODES, Mode
 
 @dataclass
 class TrainState:
-    """Everything one case trains: model, optimizer, scaler and a fixed synthetic batch."""
+    """Everything one case trains: model, optimizer, scaler and the current batch.
+
+    `mode` is the recipe the state was built with and is never changed; `as_mode` gives a second
+    state over the same model and batch for another mode (the numerics census compares modes on
+    the same weights)."""
 
     case: Case
     mode: Mode
@@ -32,41 +36,40 @@ class TrainState:
     x: torch.Tensor
     y: torch.Tensor
 
+    def as_mode(self, name: str, scaler: torch.amp.GradScaler | None = None) -> TrainState:
+        """A view of this state under another mode of `MODES`, sharing model, optimizer and batch;
+        its scaler is `scaler`, or a fresh one of that mode."""
+        mode = MODES[name]
+        return dataclasses.replace(
+            self,
+            case=dataclasses.replace(self.case, mode=name),
+            mode=mode,
+            scaler=scaler if scaler is not None else mode.scaler(self.case.device),
+        )
 
-def build(case: Case) -> TrainState:
-    """Model, Adam (case.lr), scaler and a synthetic batch for one case, seeded."""
+
+def build(case: Case, mode: Mode | None = None) -> TrainState:
+    """Model, optimizer (case.lr), scaler and a synthetic batch for one case, seeded.
+
+    `mode` replaces the case's own recipe (`MODES[case.mode]`); the numerics audit uses it for
+    recipes users try that are not modes of the benchmark."""
     torch.manual_seed(case.seed)
-    mode = MODES[case.mode]
+    mode = mode or MODES[case.mode]
     model = MLP(case.size, device=case.device)
     if case.init_scale != 1.0:
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(case.init_scale)
-    if case.optimizer == "fused":
-        optimizer = torch.optim.Adam(model.parameters(), lr=case.lr, fused=True)
-    else:
-        optimizer = torch.optim.Adam(model.parameters(), lr=case.lr, foreach=True)
-    scaler = torch.amp.GradScaler(case.device, enabled=mode.scale_loss)
+    model = mode.prepare(model)
+    optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr)
     x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
     loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
-    return TrainState(case, mode, model, optimizer, scaler, loss_fn, x, y)
-
-
-@contextlib.contextmanager
-def autocast(s: TrainState) -> Iterator[None]:
-    """The mode's autocast region (a no-op for fp32 and tf32)."""
-    dtype = s.mode.autocast_dtype
-    with torch.autocast(s.case.device, dtype=dtype or torch.float32, enabled=dtype is not None):
-        yield
+    return TrainState(case, mode, model, optimizer, mode.scaler(case.device), loss_fn, x, y)
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
-    """Forward pass and loss under the mode's autocast; returns (logits, loss).
-
-    Autocast wraps the forward and the loss only, as its docstring asks: backward ops then run in
-    the dtype autocast chose for the matching forward ops.
-    """
-    with autocast(s):
+    """Forward pass and loss in the mode's forward context; returns (logits, loss)."""
+    with s.mode.context(s.case.device, forward=True):
         logits = s.model(s.x)
         loss = s.loss_fn(logits, s.y)
         if s.case.loss_mult != 1.0:
@@ -76,7 +79,8 @@ def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
 
 def backward(s: TrainState, loss: torch.Tensor) -> None:
     # scale() multiplies by the current scale on the device: no host sync.
-    s.scaler.scale(loss).backward()
+    with s.mode.context(s.case.device):
+        s.scaler.scale(loss).backward()
 
 
 def optimizer_step(s: TrainState) -> None:

@@ -1,0 +1,32 @@
+"""How ampbench names what went wrong: bad input (one line, exit status 2) and a case's fault
+(a status in its row, and the run goes on)."""
+
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad input or an unusable folder: reported as one line naming the value, exit status 2."""
+
+
+def error_summary(exc: BaseException, limit: int = 500) -> str:
+    """`Type: first line of the message`, the one line a row or a log keeps of an exception."""
+    first_line = (str(exc).splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first_line}"[:limit]
+
+
+def fault_status(exc: BaseException) -> str:
+    """`oom` for an out-of-memory error on any device, `error` for anything else.
+
+    A CPU allocation failure surfaces as a plain `RuntimeError` ("DefaultCPUAllocator: can't
+    allocate memory") or as Python's `MemoryError`; CUDA's as `torch.cuda.OutOfMemoryError`.
+    """
+    import torch  # here, not at the top: report code imports this module without torch
+
+    if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
+        return "oom"
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text.lower()
+    ):
+        return "oom"
+    return "error"

@@ -1,0 +1,128 @@
+"""Results folders: naming and creating one, locking it while a process writes it, and checking
+one that a process is about to resume. Both jobs (a timing session, a numerics study) use this
+module and no other way to make or reopen a folder.
+
+A folder is never reused for another run: a new run gets a new name. A resumed folder must have
+been made by the same code on the same kind of machine (commit, dirty flag, torch version, GPU
+model): mixing rows from two machines in one folder is the worst silent error a benchmark can
+make, so a mismatch is refused unless `--force` is given, and then the mismatch is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench import results
+from bench.faults import UsageError
+
+LOCK = ".lock"
+COMPATIBLE = ("commit", "dirty", "torch", "gpu")
+"""What must match between the machine that started a folder and the one that resumes it."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime | None = None) -> str:
+    """A UTC time as env.json records it: 2026-11-30T08:26:06+00:00."""
+    return (moment or utc_now()).isoformat(timespec="seconds")
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC time as a folder name starts: 20261130T082606Z."""
+    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def run_dir_name(started: datetime, gpu: str, commit: str | None, suffix: str = "") -> str:
+    gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
+    sha = re.sub(r"[^0-9a-fA-F]", "", commit or "")[:7] or "nogit"
+    return f"{stamp(started)}_{gpu_slug}_{sha}{suffix}"
+
+
+def check_parent(parent: Path) -> None:
+    """Refuse, before any work, a results directory that cannot hold new folders."""
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"--results-dir {parent} is not a directory")
+    probe = parent if parent.exists() else next((p for p in parent.parents if p.exists()), None)
+    if probe is None or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"--results-dir {parent} is not writable")
+
+
+def create(parent: Path, name: str) -> Path:
+    """A fresh folder under `parent`; an existing one is never reused or overwritten."""
+    check_parent(parent)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):
+            path = parent / (name if n == 1 else f"{name}-{n}")
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            return path
+    except OSError as exc:
+        raise UsageError(f"--results-dir {parent}: cannot create a folder there ({exc})") from exc
+    raise UsageError(f"no free folder name under {parent} for {name}")
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Hold the folder's lock while writing it; a second process gets a one-line refusal.
+
+    An advisory `flock` on `.lock`: the kernel releases it when the process dies, however it dies,
+    so a killed run never leaves a folder locked."""
+    with (run_dir / LOCK).open("a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise UsageError(f"{run_dir} is being written by {holder}; wait for it to end") from exc
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.seek(0)
+            f.truncate()
+
+
+def reopen(run_dir: Path, *, kind: str, here: dict, force: bool) -> dict:
+    """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
+
+    `kind` is the env.json key that marks the folder's job (`config` for a timing run,
+    `numerics_config` for a numerics study); `here` is `bench.env.collect()` of this machine.
+    Bad input ends here, before anything in the folder changes."""
+    if not run_dir.is_dir():
+        raise UsageError(f"--resume {run_dir}: no such folder")
+    info = results.read_env(run_dir)
+    if kind not in info:
+        other = "a numerics study" if "numerics_config" in info else "a timing run"
+        raise UsageError(f"--resume {run_dir}: that folder is {other}; resume it with its command")
+    if info.get("device") == "cuda" and here.get("device") != "cuda":
+        raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")
+    mismatches = [
+        f"{key} {info.get(key)!r} there, {here.get(key)!r} here"
+        for key in COMPATIBLE
+        if info.get(key) != here.get(key)
+    ]
+    if mismatches and not force:
+        raise UsageError(
+            f"--resume {run_dir}: made elsewhere ({'; '.join(mismatches)}); "
+            "give --force to mix them anyway"
+        )
+    entry: dict[str, object] = {"at": iso(), "argv": sys.argv}
+    if mismatches:
+        entry["forced"] = mismatches
+    info.setdefault("resumed", []).append(entry)
+    return info
