@@ -2,15 +2,20 @@
 # ampbench's main job.
 #   ./run_bench.sh [run options]        time the grid into a new folder under results/
 #                                       (GPU: the seed preset, all modes, batch 256,1024,4096,
-#                                       both Adams; no GPU: a tiny CPU smoke run)
+#                                       both Adams, eager/compile/cudagraph; no GPU: a tiny CPU
+#                                       smoke run)
 #   ./run_bench.sh compare A B [opts]   compare two run folders case by case
 #   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
 #                                       results/pytest-benchmark for `pytest-benchmark compare`
 #   ./run_bench.sh numerics [opts]      the numerics study: dtypes, underflow, convergence
-#   ./run_bench.sh report RUN_DIR       re-render a run's report.md (and a numerics folder's figures)
-# `python -m bench run --help` lists the run options. Environment: PYTHON (interpreter),
+#   ./run_bench.sh maxbatch [opts]      the largest batch each mode trains
+#   ./run_bench.sh report RUN_DIR       re-render a folder's report.md (and its figures)
+#   ./run_bench.sh headline RUN_DIR     print a run's headline table
+#   ./run_bench.sh --help               list the commands; `COMMAND --help` lists its options
+# Paths are taken relative to the directory you run it from. Environment: PYTHON (interpreter),
 # AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
 set -euo pipefail
+export AMPBENCH_CWD="$PWD"
 cd "$(dirname "$0")"
 source scripts/python_env.sh
 
@@ -23,7 +28,15 @@ case "${1:-}" in
             --benchmark-storage="file://$storage" --benchmark-autosave \
             --benchmark-sort=name --benchmark-columns=median,iqr,min,max,rounds,iterations "$@"
         ;;
-    compare | report | headline | run | numerics)
+    -h | --help)
+        ampbench_python "torch, pandas, tabulate, scipy, matplotlib"
+        "$PY" -m bench --help
+        echo
+        echo "./run_bench.sh with no command (or options only) runs 'run'; 'pytest' runs the"
+        echo "pytest-benchmark suite (./run_bench.sh pytest --help)."
+        exit 0
+        ;;
+    compare | report | headline | run | numerics | maxbatch)
         cmd="$1"
         shift
         ;;

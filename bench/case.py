@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from bench.model import ModelSize
 from bench.modes import MODES, OPTIMIZERS
+from bench.variants import VARIANTS
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
@@ -63,6 +64,8 @@ class Case:
     """Key of `bench.modes.MODES`."""
     optimizer: str
     """Adam implementation, a key of `bench.modes.OPTIMIZERS`."""
+    variant: str = "eager"
+    """How the step is executed, a key of `bench.variants.VARIANTS`."""
     batch_size: int
     input_size: int
     hidden_size: int
@@ -87,6 +90,7 @@ class Case:
     def __post_init__(self) -> None:
         _choice("mode", self.mode, MODES)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("variant", self.variant, VARIANTS)
         _choice("device", self.device, DEVICES)
         _choice("reduction", self.reduction, REDUCTIONS)
         for name in ("batch_size", "input_size", "hidden_size", "num_classes", "steps"):
@@ -145,11 +149,12 @@ def grid(
     optimizers: Iterable[str],
     batch_sizes: Iterable[int],
     size: ModelSize,
+    variants: Iterable[str] = ("eager",),
     **fixed: object,
 ) -> list[Case]:
     """Every combination of the given axes, batch size outermost so that a report grouped by
     batch size fills in as the run goes."""
     return [
-        Case.of(size, mode=mode, optimizer=opt, batch_size=bs, **fixed)
-        for bs, opt, mode in itertools.product(batch_sizes, optimizers, modes)
+        Case.of(size, mode=mode, optimizer=opt, variant=variant, batch_size=bs, **fixed)
+        for bs, variant, opt, mode in itertools.product(batch_sizes, variants, optimizers, modes)
     ]

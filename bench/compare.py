@@ -47,8 +47,8 @@ class Pair:
         a, sep2, b = values.partition(":")
         if not (sep and sep2 and axis and a and b):
             raise ValueError(f"--pair wants AXIS=A_VALUE:B_VALUE, got {text!r}")
-        if axis not in results.AXES:
-            raise ValueError(f"--pair axis {axis!r} is not one of {', '.join(results.AXES)}")
+        if axis not in results.axes():
+            raise ValueError(f"--pair axis {axis!r} is not one of {', '.join(results.axes())}")
         return cls(axis=axis, a=a, b=b)
 
 
@@ -121,7 +121,7 @@ def compare(
     """One row per case matched between the runs, with medians, ratio, interval and verdict."""
     rows_a, totals_a = _ok_totals(run_a)
     rows_b, totals_b = _ok_totals(run_b)
-    keys = [k for k in results.AXES if pair is None or k != pair.axis]
+    keys = [k for k in results.axes() if pair is None or k != pair.axis]
     if pair is not None:
         rows_a = rows_a[rows_a[pair.axis].astype(str) == pair.a]
         rows_b = rows_b[rows_b[pair.axis].astype(str) == pair.b]
@@ -164,7 +164,7 @@ def render(
             for lo, hi in zip(shown["ratio_lo"], shown["ratio_hi"], strict=True)
         ]
         shown = shown.drop(columns=["ratio", "ratio_lo", "ratio_hi"])
-    constant = [c for c in shown.columns if c in results.AXES and shown[c].nunique() == 1]
+    constant = [c for c in shown.columns if c in results.axes() and shown[c].nunique() == 1]
     what = f", {pair.axis} {pair.a} (A) against {pair.b} (B)" if pair else ""
     lines = [
         "# ampbench compare",

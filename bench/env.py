@@ -65,7 +65,8 @@ def collect(device: str) -> dict[str, object]:
         "gpu": gpu_name(device),
         "gpu_count": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "driver": None,
-        "cuda": torch.version.cuda,
+        # Only where a GPU runs: the CUDA version torch was built with says nothing of a CPU run.
+        "cuda": torch.version.cuda if device == "cuda" else None,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "torch": torch.__version__,
         "python": platform.python_version(),

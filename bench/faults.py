@@ -30,3 +30,7 @@ def fault_status(exc: BaseException) -> str:
     ):
         return "oom"
     return "error"
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a job: the message says what was kept and the command that goes on."""

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 import torch
 
+from bench.modes import dtype_name
 from bench.step import TrainState, backward, forward, optimizer_step, train_step
 
 GIB = 2**30
@@ -24,10 +25,6 @@ GIB = 2**30
 
 def _gib(tensors: Iterable[torch.Tensor]) -> float:
     return sum(t.numel() * t.element_size() for t in tensors) / GIB
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def measure(s: TrainState) -> dict[str, object]:
@@ -51,12 +48,12 @@ def measure(s: TrainState) -> dict[str, object]:
     logits, loss = forward(s)
     peak_fwd, res_fwd = sync_and_peak()
     act = allocated() - before_fwd
-    dtypes = {"output_dtype": _dtype_name(logits.dtype), "loss_dtype": _dtype_name(loss.dtype)}
+    dtypes = {"output_dtype": dtype_name(logits.dtype), "loss_dtype": dtype_name(loss.dtype)}
     del logits
     backward(s, loss)
     peak_bwd, res_bwd = sync_and_peak()
     grad = s.model.fc1.weight.grad
-    dtypes["param_grad_dtype"] = _dtype_name(grad.dtype) if grad is not None else "none"
+    dtypes["param_grad_dtype"] = dtype_name(grad.dtype) if grad is not None else "none"
     grads = _gib(p.grad for p in s.model.parameters() if p.grad is not None)
     optimizer_step(s)
     peak_opt, res_opt = sync_and_peak()

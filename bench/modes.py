@@ -16,15 +16,20 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-OPTIMIZERS: dict[str, Callable[[Iterable[nn.Parameter], float], torch.optim.Optimizer]] = {
+OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
     # PyTorch's default multi-tensor kernels. With GradScaler, scaler.step() reads found_inf on
     # the host before calling step(): a device sync that real training pays too.
-    "foreach": lambda params, lr: torch.optim.Adam(params, lr=lr, foreach=True),
+    "foreach": lambda params, lr, capturable: torch.optim.Adam(
+        params, lr=lr, foreach=True, capturable=capturable
+    ),
     # One kernel per group of tensors; it takes GradScaler's scale and found_inf as tensors,
-    # unscales and skips on the device, with no host sync.
-    "fused": lambda params, lr: torch.optim.Adam(params, lr=lr, fused=True),
+    # unscales and skips on the device, with no host sync. Its step counters live on the device,
+    # so it can be captured in a CUDA graph as it is.
+    "fused": lambda params, lr, capturable: torch.optim.Adam(params, lr=lr, fused=True),
 }
-"""Adam implementations by name: `optimizer` axis of a case -> a factory (params, lr)."""
+"""Adam implementations by name: `optimizer` axis of a case -> a factory (params, lr,
+capturable). `capturable` keeps every piece of optimizer state on the device, as a CUDA graph
+capture of the step needs."""
 
 
 def dtype_name(dtype: torch.dtype | None) -> str:
@@ -62,9 +67,9 @@ class Mode:
         return model
 
     def optimizer(
-        self, name: str, params: Iterable[nn.Parameter], lr: float
+        self, name: str, params: Iterable[nn.Parameter], lr: float, *, capturable: bool = False
     ) -> torch.optim.Optimizer:
-        return OPTIMIZERS[name](params, lr)
+        return OPTIMIZERS[name](params, lr, capturable)
 
     def scaler(self, device: str) -> torch.amp.GradScaler:
         """GradScaler, enabled only when the mode scales the loss (otherwise scale() returns the
@@ -72,15 +77,20 @@ class Mode:
         return torch.amp.GradScaler(device, enabled=self.scale_loss)
 
     @contextlib.contextmanager
-    def context(self, device: str, *, forward: bool = False) -> Iterator[None]:
+    def context(self, device: str, *, forward: bool = False, cache: bool = True) -> Iterator[None]:
         """The precision context of one phase of the step: TF32 as the mode wants it, and, for the
         forward pass only, autocast. Autocast wraps the forward and the loss alone, as its
-        docstring asks: backward ops then run in the dtype autocast chose for the forward ops."""
+        docstring asks: backward ops then run in the dtype autocast chose for the forward ops.
+        `cache=False` turns off autocast's cache of weight casts, as a CUDA graph capture needs
+        (PyTorch's CUDA graph notes)."""
         dtype = self.autocast_dtype
         with (
             tf32_enabled(self.tf32),
             torch.autocast(
-                device, dtype=dtype or torch.float32, enabled=forward and dtype is not None
+                device,
+                dtype=dtype or torch.float32,
+                enabled=forward and dtype is not None,
+                cache_enabled=cache,
             ),
         ):
             yield

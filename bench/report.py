@@ -20,8 +20,6 @@ OVERHEAD_TARGET_PCT = 2.0
 """The harness's median step may exceed the bare loop's by at most this much."""
 
 TIME_COLUMNS = {
-    "mode": "mode",
-    "optimizer": "optimizer",
     "status": "status",
     "fwd_ms": "fwd ms",
     "bwd_ms": "bwd ms",
@@ -37,8 +35,6 @@ TIME_COLUMNS = {
     "noisy": "noisy",
 }
 FLOOR_COLUMNS = {
-    "mode": "mode",
-    "optimizer": "optimizer",
     "matmul_dtype": "matmul",
     "fwd_ms": "fwd ms",
     "fwd_floor_ms": "fwd floor",
@@ -54,8 +50,6 @@ FLOOR_COLUMNS = {
     "pct_of_floor": "total %",
 }
 MEMORY_COLUMNS = {
-    "mode": "mode",
-    "optimizer": "optimizer",
     "param_gib": "params",
     "grad_gib": "grads",
     "optim_state_gib": "Adam state",
@@ -90,7 +84,28 @@ HEADLINE_COLUMNS = {
 
 def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> str:
     present = {k: v for k, v in columns.items() if k in df.columns}
-    return df[list(present)].rename(columns=present).to_markdown(index=False, floatfmt=floatfmt)
+    shown = df[list(present)].rename(columns=present)
+    if df.attrs.get("cpu"):  # no allocator peaks on the CPU: say so rather than print nan
+        for key in PEAK_COLUMNS:
+            if key in present:
+                shown[present[key]] = "not measured"
+    return shown.to_markdown(index=False, floatfmt=floatfmt)
+
+
+PEAK_COLUMNS = (
+    "peak_alloc_gib",
+    "peak_reserved_gib",
+    "peak_fwd_gib",
+    "peak_bwd_gib",
+    "peak_opt_gib",
+)
+
+
+def shown_axes(df: pd.DataFrame, *, grouped_by: str = "batch_size") -> dict[str, str]:
+    """The axes a table of this run shows: `mode`, and every other axis that takes more than one
+    value in the run (derived from the case's fields, so a new axis appears by itself)."""
+    names = [a for a in results.axes() if a != grouped_by and (a == "mode" or df[a].nunique() > 1)]
+    return {a: a for a in names}
 
 
 def _env_table(env: dict) -> str:
@@ -137,6 +152,11 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "
 
 
 def _targets(df: pd.DataFrame, env: dict) -> list[str]:
+    if env.get("device") == "cpu":
+        return [
+            "- The targets (share of floor, harness overhead) apply to a GPU run; a CPU smoke "
+            "run is not judged against them."
+        ]
     lines = []
     for mode, opt, bs, minimum in TARGETS:
         sel = df[(df["mode"] == mode) & (df["optimizer"] == opt) & (df["batch_size"] == bs)]
@@ -168,9 +188,32 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
     return lines
 
 
+def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
+    """The first lines of a report: how many cases passed, and whether the run finished."""
+    expected = env.get("expected_cases")
+    counts = df["status"].value_counts()
+    ok = int(counts.get("ok", 0))
+    parts = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no rows"
+    lines = [f"**Cases: {ok} of {expected if expected else len(df)} ok** ({parts})."]
+    if expected and len(df) < expected:
+        lines.append(
+            f"**This run stopped early**: {expected - len(df)} of {expected} cases have no row "
+            "(resume it with `./run_bench.sh --resume` and this folder)."
+        )
+    elif "ended" not in env:
+        lines.append("**This run did not finish** (no end time in env.json).")
+    if ok == 0:
+        lines.append("**No case passed**: every figure below is missing; see the failures.")
+    return [*lines, ""]
+
+
 def render(df: pd.DataFrame, env: dict) -> str:
     """The whole report.md of a run."""
     out = [f"# ampbench run `{env.get('run_name', '')}`", ""]
+    out += _status_lines(df, env)
+    df = df.copy()
+    df.attrs["cpu"] = env.get("device") == "cpu"
+    lead = shown_axes(df)
     if env.get("device") == "cpu":
         out += [
             "**CPU smoke run**: these figures exercise the harness on the CPU; they say "
@@ -212,10 +255,10 @@ def render(df: pd.DataFrame, env: dict) -> str:
         "",
     ]
     for bs, group in df.groupby("batch_size", sort=True):
-        out += [f"### Batch size {bs}", "", _table(group, TIME_COLUMNS), ""]
+        out += [f"### Batch size {bs}", "", _table(group, {**lead, **TIME_COLUMNS}), ""]
     out += ["## Where the time goes: each phase against its floor", ""]
     for bs, group in df.groupby("batch_size", sort=True):
-        out += [f"### Batch size {bs}", "", _table(group, FLOOR_COLUMNS), ""]
+        out += [f"### Batch size {bs}", "", _table(group, {**lead, **FLOOR_COLUMNS}), ""]
     out += [
         "## Memory (GiB)",
         "",
@@ -224,7 +267,7 @@ def render(df: pd.DataFrame, env: dict) -> str:
         "",
     ]
     for bs, group in df.groupby("batch_size", sort=True):
-        out += [f"### Batch size {bs}", "", _table(group, MEMORY_COLUMNS), ""]
+        out += [f"### Batch size {bs}", "", _table(group, {**lead, **MEMORY_COLUMNS}), ""]
     dtypes = df.drop_duplicates("mode")
     out += [
         "## Dtypes observed",

@@ -9,7 +9,12 @@ counted: it is small beside the matmuls, and leaving it out keeps the floor a lo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from bench.model import ModelSize
+
+if TYPE_CHECKING:
+    from bench.modes import Mode
 
 ADAM_BYTES_PER_PARAM = 7 * 4
 """Adam over float32 parameters reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg,
@@ -64,3 +69,21 @@ def floor_columns(
         "step_floor_ms": step_floor,
         "floor_ms": fwd_floor + bwd_floor + step_floor,
     }
+
+
+def cast_columns(
+    size: ModelSize, batch_size: int, mode: Mode, copy_gbps: float
+) -> dict[str, float]:
+    """Bytes the autocast casts move per step, which the floor does not count, and their time at
+    the copy bandwidth: they explain part of the distance between a step and its floor.
+
+    With float32 parameters under autocast, each weight and bias is cast to the low-precision
+    dtype once per forward (read 4 bytes, write 2), each gradient leaves its matmul in that dtype
+    and is cast back to float32 for `param.grad` (read 2, write 4), and the float32 input batch is
+    cast once (read 4, write 2). Modes without autocast, or with low-precision parameters, cast
+    nothing."""
+    casts = mode.autocast_dtype is not None and mode.param_dtype is None
+    params = num_params(size) * 12 if casts else 0
+    inputs = batch_size * size.input_size * 6 if casts else 0
+    total = float(params + inputs)
+    return {"cast_gbytes": total / 1e9, "cast_ms_at_copy_bw": total / (copy_gbps * 1e9) * 1e3}

@@ -1,7 +1,8 @@
 """Running cases: one case into one flat row, a list of cases into a results folder.
 
 A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, any
-other exception `error` with its message; the suite goes on after each. Rows and raw samples are
+other exception `error` with its message, and a variant that cannot run on the device
+`unsupported` with the reason; the suite goes on after each. Rows and raw samples are
 appended as each case finishes, so Ctrl-C or a kill loses only the case in flight, and a resumed
 run skips every case whose row is already there.
 """
@@ -9,6 +10,7 @@ run skips every case whose row is already there.
 from __future__ import annotations
 
 import gc
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -16,13 +18,15 @@ from pathlib import Path
 
 import torch
 
-from bench import memory, results
+from bench import memory, results, variants
 from bench.case import Case
-from bench.modes import MODES, tf32_enabled, tf32_flags
-from bench.roofline import floor_columns
+from bench.faults import error_summary, fault_status
+from bench.modes import MODES, dtype_name, tf32_flags
+from bench.roofline import cast_columns, floor_columns
 from bench.stats import is_noisy, phase_columns, summarize
-from bench.step import TrainState, backward, build, forward, optimizer_step, train_step
+from bench.step import TrainState, build, train_step
 from bench.timing import clock_for, time_phases
+from bench.variants import VARIANTS, unsupported_reason
 
 
 def _free_device_memory() -> None:
@@ -31,34 +35,23 @@ def _free_device_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def _timed_phases(s: TrainState, losses: list[torch.Tensor]) -> dict[str, Callable[[], None]]:
-    """The train step cut at its phase boundaries. The loss passes from forward to backward through
-    `carry`; every loss is kept (as a device tensor, no sync) to be checked after the window."""
-    carry: dict[str, torch.Tensor] = {}
-
-    def fwd() -> None:
-        _, loss = forward(s)
-        carry["loss"] = loss
-        losses.append(loss.detach())
-
-    def bwd() -> None:
-        backward(s, carry.pop("loss"))
-
-    def step() -> None:
-        optimizer_step(s)
-
-    return {"fwd": fwd, "bwd": bwd, "step": step}
+PHASES = ("fwd", "bwd", "step")
+PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
 
 
 def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float]) -> dict:
+    """Statistics of the samples and the figures derived from them. A phase the variant fused
+    away (no samples of its own) gets no columns: it was not measured."""
     row: dict[str, object] = phase_columns(samples)
     total_ms = row["total_ms"]
     gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
     row["samples_per_s"] = case.batch_size / (total_ms * 1e-3)
     row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
     row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
-    for phase in ("fwd", "bwd", "step"):
-        row[f"{phase}_pct_of_floor"] = floor[f"{phase}_floor_ms"] / row[f"{phase}_ms"] * 100
+    for phase in PHASES:
+        if phase in samples:
+            row[f"{phase}_pct_of_floor"] = floor[f"{phase}_floor_ms"] / row[f"{phase}_ms"] * 100
+            row[f"{phase}_share"] = row[f"{phase}_ms"] / total_ms
     row["noisy"] = is_noisy(samples["total"])
     return row
 
@@ -66,56 +59,74 @@ def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float
 def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, list[float]]]:
     """Measure one case; returns its flat row and its raw per-phase samples (empty on a fault)."""
     mode = MODES[case.mode]
+    variant = VARIANTS[case.variant]
     row: dict[str, object] = {
         "case_id": case.case_id,
         **case.axes(),
         "status": "ok",
         "error": "",
-        "autocast_dtype": str(mode.autocast_dtype).removeprefix("torch."),
+        "autocast_dtype": dtype_name(mode.autocast_dtype),
+        "param_dtype": dtype_name(mode.param_dtype or torch.float32),
         "scale_loss": mode.scale_loss,
         "matmul_dtype": mode.matmul_dtype,
         "ceiling_tflops": ceilings[f"matmul_tflops_{mode.matmul_dtype}"],
         "copy_gbps": ceilings["copy_gbps"],
     }
-    floor = floor_columns(
-        case.size,
-        case.batch_size,
-        scale_loss=mode.scale_loss,
-        matmul_tflops=row["ceiling_tflops"],
-        copy_gbps=ceilings["copy_gbps"],
+    row.update(
+        floor_columns(
+            case.size,
+            case.batch_size,
+            scale_loss=mode.scale_loss,
+            matmul_tflops=row["ceiling_tflops"],
+            copy_gbps=ceilings["copy_gbps"],
+        )
     )
-    row.update(floor)
+    row.update(cast_columns(case.size, case.batch_size, mode, ceilings["copy_gbps"]))
+    with mode.context(case.device):
+        row.update(tf32_flags())  # as the step's phases set them
+    reason = unsupported_reason(case.variant, case.device)
+    if reason is not None:
+        row.update(status="unsupported", error=reason)
+        return row, {}
     samples: dict[str, list[float]] = {}
     s: TrainState | None = None
+    cuda = case.device == "cuda"
     try:
-        with tf32_enabled(mode.tf32):
-            row.update(tf32_flags())  # as in force while the case runs
-            s = build(case)
-            # Memory first, in a pass of its own: it syncs between phases.
-            row.update(memory.measure(s))
-            losses: list[torch.Tensor] = []
-            samples = time_phases(
-                _timed_phases(s, losses),
-                warmup=case.warmup,
-                steps=case.steps,
-                clock=clock_for(case.device),
-            )
-            row.update(_derived(case, samples, floor))
-            # After the window: reading values back syncs, which is fine now.
-            loss_values = torch.stack(losses).float()
-            row["final_loss"] = loss_values[-1].item()
-            row["grad_scale"] = s.scaler.get_scale() if mode.scale_loss else None
-            if not torch.isfinite(loss_values).all().item():
-                n_bad = int((~torch.isfinite(loss_values)).sum().item())
-                row["status"] = "nonfinite"
-                row["error"] = f"{n_bad} of {len(losses)} losses were not finite"
-    except torch.cuda.OutOfMemoryError as exc:
-        row["status"] = "oom"
-        row["error"] = str(exc).splitlines()[0][:300]
-    except Exception as exc:  # any other fault is recorded as a row; the suite goes on
-        row["status"] = "error"
-        first_line = (str(exc).splitlines() or [""])[0]
-        row["error"] = f"{type(exc).__name__}: {first_line}"[:500]
+        s = build(case, capturable=variant.capture)
+        # Memory first, in an eager pass of its own: it syncs between phases.
+        row.update(memory.measure(s))
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        prepared = variants.prepare(s)
+        row["prepare_s"] = prepared.prepare_s
+        row["eager_parts"] = prepared.eager_parts
+        graphs_before = prepared.compiled_graphs()
+        samples = time_phases(
+            prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
+        )
+        row["recompiled"] = prepared.compiled_graphs() != graphs_before
+        if variant.name != "eager":
+            # The eager pass's phase peaks say nothing of this variant: its own peak is the
+            # highest allocation over compiling (or capturing) and the timed window.
+            row.update(dict.fromkeys(PEAK_PHASE_COLUMNS, math.nan))
+            if cuda:
+                row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / memory.GIB
+                row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / memory.GIB
+        row.update(_derived(case, samples, row))
+        # After the window: reading values back syncs, which is fine now.
+        losses = prepared.losses
+        loss_values = torch.stack(losses).float()
+        row["final_loss"] = loss_values[-1].item()
+        row["grad_scale"] = s.scaler.get_scale() if mode.scale_loss else None
+        if not torch.isfinite(loss_values).all().item():
+            n_bad = int((~torch.isfinite(loss_values)).sum().item())
+            row["status"] = "nonfinite"
+            row["error"] = f"{n_bad} of {len(losses)} losses were not finite"
+        if row["recompiled"] and row["status"] == "ok":
+            row["error"] = "recompiled during the timed window"
+    except Exception as exc:  # a fault is recorded as a row; the suite goes on
+        row["status"] = fault_status(exc)
+        row["error"] = error_summary(exc)
     finally:
         s = None
         _free_device_memory()
@@ -129,8 +140,11 @@ def run_suite(
     *,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
 ) -> None:
-    """Run every case whose row is not yet in `run_dir`, appending rows and samples as it goes."""
-    done = {r["case_id"] for r in results.read_jsonl(run_dir / results.ROWS)}
+    """Run every case not yet done in `run_dir`, appending rows and samples as it goes.
+
+    A case is done when its row is there and, for an `ok` row, its samples too: a run killed
+    between the two writes re-runs that case (the later row wins when the folder is loaded)."""
+    done = done_cases(run_dir)
     start = time.monotonic()
     for i, case in enumerate(cases, 1):
         if case.case_id in done:
@@ -147,26 +161,34 @@ def run_suite(
         log(f"    {row['status']}: {summary}")
 
 
+def done_cases(run_dir: Path) -> set[str]:
+    sampled = {r["case_id"] for r in results.read_jsonl(run_dir / results.SAMPLES)}
+    return {
+        r["case_id"]
+        for r in results.read_jsonl(run_dir / results.ROWS)
+        if r.get("status") != "ok" or r["case_id"] in sampled
+    }
+
+
 def _alternate_harness_and_bare(
     case: Case, windows: int, repeats: int
 ) -> tuple[list[float], list[float]]:
     clock = clock_for(case.device)
     harness: list[float] = []
     bare: list[float] = []
-    with tf32_enabled(MODES[case.mode].tf32):
-        state = build(case)
+    state = build(case)
 
-        def window() -> None:
-            for _ in range(case.steps):
-                train_step(state)
+    def window() -> None:
+        for _ in range(case.steps):
+            train_step(state)
 
-        for _ in range(repeats):
-            timed = time_phases(
-                _timed_phases(state, []), warmup=case.warmup, steps=case.steps, clock=clock
-            )
-            harness.extend(timed["total"])
-            windowed = time_phases({"window": window}, warmup=1, steps=windows, clock=clock)
-            bare.extend(ms / case.steps for ms in windowed["window"])
+    for _ in range(repeats):
+        timed = time_phases(
+            variants.prepare(state).phases, warmup=case.warmup, steps=case.steps, clock=clock
+        )
+        harness.extend(timed["total"])
+        windowed = time_phases({"window": window}, warmup=1, steps=windows, clock=clock)
+        bare.extend(ms / case.steps for ms in windowed["window"])
     return harness, bare
 
 

@@ -9,14 +9,18 @@ no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from bench.case import Case
 from bench.model import MLP, make_batch
 from bench.modes import MODES, Mode
+
+if TYPE_CHECKING:  # bench.case imports the variant table, which imports this module
+    from bench.case import Case
 
 
 @dataclass
@@ -35,6 +39,11 @@ class TrainState:
     loss_fn: nn.Module
     x: torch.Tensor
     y: torch.Tensor
+    compute: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+    """(x, y) -> (logits, loss): the model and the loss, the part an execution variant may
+    compile (`bench.variants`)."""
+    autocast_cache: bool = True
+    """Autocast's cache of weight casts; off inside a CUDA graph capture."""
 
     def as_mode(self, name: str, scaler: torch.amp.GradScaler | None = None) -> TrainState:
         """A view of this state under another mode of `MODES`, sharing model, optimizer and batch;
@@ -48,11 +57,12 @@ class TrainState:
         )
 
 
-def build(case: Case, mode: Mode | None = None) -> TrainState:
+def build(case: Case, mode: Mode | None = None, *, capturable: bool = False) -> TrainState:
     """Model, optimizer (case.lr), scaler and a synthetic batch for one case, seeded.
 
     `mode` replaces the case's own recipe (`MODES[case.mode]`); the numerics audit uses it for
-    recipes users try that are not modes of the benchmark."""
+    recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
+    state stays on the device, for a CUDA graph capture of the whole step."""
     torch.manual_seed(case.seed)
     mode = mode or MODES[case.mode]
     model = MLP(case.size, device=case.device)
@@ -61,20 +71,25 @@ def build(case: Case, mode: Mode | None = None) -> TrainState:
             for p in model.parameters():
                 p.mul_(case.init_scale)
     model = mode.prepare(model)
-    optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr)
+    optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr, capturable=capturable)
     x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
     loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
-    return TrainState(case, mode, model, optimizer, mode.scaler(case.device), loss_fn, x, y)
+
+    def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = model(x)
+        loss = loss_fn(logits, y)
+        if case.loss_mult != 1.0:
+            loss = loss * case.loss_mult
+        return logits, loss
+
+    scaler = mode.scaler(case.device)
+    return TrainState(case, mode, model, optimizer, scaler, loss_fn, x, y, compute)
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward pass and loss in the mode's forward context; returns (logits, loss)."""
-    with s.mode.context(s.case.device, forward=True):
-        logits = s.model(s.x)
-        loss = s.loss_fn(logits, s.y)
-        if s.case.loss_mult != 1.0:
-            loss = loss * s.case.loss_mult
-    return logits, loss
+    with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
+        return s.compute(s.x, s.y)
 
 
 def backward(s: TrainState, loss: torch.Tensor) -> None:
@@ -83,12 +98,18 @@ def backward(s: TrainState, loss: torch.Tensor) -> None:
         s.scaler.scale(loss).backward()
 
 
-def optimizer_step(s: TrainState) -> None:
-    # With a scaler and a foreach Adam, scaler.step() reads found_inf on the host: a device sync
-    # that real training pays too, so it stays in the measured phase. Fused Adam takes the scale
-    # and found_inf as tensors and skips that sync.
+def optimizer_update(s: TrainState) -> None:
+    """GradScaler's unscale and inf check, Adam's step (skipped after an overflow), the scale's
+    update. With a scaler and a foreach Adam, scaler.step() reads found_inf on the host: a device
+    sync that real training pays too, so it stays in the measured phase. Fused Adam takes the
+    scale and found_inf as tensors and skips that sync."""
     s.scaler.step(s.optimizer)
     s.scaler.update()
+
+
+def optimizer_step(s: TrainState) -> None:
+    """The optimizer phase: the update, then the gradients dropped for the next backward."""
+    optimizer_update(s)
     s.optimizer.zero_grad(set_to_none=True)
 
 

@@ -1,12 +1,11 @@
 """rows.jsonl -> DataFrame -> report.md, and the folder rules."""
 
-import json
 import math
 from datetime import datetime, timezone
 
 import pytest
 
-from bench import report, results
+from bench import folders, report, results
 
 
 def _row(mode, total_ms, status="ok", optimizer="fused", batch_size=64):
@@ -71,7 +70,7 @@ def test_load_derives_speedups_in_one_direction(run_dir):
 
 def test_leading_columns_come_first(run_dir):
     df = results.load(run_dir)
-    assert list(df.columns[: len(results.LEADING_COLUMNS)]) == results.LEADING_COLUMNS
+    assert list(df.columns[: len(results.leading_columns())]) == results.leading_columns()
 
 
 def test_speedups_match_on_every_other_axis(tmp_path):
@@ -94,7 +93,7 @@ def test_report_round_trip(run_dir):
     assert "| bf16-amp" in text and "oom" in text and "boom" in text
     assert "python -m bench run" in text
     csv = (run_dir / results.CSV).read_text().splitlines()
-    assert csv[0].startswith(",".join(results.LEADING_COLUMNS))
+    assert csv[0].startswith(",".join(results.leading_columns()))
     assert len(csv) == 1 + len(df) == 5
 
 
@@ -131,17 +130,17 @@ def test_truncated_last_line_is_tolerated(run_dir):
 
 def test_damage_in_the_middle_is_not_hidden(tmp_path):
     (tmp_path / results.ROWS).write_text('{"a": 1}\nnot json\n{"b": 2}\n')
-    with pytest.raises(json.JSONDecodeError):
+    with pytest.raises(results.CorruptFolder, match="line 2 is not JSON"):
         results.read_jsonl(tmp_path / results.ROWS)
 
 
 def test_run_folders_are_never_reused(tmp_path):
-    name = results.run_dir_name(
+    name = folders.run_dir_name(
         datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc), "NVIDIA H200", "0123456789abcdef"
     )
     assert name == "20260102T030405Z_NVIDIA-H200_0123456"
-    first = results.new_run_dir(tmp_path, name)
+    first = folders.create(tmp_path, name)
     (first / "rows.jsonl").write_text("keep me")
-    second = results.new_run_dir(tmp_path, name)
+    second = folders.create(tmp_path, name)
     assert second != first and second.name == name + "-2"
     assert (first / "rows.jsonl").read_text() == "keep me"

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from bench import results, runner
+from bench import results, runner, variants
 from bench.runner import run_case, run_suite
 from tests.conftest import tiny_case
 
@@ -13,7 +13,7 @@ from tests.conftest import tiny_case
 def test_ok_row_has_the_promised_columns(cpu_ceilings):
     row, samples = run_case(tiny_case(mode="bf16-amp", optimizer="fused"), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
-    for col in results.LEADING_COLUMNS:
+    for col in results.leading_columns():
         if col.startswith("speedup") or col.startswith("peak"):
             continue  # derived when loading / not measured on the CPU
         assert col in row, col
@@ -32,7 +32,7 @@ def test_tf32_flags_recorded_as_in_force(cpu_ceilings):
 
 
 def test_out_of_memory_becomes_a_row(monkeypatch, cpu_ceilings):
-    def oom(case):
+    def oom(case, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
 
     monkeypatch.setattr(runner, "build", oom)
@@ -42,13 +42,13 @@ def test_out_of_memory_becomes_a_row(monkeypatch, cpu_ceilings):
 
 
 def test_nonfinite_loss_becomes_a_row(monkeypatch, cpu_ceilings):
-    real_forward = runner.forward
+    real_forward = variants.forward
 
     def poisoned(s):
         logits, loss = real_forward(s)
         return logits, loss * float("nan")
 
-    monkeypatch.setattr(runner, "forward", poisoned)
+    monkeypatch.setattr(variants, "forward", poisoned)
     row, _ = run_case(tiny_case(), cpu_ceilings)
     assert row["status"] == "nonfinite"
     assert row["error"] == "4 of 4 losses were not finite"  # 1 warm-up + 3 timed
@@ -59,7 +59,7 @@ def test_other_exception_becomes_an_error_row(monkeypatch, cpu_ceilings):
     def broken(s):
         raise RuntimeError("cuBLAS said no\nsecond line")
 
-    monkeypatch.setattr(runner, "optimizer_step", broken)
+    monkeypatch.setattr(variants, "optimizer_step", broken)
     row, _ = run_case(tiny_case(), cpu_ceilings)
     assert row["status"] == "error"
     assert row["error"] == "RuntimeError: cuBLAS said no"
@@ -68,10 +68,10 @@ def test_other_exception_becomes_an_error_row(monkeypatch, cpu_ceilings):
 def test_suite_goes_on_after_a_fault_and_writes_rows(monkeypatch, tmp_path, cpu_ceilings):
     real_build = runner.build
 
-    def oom_for_fp16(case):
+    def oom_for_fp16(case, **kwargs):
         if case.mode == "fp16-amp":
             raise torch.cuda.OutOfMemoryError("out of memory")
-        return real_build(case)
+        return real_build(case, **kwargs)
 
     monkeypatch.setattr(runner, "build", oom_for_fp16)
     cases = [tiny_case(mode=m) for m in ("fp32", "fp16-amp", "bf16-amp")]

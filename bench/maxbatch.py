@@ -1,0 +1,287 @@
+"""The largest batch: `python -m bench maxbatch` (or `./run_bench.sh maxbatch`).
+
+For each mode (and variant where asked), the largest batch size that trains a few full steps
+without failing: doubling from `start` until a trial fails or `limit` is reached, then bisection
+between the last batch that trained and the first that did not, until the gap is at most
+`resolution` of the batch. Every trial is a row of `trials.jsonl` (batch size, status, samples/s,
+peak memory); the report gives each mode's largest batch, its throughput there, and what stopped
+the search: memory (`oom`), another error (its message, for example an indexing limit), or the
+search's own limit.
+
+Trials run one after another in this process. Each one is isolated by a full cleanup: its state
+is dropped, the garbage collector runs and the CUDA caching allocator is emptied, and the memory
+still allocated afterwards is recorded (`leftover_gib`): a trial's out-of-memory error cannot leave
+memory behind that the next one would miss without the row saying so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from bench import env, folders, results
+from bench.case import Case
+from bench.faults import error_summary, fault_status
+from bench.memory import GIB
+from bench.model import PRESETS
+from bench.modes import MODES
+from bench.stats import summarize
+from bench.step import build
+from bench.timing import clock_for, time_phases
+from bench.variants import VARIANTS, prepare, unsupported_reason
+
+TRIALS = "trials.jsonl"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxBatchConfig:
+    device: str
+    preset: str
+    modes: tuple[str, ...] = tuple(MODES)
+    variants: tuple[str, ...] = ("eager",)
+    optimizer: str = "fused"
+    start: int = 1024
+    """The first batch size tried; the search doubles from here."""
+    limit: int = 2**20
+    """The largest batch size tried: the search stops there even if it still trains."""
+    resolution: float = 1 / 16
+    """Bisection stops when the gap between the last good and the first bad batch size is at
+    most this share of the good one."""
+    warmup: int = 1
+    steps: int = 2
+
+    def __post_init__(self) -> None:
+        if not 0 < self.start <= self.limit:
+            raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
+        if not 0 < self.resolution < 1:
+            raise ValueError(f"resolution must be between 0 and 1, got {self.resolution!r}")
+        for mode in self.modes:
+            for variant in self.variants:
+                self.case(mode, variant, self.start)  # validates every field
+
+    def case(self, mode: str, variant: str, batch_size: int) -> Case:
+        return Case.of(
+            PRESETS[self.preset],
+            mode=mode,
+            variant=variant,
+            optimizer=self.optimizer,
+            batch_size=batch_size,
+            device=self.device,
+            warmup=self.warmup,
+            steps=self.steps,
+        )
+
+    def record(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def _cleanup(device: str) -> float:
+    """Drop everything a trial left, and return the GiB still allocated (0 on the CPU)."""
+    gc.collect()
+    if device != "cuda":
+        return 0.0
+    torch._dynamo.reset()
+    torch.cuda.empty_cache()
+    return torch.cuda.memory_allocated() / GIB
+
+
+def trial(case: Case) -> dict[str, object]:
+    """Build the case and train `warmup + steps` full steps; a flat row with its status."""
+    row: dict[str, object] = {"case_id": case.case_id, **case.axes(), "status": "ok", "error": ""}
+    reason = unsupported_reason(case.variant, case.device)
+    if reason is not None:
+        return {**row, "status": "unsupported", "error": reason}
+    cuda = case.device == "cuda"
+    try:
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        s = build(case, capturable=VARIANTS[case.variant].capture)
+        prepared = prepare(s)
+        samples = time_phases(
+            prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
+        )
+        total_ms = summarize(samples["total"])["median"]
+        row["total_ms"] = total_ms
+        row["samples_per_s"] = case.batch_size / (total_ms * 1e-3)
+        if not all(math.isfinite(v) for v in torch.stack(prepared.losses).float().tolist()):
+            row.update(status="nonfinite", error="a loss was not finite")
+        del s, prepared
+    except Exception as exc:  # the failure is the finding: a row, and the search goes on
+        row.update(status=fault_status(exc), error=error_summary(exc))
+    if cuda:
+        row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / GIB
+        row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
+    row["leftover_gib"] = _cleanup(case.device)
+    return row
+
+
+def search(
+    run: Callable[[int], dict[str, object]], *, start: int, limit: int, resolution: float
+) -> list[dict[str, object]]:
+    """Trials by doubling from `start`, then bisection; `run(batch_size)` returns a row with a
+    `status`. Returns every trial's row, in the order run."""
+    rows: list[dict[str, object]] = []
+
+    def ok(batch: int) -> bool:
+        row = run(batch)
+        rows.append(row)
+        return row["status"] == "ok"
+
+    good, bad = 0, None
+    batch = start
+    while True:
+        if not ok(batch):
+            bad = batch
+            break
+        good = batch
+        if batch >= limit:
+            return rows
+        batch = min(batch * 2, limit)
+    if good == 0 or rows[-1]["status"] == "unsupported":
+        return rows  # even the first size failed: nothing to bisect
+    while bad - good > max(1, int(good * resolution)):
+        middle = (good + bad) // 2
+        if ok(middle):
+            good = middle
+        else:
+            bad = middle
+    return rows
+
+
+def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """Per mode and variant: the largest batch that trained, its throughput and peak memory, and
+    what stopped the search."""
+    out = []
+    for (mode, variant), g in trials.groupby(["mode", "variant"], sort=False):
+        good = g[g["status"] == "ok"].sort_values("batch_size")
+        failed = g[g["status"] != "ok"].sort_values("batch_size")
+        best = good.iloc[-1] if len(good) else None
+        first_bad = failed.iloc[0] if len(failed) else None
+        if first_bad is None:
+            stop = f"the search's limit ({limit}): every size tried trained"
+        elif first_bad["status"] == "oom":
+            stop = f"memory: out of memory at batch {first_bad['batch_size']}"
+        else:
+            stop = f"{first_bad['status']} at batch {first_bad['batch_size']}: {first_bad['error']}"
+        out.append(
+            {
+                "mode": mode,
+                "variant": variant,
+                "largest_batch": int(best["batch_size"]) if best is not None else None,
+                "samples_per_s": best["samples_per_s"] if best is not None else math.nan,
+                "peak_alloc_gib": best.get("peak_alloc_gib", math.nan)
+                if best is not None
+                else math.nan,
+                "first_failing_batch": int(first_bad["batch_size"])
+                if first_bad is not None
+                else None,
+                "limited_by": stop,
+                "trials": len(g),
+                "max_leftover_gib": g["leftover_gib"].max(),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def render(run_dir: Path) -> Path:
+    """report.md and results.csv of a maxbatch folder, from its trials and env.json alone."""
+    info = results.read_env(run_dir)
+    cfg = info["maxbatch_config"]
+    trials = pd.DataFrame(results.read_jsonl(run_dir / TRIALS))
+    lines = [f"# ampbench largest batch `{info.get('run_name', '')}`", ""]
+    lines += ["Produced by:", "", "```", info.get("command", ""), "```", ""]
+    lines += [
+        f"GPU {info.get('gpu')}, torch {info.get('torch')}, commit `{info.get('commit')}`"
+        f"{' (with uncommitted changes)' if info.get('dirty') else ''}; preset "
+        f"{cfg['preset']}, {cfg['optimizer']} Adam. Each trial builds the case and trains "
+        f"{cfg['warmup']} + {cfg['steps']} full steps; the search doubles from {cfg['start']} "
+        f"up to {cfg['limit']}, then bisects until the gap is at most "
+        f"{cfg['resolution']:.1%} of the largest good batch.",
+        "",
+        "Isolation: trials run in one process; after each, its state is dropped, the garbage "
+        "collector runs and the CUDA caching allocator is emptied. `max leftover GiB` is the "
+        "memory still allocated after that cleanup (0 means nothing leaked into the next trial).",
+        "",
+    ]
+    if trials.empty:
+        lines += ["No trial finished."]
+    else:
+        table = summarize_trials(trials, cfg["limit"])
+        table.to_csv(run_dir / results.CSV, index=False)
+        lines += [
+            "## Largest batch per mode",
+            "",
+            table.rename(
+                columns={
+                    "largest_batch": "largest batch",
+                    "samples_per_s": "samples/s there",
+                    "peak_alloc_gib": "peak GiB there",
+                    "first_failing_batch": "first failing batch",
+                    "limited_by": "limited by",
+                    "max_leftover_gib": "max leftover GiB",
+                }
+            ).to_markdown(index=False, floatfmt=".4g"),
+            "",
+            "## Every trial",
+            "",
+            trials[
+                [
+                    c
+                    for c in (
+                        "mode",
+                        "variant",
+                        "batch_size",
+                        "status",
+                        "samples_per_s",
+                        "peak_alloc_gib",
+                        "leftover_gib",
+                        "error",
+                    )
+                    if c in trials
+                ]
+            ].to_markdown(index=False, floatfmt=".4g"),
+            "",
+        ]
+    path = run_dir / results.REPORT
+    path.write_text("\n".join(lines))
+    return path
+
+
+def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str) -> Path:
+    """Run the search for every mode and variant into a new folder; returns the folder."""
+    folders.check_parent(results_dir)
+    info = env.collect(cfg.device)
+    now = folders.utc_now()
+    info.update(started=folders.iso(now), command=command, maxbatch_config=cfg.record())
+    name = folders.run_dir_name(now, info["gpu"], info["commit"], suffix="_maxbatch")
+    run_dir = folders.create(results_dir, name)
+    info["run_name"] = run_dir.name
+    results.write_env(run_dir, info)
+    print(f"ampbench: largest-batch folder {run_dir}", file=sys.stderr, flush=True)
+    with folders.locked(run_dir):
+        for mode in cfg.modes:
+            for variant in cfg.variants:
+
+                def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
+                    row = trial(cfg.case(mode, variant, batch))
+                    results.append_jsonl(run_dir / TRIALS, row)
+                    print(
+                        f"ampbench: {mode}/{variant} batch {batch}: {row['status']}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    return row
+
+                search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
+        info["ended"] = folders.iso()
+        results.write_env(run_dir, info)
+        render(run_dir)
+    return run_dir

@@ -1,0 +1,230 @@
+"""A timing session: `python -m bench run` (or `./run_bench.sh`) from its grid to a finished,
+rendered results folder.
+
+A session creates its folder (`bench.folders`), records the machine and the grid in env.json,
+measures the ceilings, optionally runs a short numerics study, times every case
+(`bench.runner.run_suite`), measures the harness's overhead, and renders the report. A resumed
+session (`--resume RUN`) reopens the folder after the compatibility check, repairs a half-written
+last line, and runs only the cases that are not done. The folder is locked while a process
+writes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from bench import ceilings, env, folders, report, results
+from bench.case import Case, grid
+from bench.faults import Interrupted, UsageError, error_summary
+from bench.model import PRESETS, ModelSize
+from bench.modes import MODES, OPTIMIZERS
+from bench.runner import done_cases, measure_overhead, run_suite
+from bench.variants import DEFAULT_VARIANTS
+
+DEFAULT_BATCH_SIZES = (256, 1024, 4096)
+CEILING_SIZES = {
+    "cuda": {"matmul_n": 8192, "copy_mib": 1024},
+    "cpu": {"matmul_n": 256, "copy_mib": 16},
+}
+"""Ceiling problem sizes: on the GPU large enough to fill the chip and spill the L2 many times."""
+NUMERICS_DIR = "numerics"
+"""Where `run --numerics` puts its short study, inside the run folder."""
+
+
+def log(message: str) -> None:
+    print(f"ampbench: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """The grid of a timing session, as env.json keeps it (`config`) for --resume."""
+
+    device: str
+    preset: str
+    input_size: int
+    hidden_size: int
+    num_classes: int
+    modes: tuple[str, ...] = tuple(MODES)
+    optimizers: tuple[str, ...] = tuple(OPTIMIZERS)
+    variants: tuple[str, ...] = ("eager",)
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    steps: int = 30
+    warmup: int = 5
+    seed: int = 0
+    overhead: bool = True
+    numerics: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("modes", "optimizers", "variants", "batch_sizes"):
+            values = getattr(self, name)
+            if not values:
+                raise ValueError(f"{name} is empty")
+            dupes = sorted({v for v in values if values.count(v) > 1}, key=str)
+            if dupes:
+                raise ValueError(f"{name} lists {dupes[0]!r} twice")
+        self.cases()  # every case validates its own fields
+
+    @classmethod
+    def build(cls, *, device: str, preset: str | None, **given: object) -> RunConfig:
+        """The grid from the options the user gave (None: not given) and the defaults."""
+        preset = preset or ("seed" if device == "cuda" else "tiny")
+        size = dataclasses.asdict(PRESETS[preset])
+        chosen = {k: v for k, v in given.items() if v is not None}
+        chosen.setdefault("variants", DEFAULT_VARIANTS if device == "cuda" else ("eager",))
+        for key in ("modes", "optimizers", "variants", "batch_sizes"):
+            if key in chosen:
+                chosen[key] = tuple(chosen[key])
+        return cls(device=device, preset=preset, **{**size, **chosen})
+
+    @classmethod
+    def from_record(cls, record: dict) -> RunConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kept = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in names}
+        return cls(**kept)
+
+    def record(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    @property
+    def size(self) -> ModelSize:
+        return ModelSize(
+            input_size=self.input_size, hidden_size=self.hidden_size, num_classes=self.num_classes
+        )
+
+    def cases(self) -> list[Case]:
+        return grid(
+            modes=self.modes,
+            optimizers=self.optimizers,
+            variants=self.variants,
+            batch_sizes=self.batch_sizes,
+            size=self.size,
+            device=self.device,
+            seed=self.seed,
+            warmup=self.warmup,
+            steps=self.steps,
+        )
+
+
+def start(cfg: RunConfig, *, results_dir: Path, command: str) -> tuple[Path, int]:
+    """A new session into a new folder under `results_dir`; returns (folder, exit status)."""
+    folders.check_parent(results_dir)  # before measuring anything
+    info = env.collect(cfg.device)
+    now = folders.utc_now()
+    info.update(started=folders.iso(now), command=command, config=cfg.record())
+    info["expected_cases"] = len(cfg.cases())
+    run_dir = folders.create(results_dir, folders.run_dir_name(now, info["gpu"], info["commit"]))
+    info["run_name"] = run_dir.name
+    log(f"run folder {run_dir}")
+    if cfg.device == "cpu":
+        log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
+    results.write_env(run_dir, info)
+    return run_dir, _execute(cfg, run_dir, info)
+
+
+def resume(run_dir: Path, *, force: bool) -> tuple[Path, int]:
+    """Finish an interrupted session in its folder with its recorded grid."""
+    recorded = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else {}
+    device = recorded.get("device", "cpu")
+    here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
+    info = folders.reopen(run_dir, kind="config", here=here, force=force)
+    cfg = RunConfig.from_record(info["config"])
+    info.setdefault("expected_cases", len(cfg.cases()))
+    log(f"resuming {run_dir}")
+    return run_dir, _execute(cfg, run_dir, info)
+
+
+def _execute(cfg: RunConfig, run_dir: Path, info: dict) -> int:
+    with folders.locked(run_dir):
+        for path in (run_dir / results.ROWS, run_dir / results.SAMPLES):
+            repaired = results.repair_jsonl(path)
+            if repaired:
+                log(repaired)
+        results.write_env(run_dir, info)
+        cases = cfg.cases()
+        try:
+            _measure(cfg, cases, run_dir, info)
+        except KeyboardInterrupt:
+            kept = len(done_cases(run_dir) & {c.case_id for c in cases})
+            raise Interrupted(
+                f"interrupted: {kept} of {len(cases)} cases are kept in {run_dir}; "
+                f"finish with: ./run_bench.sh --resume {run_dir}"
+            ) from None
+        info["ended"] = folders.iso()
+        results.write_env(run_dir, info)
+        df = report.write(run_dir)
+    print(report.headline(df), file=sys.stderr)
+    log(f"wrote {run_dir / results.REPORT}")
+    ok = int((df["status"] == "ok").sum())
+    if ok == 0:
+        log(f"no case of {len(cases)} passed")
+        return 1
+    return 0
+
+
+def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict) -> None:
+    if "ceilings" not in info:
+        log("measuring ceilings (matmul per dtype, copy bandwidth)")
+        info["ceilings"] = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device])
+        results.write_env(run_dir, info)
+    if cfg.numerics:
+        _short_numerics(cfg, run_dir / NUMERICS_DIR, info)
+    run_suite(cases, run_dir, info["ceilings"])
+    if cfg.overhead and "overhead" not in info:
+        case = overhead_case(cases)
+        log(f"harness overhead against a bare loop on {case.case_id}")
+        try:
+            info["overhead"] = measure_overhead(case)
+        except Exception as exc:  # recorded, not fatal: the cases are already safe on disk
+            info["overhead"] = {"case_id": case.case_id, "error": error_summary(exc)}
+        results.write_env(run_dir, info)
+
+
+def overhead_case(cases: list[Case]) -> Case:
+    """The case the overhead target is set on when present: bf16-amp, fused Adam, eager, the
+    largest batch size; otherwise the first case at the largest batch size."""
+    largest = max(c.batch_size for c in cases)
+    at_largest = [c for c in cases if c.batch_size == largest]
+    preferred = [
+        c for c in at_largest if (c.mode, c.optimizer, c.variant) == ("bf16-amp", "fused", "eager")
+    ]
+    return (preferred or at_largest)[0]
+
+
+def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
+    """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
+    from bench.numerics import config, study  # the study's code loads only when asked for
+
+    if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
+        return
+    ncfg = config.short_config(
+        device=cfg.device,
+        size=cfg.size,
+        modes=list(cfg.modes),
+        batch_sizes=list(cfg.batch_sizes),
+        optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],
+    )
+    folder.mkdir(exist_ok=True)
+    sub = {
+        **info,
+        "run_name": f"{info['run_name']}/{NUMERICS_DIR}",
+        "numerics_config": ncfg.record(),
+    }
+    for key in ("ceilings", "config", "expected_cases"):
+        sub.pop(key, None)
+    results.write_env(folder, sub)
+    log(f"short numerics study into {folder}")
+    study.run_into(ncfg, folder, sub)
+
+
+def require_device(requested: str) -> str:
+    """`auto` -> cuda when a GPU is visible, else cpu; `cuda` without a GPU is bad input."""
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda was asked for, but torch.cuda.is_available() is False")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested

@@ -1,0 +1,86 @@
+"""The largest-batch search: doubling then bisection, against a fake allocator that fails above a
+known size, and a limit that is not memory."""
+
+import pandas as pd
+import pytest
+import torch
+
+from bench import maxbatch, results
+from bench.maxbatch import MaxBatchConfig, search, summarize_trials
+
+
+def _fake(limit: int, status: str = "oom"):
+    seen = []
+
+    def run(batch: int) -> dict:
+        seen.append(batch)
+        ok = batch <= limit
+        return {"batch_size": batch, "status": "ok" if ok else status}
+
+    return run, seen
+
+
+def test_doubling_then_bisection_brackets_the_limit():
+    run, seen = _fake(1000)
+    rows = search(run, start=64, limit=2**20, resolution=1 / 16)
+    assert seen[:6] == [64, 128, 256, 512, 1024, 768]
+    good = max(r["batch_size"] for r in rows if r["status"] == "ok")
+    bad = min(r["batch_size"] for r in rows if r["status"] != "ok")
+    assert good <= 1000 < bad and bad - good <= good / 16
+
+
+def test_a_size_that_never_fails_stops_at_the_limit():
+    run, seen = _fake(10**9)
+    search(run, start=100, limit=1000, resolution=1 / 16)
+    assert seen == [100, 200, 400, 800, 1000]
+
+
+def test_a_failing_first_size_is_one_row():
+    run, seen = _fake(10)
+    assert len(search(run, start=64, limit=1024, resolution=0.1)) == 1 and seen == [64]
+
+
+def test_what_stopped_the_search_is_named():
+    trials = [
+        {
+            "mode": "fp32",
+            "variant": "eager",
+            "batch_size": b,
+            "status": s,
+            "error": e,
+            "samples_per_s": 1.0,
+            "leftover_gib": 0.0,
+        }
+        for b, s, e in [(64, "ok", ""), (128, "error", "RuntimeError: index out of range")]
+    ]
+    table = summarize_trials(pd.DataFrame(trials), limit=4096)
+    assert table.loc[0, "largest_batch"] == 64
+    assert table.loc[0, "limited_by"] == "error at batch 128: RuntimeError: index out of range"
+
+
+def test_end_to_end_against_a_fake_allocator(monkeypatch, tmp_path):
+    real_build = maxbatch.build
+
+    def build(case, **kwargs):
+        if case.batch_size > 40:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_build(case, **kwargs)
+
+    monkeypatch.setattr(maxbatch, "build", build)
+    cfg = MaxBatchConfig(
+        device="cpu", preset="tiny", modes=("fp32", "bf16-amp"), start=8, limit=256
+    )
+    run_dir = maxbatch.start(cfg, results_dir=tmp_path, command="test")
+    table = pd.read_csv(run_dir / results.CSV)
+    # 8, 16, 32 train; 64 fails; bisection: 48 fails, 40 trains, 44 and 42 fail.
+    assert list(table["largest_batch"]) == [40, 40]
+    assert list(table["first_failing_batch"]) == [42, 42]
+    assert all(s.startswith("memory: out of memory at batch") for s in table["limited_by"])
+    trials = results.read_jsonl(run_dir / maxbatch.TRIALS)
+    assert {t["status"] for t in trials} == {"ok", "oom"}
+    assert "Largest batch per mode" in (run_dir / results.REPORT).read_text()
+
+
+def test_bad_settings_name_the_value():
+    with pytest.raises(ValueError, match=r"got 0\.0"):
+        MaxBatchConfig(device="cpu", preset="tiny", resolution=0.0)

@@ -1,0 +1,73 @@
+"""Execution variants: the axis, `unsupported` rows, a compiled step on the CPU, and the
+hand-captured CUDA graph keeping GradScaler's skipped step (CUDA only)."""
+
+import math
+
+import pytest
+import torch
+
+from bench import variants
+from bench.runner import run_case
+from bench.step import build
+from tests.conftest import tiny_case
+
+
+def test_the_variant_is_an_axis_with_a_default():
+    assert tiny_case().variant == "eager"
+    assert tiny_case(variant="compile").case_id == tiny_case().case_id + "/variant=compile"
+    with pytest.raises(ValueError, match="'jit'"):
+        tiny_case(variant="jit")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU's unsupported rows")
+@pytest.mark.parametrize("variant", ["cudagraph", "compile-graphs"])
+def test_graph_variants_are_unsupported_rows_on_the_cpu(variant, cpu_ceilings):
+    row, samples = run_case(tiny_case(variant=variant), cpu_ceilings)
+    assert row["status"] == "unsupported"
+    assert row["error"] == "CUDA graphs need a CUDA device"
+    assert row["variant"] == variant and samples == {}
+
+
+def test_compile_times_its_phases_after_compiling(cpu_ceilings):
+    row, samples = run_case(tiny_case(variant="compile", mode="bf16-amp"), cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    assert set(samples) == {"fwd", "bwd", "step", "total"}
+    assert row["prepare_s"] > 0 and row["recompiled"] is False
+    assert row["output_dtype"] == "bfloat16"
+
+
+def test_eager_keeps_its_phases_and_has_no_preparation(cpu_ceilings):
+    row, _ = run_case(tiny_case(), cpu_ceilings)
+    assert row["prepare_s"] == 0.0 and row["eager_parts"] == ""
+    assert row["fwd_share"] + row["bwd_share"] + row["step_share"] == pytest.approx(1, abs=0.05)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("optimizer", ["fused", "foreach"])
+def test_cudagraph_keeps_the_skipped_step_after_an_overflow(optimizer):
+    s = build(tiny_case(device="cuda", mode="fp16-amp", optimizer=optimizer), capturable=True)
+    s.case = type(s.case)(**{**s.case.axes(), "variant": "cudagraph"})
+    prepared = variants.prepare(s)
+    (replay,) = prepared.phases.values()
+    replay()  # a clean step moves the weights and keeps the scale
+    torch.cuda.synchronize()
+    scale = s.scaler.get_scale()
+    before = [p.detach().clone() for p in s.model.parameters()]
+    s.x.fill_(float("inf"))  # the static input: the next replay overflows
+    replay()
+    torch.cuda.synchronize()
+    assert not math.isfinite(prepared.losses[-1].item())
+    assert all(torch.equal(b, p) for b, p in zip(before, s.model.parameters(), strict=True))
+    assert s.scaler.get_scale() == scale / 2
+    assert bool(prepared.eager_parts) == (optimizer == "foreach")
+
+
+@pytest.mark.cuda
+def test_cudagraph_row_times_only_the_whole_step(cpu_ceilings):
+    row, samples = run_case(
+        tiny_case(device="cuda", mode="bf16-amp", optimizer="fused", variant="cudagraph"),
+        cpu_ceilings,
+    )
+    assert row["status"] == "ok", row["error"]
+    assert set(samples) == {"graph", "total"}
+    assert "fwd_ms" not in row and row["prepare_s"] > 0
