@@ -48,6 +48,11 @@ FLOOR_COLUMNS = {
     "total_ms": "total ms",
     "floor_ms": "floor ms",
     "pct_of_floor": "total %",
+    "fwd_share": "fwd share",
+    "bwd_share": "bwd share",
+    "step_share": "optim share",
+    "cast_gbytes": "cast GB",
+    "cast_ms_at_copy_bw": "cast ms",
 }
 MEMORY_COLUMNS = {
     "param_gib": "params",
@@ -85,6 +90,10 @@ HEADLINE_COLUMNS = {
 def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> str:
     present = {k: v for k, v in columns.items() if k in df.columns}
     shown = df[list(present)].rename(columns=present)
+    ok = df["status"] == "ok" if "status" in df else pd.Series(True, index=df.index)
+    for key, name in present.items():
+        if key.startswith(PHASE_PREFIXES) and shown[name].isna().any():
+            shown[name] = shown[name].astype(object).where(~(shown[name].isna() & ok), "–")
     if df.attrs.get("cpu"):  # no allocator peaks on the CPU: say so rather than print nan
         for key in PEAK_COLUMNS:
             if key in present:
@@ -92,6 +101,7 @@ def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> 
     return shown.to_markdown(index=False, floatfmt=floatfmt)
 
 
+PHASE_PREFIXES = ("fwd_", "bwd_", "step_", "peak_fwd", "peak_bwd", "peak_opt")
 PEAK_COLUMNS = (
     "peak_alloc_gib",
     "peak_reserved_gib",
@@ -147,8 +157,8 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "
     if ok.empty:
         return "(no successful cases)"
     bs = batch_size or int(ok["batch_size"].max())
-    sel = df[(df["batch_size"] == bs) & (df["optimizer"] == optimizer)]
-    return f"Batch size {bs}, {optimizer} Adam:\n\n" + _table(sel, HEADLINE_COLUMNS)
+    sel = df[(df["batch_size"] == bs) & (df["optimizer"] == optimizer) & (df["variant"] == "eager")]
+    return f"Batch size {bs}, {optimizer} Adam, eager:\n\n" + _table(sel, HEADLINE_COLUMNS)
 
 
 def _targets(df: pd.DataFrame, env: dict) -> list[str]:
@@ -158,8 +168,11 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
             "run is not judged against them."
         ]
     lines = []
+    eager = df[df["variant"] == "eager"]
     for mode, opt, bs, minimum in TARGETS:
-        sel = df[(df["mode"] == mode) & (df["optimizer"] == opt) & (df["batch_size"] == bs)]
+        sel = eager[
+            (eager["mode"] == mode) & (eager["optimizer"] == opt) & (eager["batch_size"] == bs)
+        ]
         if sel.empty:
             continue
         r = sel.iloc[0]
@@ -185,7 +198,125 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
         )
     elif ov:
         lines.append(f"- Harness overhead: not measured ({ov.get('error', 'unknown')}).")
+    return lines + _variant_targets(df, env)
+
+
+VARIANT_SPEEDUP_TARGET = ("bf16-amp", 256, 1.12)
+"""(mode, batch size, minimum): the best variant against eager with the same optimizer."""
+VARIANT_FLOOR_TARGET = ("bf16-amp", 4096, 84.0)
+"""(mode, batch size, minimum % of floor) for the best variant."""
+GRID_MINUTES_TARGET = 10.0
+
+
+def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
+    """Per mode, optimizer and batch size: eager's time, the fastest variant and its time."""
+    ok = df[df["status"] == "ok"]
+    keys = [a for a in results.axes() if a != "variant"]
+    rows = []
+    for key, g in ok.groupby(keys, sort=False):
+        eager = g[g["variant"] == "eager"]
+        best = g.loc[g["total_ms"].idxmin()]
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "eager_ms": eager["total_ms"].iloc[0] if len(eager) else float("nan"),
+                "best_variant": best["variant"],
+                "best_ms": best["total_ms"],
+                "best_pct_of_floor": best["pct_of_floor"],
+            }
+        )
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["best_vs_eager"] = out["eager_ms"] / out["best_ms"]
+    return out
+
+
+def _variant_targets(df: pd.DataFrame, env: dict) -> list[str]:
+    if set(df["variant"]) == {"eager"}:
+        return []
+    lines = []
+    best = _best_variants(df)
+    mode, bs, minimum = VARIANT_SPEEDUP_TARGET
+    for r in best[(best["mode"] == mode) & (best["batch_size"] == bs)].itertuples():
+        verdict = "met" if r.best_vs_eager >= minimum else "MISSED"
+        lines.append(
+            f"- {mode}, {r.optimizer} Adam, batch {bs}: the best variant, {r.best_variant}, "
+            f"takes {r.best_ms:.3f} ms against eager's {r.eager_ms:.3f} ms, "
+            f"{r.best_vs_eager:.3f}× (target ≥ {minimum}×): **{verdict}**."
+        )
+    mode, bs, minimum = VARIANT_FLOOR_TARGET
+    for r in best[(best["mode"] == mode) & (best["batch_size"] == bs)].itertuples():
+        verdict = "met" if r.best_pct_of_floor >= minimum else "MISSED"
+        lines.append(
+            f"- {mode}, {r.optimizer} Adam, batch {bs}: the best variant, {r.best_variant}, "
+            f"reaches {r.best_pct_of_floor:.1f}% of floor (target ≥ {minimum:.0f}%): "
+            f"**{verdict}**."
+        )
+    if env.get("started") and env.get("ended"):
+        minutes = (pd.Timestamp(env["ended"]) - pd.Timestamp(env["started"])).total_seconds() / 60
+        resumed = (
+            " (resumed: the sum of its sessions and the pauses between them)"
+            if env.get("resumed")
+            else ""
+        )
+        verdict = "met" if minutes < GRID_MINUTES_TARGET else "MISSED"
+        variants = ", ".join(sorted(set(df["variant"])))
+        lines.append(
+            f"- The whole grid ({len(df)} cases; variants {variants}) took {minutes:.1f} minutes "
+            f"from start to end{resumed} (target under {GRID_MINUTES_TARGET:.0f}): **{verdict}**."
+        )
     return lines
+
+
+def _variants_section(df: pd.DataFrame) -> list[str]:
+    """Each variant's step time against eager's, per mode, optimizer and batch size, and the
+    price paid before timing (compilation or capture)."""
+    if set(df["variant"]) == {"eager"}:
+        return []
+    ok = df[df["status"] == "ok"]
+    out = [
+        "## Execution variants",
+        "",
+        "Median step time (ms) of each variant; `best` is the fastest, `× eager` eager's time "
+        "over the best's. `prepare s`: host seconds spent compiling or capturing before the "
+        "timed window (never inside it).",
+        "",
+    ]
+    for bs, group in ok.groupby("batch_size", sort=True):
+        wide = group.pivot_table(
+            index=["mode", "optimizer"], columns="variant", values="total_ms", sort=False
+        )
+        best = _best_variants(group).set_index(["mode", "optimizer"])
+        wide["best"] = best["best_variant"]
+        wide["× eager"] = best["best_vs_eager"]
+        out += [
+            f"### Batch size {bs}",
+            "",
+            wide.reset_index().to_markdown(index=False, floatfmt=".3g"),
+            "",
+        ]
+    prep = ok.pivot_table(
+        index=["mode", "optimizer", "batch_size"], columns="variant", values="prepare_s", sort=False
+    )
+    out += [
+        "### Preparation (s)",
+        "",
+        prep.reset_index().to_markdown(index=False, floatfmt=".3g"),
+        "",
+    ]
+    notes = df[df.get("eager_parts", pd.Series("", index=df.index)).fillna("").astype(bool)]
+    if not notes.empty:
+        out += ["Parts of the step that ran outside the graph:", ""]
+        out += [f"- `{r.case_id}`: {r.eager_parts}" for r in notes.itertuples()]
+        out.append("")
+    if "recompiled" in df:
+        again = df[df["recompiled"].fillna(False).astype(bool)]
+        out += [
+            f"Cases that compiled again during the timed window: {len(again)}"
+            + (": " + ", ".join(f"`{c}`" for c in again["case_id"]) if len(again) else "."),
+            "",
+        ]
+    return out
 
 
 def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
@@ -256,7 +387,18 @@ def render(df: pd.DataFrame, env: dict) -> str:
     ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **TIME_COLUMNS}), ""]
-    out += ["## Where the time goes: each phase against its floor", ""]
+    out += _variants_section(df)
+    out += [
+        "## Where the time goes: each phase against its floor",
+        "",
+        "Forward and backward are bound by the matmul ceiling of the `matmul` dtype, the "
+        "optimizer phase by the copy bandwidth (Adam's bytes). `share`: the phase's part of the "
+        "step. `cast GB`: the bytes autocast's float32↔low-precision casts of weights, "
+        "gradients and input move each step, which the floor does not count, and `cast ms` "
+        "their time at the measured copy bandwidth: part of the distance to the floor. `–`: "
+        "not measured (a variant that fuses the phases times only the whole step).",
+        "",
+    ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **FLOOR_COLUMNS}), ""]
     out += [

@@ -11,7 +11,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_saved_runs_carry_extra_info_and_compare(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "AMPBENCH_BENCH_STORAGE": str(tmp_path)}
+    # The sizes are given, so that the names are the same on a GPU box as on the CPU.
     args = [
+        "--ampbench-preset",
+        "tiny",
+        "--ampbench-batch-sizes",
+        "8",
         "--ampbench-modes",
         "fp32,bf16-amp",
         "--ampbench-rounds",

@@ -1,6 +1,8 @@
 """The command line: bad input exits 2 with one line and leaves no folder; a tiny run end to end."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -8,8 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import results
+from bench import folders, results, runner
 from bench.cli import main
+from bench.faults import fault_status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,7 +49,7 @@ def test_resume_refuses_grid_flags_and_missing_runs(tmp_path, capsys):
     assert main(["run", "--resume", str(tmp_path / "nope")]) == 2
     assert main(["run", "--resume", str(tmp_path), "--modes", "fp32"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert "no env.json" in err[0] and "--modes" in err[1]
+    assert "no such folder" in err[0] and "drop --modes" in err[1]
 
 
 def _tiny_run(tmp_path, *extra):
@@ -82,6 +85,7 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
     assert "CPU smoke run" in proc.stderr
     assert {p.name for p in run_dir.iterdir()} == {
+        folders.LOCK,
         results.ROWS,
         results.SAMPLES,
         results.ENV,
@@ -109,3 +113,249 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
     assert proc.stderr.count("[7/8]") == 1 and "[1/8]" not in proc.stderr
     assert len(results.load(run_dir)) == 8
     assert "resumed" in results.read_env(run_dir)
+
+
+# Hardening: what a new user or a hostile tester tries (each with its own test).
+
+
+def _run(tmp_path, *extra, modes="fp32,bf16-amp", sizes="4,8"):
+    argv = ["run", "--device", "cpu", "--modes", modes, "--batch-sizes", sizes]
+    return main(
+        [
+            *argv,
+            "--steps",
+            "2",
+            "--warmup",
+            "0",
+            "--no-overhead",
+            *extra,
+            "--results-dir",
+            str(tmp_path),
+        ]
+    )
+
+
+def _only_folder(parent):
+    (folder,) = [p for p in parent.iterdir() if p.is_dir()]
+    return folder
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_resume_at_another_commit_is_refused_unless_forced(tmp_path, capsys, monkeypatch):
+    assert _run(tmp_path) == 0
+    run_dir = _only_folder(tmp_path)
+    lines = (run_dir / results.ROWS).read_text().splitlines()
+    (run_dir / results.ROWS).write_text("\n".join(lines[:2]) + "\n")
+    capsys.readouterr()
+    monkeypatch.setenv("AMPBENCH_GIT_COMMIT", "f" * 40)
+    assert main(["run", "--resume", str(run_dir)]) == 2
+    assert "commit" in _one_line(capsys.readouterr().err)
+    assert len(results.read_jsonl(run_dir / results.ROWS)) == 2  # nothing changed
+    assert main(["run", "--resume", str(run_dir), "--force"]) == 0
+    forced = results.read_env(run_dir)["resumed"][-1]["forced"]
+    assert forced and forced[0].startswith("commit")
+
+
+def test_a_truncated_last_line_is_repaired_on_resume(tmp_path):
+    assert _run(tmp_path) == 0
+    run_dir = _only_folder(tmp_path)
+    rows = (run_dir / results.ROWS).read_text().splitlines()
+    (run_dir / results.ROWS).write_text("\n".join(rows[:2]) + "\n" + rows[2][:25])
+    assert main(["run", "--resume", str(run_dir)]) == 0
+    df = results.load(run_dir)
+    assert len(df) == 4 and set(df["status"]) == {"ok"}
+    assert (run_dir / (results.ROWS + ".partial")).read_text() == rows[2][:25] + "\n"
+    assert main(["report", str(run_dir)]) == 0 and main(["headline", str(run_dir)]) == 0
+
+
+def test_a_row_whose_samples_were_never_written_is_run_again(tmp_path, capsys):
+    assert _run(tmp_path) == 0
+    run_dir = _only_folder(tmp_path)
+    samples = (run_dir / results.SAMPLES).read_text().splitlines()
+    (run_dir / results.SAMPLES).write_text("\n".join(samples[:-1]) + "\n")
+    capsys.readouterr()
+    assert main(["run", "--resume", str(run_dir)]) == 0
+    assert capsys.readouterr().err.count("[4/4]") == 1
+    assert len(results.load_samples(run_dir)["case_id"].unique()) == 4
+
+
+def test_a_folder_being_written_refuses_a_second_process(tmp_path, capsys):
+    assert _run(tmp_path) == 0
+    run_dir = _only_folder(tmp_path)
+    capsys.readouterr()
+    with folders.locked(run_dir):
+        assert main(["run", "--resume", str(run_dir)]) == 2
+    assert "being written by pid" in _one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("flag", [["--no-overhead"], ["--results-dir", "x"], ["--steps", "3"]])
+def test_resume_refuses_every_flag_it_does_not_honour(tmp_path, capsys, flag):
+    assert main(["run", "--resume", str(tmp_path), *flag]) == 2
+    assert f"drop {flag[0]}" in _one_line(capsys.readouterr().err)
+
+
+def test_bad_folders_are_one_line_errors(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert _run(afile) == 2
+    assert "not a directory" in _one_line(capsys.readouterr().err)
+    assert _run(tmp_path / "r") == 0
+    good = _only_folder(tmp_path / "r")
+    for damage in ("garbage", "empty", "env"):
+        broken = tmp_path / damage
+        shutil.copytree(good, broken)
+        if damage == "garbage":
+            with (broken / results.ROWS).open("r+") as f:
+                f.write("xx")
+        elif damage == "empty":
+            (broken / results.ROWS).write_text("")
+        else:
+            (broken / results.ENV).write_text("{ not json")
+        for command in (["headline", str(broken)], ["compare", str(good), str(broken)]):
+            capsys.readouterr()
+            assert main(command) == 2, (damage, command)
+            assert str(broken) in _one_line(capsys.readouterr().err)
+        assert main(["report", str(broken)]) == (0 if damage == "empty" else 2)
+
+
+def test_run_resume_of_a_numerics_folder_is_refused(tmp_path, capsys):
+    (tmp_path / results.ENV).write_text(json.dumps({"device": "cpu", "numerics_config": {}}))
+    assert main(["run", "--resume", str(tmp_path)]) == 2
+    assert "numerics study" in _one_line(capsys.readouterr().err)
+
+
+def test_ctrl_c_is_one_line_with_the_resume_command(tmp_path, capsys, monkeypatch):
+    real = runner.run_case
+    calls = []
+
+    def interrupted_on_third(case, ceilings):
+        calls.append(case)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(case, ceilings)
+
+    monkeypatch.setattr(runner, "run_case", interrupted_on_third)
+    assert _run(tmp_path) == 130
+    err = capsys.readouterr().err
+    run_dir = _only_folder(tmp_path)
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert "2 of 4 cases are kept" in last and f"./run_bench.sh --resume {run_dir}" in last
+
+
+def test_relative_paths_are_taken_from_the_callers_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("AMPBENCH_CWD", str(tmp_path))
+    assert (
+        main(
+            [
+                "run",
+                "--device",
+                "cpu",
+                "--modes",
+                "fp32",
+                "--batch-sizes",
+                "4",
+                "--steps",
+                "1",
+                "--warmup",
+                "0",
+                "--no-overhead",
+                "--results-dir",
+                "rel",
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "rel").is_dir() and len(list((tmp_path / "rel").iterdir())) == 1
+
+
+def test_a_run_where_no_case_passes_says_so_and_exits_1(tmp_path, monkeypatch):
+    def broken(case, **kwargs):
+        raise RuntimeError("no")
+
+    monkeypatch.setattr(runner, "build", broken)
+    assert _run(tmp_path) == 1
+    text = (_only_folder(tmp_path) / results.REPORT).read_text()
+    assert "**Cases: 0 of 4 ok** (4 error)." in text and "No case passed" in text
+
+
+def test_a_cpu_out_of_memory_is_oom():
+    assert (
+        fault_status(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried")) == "oom"
+    )
+    assert fault_status(MemoryError()) == "oom"
+    assert fault_status(RuntimeError("shape mismatch")) == "error"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["run", "--modes", "fp32,fp32"], "'fp32' is listed twice"),
+        (["numerics", "--lr", "inf"], "'inf'"),
+        (["numerics", "--lr", "nan"], "'nan'"),
+        (["maxbatch", "--resolution", "1.5"], "'1.5'"),
+    ],
+)
+def test_more_bad_values_are_named(argv, needle, tmp_path, capsys):
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 2
+    assert needle in _one_line(capsys.readouterr().err)
+    assert not any(tmp_path.iterdir())
+
+
+def test_numerics_help_shows_this_devices_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["numerics", "--help"])
+    out = capsys.readouterr().out
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    assert f"({device})" in out and "default 0.0003" in out
+
+
+def test_cpu_smoke_report_judges_no_gpu_target(tmp_path):
+    assert (
+        main(
+            [
+                "run",
+                "--device",
+                "cpu",
+                "--modes",
+                "bf16-amp,fp16-amp-noscale",
+                "--batch-sizes",
+                "4096",
+                "--preset",
+                "tiny",
+                "--optimizers",
+                "fused",
+                "--steps",
+                "2",
+                "--warmup",
+                "0",
+                "--results-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    run_dir = _only_folder(tmp_path)
+    text = (run_dir / results.REPORT).read_text()
+    assert "MISSED" not in text and "apply to a GPU run" in text
+    assert "not measured" in text and "| nan" not in text.split("## Memory")[1].split("##")[0]
+    assert results.read_env(run_dir)["cuda"] is None
+
+
+def test_run_bench_help_lists_the_commands():
+    proc = subprocess.run(
+        [str(ROOT / "run_bench.sh"), "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0
+    for command in ("run", "compare", "report", "headline", "numerics", "maxbatch", "pytest"):
+        assert command in proc.stdout

@@ -138,7 +138,8 @@ def test_cli_exit_codes_and_output_file(tmp_path, capsys):
     assert main(["compare", str(b), str(a), "--fail-on-slower", "--no-write"]) == 0  # faster
     captured = capsys.readouterr()
     assert "environments differ: torch: '2.11.0' in A, '2.12.0' in B" in captured.err
-    assert "| slower" in captured.out or "slower" in captured.out
+    # The verdict counts of each table: A->B slower (twice), B->A faster.
+    assert captured.out.count("\n1 slower.\n") == 2 and captured.out.count("\n1 faster.\n") == 1
     written = b / "compare_1a.md"
     assert written.is_file() and "Environments differ" in written.read_text()
     assert main(["compare", str(a), str(tmp_path / "nope")]) == 2

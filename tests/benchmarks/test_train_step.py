@@ -12,7 +12,7 @@ import torch
 
 from bench.case import Case
 from bench.model import PRESETS
-from bench.modes import MODES, tf32_enabled
+from bench.modes import MODES
 from bench.roofline import matmul_flops, optimizer_bytes
 from bench.step import backward, forward, optimizer_step, train_step
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
@@ -32,34 +32,32 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         device=suite.device,
     )
     mode = MODES[spec.mode]
-    with tf32_enabled(mode.tf32):
-        s = state_cache.get(case)
+    # The step's phases enter the mode's precision context (TF32, autocast) themselves.
+    s = state_cache.get(case)
+    _sync()
+    if CUDA:
+        torch.cuda.reset_peak_memory_stats()
+
+    def fresh_loss():
+        s.optimizer.zero_grad(set_to_none=True)  # backward writes, not accumulates, grads
+        _, loss = forward(s)
         _sync()
-        if CUDA:
-            torch.cuda.reset_peak_memory_stats()
+        return (loss,), {}
 
-        def fresh_loss():
-            s.optimizer.zero_grad(set_to_none=True)  # backward writes, not accumulates, grads
-            _, loss = forward(s)
-            _sync()
-            return (loss,), {}
+    def fresh_grads():
+        (loss,), _ = fresh_loss()
+        backward(s, loss)
+        _sync()
 
-        def fresh_grads():
-            (loss,), _ = fresh_loss()
-            backward(s, loss)
-            _sync()
-
-        timed = dict(rounds=suite.rounds, warmup_rounds=suite.warmup_rounds)
-        if spec.phase == "forward":
-            benchmark.pedantic(lambda: (forward(s), _sync()), iterations=suite.iterations, **timed)
-        elif spec.phase == "backward":
-            benchmark.pedantic(lambda loss: (backward(s, loss), _sync()), setup=fresh_loss, **timed)
-        elif spec.phase == "optimizer":
-            benchmark.pedantic(lambda: (optimizer_step(s), _sync()), setup=fresh_grads, **timed)
-        else:
-            benchmark.pedantic(
-                lambda: (train_step(s), _sync()), iterations=suite.iterations, **timed
-            )
+    timed = dict(rounds=suite.rounds, warmup_rounds=suite.warmup_rounds)
+    if spec.phase == "forward":
+        benchmark.pedantic(lambda: (forward(s), _sync()), iterations=suite.iterations, **timed)
+    elif spec.phase == "backward":
+        benchmark.pedantic(lambda loss: (backward(s, loss), _sync()), setup=fresh_loss, **timed)
+    elif spec.phase == "optimizer":
+        benchmark.pedantic(lambda: (optimizer_step(s), _sync()), setup=fresh_grads, **timed)
+    else:
+        benchmark.pedantic(lambda: (train_step(s), _sync()), iterations=suite.iterations, **timed)
 
     flops = matmul_flops(case.size, case.batch_size)
     phase_flops = {
