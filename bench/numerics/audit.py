@@ -12,20 +12,22 @@ import dataclasses
 import torch
 
 from bench.case import Case
-from bench.grads import ACTIVATIONS, DtypeTrace, capture
-from bench.modes import MODES, tf32_enabled
+from bench.modes import MODES, dtype_name
+from bench.numerics.grads import DtypeTrace, capture
+from bench.numerics.tables import (
+    ACTIVATION,
+    ACTIVATION_GRAD,
+    ACTIVATIONS,
+    AUDITED_STATE_OF,
+    INPUT,
+    LOG_SOFTMAX,
+    LOSS,
+    OPTIM_STATE,
+    PARAM_GRAD,
+    PRODUCED_GRAD,
+    audit_tensor,
+)
 from bench.step import backward, build, forward, optimizer_step
-
-ACTIVATION_LABELS = {
-    "fc1": "fc1 output",
-    "relu": "ReLU output",
-    "fc2": "fc2 output",
-    "fc3": "logits (fc3 output)",
-}
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
@@ -36,36 +38,48 @@ def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
 
 
 def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
-    """(tensor rows, op rows, autograd chain to fc1.weight) for one mode."""
-    with tf32_enabled(MODES[case.mode].tf32):
-        s = build(case)
-        cap = capture(s)
-        s.optimizer.zero_grad(set_to_none=True)
-        with DtypeTrace() as trace:
-            _, loss = forward(s)
-            trace.phase = "backward"
-            backward(s, loss)
-            trace.phase = "optimizer"
-            optimizer_step(s)
+    """(tensor rows, op rows, autograd chain to fc1.weight) for `case.mode`.
+
+    A tensor row is {mode, kind, module, state, phase, tensor, dtype} (`bench.numerics.tables`);
+    an op row is {mode, phase, op, inputs, outputs}, one per aten op of a whole step."""
+    s = build(case)
+    cap = capture(s)
+    s.optimizer.zero_grad(set_to_none=True)
+    with DtypeTrace() as trace:
+        _, loss = forward(s)
+        trace.phase = "backward"
+        backward(s, loss)
+        trace.phase = "optimizer"
+        optimizer_step(s)
     ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
-    state = next(iter(s.optimizer.state.values()))
-    rows = [("input x", _name(s.x.dtype))]
-    rows += [(ACTIVATION_LABELS[n], _name(cap.activations[n].dtype)) for n in ACTIVATIONS]
+    params = dict(s.model.named_parameters())
+    state = s.optimizer.state[params[AUDITED_STATE_OF]]
+    rows = [(audit_tensor(INPUT), dtype_name(s.x.dtype))]
     rows += [
-        ("log-softmax output", _first_output(ops, "aten._log_softmax.", "forward")),
-        ("loss", _name(cap.loss.dtype)),
+        (audit_tensor(ACTIVATION, n), dtype_name(cap.activations[n].dtype)) for n in ACTIVATIONS
     ]
     rows += [
-        (f"grad of {ACTIVATION_LABELS[n]}", _name(cap.activation_grads[n].dtype))
+        (audit_tensor(LOG_SOFTMAX), _first_output(ops, "aten._log_softmax.", "forward")),
+        (audit_tensor(LOSS), dtype_name(cap.loss.dtype)),
+    ]
+    rows += [
+        (audit_tensor(ACTIVATION_GRAD, n), dtype_name(cap.activation_grads[n].dtype))
         for n in reversed(ACTIVATIONS)
     ]
     rows += [
-        (f"{n} grad as its matmul produced it", _name(g.dtype))
+        (audit_tensor(PRODUCED_GRAD, n), dtype_name(g.dtype))
         for n, g in sorted(cap.produced_grads.items())
     ]
-    rows += [(f"{n}.grad", _name(g.dtype)) for n, g in sorted(cap.param_grads.items())]
-    rows += [(f"Adam {k}", _name(v.dtype)) for k, v in state.items() if torch.is_tensor(v)]
-    tensor_rows = [{"mode": case.mode, "tensor": t, "dtype": d} for t, d in rows]
+    rows += [
+        (audit_tensor(PARAM_GRAD, n), dtype_name(g.dtype))
+        for n, g in sorted(cap.param_grads.items())
+    ]
+    rows += [
+        (audit_tensor(OPTIM_STATE, AUDITED_STATE_OF, k), dtype_name(v.dtype))
+        for k, v in state.items()
+        if torch.is_tensor(v)
+    ]
+    tensor_rows = [{"mode": case.mode, **tensor, "dtype": d} for tensor, d in rows]
     op_rows = [{"mode": case.mode, **o} for o in ops]
     return tensor_rows, op_rows, cap.chain_to_fc1_weight
 
@@ -80,17 +94,21 @@ ERROR_PATHS = [
 
 
 def error_paths(case: Case) -> list[dict]:
-    """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step."""
+    """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step; one row
+    per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised."""
     out = []
     for param_dtype, autocast_dtype, optimizer in ERROR_PATHS:
-        c = dataclasses.replace(case, mode="fp16-amp", optimizer=optimizer)
-        s = build(c)
-        s.model.to(param_dtype)
-        # Adam was built on the float32 parameters; .to() converts them in place (same objects).
-        s = dataclasses.replace(s, mode=dataclasses.replace(s.mode, autocast_dtype=autocast_dtype))
+        # Not a mode of the benchmark: a recipe users try, run through the same one step.
+        mode = dataclasses.replace(
+            MODES["fp16-amp"],
+            name=f"{dtype_name(param_dtype)}-params-scaled",
+            autocast_dtype=autocast_dtype,
+            param_dtype=param_dtype,
+        )
+        s = build(dataclasses.replace(case, mode="fp16-amp", optimizer=optimizer), mode)
         row = {
-            "param_dtype": _name(param_dtype),
-            "autocast_dtype": _name(autocast_dtype),
+            "param_dtype": dtype_name(param_dtype),
+            "autocast_dtype": dtype_name(autocast_dtype),
             "optimizer": optimizer,
             "torch": torch.__version__,
             "device": case.device,
@@ -114,3 +132,18 @@ def error_paths(case: Case) -> list[dict]:
             )
         out.append(row)
     return out
+
+
+def run(case: Case) -> tuple[list[dict], list[dict], dict]:
+    """The whole audit on `case`'s model and batch: (tensor rows and op rows of every mode of
+    `MODES`, audit.json's content: the chain to fc1.weight per mode and the error paths)."""
+    tensor_rows, op_rows, chains = [], [], {}
+    for mode in MODES:
+        t, o, chain = audit_mode(dataclasses.replace(case, mode=mode))
+        tensor_rows += t
+        op_rows += o
+        chains[mode] = chain
+    errors = error_paths(case)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
+    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "error_paths": errors}

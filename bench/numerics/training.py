@@ -1,4 +1,4 @@
-"""Training runs of the numerics study: the learnable task (`bench.task`), the one train step.
+"""Training runs of the numerics study: the learnable task (`bench.numerics.task`), the one step.
 
 - `convergence`: train one case for N steps, keeping every step's loss and GradScaler scale, and
   evaluating on the held-out split every `eval_every` steps; the step time used for time-to-target
@@ -8,63 +8,32 @@
   fp16 at the scaler's current scale and bf16 against an fp32 reference; at the first and last
   checkpoint also histogram the reference's activation gradients.
 
-Each returns plain lists of flat dict rows, so that a worker process can hand them back.
+Each returns plain lists of flat dict rows by table name (`bench.numerics.tables`), so that a
+worker process can hand them back.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-
-import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from bench.case import Case
-from bench.grads import ACTIVATIONS, capture
-from bench.modes import MODES, tf32_enabled
+from bench.modes import dtype_name
+from bench.numerics.grads import capture
+from bench.numerics.tables import ACTIVATION_GRAD, ACTIVATIONS, POOLED, PRODUCED_GRAD, grad_tensor
+from bench.numerics.task import HELDOUT_STREAM, Task
+from bench.numerics.underflow import census, fp16_fate, log2_histogram
 from bench.stats import summarize
-from bench.step import TrainState, autocast, build, train_step
-from bench.task import HELDOUT_STREAM, Task
+from bench.step import TrainState, build, train_step
 from bench.timing import clock_for, time_phases
-from bench.underflow import census, fp16_fate, log2_histogram
 
 CENSUS_MODES = ("fp16-amp-noscale", "fp16-amp", "bf16-amp")
-SMOOTH_STEPS = 20
-"""Window of the rolling mean of the training loss used for final losses, time to target, plots."""
-
-
-def smoothed(steps: pd.DataFrame) -> pd.Series:
-    """Rolling mean of each run's per-step training loss (a run: mode, batch size, seed)."""
-    steps = steps.sort_values(["mode", "batch_size", "seed", "step"])
-    return steps.groupby(["mode", "batch_size", "seed"])["loss"].transform(
-        lambda s: s.rolling(SMOOTH_STEPS, min_periods=1).mean()
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Job:
-    """One unit of work for a worker: a convergence run or a census trajectory."""
-
-    kind: str  # "convergence" | "census"
-    case: Case
-    steps: int
-    noise: float = 2.0
-    eval_every: int = 100
-    heldout: int = 8192
-    checkpoints: tuple[int, ...] = ()
-    histogram: bool = False
-
-    @property
-    def cost(self) -> float:
-        """Rough relative cost, to hand the longest jobs out first."""
-        speed = {"fp32": 8.0, "tf32": 1.5}.get(self.case.mode, 1.0)
-        return self.steps * self.case.batch_size * speed
+"""The low-precision modes the census compares with the fp32 reference."""
 
 
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Held-out mean cross-entropy and accuracy under the mode's autocast."""
-    with torch.no_grad(), autocast(s):
+    """Held-out mean cross-entropy and accuracy, the forward pass in the mode's context."""
+    with torch.no_grad(), s.mode.context(s.case.device, forward=True):
         logits = s.model(x)
     return F.cross_entropy(logits.float(), y).item(), (logits.argmax(1) == y).float().mean().item()
 
@@ -78,68 +47,77 @@ def _step_ms(case: Case, task: Task, prototypes: torch.Tensor) -> float:
     return summarize(samples["step"])["median"]
 
 
-def convergence(job: Job) -> dict[str, list[dict]]:
-    case = job.case
-    task = Task(size=case.size, seed=case.seed, noise=job.noise, device=case.device)
+def convergence(
+    case: Case, *, steps: int, noise: float, eval_every: int, heldout: int
+) -> dict[str, list[dict]]:
+    """`steps` training steps of `case` on the task; rows of `steps`, `evals` and `runs`."""
+    task = Task(size=case.size, seed=case.seed, noise=noise, device=case.device)
     axes = {
         "mode": case.mode,
         "batch_size": case.batch_size,
         "seed": case.seed,
         "optimizer": case.optimizer,
-        "steps": job.steps,
+        "steps": steps,
     }
-    with tf32_enabled(MODES[case.mode].tf32):
-        protos = task.prototypes()
-        step_ms = _step_ms(case, task, protos)
-        xh, yh = task.sample(job.heldout, HELDOUT_STREAM, protos)
-        s = build(case)
-        init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
-        losses, scales, evals = [], [], []
-        for step in range(job.steps + 1):
-            if step % job.eval_every == 0 or step == job.steps:
-                loss, acc = evaluate(s, xh, yh)
-                evals.append({**axes, "step": step, "heldout_loss": loss, "heldout_acc": acc})
-            if step == job.steps:
-                break
-            s.x, s.y = task.sample(case.batch_size, step, protos)
-            losses.append(train_step(s).detach())
-            # get_scale() syncs; this loop is not timed (step_ms above is measured apart).
-            scales.append(s.scaler.get_scale() if s.mode.scale_loss else None)
-    loss_values = torch.stack(losses).float().cpu().tolist()
-    steps = []
+    protos = task.prototypes()
+    step_ms = _step_ms(case, task, protos)
+    xh, yh = task.sample(heldout, HELDOUT_STREAM, protos)
+    s = build(case)
+    init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
+    losses, scales, evals = [], [], []
+    for step in range(steps + 1):
+        if step % eval_every == 0 or step == steps:
+            loss, acc = evaluate(s, xh, yh)
+            evals.append({**axes, "step": step, "heldout_loss": loss, "heldout_acc": acc})
+        if step == steps:
+            break
+        s.x, s.y = task.sample(case.batch_size, step, protos)
+        losses.append(train_step(s).detach())
+        # get_scale() syncs; this loop is not timed (step_ms above is measured apart).
+        scales.append(s.scaler.get_scale() if s.mode.scale_loss else None)
+    loss_values = torch.stack(losses).float().cpu().tolist() if losses else []
+    rows = []
     for i, (loss, scale) in enumerate(zip(loss_values, scales, strict=True)):
         before = scales[i - 1] if i else init_scale
         skipped = scale is not None and scale < before  # GradScaler halves after a skipped step
-        steps.append({**axes, "step": i, "loss": loss, "scale": scale, "skipped": skipped})
-    return {"steps": steps, "evals": evals, "runs": [{**axes, "step_ms": step_ms}]}
+        rows.append({**axes, "step": i, "loss": loss, "scale": scale, "skipped": skipped})
+    return {"steps": rows, "evals": evals, "runs": [{**axes, "step_ms": step_ms}]}
 
 
-def census_trajectory(job: Job) -> dict[str, list[dict]]:
-    case = job.case
-    assert case.mode == "fp16-amp", "the census trajectory trains with fp16 and GradScaler"
-    task = Task(size=case.size, seed=case.seed, noise=job.noise, device=case.device)
+def census_trajectory(
+    case: Case, *, noise: float, checkpoints: tuple[int, ...], histogram: bool
+) -> dict[str, list[dict]]:
+    """Train `case` (fp16-amp) up to the last checkpoint; rows of `census` at every checkpoint,
+    and, with `histogram`, of `histogram` and `fp16_fate` at the first and last."""
+    if case.mode != "fp16-amp":
+        raise ValueError(f"the census trajectory trains with fp16-amp, got mode {case.mode!r}")
+    task = Task(size=case.size, seed=case.seed, noise=noise, device=case.device)
     protos = task.prototypes()
     s = build(case)
-    off = torch.amp.GradScaler(case.device, enabled=False)
     census_rows, hist_rows, fate_rows = [], [], []
-    last = max(job.checkpoints)
+    last = max(checkpoints)
     for step in range(last + 1):
         s.x, s.y = task.sample(case.batch_size, step, protos)
-        if step in job.checkpoints:
+        if step in checkpoints:
             scale = s.scaler.get_scale()
             axes = {"batch_size": case.batch_size, "step": step, "loss_scale": scale}
-            with tf32_enabled(False):
-                ref = capture(dataclasses.replace(s, mode=MODES["fp32"], scaler=off))
+            ref = capture(s.as_mode("fp32"))
             for name in CENSUS_MODES:
-                scaler = s.scaler if MODES[name].scale_loss else off
-                cap = capture(dataclasses.replace(s, mode=MODES[name], scaler=scaler))
-                used = scale if MODES[name].scale_loss else 1.0
+                # The scaled mode uses the trajectory's scaler, so its current scale; the others
+                # get a scaler of their own mode, which does not scale.
+                view = s.as_mode(name, scaler=s.scaler if s.mode.name == name else None)
+                cap = capture(view)
+                used = scale if view.mode.scale_loss else 1.0
                 pairs = [
-                    (f"grad of {n} output", cap.activation_grads[n], ref.activation_grads[n])
+                    (
+                        grad_tensor(ACTIVATION_GRAD, n),
+                        cap.activation_grads[n],
+                        ref.activation_grads[n],
+                    )
                     for n in ACTIVATIONS
                 ]
                 pairs += [
-                    (f"{n} grad", g, ref.produced_grads[n])
+                    (grad_tensor(PRODUCED_GRAD, n), g, ref.produced_grads[n])
                     for n, g in sorted(cap.produced_grads.items())
                 ]
                 for tensor, g, r in pairs:
@@ -147,23 +125,23 @@ def census_trajectory(job: Job) -> dict[str, list[dict]]:
                         {
                             **axes,
                             "mode": name,
-                            "tensor": tensor,
-                            "dtype": str(g.dtype).removeprefix("torch."),
+                            **tensor,
+                            "dtype": dtype_name(g.dtype),
                             **census(g, r, used),
                         }
                     )
-            if job.histogram and step in (min(job.checkpoints), last):
+            if histogram and step in (min(checkpoints), last):
                 pooled = torch.cat([ref.activation_grads[n].flatten() for n in ACTIVATIONS])
                 for row in log2_histogram(pooled):
                     hist_rows.append({**axes, **row})
-                for label, values in [("all activation grads", pooled)] + [
-                    (f"grad of {n} output", ref.activation_grads[n]) for n in ACTIVATIONS
+                for module, values in [(POOLED, pooled)] + [
+                    (n, ref.activation_grads[n]) for n in ACTIVATIONS
                 ]:
                     for shift, used in (("unscaled", 1.0), ("scaled", scale)):
                         fate_rows.append(
                             {
                                 **axes,
-                                "tensor": label,
+                                **grad_tensor(ACTIVATION_GRAD, module),
                                 "shift": shift,
                                 "multiplier": used,
                                 **fp16_fate(values, used),
@@ -174,26 +152,3 @@ def census_trajectory(job: Job) -> dict[str, list[dict]]:
         if step < last:
             train_step(s)
     return {"census": census_rows, "histogram": hist_rows, "fp16_fate": fate_rows}
-
-
-def run_job(job: Job) -> dict[str, list[dict]]:
-    """Run one job; a fault (out of memory, any exception) becomes a row of `failed`."""
-    try:
-        return {"convergence": convergence, "census": census_trajectory}[job.kind](job)
-    except Exception as exc:  # recorded; the other jobs go on
-        c = job.case
-        first_line = (str(exc).splitlines() or [""])[0]
-        return {
-            "failed": [
-                {
-                    "kind": job.kind,
-                    "mode": c.mode,
-                    "batch_size": c.batch_size,
-                    "seed": c.seed,
-                    "error": f"{type(exc).__name__}: {first_line}"[:500],
-                }
-            ]
-        }
-    finally:
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
