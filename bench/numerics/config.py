@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,7 @@ question's 1e-3 learns the task too, but ends with a far higher loss on the 1600
 def defaults(device: str) -> dict[str, object]:
     """The settings of a study on `device` that the user did not give: keys are field names of
     `NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`) for the model size."""
+    _choice("device", device, DEVICES)
     common: dict[str, object] = {
         "modes": tuple(MODES),
         "noise": 2.0,
@@ -52,44 +54,19 @@ def defaults(device: str) -> dict[str, object]:
             "heldout": 8192,
             **common,
         }
-    if device == "cpu":  # a smoke run: tiny sizes, a few seconds
-        return {
-            "preset": "tiny",
-            "census_batch_sizes": (8, 32),
-            "checkpoints": (0, 10),
-            "histogram_batch": 32,
-            "conv_batch_sizes": (16, 32),
-            "seeds": (0, 1),
-            "steps": 40,
-            "long_steps": 60,
-            "eval_every": 10,
-            "heldout": 256,
-            **common,
-        }
-    raise ValueError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
-
-
-def gpu_count() -> int:
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def resolve_workers(device: str, workers: int | None) -> int:
-    """How many worker processes a study uses: one per GPU (all visible ones when `workers` is
-    None), and one on the CPU."""
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if workers is not None and workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if device != "cuda":
-        if workers not in (None, 1):
-            raise ValueError(f"workers {workers}: a CPU study runs in one process")
-        return 1
-    visible = gpu_count()
-    if workers is None:
-        return max(1, visible)
-    if workers > visible:
-        raise ValueError(f"workers {workers}: only {visible} GPU(s) visible")
-    return workers
+    return {  # the CPU: a smoke run, tiny sizes, a few seconds
+        "preset": "tiny",
+        "census_batch_sizes": (8, 32),
+        "checkpoints": (0, 10),
+        "histogram_batch": 32,
+        "conv_batch_sizes": (16, 32),
+        "seeds": (0, 1),
+        "steps": 40,
+        "long_steps": 60,
+        "eval_every": 10,
+        "heldout": 256,
+        **common,
+    }
 
 
 def _check(ok: bool, name: str, value: object, what: str) -> None:
@@ -97,16 +74,21 @@ def _check(ok: bool, name: str, value: object, what: str) -> None:
         raise ValueError(f"{name} {value!r}: {what}")
 
 
-def _is_int(value: object, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+def _int(name: str, value: object, minimum: int) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    what = "is not a positive integer" if minimum == 1 else f"is not an integer >= {minimum}"
+    _check(ok, name, value, what)
 
 
-def _check_ints(name: str, values: tuple, minimum: int) -> None:
+def _choice(name: str, value: object, choices: Iterable[str]) -> None:
+    _check(value in choices, name, value, f"choose from {', '.join(choices)}")
+
+
+def _items(name: str, values: object) -> None:
+    """A non-empty tuple without repeats (a repeated batch size or seed would run a job twice)."""
     _check(isinstance(values, tuple) and len(values) > 0, name, values, "must be a non-empty tuple")
-    for v in values:
-        _check(_is_int(v, minimum), name, v, f"is not an integer >= {minimum}")
-    dup = next((v for v in values if values.count(v) > 1), None)
-    _check(dup is None, name, dup, "is given twice")
+    repeated = next((v for v in values if values.count(v) > 1), None)
+    _check(repeated is None, name, repeated, "is given twice")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,37 +131,27 @@ class NumericsConfig:
     """Worker processes, one per GPU (1 on the CPU)."""
 
     def __post_init__(self) -> None:
-        _check(self.device in DEVICES, "device", self.device, f"choose from {', '.join(DEVICES)}")
+        _choice("device", self.device, DEVICES)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("reduction", self.reduction, REDUCTIONS)
         _check(isinstance(self.size, ModelSize), "size", self.size, "is not a ModelSize")
         for f in dataclasses.fields(ModelSize):
-            _check(
-                _is_int(getattr(self.size, f.name), 1),
-                f.name,
-                getattr(self.size, f.name),
-                "is not a positive integer",
-            )
-        _check(
-            isinstance(self.modes, tuple) and len(self.modes) > 0,
-            "modes",
-            self.modes,
-            "must be a non-empty tuple",
-        )
+            _int(f.name, getattr(self.size, f.name), 1)
+        _items("modes", self.modes)
         for mode in self.modes:
-            _check(mode in MODES, "modes", mode, f"is not a mode; choose from {', '.join(MODES)}")
-        dup = next((m for m in self.modes if self.modes.count(m) > 1), None)
-        _check(dup is None, "modes", dup, "is given twice")
-        for name in ("census_batch_sizes", "conv_batch_sizes"):
-            _check_ints(name, getattr(self, name), 1)
-        for name in ("checkpoints", "seeds"):
-            _check_ints(name, getattr(self, name), 0)
+            _choice("modes", mode, MODES)
+        for name, minimum in (
+            ("census_batch_sizes", 1),
+            ("conv_batch_sizes", 1),
+            ("checkpoints", 0),
+            ("seeds", 0),
+        ):
+            _items(name, getattr(self, name))
+            for value in getattr(self, name):
+                _int(name, value, minimum)
         for name in ("histogram_batch", "steps", "eval_every", "heldout", "workers"):
-            _check(
-                _is_int(getattr(self, name), 1),
-                name,
-                getattr(self, name),
-                "is not a positive integer",
-            )
-        _check(_is_int(self.long_steps, 0), "long_steps", self.long_steps, "is not an integer >= 0")
+            _int(name, getattr(self, name), 1)
+        _int("long_steps", self.long_steps, 0)
         _check(
             self.histogram_batch in self.census_batch_sizes,
             "histogram_batch",
@@ -193,13 +165,9 @@ class NumericsConfig:
             f"is not a multiple of eval_every {self.eval_every}",
         )
         for name in ("noise", "lr", "loss_mult", "init_scale"):
-            v = getattr(self, name)
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
-            _check(ok, name, v, "is not a positive finite number")
-        choices = ", ".join(OPTIMIZERS)
-        _check(self.optimizer in OPTIMIZERS, "optimizer", self.optimizer, f"choose from {choices}")
-        choices = ", ".join(REDUCTIONS)
-        _check(self.reduction in REDUCTIONS, "reduction", self.reduction, f"choose from {choices}")
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            _check(ok and 0 < value < math.inf, name, value, "is not a positive finite number")
 
     @classmethod
     def build(
@@ -216,7 +184,7 @@ class NumericsConfig:
         if "histogram_batch" not in options and "census_batch_sizes" in options:
             # The default histogram batch if it is one of the census sizes given, else the last one.
             sizes = tuple(settings["census_batch_sizes"])
-            if settings["histogram_batch"] not in sizes:
+            if sizes and settings["histogram_batch"] not in sizes:
                 settings["histogram_batch"] = sizes[-1]
         preset = settings.pop("preset")
         if preset not in PRESETS:
@@ -292,6 +260,27 @@ class NumericsConfig:
                         )
                     )
         return out
+
+
+def gpu_count() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def resolve_workers(device: str, workers: int | None) -> int:
+    """How many worker processes a study uses: one per GPU (all visible ones when `workers` is
+    None), and one on the CPU."""
+    if workers is not None:
+        _int("workers", workers, 1)
+    if device != "cuda":
+        if workers not in (None, 1):
+            raise ValueError(f"workers {workers}: a CPU study runs in one process")
+        return 1
+    visible = gpu_count()
+    if workers is None:
+        return max(1, visible)
+    if workers > visible:
+        raise ValueError(f"workers {workers}: only {visible} GPU(s) visible")
+    return workers
 
 
 def short_config(
