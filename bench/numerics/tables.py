@@ -172,6 +172,7 @@ def frame(name: str, rows: list[dict]) -> pd.DataFrame:
 
 
 def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
+    """A table's CSV file; an empty table still gets its header."""
     if df.empty and not len(df.columns):
         df = frame(name, [])
     df.to_csv(run_dir / TABLES[name].file, index=False)
@@ -201,8 +202,8 @@ def load(run_dir: Path) -> dict[str, object]:
     ]
     if missing:
         raise UsageError(
-            f"{run_dir}: no {', '.join(missing)}: the study has not finished "
-            f"(`numerics --resume {run_dir}` finishes it)"
+            f"{run_dir}: no {', '.join(missing)}: the study has not finished; resuming it "
+            "finishes it"
         )
     out: dict[str, object] = {name: _read(run_dir, name) for name in TABLES}
     out["audit_json"] = json.loads((run_dir / AUDIT_JSON).read_text())
@@ -223,7 +224,7 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
         df = _derive_tensor_columns(df, table, path)
     for col in TENSOR_COLUMNS:
         if col in df.columns:
-            df[col] = df[col].fillna("")  # "no module" is an empty cell in the CSV
+            df[col] = df[col].fillna("")  # an empty cell (no module, no state) reads as NaN
     return df
 
 
