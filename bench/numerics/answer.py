@@ -1,43 +1,51 @@
 """The "Answer" of the numerics report: every sentence computed from the measured tables.
 
-Thresholds are stated here and nowhere else. A figure in a sentence is formatted from a table cell;
-a conclusion ("needed", "not needed") follows from a threshold test on those figures.
+Thresholds are stated here and nowhere else. Rows are selected by their columns (`kind`, `state`,
+`mode`, `batch_size`; see `bench.numerics.tables`), never by their labels; a figure in a sentence
+is formatted from a table cell; a conclusion ("needed", "not needed") follows from a threshold
+test on those figures, and where a test has no rows (its jobs failed) the Answer says so.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bench.audit import ACTIVATION_LABELS
+from bench.numerics.tables import (
+    ACTIVATION,
+    ACTIVATION_GRAD,
+    LOG_SOFTMAX,
+    LOSS,
+    OPTIM_STATE,
+    PARAM_GRAD,
+    PRODUCED_GRAD,
+)
 
 FLUSH_LIMIT = 0.01
 """fp16 without a scaler 'flushes' a tensor when more than 1% of its elements become zero that are
 nonzero in the fp32 reference."""
 LOSS_GAP = 0.10
 """A final training loss more than 10% above fp32's at the same batch size counts as worse."""
+MOMENTS = ("exp_avg", "exp_avg_sq")
+"""Adam's state tensors that hold gradient statistics (its `step` count is not one)."""
 
-ACT_OUTPUTS = set(ACTIVATION_LABELS.values())
 
-
-def _dtypes(audit: pd.DataFrame, mode: str, predicate) -> str:
-    rows = audit[(audit["mode"] == mode) & audit["tensor"].map(predicate)]
+def _dtypes(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] = ()) -> str:
+    """The dtypes of `mode`'s audited tensors of one kind (of these Adam states, if given)."""
+    rows = audit[(audit["mode"] == mode) & (audit["kind"] == kind)]
+    if states:
+        rows = rows[rows["state"].isin(states)]
     return " and ".join(sorted(set(rows["dtype"]))) or "not observed"
-
-
-def _one(audit: pd.DataFrame, mode: str, tensor: str) -> str:
-    rows = audit[(audit["mode"] == mode) & (audit["tensor"] == tensor)]
-    return rows["dtype"].iloc[0] if len(rows) else "not observed"
 
 
 def dtype_sentences(audit: pd.DataFrame, chain: list[str], torch_version: str) -> list[str]:
     m = "fp16-amp"
-    loss = _one(audit, m, "loss")
-    log_softmax = _one(audit, m, "log-softmax output")
-    acts = _dtypes(audit, m, lambda t: t in ACT_OUTPUTS)
-    act_grads = _dtypes(audit, m, lambda t: t.startswith("grad of "))
-    produced = _dtypes(audit, m, lambda t: t.endswith("as its matmul produced it"))
-    param_grads = _dtypes(audit, m, lambda t: t.endswith(".grad"))
-    adam = _dtypes(audit, m, lambda t: t.startswith("Adam exp_avg"))
+    loss = _dtypes(audit, m, LOSS)
+    log_softmax = _dtypes(audit, m, LOG_SOFTMAX)
+    acts = _dtypes(audit, m, ACTIVATION)
+    act_grads = _dtypes(audit, m, ACTIVATION_GRAD)
+    produced = _dtypes(audit, m, PRODUCED_GRAD)
+    param_grads = _dtypes(audit, m, PARAM_GRAD)
+    adam = _dtypes(audit, m, OPTIM_STATE, MOMENTS)
     out = [
         f"**dtypes.** Under float16 autocast on torch {torch_version}, the loss is {loss} (the "
         f"log-softmax inside cross_entropy ran in {log_softmax}), the activations (fc1, ReLU, "
@@ -58,23 +66,52 @@ def dtype_sentences(audit: pd.DataFrame, chain: list[str], torch_version: str) -
     return out
 
 
+def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
+    """(batch size, its most flushed row) of fp16 without a scaler, where more than FLUSH_LIMIT
+    of some tensor was flushed."""
+    out = []
+    for bs, g in census[census["mode"] == "fp16-amp-noscale"].groupby("batch_size"):
+        worst = g.loc[g["flushed"].idxmax()]
+        if worst["flushed"] > FLUSH_LIMIT:
+            out.append((int(bs), worst))
+    return out
+
+
+def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, float, float]]]:
+    """(batch sizes where both fp32 and fp16 without a scaler were trained, and those of them
+    where fp16 without a scaler ended worse, with its final loss and fp32's)."""
+    compared, worse = [], []
+    means = summary.groupby(["batch_size", "mode"])["final_loss"].mean()
+    for bs in sorted(summary["batch_size"].unique()):
+        ref, ns = means.get((bs, "fp32")), means.get((bs, "fp16-amp-noscale"))
+        if ref is None or ns is None:
+            continue  # only batch sizes where both were trained are compared
+        compared.append(int(bs))
+        if ns != ns or ns > ref * (1 + LOSS_GAP):  # NaN (diverged) counts as worse
+            worse.append((int(bs), ns, ref))
+    return compared, worse
+
+
 def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     noscale = census[census["mode"] == "fp16-amp-noscale"]
     scaled = census[census["mode"] == "fp16-amp"]
-    flushing = []
-    for bs, g in noscale.groupby("batch_size"):
-        worst = g.loc[g["flushed"].idxmax()]
-        if worst["flushed"] > FLUSH_LIMIT:
-            flushing.append(
-                f"{bs} ({worst['flushed']:.1%} of {worst['tensor']} at step {worst['step']})"
-            )
+    flushing = _flushing(census)
     worst_scaled = scaled["flushed"].max() if len(scaled) else float("nan")
     sizes = ", ".join(str(b) for b in sorted(noscale["batch_size"].unique()))
     out = []
-    if flushing:
+    if noscale.empty:
+        out.append(
+            "**Underflow.** Not measured: the census has no rows of fp16 without a scaler "
+            "(see the jobs that failed)."
+        )
+    elif flushing:
+        where = "; ".join(
+            f"{bs} ({w['flushed']:.1%} of {w['tensor']} at step {int(w['step'])})"
+            for bs, w in flushing
+        )
         out.append(
             f"**Underflow.** Without a scaler, float16 flushes more than {FLUSH_LIMIT:.0%} of some "
-            f"gradient tensor to zero at batch size {'; '.join(flushing)}, of the batch sizes "
+            f"gradient tensor to zero at batch size {where}, of the batch sizes "
             f"measured ({sizes}). With GradScaler the worst share flushed anywhere is "
             f"{worst_scaled:.2%}."
         )
@@ -84,36 +121,45 @@ def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str
             f"any gradient tensor at any batch size measured ({sizes}); the worst share is "
             f"{noscale['flushed'].max():.2%}. With GradScaler it is {worst_scaled:.2%}."
         )
-    worse, compared = [], []
-    means = summary.groupby(["batch_size", "mode"])["final_loss"].mean()
-    for bs in sorted(summary["batch_size"].unique()):
-        ref, ns = means.get((bs, "fp32")), means.get((bs, "fp16-amp-noscale"))
-        if ref is None or ns is None:
-            continue  # only batch sizes where both were trained are compared
-        compared.append(str(bs))
-        if ns != ns or ns > ref * (1 + LOSS_GAP):  # NaN (diverged) counts as worse
-            worse.append(f"{bs} ({ns:.3g} against fp32's {ref:.3g})")
+    compared, worse = _worse(summary)
     if worse:
+        where = "; ".join(f"{bs} ({ns:.3g} against fp32's {ref:.3g})" for bs, ns, ref in worse)
         out.append(
             f"**Convergence.** fp16 without a scaler ends with a training loss more than "
-            f"{LOSS_GAP:.0%} above fp32's at batch size {'; '.join(worse)}."
+            f"{LOSS_GAP:.0%} above fp32's at batch size {where}."
         )
     elif compared:
         out.append(
             f"**Convergence.** fp16 without a scaler ends within {LOSS_GAP:.0%} of fp32's "
-            f"training loss at every batch size where both were trained ({', '.join(compared)})."
+            f"training loss at every batch size where both were trained "
+            f"({', '.join(map(str, compared))})."
         )
     else:
         out.append("**Convergence.** This run did not train both fp32 and fp16 without a scaler.")
-    need = sorted({f.split(" ")[0] for f in flushing} | {w.split(" ")[0] for w in worse}, key=int)
-    out.append(
-        f"**So is GradScaler needed with float16?** On this model, yes at batch size "
-        f"{', '.join(need)}: float32 `param.grad` does not help, because the gradients are "
-        f"rounded to float16 before the cast makes them float32."
-        if need
-        else "**So is GradScaler needed with float16?** Not on this model at the batch sizes "
-        "measured, by the two tests above."
-    )
+    need = sorted({bs for bs, _ in flushing} | {bs for bs, _, _ in worse})
+    question = "**So is GradScaler needed with float16?**"
+    if need:
+        out.append(
+            f"{question} On this model, yes at batch size {', '.join(map(str, need))}: float32 "
+            f"`param.grad` does not help, because the gradients are rounded to float16 before the "
+            f"cast makes them float32."
+        )
+    elif not noscale.empty and compared:
+        out.append(
+            f"{question} Not on this model at the batch sizes measured, by the two tests above."
+        )
+    elif not noscale.empty:
+        out.append(
+            f"{question} Not by the underflow test at the batch sizes measured; convergence was "
+            "not compared, so this run cannot say more."
+        )
+    elif compared:
+        out.append(
+            f"{question} Not by the convergence test at the batch sizes trained; underflow was not "
+            "measured, so this run cannot say more."
+        )
+    else:
+        out.append(f"{question} This run cannot say: it has neither test's results.")
     return out
 
 
@@ -163,6 +209,7 @@ def error_sentences(errors: list[dict]) -> list[str]:
 
 
 def answer(tables: dict, torch_version: str) -> list[str]:
+    """The Answer's paragraphs, from the tables of `bench.numerics.tables.load`."""
     chain = tables["audit_json"]["chain_to_fc1_weight"].get("fp16-amp", [])
     return [
         *dtype_sentences(tables["audit"], chain, torch_version),

@@ -15,12 +15,11 @@ import math
 
 import torch
 
-FP16_SMALLEST_SUBNORMAL_LOG2 = -24
-FP16_SMALLEST_NORMAL_LOG2 = -14
-FP16_MAX = 65504.0
+from bench.numerics import fp16
 
 
 def census(g: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
+    """The shares above for gradient `g`, taken with the loss multiplied by `scale`."""
     n = g.numel()
     tiny = torch.finfo(g.dtype).tiny
     ref64, g64 = ref.double(), g.double() / scale
@@ -45,7 +44,7 @@ def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
     n = v.numel()
     return {
         "fp16_flushed": (nonzero & (h == 0)).sum().item() / n,
-        "fp16_subnormal": ((h != 0) & (h.abs() < 2.0**FP16_SMALLEST_NORMAL_LOG2)).sum().item() / n,
+        "fp16_subnormal": ((h != 0) & (h.abs() < 2.0**fp16.SMALLEST_NORMAL_LOG2)).sum().item() / n,
         "fp16_overflow": torch.isinf(h).sum().item() / n,
     }
 

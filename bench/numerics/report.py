@@ -1,4 +1,5 @@
-"""report.md of a numerics folder, rendered from its tables (nothing here measures)."""
+"""report.md of a numerics folder, rendered from its tables (nothing here measures or imports
+torch). A section whose jobs all failed says so instead of showing a table."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import shlex
 
 import pandas as pd
 
-from bench.answer import FLUSH_LIMIT, LOSS_GAP, answer
-from bench.training import SMOOTH_STEPS
+from bench.numerics.analysis import SMOOTH_STEPS
+from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, answer
 
 
 def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
@@ -63,6 +64,13 @@ def _audit(t: dict) -> list[str]:
 
 def _census(t: dict) -> list[str]:
     c = t["census"]
+    if c.empty:
+        return [
+            "## 2. Underflow census",
+            "",
+            "No rows: every census job failed (see the jobs that failed above).",
+            "",
+        ]
     keys = ["batch_size", "step", "loss_scale", "mode"]
     worst = c.loc[c.groupby(keys)["flushed"].idxmax(), [*keys, "tensor", "flushed"]]
     agg = (
@@ -160,6 +168,13 @@ def _histogram(t: dict) -> list[str]:
 def _convergence(t: dict, env: dict) -> list[str]:
     s = t["summary"]
     cfg = env.get("numerics_config", {})
+    if s.empty:
+        return [
+            "## 4. Convergence",
+            "",
+            "No rows: every convergence job failed (see the jobs that failed above).",
+            "",
+        ]
     agg = (
         s.groupby(["batch_size", "mode"], sort=False)
         .agg(
@@ -220,7 +235,9 @@ def _provenance(env: dict) -> list[str]:
     return out
 
 
-def render(t: dict, env: dict) -> str:
+def render(t: dict) -> str:
+    """report.md from the tables of `bench.numerics.tables.load` (their `env` included)."""
+    env = t["env"]
     cfg = env.get("numerics_config", {})
     stress = {k: cfg.get(k) for k in ("loss_mult", "reduction", "init_scale")}
     dirty = " (with uncommitted changes)" if env.get("dirty") else ""
@@ -248,7 +265,7 @@ def render(t: dict, env: dict) -> str:
     out += [
         "## 5. Answer",
         "",
-        f"Computed from the tables above by `bench/answer.py` (thresholds: more than "
+        f"Computed from the tables above by `bench/numerics/answer.py` (thresholds: more than "
         f"{FLUSH_LIMIT:.0%} of a tensor flushed; a final loss more than {LOSS_GAP:.0%} above "
         "fp32's).",
         "",

@@ -1,4 +1,5 @@
-"""Figures of the numerics report, drawn with matplotlib from the study's tables (no measuring)."""
+"""Figures of the numerics report, drawn with matplotlib from the study's tables (no measuring,
+no torch). A figure whose table is empty (its jobs all failed) is not drawn."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bench.training import SMOOTH_STEPS, smoothed
-from bench.underflow import FP16_MAX, FP16_SMALLEST_NORMAL_LOG2, FP16_SMALLEST_SUBNORMAL_LOG2
+from bench.numerics import fp16
+from bench.numerics.analysis import SMOOTH_STEPS, smoothed
 
 
 def histogram(hist: pd.DataFrame, path: Path) -> None:
@@ -44,9 +45,9 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
             label=f"× loss scale {scale:g}",
         )
         for x, label, style in (
-            (FP16_SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
-            (FP16_SMALLEST_NORMAL_LOG2, "2^-14 fp16 min normal", "--"),
-            (math.log2(FP16_MAX), "65504 fp16 max", "-."),
+            (fp16.SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
+            (fp16.SMALLEST_NORMAL_LOG2, "2^-14 fp16 min normal", "--"),
+            (math.log2(fp16.MAX), "65504 fp16 max", "-."),
         ):
             ax.axvline(x, color="k", linestyle=style, linewidth=1, label=label)
         ax.set_title(
@@ -63,6 +64,8 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
 
 def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
     """Training loss (rolling mean, averaged over seeds) per mode, one panel per batch size."""
+    if steps.empty:
+        return
     sizes = sorted(steps["batch_size"].unique())
     fig, axes = plt.subplots(1, len(sizes), figsize=(6.5 * len(sizes), 4), squeeze=False)
     for ax, bs in zip(axes[0], sizes, strict=True):
@@ -82,7 +85,10 @@ def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
 
 
 def scale(steps: pd.DataFrame, path: Path) -> None:
-    """GradScaler's scale per step for every run that scales the loss."""
+    """GradScaler's scale per step for every run that scales the loss (an empty figure when
+    none does, as in a study of fp32 alone)."""
+    if steps.empty:
+        return
     d = steps.dropna(subset=["scale"])
     fig, ax = plt.subplots(figsize=(9, 3.5))
     for (bs, seed), g in d.groupby(["batch_size", "seed"]):

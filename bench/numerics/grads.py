@@ -21,10 +21,9 @@ from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from bench.modes import dtype_name
+from bench.numerics.tables import ACTIVATIONS
 from bench.step import TrainState, backward, forward
-
-ACTIVATIONS = ("fc1", "relu", "fc2", "fc3")
-"""Modules whose outputs are the activations; fc3's output is the logits."""
 
 
 @dataclass
@@ -142,9 +141,7 @@ class DtypeTrace(TorchDispatchMode):
 
         def dtypes(tree) -> str:
             leaves = tree_flatten(tree)[0]
-            return ",".join(
-                str(t.dtype).removeprefix("torch.") for t in leaves if isinstance(t, torch.Tensor)
-            )
+            return ",".join(dtype_name(t.dtype) for t in leaves if isinstance(t, torch.Tensor))
 
         self.ops.append(
             {

@@ -1,0 +1,21 @@
+"""The numerics study: which dtype every tensor of the train step has, how much of each gradient
+float16 flushes to zero with and without GradScaler, and whether training converges without it.
+
+A study writes one folder, `results/<UTC stamp>_<gpu>_<sha>_numerics[_<tag>]/`:
+- `audit.csv` (tensor x mode dtypes), `audit_ops.csv` (every aten op with its dtypes),
+  `audit.json` (the autograd chain to fc1.weight per mode, and the GradScaler error paths);
+- `census.csv`: underflow of every gradient tensor against an fp32 reference, per batch size,
+  mode and checkpoint of an fp16 + GradScaler training trajectory;
+- `histogram.csv`, `fp16_fate.csv`, `histogram.png`: the Micikevicius et al. histogram;
+- `convergence_steps.csv` (every step's loss and scale), `convergence_evals.csv` (held-out),
+  `convergence_runs.csv` (measured step time per run), `summary.csv`, `loss_curves.png`,
+  `scale.png`;
+- `failed.csv` (jobs that raised), `env.json`, and `report.md`, which ends with the computed Answer.
+
+Modules, in the order a study runs them: `config` (the settings, validated), `study` (a folder:
+start, resume, render), `audit` and `grads` (dtypes), `jobs` (units of work over the GPUs),
+`training` and `task` (the trajectories), `underflow` (the census); and, without torch, `tables`
+(the files and their columns), `analysis`, `answer`, `report`, `plots`, `fp16`.
+
+Nothing of the study runs inside a timed region of the core harness.
+"""

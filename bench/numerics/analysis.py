@@ -1,0 +1,79 @@
+"""Summaries of the convergence runs, from the per-step tables (no torch, no measuring).
+
+`smoothed` is the rolling mean of a run's training loss that final losses, time to target and the
+loss-curve figure all use; `summarize_runs` turns the step, held-out and step-time tables into one
+row per run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bench.numerics.tables import TABLES
+
+SMOOTH_STEPS = 20
+"""Window of the rolling mean of the training loss used for final losses, time to target, plots."""
+RUN_KEYS = ["mode", "batch_size", "seed"]
+"""The columns that name one convergence run."""
+
+
+def smoothed(steps: pd.DataFrame) -> pd.Series:
+    """Rolling mean of each run's per-step training loss, aligned with `steps`' index."""
+    steps = steps.sort_values([*RUN_KEYS, "step"])
+    return steps.groupby(RUN_KEYS)["loss"].transform(
+        lambda s: s.rolling(SMOOTH_STEPS, min_periods=1).mean()
+    )
+
+
+def summarize_runs(
+    steps: pd.DataFrame, evals: pd.DataFrame, runs: pd.DataFrame, horizon: int
+) -> pd.DataFrame:
+    """Per run, at the common horizon: final smoothed loss, held-out loss and accuracy, non-finite
+    and skipped steps, and steps and seconds to reach the final loss of fp32 with the same batch
+    size and seed. No runs (every convergence job failed) give no rows, with the columns."""
+    columns = list(TABLES["summary"].columns)
+    if steps.empty:
+        return pd.DataFrame(columns=columns)
+    steps = steps[steps["step"] < horizon].sort_values([*RUN_KEYS, "step"]).copy()
+    steps["smooth"] = smoothed(steps)
+    last = steps.groupby(RUN_KEYS).tail(1).set_index(RUN_KEYS)
+    rows = []
+    for key, group in steps.groupby(RUN_KEYS):
+        ev = evals[(evals[RUN_KEYS] == pd.Series(key, index=RUN_KEYS)).all(axis=1)]
+        at = ev[ev["step"] == horizon]
+        rows.append(
+            {
+                **dict(zip(RUN_KEYS, key, strict=True)),
+                "optimizer": group["optimizer"].iloc[0],
+                "final_loss": last.loc[key, "smooth"],
+                "heldout_loss": at["heldout_loss"].iloc[0] if len(at) else float("nan"),
+                "heldout_acc": at["heldout_acc"].iloc[0] if len(at) else float("nan"),
+                "nonfinite_steps": int((~np.isfinite(group["loss"].to_numpy(float))).sum()),
+                "skipped_steps": int(group["skipped"].sum()),
+                "final_scale": group["scale"].iloc[-1],
+            }
+        )
+    out = pd.DataFrame(rows).merge(runs[[*RUN_KEYS, "step_ms"]], on=RUN_KEYS, how="left")
+    # The target of a run is what fp32 reached at the end with the same seed: same initial
+    # weights, same batches.
+    target = out[out["mode"] == "fp32"].set_index(["batch_size", "seed"])["final_loss"]
+    out["target_loss"] = [
+        target.get((b, sd), float("nan"))
+        for b, sd in zip(out["batch_size"], out["seed"], strict=True)
+    ]
+    first_hit = (
+        steps.merge(out[[*RUN_KEYS, "target_loss"]], on=RUN_KEYS)
+        .query("smooth <= target_loss")
+        .groupby(RUN_KEYS)["step"]
+        .min()
+    )
+    out["steps_to_target"] = [
+        int(first_hit[k]) + 1 if k in first_hit.index else None
+        for k in zip(out["mode"], out["batch_size"], out["seed"], strict=True)
+    ]
+    out["time_to_target_s"] = [
+        n * ms / 1e3 if n is not None else float("nan")
+        for n, ms in zip(out["steps_to_target"], out["step_ms"], strict=True)
+    ]
+    return out.sort_values(["batch_size", "mode", "seed"]).reset_index(drop=True)[columns]

@@ -1,0 +1,149 @@
+"""The dtype audit: which dtype every tensor of one train step has, per mode, as observed.
+
+Nothing here is asserted from documentation: the tables are what the step produced on the torch
+version it ran on. Two configurations that users try and that GradScaler refuses are run too, and
+their outcome (the exception and its message, or none) is recorded as data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from bench.case import Case
+from bench.modes import MODES, dtype_name
+from bench.numerics.grads import DtypeTrace, capture
+from bench.numerics.tables import (
+    ACTIVATION,
+    ACTIVATION_GRAD,
+    ACTIVATIONS,
+    AUDITED_STATE_OF,
+    INPUT,
+    LOG_SOFTMAX,
+    LOSS,
+    OPTIM_STATE,
+    PARAM_GRAD,
+    PRODUCED_GRAD,
+    audit_tensor,
+)
+from bench.step import backward, build, forward, optimizer_step
+
+
+def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
+    for op in ops:
+        if op["phase"] == phase and op["op"].startswith(op_prefix):
+            return op["outputs"].split(",")[0]
+    return "not run"
+
+
+def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
+    """(tensor rows, op rows, autograd chain to fc1.weight) for `case.mode`.
+
+    A tensor row is {mode, kind, module, state, phase, tensor, dtype} (`bench.numerics.tables`);
+    an op row is {mode, phase, op, inputs, outputs}, one per aten op of a whole step."""
+    s = build(case)
+    cap = capture(s)
+    s.optimizer.zero_grad(set_to_none=True)
+    with DtypeTrace() as trace:
+        _, loss = forward(s)
+        trace.phase = "backward"
+        backward(s, loss)
+        trace.phase = "optimizer"
+        optimizer_step(s)
+    ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
+    params = dict(s.model.named_parameters())
+    state = s.optimizer.state[params[AUDITED_STATE_OF]]
+    rows = [(audit_tensor(INPUT), dtype_name(s.x.dtype))]
+    rows += [
+        (audit_tensor(ACTIVATION, n), dtype_name(cap.activations[n].dtype)) for n in ACTIVATIONS
+    ]
+    rows += [
+        (audit_tensor(LOG_SOFTMAX), _first_output(ops, "aten._log_softmax.", "forward")),
+        (audit_tensor(LOSS), dtype_name(cap.loss.dtype)),
+    ]
+    rows += [
+        (audit_tensor(ACTIVATION_GRAD, n), dtype_name(cap.activation_grads[n].dtype))
+        for n in reversed(ACTIVATIONS)
+    ]
+    rows += [
+        (audit_tensor(PRODUCED_GRAD, n), dtype_name(g.dtype))
+        for n, g in sorted(cap.produced_grads.items())
+    ]
+    rows += [
+        (audit_tensor(PARAM_GRAD, n), dtype_name(g.dtype))
+        for n, g in sorted(cap.param_grads.items())
+    ]
+    rows += [
+        (audit_tensor(OPTIM_STATE, AUDITED_STATE_OF, k), dtype_name(v.dtype))
+        for k, v in state.items()
+        if torch.is_tensor(v)
+    ]
+    tensor_rows = [{"mode": case.mode, **tensor, "dtype": d} for tensor, d in rows]
+    op_rows = [{"mode": case.mode, **o} for o in ops]
+    return tensor_rows, op_rows, cap.chain_to_fc1_weight
+
+
+ERROR_PATHS = [
+    # (parameter dtype, autocast dtype, optimizer): GradScaler with low-precision parameters.
+    (torch.float16, torch.float16, "foreach"),
+    (torch.float16, torch.float16, "fused"),
+    (torch.bfloat16, torch.bfloat16, "foreach"),
+    (torch.bfloat16, torch.bfloat16, "fused"),
+]
+
+
+def error_paths(case: Case) -> list[dict]:
+    """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step; one row
+    per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised."""
+    out = []
+    for param_dtype, autocast_dtype, optimizer in ERROR_PATHS:
+        # Not a mode of the benchmark: a recipe users try, run through the same one step.
+        mode = dataclasses.replace(
+            MODES["fp16-amp"],
+            name=f"{dtype_name(param_dtype)}-params-scaled",
+            autocast_dtype=autocast_dtype,
+            param_dtype=param_dtype,
+        )
+        s = build(dataclasses.replace(case, mode="fp16-amp", optimizer=optimizer), mode)
+        row = {
+            "param_dtype": dtype_name(param_dtype),
+            "autocast_dtype": dtype_name(autocast_dtype),
+            "optimizer": optimizer,
+            "torch": torch.__version__,
+            "device": case.device,
+        }
+        where = "forward"
+        try:
+            _, loss = forward(s)
+            where = "scaler.scale(loss).backward()"
+            backward(s, loss)
+            where = "scaler.step(optimizer)"
+            s.scaler.step(s.optimizer)
+            where = "scaler.update()"
+            s.scaler.update()
+            row.update(outcome="no exception", exception="", message="", raised_in="")
+        except Exception as exc:  # the outcome is the data
+            row.update(
+                outcome="raised",
+                exception=type(exc).__name__,
+                message=(str(exc).splitlines() or [""])[0],
+                raised_in=where,
+            )
+        out.append(row)
+    return out
+
+
+def run(case: Case) -> tuple[list[dict], list[dict], dict]:
+    """The whole audit on `case`'s model and batch: (tensor rows and op rows of every mode of
+    `MODES`, audit.json's content: the chain to fc1.weight per mode and the error paths)."""
+    tensor_rows, op_rows, chains = [], [], {}
+    for mode in MODES:
+        t, o, chain = audit_mode(dataclasses.replace(case, mode=mode))
+        tensor_rows += t
+        op_rows += o
+        chains[mode] = chain
+    errors = error_paths(case)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
+    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "error_paths": errors}

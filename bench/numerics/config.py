@@ -1,0 +1,313 @@
+"""The settings of a numerics study: one validated, frozen dataclass, its defaults per device, and
+the short study a timing run can begin with.
+
+Every setting is checked once, in `NumericsConfig.__post_init__`, with a `ValueError` that names
+the field and the bad value, before any folder exists. The settings go to env.json (`record`), and
+a resumed study is rebuilt from there (`from_record`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+
+from bench.case import DEVICES, REDUCTIONS, Case
+from bench.model import PRESETS, ModelSize
+from bench.modes import MODES, OPTIMIZERS
+from bench.numerics.jobs import Job
+
+LR = 3e-4
+"""Adam's learning rate in the study: the best of the H200 sweep in results/lr-sweep/ (the
+question's 1e-3 learns the task too, but ends with a far higher loss on the 16000-wide model)."""
+
+
+def defaults(device: str) -> dict[str, object]:
+    """The settings of a study on `device` that the user did not give: keys are field names of
+    `NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`) for the model size."""
+    _choice("device", device, DEVICES)
+    common: dict[str, object] = {
+        "modes": tuple(MODES),
+        "noise": 2.0,
+        "optimizer": "fused",
+        "lr": LR,
+        "loss_mult": 1.0,
+        "reduction": "mean",
+        "init_scale": 1.0,
+    }
+    if device == "cuda":
+        return {
+            "preset": "seed",
+            "census_batch_sizes": (64, 256, 1024, 4096, 8192),
+            "checkpoints": (0, 200, 1000),
+            "histogram_batch": 1024,
+            "conv_batch_sizes": (1024, 8192),
+            "seeds": (0, 1),
+            "steps": 1000,
+            # One fp16 + GradScaler run goes this long, to show the scale grow (GradScaler
+            # doubles it after 2000 clean steps in a row).
+            "long_steps": 2500,
+            "eval_every": 100,
+            "heldout": 8192,
+            **common,
+        }
+    return {  # the CPU: a smoke run, tiny sizes, a few seconds
+        "preset": "tiny",
+        "census_batch_sizes": (8, 32),
+        "checkpoints": (0, 10),
+        "histogram_batch": 32,
+        "conv_batch_sizes": (16, 32),
+        "seeds": (0, 1),
+        "steps": 40,
+        "long_steps": 60,
+        "eval_every": 10,
+        "heldout": 256,
+        **common,
+    }
+
+
+def _check(ok: bool, name: str, value: object, what: str) -> None:
+    if not ok:
+        raise ValueError(f"{name} {value!r}: {what}")
+
+
+def _int(name: str, value: object, minimum: int) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    what = "is not a positive integer" if minimum == 1 else f"is not an integer >= {minimum}"
+    _check(ok, name, value, what)
+
+
+def _choice(name: str, value: object, choices: Iterable[str]) -> None:
+    _check(value in choices, name, value, f"choose from {', '.join(choices)}")
+
+
+def _items(name: str, values: object) -> None:
+    """A non-empty tuple without repeats (a repeated batch size or seed would run a job twice)."""
+    _check(isinstance(values, tuple) and len(values) > 0, name, values, "must be a non-empty tuple")
+    repeated = next((v for v in values if values.count(v) > 1), None)
+    _check(repeated is None, name, repeated, "is given twice")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumericsConfig:
+    device: str
+    """`cuda` or `cpu`."""
+    size: ModelSize
+    modes: tuple[str, ...]
+    """Modes of the convergence runs (keys of `bench.modes.MODES`); the audit covers every mode,
+    the census fp16 with and without a scaler and bf16."""
+    census_batch_sizes: tuple[int, ...]
+    """One census trajectory (fp16 + GradScaler training) per batch size."""
+    checkpoints: tuple[int, ...]
+    """Steps of each census trajectory at which every gradient is compared with fp32's."""
+    histogram_batch: int
+    """The census batch size whose trajectory also records the activation-gradient histogram."""
+    conv_batch_sizes: tuple[int, ...]
+    seeds: tuple[int, ...]
+    """Seeds of the convergence runs (the census runs the first): weights and batches."""
+    steps: int
+    """Training steps of every convergence run; the summary compares runs at this step."""
+    long_steps: int
+    """One fp16-amp run (first batch size and seed) goes this long if it exceeds `steps`."""
+    eval_every: int
+    """Held-out evaluation period, in steps; `steps` is a multiple of it."""
+    heldout: int
+    """Held-out samples."""
+    noise: float
+    """Noise of the task (`bench.numerics.task.Task`)."""
+    optimizer: str
+    """Adam implementation, a key of `bench.modes.OPTIMIZERS`."""
+    lr: float
+    loss_mult: float
+    """Stress: multiply the loss (1/k as in gradient accumulation over k micro-batches)."""
+    reduction: str
+    """Stress: CrossEntropyLoss reduction, `mean` or `sum`."""
+    init_scale: float
+    """Stress: multiply every initial weight and bias."""
+    workers: int
+    """Worker processes, one per GPU (1 on the CPU)."""
+
+    def __post_init__(self) -> None:
+        _choice("device", self.device, DEVICES)
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("reduction", self.reduction, REDUCTIONS)
+        _check(isinstance(self.size, ModelSize), "size", self.size, "is not a ModelSize")
+        for f in dataclasses.fields(ModelSize):
+            _int(f.name, getattr(self.size, f.name), 1)
+        _items("modes", self.modes)
+        for mode in self.modes:
+            _choice("modes", mode, MODES)
+        for name, minimum in (
+            ("census_batch_sizes", 1),
+            ("conv_batch_sizes", 1),
+            ("checkpoints", 0),
+            ("seeds", 0),
+        ):
+            _items(name, getattr(self, name))
+            for value in getattr(self, name):
+                _int(name, value, minimum)
+        for name in ("histogram_batch", "steps", "eval_every", "heldout", "workers"):
+            _int(name, getattr(self, name), 1)
+        _int("long_steps", self.long_steps, 0)
+        _check(
+            self.histogram_batch in self.census_batch_sizes,
+            "histogram_batch",
+            self.histogram_batch,
+            f"is not one of census_batch_sizes {self.census_batch_sizes}",
+        )
+        _check(
+            self.steps % self.eval_every == 0,
+            "steps",
+            self.steps,
+            f"is not a multiple of eval_every {self.eval_every}",
+        )
+        for name in ("noise", "lr", "loss_mult", "init_scale"):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            _check(ok and 0 < value < math.inf, name, value, "is not a positive finite number")
+
+    @classmethod
+    def build(
+        cls, *, device: str, options: dict[str, object], workers: int | None
+    ) -> NumericsConfig:
+        """The settings of a new study: `options` holds only what the user gave (field names, and
+        `preset` for the model size), the rest comes from `defaults(device)`. A list may be any
+        sequence; checkpoints are sorted. `workers` None means every visible GPU."""
+        given = defaults(device)
+        unknown = sorted(set(options) - set(given))
+        if unknown:
+            raise ValueError(f"unknown numerics setting {unknown[0]!r}")
+        settings = {**given, **options}
+        if "histogram_batch" not in options and "census_batch_sizes" in options:
+            # The default histogram batch if it is one of the census sizes given, else the last one.
+            sizes = tuple(settings["census_batch_sizes"])
+            if sizes and settings["histogram_batch"] not in sizes:
+                settings["histogram_batch"] = sizes[-1]
+        preset = settings.pop("preset")
+        if preset not in PRESETS:
+            raise ValueError(f"preset {preset!r}: choose from {', '.join(PRESETS)}")
+        for name, value in settings.items():
+            if isinstance(value, (list, tuple)):
+                settings[name] = tuple(sorted(value) if name == "checkpoints" else value)
+        return cls(
+            device=device,
+            size=PRESETS[preset],
+            workers=resolve_workers(device, workers),
+            **settings,
+        )
+
+    def record(self) -> dict[str, object]:
+        """The settings as env.json keeps them: flat, the model size's fields inline."""
+        flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del flat["size"]
+        return {**flat, **dataclasses.asdict(self.size)}
+
+    @classmethod
+    def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
+        """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
+        size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
+        kept = {n: tuple(record[n]) if isinstance(record[n], list) else record[n] for n in names}
+        return cls(size=size, workers=workers, **kept)
+
+    def case(self, mode: str, batch_size: int, seed: int) -> Case:
+        return Case.of(
+            self.size,
+            mode=mode,
+            optimizer=self.optimizer,
+            batch_size=batch_size,
+            device=self.device,
+            seed=seed,
+            lr=self.lr,
+            loss_mult=self.loss_mult,
+            reduction=self.reduction,
+            init_scale=self.init_scale,
+        )
+
+    def audit_case(self) -> Case:
+        """The case the dtype audit runs every mode on: the smallest census batch, first seed."""
+        return self.case("fp32", min(self.census_batch_sizes), self.seeds[0])
+
+    def jobs(self) -> list[Job]:
+        """Every job of the study: the census trajectories, then the convergence runs."""
+        out = [
+            Job(
+                kind="census",
+                case=self.case("fp16-amp", b, self.seeds[0]),
+                steps=0,
+                noise=self.noise,
+                checkpoints=self.checkpoints,
+                histogram=b == self.histogram_batch,
+            )
+            for b in self.census_batch_sizes
+        ]
+        for b in self.conv_batch_sizes:
+            for mode in self.modes:
+                for seed in self.seeds:
+                    long = (mode, b, seed) == ("fp16-amp", self.conv_batch_sizes[0], self.seeds[0])
+                    steps = max(self.steps, self.long_steps) if long else self.steps
+                    out.append(
+                        Job(
+                            kind="convergence",
+                            case=self.case(mode, b, seed),
+                            steps=steps,
+                            noise=self.noise,
+                            eval_every=self.eval_every,
+                            heldout=self.heldout,
+                        )
+                    )
+        return out
+
+
+def gpu_count() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def resolve_workers(device: str, workers: int | None) -> int:
+    """How many worker processes a study uses: one per GPU (all visible ones when `workers` is
+    None), and one on the CPU."""
+    if workers is not None:
+        _int("workers", workers, 1)
+    if device != "cuda":
+        if workers not in (None, 1):
+            raise ValueError(f"workers {workers}: a CPU study runs in one process")
+        return 1
+    visible = gpu_count()
+    if workers is None:
+        return max(1, visible)
+    if workers > visible:
+        raise ValueError(f"workers {workers}: only {visible} GPU(s) visible")
+    return workers
+
+
+def short_config(
+    *, device: str, size: ModelSize, modes: list[str], batch_sizes: list[int], optimizer: str
+) -> NumericsConfig:
+    """The short study a core run can include (`run --numerics`): the audit, the census at the
+    run's batch sizes at steps 0 and 100, and 200 convergence steps of every mode at the smallest
+    batch size, one seed, in the timing process itself (workers=1), so that anything it left
+    behind would show in the timings that follow."""
+    return NumericsConfig(
+        device=device,
+        size=size,
+        modes=tuple(modes),
+        census_batch_sizes=tuple(batch_sizes),
+        checkpoints=(0, 100),
+        histogram_batch=min(batch_sizes),
+        conv_batch_sizes=(min(batch_sizes),),
+        seeds=(0,),
+        steps=200,
+        long_steps=0,
+        eval_every=50,
+        heldout=8192 if device == "cuda" else 256,
+        noise=2.0,
+        optimizer=optimizer,
+        lr=LR,
+        loss_mult=1.0,
+        reduction="mean",
+        init_scale=1.0,
+        workers=1,
+    )

@@ -1,0 +1,138 @@
+"""The study's units of work, and spreading them over the GPUs of one machine.
+
+A `Job` is one convergence run or one census trajectory; `run_job` runs it and turns a fault into a
+row of the `failed` table, so the other jobs go on. `run_all` gives each GPU one worker process,
+which pins itself to its GPU when it starts and takes jobs from a shared queue, the most costly
+first, so that a long job does not start last. With one GPU, or on the CPU, the jobs run in this
+process, one after another. `on_done` sees each result in this process as soon as its job ends, so
+a caller can keep it on disk before the rest finish (and resume after an interruption).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+
+from bench.case import Case
+from bench.faults import error_summary, fault_status
+from bench.numerics import training
+
+KINDS = ("convergence", "census")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """One unit of work for a worker: a convergence run or a census trajectory."""
+
+    kind: str
+    """`convergence` or `census`."""
+    case: Case
+    steps: int
+    """Training steps of a convergence run (0 for a census trajectory, which stops at its last
+    checkpoint)."""
+    noise: float = 2.0
+    eval_every: int = 100
+    heldout: int = 8192
+    checkpoints: tuple[int, ...] = ()
+    histogram: bool = False
+    """Whether a census trajectory also records the activation-gradient histogram."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown job kind {self.kind!r}; choose from {', '.join(KINDS)}")
+
+    @property
+    def key(self) -> str:
+        """The job's name in a study's `jobs/` folder; unique within one study."""
+        c = self.case
+        return f"{self.kind}_{c.mode}_b{c.batch_size}_s{c.seed}_{self.steps}"
+
+    @property
+    def label(self) -> str:
+        c = self.case
+        return f"{self.kind} {c.mode} b{c.batch_size} s{c.seed} ({self.steps} steps)"
+
+    @property
+    def cost(self) -> float:
+        """Rough relative cost, to hand the longest jobs out first."""
+        speed = {"fp32": 8.0, "tf32": 1.5}.get(self.case.mode, 1.0)
+        return self.steps * self.case.batch_size * speed
+
+
+def run_job(job: Job) -> dict[str, list[dict]]:
+    """Rows by table name; a fault (out of memory, any exception) becomes a row of `failed`."""
+    try:
+        if job.kind == "convergence":
+            return training.convergence(
+                job.case,
+                steps=job.steps,
+                noise=job.noise,
+                eval_every=job.eval_every,
+                heldout=job.heldout,
+            )
+        return training.census_trajectory(
+            job.case, noise=job.noise, checkpoints=job.checkpoints, histogram=job.histogram
+        )
+    except Exception as exc:  # recorded; the other jobs go on
+        c = job.case
+        row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
+        return {"failed": [{**row, "status": fault_status(exc), "error": error_summary(exc)}]}
+    finally:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+def _pin(gpus: mp.Queue) -> None:
+    gpu = gpus.get()
+    if torch.cuda.is_available():  # on a CPU-only machine the workers just run side by side
+        torch.cuda.set_device(gpu)
+
+
+def run_all(
+    fn: Callable[[J], R],
+    jobs: Iterable[J],
+    *,
+    workers: int,
+    cost: Callable[[J], float],
+    describe: Callable[[J], str] = str,
+    on_done: Callable[[J, R], None] | None = None,
+) -> list[R]:
+    """fn(job) for every job, on `workers` GPUs; results in the order the jobs were given."""
+    jobs = list(jobs)
+    order = sorted(range(len(jobs)), key=lambda i: -cost(jobs[i]))
+    results: list[R | None] = [None] * len(jobs)
+
+    def finish(done: int, i: int, result: R) -> None:
+        results[i] = result
+        if on_done is not None:
+            on_done(jobs[i], result)
+        print(f"[{done}/{len(jobs)}] done: {describe(jobs[i])}", file=sys.stderr, flush=True)
+
+    if workers <= 1:
+        for done, i in enumerate(order, 1):
+            finish(done, i, fn(jobs[i]))
+        return results  # type: ignore[return-value]
+    # spawn, not fork: CUDA cannot be re-initialised in a forked child.
+    ctx = mp.get_context("spawn")
+    gpus = ctx.Queue()
+    for g in range(workers):
+        gpus.put(g)
+    with ctx.Pool(workers, initializer=_pin, initargs=(gpus,)) as pool:
+        indexed = pool.imap_unordered(_call, [(fn, i, jobs[i]) for i in order], chunksize=1)
+        for done, (i, result) in enumerate(indexed, 1):
+            finish(done, i, result)
+    return results  # type: ignore[return-value]
+
+
+def _call(item: tuple[Callable, int, object]) -> tuple[int, object]:
+    fn, i, job = item
+    return i, fn(job)

@@ -1,0 +1,182 @@
+"""A numerics study in its folder: start one, resume an interrupted one, run one into a folder
+another job made, and render a folder's figures and report.
+
+While a study runs, each finished job's rows are kept in `jobs/<job key>.json`, so that an
+interrupted study (a time limit, a lost machine, Ctrl-C) goes on where it stopped with `resume`;
+the folder is removed once the tables are written. The audit is kept the same way: `audit.json`
+is written after its tables, so its presence means the audit is done.
+
+`render` and `is_study` read the folder's files alone and need no torch, so a report renders on a
+machine without a GPU, or without torch. The functions that run a study import what needs torch
+(the jobs, the audit, `bench.env`, and `bench.folders` and `bench.results`, which import
+`bench.case`) inside themselves, so that importing this module does not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.faults import UsageError
+from bench.numerics import analysis, plots, report, tables
+
+if TYPE_CHECKING:
+    from bench.numerics.config import NumericsConfig
+    from bench.numerics.jobs import Job
+
+JOBS_DIR = "jobs"
+JOB_TABLES = ("failed", "census", "histogram", "fp16_fate", "steps", "evals", "runs")
+"""The tables the jobs' rows go to, in the order they are written."""
+
+
+def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | None) -> Path:
+    """Run a new study into a new folder under `results_dir`, named
+    `<stamp>_<gpu>_<sha>_numerics[_<tag>]`; returns the folder. `command` is recorded in
+    env.json as the command that started it. An interruption (KeyboardInterrupt) propagates and
+    leaves every finished job in the folder for `resume`."""
+    from bench import env, folders, results
+
+    if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
+        raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
+    info = env.collect(cfg.device)
+    started = folders.utc_now()
+    suffix = "_numerics" + (f"_{tag}" if tag else "")
+    name = folders.run_dir_name(started, str(info["gpu"]), info["commit"], suffix=suffix)
+    run_dir = folders.create(results_dir, name)
+    with folders.locked(run_dir):
+        info["started"] = folders.iso(started)
+        info["command"] = command
+        info["numerics_config"] = cfg.record()
+        info["run_name"] = run_dir.name
+        results.write_env(run_dir, info)
+        print(f"ampbench: numerics folder {run_dir}", file=sys.stderr, flush=True)
+        run_into(cfg, run_dir, info)
+    return run_dir
+
+
+def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
+    """Finish an interrupted study in its folder with its recorded settings, running only the
+    jobs it has not kept; returns the folder. `workers` None means every visible GPU. A folder
+    made at another commit, torch version or GPU model is refused unless `force`, and a complete
+    one is refused (`UsageError`), before anything in it changes."""
+    import torch
+
+    from bench import env, folders, results
+    from bench.numerics.config import NumericsConfig, resolve_workers
+
+    recorded = results.read_env(run_dir).get("device") if run_dir.is_dir() else None
+    # Describe this machine as the folder's device where it can: a CUDA folder on a machine
+    # without a GPU is then refused by reopen, by name.
+    here = "cuda" if recorded == "cuda" and torch.cuda.is_available() else "cpu"
+    info = folders.reopen(run_dir, kind="numerics_config", here=env.collect(here), force=force)
+    if "ended" in info:
+        raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
+    try:
+        cfg = NumericsConfig.from_record(
+            info["numerics_config"], workers=resolve_workers(info["device"], workers)
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"--resume {run_dir}: {exc}") from exc
+    with folders.locked(run_dir):
+        results.write_env(run_dir, info)  # the resumption, recorded before any work
+        print(f"ampbench: resuming {run_dir}", file=sys.stderr, flush=True)
+        run_into(cfg, run_dir, info)
+    return run_dir
+
+
+def run_into(cfg: NumericsConfig, folder: Path, info: dict) -> None:
+    """Run the study, or what is left of it, into `folder`, whose env.json (`info`) the caller
+    wrote; then mark it ended and render it. It takes no lock: the caller holds the folder's."""
+    from bench import folders, results
+
+    _run(cfg, folder)
+    info["ended"] = folders.iso()
+    results.write_env(folder, info)
+    print(f"ampbench: wrote {render(folder)}", file=sys.stderr, flush=True)
+
+
+def render(run_dir: Path) -> Path:
+    """The figures and report.md of a finished study, from its CSV files and env.json alone;
+    returns the report's path. Needs no torch and measures nothing."""
+    t = tables.load(run_dir)
+    steps = t["steps"]
+    plots.histogram(t["histogram"], run_dir / "histogram.png")
+    if not steps.empty:
+        cfg = t["env"].get("numerics_config", {})
+        horizon = int(cfg["steps"]) if "steps" in cfg else int(steps["step"].max()) + 1
+        plots.loss_curves(steps, horizon, run_dir / "loss_curves.png")
+        plots.scale(steps, run_dir / "scale.png")
+    path = run_dir / tables.REPORT
+    path.write_text(report.render(t))
+    return path
+
+
+def is_study(run_dir: Path) -> bool:
+    """True for a numerics study's folder (env.json has `numerics_config`, or audit.json exists)."""
+    if (run_dir / tables.AUDIT_JSON).is_file():
+        return True
+    try:
+        return "numerics_config" in tables.read_env(run_dir)
+    except UsageError:
+        return False
+
+
+def _run(cfg: NumericsConfig, run_dir: Path) -> None:
+    """Run the study into `run_dir`, or what is left of it: the audit and the jobs already kept
+    there are not run again. Writes the tables."""
+    from bench.numerics import audit, jobs
+
+    if not (run_dir / tables.AUDIT_JSON).is_file():
+        tensor_rows, op_rows, audit_json = audit.run(cfg.audit_case())
+        tables.write(run_dir, "audit", tables.frame("audit", tensor_rows))
+        tables.write(run_dir, "audit_ops", tables.frame("audit_ops", op_rows))
+        (run_dir / tables.AUDIT_JSON).write_text(json.dumps(audit_json, indent=2) + "\n")
+        print("ampbench: dtype audit written", file=sys.stderr, flush=True)
+    todo = cfg.jobs()
+    kept = _kept(run_dir, todo)
+    if kept:
+        print(
+            f"ampbench: {len(kept)} of {len(todo)} jobs already done, running the rest",
+            file=sys.stderr,
+            flush=True,
+        )
+    pending = [j for j in todo if j.key not in kept]
+    fresh = jobs.run_all(
+        jobs.run_job,
+        pending,
+        workers=cfg.workers,
+        cost=lambda j: j.cost,
+        describe=lambda j: j.label,
+        on_done=lambda job, out: _keep(run_dir, job, out),
+    )
+    done = {**kept, **{j.key: out for j, out in zip(pending, fresh, strict=True)}}
+    rows: dict[str, list[dict]] = {}
+    for job in todo:  # in the jobs' order, resumed or not
+        for name, job_rows in done[job.key].items():
+            rows.setdefault(name, []).extend(job_rows)
+    frames = {name: tables.frame(name, rows.get(name, [])) for name in JOB_TABLES}
+    for name, df in frames.items():
+        tables.write(run_dir, name, df)
+    summary = analysis.summarize_runs(frames["steps"], frames["evals"], frames["runs"], cfg.steps)
+    tables.write(run_dir, "summary", summary)
+    if (run_dir / JOBS_DIR).is_dir():
+        shutil.rmtree(run_dir / JOBS_DIR)  # every row is in the tables now
+
+
+def _keep(run_dir: Path, job: Job, out: dict[str, list[dict]]) -> None:
+    folder = run_dir / JOBS_DIR
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".{job.key}.tmp"
+    tmp.write_text(json.dumps(out))
+    tmp.replace(folder / f"{job.key}.json")  # atomic: a kill never leaves half a file
+
+
+def _kept(run_dir: Path, todo: list[Job]) -> dict[str, dict[str, list[dict]]]:
+    keys = {j.key for j in todo}
+    folder = run_dir / JOBS_DIR
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return {f.stem: json.loads(f.read_text()) for f in files if f.stem in keys}

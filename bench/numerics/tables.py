@@ -1,0 +1,240 @@
+"""The study's tables: their files and columns, what a row is about, and reading a folder back.
+
+A row says which tensor it is about in columns, not in its label: `kind` (what the tensor is:
+input, activation, log_softmax, loss, activation_grad, produced_grad, param_grad, optim_state),
+`module` (fc1, relu, fc2, fc3 for activations and their gradients, the parameter's name for
+parameter gradients and Adam's state), `state` (Adam's state key) and, in the audit, `phase`
+(forward, backward, optimizer). `tensor` is a label for people and is never parsed, except once:
+`load` derives the columns for folders written before they existed, from the labels those folders
+used, which the label functions below still produce.
+
+Nothing here imports torch: a folder renders on a machine without it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from bench.faults import UsageError
+
+ACTIVATIONS = ("fc1", "relu", "fc2", "fc3")
+"""Modules whose outputs are the activations; fc3's output is the logits."""
+PARAMETERS = tuple(f"{fc}.{p}" for fc in ("fc1", "fc2", "fc3") for p in ("weight", "bias"))
+"""The MLP's parameters (`bench.model.MLP`), as `named_parameters` names them."""
+ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
+AUDITED_STATE_OF = "fc1.weight"
+"""The parameter whose Adam state the audit records (every parameter's has the same dtypes)."""
+
+INPUT, ACTIVATION, LOG_SOFTMAX, LOSS = "input", "activation", "log_softmax", "loss"
+ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD = "activation_grad", "produced_grad", "param_grad"
+"""`produced_grad`: a parameter's gradient as its matmul produced it, before any cast to the
+parameter's dtype; `param_grad`: `param.grad`."""
+OPTIM_STATE = "optim_state"
+PHASE = {
+    INPUT: "forward",
+    ACTIVATION: "forward",
+    LOG_SOFTMAX: "forward",
+    LOSS: "forward",
+    ACTIVATION_GRAD: "backward",
+    PRODUCED_GRAD: "backward",
+    PARAM_GRAD: "backward",
+    OPTIM_STATE: "optimizer",
+}
+"""The phase of the step that makes each kind of tensor."""
+POOLED = "all"
+"""`module` of an fp16_fate row about every activation gradient pooled together."""
+TENSOR_COLUMNS = ("kind", "module", "state", "phase")
+"""The columns that say which tensor a row is about (a table has those that apply to it)."""
+
+_OUTPUT_LABEL = {
+    "fc1": "fc1 output",
+    "relu": "ReLU output",
+    "fc2": "fc2 output",
+    "fc3": "logits (fc3 output)",
+}
+
+
+def audit_tensor(kind: str, module: str = "", state: str = "") -> dict[str, str]:
+    """The columns of an audit row that say which tensor it is, with its display label."""
+    if kind in (ACTIVATION, ACTIVATION_GRAD):
+        label = _OUTPUT_LABEL[module]
+        label = label if kind == ACTIVATION else f"grad of {label}"
+    else:
+        label = {
+            INPUT: "input x",
+            LOG_SOFTMAX: "log-softmax output",
+            LOSS: "loss",
+            PRODUCED_GRAD: f"{module} grad as its matmul produced it",
+            PARAM_GRAD: f"{module}.grad",
+            OPTIM_STATE: f"Adam {state}",
+        }[kind]
+    return {"kind": kind, "module": module, "state": state, "phase": PHASE[kind], "tensor": label}
+
+
+def grad_tensor(kind: str, module: str) -> dict[str, str]:
+    """The columns of a census or fp16_fate row that say which gradient it is, with its label."""
+    if module == POOLED:
+        label = "all activation grads"
+    elif kind == ACTIVATION_GRAD:
+        label = f"grad of {module} output"
+    else:
+        label = f"{module} grad"
+    return {"kind": kind, "module": module, "tensor": label}
+
+
+def _known_audit() -> list[dict[str, str]]:
+    return [
+        audit_tensor(INPUT),
+        *(audit_tensor(ACTIVATION, m) for m in ACTIVATIONS),
+        audit_tensor(LOG_SOFTMAX),
+        audit_tensor(LOSS),
+        *(audit_tensor(ACTIVATION_GRAD, m) for m in ACTIVATIONS),
+        *(audit_tensor(PRODUCED_GRAD, p) for p in PARAMETERS),
+        *(audit_tensor(PARAM_GRAD, p) for p in PARAMETERS),
+        *(audit_tensor(OPTIM_STATE, AUDITED_STATE_OF, s) for s in ADAM_STATE),
+    ]
+
+
+def _known_grads() -> list[dict[str, str]]:
+    return [
+        grad_tensor(ACTIVATION_GRAD, POOLED),
+        *(grad_tensor(ACTIVATION_GRAD, m) for m in ACTIVATIONS),
+        *(grad_tensor(PRODUCED_GRAD, p) for p in PARAMETERS),
+    ]
+
+
+@dataclass(frozen=True)
+class Table:
+    file: str
+    columns: tuple[str, ...]
+    """Every column, in order: what an empty table's file holds, so that readers of a study
+    whose jobs all failed still find the columns."""
+    labels: tuple[dict[str, str], ...] = ()
+    """The tensor columns of every label this table has used, to read folders older than them."""
+
+
+TABLES: dict[str, Table] = {
+    "audit": Table(
+        "audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), tuple(_known_audit())
+    ),
+    "audit_ops": Table("audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs")),
+    "census": Table(
+        "census.csv",
+        (
+            *("batch_size", "step", "loss_scale", "mode", "kind", "module", "tensor", "dtype"),
+            *("numel", "flushed", "subnormal", "nonfinite", "ref_zero", "rel_err"),
+        ),
+        tuple(_known_grads()),
+    ),
+    "histogram": Table(
+        "histogram.csv", ("batch_size", "step", "loss_scale", "bin", "log2_lo", "count", "share")
+    ),
+    "fp16_fate": Table(
+        "fp16_fate.csv",
+        (
+            *("batch_size", "step", "loss_scale", "kind", "module", "tensor", "shift"),
+            *("multiplier", "fp16_flushed", "fp16_subnormal", "fp16_overflow"),
+        ),
+        tuple(_known_grads()),
+    ),
+    "steps": Table(
+        "convergence_steps.csv",
+        ("mode", "batch_size", "seed", "optimizer", "steps", "step", "loss", "scale", "skipped"),
+    ),
+    "evals": Table(
+        "convergence_evals.csv",
+        ("mode", "batch_size", "seed", "optimizer", "steps", "step", "heldout_loss", "heldout_acc"),
+    ),
+    "runs": Table(
+        "convergence_runs.csv", ("mode", "batch_size", "seed", "optimizer", "steps", "step_ms")
+    ),
+    "summary": Table(
+        "summary.csv",
+        (
+            *("mode", "batch_size", "seed", "optimizer", "final_loss", "heldout_loss"),
+            *("heldout_acc", "nonfinite_steps", "skipped_steps", "final_scale", "step_ms"),
+            *("target_loss", "steps_to_target", "time_to_target_s"),
+        ),
+    ),
+    "failed": Table("failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error")),
+}
+"""The study's CSV files by table name (the names job outputs use)."""
+AUDIT_JSON, ENV, REPORT = "audit.json", "env.json", "report.md"
+
+
+def frame(name: str, rows: list[dict]) -> pd.DataFrame:
+    """Rows of a table as a DataFrame; no rows give the table's columns and no row."""
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(TABLES[name].columns))
+
+
+def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
+    """A table's CSV file; an empty table still gets its header."""
+    if df.empty and not len(df.columns):
+        df = frame(name, [])
+    df.to_csv(run_dir / TABLES[name].file, index=False)
+
+
+def read_env(run_dir: Path) -> dict:
+    """env.json of a folder. `bench.results.read_env` reads it the same way, but importing
+    bench.results imports bench.case and, through it, torch."""
+    path = run_dir / ENV
+    try:
+        env = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise UsageError(f"{run_dir} is not a results folder (no {ENV})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid JSON ({exc})") from exc
+    if not isinstance(env, dict):
+        raise UsageError(f"{path} does not hold a JSON object")
+    return env
+
+
+def load(run_dir: Path) -> dict[str, object]:
+    """Every table of a finished study's folder as a DataFrame by table name, with `audit_json`
+    and `env` (the parsed JSON files). The one place that reads a study's tables: columns a folder
+    predates are derived here from its labels, and an empty table gets its columns."""
+    missing = [
+        f for f in [t.file for t in TABLES.values()] + [AUDIT_JSON] if not (run_dir / f).is_file()
+    ]
+    if missing:
+        raise UsageError(
+            f"{run_dir}: no {', '.join(missing)}: the study has not finished; resuming it "
+            "finishes it"
+        )
+    out: dict[str, object] = {name: _read(run_dir, name) for name in TABLES}
+    out["audit_json"] = json.loads((run_dir / AUDIT_JSON).read_text())
+    out["env"] = read_env(run_dir)
+    return out
+
+
+def _read(run_dir: Path, name: str) -> pd.DataFrame:
+    table = TABLES[name]
+    path = run_dir / table.file
+    try:
+        df = pd.read_csv(path)
+    except pd.errors.EmptyDataError:  # an empty table of an older folder: not even a header
+        df = pd.DataFrame()
+    if df.empty:
+        return pd.DataFrame(columns=list(table.columns))
+    if table.labels and "kind" not in df.columns:
+        df = _derive_tensor_columns(df, table, path)
+    for col in TENSOR_COLUMNS:
+        if col in df.columns:
+            df[col] = df[col].fillna("")  # an empty cell (no module, no state) reads as NaN
+    return df
+
+
+def _derive_tensor_columns(df: pd.DataFrame, table: Table, path: Path) -> pd.DataFrame:
+    by_label = {t["tensor"]: t for t in table.labels}
+    unknown = sorted(set(df["tensor"]) - set(by_label))
+    if unknown:
+        raise UsageError(f"{path}: tensor label {unknown[0]!r} is not one this version knows")
+    derived = [c for c in table.columns if c in TENSOR_COLUMNS]
+    for col in derived:
+        df[col] = df["tensor"].map(lambda label, col=col: by_label[label][col])
+    lead = [c for c in table.columns if c in df.columns]
+    return df[lead + [c for c in df.columns if c not in lead]]

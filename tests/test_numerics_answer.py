@@ -1,0 +1,224 @@
+"""The Answer and the convergence summary, from hand-made tables (no torch involved)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from bench.numerics import analysis, answer, tables
+
+
+def _audit_rows():
+    """The fp16-amp audit, labelled `t0`, `t1`, ...: the Answer must select rows by their columns
+    and never read a label."""
+    tensors = [
+        (tables.audit_tensor(tables.LOSS), "float32"),
+        (tables.audit_tensor(tables.LOG_SOFTMAX), "float16"),
+        (tables.audit_tensor(tables.ACTIVATION, "fc1"), "float16"),
+        (tables.audit_tensor(tables.ACTIVATION, "fc3"), "float16"),
+        (tables.audit_tensor(tables.ACTIVATION_GRAD, "fc1"), "float16"),
+        (tables.audit_tensor(tables.PARAM_GRAD, "fc1.weight"), "float32"),
+        (tables.audit_tensor(tables.PRODUCED_GRAD, "fc1.weight"), "float16"),
+        (tables.audit_tensor(tables.OPTIM_STATE, "fc1.weight", "step"), "int64"),
+        (tables.audit_tensor(tables.OPTIM_STATE, "fc1.weight", "exp_avg"), "float32"),
+    ]
+    return [
+        {"mode": "fp16-amp", **t, "tensor": f"t{i}", "dtype": d} for i, (t, d) in enumerate(tensors)
+    ]
+
+
+def _census_rows(flushed_noscale: dict[int, float]) -> list[dict]:
+    return [
+        {
+            "batch_size": bs,
+            "step": 200,
+            "loss_scale": 65536.0,
+            "mode": mode,
+            **tables.grad_tensor(tables.ACTIVATION_GRAD, "fc3"),
+            "tensor": "the logits' gradient",  # the label the sentence quotes, cell as it is
+            "dtype": "float16",
+            "flushed": flushed,
+            "subnormal": 0.0,
+            "nonfinite": 0.0,
+            "rel_err": err,
+        }
+        for bs, f in flushed_noscale.items()
+        for mode, flushed, err in (
+            ("fp16-amp-noscale", f, 1e-3),
+            ("fp16-amp", 0.0, 1e-3),
+            ("bf16-amp", 0.0, 8e-3),
+        )
+    ]
+
+
+def _tables(flushed_noscale, noscale_loss):
+    summary = pd.DataFrame(
+        [
+            {
+                "batch_size": 1024,
+                "mode": m,
+                "seed": 0,
+                "optimizer": "fused",
+                "final_loss": loss,
+                "step_ms": ms,
+            }
+            for m, loss, ms in (
+                ("fp32", 0.1, 40.0),
+                ("fp16-amp", 0.1, 8.0),
+                ("fp16-amp-noscale", noscale_loss, 7.0),
+            )
+        ]
+    )
+    return {
+        "audit": pd.DataFrame(_audit_rows()),
+        "census": pd.DataFrame(_census_rows(flushed_noscale)),
+        "summary": summary,
+        "audit_json": {
+            "chain_to_fc1_weight": {"fp16-amp": ["A", "B"]},
+            "error_paths": [
+                {
+                    "param_dtype": "float16",
+                    "optimizer": "foreach",
+                    "outcome": "raised",
+                    "exception": "ValueError",
+                    "message": "Attempting to unscale FP16 gradients.",
+                    "raised_in": "scaler.step(optimizer)",
+                    "torch": "9.9",
+                }
+            ],
+        },
+    }
+
+
+def _text(t) -> str:
+    return "\n".join(answer.answer(t, "9.9"))
+
+
+def test_dtypes_come_from_the_columns():
+    text = _text(_tables({1024: 0.0}, 0.1))
+    assert (
+        "the loss is float32 (the log-softmax inside cross_entropy ran in float16), the "
+        "activations (fc1, ReLU, fc2, logits) are float16, the gradients with respect to them are "
+        "float16, every weight and bias gradient leaves its matmul as float16, and `param.grad` "
+        "is float32 (Adam's state: float32)" in text  # Adam's int64 step count is not its state
+    )
+    assert "the autograd chain from the loss to fc1.weight is A → B." in text
+    assert "only `param.grad` is float32, while the activation gradients are float16" in text
+
+
+def test_answer_when_fp16_flushes():
+    text = _text(_tables({1024: 0.002, 8192: 0.05, 64: 0.5}, 0.3))
+    assert (
+        "at batch size 64 (50.0% of the logits' gradient at step 200); 8192 (5.0% of the logits' "
+        "gradient at step 200), of the batch sizes measured (64, 1024, 8192)" in text
+    )
+    assert "more than 10% above fp32's at batch size 1024 (0.3 against fp32's 0.1)" in text
+    assert "yes at batch size 64, 1024, 8192:" in text
+    assert "+14.3% at batch 1024 (8 against 7 ms)" in text
+    assert "8.00e-03 with bf16 and 1.00e-03 with scaled fp16, 8.0 times larger" in text
+    assert 'raises ValueError in scaler.step(optimizer) ("Attempting to unscale FP16' in text
+
+
+def test_answer_when_fp16_is_fine():
+    text = _text(_tables({1024: 0.0, 8192: 0.005}, 0.105))
+    assert "flushes no more than 1% of any gradient tensor" in text and "0.50%" in text
+    assert "ends within 10% of fp32's training loss at every batch size where both" in text
+    assert "Not on this model at the batch sizes measured, by the two tests above." in text
+
+
+def test_answer_makes_no_convergence_claim_without_both_runs():
+    t = _tables({1024: 0.0}, 0.1)
+    t["summary"] = t["summary"][t["summary"]["mode"] != "fp16-amp-noscale"]
+    text = _text(t)
+    assert "did not train both fp32 and fp16 without a scaler" in text
+    assert "Not by the underflow test at the batch sizes measured; convergence was not" in text
+    assert "by the two tests above" not in text
+
+
+def _empty(name: str) -> pd.DataFrame:
+    return tables.frame(name, [])
+
+
+def test_answer_when_every_census_job_failed():
+    t = _tables({1024: 0.0}, 0.3)
+    t["census"] = _empty("census")
+    text = _text(t)
+    assert "**Underflow.** Not measured" in text
+    assert "yes at batch size 1024:" in text  # the convergence test alone says so
+    assert "What bf16 gives up" not in text
+    t["summary"] = t["summary"].assign(final_loss=0.1)
+    assert "Not by the convergence test at the batch sizes trained; underflow" in _text(t)
+
+
+def test_answer_when_every_job_failed():
+    t = _tables({1024: 0.0}, 0.1)
+    t["census"], t["summary"] = _empty("census"), _empty("summary")
+    text = _text(t)
+    assert "did not train both" in text and "**Underflow.** Not measured" in text
+    assert "This run cannot say: it has neither test's results." in text
+    assert "What GradScaler costs" not in text
+
+
+def _steps(mode, seed, losses, scales=None):
+    return [
+        {
+            "mode": mode,
+            "batch_size": 8,
+            "seed": seed,
+            "optimizer": "fused",
+            "step": i,
+            "loss": loss,
+            "scale": None if scales is None else scales[i],
+            "skipped": bool(scales and i and scales[i] < scales[i - 1]),
+        }
+        for i, loss in enumerate(losses)
+    ]
+
+
+def test_summary_time_to_target_by_hand():
+    fp32 = [4.0] * 5 + [1.0] * 40
+    fast = [4.0] * 2 + [0.5] * 43
+    slow = [4.0] * 44 + [math.inf]
+    steps = pd.DataFrame(
+        _steps("fp32", 0, fp32)
+        + _steps("bf16-amp", 0, fast)
+        + _steps("fp16-amp-noscale", 0, slow, [8.0] * 30 + [4.0] * 15)
+    )
+    evals = pd.DataFrame(
+        [
+            {
+                "mode": m,
+                "batch_size": 8,
+                "seed": 0,
+                "step": 40,
+                "heldout_loss": 1.0,
+                "heldout_acc": 0.9,
+            }
+            for m in ("fp32", "bf16-amp", "fp16-amp-noscale")
+        ]
+    )
+    runs = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 8, "seed": 0, "step_ms": ms}
+            for m, ms in (("fp32", 10.0), ("bf16-amp", 2.0), ("fp16-amp-noscale", 1.0))
+        ]
+    )
+    summary = analysis.summarize_runs(steps, evals, runs, horizon=40)
+    assert list(summary.columns) == list(tables.TABLES["summary"].columns)
+    s = summary.set_index("mode")
+    # fp32's 20-step mean at the end is 1.0. bf16's running mean over steps 0..t (t < 20) is
+    # (8 + 0.5 (t - 1)) / (t + 1), first <= 1.0 at t = 13: 14 steps.
+    assert s.loc["fp32", "final_loss"] == pytest.approx(1.0)
+    assert s.loc["bf16-amp", "steps_to_target"] == 14
+    assert s.loc["bf16-amp", "time_to_target_s"] == pytest.approx(14 * 2.0 / 1e3)
+    assert s.loc["fp32", "steps_to_target"] == 25  # the window 5..24 is the first of only 1.0s
+    assert math.isnan(s.loc["fp16-amp-noscale", "time_to_target_s"])
+    # Step 44 (inf) is past the horizon; the scale halved once, at step 30.
+    assert s.loc["fp16-amp-noscale", "nonfinite_steps"] == 0
+    assert s.loc["fp16-amp-noscale", "skipped_steps"] == 1
+    assert s.loc["fp32", "heldout_acc"] == 0.9
+
+
+def test_summary_of_no_runs_is_empty_with_its_columns():
+    out = analysis.summarize_runs(_empty("steps"), _empty("evals"), _empty("runs"), horizon=10)
+    assert out.empty and list(out.columns) == list(tables.TABLES["summary"].columns)
