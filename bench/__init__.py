@@ -4,16 +4,6 @@
 the commands.
 """
 
-from __future__ import annotations
+from bench.results import load, load_samples
 
 __all__ = ["load", "load_samples"]
-
-
-def __getattr__(name: str) -> object:
-    # Imported on first use, not here: bench.results imports bench.case and, through it, torch,
-    # and the torch-free parts of the package (a numerics report) must import without it.
-    if name in __all__:
-        from bench import results
-
-        return getattr(results, name)
-    raise AttributeError(f"module 'bench' has no attribute {name!r}")

@@ -443,11 +443,14 @@ def cmd_maxbatch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_folder(path: Path) -> Path:
-    """A timing run's folder, checked: one line names what is wrong with it."""
+def _run_folder(path: Path, *, rows: bool = True) -> Path:
+    """A timing run's folder, checked: one line names what is wrong with it. `rows`: it must
+    hold at least one case (a report renders an empty run; a table or a comparison cannot)."""
     if not (path / results.ROWS).is_file() or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")
     results.read_env(path)  # a corrupt env.json is named here, in one line
+    if rows and not results.read_jsonl(path / results.ROWS):
+        raise UsageError(f"{path} has no rows yet ({results.ROWS} is empty)")
     return path
 
 
@@ -459,7 +462,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     elif "maxbatch_config" in results.read_env(args.run_dir):
         print(maxbatch.render(args.run_dir))
     else:
-        report.write(_run_folder(args.run_dir))
+        report.write(_run_folder(args.run_dir, rows=False))
         print(args.run_dir / results.REPORT)
     return 0
 

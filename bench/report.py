@@ -232,7 +232,7 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _variant_targets(df: pd.DataFrame, env: dict) -> list[str]:
-    if set(df["variant"]) == {"eager"}:
+    if set(df["variant"]) <= {"eager"}:
         return []
     lines = []
     best = _best_variants(df)
@@ -271,7 +271,7 @@ def _variant_targets(df: pd.DataFrame, env: dict) -> list[str]:
 def _variants_section(df: pd.DataFrame) -> list[str]:
     """Each variant's step time against eager's, per mode, optimizer and batch size, and the
     price paid before timing (compilation or capture)."""
-    if set(df["variant"]) == {"eager"}:
+    if set(df["variant"]) <= {"eager"}:
         return []
     ok = df[df["status"] == "ok"]
     out = [
@@ -295,6 +295,8 @@ def _variants_section(df: pd.DataFrame) -> list[str]:
             wide.reset_index().to_markdown(index=False, floatfmt=".3g"),
             "",
         ]
+    if "prepare_s" not in ok or ok.empty:
+        return out
     prep = ok.pivot_table(
         index=["mode", "optimizer", "batch_size"], columns="variant", values="prepare_s", sort=False
     )

@@ -10,7 +10,7 @@
 
 Derived columns (speedups) are computed when rows are loaded, from the measured columns. The
 columns that identify a case are the axes of `bench.case.Case`, read from the dataclass itself.
-Nothing here imports torch: a folder renders on a machine without it.
+Reading a folder's files needs no torch; only the axes (`axes()`, `load`) import the case.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import case as case_module
 from bench.faults import UsageError
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
@@ -53,9 +52,17 @@ class CorruptFolder(UsageError):
     """A results file that cannot be read: named in one line, never repaired silently."""
 
 
+def _axis_defaults() -> dict[str, object]:
+    # Imported here, not at the top: the case's validation imports torch, and reading a folder's
+    # files (env.json, the JSON lines) must work without it.
+    from bench import case
+
+    return case.axis_defaults()
+
+
 def axes() -> list[str]:
     """The columns that identify a case: the axes of `Case`, in field order."""
-    return list(case_module.axis_defaults())
+    return list(_axis_defaults())
 
 
 def leading_columns() -> list[str]:
@@ -156,7 +163,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=leading_columns())
     df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
-    for name, default in case_module.axis_defaults().items():
+    for name, default in _axis_defaults().items():
         if name not in df.columns:
             df[name] = default
     for col in METRIC_COLUMNS:

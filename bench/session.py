@@ -134,12 +134,13 @@ def resume(run_dir: Path, *, force: bool) -> tuple[Path, int]:
     info = folders.reopen(run_dir, kind="config", here=here, force=force)
     cfg = RunConfig.from_record(info["config"])
     info.setdefault("expected_cases", len(cfg.cases()))
-    log(f"resuming {run_dir}")
     return run_dir, _execute(cfg, run_dir, info)
 
 
 def _execute(cfg: RunConfig, run_dir: Path, info: dict) -> int:
     with folders.locked(run_dir):
+        if info.get("resumed"):
+            log(f"resuming {run_dir}")
         for path in (run_dir / results.ROWS, run_dir / results.SAMPLES):
             repaired = results.repair_jsonl(path)
             if repaired:

@@ -119,7 +119,17 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
 
 
 def _run(tmp_path, *extra, modes="fp32,bf16-amp", sizes="4,8"):
-    argv = ["run", "--device", "cpu", "--modes", modes, "--batch-sizes", sizes]
+    argv = [
+        "run",
+        "--device",
+        "cpu",
+        "--modes",
+        modes,
+        "--batch-sizes",
+        sizes,
+        "--optimizers",
+        "fused",
+    ]
     return main(
         [
             *argv,

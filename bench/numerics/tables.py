@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
+from bench.results import read_env
 
 ACTIVATIONS = ("fc1", "relu", "fc2", "fc3")
 """Modules whose outputs are the activations; fc3's output is the logits."""
@@ -176,21 +177,6 @@ def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
     if df.empty and not len(df.columns):
         df = frame(name, [])
     df.to_csv(run_dir / TABLES[name].file, index=False)
-
-
-def read_env(run_dir: Path) -> dict:
-    """env.json of a folder. `bench.results.read_env` reads it the same way, but importing
-    bench.results imports bench.case and, through it, torch."""
-    path = run_dir / ENV
-    try:
-        env = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise UsageError(f"{run_dir} is not a results folder (no {ENV})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc})") from exc
-    if not isinstance(env, dict):
-        raise UsageError(f"{path} does not hold a JSON object")
-    return env
 
 
 def load(run_dir: Path) -> dict[str, object]:
