@@ -23,9 +23,11 @@ OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
         params, lr=lr, foreach=True, capturable=capturable
     ),
     # One kernel per group of tensors; it takes GradScaler's scale and found_inf as tensors,
-    # unscales and skips on the device, with no host sync. Its step counters live on the device,
-    # so it can be captured in a CUDA graph as it is.
-    "fused": lambda params, lr, capturable: torch.optim.Adam(params, lr=lr, fused=True),
+    # unscales and skips on the device, with no host sync. Its step counters live on the device
+    # already, but a CUDA graph capture of step() still asks for capturable=True.
+    "fused": lambda params, lr, capturable: torch.optim.Adam(
+        params, lr=lr, fused=True, capturable=capturable
+    ),
 }
 """Adam implementations by name: `optimizer` axis of a case -> a factory (params, lr,
 capturable). `capturable` keeps every piece of optimizer state on the device, as a CUDA graph
