@@ -11,6 +11,11 @@
 #   ./run_bench.sh maxbatch [opts]      the largest batch each mode trains
 #   ./run_bench.sh report RUN_DIR       re-render a folder's report.md (and its figures)
 #   ./run_bench.sh headline RUN_DIR     print a run's headline table
+#   ./run_bench.sh index                regenerate results/README.md from the run folders
+#   ./run_bench.sh history [--gpu NAME] step time of each case across runs, per GPU model
+#   ./run_bench.sh export RUN_DIR --format github-action-benchmark [--output FILE]
+#                                       a run's timings as JSON for github-action-benchmark
+#   ./run_bench.sh readme [--check]     fill (or check) README.md's generated tables
 #   ./run_bench.sh --help               list the commands; `COMMAND --help` lists its options
 # Paths are taken relative to the directory you run it from. Environment: PYTHON (interpreter),
 # AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
@@ -36,7 +41,7 @@ case "${1:-}" in
         echo "pytest-benchmark suite (./run_bench.sh pytest --help)."
         exit 0
         ;;
-    compare | report | headline | run | numerics | maxbatch)
+    compare | report | headline | run | numerics | maxbatch | index | history | export | readme)
         cmd="$1"
         shift
         ;;

@@ -19,7 +19,7 @@ from typing import NoReturn
 
 import torch
 
-from bench import compare, maxbatch, report, results, session
+from bench import compare, export, history, index, maxbatch, paths, readme, report, results, session
 from bench.case import REDUCTIONS
 from bench.faults import Interrupted, UsageError
 from bench.model import PRESETS
@@ -342,7 +342,40 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--steps", type=_positive, help="timed steps per trial (default 2)")
     m.add_argument("--warmup", type=_nonneg, help="untimed steps per trial (default 1)")
     m.add_argument("--results-dir", type=_path, help="parent folder (default results/)")
+    _add_publishing(sub)
     return p
+
+
+def _add_publishing(sub: argparse._SubParsersAction) -> None:
+    i = sub.add_parser(
+        "index", help="regenerate results/README.md, the index of run folders, from the folders"
+    )
+    i.add_argument("--results-dir", type=_path, help="the folder to index (default results/)")
+    h = sub.add_parser(
+        "history",
+        help="each case's median step time across the timing runs of one GPU model, with "
+        "verdicts against the run before; writes results/history/<gpu>.md and .png",
+    )
+    h.add_argument("--gpu", help="GPU model as env.json names it (default: every GPU model)")
+    h.add_argument("--results-dir", type=_path, help="default results/")
+    e = sub.add_parser("export", help="a run's timings in another tool's format")
+    e.add_argument("run_dir", type=_path)
+    e.add_argument(
+        "--format",
+        required=True,
+        choices=export.FORMATS,
+        help="github-action-benchmark: JSON for its customSmallerIsBetter tool",
+    )
+    e.add_argument("--output", type=_path, help="write to this file (default: print)")
+    r = sub.add_parser(
+        "readme", help="fill README.md's generated tables (<!-- ampbench:KIND RUN -->) from runs"
+    )
+    r.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 when a table disagrees with its run",
+    )
+    r.add_argument("--file", type=_path, help="the file (default README.md of the project)")
 
 
 def _given(args: argparse.Namespace, allowed: tuple[str, ...]) -> list[str]:
@@ -361,8 +394,43 @@ def _refuse_with_resume(args: argparse.Namespace, allowed: tuple[str, ...]) -> N
         raise UsageError(f"--resume takes its settings from the folder's env.json; drop {given[0]}")
 
 
-def _command_line() -> str:
-    return shlex.join(["python", "-m", "bench", *sys.argv[1:]])
+def _path_options(command: str) -> tuple[str, ...]:
+    """The options of `command` whose value is a path (those parsed by `_path`)."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices.get(command)
+    actions = parser._actions if parser is not None else []
+    return tuple(o for a in actions if a.type is _path for o in a.option_strings)
+
+
+def _command_line(argv: list[str] | None = None) -> str:
+    """The command as env.json records it, with every path option's value as `paths.shown`
+    gives it: relative to the project root where it lies inside the project (a path of the
+    machine that ran it means nothing in a committed folder), absolute elsewhere. Options may
+    be abbreviated (`--results`) or joined to their value (`--results-dir=x`), as argparse
+    allows."""
+    argv = sys.argv[1:] if argv is None else argv
+    options = _path_options(argv[0]) if argv else ()
+
+    def path_option(token: str) -> str | None:
+        if not token.startswith("--"):
+            return None
+        matches = [o for o in options if o == token or o.startswith(token)]
+        return matches[0] if len(matches) == 1 else None
+
+    out: list[str] = []
+    value_next = False
+    for token in argv:
+        if value_next:
+            out.append(paths.shown(_path(token)))
+            value_next = False
+            continue
+        name, eq, value = token.partition("=")
+        if path_option(name) and eq:
+            out.append(f"{name}={paths.shown(_path(value))}")
+        else:
+            out.append(token)
+            value_next = path_option(token) is not None
+    return shlex.join(["python", "-m", "bench", *out])
 
 
 def _results_dir(args: argparse.Namespace) -> Path:
@@ -500,6 +568,50 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 1 if args.fail_on_slower and slower else 0
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    folder = args.results_dir or paths.RESULTS
+    if not folder.is_dir():
+        raise UsageError(f"--results-dir {folder} is not a directory")
+    print(index.write(folder))
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    folder = args.results_dir or paths.RESULTS
+    if not folder.is_dir():
+        raise UsageError(f"--results-dir {folder} is not a directory")
+    for path in history.write(folder, args.gpu):
+        print(path)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    run_dir = _run_folder(args.run_dir)
+    try:
+        text = export.export(run_dir, args.format)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.output is None:
+        print(text, end="")
+    else:
+        args.output.write_text(text)
+        print(f"ampbench: wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_readme(args: argparse.Namespace) -> int:
+    path = args.file or paths.ROOT / "README.md"
+    if not path.is_file():
+        raise UsageError(f"--file {path}: no such file")
+    changed = readme.update(path, check=args.check)
+    verb = "disagrees with its run" if args.check else "regenerated"
+    for block in changed:
+        print(f"ampbench: {path.name} {block.label}: {verb}", file=sys.stderr)
+    if not changed:
+        print(f"ampbench: {path.name}: every generated table matches its run", file=sys.stderr)
+    return 1 if args.check and changed else 0
+
+
 COMMANDS = {
     "run": cmd_run,
     "report": cmd_report,
@@ -507,6 +619,10 @@ COMMANDS = {
     "compare": cmd_compare,
     "numerics": cmd_numerics,
     "maxbatch": cmd_maxbatch,
+    "index": cmd_index,
+    "history": cmd_history,
+    "export": cmd_export,
+    "readme": cmd_readme,
 }
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from bench import env, folders, results
+from bench import env, folders, index, results
 from bench.case import Case
 from bench.faults import error_summary, fault_status
 from bench.memory import GIB
@@ -284,4 +284,5 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str) -> Path:
         info["ended"] = folders.iso()
         results.write_env(run_dir, info)
         render(run_dir)
+    index.refresh(run_dir)  # only when the search is in the project's results/
     return run_dir

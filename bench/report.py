@@ -1,6 +1,8 @@
-"""Rendering a run: its DataFrame and env.json into report.md. Pure: nothing here measures.
+"""Rendering a run: its DataFrame and env.json into report.md and its figures. Pure: nothing here
+measures.
 
-Tables are `DataFrame.to_markdown` (tabulate). Every figure comes from the run's rows or env.json.
+Tables are `DataFrame.to_markdown` (tabulate); figures are `bench.plots`, written next to
+report.md by `write` and embedded in it. Every figure comes from the run's rows or env.json.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import results
+from bench import plots, results
 
 TARGETS = [
     # (mode, optimizer, batch_size, minimum pct_of_floor): the core harness's published goals.
@@ -340,8 +342,15 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     return [*lines, ""]
 
 
-def render(df: pd.DataFrame, env: dict) -> str:
-    """The whole report.md of a run."""
+def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:
+    """The markdown that embeds one figure, if it was drawn."""
+    return [f"![{alt}]({figures[name]})", ""] if name in figures else []
+
+
+def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
+    """The whole report.md of a run; `figures` ({figure: file name}, from `plots.write_all`)
+    are embedded in their sections."""
+    figures = figures or {}
     out = [f"# ampbench run `{env.get('run_name', '')}`", ""]
     out += _status_lines(df, env)
     df = df.copy()
@@ -389,6 +398,7 @@ def render(df: pd.DataFrame, env: dict) -> str:
     ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **TIME_COLUMNS}), ""]
+    out += _figure(figures, "throughput", "throughput per mode and batch size")
     out += _variants_section(df)
     out += [
         "## Where the time goes: each phase against its floor",
@@ -403,6 +413,8 @@ def render(df: pd.DataFrame, env: dict) -> str:
     ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **FLOOR_COLUMNS}), ""]
+    out += _figure(figures, "phases", "time per phase against the floor")
+    out += _figure(figures, "floor", "share of floor per mode and batch size")
     out += [
         "## Memory (GiB)",
         "",
@@ -412,6 +424,7 @@ def render(df: pd.DataFrame, env: dict) -> str:
     ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **MEMORY_COLUMNS}), ""]
+    out += _figure(figures, "memory", "memory per mode")
     dtypes = df.drop_duplicates("mode")
     out += [
         "## Dtypes observed",
@@ -433,9 +446,10 @@ def render(df: pd.DataFrame, env: dict) -> str:
 
 
 def write(run_dir: Path) -> pd.DataFrame:
-    """(Re)write results.csv and report.md of a run from its rows and env.json."""
+    """(Re)write results.csv, the figures and report.md of a run from its rows and env.json."""
     df = results.load(run_dir)
     env = results.read_env(run_dir)
     df.to_csv(run_dir / results.CSV, index=False)
-    (run_dir / results.REPORT).write_text(render(df, env))
+    figures = plots.write_all(df, run_dir)
+    (run_dir / results.REPORT).write_text(render(df, env, figures))
     return df

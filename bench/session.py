@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from bench import ceilings, env, folders, report, results
+from bench import ceilings, env, folders, index, report, results
 from bench.case import Case, grid
 from bench.faults import Interrupted, UsageError, error_summary
 from bench.model import PRESETS, ModelSize
@@ -160,6 +160,7 @@ def _execute(cfg: RunConfig, run_dir: Path, info: dict) -> int:
         df = report.write(run_dir)
     print(report.headline(df), file=sys.stderr)
     log(f"wrote {run_dir / results.REPORT}")
+    index.refresh(run_dir)  # only when the run is in the project's results/
     ok = int((df["status"] == "ok").sum())
     if ok == 0:
         log(f"no case of {len(cases)} passed")

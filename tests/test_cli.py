@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import folders, results, runner
-from bench.cli import main
+from bench import folders, index, paths, plots, results, runner
+from bench.cli import _command_line, main
 from bench.faults import fault_status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,6 +80,8 @@ def _tiny_run(tmp_path, *extra):
 
 
 def test_run_bench_end_to_end_and_resume(tmp_path):
+    project_index = paths.RESULTS / index.INDEX
+    before = project_index.stat().st_mtime_ns
     proc = _tiny_run(tmp_path)
     assert proc.returncode == 0, proc.stderr
     run_dir = Path(proc.stdout.strip().splitlines()[-1])
@@ -91,7 +93,11 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
         results.ENV,
         results.CSV,
         results.REPORT,
+        *plots.FILES.values(),
     }
+    # A run outside the project's results/ leaves the project's index alone.
+    assert project_index.stat().st_mtime_ns == before
+    assert "updated" not in proc.stderr
     df = results.load(run_dir)
     assert len(df) == 8 and set(df["status"]) == {"ok"}
     env = results.read_env(run_dir)
@@ -369,3 +375,22 @@ def test_run_bench_help_lists_the_commands():
     assert proc.returncode == 0
     for command in ("run", "compare", "report", "headline", "numerics", "maxbatch", "pytest"):
         assert command in proc.stdout
+    for command in ("index", "history", "export", "readme"):
+        assert command in proc.stdout
+
+
+def test_the_recorded_command_shows_project_paths_relative_to_the_project(monkeypatch):
+    # As run_bench.sh passes it: the directory the user typed the command in.
+    monkeypatch.setenv("AMPBENCH_CWD", str(paths.ROOT / "scripts"))
+    inside = str(paths.ROOT / "results" / "x")
+    argv = ["run", "--results-dir", inside, "--resume=../results/y", "--modes", "fp32"]
+    assert _command_line(argv) == (
+        "python -m bench run --results-dir results/x --resume=results/y --modes fp32"
+    )
+    assert _command_line(["run", "--results", "../results"]) == (
+        "python -m bench run --results results"  # an abbreviation argparse accepts
+    )
+    outside = str(Path("/tmp/elsewhere/results").resolve())
+    assert _command_line(["numerics", "--results-dir", outside, "--tag", "a"]) == (
+        f"python -m bench numerics --results-dir {outside} --tag a"
+    )

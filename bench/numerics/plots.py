@@ -14,6 +14,10 @@ import pandas as pd
 
 from bench.numerics import fp16
 from bench.numerics.analysis import SMOOTH_STEPS, smoothed
+from bench.palette import mode_colour
+
+LINESTYLES = ("-", "--", ":", "-.")
+"""Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""
 
 
 def histogram(hist: pd.DataFrame, path: Path) -> None:
@@ -34,15 +38,15 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
             h["share"],
             width=1.0,
             align="edge",
-            color="tab:blue",
+            color=mode_colour("fp32"),
             label="fp32 reference, unscaled",
         )
         ax.step(
             h["log2_lo"] + shift,
             h["share"],
             where="post",
-            color="tab:orange",
-            label=f"× loss scale {scale:g}",
+            color=mode_colour("fp16-amp"),
+            label=f"× loss scale {scale:g} (fp16-amp's GradScaler)",
         )
         for x, label, style in (
             (fp16.SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
@@ -73,7 +77,7 @@ def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
         d["smooth"] = smoothed(d)
         for mode, g in d.groupby("mode", sort=False):
             mean = g.groupby("step")["smooth"].mean()
-            ax.plot(mean.index, mean.to_numpy(), label=mode, linewidth=1.2)
+            ax.plot(mean.index, mean.to_numpy(), label=mode, color=mode_colour(mode), linewidth=1.2)
         ax.set_yscale("log")
         ax.set_title(f"batch {bs}: training loss ({SMOOTH_STEPS}-step mean, mean over seeds)")
         ax.set_xlabel("step")
@@ -91,8 +95,15 @@ def scale(steps: pd.DataFrame, path: Path) -> None:
         return
     d = steps.dropna(subset=["scale"])
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    for (bs, seed), g in d.groupby(["batch_size", "seed"]):
-        ax.plot(g["step"], g["scale"], label=f"fp16-amp, batch {bs}, seed {seed}", linewidth=1.2)
+    for i, ((bs, seed), g) in enumerate(d.groupby(["batch_size", "seed"])):
+        ax.plot(
+            g["step"],
+            g["scale"],
+            label=f"fp16-amp, batch {bs}, seed {seed}",
+            color=mode_colour("fp16-amp"),
+            linestyle=LINESTYLES[i % len(LINESTYLES)],
+            linewidth=1.2,
+        )
     ax.set_yscale("log", base=2)
     ax.set_xlabel("step")
     ax.set_ylabel("loss scale")

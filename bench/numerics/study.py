@@ -38,7 +38,7 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
     `<stamp>_<gpu>_<sha>_numerics[_<tag>]`; returns the folder. `command` is recorded in
     env.json as the command that started it. An interruption (KeyboardInterrupt) propagates and
     leaves every finished job in the folder for `resume`."""
-    from bench import env, folders, results
+    from bench import env, folders, index, results
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
         raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
@@ -55,6 +55,7 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
         results.write_env(run_dir, info)
         print(f"ampbench: numerics folder {run_dir}", file=sys.stderr, flush=True)
         run_into(cfg, run_dir, info)
+    index.refresh(run_dir)  # only when the study is in the project's results/
     return run_dir
 
 
@@ -65,7 +66,7 @@ def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
     one is refused (`UsageError`), before anything in it changes."""
     import torch
 
-    from bench import env, folders, results
+    from bench import env, folders, index, results
     from bench.numerics.config import NumericsConfig, resolve_workers
 
     recorded = results.read_env(run_dir).get("device") if run_dir.is_dir() else None
@@ -85,6 +86,7 @@ def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
         results.write_env(run_dir, info)  # the resumption, recorded before any work
         print(f"ampbench: resuming {run_dir}", file=sys.stderr, flush=True)
         run_into(cfg, run_dir, info)
+    index.refresh(run_dir)
     return run_dir
 
 
