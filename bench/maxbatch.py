@@ -93,29 +93,40 @@ def _cleanup(device: str) -> float:
     return torch.cuda.memory_allocated() / GIB
 
 
+def _train(case: Case) -> dict[str, object]:
+    """Build the case and train `warmup + steps` full steps. Every tensor it makes is a local of
+    this frame, so all of it is unreachable once it returns or raises."""
+    s = build(case, capturable=VARIANTS[case.variant].capture)
+    prepared = prepare(s)
+    samples = time_phases(
+        prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
+    )
+    total_ms = summarize(samples["total"])["median"]
+    out: dict[str, object] = {
+        "total_ms": total_ms,
+        "samples_per_s": case.batch_size / (total_ms * 1e-3),
+    }
+    if not all(math.isfinite(v) for v in torch.stack(prepared.losses).float().tolist()):
+        out.update(status="nonfinite", error="a loss was not finite")
+    return out
+
+
 def trial(case: Case) -> dict[str, object]:
-    """Build the case and train `warmup + steps` full steps; a flat row with its status."""
+    """One trial of the search: a flat row with its status, throughput and peak memory, and the
+    memory still allocated after the cleanup that follows it."""
     row: dict[str, object] = {"case_id": case.case_id, **case.axes(), "status": "ok", "error": ""}
     reason = unsupported_reason(case.variant, case.device)
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}
     cuda = case.device == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     try:
-        if cuda:
-            torch.cuda.reset_peak_memory_stats()
-        s = build(case, capturable=VARIANTS[case.variant].capture)
-        prepared = prepare(s)
-        samples = time_phases(
-            prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
-        )
-        total_ms = summarize(samples["total"])["median"]
-        row["total_ms"] = total_ms
-        row["samples_per_s"] = case.batch_size / (total_ms * 1e-3)
-        if not all(math.isfinite(v) for v in torch.stack(prepared.losses).float().tolist()):
-            row.update(status="nonfinite", error="a loss was not finite")
-        del s, prepared
+        row.update(_train(case))
     except Exception as exc:  # the failure is the finding: a row, and the search goes on
         row.update(status=fault_status(exc), error=error_summary(exc))
+    # Out of the except block: the exception and the frames it held are gone, and with them the
+    # failed trial's tensors.
     if cuda:
         row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / GIB
         row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB

@@ -84,3 +84,18 @@ def test_end_to_end_against_a_fake_allocator(monkeypatch, tmp_path):
 def test_bad_settings_name_the_value():
     with pytest.raises(ValueError, match=r"got 0\.0"):
         MaxBatchConfig(device="cpu", preset="tiny", resolution=0.0)
+
+
+@pytest.mark.cuda
+def test_a_failed_trial_leaves_no_memory_behind(monkeypatch):
+    def hog_then_fail(s):
+        hog = torch.empty(2**28, device="cuda")  # 1 GiB that only this frame holds
+        raise torch.cuda.OutOfMemoryError(f"CUDA out of memory (test, {hog.numel()})")
+
+    monkeypatch.setattr(maxbatch, "prepare", hog_then_fail)
+    torch.cuda.empty_cache()
+    before = torch.cuda.memory_allocated() / 2**30
+    cfg = MaxBatchConfig(device="cuda", preset="tiny", modes=("fp32",), start=8, limit=8)
+    row = maxbatch.trial(cfg.case("fp32", "eager", 8))
+    assert row["status"] == "oom"
+    assert row["leftover_gib"] <= before + 0.01
