@@ -12,7 +12,10 @@ RUN is a run folder, relative to the file's folder (the project root for README.
 - `answer`: the Answer of a numerics study, as its report renders it (`bench.numerics.answer`),
   quoted paragraph by paragraph;
 - `table`: any columns of a timing run's rows (`columns=a,b,c`; every other KEY=VALUE keeps the
-  rows whose column KEY reads VALUE), for tables to come.
+  rows whose column KEY reads VALUE), for tables to come;
+- `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
+  `with=RUN2+RUN3` adds runs of other variants, folders beside RUN);
+- `maxbatch`: the largest-batch table of a `maxbatch` folder.
 
 `readme` rewrites every block from its run's files; `readme --check` (and the test suite) says
 which blocks disagree with their run, so a table in the README cannot drift from its data.
@@ -23,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from bench import paths, report, results
 from bench.faults import UsageError
@@ -115,7 +120,47 @@ def _rows_table(run: Path, options: dict[str, str]) -> str:
     return df[columns].to_markdown(index=False, floatfmt=".3g")
 
 
-KINDS = {"headline": _headline, "answer": _answer, "table": _rows_table}
+def _variants(run: Path, options: dict[str, str]) -> str:
+    """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
+    (variants measured in a folder of their own)."""
+    unknown = set(options) - {"optimizer", "with"}
+    if unknown:
+        raise UsageError(f"ampbench:variants takes optimizer= and with=, not {sorted(unknown)[0]}=")
+    runs = [run] + [run.parent / name for name in options.get("with", "").split("+") if name]
+    for other in runs[1:]:
+        if not (other / results.ENV).is_file():
+            raise UsageError(f"ampbench:variants: {other.name} is not a run folder")
+    df = pd.concat([results.load(r) for r in runs], ignore_index=True)
+    return report.best_variant_table(df, options.get("optimizer", "fused"))
+
+
+def _maxbatch(run: Path, options: dict[str, str]) -> str:
+    """The largest-batch table of a `maxbatch` folder."""
+    from bench import maxbatch
+
+    if options:
+        raise UsageError(f"ampbench:maxbatch takes no option, got {sorted(options)[0]}=")
+    limit = results.read_env(run)["maxbatch_config"]["limit"]
+    table = maxbatch.summarize_trials(
+        pd.DataFrame(results.read_jsonl(run / maxbatch.TRIALS)), limit
+    )
+    columns = {
+        "mode": "mode",
+        "largest_batch": "largest batch",
+        "samples_per_s": "samples/s there",
+        "peak_alloc_gib": "peak GiB there",
+        "limited_by": "limited by",
+    }
+    return table[list(columns)].rename(columns=columns).to_markdown(index=False, floatfmt=".4g")
+
+
+KINDS = {
+    "headline": _headline,
+    "answer": _answer,
+    "table": _rows_table,
+    "variants": _variants,
+    "maxbatch": _maxbatch,
+}
 
 
 def generate(block: Block, root: Path = paths.ROOT) -> str:

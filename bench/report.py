@@ -233,6 +233,27 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
+    """Per mode (rows) and batch size (columns): the fastest variant, eager's time over its time,
+    and both times, with the given optimizer."""
+    best = _best_variants(df)
+    best = best[best["optimizer"] == optimizer]
+    if best.empty:
+        return f"(no successful cases with {optimizer} Adam)"
+    table = {
+        mode: {
+            f"batch {r.batch_size}": f"{r.best_variant}, {r.best_vs_eager:.3f}× "
+            f"({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
+            for r in g.itertuples()
+        }
+        for mode, g in best.groupby("mode", sort=False)
+    }
+    wide = pd.DataFrame.from_dict(table, orient="index")
+    return f"{optimizer} Adam; fastest variant, × eager (eager ms → its ms):\n\n" + (
+        wide.rename_axis("mode").reset_index().to_markdown(index=False)
+    )
+
+
 def _variant_targets(df: pd.DataFrame, env: dict) -> list[str]:
     if set(df["variant"]) <= {"eager"}:
         return []

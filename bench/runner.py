@@ -90,6 +90,7 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
         return row, {}
     samples: dict[str, list[float]] = {}
     s: TrainState | None = None
+    prepared: variants.Prepared | None = None
     cuda = case.device == "cuda"
     try:
         s = build(case, capturable=variant.capture)
@@ -128,7 +129,11 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
         row["status"] = fault_status(exc)
         row["error"] = error_summary(exc)
     finally:
-        s = None
+        s = prepared = None
+        if variant.compile_mode is not None:
+            # Dynamo's cache holds the compiled graph and, through it, this case's model: without
+            # a reset, the next case would start with that memory still allocated.
+            torch._dynamo.reset()
         _free_device_memory()
     return row, samples
 

@@ -75,3 +75,34 @@ def test_cudagraph_row_times_only_the_whole_step(cpu_ceilings):
     assert row["status"] == "ok", row["error"]
     assert set(samples) == {"graph", "total"}
     assert "fwd_ms" not in row and row["prepare_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("variant", "device"),
+    [
+        ("eager", "cpu"),
+        ("compile", "cpu"),
+        pytest.param("cudagraph", "cuda", marks=pytest.mark.cuda),
+    ],
+)
+def test_nothing_of_a_case_outlives_it(variant, device, monkeypatch, cpu_ceilings):
+    """A case's model must be unreachable once run_case returns, without another garbage
+    collection: memory a case leaves behind would show in the next case's peak (seen on the H200
+    before the fix: a CUDA-graph case's state, held in a reference cycle, stayed allocated into
+    the next cases)."""
+    import weakref
+
+    from bench import runner
+
+    models = []
+    real_build = runner.build
+
+    def keep_a_weak_reference(case, **kwargs):
+        s = real_build(case, **kwargs)
+        models.append(weakref.ref(s.model))
+        return s
+
+    monkeypatch.setattr(runner, "build", keep_a_weak_reference)
+    row, _ = run_case(tiny_case(variant=variant, device=device), cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    assert models and models[0]() is None
