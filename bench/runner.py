@@ -92,6 +92,10 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
     s: TrainState | None = None
     prepared: variants.Prepared | None = None
     cuda = case.device == "cuda"
+    # Memory still allocated before the case is built (by the caller, or left by an earlier case)
+    # is not the case's: it is recorded, and taken out of the case's allocated peaks.
+    residue = torch.cuda.memory_allocated() / memory.GIB if cuda else math.nan
+    row["residue_gib"] = residue
     try:
         s = build(case, capturable=variant.capture)
         # Memory first, in an eager pass of its own: it syncs between phases.
@@ -113,6 +117,9 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
             if cuda:
                 row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / memory.GIB
                 row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / memory.GIB
+        if cuda:
+            for key in ("peak_alloc_gib", *PEAK_PHASE_COLUMNS):
+                row[key] -= residue
         row.update(_derived(case, samples, row))
         # After the window: reading values back syncs, which is fine now.
         losses = prepared.losses

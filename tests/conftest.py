@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
+from bench import case as case_module
 from bench.case import Case
 from bench.model import PRESETS
 
@@ -58,3 +61,17 @@ def cpu_ceilings() -> dict[str, float]:
         "ceiling_matmul_n": 64,
         "ceiling_copy_mib": 1,
     }
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WithKnob(Case):
+    """A case with one more axis, as a later field of `Case` would add."""
+
+    knob: str = "a"
+
+
+@pytest.fixture
+def knob(monkeypatch: pytest.MonkeyPatch) -> type[WithKnob]:
+    """Make `WithKnob` the project's case class for one test (axes are read from it)."""
+    monkeypatch.setattr(case_module, "Case", WithKnob)
+    return WithKnob

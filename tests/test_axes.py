@@ -1,25 +1,12 @@
 """The axes of a case are its fields: a new field with a default keeps old ids and folders,
 joins speedups and comparisons on itself, and shows in the report without editing any list."""
 
-import dataclasses
 import json
 
 import pytest
 
-from bench import case as case_module
 from bench import compare, report, results
 from tests.conftest import tiny_case
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WithKnob(case_module.Case):
-    knob: str = "a"
-
-
-@pytest.fixture
-def knob(monkeypatch):
-    monkeypatch.setattr(case_module, "Case", WithKnob)
-    return WithKnob
 
 
 def _row(c, total_ms):

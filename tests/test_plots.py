@@ -1,30 +1,17 @@
 """Figures of a timing run from small stored rows: valid PNGs embedded in report.md, a panel per
 combination of the varying axes (a new axis included), and one colour per mode everywhere."""
 
-import dataclasses
 import re
 
 import matplotlib.figure
 import pandas as pd
 import pytest
 
-from bench import case as case_module
 from bench import palette, plots, report, results
 from bench.numerics import plots as numerics_plots
 from tests.stored import small_grid, timing_row, write_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WithKnob(case_module.Case):
-    knob: str = "a"
-
-
-@pytest.fixture
-def knob(monkeypatch):
-    """A case with one more axis, as a later field of `Case` would add."""
-    monkeypatch.setattr(case_module, "Case", WithKnob)
 
 
 def _fused_rows() -> list[dict]:

@@ -121,3 +121,18 @@ def test_a_cuda_case_runs(cpu_ceilings):
     assert row["status"] == "ok", row["error"]
     assert row["peak_alloc_gib"] > 0
     assert len(samples["total"]) == 3
+
+
+@pytest.mark.cuda
+def test_memory_left_before_a_case_is_not_its_peak(cpu_ceilings):
+    case = tiny_case(device="cuda", mode="bf16-amp", optimizer="fused")
+    clean, _ = run_case(case, cpu_ceilings)
+    ballast = torch.empty(2**28, device="cuda")  # 1 GiB allocated before the case
+    loaded, _ = run_case(case, cpu_ceilings)
+    assert loaded["residue_gib"] >= clean["residue_gib"] + ballast.numel() * 4 / 2**30 - 1e-6
+    assert loaded["peak_alloc_gib"] == pytest.approx(clean["peak_alloc_gib"], abs=0.01)
+
+
+def test_no_residue_is_measured_on_the_cpu(cpu_ceilings):
+    row, _ = run_case(tiny_case(), cpu_ceilings)
+    assert math.isnan(row["residue_gib"])
