@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bench import results
+from bench import paths, results
 
 # scipy 1.15 renamed bootstrap's `random_state` to `rng`; GPU images may carry an older scipy.
 _RNG_ARG = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
@@ -169,8 +169,8 @@ def render(
     lines = [
         "# ampbench compare",
         "",
-        f"A (baseline): `{run_a}`  ",
-        f"B (candidate): `{run_b}`{what}",
+        f"A (baseline): `{paths.shown(run_a)}`  ",
+        f"B (candidate): `{paths.shown(run_b)}`{what}",
         "",
         f"Ratio = B's median step time over A's (below 1: B faster), from the raw per-step "
         f"samples; interval: bootstrap of the ratio of medians; p: Mann-Whitney U. Smallest "

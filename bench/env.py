@@ -16,6 +16,7 @@ from pathlib import Path
 
 import torch
 
+from bench import paths
 from bench.modes import tf32_flags
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +77,7 @@ def collect(device: str) -> dict[str, object]:
         "git": _run(["git", "--version"]),
         "commit": sha,
         "dirty": dirty,
-        "argv": sys.argv,
+        "argv": paths.shown_argv(sys.argv),
         **tf32_flags(),
         "fp16_reduced_precision_reduction": (
             torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import results
+from bench import paths, results
 from bench.faults import UsageError
 
 LOCK = ".lock"
@@ -121,7 +121,7 @@ def reopen(run_dir: Path, *, kind: str, here: dict, force: bool) -> dict:
             f"--resume {run_dir}: made elsewhere ({'; '.join(mismatches)}); "
             "give --force to mix them anyway"
         )
-    entry: dict[str, object] = {"at": iso(), "argv": sys.argv}
+    entry: dict[str, object] = {"at": iso(), "argv": paths.shown_argv(sys.argv)}
     if mismatches:
         entry["forced"] = mismatches
     info.setdefault("resumed", []).append(entry)

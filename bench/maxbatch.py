@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from bench import env, folders, index, results
+from bench import env, folders, index, paths, results
 from bench.case import Case
 from bench.faults import error_summary, fault_status
 from bench.memory import GIB
@@ -208,7 +208,7 @@ def render(run_dir: Path) -> Path:
     cfg = info["maxbatch_config"]
     trials = pd.DataFrame(results.read_jsonl(run_dir / TRIALS))
     lines = [f"# ampbench largest batch `{info.get('run_name', '')}`", ""]
-    lines += ["Produced by:", "", "```", info.get("command", ""), "```", ""]
+    lines += ["Produced by:", "", "```", paths.shown_command(info.get("command", "")), "```", ""]
     lines += [
         f"GPU {info.get('gpu')}, torch {info.get('torch')}, commit `{info.get('commit')}`"
         f"{' (with uncommitted changes)' if info.get('dirty') else ''}; preset "

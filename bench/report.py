@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench import plots, results
+from bench import paths, plots, results
 
 TARGETS = [
     # (mode, optimizer, batch_size, minimum pct_of_floor): the core harness's published goals.
@@ -383,7 +383,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
             "nothing about GPU training speed.",
             "",
         ]
-    out += ["Produced by:", "", "```", env.get("command", ""), "```", ""]
+    out += ["Produced by:", "", "```", paths.shown_command(env.get("command", "")), "```", ""]
     out += ["## Environment", "", _env_table(env), ""]
     if env.get("ceilings"):
         out += [

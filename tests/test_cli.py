@@ -390,7 +390,15 @@ def test_the_recorded_command_shows_project_paths_relative_to_the_project(monkey
     assert _command_line(["run", "--results", "../results"]) == (
         "python -m bench run --results results"  # an abbreviation argparse accepts
     )
+    # Outside the project a path carries no meaning elsewhere: the folder's own name is kept.
     outside = str(Path("/tmp/elsewhere/results").resolve())
     assert _command_line(["numerics", "--results-dir", outside, "--tag", "a"]) == (
-        f"python -m bench numerics --results-dir {outside} --tag a"
+        "python -m bench numerics --results-dir results --tag a"
     )
+
+
+def test_recorded_and_rendered_command_lines_carry_no_absolute_path():
+    argv = [str(paths.ROOT / "bench" / "__main__.py"), "run", "--results-dir=/tmp/s/res", "/x/y"]
+    assert paths.shown_argv(argv) == ["bench/__main__.py", "run", "--results-dir=res", "y"]
+    old = "python -m bench numerics --results-dir /tmp/n/results --tag 'a b'"
+    assert paths.shown_command(old) == "python -m bench numerics --results-dir results --tag 'a b'"

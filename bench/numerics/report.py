@@ -7,6 +7,7 @@ import shlex
 
 import pandas as pd
 
+from bench import paths
 from bench.numerics.analysis import SMOOTH_STEPS
 from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, answer
 
@@ -224,9 +225,11 @@ def _convergence(t: dict, env: dict) -> list[str]:
 def _provenance(env: dict) -> list[str]:
     """The command that started the study and those that resumed it."""
     resumed = [
-        shlex.join(["python", "-m", "bench", *r["argv"][1:]]) for r in env.get("resumed", [])
+        shlex.join(["python", "-m", "bench", *paths.shown_argv(r["argv"][1:])])
+        for r in env.get("resumed", [])
     ]
-    out = ["Produced by:", "", "```", env.get("command", ""), *resumed, "```", ""]
+    command = paths.shown_command(env.get("command", ""))
+    out = ["Produced by:", "", "```", command, *resumed, "```", ""]
     if resumed:
         out += [
             f"Interrupted, then resumed {len(resumed)} time(s) by the command(s) after the first.",
