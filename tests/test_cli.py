@@ -124,31 +124,12 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
 # Hardening: what a new user or a hostile tester tries (each with its own test).
 
 
-def _run(tmp_path, *extra, modes="fp32,bf16-amp", sizes="4,8"):
-    argv = [
-        "run",
-        "--device",
-        "cpu",
-        "--modes",
-        modes,
-        "--batch-sizes",
-        sizes,
-        "--optimizers",
-        "fused",
-    ]
-    return main(
-        [
-            *argv,
-            "--steps",
-            "2",
-            "--warmup",
-            "0",
-            "--no-overhead",
-            *extra,
-            "--results-dir",
-            str(tmp_path),
-        ]
-    )
+def _run(results_dir, *extra, modes="fp32,bf16-amp", sizes="4,8", overhead=False):
+    """A tiny CPU run: fused Adam, 2 steps, no warm-up (overhead measured only when asked)."""
+    argv = ["run", "--device", "cpu", "--modes", modes, "--batch-sizes", sizes]
+    argv += ["--optimizers", "fused", "--steps", "2", "--warmup", "0"]
+    argv += [] if overhead else ["--no-overhead"]
+    return main([*argv, *extra, "--results-dir", str(results_dir)])
 
 
 def _only_folder(parent):
@@ -266,27 +247,7 @@ def test_ctrl_c_is_one_line_with_the_resume_command(tmp_path, capsys, monkeypatc
 
 def test_relative_paths_are_taken_from_the_callers_directory(tmp_path, monkeypatch):
     monkeypatch.setenv("AMPBENCH_CWD", str(tmp_path))
-    assert (
-        main(
-            [
-                "run",
-                "--device",
-                "cpu",
-                "--modes",
-                "fp32",
-                "--batch-sizes",
-                "4",
-                "--steps",
-                "1",
-                "--warmup",
-                "0",
-                "--no-overhead",
-                "--results-dir",
-                "rel",
-            ]
-        )
-        == 0
-    )
+    assert _run("rel", modes="fp32", sizes="4") == 0
     assert (tmp_path / "rel").is_dir() and len(list((tmp_path / "rel").iterdir())) == 1
 
 
@@ -332,30 +293,8 @@ def test_numerics_help_shows_this_devices_defaults(capsys):
 
 
 def test_cpu_smoke_report_judges_no_gpu_target(tmp_path):
-    assert (
-        main(
-            [
-                "run",
-                "--device",
-                "cpu",
-                "--modes",
-                "bf16-amp,fp16-amp-noscale",
-                "--batch-sizes",
-                "4096",
-                "--preset",
-                "tiny",
-                "--optimizers",
-                "fused",
-                "--steps",
-                "2",
-                "--warmup",
-                "0",
-                "--results-dir",
-                str(tmp_path),
-            ]
-        )
-        == 0
-    )
+    sizes = {"modes": "bf16-amp,fp16-amp-noscale", "sizes": "4096", "overhead": True}
+    assert _run(tmp_path, "--preset", "tiny", **sizes) == 0
     run_dir = _only_folder(tmp_path)
     text = (run_dir / results.REPORT).read_text()
     assert "MISSED" not in text and "apply to a GPU run" in text
