@@ -19,7 +19,19 @@ from typing import NoReturn
 
 import torch
 
-from bench import compare, export, history, index, maxbatch, paths, readme, report, results, session
+from bench import (
+    compare,
+    env,
+    export,
+    history,
+    index,
+    maxbatch,
+    paths,
+    readme,
+    report,
+    results,
+    session,
+)
 from bench.case import REDUCTIONS
 from bench.faults import Interrupted, UsageError
 from bench.model import PRESETS
@@ -446,7 +458,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--force goes with --resume")
         try:
             cfg = session.RunConfig.build(
-                device=session.require_device(args.device),
+                device=env.device(args.device),
                 preset=args.preset,
                 input_size=args.input_size,
                 hidden_size=args.hidden_size,
@@ -480,7 +492,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     options = {k: getattr(args, k) for k in NUMERICS_OPTIONS if getattr(args, k) is not None}
     try:
         cfg = config.NumericsConfig.build(
-            device=session.require_device(args.device), options=options, workers=args.workers
+            device=env.device(args.device), options=options, workers=args.workers
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
@@ -489,7 +501,7 @@ def cmd_numerics(args: argparse.Namespace) -> int:
 
 
 def cmd_maxbatch(args: argparse.Namespace) -> int:
-    device = session.require_device(args.device)
+    device = env.device(args.device)
     given = {
         key: tuple(value) if isinstance(value, list) else value
         for key in ("modes", "variants", "start", "limit", "resolution", "steps", "warmup")
@@ -562,10 +574,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(text)
     if not args.no_write:
         path = compare.output_path(run_a, run_b, args.pair)
-        path.write_text(text)
+        _write(path, text)
         print(f"ampbench: wrote {path}", file=sys.stderr)
     slower = int((table["verdict"] == "slower").sum())
     return 1 if args.fail_on_slower and slower else 0
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path} ({exc.strerror})") from exc
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -594,7 +613,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output is None:
         print(text, end="")
     else:
-        args.output.write_text(text)
+        _write(args.output, text)
         print(f"ampbench: wrote {args.output}", file=sys.stderr)
     return 0
 

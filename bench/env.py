@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from bench import paths
+from bench.faults import UsageError
 from bench.modes import tf32_flags
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,3 +93,12 @@ def collect(device: str) -> dict[str, object]:
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"]
         )
     return env
+
+
+def device(requested: str) -> str:
+    """`auto` -> cuda when a GPU is visible, else cpu; `cuda` without a GPU is bad input."""
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda was asked for, but torch.cuda.is_available() is False")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested

@@ -23,6 +23,12 @@ from bench import paths, results
 from bench.faults import UsageError
 
 LOCK = ".lock"
+KINDS = {
+    "config": "a timing run",
+    "numerics_config": "a numerics study",
+    "maxbatch_config": "a largest-batch search",
+}
+"""env.json key of a job's settings -> what the folder is, in words."""
 COMPATIBLE = ("commit", "dirty", "torch", "gpu")
 """What must match between the machine that started a folder and the one that resumes it."""
 
@@ -45,6 +51,31 @@ def run_dir_name(started: datetime, gpu: str, commit: str | None, suffix: str = 
     gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
     sha = re.sub(r"[^0-9a-fA-F]", "", commit or "")[:7] or "nogit"
     return f"{stamp(started)}_{gpu_slug}_{sha}{suffix}"
+
+
+def open_new(
+    results_dir: Path,
+    *,
+    device: str,
+    kind: str,
+    settings: dict,
+    command: str,
+    suffix: str = "",
+) -> tuple[Path, dict]:
+    """A new folder for a job under `results_dir`, with its env.json written: this machine
+    (`bench.env.collect`), the start time, the command, and the job's settings under `kind`
+    (`config`, `numerics_config`, `maxbatch_config`). Returns (folder, env). The caller locks
+    the folder while it writes it."""
+    from bench import env  # here: reading and checking folders needs no torch
+
+    check_parent(results_dir)  # before anything is measured or collected
+    info = env.collect(device)
+    now = utc_now()
+    info.update(started=iso(now), command=command, **{kind: settings})
+    run_dir = create(results_dir, run_dir_name(now, str(info["gpu"]), info["commit"], suffix))
+    info["run_name"] = run_dir.name
+    results.write_env(run_dir, info)
+    return run_dir, info
 
 
 def check_parent(parent: Path) -> None:
@@ -97,18 +128,28 @@ def locked(run_dir: Path) -> Iterator[None]:
             f.truncate()
 
 
+def require_dir(run_dir: Path) -> None:
+    """A folder to resume must exist and hold env.json: checked before it is locked, so that a
+    wrong path gets no lock file."""
+    if not run_dir.is_dir():
+        raise UsageError(f"--resume {run_dir}: no such folder")
+    if not (run_dir / results.ENV).is_file():
+        raise UsageError(f"--resume {run_dir}: no {results.ENV} there, so not a results folder")
+
+
 def reopen(run_dir: Path, *, kind: str, here: dict, force: bool) -> dict:
     """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
 
-    `kind` is the env.json key that marks the folder's job (`config` for a timing run,
-    `numerics_config` for a numerics study); `here` is `bench.env.collect()` of this machine.
-    Bad input ends here, before anything in the folder changes."""
-    if not run_dir.is_dir():
-        raise UsageError(f"--resume {run_dir}: no such folder")
+    `kind` is the env.json key that marks the folder's job (a key of `KINDS`); `here` is
+    `bench.env.collect()` of this machine. Call it holding the folder's lock, so that no other
+    writer changes env.json between this read and the caller's writes. Bad input ends here,
+    before anything in the folder changes."""
+    require_dir(run_dir)
     info = results.read_env(run_dir)
     if kind not in info:
-        other = "a numerics study" if "numerics_config" in info else "a timing run"
-        raise UsageError(f"--resume {run_dir}: that folder is {other}; resume it with its command")
+        found = [name for key, name in KINDS.items() if key in info]
+        what = f"that folder is {found[0]}" if found else f"that folder is not {KINDS[kind]}"
+        raise UsageError(f"--resume {run_dir}: {what}; resume it with its own command")
     if info.get("device") == "cuda" and here.get("device") != "cuda":
         raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")
     mismatches = [

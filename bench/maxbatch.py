@@ -17,7 +17,6 @@ memory behind that the next one would miss without the row saying so.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import math
 import sys
 from collections.abc import Callable
@@ -27,12 +26,13 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from bench import env, folders, index, paths, results
+from bench import folders, index, paths, results
 from bench.case import Case
 from bench.faults import error_summary, fault_status
 from bench.memory import GIB
 from bench.model import PRESETS
 from bench.modes import MODES
+from bench.runner import free_device_memory
 from bench.stats import summarize
 from bench.step import build
 from bench.timing import clock_for, time_phases
@@ -83,14 +83,10 @@ class MaxBatchConfig:
         return dataclasses.asdict(self)
 
 
-def _cleanup(device: str) -> float:
+def _cleanup(case: Case) -> float:
     """Drop everything a trial left, and return the GiB still allocated (0 on the CPU)."""
-    gc.collect()
-    if device != "cuda":
-        return 0.0
-    torch._dynamo.reset()
-    torch.cuda.empty_cache()
-    return torch.cuda.memory_allocated() / GIB
+    free_device_memory(compiled=VARIANTS[case.variant].compile_mode is not None)
+    return torch.cuda.memory_allocated() / GIB if case.device == "cuda" else 0.0
 
 
 def _train(case: Case) -> dict[str, object]:
@@ -130,7 +126,7 @@ def trial(case: Case) -> dict[str, object]:
     if cuda:
         row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / GIB
         row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
-    row["leftover_gib"] = _cleanup(case.device)
+    row["leftover_gib"] = _cleanup(case)
     return row
 
 
@@ -268,14 +264,14 @@ def render(run_dir: Path) -> Path:
 
 def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str) -> Path:
     """Run the search for every mode and variant into a new folder; returns the folder."""
-    folders.check_parent(results_dir)
-    info = env.collect(cfg.device)
-    now = folders.utc_now()
-    info.update(started=folders.iso(now), command=command, maxbatch_config=cfg.record())
-    name = folders.run_dir_name(now, info["gpu"], info["commit"], suffix="_maxbatch")
-    run_dir = folders.create(results_dir, name)
-    info["run_name"] = run_dir.name
-    results.write_env(run_dir, info)
+    run_dir, info = folders.open_new(
+        results_dir,
+        device=cfg.device,
+        kind="maxbatch_config",
+        settings=cfg.record(),
+        command=command,
+        suffix="_maxbatch",
+    )
     print(f"ampbench: largest-batch folder {run_dir}", file=sys.stderr, flush=True)
     with folders.locked(run_dir):
         for mode in cfg.modes:

@@ -78,19 +78,31 @@ def append_jsonl(path: Path, obj: dict) -> None:
 
 def read_jsonl(path: Path) -> list[dict]:
     """Every object of a JSON-lines file. A truncated last line (a run killed mid-write) is left
-    out; any other line that is not JSON is damage and raises `CorruptFolder`."""
+    out; any other line that is not a JSON object is damage and raises `CorruptFolder`."""
     if not path.exists():
         return []
     lines = path.read_text().splitlines()
     out = []
     for i, line in enumerate(lines):
         try:
-            out.append(json.loads(line))
+            obj = json.loads(line)
         except json.JSONDecodeError as exc:
             if i == len(lines) - 1:
                 continue
             raise CorruptFolder(f"{path}: line {i + 1} is not JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise CorruptFolder(f"{path}: line {i + 1} is not a JSON object")
+        out.append(obj)
     return out
+
+
+def read_rows(path: Path) -> list[dict]:
+    """`read_jsonl` of a file of case rows (rows.jsonl, samples.jsonl): each names its case."""
+    rows = read_jsonl(path)
+    for i, row in enumerate(rows):
+        if "case_id" not in row:
+            raise CorruptFolder(f"{path}: row {i + 1} has no case_id")
+    return rows
 
 
 def repair_jsonl(path: Path) -> str | None:
@@ -135,6 +147,8 @@ def read_env(run_dir: Path) -> dict:
         env = json.loads(path.read_text())
     except FileNotFoundError as exc:
         raise CorruptFolder(f"{run_dir} is not a results folder (no {ENV})") from exc
+    except OSError as exc:  # a file where a folder should be, no permission, ...
+        raise CorruptFolder(f"{run_dir} is not a readable results folder ({exc.strerror})") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CorruptFolder(f"{path} is not valid JSON ({exc})") from exc
     if not isinstance(env, dict):
@@ -159,7 +173,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     """A run's rows as a DataFrame, with derived speedups; the last row of a case wins.
 
     An axis that a row lacks (a folder older than the axis) takes the axis's default."""
-    rows = read_jsonl(Path(run_dir) / ROWS)
+    rows = read_rows(Path(run_dir) / ROWS)
     if not rows:
         return pd.DataFrame(columns=leading_columns())
     df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
@@ -178,7 +192,7 @@ def load_samples(run_dir: str | Path) -> pd.DataFrame:
     """Raw samples in long form: one row per (case_id, phase, step) with the value in `ms`."""
     records = [
         {"case_id": rec["case_id"], "phase": phase, "step": i, "ms": ms}
-        for rec in read_jsonl(Path(run_dir) / SAMPLES)
+        for rec in read_rows(Path(run_dir) / SAMPLES)
         for phase, values in rec["samples_ms"].items()
         for i, ms in enumerate(values)
     ]

@@ -29,7 +29,12 @@ from bench.timing import clock_for, time_phases
 from bench.variants import VARIANTS, unsupported_reason
 
 
-def _free_device_memory() -> None:
+def free_device_memory(*, compiled: bool = False) -> None:
+    """Give back what a finished case (or trial) held: collect its garbage and empty the CUDA
+    caching allocator. `compiled`: also reset dynamo, whose cache holds the compiled graph and,
+    through it, the case's model."""
+    if compiled:
+        torch._dynamo.reset()
     gc.collect()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
@@ -137,11 +142,7 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
         row["error"] = error_summary(exc)
     finally:
         s = prepared = None
-        if variant.compile_mode is not None:
-            # Dynamo's cache holds the compiled graph and, through it, this case's model: without
-            # a reset, the next case would start with that memory still allocated.
-            torch._dynamo.reset()
-        _free_device_memory()
+        free_device_memory(compiled=variant.compile_mode is not None)
     return row, samples
 
 
@@ -174,10 +175,10 @@ def run_suite(
 
 
 def done_cases(run_dir: Path) -> set[str]:
-    sampled = {r["case_id"] for r in results.read_jsonl(run_dir / results.SAMPLES)}
+    sampled = {r["case_id"] for r in results.read_rows(run_dir / results.SAMPLES)}
     return {
         r["case_id"]
-        for r in results.read_jsonl(run_dir / results.ROWS)
+        for r in results.read_rows(run_dir / results.ROWS)
         if r.get("status") != "ok" or r["case_id"] in sampled
     }
 
@@ -212,7 +213,7 @@ def measure_overhead(case: Case, *, windows: int = 5, repeats: int = 3) -> dict[
     times keeps clock ramps and drift from favouring either.
     """
     harness, bare = _alternate_harness_and_bare(case, windows, repeats)
-    _free_device_memory()  # the state built inside is gone once that call returns
+    free_device_memory()  # the state built inside is gone once that call returns
     harness_ms, bare_ms = summarize(harness)["median"], summarize(bare)["median"]
     harness_mean = sum(harness) / len(harness)
     return {

@@ -112,52 +112,55 @@ class RunConfig:
 
 def start(cfg: RunConfig, *, results_dir: Path, command: str) -> tuple[Path, int]:
     """A new session into a new folder under `results_dir`; returns (folder, exit status)."""
-    folders.check_parent(results_dir)  # before measuring anything
-    info = env.collect(cfg.device)
-    now = folders.utc_now()
-    info.update(started=folders.iso(now), command=command, config=cfg.record())
-    info["expected_cases"] = len(cfg.cases())
-    run_dir = folders.create(results_dir, folders.run_dir_name(now, info["gpu"], info["commit"]))
-    info["run_name"] = run_dir.name
+    run_dir, info = folders.open_new(
+        results_dir, device=cfg.device, kind="config", settings=cfg.record(), command=command
+    )
     log(f"run folder {run_dir}")
     if cfg.device == "cpu":
         log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
-    results.write_env(run_dir, info)
-    return run_dir, _execute(cfg, run_dir, info)
+    with folders.locked(run_dir):
+        info["expected_cases"] = len(cfg.cases())
+        return run_dir, _execute(cfg, run_dir, info)
 
 
 def resume(run_dir: Path, *, force: bool) -> tuple[Path, int]:
     """Finish an interrupted session in its folder with its recorded grid."""
-    recorded = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else {}
-    device = recorded.get("device", "cpu")
-    here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
-    info = folders.reopen(run_dir, kind="config", here=here, force=force)
-    cfg = RunConfig.from_record(info["config"])
-    info.setdefault("expected_cases", len(cfg.cases()))
-    return run_dir, _execute(cfg, run_dir, info)
+    folders.require_dir(run_dir)
+    with folders.locked(run_dir):
+        recorded = results.read_env(run_dir)
+        device = recorded.get("device", "cpu")
+        here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
+        info = folders.reopen(run_dir, kind="config", here=here, force=force)
+        try:
+            cfg = RunConfig.from_record(info["config"])
+        except (TypeError, ValueError, KeyError) as exc:
+            raise UsageError(
+                f"--resume {run_dir}: its recorded grid is not usable ({exc})"
+            ) from exc
+        info.setdefault("expected_cases", len(cfg.cases()))
+        log(f"resuming {run_dir}")
+        return run_dir, _execute(cfg, run_dir, info)
 
 
 def _execute(cfg: RunConfig, run_dir: Path, info: dict) -> int:
-    with folders.locked(run_dir):
-        if info.get("resumed"):
-            log(f"resuming {run_dir}")
-        for path in (run_dir / results.ROWS, run_dir / results.SAMPLES):
-            repaired = results.repair_jsonl(path)
-            if repaired:
-                log(repaired)
-        results.write_env(run_dir, info)
-        cases = cfg.cases()
-        try:
-            _measure(cfg, cases, run_dir, info)
-        except KeyboardInterrupt:
-            kept = len(done_cases(run_dir) & {c.case_id for c in cases})
-            raise Interrupted(
-                f"interrupted: {kept} of {len(cases)} cases are kept in {run_dir}; "
-                f"finish with: ./run_bench.sh --resume {run_dir}"
-            ) from None
-        info["ended"] = folders.iso()
-        results.write_env(run_dir, info)
-        df = report.write(run_dir)
+    """Measure what is not done yet and render the report; the caller holds the folder's lock."""
+    for path in (run_dir / results.ROWS, run_dir / results.SAMPLES):
+        repaired = results.repair_jsonl(path)
+        if repaired:
+            log(repaired)
+    results.write_env(run_dir, info)
+    cases = cfg.cases()
+    try:
+        _measure(cfg, cases, run_dir, info)
+    except KeyboardInterrupt:
+        kept = len(done_cases(run_dir) & {c.case_id for c in cases})
+        raise Interrupted(
+            f"interrupted: {kept} of {len(cases)} cases are kept in {run_dir}; "
+            f"finish with: ./run_bench.sh --resume {run_dir}"
+        ) from None
+    info["ended"] = folders.iso()
+    results.write_env(run_dir, info)
+    df = report.write(run_dir)
     print(report.headline(df), file=sys.stderr)
     log(f"wrote {run_dir / results.REPORT}")
     index.refresh(run_dir)  # only when the run is in the project's results/
@@ -178,22 +181,27 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict) -> No
     run_suite(cases, run_dir, info["ceilings"])
     if cfg.overhead and "overhead" not in info:
         case = overhead_case(cases)
-        log(f"harness overhead against a bare loop on {case.case_id}")
-        try:
-            info["overhead"] = measure_overhead(case)
-        except Exception as exc:  # recorded, not fatal: the cases are already safe on disk
-            info["overhead"] = {"case_id": case.case_id, "error": error_summary(exc)}
+        if case is None:
+            info["overhead"] = {"error": "no eager case in the grid (it times the eager step)"}
+        else:
+            log(f"harness overhead against a bare loop on {case.case_id}")
+            try:
+                info["overhead"] = measure_overhead(case)
+            except Exception as exc:  # recorded, not fatal: the cases are already safe on disk
+                info["overhead"] = {"case_id": case.case_id, "error": error_summary(exc)}
         results.write_env(run_dir, info)
 
 
-def overhead_case(cases: list[Case]) -> Case:
-    """The case the overhead target is set on when present: bf16-amp, fused Adam, eager, the
-    largest batch size; otherwise the first case at the largest batch size."""
-    largest = max(c.batch_size for c in cases)
-    at_largest = [c for c in cases if c.batch_size == largest]
-    preferred = [
-        c for c in at_largest if (c.mode, c.optimizer, c.variant) == ("bf16-amp", "fused", "eager")
-    ]
+def overhead_case(cases: list[Case]) -> Case | None:
+    """The eager case the overhead check runs on: bf16-amp with fused Adam at the largest batch
+    size when the grid has it, otherwise the first eager case at the largest eager batch size;
+    None without an eager case (the bare loop it is compared with is the eager step)."""
+    eager = [c for c in cases if c.variant == "eager"]
+    if not eager:
+        return None
+    largest = max(c.batch_size for c in eager)
+    at_largest = [c for c in eager if c.batch_size == largest]
+    preferred = [c for c in at_largest if (c.mode, c.optimizer) == ("bf16-amp", "fused")]
     return (preferred or at_largest)[0]
 
 
@@ -221,12 +229,3 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     results.write_env(folder, sub)
     log(f"short numerics study into {folder}")
     study.run_into(ncfg, folder, sub)
-
-
-def require_device(requested: str) -> str:
-    """`auto` -> cuda when a GPU is visible, else cpu; `cuda` without a GPU is bad input."""
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise UsageError("--device cuda was asked for, but torch.cuda.is_available() is False")
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return requested

@@ -13,6 +13,7 @@ import torch
 from bench import folders, index, paths, plots, results, runner
 from bench.cli import _command_line, main
 from bench.faults import fault_status
+from tests.conftest import tiny_case
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -341,3 +342,52 @@ def test_recorded_and_rendered_command_lines_carry_no_absolute_path():
     assert paths.shown_argv(argv) == ["bench/__main__.py", "run", "--results-dir=res", "y"]
     old = "python -m bench numerics --results-dir /tmp/n/results --tag 'a b'"
     assert paths.shown_command(old) == "python -m bench numerics --results-dir results --tag 'a b'"
+
+
+def test_more_damage_is_one_line(tmp_path, capsys):
+    assert _run(tmp_path / "r") == 0
+    good = _only_folder(tmp_path / "r")
+    capsys.readouterr()
+    # A recorded grid that no longer makes cases.
+    bad_grid = tmp_path / "grid"
+    shutil.copytree(good, bad_grid)
+    info = results.read_env(bad_grid)
+    info["config"]["modes"] = ["fp64"]
+    results.write_env(bad_grid, info)
+    assert main(["run", "--resume", str(bad_grid)]) == 2
+    assert "recorded grid is not usable" in _one_line(capsys.readouterr().err)
+    # A line that is JSON but not a row.
+    not_a_row = tmp_path / "row"
+    shutil.copytree(good, not_a_row)
+    with (not_a_row / results.ROWS).open("a") as f:
+        f.write("[1, 2]\n{}\n")
+    for command in (["report", str(not_a_row)], ["headline", str(not_a_row)]):
+        assert main(command) == 2
+        assert "is not a JSON object" in _one_line(capsys.readouterr().err)
+    (not_a_row / results.ROWS).write_text('{"status": "ok"}\n{}\n')
+    assert main(["headline", str(not_a_row)]) == 2
+    assert "row 1 has no case_id" in _one_line(capsys.readouterr().err)
+    # A file where a folder should be, and an output nobody can write.
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    assert main(["report", str(afile)]) == 2
+    assert str(afile) in _one_line(capsys.readouterr().err)
+    out = tmp_path / "no" / "such" / "x.json"
+    assert (
+        main(["export", str(good), "--format", "github-action-benchmark", "--output", str(out)])
+        == 2
+    )
+    assert "cannot write" in _one_line(capsys.readouterr().err)
+
+
+def test_the_overhead_check_runs_on_an_eager_case_or_not_at_all():
+    from bench.session import overhead_case
+
+    cases = [
+        tiny_case(mode=m, variant=v, optimizer="fused")
+        for m in ("fp32", "bf16-amp")
+        for v in ("eager", "compile")
+    ]
+    chosen = overhead_case(cases)
+    assert (chosen.mode, chosen.variant) == ("bf16-amp", "eager")
+    assert overhead_case([c for c in cases if c.variant == "compile"]) is None

@@ -38,21 +38,20 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
     `<stamp>_<gpu>_<sha>_numerics[_<tag>]`; returns the folder. `command` is recorded in
     env.json as the command that started it. An interruption (KeyboardInterrupt) propagates and
     leaves every finished job in the folder for `resume`."""
-    from bench import env, folders, index, results
+    from bench import folders, index
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
         raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
-    info = env.collect(cfg.device)
-    started = folders.utc_now()
     suffix = "_numerics" + (f"_{tag}" if tag else "")
-    name = folders.run_dir_name(started, str(info["gpu"]), info["commit"], suffix=suffix)
-    run_dir = folders.create(results_dir, name)
+    run_dir, info = folders.open_new(
+        results_dir,
+        device=cfg.device,
+        kind="numerics_config",
+        settings=cfg.record(),
+        command=command,
+        suffix=suffix,
+    )
     with folders.locked(run_dir):
-        info["started"] = folders.iso(started)
-        info["command"] = command
-        info["numerics_config"] = cfg.record()
-        info["run_name"] = run_dir.name
-        results.write_env(run_dir, info)
         print(f"ampbench: numerics folder {run_dir}", file=sys.stderr, flush=True)
         run_into(cfg, run_dir, info)
     index.refresh(run_dir)  # only when the study is in the project's results/
@@ -69,20 +68,22 @@ def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
     from bench import env, folders, index, results
     from bench.numerics.config import NumericsConfig, resolve_workers
 
-    recorded = results.read_env(run_dir).get("device") if run_dir.is_dir() else None
-    # Describe this machine as the folder's device where it can: a CUDA folder on a machine
-    # without a GPU is then refused by reopen, by name.
-    here = "cuda" if recorded == "cuda" and torch.cuda.is_available() else "cpu"
-    info = folders.reopen(run_dir, kind="numerics_config", here=env.collect(here), force=force)
-    if "ended" in info:
-        raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
-    try:
-        cfg = NumericsConfig.from_record(
-            info["numerics_config"], workers=resolve_workers(info["device"], workers)
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"--resume {run_dir}: {exc}") from exc
+    folders.require_dir(run_dir)
+    # Locked before env.json is read, so that no other writer changes it in between.
     with folders.locked(run_dir):
+        recorded = results.read_env(run_dir).get("device")
+        # Describe this machine as the folder's device where it can: a CUDA folder on a machine
+        # without a GPU is then refused by reopen, by name.
+        here = "cuda" if recorded == "cuda" and torch.cuda.is_available() else "cpu"
+        info = folders.reopen(run_dir, kind="numerics_config", here=env.collect(here), force=force)
+        if "ended" in info:
+            raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
+        try:
+            cfg = NumericsConfig.from_record(
+                info["numerics_config"], workers=resolve_workers(info["device"], workers)
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"--resume {run_dir}: {exc}") from exc
         results.write_env(run_dir, info)  # the resumption, recorded before any work
         print(f"ampbench: resuming {run_dir}", file=sys.stderr, flush=True)
         run_into(cfg, run_dir, info)
