@@ -236,6 +236,21 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
         help=f"one fp16-amp run this long (default {show('long_steps')})",
     )
     n.add_argument(
+        "--trace-every",
+        type=_nonneg,
+        help=f"trace period of the convergence runs, 0 for none (default {show('trace_every')})",
+    )
+    n.add_argument(
+        "--extended-modes",
+        type=_csv("mode", tuple(MODES)),
+        help="modes whose every convergence run goes --extended-steps (default none)",
+    )
+    n.add_argument(
+        "--extended-steps",
+        type=_nonneg,
+        help="steps of the --extended-modes runs, e.g. 3000 (default 0)",
+    )
+    n.add_argument(
         "--eval-every",
         type=_positive,
         help=f"held-out evaluation period (default {show('eval_every')})",
@@ -287,6 +302,9 @@ NUMERICS_OPTIONS = (
     "seeds",
     "steps",
     "long_steps",
+    "trace_every",
+    "extended_modes",
+    "extended_steps",
     "eval_every",
     "heldout",
     "noise",

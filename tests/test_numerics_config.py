@@ -159,3 +159,36 @@ def test_jobs_of_a_study():
     ]
     assert len({j.key for j in cfg.jobs()}) == len(cfg.jobs())
     assert {j.case.lr for j in cfg.jobs()} == {3e-4}
+
+
+def test_trace_and_extended_settings():
+    assert (config.defaults("cuda")["trace_every"], config.defaults("cpu")["trace_every"]) == (5, 2)
+    assert config.defaults("cuda")["extended_modes"] == () and _cpu().extended_steps == 0
+    cfg = _cpu(
+        modes=["fp32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"],
+        extended_modes=["fp32", "fp16-amp-noscale", "fp16-amp"],
+        extended_steps=300,
+        trace_every=0,
+    )
+    conv = [j for j in cfg.jobs() if j.kind == "convergence"]
+    assert {(j.case.mode, j.steps) for j in conv} == {
+        ("fp32", 300),
+        ("fp16-amp", 300),
+        ("fp16-amp-noscale", 300),
+        ("bf16-amp", 40),
+    }
+    assert {j.trace_every for j in conv} == {0}
+    with pytest.raises(ValueError, match="extended_modes 'tf32'"):
+        _cpu(modes=["fp32"], extended_modes=["tf32"], extended_steps=300)
+    with pytest.raises(ValueError, match="extended_steps 0"):
+        _cpu(extended_modes=["fp32"])
+    with pytest.raises(ValueError, match="trace_every -1"):
+        _cpu(trace_every=-1)
+
+
+def test_a_record_older_than_the_traces_resumes_without_them():
+    record = json.loads(json.dumps(_cpu().record()))
+    for name in ("trace_every", "extended_modes", "extended_steps"):
+        del record[name]
+    cfg = NumericsConfig.from_record(record, workers=1)
+    assert (cfg.trace_every, cfg.extended_modes, cfg.extended_steps) == (0, (), 0)

@@ -33,7 +33,9 @@ SMALL = {
     "checkpoints": [0, 5],
 }
 """Four jobs: a census trajectory and three convergence runs."""
-FIGURES = ("histogram.png", "loss_curves.png", "scale.png")
+OLD_FIGURES = ("histogram.png", "loss_curves.png", "scale.png")
+"""The figures of a folder older than the traces."""
+FIGURES = (*OLD_FIGURES, "traces.png")
 
 
 def _cfg(**options) -> NumericsConfig:
@@ -64,8 +66,14 @@ def test_a_study_writes_its_folder(small_study):
         "fp32": 19,
     }
     assert pd.read_csv(small_study / "failed.csv").empty
+    traces = pd.read_csv(small_study / "convergence_traces.csv")
+    assert sorted(traces["step"].unique())[:3] == [0, 2, 4]  # trace_every 2 on the CPU
+    summary = pd.read_csv(small_study / "summary.csv")
+    assert set(summary["divergence"]) <= {"none", "blowup", "nonfinite"}
+    assert pd.read_csv(small_study / "census.csv")["loss"].notna().all()
     report = (small_study / "report.md").read_text()
     assert "## 5. Answer" in report and "the loss is float32" in report
+    assert "### Traces" in report and "**Divergence**" in report
     assert "python -m bench" not in report.split("## 1.")[0]  # no resumption to list
     assert study.is_study(small_study)
 
@@ -150,7 +158,8 @@ def test_the_study_of_record_rerenders(tmp_path):
     committed = (RECORD / "report.md").read_text()
     rendered = study.render(copy).read_text()
     assert _answer(rendered) == _answer(committed) and len(_answer(committed)) == 8
-    assert all((copy / f).is_file() for f in FIGURES)
+    assert all((copy / f).is_file() for f in OLD_FIGURES)
+    assert not (copy / "traces.png").exists()  # no traces in a folder older than them
 
 
 def test_an_interrupted_study_resumes_where_it_stopped(small_study, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.numerics.analysis import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
@@ -25,6 +26,8 @@ FLUSH_LIMIT = 0.01
 nonzero in the fp32 reference."""
 LOSS_GAP = 0.10
 """A final training loss more than 10% above fp32's at the same batch size counts as worse."""
+MODE_NAMES = {"fp16-amp-noscale": "fp16 without a scaler", "fp16-amp": "fp16 with GradScaler"}
+"""How a sentence names a mode; others by their key."""
 MOMENTS = ("exp_avg", "exp_avg_sq")
 """Adam's state tensors that hold gradient statistics (its `step` count is not one)."""
 
@@ -92,11 +95,93 @@ def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, float, flo
     return compared, worse
 
 
+def _measured(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows whose divergence was looked for (a folder older than the column has an
+    empty cell)."""
+    if "divergence" not in summary:
+        return summary.iloc[:0]
+    return summary[summary["divergence"].isin([HEALTHY, "blowup", NONFINITE])]
+
+
+def _diverged(runs: pd.DataFrame) -> pd.DataFrame:
+    return runs[runs["divergence"] != HEALTHY]
+
+
+def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """Where the scaled fp16 run flushed most: its step, training loss and loss scale (from the
+    census row), and whether any fp16-amp run at that batch size diverged; empty for a folder
+    whose census predates the training-loss column."""
+    scaled = census[census["mode"] == "fp16-amp"]
+    if scaled.empty or "loss" not in scaled or scaled["loss"].isna().all():
+        return ""
+    w = scaled.loc[scaled["flushed"].idxmax()]
+    out = (
+        f" ({w['tensor']} at batch {int(w['batch_size'])}, step {int(w['step'])}, training loss "
+        f"{w['loss']:.3g}, loss scale {w['loss_scale']:g}"
+    )
+    runs = _measured(summary)
+    runs = runs[(runs["mode"] == "fp16-amp") & (runs["batch_size"] == w["batch_size"])]
+    if len(runs):
+        bad = _diverged(runs)
+        out += (
+            f"; {len(bad)} of {len(runs)} fp16-amp runs at that batch size diverged"
+            if len(bad)
+            else "; no fp16-amp run at that batch size diverged"
+        )
+    return out + ")"
+
+
+def divergence_sentences(summary: pd.DataFrame) -> list[str]:
+    """Per mode that diverged, per batch size: the steps and the share of seeds; and whether fp16
+    without a scaler diverged. Nothing for a folder whose summary predates divergence."""
+    runs = _measured(summary)
+    if runs.empty:
+        return []
+    parts = []
+    for mode, g in runs.groupby("mode", sort=False):
+        if _diverged(g).empty and mode != "fp16-amp-noscale":
+            continue
+        name = MODE_NAMES.get(mode, f"`{mode}`")
+        if _diverged(g).empty:
+            parts.append(f"{name} did not diverge in the runs measured")
+            continue
+        at = []
+        for bs, b in g.groupby("batch_size"):
+            bad = _diverged(b).sort_values("diverged_at_step")
+            if bad.empty:
+                at.append(f"did not diverge in {len(b)} seeds at batch {int(bs)}")
+                continue
+            where = " and ".join(
+                f"{int(step)}" + (" (a non-finite loss)" if kind == NONFINITE else "")
+                for step, kind in zip(bad["diverged_at_step"], bad["divergence"], strict=True)
+            )
+            steps = "steps" if len(bad) > 1 else "step"
+            at.append(
+                f"diverged at {steps} {where} in {len(bad)} of {len(b)} seeds at batch {int(bs)}"
+            )
+        parts.append(f"{name} {'; '.join(at)}")
+    calm = sorted(
+        set(runs["mode"]) - set(_diverged(runs)["mode"]) - {"fp16-amp-noscale"},
+        key=list(runs["mode"]).index,
+    )
+    if calm:
+        parts.append(f"no run of {', '.join(calm)} diverged")
+    rule = (
+        f"the training loss above {DIVERGE_FACTOR:g}× its running minimum for {DIVERGE_STEPS} "
+        "steps in a row, or non-finite"
+    )
+    text = "; ".join(parts)
+    if text.startswith("no run"):
+        text = "N" + text[1:]
+    return [f"**Divergence** ({rule}). {text}."]
+
+
 def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
     noscale = census[census["mode"] == "fp16-amp-noscale"]
     scaled = census[census["mode"] == "fp16-amp"]
     flushing = _flushing(census)
     worst_scaled = scaled["flushed"].max() if len(scaled) else float("nan")
+    context = _in_context(census, summary)
     sizes = ", ".join(str(b) for b in sorted(noscale["batch_size"].unique()))
     out = []
     if noscale.empty:
@@ -113,13 +198,13 @@ def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str
             f"**Underflow.** Without a scaler, float16 flushes more than {FLUSH_LIMIT:.0%} of some "
             f"gradient tensor to zero at batch size {where}, of the batch sizes "
             f"measured ({sizes}). With GradScaler the worst share flushed anywhere is "
-            f"{worst_scaled:.2%}."
+            f"{worst_scaled:.2%}{context}."
         )
     else:
         out.append(
             f"**Underflow.** Without a scaler, float16 flushes no more than {FLUSH_LIMIT:.0%} of "
             f"any gradient tensor at any batch size measured ({sizes}); the worst share is "
-            f"{noscale['flushed'].max():.2%}. With GradScaler it is {worst_scaled:.2%}."
+            f"{noscale['flushed'].max():.2%}. With GradScaler it is {worst_scaled:.2%}{context}."
         )
     compared, worse = _worse(summary)
     if worse:
@@ -136,6 +221,7 @@ def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str
         )
     else:
         out.append("**Convergence.** This run did not train both fp32 and fp16 without a scaler.")
+    out += divergence_sentences(summary)
     need = sorted({bs for bs, _ in flushing} | {bs for bs, _, _ in worse})
     question = "**So is GradScaler needed with float16?**"
     if need:

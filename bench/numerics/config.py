@@ -25,6 +25,10 @@ LR = 3e-4
 question's 1e-3 learns the task too, but ends with a far higher loss on the 16000-wide model)."""
 
 
+RECORD_BEFORE: dict[str, object] = {"trace_every": 0, "extended_modes": (), "extended_steps": 0}
+"""The settings a study recorded before they existed ran as these (to resume such a folder)."""
+
+
 def defaults(device: str) -> dict[str, object]:
     """The settings of a study on `device` that the user did not give: keys are field names of
     `NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`) for the model size."""
@@ -37,6 +41,10 @@ def defaults(device: str) -> dict[str, object]:
         "loss_mult": 1.0,
         "reduction": "mean",
         "init_scale": 1.0,
+        # Longer horizons are asked for, not run by default, e.g. extended_modes
+        # (fp32, fp16-amp-noscale, fp16-amp) with extended_steps 3000.
+        "extended_modes": (),
+        "extended_steps": 0,
     }
     if device == "cuda":
         return {
@@ -52,6 +60,7 @@ def defaults(device: str) -> dict[str, object]:
             "long_steps": 2500,
             "eval_every": 100,
             "heldout": 8192,
+            "trace_every": 5,
             **common,
         }
     return {  # the CPU: a smoke run, tiny sizes, a few seconds
@@ -65,6 +74,7 @@ def defaults(device: str) -> dict[str, object]:
         "long_steps": 60,
         "eval_every": 10,
         "heldout": 256,
+        "trace_every": 2,
         **common,
     }
 
@@ -116,6 +126,14 @@ class NumericsConfig:
     """Held-out evaluation period, in steps; `steps` is a multiple of it."""
     heldout: int
     """Held-out samples."""
+    trace_every: int
+    """Trace period of the convergence runs, in steps (`bench.numerics.training.trace`): gradient
+    zeros, Adam's state, the update's size and the loss scale per parameter; 0 turns it off."""
+    extended_modes: tuple[str, ...]
+    """Modes (of `modes`) whose every convergence run, at every batch size and seed, goes
+    `extended_steps` steps: the long horizons a divergence question needs. Empty: none."""
+    extended_steps: int
+    """Steps of the runs of `extended_modes`, if more than `steps`; 0 with no extended modes."""
     noise: float
     """Noise of the task (`bench.numerics.task.Task`)."""
     optimizer: str
@@ -152,6 +170,22 @@ class NumericsConfig:
         for name in ("histogram_batch", "steps", "eval_every", "heldout", "workers"):
             _int(name, getattr(self, name), 1)
         _int("long_steps", self.long_steps, 0)
+        _int("trace_every", self.trace_every, 0)
+        _int("extended_steps", self.extended_steps, 0)
+        _check(
+            isinstance(self.extended_modes, tuple),
+            "extended_modes",
+            self.extended_modes,
+            "is not a tuple",
+        )
+        for mode in self.extended_modes:
+            _choice("extended_modes", mode, self.modes)
+        _check(
+            not self.extended_modes or self.extended_steps > 0,
+            "extended_steps",
+            self.extended_steps,
+            f"must be positive with extended_modes {self.extended_modes}",
+        )
         _check(
             self.histogram_batch in self.census_batch_sizes,
             "histogram_batch",
@@ -210,6 +244,8 @@ class NumericsConfig:
         """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
         size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
         names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
+        # A folder older than a setting ran without it: no traces, no extended runs.
+        record = {**RECORD_BEFORE, **record}
         kept = {n: tuple(record[n]) if isinstance(record[n], list) else record[n] for n in names}
         return cls(size=size, workers=workers, **kept)
 
@@ -249,6 +285,8 @@ class NumericsConfig:
                 for seed in self.seeds:
                     long = (mode, b, seed) == ("fp16-amp", self.conv_batch_sizes[0], self.seeds[0])
                     steps = max(self.steps, self.long_steps) if long else self.steps
+                    if mode in self.extended_modes:
+                        steps = max(steps, self.extended_steps)
                     out.append(
                         Job(
                             kind="convergence",
@@ -257,6 +295,7 @@ class NumericsConfig:
                             noise=self.noise,
                             eval_every=self.eval_every,
                             heldout=self.heldout,
+                            trace_every=self.trace_every,
                         )
                     )
         return out
@@ -303,6 +342,9 @@ def short_config(
         long_steps=0,
         eval_every=50,
         heldout=8192 if device == "cuda" else 256,
+        trace_every=5 if device == "cuda" else 2,
+        extended_modes=(),
+        extended_steps=0,
         noise=2.0,
         optimizer=optimizer,
         lr=LR,

@@ -38,6 +38,8 @@ class Job:
     noise: float = 2.0
     eval_every: int = 100
     heldout: int = 8192
+    trace_every: int = 0
+    """Trace period of a convergence run (`training.trace`); 0: no traces."""
     checkpoints: tuple[int, ...] = ()
     histogram: bool = False
     """Whether a census trajectory also records the activation-gradient histogram."""
@@ -74,6 +76,7 @@ def run_job(job: Job) -> dict[str, list[dict]]:
                 noise=job.noise,
                 eval_every=job.eval_every,
                 heldout=job.heldout,
+                trace_every=job.trace_every,
             )
         return training.census_trajectory(
             job.case, noise=job.noise, checkpoints=job.checkpoints, histogram=job.histogram

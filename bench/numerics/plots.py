@@ -115,3 +115,52 @@ def scale(steps: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+TRACE_PANELS = (
+    ("grad_zero_share", "max", "share of param.grad exactly zero (max over parameters)", "linear"),
+    ("exp_avg_sq_median", "min", "median Adam exp_avg_sq (min over parameters)", "log"),
+    ("update_rms_ratio", "max", "RMS(update) / RMS(weights) (max over parameters)", "log"),
+    ("loss", "first", "training loss at the traced step", "log"),
+)
+"""The rows of the traces figure: column, how the parameters are folded, title, y scale."""
+
+
+def traces(tr: pd.DataFrame, path: Path) -> None:
+    """The traced mechanism per step, one column of panels per batch size: zero gradients, Adam's
+    second moment, the update's relative size and the loss; one colour per mode, one line style
+    per seed."""
+    if tr.empty:
+        return
+    sizes = sorted(tr["batch_size"].unique())
+    fig, axes = plt.subplots(
+        len(TRACE_PANELS),
+        len(sizes),
+        figsize=(6.5 * len(sizes), 2.6 * len(TRACE_PANELS)),
+        squeeze=False,
+        sharex="col",
+    )
+    for col, bs in enumerate(sizes):
+        d = tr[tr["batch_size"] == bs]
+        for (mode, seed), g in d.groupby(["mode", "seed"], sort=False):
+            seeds = sorted(d[d["mode"] == mode]["seed"].unique())
+            style = LINESTYLES[seeds.index(seed) % len(LINESTYLES)]
+            for row, (column, fold, _, _) in enumerate(TRACE_PANELS):
+                values = g.groupby("step")[column].agg(fold)
+                axes[row, col].plot(
+                    values.index,
+                    values.to_numpy(float),
+                    color=mode_colour(mode),
+                    linestyle=style,
+                    linewidth=1.0,
+                    label=f"{mode}, seed {seed}",
+                )
+        for row, (_, _, title, yscale) in enumerate(TRACE_PANELS):
+            ax = axes[row, col]
+            ax.set_yscale(yscale)
+            ax.set_title(f"batch {bs}: {title}", fontsize=9)
+        axes[-1, col].set_xlabel("step")
+        axes[0, col].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

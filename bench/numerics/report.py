@@ -8,8 +8,11 @@ import shlex
 import pandas as pd
 
 from bench import paths
-from bench.numerics.analysis import SMOOTH_STEPS
+from bench.numerics.analysis import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, SMOOTH_STEPS
 from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, answer
+
+TRACE_WINDOW = 50
+"""The traces shown around a divergence event: this many steps either side of it."""
 
 
 def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
@@ -199,6 +202,13 @@ def _convergence(t: dict, env: dict) -> list[str]:
         for tt, r, n in zip(agg["time_to_target_s"], agg["reached"], agg["seeds"], strict=True)
     ]
     agg = agg.drop(columns=["reached", "time_to_target_s"])
+    measured = s["divergence"].isin([HEALTHY, "blowup", "nonfinite"])
+    if measured.any():  # a folder older than the column has empty cells: not shown
+        diverged = (s["divergence"] != HEALTHY) & measured
+        counts = diverged.groupby([s["batch_size"], s["mode"]]).sum()
+        agg["diverged seeds"] = [
+            int(counts.get((b, m), 0)) for b, m in zip(agg["batch_size"], agg["mode"], strict=True)
+        ]
     chance = 1 / cfg["num_classes"] if cfg.get("num_classes") else float("nan")
     return [
         "## 4. Convergence",
@@ -219,7 +229,65 @@ def _convergence(t: dict, env: dict) -> list[str]:
         "",
         "![loss scale](scale.png)",
         "",
+        *_traces(t),
     ]
+
+
+def _traces(t: dict) -> list[str]:
+    """The traced mechanism: the figure, and per diverging run the traces within TRACE_WINDOW
+    steps of its event, the parameters folded (the largest share of zero gradients and update,
+    the smallest median second moment). Nothing for a folder without traces."""
+    tr, s = t["traces"], t["summary"]
+    if tr.empty:
+        return []
+    out = [
+        "### Traces",
+        "",
+        "Every traced step of each run, per parameter (`convergence_traces.csv`), outside any "
+        "timed region: the share of `param.grad` exactly zero, Adam's second moment (median, "
+        "share below eps²) and first moment (median |exp_avg|), the update's RMS over the weights' "
+        "RMS and its largest element, and the loss scale. The figure folds the parameters "
+        "(largest zero share and update, smallest median second moment); one colour per mode, "
+        "one line style per batch size and seed.",
+        "",
+        "![traces](traces.png)",
+        "",
+    ]
+    events = s[s["divergence"].isin(["blowup", "nonfinite"])]
+    if events.empty:
+        measured = s["divergence"].isin([HEALTHY]).any()
+        what = "No run diverged" if measured else "Divergence was not looked for in this folder"
+        return [*out, f"{what}: no traces around a divergence to show.", ""]
+    keys = ["mode", "batch_size", "seed"]
+    for _, e in events.sort_values(["batch_size", "mode", "seed"]).iterrows():
+        at = int(e["diverged_at_step"])
+        run = tr[(tr[keys] == e[keys]).all(axis=1) & ((tr["step"] - at).abs() <= TRACE_WINDOW)]
+        if run.empty:
+            continue
+        folded = (
+            run.groupby("step")
+            .agg(
+                loss=("loss", "first"),
+                scale=("scale", "first"),
+                skipped=("skipped", "first"),
+                max_grad_zero=("grad_zero_share", "max"),
+                min_exp_avg_sq_median=("exp_avg_sq_median", "min"),
+                max_below_eps2=("exp_avg_sq_below_eps2_share", "max"),
+                max_update_rms_ratio=("update_rms_ratio", "max"),
+                max_update_abs=("update_max_abs", "max"),
+            )
+            .reset_index()
+        )
+        folded = _pct(folded, ["max_grad_zero", "max_below_eps2"])
+        out += [
+            f"`{e['mode']}`, batch {int(e['batch_size'])}, seed {int(e['seed'])}: "
+            f"{e['divergence']} at step {at}; traces from step {at - TRACE_WINDOW} to "
+            f"{at + TRACE_WINDOW}, the parameters folded:",
+            "",
+            _md(folded),
+            "",
+        ]
+    return out
 
 
 def _provenance(env: dict) -> list[str]:
@@ -270,7 +338,13 @@ def render(t: dict) -> str:
         "",
         f"Computed from the tables above by `bench/numerics/answer.py` (thresholds: more than "
         f"{FLUSH_LIMIT:.0%} of a tensor flushed; a final loss more than {LOSS_GAP:.0%} above "
-        "fp32's).",
+        "fp32's"
+        + (
+            f"; divergence: the loss above {DIVERGE_FACTOR:g}× its running minimum for "
+            f"{DIVERGE_STEPS} steps, or non-finite)."
+            if not t["traces"].empty or t["summary"]["divergence"].isin([HEALTHY]).any()
+            else ")."
+        ),
         "",
     ]
     out += [f"{sentence}\n" for sentence in answer(t, str(env.get("torch")))]

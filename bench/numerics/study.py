@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bench.numerics.jobs import Job
 
 JOBS_DIR = "jobs"
-JOB_TABLES = ("failed", "census", "histogram", "fp16_fate", "steps", "evals", "runs")
+JOB_TABLES = ("failed", "census", "histogram", "fp16_fate", "steps", "evals", "runs", "traces")
 """The tables the jobs' rows go to, in the order they are written."""
 
 
@@ -113,6 +113,7 @@ def render(run_dir: Path) -> Path:
         horizon = int(cfg["steps"]) if "steps" in cfg else int(steps["step"].max()) + 1
         plots.loss_curves(steps, horizon, run_dir / "loss_curves.png")
         plots.scale(steps, run_dir / "scale.png")
+    plots.traces(t["traces"], run_dir / "traces.png")
     path = run_dir / tables.REPORT
     path.write_text(report.render(t))
     return path

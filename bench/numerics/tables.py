@@ -8,6 +8,9 @@ parameter gradients and Adam's state), `state` (Adam's state key) and, in the au
 `load` derives the columns for folders written before they existed, from the labels those folders
 used, which the label functions below still produce.
 
+Columns and optional tables a folder predates read as empty (NaN cells, no rows), which readers
+take as "not measured".
+
 Nothing here imports torch: a folder renders on a machine without it.
 """
 
@@ -116,6 +119,8 @@ class Table:
     whose jobs all failed still find the columns."""
     labels: tuple[dict[str, str], ...] = ()
     """The tensor columns of every label this table has used, to read folders older than them."""
+    optional: bool = False
+    """A table that folders older than it lack: such a folder reads it as empty."""
 
 
 TABLES: dict[str, Table] = {
@@ -127,7 +132,7 @@ TABLES: dict[str, Table] = {
         "census.csv",
         (
             *("batch_size", "step", "loss_scale", "mode", "kind", "module", "tensor", "dtype"),
-            *("numel", "flushed", "subnormal", "nonfinite", "ref_zero", "rel_err"),
+            *("numel", "flushed", "subnormal", "nonfinite", "ref_zero", "rel_err", "loss"),
         ),
         tuple(_known_grads()),
     ),
@@ -159,7 +164,18 @@ TABLES: dict[str, Table] = {
             *("mode", "batch_size", "seed", "optimizer", "final_loss", "heldout_loss"),
             *("heldout_acc", "nonfinite_steps", "skipped_steps", "final_scale", "step_ms"),
             *("target_loss", "steps_to_target", "time_to_target_s"),
+            *("diverged_at_step", "divergence"),
         ),
+    ),
+    "traces": Table(
+        "convergence_traces.csv",
+        (
+            *("mode", "batch_size", "seed", "optimizer", "steps", "step", "module", "loss"),
+            *("scale", "skipped", "grad_zero_share", "exp_avg_sq_median"),
+            *("exp_avg_sq_below_eps2_share", "exp_avg_abs_median", "update_rms_ratio"),
+            "update_max_abs",
+        ),
+        optional=True,
     ),
     "failed": Table("failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error")),
 }
@@ -183,9 +199,8 @@ def load(run_dir: Path) -> dict[str, object]:
     """Every table of a finished study's folder as a DataFrame by table name, with `audit_json`
     and `env` (the parsed JSON files). The one place that reads a study's tables: columns a folder
     predates are derived here from its labels, and an empty table gets its columns."""
-    missing = [
-        f for f in [t.file for t in TABLES.values()] + [AUDIT_JSON] if not (run_dir / f).is_file()
-    ]
+    files = [t.file for t in TABLES.values() if not t.optional] + [AUDIT_JSON]
+    missing = [f for f in files if not (run_dir / f).is_file()]
     if missing:
         raise UsageError(
             f"{run_dir}: no {', '.join(missing)}: the study has not finished; resuming it "
@@ -204,10 +219,15 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
         df = pd.read_csv(path)
     except pd.errors.EmptyDataError:  # an empty table of an older folder: not even a header
         df = pd.DataFrame()
+    except FileNotFoundError:  # an optional table the folder predates (`load` checks the rest)
+        df = pd.DataFrame()
     if df.empty:
         return pd.DataFrame(columns=list(table.columns))
     if table.labels and "kind" not in df.columns:
         df = _derive_tensor_columns(df, table, path)
+    for col in table.columns:
+        if col not in df.columns:  # a column the folder predates: empty, as if not measured
+            df[col] = float("nan")
     for col in TENSOR_COLUMNS:
         if col in df.columns:
             df[col] = df[col].fillna("")  # an empty cell (no module, no state) reads as NaN

@@ -1,0 +1,235 @@
+"""Divergence as data: detection on synthetic loss curves, the summary's columns, the Answer's
+divergence sentence and the report's traces around an event, from hand-made tables; and the trace
+of a tiny CPU run (issue 14)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bench.numerics import analysis, answer, report, tables, training
+from bench.numerics.analysis import BLOWUP, DIVERGE_FACTOR, DIVERGE_STEPS, NONFINITE, divergence
+from tests.conftest import tiny_case
+
+HEALTHY = list(np.geomspace(2.0, 1e-3, 300))
+"""A clean run: the loss falls from 2 to 0.001 over 300 steps."""
+
+
+def test_a_healthy_run_has_no_event():
+    assert divergence(HEALTHY) is None
+    assert divergence([]) is None
+    assert divergence([1.0] * 5 + [100.0] * (DIVERGE_STEPS - 1)) is None  # ends unconfirmed
+
+
+def test_a_noisy_but_healthy_run_has_no_event():
+    rng = np.random.default_rng(0)
+    noisy = np.asarray(HEALTHY) * np.exp(rng.normal(0.0, 0.4, len(HEALTHY)))
+    assert divergence(noisy) is None
+
+
+def test_a_spike_that_recovers_is_not_divergence():
+    spike = HEALTHY.copy()
+    spike[100 : 100 + DIVERGE_STEPS - 1] = [50.0] * (DIVERGE_STEPS - 1)  # one step short
+    assert divergence(spike) is None
+
+
+def test_a_sustained_blow_up_is_found_at_its_first_step():
+    # As in the H200 study: tracks fp32 to 7e-4, then jumps to 14 and stays there.
+    curve = HEALTHY[:200] + [14.0] * 100
+    assert divergence(curve) == (200, BLOWUP)
+
+
+def test_a_slow_drift_is_found_where_it_crosses_the_factor():
+    low = HEALTHY[150]
+    drift = HEALTHY[:151] + [low * 1.05**k for k in range(1, 150)]
+    crossing = 151 + math.ceil(math.log(DIVERGE_FACTOR) / math.log(1.05)) - 1
+    assert drift[crossing] > DIVERGE_FACTOR * low >= drift[crossing - 1]
+    assert divergence(drift) == (crossing, BLOWUP)
+    # A drift that stays below the factor is not divergence.
+    assert divergence(HEALTHY[:151] + [low * 9.0] * 100) is None
+
+
+def test_a_non_finite_loss_is_an_event_at_once():
+    assert divergence([*HEALTHY[:40], math.nan, *HEALTHY[41:]]) == (40, NONFINITE)
+    assert divergence([*HEALTHY[:40], math.inf]) == (40, NONFINITE)
+    # Whichever comes first: a blow-up that later turns into NaN is a blow-up.
+    assert divergence(HEALTHY[:50] + [14.0] * 30 + [math.nan]) == (50, BLOWUP)
+
+
+def _steps(mode: str, seed: int, losses: list[float], bs: int = 8) -> list[dict]:
+    return [
+        {
+            "mode": mode,
+            "batch_size": bs,
+            "seed": seed,
+            "optimizer": "fused",
+            "step": i,
+            "loss": loss,
+            "scale": None,
+            "skipped": False,
+        }
+        for i, loss in enumerate(losses)
+    ]
+
+
+def _summary() -> pd.DataFrame:
+    """fp16 without a scaler blows up at step 200 (seed 0) and 230 (seed 1) at batch 8, and stays
+    healthy at batch 32; fp32 and fp16-amp stay healthy everywhere."""
+    rows = []
+    for bs in (8, 32):
+        for seed in (0, 1):
+            rows += _steps("fp32", seed, HEALTHY, bs) + _steps("fp16-amp", seed, HEALTHY, bs)
+            blowup = HEALTHY[: 200 + 30 * seed] + [14.0] * (100 - 30 * seed)
+            rows += _steps("fp16-amp-noscale", seed, blowup if bs == 8 else HEALTHY, bs)
+    steps = pd.DataFrame(rows)
+    runs = steps[["mode", "batch_size", "seed"]].drop_duplicates().assign(step_ms=1.0)
+    evals = pd.DataFrame(columns=list(tables.TABLES["evals"].columns))
+    return analysis.summarize_runs(steps, evals, runs, horizon=300)
+
+
+def test_the_summary_holds_each_runs_event():
+    s = _summary()
+    assert list(s.columns) == list(tables.TABLES["summary"].columns)
+    ns = s[(s["mode"] == "fp16-amp-noscale") & (s["batch_size"] == 8)].set_index("seed")
+    assert ns["diverged_at_step"].to_dict() == {0: 200, 1: 230}
+    assert set(ns["divergence"]) == {BLOWUP}
+    healthy = s[~((s["mode"] == "fp16-amp-noscale") & (s["batch_size"] == 8))]
+    assert (
+        set(healthy["divergence"]) == {analysis.HEALTHY}
+        and healthy["diverged_at_step"].isna().all()
+    )
+
+
+def _divergence_text(summary: pd.DataFrame) -> str:
+    return "\n".join(answer.divergence_sentences(summary))
+
+
+def test_the_answer_names_the_divergence_from_the_table():
+    s = _summary()
+    text = _divergence_text(s)
+    assert (
+        "fp16 without a scaler diverged at steps 200 and 230 in 2 of 2 seeds at batch 8; did not "
+        "diverge in 2 seeds at batch 32" in text
+    )
+    assert text.endswith("; no run of fp16-amp, fp32 diverged.")
+    # The sentence follows the table: change the cell, the sentence changes.
+    s.loc[
+        (s["mode"] == "fp16-amp-noscale") & (s["seed"] == 1) & (s["batch_size"] == 8), "divergence"
+    ] = analysis.HEALTHY
+    assert "diverged at step 200 in 1 of 2 seeds at batch 8" in _divergence_text(s)
+    s["divergence"] = analysis.HEALTHY
+    assert "fp16 without a scaler did not diverge in the runs measured" in _divergence_text(s)
+
+
+def test_a_summary_older_than_divergence_says_nothing_of_it():
+    s = _summary()
+    s["divergence"] = math.nan  # how `tables.load` reads a folder older than the column
+    assert answer.divergence_sentences(s) == []
+    assert answer.divergence_sentences(s.drop(columns=["divergence", "diverged_at_step"])) == []
+
+
+def test_the_scaled_flush_is_stated_in_context():
+    census = pd.DataFrame(
+        [
+            {
+                "batch_size": 8,
+                "step": 10,
+                "loss_scale": 65536.0,
+                "mode": "fp16-amp",
+                "tensor": "grad of logits",
+                "flushed": 0.6726,
+                "loss": 0.0123,
+            }
+        ]
+    )
+    text = answer._in_context(census, _summary())
+    assert text == (
+        " (grad of logits at batch 8, step 10, training loss 0.0123, loss scale 65536; "
+        "no fp16-amp run at that batch size diverged)"
+    )
+    assert answer._in_context(census.drop(columns="loss"), _summary()) == ""
+
+
+def _trace_rows(mode: str, seed: int, steps: range) -> list[dict]:
+    return [
+        {
+            "mode": mode,
+            "batch_size": 8,
+            "seed": seed,
+            "optimizer": "fused",
+            "steps": 300,
+            "step": step,
+            "module": module,
+            "loss": 1.0,
+            "scale": None,
+            "skipped": False,
+            "grad_zero_share": 0.5 if module == "fc3.weight" else 0.1,
+            "exp_avg_sq_median": 1e-12,
+            "exp_avg_sq_below_eps2_share": 0.25,
+            "exp_avg_abs_median": 1e-6,
+            "update_rms_ratio": 1e-3,
+            "update_max_abs": 3e-4,
+        }
+        for step in steps
+        for module in ("fc1.weight", "fc3.weight")
+    ]
+
+
+def test_the_report_shows_the_traces_around_each_event(tmp_path):
+    traces = pd.DataFrame(
+        _trace_rows("fp16-amp-noscale", 0, range(0, 300, 5))
+        + _trace_rows("fp32", 0, range(0, 300, 5))
+    )
+    lines = report._traces({"traces": traces, "summary": _summary()})
+    text = "\n".join(lines)
+    assert "`fp16-amp-noscale`, batch 8, seed 0: blowup at step 200" in text
+    assert "`fp16-amp-noscale`, batch 8, seed 1" not in text  # no traces of that run
+    table = text.split("seed 0: blowup at step 200")[1].split("\n\n")[1]
+    rows = [r for r in table.splitlines()[2:]]
+    assert len(rows) == len(range(150, 251, 5))  # ±50 steps at stride 5
+    assert "50.000%" in rows[0]  # the largest zero share over the parameters
+    from bench.numerics import plots
+
+    plots.traces(traces, tmp_path / "traces.png")
+    assert (tmp_path / "traces.png").stat().st_size > 0
+    assert report._traces({"traces": traces.iloc[:0], "summary": _summary()}) == []
+
+
+@pytest.mark.parametrize("mode", ["fp16-amp", "fp32"])
+def test_the_trace_of_a_tiny_run(mode):
+    out = training.convergence(
+        tiny_case(mode=mode, optimizer="fused"),
+        steps=6,
+        noise=2.0,
+        eval_every=3,
+        heldout=64,
+        trace_every=2,
+    )
+    tr = tables.frame("traces", out["traces"])
+    assert list(tr.columns) == list(tables.TABLES["traces"].columns)
+    assert sorted(tr["step"].unique()) == [0, 2, 4]
+    assert set(tr["module"]) == set(tables.PARAMETERS) and len(tr) == 3 * len(tables.PARAMETERS)
+    for col in ("grad_zero_share", "exp_avg_sq_below_eps2_share"):
+        assert tr[col].between(0, 1).all(), col
+    numbers = [
+        "loss",
+        "exp_avg_sq_median",
+        "exp_avg_abs_median",
+        "update_rms_ratio",
+        "update_max_abs",
+    ]
+    assert np.isfinite(tr[numbers].to_numpy(float)).all()
+    assert (tr[["exp_avg_sq_median", "update_rms_ratio", "update_max_abs"]] > 0).all().all()
+    # The traced steps' losses are the step table's: tracing changes nothing it measures.
+    losses = {r["step"]: r["loss"] for r in out["steps"]}
+    assert all(losses[s] == pytest.approx(v) for s, v in zip(tr["step"], tr["loss"], strict=True))
+    if mode == "fp16-amp":
+        assert (tr["scale"] > 0).all() and tr["skipped"].dtype == bool
+    else:
+        assert tr["scale"].isna().all() and not tr["skipped"].any()
+    untraced = training.convergence(
+        tiny_case(mode=mode, optimizer="fused"), steps=6, noise=2.0, eval_every=3, heldout=64
+    )
+    assert untraced["traces"] == []
+    assert [r["loss"] for r in untraced["steps"]] == [r["loss"] for r in out["steps"]]
