@@ -109,9 +109,7 @@ class Case:
 
     @property
     def size(self) -> ModelSize:
-        return ModelSize(
-            input_size=self.input_size, hidden_size=self.hidden_size, num_classes=self.num_classes
-        )
+        return ModelSize.of(self)
 
     @property
     def case_id(self) -> str:

@@ -7,6 +7,7 @@ question's model has none.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +19,12 @@ class ModelSize:
     input_size: int
     hidden_size: int
     num_classes: int
+
+    @classmethod
+    def of(cls, obj: object) -> ModelSize:
+        """The size named by `obj`'s `input_size`, `hidden_size` and `num_classes` (a case, a
+        grid)."""
+        return cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
 
     def linears(self) -> list[tuple[int, int]]:
         """(in_features, out_features) of fc1, fc2, fc3, in order."""

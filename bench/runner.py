@@ -190,15 +190,14 @@ def _alternate_harness_and_bare(
     harness: list[float] = []
     bare: list[float] = []
     state = build(case)
+    phases = variants.prepare(state).phases
 
     def window() -> None:
         for _ in range(case.steps):
             train_step(state)
 
     for _ in range(repeats):
-        timed = time_phases(
-            variants.prepare(state).phases, warmup=case.warmup, steps=case.steps, clock=clock
-        )
+        timed = time_phases(phases, warmup=case.warmup, steps=case.steps, clock=clock)
         harness.extend(timed["total"])
         windowed = time_phases({"window": window}, warmup=1, steps=windows, clock=clock)
         bare.extend(ms / case.steps for ms in windowed["window"])

@@ -92,9 +92,7 @@ class RunConfig:
 
     @property
     def size(self) -> ModelSize:
-        return ModelSize(
-            input_size=self.input_size, hidden_size=self.hidden_size, num_classes=self.num_classes
-        )
+        return ModelSize.of(self)
 
     def cases(self) -> list[Case]:
         return grid(

@@ -36,7 +36,6 @@ class TrainState:
     model: MLP
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
-    loss_fn: nn.Module
     x: torch.Tensor
     y: torch.Tensor
     compute: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -83,7 +82,7 @@ def build(case: Case, mode: Mode | None = None, *, capturable: bool = False) -> 
         return logits, loss
 
     scaler = mode.scaler(case.device)
-    return TrainState(case, mode, model, optimizer, scaler, loss_fn, x, y, compute)
+    return TrainState(case, mode, model, optimizer, scaler, x, y, compute)
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
