@@ -10,7 +10,8 @@ RUN is a run folder, relative to the file's folder (the project root for README.
 - `headline`: the timing headline of a run, `bench.report.headline` (options `batch_size=N`,
   `optimizer=NAME`);
 - `answer`: the Answer of a numerics study, as its report renders it (`bench.numerics.answer`),
-  quoted paragraph by paragraph;
+  quoted paragraph by paragraph; `only=Word,Word` keeps the paragraphs whose bold heading starts
+  with one of those words (`only=Divergence,Why`);
 - `table`: any columns of a timing run's rows (`columns=a,b,c`; every other KEY=VALUE keeps the
   rows whose column KEY reads VALUE), for tables to come;
 - `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
@@ -100,10 +101,19 @@ def _headline(run: Path, options: dict[str, str]) -> str:
 def _answer(run: Path, options: dict[str, str]) -> str:
     from bench.numerics import answer, tables
 
+    only = options.pop("only", None)
     if options:
-        raise UsageError(f"ampbench:answer takes no option, got {sorted(options)[0]}=")
+        raise UsageError(f"ampbench:answer takes only only=, got {sorted(options)[0]}=")
     t = tables.load(run)
     paragraphs = answer.answer(t, str(t["env"].get("torch")))
+    if only is not None:
+        # Paragraphs by their bold heading, in the Answer's order: "**Divergence** (...". A
+        # heading the Answer lacks is an error, so a quote cannot silently shrink.
+        heads = only.split(",")
+        missing = [h for h in heads if not any(p.startswith(f"**{h}") for p in paragraphs)]
+        if missing:
+            raise UsageError(f"ampbench:answer {run.name}: no paragraph {missing[0]!r}")
+        paragraphs = [p for p in paragraphs if any(p.startswith(f"**{h}") for h in heads)]
     return "\n>\n".join(f"> {p}" for p in paragraphs)
 
 

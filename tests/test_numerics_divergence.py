@@ -233,3 +233,73 @@ def test_the_trace_of_a_tiny_run(mode):
     )
     assert untraced["traces"] == []
     assert [r["loss"] for r in untraced["steps"]] == [r["loss"] for r in out["steps"]]
+
+
+def _mechanism_traces() -> pd.DataFrame:
+    """fp16 without a scaler (batch 8, seed 0, event at step 200 in `_summary`): fc3.weight's
+    gradient 60% zero from step 50 on (none before), the update 100× larger from the event on;
+    fp32 beside it with no zeros and the same second moment."""
+    rows = _trace_rows("fp16-amp-noscale", 0, range(0, 300, 5)) + _trace_rows(
+        "fp32", 0, range(0, 300, 5)
+    )
+    for r in rows:
+        noscale = r["mode"] == "fp16-amp-noscale"
+        r["grad_zero_share"] = (
+            0.6 if noscale and r["module"] == "fc3.weight" and r["step"] >= 50 else 0.0
+        )
+        r["update_rms_ratio"] = 0.1 if noscale and r["step"] >= 200 else 1e-3
+        r["exp_avg_sq_below_eps2_share"] = 0.0
+    return pd.DataFrame(rows)
+
+
+def test_the_mechanism_is_read_from_the_traces():
+    m = analysis.mechanism(_mechanism_traces(), "fp16-amp-noscale", 8, 0, 200)
+    assert m["zero_since"] == 50 and m["zero_module"] == "fc3.weight"
+    assert m["zero_before"] == pytest.approx(0.6) and m["ref_zero_before"] == 0.0
+    assert m["zero_early"] == pytest.approx(0.6 * 10 / 20)  # steps 50..95 of 0..95
+    assert m["v_ratio_min"] == m["v_ratio_max"] == pytest.approx(1.0)
+    assert m["update_before"] == pytest.approx(1e-3) and m["update_after"] == pytest.approx(0.1)
+    assert analysis.mechanism(_mechanism_traces(), "fp16-amp-noscale", 8, 1, 230) is None
+
+
+def test_the_answer_states_the_mechanism_the_traces_show():
+    traces, s = _mechanism_traces(), _summary()
+    (text,) = answer.mechanism_sentences(traces, s)
+    assert "traced every 5 steps" in text
+    assert "batch 8, seed 0, event at step 200" in text and "seed 1" not in text
+    assert "60.0% of fc3.weight's gradient elements were zero on average" in text
+    assert "(fp32 at the same steps: 0.00%)" in text and "(100×)" in text
+    assert "gradients flushed to zero in float16 for many steps before each event" in text
+    assert "had not decayed against fp32's" in text and "10× or more" in text
+    # Where it did not diverge (batch 32 in `_summary`), how much its gradients flushed.
+    calm = pd.DataFrame(_trace_rows("fp16-amp-noscale", 0, range(0, 300, 5))).assign(
+        batch_size=32, grad_zero_share=1.0
+    )
+    (text,) = answer.mechanism_sentences(pd.concat([traces, calm]), s)
+    assert (
+        ". At batch 32, where fp16 without a scaler did not diverge, 100.0% of fc1.weight's "
+        "gradient elements were zero on average after step 100 (mean over 1 seeds)." in text
+    )
+    # The verdict follows the traces: a decayed second moment, no jump in the update.
+    noscale = traces["mode"] == "fp16-amp-noscale"
+    traces.loc[noscale, "exp_avg_sq_median"] = 1e-14
+    traces.loc[noscale, "update_rms_ratio"] = 1e-3
+    (text,) = answer.mechanism_sentences(traces, s)
+    assert "had decayed below fp32's" in text and "10× or more" not in text
+    assert answer.mechanism_sentences(traces.iloc[:0], s) == []
+
+
+def test_the_longer_horizon_is_stated_where_runs_went_longer():
+    rows = []
+    for mode, n in (("fp32", 100), ("fp16-amp", 300)):
+        for r in _steps(mode, 0, HEALTHY[:n]):
+            r["steps"] = n
+            r["scale"] = (65536.0 if r["step"] < 199 else 131072.0) if mode == "fp16-amp" else None
+            rows.append(r)
+    steps = pd.DataFrame(rows)
+    runs = steps[["mode", "batch_size", "seed", "steps"]].drop_duplicates()
+    (text,) = answer.horizon_sentences(steps, runs)
+    assert text.startswith("**Longer horizon** (300 steps")
+    assert "fp16 with GradScaler ends at" in text and "fp32" not in text.split(")", 1)[1]
+    assert "from 65536 to 131072, changing after step 200; 0 steps skipped" in text
+    assert answer.horizon_sentences(steps[steps["mode"] == "fp32"], runs) == []

@@ -157,7 +157,7 @@ def test_the_study_of_record_rerenders(tmp_path):
     shutil.copytree(RECORD, copy, ignore=shutil.ignore_patterns("*.png", "report.md"))
     committed = (RECORD / "report.md").read_text()
     rendered = study.render(copy).read_text()
-    assert _answer(rendered) == _answer(committed) and len(_answer(committed)) == 8
+    assert _answer(rendered) == _answer(committed) and len(_answer(committed)) == 9
     assert all((copy / f).is_file() for f in OLD_FIGURES)
     assert not (copy / "traces.png").exists()  # no traces in a folder older than them
 

@@ -71,3 +71,13 @@ def test_check_reports_a_stale_block_and_changes_nothing(project, capsys):
 def test_bad_markers_are_named(project, text, needle):
     with pytest.raises(UsageError, match=needle):
         readme.regenerate(text, project)
+
+
+def test_an_answer_quote_keeps_the_paragraphs_asked_for():
+    run = "results/20261130T100845Z_NVIDIA-H200_b94d1da_numerics_divergence"
+    block = f"<!-- ampbench:answer {run} only=Divergence,Why -->\n<!-- /ampbench:answer -->"
+    text, _ = readme.regenerate(block, paths.ROOT)
+    assert "> **Divergence**" in text and "> **Why it diverged**" in text
+    assert "**dtypes.**" not in text and "**Longer horizon**" not in text
+    with pytest.raises(UsageError, match="no paragraph 'Nope'"):
+        readme.regenerate(block.replace("Why", "Nope"), paths.ROOT)

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.analysis import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
+from bench.numerics.analysis import (
+    DIVERGE_FACTOR,
+    DIVERGE_STEPS,
+    HEALTHY,
+    MECHANISM_WINDOW,
+    NONFINITE,
+    ZERO_LIMIT,
+    flushed_most,
+    mechanism,
+    run_ends,
+)
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
@@ -28,6 +38,12 @@ LOSS_GAP = 0.10
 """A final training loss more than 10% above fp32's at the same batch size counts as worse."""
 MODE_NAMES = {"fp16-amp-noscale": "fp16 without a scaler", "fp16-amp": "fp16 with GradScaler"}
 """How a sentence names a mode; others by their key."""
+V_DECAY = 0.5
+"""Adam's second moment counts as decayed before an event where its median, for some parameter,
+is below half of fp32's at the same step."""
+UPDATE_JUMP = 10.0
+"""The update jumped at an event where its largest RMS over the weights' RMS after it is 10 times
+or more its largest before it."""
 MOMENTS = ("exp_avg", "exp_avg_sq")
 """Adam's state tensors that hold gradient statistics (its `step` count is not one)."""
 
@@ -176,7 +192,178 @@ def divergence_sentences(summary: pd.DataFrame) -> list[str]:
     return [f"**Divergence** ({rule}). {text}."]
 
 
-def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Per divergence event with traces: what the traces show before and after it (see
+    `analysis.mechanism`), then what all events share, by the thresholds above. Nothing where no
+    traced run diverged."""
+    if traces.empty:
+        return []
+    events = _diverged(_measured(summary)).sort_values(["batch_size", "mode", "seed"])
+    found = []
+    for _, e in events.iterrows():
+        at = int(e["diverged_at_step"])
+        m = mechanism(traces, e["mode"], int(e["batch_size"]), int(e["seed"]), at)
+        if m is not None:
+            found.append((e, at, m))
+    if not found:
+        return []
+    keys = ["mode", "batch_size", "seed"]
+    traced = traces[[*keys, "step"]].drop_duplicates().sort_values([*keys, "step"])
+    every = traced.groupby(keys)["step"].diff().dropna()
+    stride = int(every.min()) if len(every) else 1
+    parts = []
+    for e, at, m in found:
+        since = (
+            f"more than {ZERO_LIMIT:.0%} of some gradient was exactly zero at every traced step "
+            f"from step {m['zero_since']} on; "
+            if m["zero_since"] is not None
+            else ""
+        )
+        early = (
+            f", up from {m['zero_early']:.1%} over its first {MECHANISM_WINDOW} steps"
+            if m["zero_early"] == m["zero_early"]
+            else ""
+        )
+        ref = (
+            f" (fp32 at the same steps: {m['ref_zero_before']:.2%})"
+            if m["ref_zero_before"] == m["ref_zero_before"]
+            else ""
+        )
+        loss = f"a median training loss of {m['loss_before']:.3g} in the window before it" + (
+            f" (fp32's: {m['ref_loss_before']:.3g})"
+            if m["ref_loss_before"] == m["ref_loss_before"]
+            else ""
+        )
+        v = (
+            f"Adam's second-moment median {m['v_ratio_min']:.2f}–{m['v_ratio_max']:.2f}× fp32's "
+            "just before"
+            if m["v_ratio_min"] == m["v_ratio_min"]
+            else "Adam's second moment not compared (no fp32 traces)"
+        )
+        jump = m["update_after"] / m["update_before"]
+        parts.append(
+            f"{MODE_NAMES.get(e['mode'], e['mode'])}, batch {int(e['batch_size'])}, seed "
+            f"{int(e['seed'])}, event at step {at}, {loss}: {since}over the {MECHANISM_WINDOW} "
+            f"steps before it, {m['zero_before']:.1%} of {m['zero_module']}'s gradient elements "
+            f"were zero on average{early}{ref}; {v}, {m['below_eps2_before']:.2%} of it below "
+            f"eps²; the update's RMS over the weights' at most {m['update_before']:.3g} before "
+            f"and {m['update_after']:.3g} after ({jump:.0f}×), its largest element "
+            f"{m['update_abs_after']:.3g}"
+        )
+    ms = [m for _, _, m in found]
+    flushed = all(
+        m["zero_before"] > ZERO_LIMIT and not m["ref_zero_before"] > ZERO_LIMIT for m in ms
+    )
+    decayed = any(m["v_ratio_min"] < V_DECAY for m in ms)
+    compared = all(m["v_ratio_min"] == m["v_ratio_min"] for m in ms)
+    jumped = all(m["update_after"] >= UPDATE_JUMP * m["update_before"] for m in ms)
+    shown = []
+    if flushed:
+        shown.append(
+            "gradients flushed to zero in float16 for many steps before each event, where fp32's "
+            "were not"
+        )
+    if compared:
+        shown.append(
+            "Adam's second moment had decayed below fp32's before it"
+            if decayed
+            else f"Adam's second moment had not decayed against fp32's (within {1 / V_DECAY:g}×)"
+        )
+    if jumped:
+        shown.append(
+            f"the updates after each event were {UPDATE_JUMP:g}× or more the largest before it"
+        )
+    calm = []
+    healthy = _measured(summary)
+    healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == "fp16-amp-noscale")]
+    for bs, g in healthy.groupby("batch_size"):
+        traced = [
+            flushed_most(traces, "fp16-amp-noscale", int(bs), int(sd))
+            for sd in g["seed"]
+            if len(traces[(traces["batch_size"] == bs) & (traces["seed"] == sd)])
+        ]
+        if traced:
+            module = max(traced, key=lambda t: t[1])[0]
+            share = sum(t[1] for t in traced) / len(traced)
+            calm.append(
+                f"at batch {int(bs)}, where fp16 without a scaler did not diverge, "
+                f"{share:.1%} of {module}'s gradient elements were zero on average after step "
+                f"{MECHANISM_WINDOW} (mean over {len(traced)} seeds)"
+            )
+    also = "; ".join(calm)
+    also = f" {also[0].upper()}{also[1:]}." if also else ""
+    lead = (
+        f"**Why it diverged** (traced every {stride} steps; the window: {MECHANISM_WINDOW} steps "
+        "either side of each event). "
+    )
+    verdict = f" So the traces show: {'; '.join(shown)}." if shown else ""
+    return [lead + "; ".join(parts) + "." + also + verdict]
+
+
+def _then_diverged(summary: pd.DataFrame) -> str:
+    """The verdict's last clause: where fp16 without a scaler trained and then diverged."""
+    runs = _measured(summary)
+    if runs.empty:
+        return ""
+    bad = _diverged(runs[runs["mode"] == "fp16-amp-noscale"])
+    if bad.empty:
+        return ""
+    where = "; ".join(
+        f"at batch {int(bs)}, step "
+        + " and ".join(str(int(v)) for v in sorted(b["diverged_at_step"]))
+        for bs, b in bad.groupby("batch_size")
+    )
+    return f" Without one, training learned at first and then diverged ({where})."
+
+
+def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Where the runs longer than the common horizon ended: per mode and batch size the mean
+    final loss over seeds, and for a scaled run how its loss scale moved and what it skipped.
+    Nothing where no run went longer."""
+    if steps.empty or runs.empty:
+        return []
+    horizon = int(runs["steps"].min())
+    ends = run_ends(steps)
+    long = ends[ends["last_step"] > horizon]
+    if long.empty:
+        return []
+    parts = []
+    for mode, g in long.groupby("mode", sort=False):
+        at = "; ".join(
+            f"{b['final_loss'].mean():.3g} at batch {int(bs)}" for bs, b in g.groupby("batch_size")
+        )
+        text = f"{MODE_NAMES.get(mode, f'`{mode}`')} ends at {at}"
+        scaled = g[g["first_scale"].notna()]
+        if len(scaled):
+            changes = sorted({s for c in scaled["scale_changes"] for s in c})
+            moved = (
+                f"its loss scale went from {scaled['first_scale'].iloc[0]:g} to "
+                f"{', '.join(f'{v:g}' for v in sorted(set(scaled['final_scale'])))}, changing "
+                f"after step {', '.join(str(c + 1) for c in changes)}"
+                if changes
+                else f"its loss scale stayed at {scaled['first_scale'].iloc[0]:g}"
+            )
+            text += f" ({moved}; {int(scaled['skipped_steps'].sum())} steps skipped in all)"
+        parts.append(text)
+    n = int(long["last_step"].max())
+    return [
+        f"**Longer horizon** ({n} steps, the mean smoothed training loss over seeds at the last "
+        f"step). {'; '.join(parts)}."
+    ]
+
+
+def underflow_sentences(
+    census: pd.DataFrame,
+    summary: pd.DataFrame,
+    traces: pd.DataFrame | None = None,
+    steps: pd.DataFrame | None = None,
+    runs: pd.DataFrame | None = None,
+) -> list[str]:
+    """Underflow, convergence, divergence (with what the traces show around it and where the
+    longer runs ended) and the verdict on GradScaler."""
+    traces = traces if traces is not None else pd.DataFrame()
+    steps = steps if steps is not None else pd.DataFrame()
+    runs = runs if runs is not None else pd.DataFrame()
     noscale = census[census["mode"] == "fp16-amp-noscale"]
     scaled = census[census["mode"] == "fp16-amp"]
     flushing = _flushing(census)
@@ -222,13 +409,15 @@ def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str
     else:
         out.append("**Convergence.** This run did not train both fp32 and fp16 without a scaler.")
     out += divergence_sentences(summary)
+    out += mechanism_sentences(traces, summary)
+    out += horizon_sentences(steps, runs)
     need = sorted({bs for bs, _ in flushing} | {bs for bs, _, _ in worse})
     question = "**So is GradScaler needed with float16?**"
     if need:
         out.append(
             f"{question} On this model, yes at batch size {', '.join(map(str, need))}: float32 "
             f"`param.grad` does not help, because the gradients are rounded to float16 before the "
-            f"cast makes them float32."
+            f"cast makes them float32.{_then_diverged(summary)}"
         )
     elif not noscale.empty and compared:
         out.append(
@@ -299,7 +488,13 @@ def answer(tables: dict, torch_version: str) -> list[str]:
     chain = tables["audit_json"]["chain_to_fc1_weight"].get("fp16-amp", [])
     return [
         *dtype_sentences(tables["audit"], chain, torch_version),
-        *underflow_sentences(tables["census"], tables["summary"]),
+        *underflow_sentences(
+            tables["census"],
+            tables["summary"],
+            tables.get("traces"),
+            tables.get("steps"),
+            tables.get("runs"),
+        ),
         *cost_sentences(tables["summary"], tables["census"]),
         *error_sentences(tables["audit_json"]["error_paths"]),
     ]
