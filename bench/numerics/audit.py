@@ -12,6 +12,7 @@ import dataclasses
 import torch
 
 from bench.case import Case
+from bench.faults import error_summary
 from bench.modes import MODES, dtype_name
 from bench.numerics.grads import DtypeTrace, capture
 from bench.numerics.tables import (
@@ -28,6 +29,7 @@ from bench.numerics.tables import (
     audit_tensor,
 )
 from bench.step import backward, build, forward, optimizer_step
+from bench.variants import unsupported_reason
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
@@ -137,13 +139,31 @@ def error_paths(case: Case) -> list[dict]:
 def run(case: Case) -> tuple[list[dict], list[dict], dict]:
     """The whole audit on `case`'s model and batch: (tensor rows and op rows of every mode of
     `MODES`, audit.json's content: the chain to fc1.weight per mode and the error paths)."""
-    tensor_rows, op_rows, chains = [], [], {}
-    for mode in MODES:
-        t, o, chain = audit_mode(dataclasses.replace(case, mode=mode))
+    tensor_rows, op_rows, found = run_modes(case, tuple(MODES))
+    found["error_paths"] = error_paths(case)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
+    return tensor_rows, op_rows, found
+
+
+def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict], dict]:
+    """The audit of `modes` alone: (tensor rows, op rows, {"chain_to_fc1_weight": per mode,
+    "unsupported": mode -> why it could not run here}). A mode that cannot run here (torchao
+    missing, no float8 GPU) is named with its reason, not audited; one that fails is named with
+    its error."""
+    tensor_rows, op_rows, chains, skipped = [], [], {}, {}
+    for mode in modes:
+        mode_case = dataclasses.replace(case, mode=mode)
+        reason = unsupported_reason(mode_case)
+        if reason is not None:
+            skipped[mode] = reason
+            continue
+        try:
+            t, o, chain = audit_mode(mode_case)
+        except Exception as exc:  # one recipe's failure is data; the others are still audited
+            skipped[mode] = f"failed: {error_summary(exc)}"
+            continue
         tensor_rows += t
         op_rows += o
         chains[mode] = chain
-    errors = error_paths(case)
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
-    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "error_paths": errors}
+    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "unsupported": skipped}

@@ -99,7 +99,7 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
     """Held-out mean cross-entropy and accuracy, the forward pass in the mode's context."""
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
-        logits = s.model(x)
+        logits = s.model(s.mode.cast_input(x))
     return F.cross_entropy(logits.float(), y).item(), (logits.argmax(1) == y).float().mean().item()
 
 
