@@ -20,6 +20,7 @@ from bench.numerics.tables import (
     ACTIVATION_GRAD,
     ACTIVATIONS,
     AUDITED_STATE_OF,
+    FP8_GEMM,
     INPUT,
     LOG_SOFTMAX,
     LOSS,
@@ -37,6 +38,28 @@ def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
         if op["phase"] == phase and op["op"].startswith(op_prefix):
             return op["outputs"].split(",")[0]
     return "not run"
+
+
+def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
+    """One audit row per float8 GEMM (`aten._scaled_mm`) of the step, in order: its operands'
+    dtypes (float8_e4m3fn for inputs and weights, float8_e5m2 for output gradients) and its
+    scales' dtype and shape (`scalar`: one per tensor; `Mx1` and `1xN`: one per row of A and per
+    column of B), as the op trace saw them; the row's dtype is the GEMM's output."""
+    out = []
+    for i, op in enumerate(o for o in ops if o["op"].startswith("aten._scaled_mm")):
+        dtypes = op["inputs"].split(",")
+        shapes = op.get("input_shapes", "").split(",")
+        operands = " × ".join(f"{d} {s}" for d, s in zip(dtypes[:2], shapes[:2], strict=False))
+        scales = " and ".join(f"{d} {s}" for d, s in zip(dtypes[2:4], shapes[2:4], strict=False))
+        tensor = {
+            "kind": FP8_GEMM,
+            "module": "",
+            "state": "",
+            "phase": op["phase"],
+            "tensor": f"float8 GEMM {i + 1}: {operands}; scales {scales}",
+        }
+        out.append((tensor, op["outputs"].split(",")[0]))
+    return out
 
 
 def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
@@ -81,6 +104,7 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         for k, v in state.items()
         if torch.is_tensor(v)
     ]
+    rows += fp8_gemms(ops)
     tensor_rows = [{"mode": case.mode, **tensor, "dtype": d} for tensor, d in rows]
     op_rows = [{"mode": case.mode, **o} for o in ops]
     return tensor_rows, op_rows, cap.chain_to_fc1_weight
