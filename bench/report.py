@@ -111,6 +111,7 @@ def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> 
 
 PHASE_PREFIXES = ("fwd_", "bwd_", "step_", "peak_fwd", "peak_bwd", "peak_opt")
 PEAK_COLUMNS = (
+    "peak_vs_bf16_amp",
     "peak_alloc_gib",
     "peak_reserved_gib",
     "peak_fwd_gib",

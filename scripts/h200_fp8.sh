@@ -7,7 +7,7 @@
 #      granularity (each in its own try: a failure is printed, the run goes on);
 #   2. the timing run: every mode, old and new, at batch 256, 1024, 4096, 8192, eager and
 #      compile, fused Adam, into results_new/. A case that fails is a row with its status; the run
-#      is stopped (SIGINT) at LIMIT seconds (default 480) and is then finished with
+#      is stopped (SIGINT) at LIMIT seconds (default 420) and is then finished with
 #      `./run_bench.sh --resume results_new/<folder>`.
 # Usage: [LIMIT=seconds] scripts/h200_fp8.sh OUT_DIR   (log in OUT_DIR/fp8.log, the run folder's
 #        name on the log's last line and in OUT_DIR/run_dir.txt; OUT_DIR/results.tgz packs it)
@@ -30,7 +30,7 @@ if ! python3 -c 'import torchao' 2>/dev/null; then
 fi
 
 log "1. fp8 smoke"
-timeout 240 python3 - >>"$out/fp8.log" 2>&1 <<'PY'
+timeout 150 python3 - >>"$out/fp8.log" 2>&1 <<'PY'
 import traceback
 
 import torch
@@ -73,7 +73,7 @@ PY
 echo "smoke exit $?" | tee -a "$out/fp8.log"
 
 log "2. timing run: every mode, batch 256-8192, eager and compile, fused Adam"
-timeout --signal=INT --kill-after=30 "${LIMIT:-480}" ./run_bench.sh \
+timeout --signal=INT --kill-after=30 "${LIMIT:-420}" ./run_bench.sh \
     --modes fp32,tf32,fp16-amp,fp16-amp-noscale,bf16-amp,bf16-pure,bf16-pure-sr,fp8-tensorwise,fp8-rowwise \
     --batch-sizes 256,1024,4096,8192 --variants eager,compile --optimizers fused \
     --results-dir results_new >"$out/run_dir.txt" 2>>"$out/fp8.log"

@@ -394,5 +394,5 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         *cost_sentences(tables["summary"], tables["census"]),
         *error_sentences(tables["audit_json"]["error_paths"]),
         *recipe_sentences(tables["summary"]),
-        *update_underflow_sentences(tables["traces"]),
+        *update_underflow_sentences(tables.get("traces", pd.DataFrame())),
     ]
