@@ -82,11 +82,14 @@ def resume(
     folders.require_dir(run_dir)
     # Locked before env.json is read, so that no other writer changes it in between.
     with folders.locked(run_dir):
-        recorded = results.read_env(run_dir).get("device")
+        recorded = results.read_env(run_dir)
         # Describe this machine as the folder's device where it can: a CUDA folder on a machine
         # without a GPU is then refused by reopen, by name.
-        here = env.collect("cuda" if recorded == "cuda" and torch.cuda.is_available() else "cpu")
-        allow = ("commit", "dirty") if add_modes else ()
+        cuda = recorded.get("device") == "cuda" and torch.cuda.is_available()
+        here = env.collect("cuda" if cuda else "cpu")
+        # A study that modes were added to mixes commits by design, also when it is resumed.
+        mixed = any(r.get("added_modes") for r in recorded.get("resumed", []))
+        allow = ("commit", "dirty") if add_modes or mixed else ()
         info = folders.reopen(run_dir, kind="numerics_config", here=here, force=force, allow=allow)
         if "ended" in info and not add_modes:
             raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
@@ -114,8 +117,10 @@ def _add_modes(
     import dataclasses
 
     new = tuple(m for m in add_modes if m not in cfg.modes)
-    if not new:
+    if not new and "ended" in info:
         raise ValueError(f"the study already has modes {', '.join(add_modes)}")
+    if not new:  # an interrupted addition of these modes: go on with it
+        return cfg
     grown = dataclasses.replace(cfg, modes=cfg.modes + new)  # validates the names
     if "ended" in info:
         info["tabled_jobs"] = sorted({j.key for j in cfg.jobs()} | set(info.get("tabled_jobs", [])))
