@@ -295,7 +295,7 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
         type=_csv("mode", tuple(MODES)),
         help="with --resume: add these convergence modes to the study (finished or not) and run "
         "only their jobs and their dtype audit, keeping every job it has; another commit is "
-        "allowed, and recorded",
+        "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",
     )
 
 
@@ -509,9 +509,20 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     from bench.numerics import config, study
 
     if args.resume is not None:
-        _refuse_with_resume(args, ("resume", "force", "workers", "add_modes"))
         added = tuple(args.add_modes or ())
-        print(study.resume(args.resume, workers=args.workers, force=args.force, add_modes=added))
+        # With --add-modes, --trace-every may set the added jobs' trace period (a study older
+        # than the traces recorded 0).
+        extra = ("add_modes", "trace_every") if added else ("add_modes",)
+        _refuse_with_resume(args, ("resume", "force", "workers", *extra))
+        print(
+            study.resume(
+                args.resume,
+                workers=args.workers,
+                force=args.force,
+                add_modes=added,
+                trace_every=args.trace_every if added else None,
+            )
+        )
         return 0
     if args.force:
         raise UsageError("--force goes with --resume")

@@ -189,7 +189,7 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
         "steps": 10,
         "eval_every": 10,
         "long_steps": 0,
-        "trace_every": 5,
+        "trace_every": 0,  # as a study older than the traces recorded
     }
     cfg = NumericsConfig.build(device="cpu", options=options, workers=None)
     run_dir = study.start(cfg, results_dir=tmp_path, command="ampbench test", tag=None)
@@ -201,16 +201,19 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     # Another commit is what adding modes is for: allowed, and recorded.
     env = json.loads((run_dir / "env.json").read_text())
     (run_dir / "env.json").write_text(json.dumps({**env, "commit": "0" * 40}))
-    study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure", "bf16-pure-sr"))
+    added = ("bf16-pure", "bf16-pure-sr")
+    study.resume(run_dir, workers=None, force=False, add_modes=added, trace_every=5)
 
     assert sorted(ran) == ["convergence_bf16-pure-sr_b16_s0_10", "convergence_bf16-pure_b16_s0_10"]
     info = json.loads((run_dir / "env.json").read_text())
     (entry,) = info["resumed"]
     assert entry["added_modes"] == ["bf16-pure", "bf16-pure-sr"] and "commit" in entry["differs"][0]
     assert info["numerics_config"]["modes"] == ["fp32", "bf16-pure", "bf16-pure-sr"]
+    assert info["numerics_config"]["trace_every"] == 5 and entry["trace_every"] == 5
     assert "ended" in info and "tabled_jobs" not in info
     t = tables.load(run_dir)
     assert set(t["summary"]["mode"]) == {"fp32", "bf16-pure"}
+    assert set(t["traces"]["mode"]) == {"bf16-pure"}  # the fp32 run kept its (no) traces
     kept = t["steps"][t["steps"]["mode"] == "fp32"].reset_index(drop=True)
     pd.testing.assert_frame_equal(kept, fp32_steps, check_dtype=False)
     assert t["failed"]["status"].tolist() == ["unsupported"]  # bf16-pure-sr without torchao

@@ -61,7 +61,12 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
 
 
 def resume(
-    run_dir: Path, *, workers: int | None, force: bool, add_modes: tuple[str, ...] = ()
+    run_dir: Path,
+    *,
+    workers: int | None,
+    force: bool,
+    add_modes: tuple[str, ...] = (),
+    trace_every: int | None = None,
 ) -> Path:
     """Finish an interrupted study in its folder with its recorded settings, running only the
     jobs it has not kept; returns the folder. `workers` None means every visible GPU. A folder
@@ -73,7 +78,9 @@ def resume(
     its tables are kept as they are, so fp32's costly runs are not repeated. The commit may
     differ (that is the point); the torch version and GPU model must match unless `force`.
     env.json's `resumed` entry records the added modes and this commit. The census is not
-    extended: its trajectories compare the modes the study's code knew when it ran them."""
+    extended: its trajectories compare the modes the study's code knew when it ran them.
+    `trace_every` (with `add_modes` only) sets the trace period of the jobs still to run, for a
+    study made before traces existed (whose record says 0); the jobs it already has keep theirs."""
     import torch
 
     from bench import env, folders, index, results
@@ -98,7 +105,7 @@ def resume(
                 info["numerics_config"], workers=resolve_workers(info["device"], workers)
             )
             if add_modes:
-                cfg = _add_modes(cfg, add_modes, info, here, run_dir)
+                cfg = _add_modes(cfg, add_modes, info, here, run_dir, trace_every)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"--resume {run_dir}: {exc}") from exc
         results.write_env(run_dir, info)  # the resumption, recorded before any work
@@ -109,7 +116,12 @@ def resume(
 
 
 def _add_modes(
-    cfg: NumericsConfig, add_modes: tuple[str, ...], info: dict, here: dict, run_dir: Path
+    cfg: NumericsConfig,
+    add_modes: tuple[str, ...],
+    info: dict,
+    here: dict,
+    run_dir: Path,
+    trace_every: int | None = None,
 ) -> NumericsConfig:
     """The study's settings with `add_modes` among its modes, recorded in `info` (not yet
     written): the settings, the `resumed` entry (added modes, this commit) and, for a finished
@@ -120,8 +132,11 @@ def _add_modes(
     if not new and "ended" in info:
         raise ValueError(f"the study already has modes {', '.join(add_modes)}")
     if not new:  # an interrupted addition of these modes: go on with it
-        return cfg
+        return cfg if trace_every is None else dataclasses.replace(cfg, trace_every=trace_every)
     grown = dataclasses.replace(cfg, modes=cfg.modes + new)  # validates the names
+    if trace_every is not None:
+        grown = dataclasses.replace(grown, trace_every=trace_every)
+        info["resumed"][-1]["trace_every"] = trace_every
     if "ended" in info:
         info["tabled_jobs"] = sorted({j.key for j in cfg.jobs()} | set(info.get("tabled_jobs", [])))
         del info["ended"]
