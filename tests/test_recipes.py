@@ -239,3 +239,32 @@ def test_new_modes_stay_out_of_the_default_cpu_study_where_they_cannot_run(no_to
         "bf16-amp",
         "bf16-pure",
     )
+
+
+@pytest.mark.cuda
+def test_scaled_mm_in_the_layouts_it_requires():
+    reason = fp8.gpu_unsupported_reason("cuda")
+    if reason is not None:
+        pytest.skip(reason)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for granularity in fp8.RECIPES:
+        a, b, sa, sb = fp8.scaled_mm_operands(64, granularity, "cuda", gen)
+        assert b.stride() == (1, 64)  # column-major second operand
+        out = fp8.scaled_mm(a, b, sa, sb)
+        ref = (a.float() @ b.float()) * sa * sb
+        torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=0.5)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("mode", ["fp8-tensorwise", "fp8-rowwise"])
+def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
+    # fc2 (4096 × 4096) passes both recipes' size rules; fc1 and fc3 pass tensorwise's only.
+    case = tiny_case(mode=mode, device="cuda", input_size=2048, hidden_size=4096, num_classes=2048)
+    reason = unsupported_reason(case)
+    if reason is not None:
+        pytest.skip(reason)
+    s = build(case)
+    assert type(s.model.fc2).__name__ == "Float8Linear"
+    assert all(torch.isfinite(train_step(s)) for _ in range(3))
+    row, _ = run_case(case, {**cpu_ceilings, f"matmul_tflops_{mode}": 8.0})
+    assert row["status"] == "ok" and "fc2 converted" in row["fp8_linears"]
