@@ -2,15 +2,23 @@
 
 - Dense matmul rate for each dtype a mode's matmuls can run in (fp32, tf32, fp16, bf16): an n*n by
   n*n product of random normal data (zeros run faster on some GPUs and would inflate the ceiling).
+- On a GPU with float8 tensor cores, the e4m3 `torch._scaled_mm` rate with one scale per tensor
+  (`fp8-tensorwise`) and one per row of A and column of B (`fp8-rowwise`), bf16 output: the
+  GEMMs torchao's float8 recipes run. A failure there is logged and leaves that ceiling out (the
+  float8 rows then have no floor), never the run.
 - Device-to-device copy bandwidth, counting bytes read plus bytes written.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Callable
 
 import torch
 
+from bench import fp8
+from bench.faults import error_summary
 from bench.modes import tf32_enabled
 from bench.stats import summarize
 from bench.timing import clock_for, time_phases
@@ -42,8 +50,29 @@ def measure(
             ms = _median_ms(lambda a=a, b=b: a @ b, device, warmup, steps)
         out[f"matmul_tflops_{name}"] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
         del a, b
+    if fp8.gpu_unsupported_reason(device) is None:
+        for granularity in fp8.RECIPES:
+            out[f"matmul_tflops_fp8-{granularity}"] = _fp8_tflops(
+                granularity, device, matmul_n, gen, warmup, steps
+            )
     src = torch.randn(copy_mib * 2**20 // 4, generator=gen, device=device)
     dst = torch.empty_like(src)
     ms = _median_ms(lambda: dst.copy_(src), device, warmup, steps)
     out["copy_gbps"] = 2.0 * src.numel() * 4 / (ms * 1e-3) / 1e9
     return out
+
+
+def _fp8_tflops(
+    granularity: str, device: str, n: int, gen: torch.Generator, warmup: int, steps: int
+) -> float:
+    try:
+        a, b, sa, sb = fp8.scaled_mm_operands(n, granularity, device, gen)
+        ms = _median_ms(lambda: fp8.scaled_mm(a, b, sa, sb), device, warmup, steps)
+    except Exception as exc:  # an fp8 ceiling that cannot be measured must not end the run
+        print(
+            f"ampbench: fp8-{granularity} ceiling not measured: {error_summary(exc)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return math.nan
+    return 2.0 * n**3 / (ms * 1e-3) / 1e12

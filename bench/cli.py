@@ -290,6 +290,13 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
         help="with --resume: go on although the folder was made at another commit, torch "
         "version or GPU model (recorded in env.json)",
     )
+    n.add_argument(
+        "--add-modes",
+        type=_csv("mode", tuple(MODES)),
+        help="with --resume: add these convergence modes to the study (finished or not) and run "
+        "only their jobs and their dtype audit, keeping every job it has; another commit is "
+        "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",
+    )
 
 
 NUMERICS_OPTIONS = (
@@ -502,11 +509,25 @@ def cmd_numerics(args: argparse.Namespace) -> int:
     from bench.numerics import config, study
 
     if args.resume is not None:
-        _refuse_with_resume(args, ("resume", "force", "workers"))
-        print(study.resume(args.resume, workers=args.workers, force=args.force))
+        added = tuple(args.add_modes or ())
+        # With --add-modes, --trace-every may set the added jobs' trace period (a study older
+        # than the traces recorded 0).
+        extra = ("add_modes", "trace_every") if added else ("add_modes",)
+        _refuse_with_resume(args, ("resume", "force", "workers", *extra))
+        print(
+            study.resume(
+                args.resume,
+                workers=args.workers,
+                force=args.force,
+                add_modes=added,
+                trace_every=args.trace_every if added else None,
+            )
+        )
         return 0
     if args.force:
         raise UsageError("--force goes with --resume")
+    if args.add_modes:
+        raise UsageError("--add-modes goes with --resume")
     options = {k: getattr(args, k) for k in NUMERICS_OPTIONS if getattr(args, k) is not None}
     try:
         cfg = config.NumericsConfig.build(

@@ -137,13 +137,17 @@ def require_dir(run_dir: Path) -> None:
         raise UsageError(f"--resume {run_dir}: no {results.ENV} there, so not a results folder")
 
 
-def reopen(run_dir: Path, *, kind: str, here: dict, force: bool) -> dict:
+def reopen(
+    run_dir: Path, *, kind: str, here: dict, force: bool, allow: tuple[str, ...] = ()
+) -> dict:
     """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
 
     `kind` is the env.json key that marks the folder's job (a key of `KINDS`); `here` is
     `bench.env.collect()` of this machine. Call it holding the folder's lock, so that no other
     writer changes env.json between this read and the caller's writes. Bad input ends here,
-    before anything in the folder changes."""
+    before anything in the folder changes. `allow`: keys of `COMPATIBLE` that may differ without
+    `force` (adding modes to a study is done at a later commit by design); a difference there is
+    recorded as `differs`."""
     require_dir(run_dir)
     info = results.read_env(run_dir)
     if kind not in info:
@@ -152,10 +156,15 @@ def reopen(run_dir: Path, *, kind: str, here: dict, force: bool) -> dict:
         raise UsageError(f"--resume {run_dir}: {what}; resume it with its own command")
     if info.get("device") == "cuda" and here.get("device") != "cuda":
         raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")
+    differs = [
+        f"{key} {info.get(key)!r} there, {here.get(key)!r} here"
+        for key in COMPATIBLE
+        if info.get(key) != here.get(key) and key in allow
+    ]
     mismatches = [
         f"{key} {info.get(key)!r} there, {here.get(key)!r} here"
         for key in COMPATIBLE
-        if info.get(key) != here.get(key)
+        if info.get(key) != here.get(key) and key not in allow
     ]
     if mismatches and not force:
         raise UsageError(
@@ -165,5 +174,7 @@ def reopen(run_dir: Path, *, kind: str, here: dict, force: bool) -> dict:
     entry: dict[str, object] = {"at": iso(), "argv": paths.shown_argv(sys.argv)}
     if mismatches:
         entry["forced"] = mismatches
+    if differs:
+        entry["differs"] = differs
     info.setdefault("resumed", []).append(entry)
     return info

@@ -111,7 +111,7 @@ def trial(case: Case) -> dict[str, object]:
     """One trial of the search: a flat row with its status, throughput and peak memory, and the
     memory still allocated after the cleanup that follows it."""
     row: dict[str, object] = {"case_id": case.case_id, **case.axes(), "status": "ok", "error": ""}
-    reason = unsupported_reason(case.variant, case.device)
+    reason = unsupported_reason(case)
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}
     cuda = case.device == "cuda"

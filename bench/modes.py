@@ -1,8 +1,10 @@
 """Precision modes as data: each row of `MODES` owns its whole recipe.
 
-A mode says how the model is prepared (nothing, or a cast of its parameters), which context each
-phase of the step runs in (TF32 for float32 matmuls, and autocast around the forward pass), whether
-the loss is scaled by `torch.amp.GradScaler`, and it builds the optimizer from `OPTIMIZERS`. The
+A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
+conversion of its Linears), which context each phase of the step runs in (TF32 for float32
+matmuls, and autocast around the forward pass), whether the loss is scaled by
+`torch.amp.GradScaler`, and it builds the optimizer (from `OPTIMIZERS`, or torchao's AdamW with
+stochastic rounding), and says why it cannot run on a machine (torchao missing, no float8 GPU). The
 one train step (`bench.step`) and every caller use only these methods: adding a mode is adding a
 row, and nothing else branches on a mode's name.
 """
@@ -15,6 +17,9 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from bench import fp8
+from bench.model import ModelSize
 
 OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
     # PyTorch's default multi-tensor kernels. With GradScaler, scaler.step() reads found_inf on
@@ -52,25 +57,75 @@ class Mode:
     """Allow TF32 for float32 matmuls and cuDNN convolutions (10-bit mantissa products)."""
     param_dtype: torch.dtype | None = None
     """Cast the model's parameters (and so their gradients and Adam's state) to this dtype before
-    the optimizer is built; None keeps float32 parameters."""
+    the optimizer is built; None keeps float32 parameters. The input batch is cast to it too (no
+    autocast does it)."""
+    stochastic_round: bool = False
+    """Adam's update rounded stochastically into the (bf16) parameters: torchao's `_AdamW` with
+    `bf16_stochastic_round=True` replaces the case's Adam. Rounding to nearest drops every update
+    below half an ulp of its weight; stochastic rounding keeps it in expectation."""
+    fp8_recipe: str | None = None
+    """torchao float8 training recipe (`tensorwise`, `rowwise`) for the Linears that
+    `bench.fp8.plan` chooses; None: no float8."""
 
     @property
     def matmul_dtype(self) -> str:
-        """Which measured matmul ceiling bounds this mode's matmuls: fp32, tf32, fp16 or bf16."""
+        """Which measured matmul ceiling bounds this mode's matmuls: fp32, tf32, fp16, bf16, or
+        fp8-tensorwise / fp8-rowwise (for the Linears converted to float8; the others run at
+        the autocast dtype's)."""
+        if self.fp8_recipe is not None:
+            return f"fp8-{self.fp8_recipe}"
+        return self.unconverted_matmul_dtype
+
+    @property
+    def unconverted_matmul_dtype(self) -> str:
+        """The ceiling of the matmuls that are not float8."""
         low = self.autocast_dtype or self.param_dtype
         if low is not None and low != torch.float32:
             return {torch.float16: "fp16", torch.bfloat16: "bf16"}[low]
         return "tf32" if self.tf32 else "fp32"
 
-    def prepare(self, model: nn.Module) -> nn.Module:
-        """The model as this mode trains it (in place, before the optimizer sees it)."""
+    @property
+    def param_bytes(self) -> int:
+        """Bytes per element of the parameters, their gradients and Adam's moments."""
+        return (self.param_dtype or torch.float32).itemsize
+
+    def fp8_plan(self, size: ModelSize) -> dict[str, str]:
+        """Per Linear: `converted` to float8, or `kept: <why>`; empty without a float8 recipe."""
+        return fp8.plan(size, self.fp8_recipe) if self.fp8_recipe is not None else {}
+
+    def unsupported_reason(self, device: str) -> str | None:
+        """Why this recipe cannot run on `device` here (torchao missing, no float8 GPU)."""
+        return fp8.recipe_unsupported_reason(
+            device=device, torchao=self.stochastic_round, fp8=self.fp8_recipe is not None
+        )
+
+    def optimizer_name(self, name: str) -> str:
+        """The Adam a case of this mode with optimizer axis `name` actually runs."""
+        return "torchao _AdamW (bf16 stochastic rounding)" if self.stochastic_round else name
+
+    def prepare(self, model: nn.Module, size: ModelSize | None = None) -> nn.Module:
+        """The model as this mode trains it (in place, before the optimizer sees it). `size`
+        (the model's) is needed by a float8 recipe, to choose its Linears."""
         if self.param_dtype is not None:
             model.to(self.param_dtype)
+        if self.fp8_recipe is not None:
+            if size is None:
+                raise ValueError(f"mode {self.name!r} needs the model's size to convert it")
+            model = fp8.convert(model, size, self.fp8_recipe)
         return model
+
+    def cast_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The input batch in the dtype of the parameters, when no autocast casts it."""
+        return x.to(self.param_dtype) if self.param_dtype is not None else x
 
     def optimizer(
         self, name: str, params: Iterable[nn.Parameter], lr: float, *, capturable: bool = False
     ) -> torch.optim.Optimizer:
+        if self.stochastic_round:
+            from torchao.optim import _AdamW  # optional dependency: imported only when used
+
+            # weight_decay 0: the same update as torch's Adam, which the other modes run.
+            return _AdamW(params, lr=lr, weight_decay=0.0, bf16_stochastic_round=True)
         return OPTIMIZERS[name](params, lr, capturable)
 
     def scaler(self, device: str) -> torch.amp.GradScaler:
@@ -109,6 +164,39 @@ MODES: dict[str, Mode] = {
         Mode(name="fp16-amp-noscale", autocast_dtype=torch.float16, scale_loss=False, tf32=False),
         # bfloat16 has float32's exponent range, so it is run without a scaler (see AMP-FACTS.md).
         Mode(name="bf16-amp", autocast_dtype=torch.bfloat16, scale_loss=False, tf32=False),
+        # Beyond autocast. Pure bf16: parameters, gradients and Adam's state all bf16, no float32
+        # master weights, no casts; half the optimizer bytes.
+        Mode(
+            name="bf16-pure",
+            autocast_dtype=None,
+            scale_loss=False,
+            tf32=False,
+            param_dtype=torch.bfloat16,
+        ),
+        Mode(
+            name="bf16-pure-sr",
+            autocast_dtype=None,
+            scale_loss=False,
+            tf32=False,
+            param_dtype=torch.bfloat16,
+            stochastic_round=True,
+        ),
+        # float8 Linears (torchao) inside bf16 autocast, float32 master weights: e4m3 for inputs
+        # and weights, e5m2 for the output gradients, scales from each tensor's (or row's) amax.
+        Mode(
+            name="fp8-tensorwise",
+            autocast_dtype=torch.bfloat16,
+            scale_loss=False,
+            tf32=False,
+            fp8_recipe="tensorwise",
+        ),
+        Mode(
+            name="fp8-rowwise",
+            autocast_dtype=torch.bfloat16,
+            scale_loss=False,
+            tf32=False,
+            fp8_recipe="rowwise",
+        ),
     )
 }
 

@@ -61,6 +61,9 @@ MEMORY_COLUMNS = {
     "grad_gib": "grads",
     "optim_state_gib": "Adam state",
     "act_gib": "saved by fwd",
+    "model_state_gib": "params+grads+Adam",
+    "model_state_saved_vs_fp32": "saved vs fp32",
+    "peak_vs_bf16_amp": "peak ÷ bf16-amp",
     "peak_fwd_gib": "peak fwd",
     "peak_bwd_gib": "peak bwd",
     "peak_opt_gib": "peak optim",
@@ -76,6 +79,9 @@ DTYPE_COLUMNS = {
     "output_dtype": "logits",
     "loss_dtype": "loss",
     "param_grad_dtype": "fc1.weight.grad",
+    "param_dtype": "params",
+    "optimizer_impl": "Adam",
+    "fp8_linears": "float8 Linears (torchao's size rules)",
 }
 HEADLINE_COLUMNS = {
     "mode": "mode",
@@ -105,6 +111,7 @@ def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> 
 
 PHASE_PREFIXES = ("fwd_", "bwd_", "step_", "peak_fwd", "peak_bwd", "peak_opt")
 PEAK_COLUMNS = (
+    "peak_vs_bf16_amp",
     "peak_alloc_gib",
     "peak_reserved_gib",
     "peak_fwd_gib",
@@ -200,7 +207,57 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
         )
     elif ov:
         lines.append(f"- Harness overhead: not measured ({ov.get('error', 'unknown')}).")
-    return lines + _variant_targets(df, env)
+    return lines + _variant_targets(df, env) + _recipe_targets(df)
+
+
+FP8_SPEEDUP_TARGET = ("fp8-tensorwise", "compile", 8192, 1.4)
+"""(mode, variant, batch size, minimum): against the faster of eager and compiled bf16-amp with
+the same optimizer."""
+PURE_BF16_TARGET = ("bf16-pure", 256, 1.5, 0.75)
+"""(mode, batch size, minimum speedup over eager bf16-amp, maximum peak memory over its)."""
+
+
+def _recipe_targets(df: pd.DataFrame) -> list[str]:
+    """Issue 10's targets for the recipes beyond autocast, where the run has their rows."""
+    ok = df[df["status"] == "ok"]
+    lines = []
+    mode, variant, bs, minimum = FP8_SPEEDUP_TARGET
+    for opt, g in ok[ok["batch_size"] == bs].groupby("optimizer"):
+        fast = g[(g["mode"] == mode) & (g["variant"] == variant)]
+        base = g[(g["mode"] == "bf16-amp") & g["variant"].isin(["eager", "compile"])]
+        if fast.empty or base.empty:
+            continue
+        b = base.loc[base["total_ms"].idxmin()]
+        f = fast.iloc[0]
+        ratio = b["total_ms"] / f["total_ms"]
+        verdict = "met" if ratio >= minimum else "MISSED"
+        lines.append(
+            f"- {mode} ({variant}), {opt} Adam, batch {bs}: {f['total_ms']:.3f} ms against "
+            f"bf16-amp's best ({b['variant']}, {b['total_ms']:.3f} ms), {ratio:.2f}× (target ≥ "
+            f"{minimum}×): **{verdict}**. By phase against its floors: forward "
+            f"{f.get('fwd_pct_of_floor', float('nan')):.1f}%, backward "
+            f"{f.get('bwd_pct_of_floor', float('nan')):.1f}%, optimizer "
+            f"{f.get('step_pct_of_floor', float('nan')):.1f}% (its float8 Linears: "
+            f"{f.get('fp8_linears', '')})."
+        )
+    mode, bs, minimum, peak_max = PURE_BF16_TARGET
+    eager = ok[(ok["batch_size"] == bs) & (ok["variant"] == "eager")]
+    for opt, g in eager.groupby("optimizer"):
+        pure, base = g[g["mode"] == mode], g[g["mode"] == "bf16-amp"]
+        if pure.empty or base.empty:
+            continue
+        p, b = pure.iloc[0], base.iloc[0]
+        ratio, peak = b["total_ms"] / p["total_ms"], p["peak_alloc_gib"] / b["peak_alloc_gib"]
+        verdict = "met" if ratio >= minimum and peak <= peak_max else "MISSED"
+        lines.append(
+            f"- {mode} (eager), {opt} Adam, batch {bs}: {ratio:.2f}× eager bf16-amp (target ≥ "
+            f"{minimum}×) with {peak:.0%} of its peak memory (target ≤ {peak_max:.0%}): "
+            f"**{verdict}**. By phase: forward {p['fwd_ms']:.3g} against {b['fwd_ms']:.3g} ms, "
+            f"backward {p['bwd_ms']:.3g} against {b['bwd_ms']:.3g} ms, optimizer "
+            f"{p['step_ms']:.3g} against {b['step_ms']:.3g} ms (floor {p['step_floor_ms']:.3g} "
+            f"against {b['step_floor_ms']:.3g} ms)."
+        )
+    return lines
 
 
 VARIANT_SPEEDUP_TARGET = ("bf16-amp", 256, 1.12)
@@ -452,7 +509,9 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     out += [
         "## Dtypes observed",
         "",
-        "As the step produced them, per mode.",
+        "As the step produced them, per mode. `float8 Linears`: which Linears a float8 recipe "
+        "converted to torchao's Float8Linear, and why the others were kept (torchao's "
+        "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100).",
         "",
         _table(dtypes, DTYPE_COLUMNS),
         "",

@@ -169,6 +169,28 @@ def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
+    """model_state_gib = params + grads + Adam's state; model_state_saved_vs_fp32 = fp32's minus
+    this row's; peak_vs_bf16_amp = this row's allocated peak over bf16-amp's, matched on every
+    other axis (what a recipe beyond autocast saves)."""
+    parts = ("param_gib", "grad_gib", "optim_state_gib")
+    if not set(parts) <= set(df.columns):
+        return df
+    df["model_state_gib"] = df[list(parts)].sum(axis=1, min_count=len(parts))
+    others = [a for a in axes() if a != "mode"]
+    for base, col, new, how in (
+        ("fp32", "model_state_gib", "model_state_saved_vs_fp32", "minus"),
+        ("bf16-amp", "peak_alloc_gib", "peak_vs_bf16_amp", "over"),
+    ):
+        if col not in df.columns:
+            continue
+        ref = df[(df["mode"] == base) & (df["status"] == "ok")][[*others, col]]
+        merged = df[others].merge(ref.rename(columns={col: "_b"}), on=others, how="left")
+        mine, theirs = df[col].to_numpy(float), merged["_b"].to_numpy(float)
+        df[new] = theirs - mine if how == "minus" else mine / theirs
+    return df
+
+
 def load(run_dir: str | Path) -> pd.DataFrame:
     """A run's rows as a DataFrame, with derived speedups; the last row of a case wins.
 
@@ -183,7 +205,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     for col in METRIC_COLUMNS:
         if col not in df.columns:
             df[col] = math.nan
-    df = _with_speedups(df)
+    df = _with_memory(_with_speedups(df))
     lead = leading_columns()
     return df[lead + [c for c in df.columns if c not in lead]]
 

@@ -9,6 +9,7 @@ counted: it is small beside the matmuls, and leaving it out keeps the floor a lo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bench.model import ModelSize
@@ -16,9 +17,12 @@ from bench.model import ModelSize
 if TYPE_CHECKING:
     from bench.modes import Mode
 
-ADAM_BYTES_PER_PARAM = 7 * 4
-"""Adam over float32 parameters reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg,
-exp_avg_sq: seven float32 words per parameter, the fewest any implementation can move."""
+ADAM_WORDS_PER_PARAM = 7
+"""Adam reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq: seven words
+per parameter, the fewest any implementation can move; a word is the parameters' dtype (float32,
+or bf16 for the pure-bf16 recipes, whose Adam moves half the bytes)."""
+ADAM_BYTES_PER_PARAM = ADAM_WORDS_PER_PARAM * 4
+"""Seven float32 words: Adam over float32 parameters."""
 
 SCALER_BYTES_PER_PARAM = 4
 """With loss scaling every gradient must also be read once to look for inf/NaN before the step may
@@ -29,20 +33,29 @@ def num_params(size: ModelSize) -> int:
     return sum(i * o + o for i, o in size.linears())
 
 
-def matmul_flops(size: ModelSize, batch_size: int) -> dict[str, float]:
-    """Matmul FLOPs of one step, per phase: {"fwd": ..., "bwd": ...}.
+def matmul_flops_per_linear(size: ModelSize, batch_size: int) -> list[dict[str, float]]:
+    """Matmul FLOPs of one step per Linear (fc1, fc2, fc3) and phase.
 
     Forward: 2*B*in*out per Linear. Backward: the input gradient and the weight gradient, 2*B*in*out
     each, except fc1's input gradient, which nothing needs (the data does not require grad).
     """
-    per_linear = [2.0 * batch_size * i * o for i, o in size.linears()]
-    fwd = sum(per_linear)
-    bwd = 2.0 * fwd - per_linear[0]
-    return {"fwd": fwd, "bwd": bwd}
+    out = []
+    for n, (i, o) in enumerate(size.linears()):
+        fwd = 2.0 * batch_size * i * o
+        out.append({"fwd": fwd, "bwd": fwd if n == 0 else 2.0 * fwd})
+    return out
 
 
-def optimizer_bytes(size: ModelSize, scale_loss: bool) -> float:
-    per_param = ADAM_BYTES_PER_PARAM + (SCALER_BYTES_PER_PARAM if scale_loss else 0)
+def matmul_flops(size: ModelSize, batch_size: int) -> dict[str, float]:
+    """Matmul FLOPs of one step, per phase: {"fwd": ..., "bwd": ...}."""
+    per_linear = matmul_flops_per_linear(size, batch_size)
+    return {phase: sum(f[phase] for f in per_linear) for phase in ("fwd", "bwd")}
+
+
+def optimizer_bytes(size: ModelSize, scale_loss: bool, param_bytes: int = 4) -> float:
+    """Adam's bytes per step over parameters of `param_bytes` bytes (the scaler's inf check reads
+    the gradients, whose dtype is the parameters')."""
+    per_param = ADAM_WORDS_PER_PARAM * param_bytes + (param_bytes if scale_loss else 0)
     return float(num_params(size) * per_param)
 
 
@@ -51,14 +64,24 @@ def floor_columns(
     batch_size: int,
     *,
     scale_loss: bool,
-    matmul_tflops: float,
+    matmul_tflops: float | Sequence[float],
     copy_gbps: float,
+    param_bytes: int = 4,
 ) -> dict[str, float]:
-    """Flat row columns: counted work and the floor of each phase and of the step, in ms."""
+    """Flat row columns: counted work and the floor of each phase and of the step, in ms.
+
+    `matmul_tflops` is one ceiling for every matmul, or one per Linear (fc1, fc2, fc3): a float8
+    recipe runs the Linears it converted at the float8 ceiling and the others at bf16's."""
+    per_linear = matmul_flops_per_linear(size, batch_size)
+    rates = (
+        [float(matmul_tflops)] * len(per_linear)
+        if isinstance(matmul_tflops, (int, float))
+        else list(matmul_tflops)
+    )
     flops = matmul_flops(size, batch_size)
-    opt_bytes = optimizer_bytes(size, scale_loss)
-    fwd_floor = flops["fwd"] / (matmul_tflops * 1e12) * 1e3
-    bwd_floor = flops["bwd"] / (matmul_tflops * 1e12) * 1e3
+    opt_bytes = optimizer_bytes(size, scale_loss, param_bytes)
+    fwd_floor = sum(f["fwd"] / (r * 1e12) for f, r in zip(per_linear, rates, strict=True)) * 1e3
+    bwd_floor = sum(f["bwd"] / (r * 1e12) for f, r in zip(per_linear, rates, strict=True)) * 1e3
     step_floor = opt_bytes / (copy_gbps * 1e9) * 1e3
     return {
         "fwd_gflop": flops["fwd"] / 1e9,

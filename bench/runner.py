@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from bench import memory, results, variants
+from bench import fp8, memory, results, variants
 from bench.case import Case
 from bench.faults import error_summary, fault_status
-from bench.modes import MODES, dtype_name, tf32_flags
+from bench.modes import MODES, Mode, dtype_name, tf32_flags
 from bench.roofline import cast_columns, floor_columns
 from bench.stats import is_noisy, phase_columns, summarize
 from bench.step import TrainState, build, train_step
@@ -61,6 +61,15 @@ def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float
     return row
 
 
+def _linear_ceilings(mode: Mode, case: Case, ceilings: dict[str, float]) -> list[float]:
+    """The matmul ceiling of each Linear: float8's for those a float8 recipe converted, the mode's
+    other matmul dtype's for the rest."""
+    other = ceilings.get(f"matmul_tflops_{mode.unconverted_matmul_dtype}", math.nan)
+    low = ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan)
+    plan = mode.fp8_plan(case.size)
+    return [low if plan.get(name) == "converted" else other for name in fp8.LINEAR_NAMES]
+
+
 def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, list[float]]]:
     """Measure one case; returns its flat row and its raw per-phase samples (empty on a fault)."""
     mode = MODES[case.mode]
@@ -74,22 +83,26 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
         "param_dtype": dtype_name(mode.param_dtype or torch.float32),
         "scale_loss": mode.scale_loss,
         "matmul_dtype": mode.matmul_dtype,
-        "ceiling_tflops": ceilings[f"matmul_tflops_{mode.matmul_dtype}"],
+        # A ceiling an older folder (or a GPU without float8) did not measure: no floor (NaN).
+        "ceiling_tflops": ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan),
         "copy_gbps": ceilings["copy_gbps"],
+        "optimizer_impl": mode.optimizer_name(case.optimizer),
+        "fp8_linears": fp8.describe(mode.fp8_plan(case.size)),
     }
     row.update(
         floor_columns(
             case.size,
             case.batch_size,
             scale_loss=mode.scale_loss,
-            matmul_tflops=row["ceiling_tflops"],
+            matmul_tflops=_linear_ceilings(mode, case, ceilings),
             copy_gbps=ceilings["copy_gbps"],
+            param_bytes=mode.param_bytes,
         )
     )
     row.update(cast_columns(case.size, case.batch_size, mode, ceilings["copy_gbps"]))
     with mode.context(case.device):
         row.update(tf32_flags())  # as the step's phases set them
-    reason = unsupported_reason(case.variant, case.device)
+    reason = unsupported_reason(case)
     if reason is not None:
         row.update(status="unsupported", error=reason)
         return row, {}

@@ -69,13 +69,13 @@ def build(case: Case, mode: Mode | None = None, *, capturable: bool = False) -> 
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(case.init_scale)
-    model = mode.prepare(model)
+    model = mode.prepare(model, case.size)
     optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr, capturable=capturable)
     x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
     loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
 
     def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = model(x)
+        logits = model(mode.cast_input(x))
         loss = loss_fn(logits, y)
         if case.loss_mult != 1.0:
             loss = loss * case.loss_mult

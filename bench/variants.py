@@ -23,10 +23,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
+from bench.modes import MODES
 from bench.step import TrainState, backward, forward, optimizer_step, optimizer_update
+
+if TYPE_CHECKING:  # bench.case imports this module's table
+    from bench.case import Case
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,10 +67,18 @@ VARIANTS: dict[str, Variant] = {
 DEFAULT_VARIANTS = tuple(name for name, v in VARIANTS.items() if v.in_default_grid)
 
 
-def unsupported_reason(variant: str, device: str) -> str | None:
-    """Why a variant cannot run on a device, or None when it can."""
-    if VARIANTS[variant].graphs and device != "cuda":
+def unsupported_reason(case: Case) -> str | None:
+    """Why a case cannot run here, or None when it can: the one place that asks both its variant
+    (CUDA graphs on the CPU) and its mode's recipe (torchao, a float8 GPU)."""
+    variant, mode = VARIANTS[case.variant], MODES[case.mode]
+    if variant.graphs and case.device != "cuda":
         return "CUDA graphs need a CUDA device"
+    reason = mode.unsupported_reason(case.device)
+    if reason is not None:
+        return f"{mode.name}: {reason}"
+    if variant.capture and mode.stochastic_round:
+        # A hand capture needs a capturable optimizer; torchao's _AdamW has no such option.
+        return "torchao's _AdamW cannot be captured in a CUDA graph by hand (not capturable)"
     return None
 
 

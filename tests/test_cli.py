@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
         (["run", "--steps", "-3"], "'-3'"),
         (["run", "--device", "tpu"], "'tpu'"),
         (["bogus"], "'bogus'"),
+        (["numerics", "--add-modes", "bf16-pure"], "--add-modes goes with --resume"),
+        (["numerics", "--add-modes", "fp9"], "'fp9'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path, capsys):

@@ -14,7 +14,12 @@ def test_mode_table_matches_the_design():
         "fp16-amp": (torch.float16, True, False, "fp16"),
         "fp16-amp-noscale": (torch.float16, False, False, "fp16"),
         "bf16-amp": (torch.bfloat16, False, False, "bf16"),
+        "bf16-pure": (None, False, False, "bf16"),
+        "bf16-pure-sr": (None, False, False, "bf16"),
+        "fp8-tensorwise": (torch.bfloat16, False, False, "fp8-tensorwise"),
+        "fp8-rowwise": (torch.bfloat16, False, False, "fp8-rowwise"),
     }
+    assert MODES["bf16-pure"].param_bytes == 2 and MODES["bf16-pure-sr"].stochastic_round
 
 
 @pytest.mark.parametrize("enabled", [True, False])

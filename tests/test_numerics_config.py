@@ -8,7 +8,6 @@ import math
 import pytest
 
 from bench.model import PRESETS
-from bench.modes import MODES
 from bench.numerics import config
 from bench.numerics.config import NumericsConfig
 
@@ -22,7 +21,11 @@ def test_defaults_per_device():
     for device in ("cuda", "cpu"):
         d = config.defaults(device)
         assert set(d) == fields | {"preset"}
-        assert d["lr"] == 3e-4 and d["modes"] == tuple(MODES) and d["optimizer"] == "fused"
+        assert (
+            d["lr"] == 3e-4
+            and d["modes"] == config.supported_modes(device)
+            and d["optimizer"] == "fused"
+        )
         assert (d["noise"], d["loss_mult"], d["reduction"], d["init_scale"]) == (
             2.0,
             1.0,
@@ -70,7 +73,7 @@ def test_build_takes_what_was_given_and_defaults_the_rest():
     assert cfg.census_batch_sizes == (8, 16) and cfg.checkpoints == (0, 5)  # sorted, tuples
     assert cfg.histogram_batch == 16  # the default (32) is not a census size: the last given
     assert cfg.lr == 1e-3 and cfg.size == PRESETS["tiny"] and cfg.workers == 1
-    assert cfg.steps == 40 and cfg.modes == tuple(MODES)
+    assert cfg.steps == 40 and cfg.modes == config.supported_modes("cpu")
     assert _cpu(census_batch_sizes=[8, 32]).histogram_batch == 32
 
 

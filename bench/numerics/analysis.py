@@ -93,7 +93,11 @@ def summarize_runs(
                 "divergence": events[key][1] if events[key] else HEALTHY,
             }
         )
-    out = pd.DataFrame(rows).merge(runs[[*RUN_KEYS, "step_ms"]], on=RUN_KEYS, how="left")
+    if "model_state_gib" not in runs:  # a folder older than the column: not measured
+        runs = runs.assign(model_state_gib=float("nan"))
+    out = pd.DataFrame(rows).merge(
+        runs[[*RUN_KEYS, "step_ms", "model_state_gib"]], on=RUN_KEYS, how="left"
+    )
     # The target of a run is what fp32 reached at the end with the same seed: same initial
     # weights, same batches.
     target = out[out["mode"] == "fp32"].set_index(["batch_size", "seed"])["final_loss"]

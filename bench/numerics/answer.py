@@ -483,6 +483,97 @@ def error_sentences(errors: list[dict]) -> list[str]:
     )
 
 
+NEW_RECIPES = ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise")
+"""The recipes beyond autocast (issue 10) that get a convergence verdict against fp32."""
+LARGEST_PARAM = "fc2.weight"
+"""The parameter the update-underflow sentence quotes: 256M of the seed model's 290M elements."""
+
+
+def _means(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per batch size and mode, the mean over seeds of the figures the recipe section quotes."""
+    cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in summary]
+    return summary.groupby(["batch_size", "mode"], sort=False)[cols].mean()
+
+
+def recipe_sentences(summary: pd.DataFrame) -> list[str]:
+    """Per batch size: the fastest recipe (the study's measured step time), its final loss and
+    held-out accuracy against fp32's and the memory it saves (parameters, gradients and Adam's
+    state); then a convergence verdict per recipe beyond autocast."""
+    if summary.empty or not set(NEW_RECIPES) & set(summary["mode"]):
+        return []
+    m = _means(summary)
+    parts = []
+    for bs in sorted(summary["batch_size"].unique()):
+        g = m.loc[bs]
+        if "step_ms" not in g or g["step_ms"].isna().all():
+            continue
+        best = g["step_ms"].idxmin()
+        b = g.loc[best]
+        text = f"at batch {int(bs)}, `{best}` ({b['step_ms']:.3g} ms per step"
+        if "fp32" in g.index:
+            f = g.loc["fp32"]
+            text += (
+                f", {f['step_ms'] / b['step_ms']:.2f}× fp32; final loss {b['final_loss']:.3g} "
+                f"against fp32's {f['final_loss']:.3g}, held-out accuracy "
+                f"{b['heldout_acc']:.1%} against {f['heldout_acc']:.1%}"
+            )
+            saved = f.get("model_state_gib", float("nan")) - b.get("model_state_gib", float("nan"))
+            if saved == saved:
+                text += f"; it saves {saved:.3g} GiB of parameters, gradients and Adam state"
+        parts.append(text + ")")
+    out = []
+    if parts:
+        out.append(
+            "**Which recipe is fastest** (the step time each convergence run measured, mean over "
+            f"seeds): {'; '.join(parts)}."
+        )
+    verdicts = []
+    for mode in NEW_RECIPES:
+        for bs in sorted(summary["batch_size"].unique()):
+            if (bs, mode) not in m.index:
+                continue
+            loss = m.loc[(bs, mode), "final_loss"]
+            ref = m.loc[(bs, "fp32"), "final_loss"] if (bs, "fp32") in m.index else float("nan")
+            if ref != ref:
+                verdicts.append(f"`{mode}` at batch {int(bs)}: no fp32 run to compare with")
+                continue
+            within = loss == loss and loss <= ref * (1 + LOSS_GAP)
+            verdicts.append(
+                f"`{mode}` at batch {int(bs)} ends at {loss:.3g} against fp32's {ref:.3g}: "
+                + (f"within {LOSS_GAP:.0%}" if within else f"**not** within {LOSS_GAP:.0%}")
+            )
+    if verdicts:
+        out.append(f"**Do the recipes beyond autocast converge?** {'; '.join(verdicts)}.")
+    return out
+
+
+def update_underflow_sentences(traces: pd.DataFrame) -> list[str]:
+    """How much of the largest weight's Adam update rounds away in bf16, for the pure-bf16
+    recipes, from the traces (nothing for a folder without the column)."""
+    if traces.empty or "update_underflow_share" not in traces:
+        return []
+    tr = traces[
+        traces["mode"].isin(["bf16-pure", "bf16-pure-sr"]) & (traces["module"] == LARGEST_PARAM)
+    ].dropna(subset=["update_underflow_share"])
+    if tr.empty:
+        return []
+    parts = []
+    for (mode, bs), g in tr.groupby(["mode", "batch_size"], sort=False):
+        last = g[g["step"] == g["step"].max()]
+        parts.append(
+            f"`{mode}` at batch {int(bs)}: {g['update_underflow_share'].mean():.1%} of "
+            f"{LARGEST_PARAM}'s elements on average over the traced steps "
+            f"({last['update_underflow_share'].mean():.1%} at step {int(g['step'].max())}), "
+            f"and the step left {g['unchanged_share'].mean():.1%} unchanged"
+        )
+    return [
+        "**Update underflow** (Adam's update smaller than half a bf16 ulp of its weight, so "
+        f"rounding to nearest drops it): {'; '.join(parts)}. With stochastic rounding an update "
+        "that small still moves its weight with a probability proportional to its size, so the "
+        "unchanged share falls below the underflow share."
+    ]
+
+
 def answer(tables: dict, torch_version: str) -> list[str]:
     """The Answer's paragraphs, from the tables of `bench.numerics.tables.load`."""
     chain = tables["audit_json"]["chain_to_fc1_weight"].get("fp16-amp", [])
@@ -497,4 +588,6 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         ),
         *cost_sentences(tables["summary"], tables["census"]),
         *error_sentences(tables["audit_json"]["error_paths"]),
+        *recipe_sentences(tables["summary"]),
+        *update_underflow_sentences(tables.get("traces", pd.DataFrame())),
     ]

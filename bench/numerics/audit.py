@@ -12,6 +12,7 @@ import dataclasses
 import torch
 
 from bench.case import Case
+from bench.faults import error_summary
 from bench.modes import MODES, dtype_name
 from bench.numerics.grads import DtypeTrace, capture
 from bench.numerics.tables import (
@@ -19,6 +20,7 @@ from bench.numerics.tables import (
     ACTIVATION_GRAD,
     ACTIVATIONS,
     AUDITED_STATE_OF,
+    FP8_GEMM,
     INPUT,
     LOG_SOFTMAX,
     LOSS,
@@ -28,6 +30,7 @@ from bench.numerics.tables import (
     audit_tensor,
 )
 from bench.step import backward, build, forward, optimizer_step
+from bench.variants import unsupported_reason
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
@@ -35,6 +38,28 @@ def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
         if op["phase"] == phase and op["op"].startswith(op_prefix):
             return op["outputs"].split(",")[0]
     return "not run"
+
+
+def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
+    """One audit row per float8 GEMM (`aten._scaled_mm`) of the step, in order: its operands'
+    dtypes (float8_e4m3fn for inputs and weights, float8_e5m2 for output gradients) and its
+    scales' dtype and shape (`scalar`: one per tensor; `Mx1` and `1xN`: one per row of A and per
+    column of B), as the op trace saw them; the row's dtype is the GEMM's output."""
+    out = []
+    for i, op in enumerate(o for o in ops if o["op"].startswith("aten._scaled_mm")):
+        dtypes = op["inputs"].split(",")
+        shapes = op.get("input_shapes", "").split(",")
+        operands = " × ".join(f"{d} {s}" for d, s in zip(dtypes[:2], shapes[:2], strict=False))
+        scales = " and ".join(f"{d} {s}" for d, s in zip(dtypes[2:4], shapes[2:4], strict=False))
+        tensor = {
+            "kind": FP8_GEMM,
+            "module": "",
+            "state": "",
+            "phase": op["phase"],
+            "tensor": f"float8 GEMM {i + 1}: {operands}; scales {scales}",
+        }
+        out.append((tensor, op["outputs"].split(",")[0]))
+    return out
 
 
 def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
@@ -79,6 +104,7 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         for k, v in state.items()
         if torch.is_tensor(v)
     ]
+    rows += fp8_gemms(ops)
     tensor_rows = [{"mode": case.mode, **tensor, "dtype": d} for tensor, d in rows]
     op_rows = [{"mode": case.mode, **o} for o in ops]
     return tensor_rows, op_rows, cap.chain_to_fc1_weight
@@ -137,13 +163,31 @@ def error_paths(case: Case) -> list[dict]:
 def run(case: Case) -> tuple[list[dict], list[dict], dict]:
     """The whole audit on `case`'s model and batch: (tensor rows and op rows of every mode of
     `MODES`, audit.json's content: the chain to fc1.weight per mode and the error paths)."""
-    tensor_rows, op_rows, chains = [], [], {}
-    for mode in MODES:
-        t, o, chain = audit_mode(dataclasses.replace(case, mode=mode))
+    tensor_rows, op_rows, found = run_modes(case, tuple(MODES))
+    found["error_paths"] = error_paths(case)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
+    return tensor_rows, op_rows, found
+
+
+def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict], dict]:
+    """The audit of `modes` alone: (tensor rows, op rows, {"chain_to_fc1_weight": per mode,
+    "unsupported": mode -> why it could not run here}). A mode that cannot run here (torchao
+    missing, no float8 GPU) is named with its reason, not audited; one that fails is named with
+    its error."""
+    tensor_rows, op_rows, chains, skipped = [], [], {}, {}
+    for mode in modes:
+        mode_case = dataclasses.replace(case, mode=mode)
+        reason = unsupported_reason(mode_case)
+        if reason is not None:
+            skipped[mode] = reason
+            continue
+        try:
+            t, o, chain = audit_mode(mode_case)
+        except Exception as exc:  # one recipe's failure is data; the others are still audited
+            skipped[mode] = f"failed: {error_summary(exc)}"
+            continue
         tensor_rows += t
         op_rows += o
         chains[mode] = chain
-    errors = error_paths(case)
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
-    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "error_paths": errors}
+    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "unsupported": skipped}

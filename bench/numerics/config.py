@@ -34,7 +34,8 @@ def defaults(device: str) -> dict[str, object]:
     `NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`) for the model size."""
     _choice("device", device, DEVICES)
     common: dict[str, object] = {
-        "modes": tuple(MODES),
+        # Every mode that can run here (the float8 ones need a float8 GPU and torchao).
+        "modes": supported_modes(device),
         "noise": 2.0,
         "optimizer": "fused",
         "lr": LR,
@@ -77,6 +78,11 @@ def defaults(device: str) -> dict[str, object]:
         "trace_every": 2,
         **common,
     }
+
+
+def supported_modes(device: str) -> tuple[str, ...]:
+    """The modes of `MODES` whose recipe can run on `device` here."""
+    return tuple(name for name, m in MODES.items() if m.unsupported_reason(device) is None)
 
 
 def _check(ok: bool, name: str, value: object, what: str) -> None:

@@ -129,7 +129,8 @@ def capture(s: TrainState) -> Capture:
 
 
 class DtypeTrace(TorchDispatchMode):
-    """Records (phase, op, input dtypes, output dtypes) for every aten op dispatched inside it."""
+    """Records (phase, op, input dtypes, output dtypes, input shapes) for every aten op dispatched
+    inside it."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -143,12 +144,23 @@ class DtypeTrace(TorchDispatchMode):
             leaves = tree_flatten(tree)[0]
             return ",".join(dtype_name(t.dtype) for t in leaves if isinstance(t, torch.Tensor))
 
+        def shapes(tree) -> str:
+            leaves = tree_flatten(tree)[0]
+            return ",".join(
+                "x".join(map(str, t.shape)) or "scalar"
+                for t in leaves
+                if isinstance(t, torch.Tensor)
+            )
+
         self.ops.append(
             {
                 "phase": self.phase,
                 "op": str(func),
                 "inputs": dtypes((args, kwargs)),
                 "outputs": dtypes(out),
+                # Shapes say how a float8 GEMM is scaled: one scale (scalar) per tensor, or one
+                # per row (Mx1) and column (1xN).
+                "input_shapes": shapes((args, kwargs)),
             }
         )
         return out

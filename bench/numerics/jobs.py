@@ -21,6 +21,7 @@ import torch
 from bench.case import Case
 from bench.faults import error_summary, fault_status
 from bench.numerics import training
+from bench.variants import unsupported_reason
 
 KINDS = ("convergence", "census")
 
@@ -68,6 +69,11 @@ class Job:
 
 def run_job(job: Job) -> dict[str, list[dict]]:
     """Rows by table name; a fault (out of memory, any exception) becomes a row of `failed`."""
+    c = job.case
+    row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
+    reason = unsupported_reason(c)
+    if reason is not None:  # torchao missing, or no float8 GPU: a row that says so
+        return {"failed": [{**row, "status": "unsupported", "error": reason}]}
     try:
         if job.kind == "convergence":
             return training.convergence(
@@ -82,8 +88,6 @@ def run_job(job: Job) -> dict[str, list[dict]]:
             job.case, noise=job.noise, checkpoints=job.checkpoints, histogram=job.histogram
         )
     except Exception as exc:  # recorded; the other jobs go on
-        c = job.case
-        row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
         return {"failed": [{**row, "status": fault_status(exc), "error": error_summary(exc)}]}
     finally:
         if torch.cuda.is_available():

@@ -9,7 +9,7 @@ import pandas as pd
 
 from bench import paths
 from bench.numerics.analysis import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, SMOOTH_STEPS
-from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, answer
+from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, NEW_RECIPES, answer
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""
@@ -290,6 +290,59 @@ def _traces(t: dict) -> list[str]:
     return out
 
 
+def _recipes(t: dict) -> list[str]:
+    """The recipes beyond autocast: per batch size and mode, the step time, final loss, held-out
+    accuracy and the memory of parameters, gradients and Adam's state; the update-underflow
+    census of the pure-bf16 recipes over training; the modes this machine could not run."""
+    s, tr = t["summary"], t["traces"]
+    unsupported = t["audit_json"].get("unsupported", {})
+    has_new = s["mode"].isin(NEW_RECIPES).any() or any(m in unsupported for m in NEW_RECIPES)
+    if not has_new:
+        return []
+    out = [
+        "## Recipes beyond autocast",
+        "",
+        "Pure bf16 (parameters, gradients and Adam's state in bf16; `-sr`: torchao's AdamW with "
+        "stochastic rounding) and torchao's float8 training (float8 Linears inside bf16 "
+        "autocast, float32 master weights). `params+grads+Adam GiB`: what the recipe's dtypes "
+        "cost, activations aside. Means over seeds.",
+        "",
+    ]
+    if not s.empty:
+        cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in s]
+        table = s.groupby(["batch_size", "mode"], sort=False)[cols].mean().reset_index()
+        table = table.rename(columns={"model_state_gib": "params+grads+Adam GiB"})
+        out += [_md(table), ""]
+    if unsupported:
+        out += ["Modes the audit could not run here:", ""]
+        out += [f"- `{mode}`: {why}" for mode, why in unsupported.items()]
+        out.append("")
+    if not tr.empty and "update_underflow_share" in tr:
+        pure = tr[tr["mode"].isin(["bf16-pure", "bf16-pure-sr"])].dropna(
+            subset=["update_underflow_share"]
+        )
+        if not pure.empty:
+            steps = sorted(pure["step"].unique())
+            shown = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
+            view = pure[pure["step"].isin(shown)]
+            view = view.groupby(["mode", "batch_size", "step", "module"], sort=False)[
+                ["update_underflow_share", "unchanged_share"]
+            ].mean()
+            out += [
+                "### Update underflow",
+                "",
+                "Share of each parameter's elements whose Adam update (lr·m̂/(√v̂+eps), from "
+                "the optimizer's state after the step) is smaller than half an ulp of the weight "
+                "in its dtype, so that rounding to nearest leaves the weight unchanged, and the "
+                "share the step actually left unchanged; at the first, middle and last traced "
+                "step, mean over seeds (every traced step is in `convergence_traces.csv`).",
+                "",
+                _md(_pct(view.reset_index(), ["update_underflow_share", "unchanged_share"])),
+                "",
+            ]
+    return out
+
+
 def _provenance(env: dict) -> list[str]:
     """The command that started the study and those that resumed it."""
     resumed = [
@@ -303,6 +356,14 @@ def _provenance(env: dict) -> list[str]:
             f"Interrupted, then resumed {len(resumed)} time(s) by the command(s) after the first.",
             "",
         ]
+    for r in env.get("resumed", []):
+        if r.get("added_modes"):
+            out += [
+                f"Modes {', '.join(r['added_modes'])} were added on {r['at']} at commit "
+                f"`{str(r.get('commit'))[:7]}` (their convergence runs and dtype audit; the "
+                "census was not extended).",
+                "",
+            ]
     return out
 
 
@@ -332,7 +393,7 @@ def render(t: dict) -> str:
     ]
     if not t["failed"].empty:
         out += ["## Jobs that failed", "", _md(t["failed"]), ""]
-    out += _audit(t) + _census(t) + _histogram(t) + _convergence(t, env)
+    out += _audit(t) + _census(t) + _histogram(t) + _convergence(t, env) + _recipes(t)
     out += [
         "## 5. Answer",
         "",

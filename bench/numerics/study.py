@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from bench.faults import UsageError
 from bench.numerics import analysis, plots, report, tables
 
@@ -58,11 +60,27 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
     return run_dir
 
 
-def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
+def resume(
+    run_dir: Path,
+    *,
+    workers: int | None,
+    force: bool,
+    add_modes: tuple[str, ...] = (),
+    trace_every: int | None = None,
+) -> Path:
     """Finish an interrupted study in its folder with its recorded settings, running only the
     jobs it has not kept; returns the folder. `workers` None means every visible GPU. A folder
     made at another commit, torch version or GPU model is refused unless `force`, and a complete
-    one is refused (`UsageError`), before anything in it changes."""
+    one is refused (`UsageError`), before anything in it changes.
+
+    `add_modes`: add these convergence modes to the study (finished or not), at every batch size
+    and seed of its settings, and run only their jobs (and their dtype audit); the jobs already in
+    its tables are kept as they are, so fp32's costly runs are not repeated. The commit may
+    differ (that is the point); the torch version and GPU model must match unless `force`.
+    env.json's `resumed` entry records the added modes and this commit. The census is not
+    extended: its trajectories compare the modes the study's code knew when it ran them.
+    `trace_every` (with `add_modes` only) sets the trace period of the jobs still to run, for a
+    study made before traces existed (whose record says 0); the jobs it already has keep theirs."""
     import torch
 
     from bench import env, folders, index, results
@@ -71,17 +89,23 @@ def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
     folders.require_dir(run_dir)
     # Locked before env.json is read, so that no other writer changes it in between.
     with folders.locked(run_dir):
-        recorded = results.read_env(run_dir).get("device")
+        recorded = results.read_env(run_dir)
         # Describe this machine as the folder's device where it can: a CUDA folder on a machine
         # without a GPU is then refused by reopen, by name.
-        here = "cuda" if recorded == "cuda" and torch.cuda.is_available() else "cpu"
-        info = folders.reopen(run_dir, kind="numerics_config", here=env.collect(here), force=force)
-        if "ended" in info:
+        cuda = recorded.get("device") == "cuda" and torch.cuda.is_available()
+        here = env.collect("cuda" if cuda else "cpu")
+        # A study that modes were added to mixes commits by design, also when it is resumed.
+        mixed = any(r.get("added_modes") for r in recorded.get("resumed", []))
+        allow = ("commit", "dirty") if add_modes or mixed else ()
+        info = folders.reopen(run_dir, kind="numerics_config", here=here, force=force, allow=allow)
+        if "ended" in info and not add_modes:
             raise UsageError(f"--resume {run_dir}: the study is complete; `report` re-renders it")
         try:
             cfg = NumericsConfig.from_record(
                 info["numerics_config"], workers=resolve_workers(info["device"], workers)
             )
+            if add_modes:
+                cfg = _add_modes(cfg, add_modes, info, here, run_dir, trace_every)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"--resume {run_dir}: {exc}") from exc
         results.write_env(run_dir, info)  # the resumption, recorded before any work
@@ -91,12 +115,46 @@ def resume(run_dir: Path, *, workers: int | None, force: bool) -> Path:
     return run_dir
 
 
+def _add_modes(
+    cfg: NumericsConfig,
+    add_modes: tuple[str, ...],
+    info: dict,
+    here: dict,
+    run_dir: Path,
+    trace_every: int | None = None,
+) -> NumericsConfig:
+    """The study's settings with `add_modes` among its modes, recorded in `info` (not yet
+    written): the settings, the `resumed` entry (added modes, this commit) and, for a finished
+    study, `tabled_jobs`, the jobs whose rows its tables already hold."""
+    import dataclasses
+
+    new = tuple(m for m in add_modes if m not in cfg.modes)
+    if not new and "ended" in info:
+        raise ValueError(f"the study already has modes {', '.join(add_modes)}")
+    if not new:  # an interrupted addition of these modes: go on with it
+        return cfg if trace_every is None else dataclasses.replace(cfg, trace_every=trace_every)
+    grown = dataclasses.replace(cfg, modes=cfg.modes + new)  # validates the names
+    if trace_every is not None:
+        grown = dataclasses.replace(grown, trace_every=trace_every)
+        info["resumed"][-1]["trace_every"] = trace_every
+    if "ended" in info:
+        info["tabled_jobs"] = sorted({j.key for j in cfg.jobs()} | set(info.get("tabled_jobs", [])))
+        del info["ended"]
+    info["numerics_config"] = grown.record()
+    info["resumed"][-1].update(added_modes=list(new), commit=here.get("commit"))
+    print(f"ampbench: adding {', '.join(new)} to {run_dir}", file=sys.stderr, flush=True)
+    return grown
+
+
 def run_into(cfg: NumericsConfig, folder: Path, info: dict) -> None:
     """Run the study, or what is left of it, into `folder`, whose env.json (`info`) the caller
-    wrote; then mark it ended and render it. It takes no lock: the caller holds the folder's."""
+    wrote; then mark it ended and render it. It takes no lock: the caller holds the folder's.
+    `info["tabled_jobs"]` names jobs whose rows the folder's tables already hold (a study that
+    modes were added to): they are not run, and their rows are kept."""
     from bench import folders, results
 
-    _run(cfg, folder)
+    _run(cfg, folder, frozenset(info.get("tabled_jobs", ())))
+    info.pop("tabled_jobs", None)  # every job's rows are in the tables now
     info["ended"] = folders.iso()
     results.write_env(folder, info)
     print(f"ampbench: wrote {render(folder)}", file=sys.stderr, flush=True)
@@ -129,9 +187,9 @@ def is_study(run_dir: Path) -> bool:
         return False
 
 
-def _run(cfg: NumericsConfig, run_dir: Path) -> None:
+def _run(cfg: NumericsConfig, run_dir: Path, tabled: frozenset[str] = frozenset()) -> None:
     """Run the study into `run_dir`, or what is left of it: the audit and the jobs already kept
-    there are not run again. Writes the tables."""
+    there (in `jobs/`, or in its tables: `tabled`) are not run again. Writes the tables."""
     from bench.numerics import audit, jobs
 
     if not (run_dir / tables.AUDIT_JSON).is_file():
@@ -140,8 +198,11 @@ def _run(cfg: NumericsConfig, run_dir: Path) -> None:
         tables.write(run_dir, "audit_ops", tables.frame("audit_ops", op_rows))
         (run_dir / tables.AUDIT_JSON).write_text(json.dumps(audit_json, indent=2) + "\n")
         print("ampbench: dtype audit written", file=sys.stderr, flush=True)
+    else:
+        _audit_added_modes(cfg, run_dir)
     todo = cfg.jobs()
     kept = _kept(run_dir, todo)
+    kept.update({key: {} for key in tabled})  # their rows come from the tables below
     if kept:
         print(
             f"ampbench: {len(kept)} of {len(todo)} jobs already done, running the rest",
@@ -163,12 +224,39 @@ def _run(cfg: NumericsConfig, run_dir: Path) -> None:
         for name, job_rows in done[job.key].items():
             rows.setdefault(name, []).extend(job_rows)
     frames = {name: tables.frame(name, rows.get(name, [])) for name in JOB_TABLES}
+    if tabled:  # the rows of the jobs the tables already hold, first, as they were
+        frames = {
+            name: pd.concat([tables.read(run_dir, name), df], ignore_index=True)
+            if not df.empty
+            else tables.read(run_dir, name)
+            for name, df in frames.items()
+        }
     for name, df in frames.items():
         tables.write(run_dir, name, df)
     summary = analysis.summarize_runs(frames["steps"], frames["evals"], frames["runs"], cfg.steps)
     tables.write(run_dir, "summary", summary)
     if (run_dir / JOBS_DIR).is_dir():
         shutil.rmtree(run_dir / JOBS_DIR)  # every row is in the tables now
+
+
+def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
+    """Audit the modes of the study that its audit has not seen (modes added to it), appending
+    their rows to the audit tables and audit.json."""
+    from bench.numerics import audit
+
+    found = json.loads((run_dir / tables.AUDIT_JSON).read_text())
+    seen = set(found.get("chain_to_fc1_weight", {})) | set(found.get("unsupported", {}))
+    missing = tuple(m for m in cfg.modes if m not in seen)
+    if not missing:
+        return
+    tensor_rows, op_rows, more = audit.run_modes(cfg.audit_case(), missing)
+    for name, new_rows in (("audit", tensor_rows), ("audit_ops", op_rows)):
+        old = tables.read(run_dir, name)
+        tables.write(run_dir, name, pd.concat([old, tables.frame(name, new_rows)]))
+    found.setdefault("chain_to_fc1_weight", {}).update(more["chain_to_fc1_weight"])
+    found.setdefault("unsupported", {}).update(more["unsupported"])
+    (run_dir / tables.AUDIT_JSON).write_text(json.dumps(found, indent=2) + "\n")
+    print(f"ampbench: dtype audit of {', '.join(missing)} added", file=sys.stderr, flush=True)
 
 
 def _keep(run_dir: Path, job: Job, out: dict[str, list[dict]]) -> None:

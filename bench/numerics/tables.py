@@ -38,6 +38,8 @@ ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD = "activation_grad", "produced_grad",
 """`produced_grad`: a parameter's gradient as its matmul produced it, before any cast to the
 parameter's dtype; `param_grad`: `param.grad`."""
 OPTIM_STATE = "optim_state"
+FP8_GEMM = "fp8_gemm"
+"""An audit row about one float8 GEMM of the step (operands, scales), labelled by its order."""
 PHASE = {
     INPUT: "forward",
     ACTIVATION: "forward",
@@ -127,7 +129,9 @@ TABLES: dict[str, Table] = {
     "audit": Table(
         "audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), tuple(_known_audit())
     ),
-    "audit_ops": Table("audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs")),
+    "audit_ops": Table(
+        "audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs", "input_shapes")
+    ),
     "census": Table(
         "census.csv",
         (
@@ -156,7 +160,8 @@ TABLES: dict[str, Table] = {
         ("mode", "batch_size", "seed", "optimizer", "steps", "step", "heldout_loss", "heldout_acc"),
     ),
     "runs": Table(
-        "convergence_runs.csv", ("mode", "batch_size", "seed", "optimizer", "steps", "step_ms")
+        "convergence_runs.csv",
+        ("mode", "batch_size", "seed", "optimizer", "steps", "step_ms", "model_state_gib"),
     ),
     "summary": Table(
         "summary.csv",
@@ -164,7 +169,7 @@ TABLES: dict[str, Table] = {
             *("mode", "batch_size", "seed", "optimizer", "final_loss", "heldout_loss"),
             *("heldout_acc", "nonfinite_steps", "skipped_steps", "final_scale", "step_ms"),
             *("target_loss", "steps_to_target", "time_to_target_s"),
-            *("diverged_at_step", "divergence"),
+            *("diverged_at_step", "divergence", "model_state_gib"),
         ),
     ),
     "traces": Table(
@@ -173,7 +178,7 @@ TABLES: dict[str, Table] = {
             *("mode", "batch_size", "seed", "optimizer", "steps", "step", "module", "loss"),
             *("scale", "skipped", "grad_zero_share", "exp_avg_sq_median"),
             *("exp_avg_sq_below_eps2_share", "exp_avg_abs_median", "update_rms_ratio"),
-            "update_max_abs",
+            *("update_max_abs", "update_underflow_share", "unchanged_share"),
         ),
         optional=True,
     ),
@@ -210,6 +215,11 @@ def load(run_dir: Path) -> dict[str, object]:
     out["audit_json"] = json.loads((run_dir / AUDIT_JSON).read_text())
     out["env"] = read_env(run_dir)
     return out
+
+
+def read(run_dir: Path, name: str) -> pd.DataFrame:
+    """One table of a folder, as `load` reads it (columns it predates empty)."""
+    return _read(run_dir, name)
 
 
 def _read(run_dir: Path, name: str) -> pd.DataFrame:

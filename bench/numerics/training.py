@@ -15,10 +15,13 @@ worker process can hand them back.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
 from bench.case import Case
+from bench.faults import error_summary, fault_status
 from bench.modes import dtype_name
 from bench.numerics.grads import capture
 from bench.numerics.tables import ACTIVATION_GRAD, ACTIVATIONS, POOLED, PRODUCED_GRAD, grad_tensor
@@ -27,9 +30,15 @@ from bench.numerics.underflow import census, fp16_fate, log2_histogram
 from bench.stats import summarize
 from bench.step import TrainState, backward, build, forward, optimizer_update, train_step
 from bench.timing import clock_for, time_phases
+from bench.variants import unsupported_reason
 
 CENSUS_MODES = ("fp16-amp-noscale", "fp16-amp", "bf16-amp")
-"""The low-precision modes the census compares with the fp32 reference."""
+"""The low-precision modes the census compares with the fp32 reference, on the trajectory's own
+model (they share its float32 weights)."""
+OWN_MODEL_CENSUS_MODES = ("bf16-pure", "fp8-tensorwise", "fp8-rowwise")
+"""Census modes whose recipe changes the model (bf16 parameters, float8 Linears): each gets a
+model of its own with the trajectory's weights at every checkpoint, where it can run here
+(bf16-pure-sr has bf16-pure's gradients: it differs in the update only)."""
 MEDIAN_SAMPLE = 2**24
 """A trace's medians are taken over at most this many evenly strided elements of a tensor: an exact
 median sorts, and a 16000 × 16000 weight has 2.6e8."""
@@ -43,6 +52,46 @@ def _median(t: torch.Tensor) -> float:
 
 def _rms(t: torch.Tensor) -> torch.Tensor:
     return t.float().square().mean().sqrt()
+
+
+def half_ulp(w: torch.Tensor) -> torch.Tensor:
+    """Half the spacing of `w`'s dtype at each element of `w` (as float32): an update smaller
+    than this in magnitude rounds back to the same weight under round-to-nearest. Zero weights
+    take the dtype's smallest normal's."""
+    info = torch.finfo(w.dtype)
+    w32 = w.detach().float()
+    _, exponent = torch.frexp(w32)  # |w| = m * 2**exponent, m in [0.5, 1)
+    spacing = torch.ldexp(torch.full_like(w32, info.eps), exponent - 1)
+    return torch.where(w32 == 0, torch.full_like(w32, info.tiny * info.eps), spacing) / 2
+
+
+def adam_update(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tensor | None:
+    """The update Adam meant to apply to `p` at its last step, in float32, from its state after
+    the step: lr * m_hat / (sqrt(v_hat) + eps), with the bias corrections of the step count (no
+    weight decay: the study's Adams have none). None before the first step."""
+    state = optimizer.state.get(p, {})
+    if not {"step", "exp_avg", "exp_avg_sq"} <= set(state):
+        return None
+    group = next(g for g in optimizer.param_groups if any(q is p for q in g["params"]))
+    beta1, beta2 = group["betas"]
+    t = float(state["step"])
+    m_hat = state["exp_avg"].float() / (1 - beta1**t)
+    v_hat = state["exp_avg_sq"].float() / (1 - beta2**t)
+    return float(group["lr"]) * m_hat / (v_hat.sqrt() + group["eps"])
+
+
+def update_underflow(
+    before: torch.Tensor, after: torch.Tensor, update: torch.Tensor | None
+) -> dict[str, float]:
+    """The update-underflow census of one parameter at one step: the share of its elements whose
+    intended Adam update is smaller than half an ulp of the weight in the parameter's dtype (so
+    round-to-nearest leaves them unchanged: the pure-bf16 counterpart of gradient underflow), and
+    the share that the step actually left unchanged (stochastic rounding moves some of them)."""
+    unchanged = (after == before).float().mean().item()
+    if update is None:
+        return {"update_underflow_share": float("nan"), "unchanged_share": unchanged}
+    below = update.abs() < half_ulp(before)
+    return {"update_underflow_share": below.float().mean().item(), "unchanged_share": unchanged}
 
 
 def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
@@ -90,6 +139,7 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
                 if weights > 0
                 else float("nan"),
                 "update_max_abs": change.abs().max().item(),
+                **update_underflow(before[n], p.detach(), adam_update(s.optimizer, p)),
             }
         )
     s.optimizer.zero_grad(set_to_none=True)
@@ -99,7 +149,7 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
     """Held-out mean cross-entropy and accuracy, the forward pass in the mode's context."""
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
-        logits = s.model(x)
+        logits = s.model(s.mode.cast_input(x))
     return F.cross_entropy(logits.float(), y).item(), (logits.argmax(1) == y).float().mean().item()
 
 
@@ -110,6 +160,19 @@ def _step_ms(case: Case, task: Task, prototypes: torch.Tensor) -> float:
         {"step": lambda: train_step(s)}, warmup=5, steps=20, clock=clock_for(case.device)
     )
     return summarize(samples["step"])["median"]
+
+
+def model_state_gib(s: TrainState) -> float:
+    """GiB of the parameters, their gradients (one per parameter, in its dtype) and the
+    optimizer's state: what a recipe's dtypes cost in memory, activations aside."""
+    params = sum(p.numel() * p.element_size() for p in s.model.parameters())
+    state = sum(
+        t.numel() * t.element_size()
+        for st in s.optimizer.state.values()
+        for t in st.values()
+        if torch.is_tensor(t)
+    )
+    return (2 * params + state) / 2**30
 
 
 def convergence(
@@ -155,7 +218,7 @@ def convergence(
     return {
         "steps": rows,
         "evals": evals,
-        "runs": [{**axes, "step_ms": step_ms}],
+        "runs": [{**axes, "step_ms": step_ms, "model_state_gib": model_state_gib(s)}],
         "traces": traces,
     }
 
@@ -170,7 +233,7 @@ def census_trajectory(
     task = Task(size=case.size, seed=case.seed, noise=noise, device=case.device)
     protos = task.prototypes()
     s = build(case)
-    census_rows, hist_rows, fate_rows = [], [], []
+    census_rows, hist_rows, fate_rows, failed_rows = [], [], [], []
     last = max(checkpoints)
     for step in range(last + 1):
         s.x, s.y = task.sample(case.batch_size, step, protos)
@@ -187,29 +250,25 @@ def census_trajectory(
                 view = s.as_mode(name, scaler=s.scaler if s.mode.name == name else None)
                 cap = capture(view)
                 used = scale if view.mode.scale_loss else 1.0
-                pairs = [
-                    (
-                        grad_tensor(ACTIVATION_GRAD, n),
-                        cap.activation_grads[n],
-                        ref.activation_grads[n],
-                    )
-                    for n in ACTIVATIONS
-                ]
-                pairs += [
-                    (grad_tensor(PRODUCED_GRAD, n), g, ref.produced_grads[n])
-                    for n, g in sorted(cap.produced_grads.items())
-                ]
-                for tensor, g, r in pairs:
-                    census_rows.append(
+                census_rows += _census_rows(cap, ref, {**axes, "mode": name}, used, loss)
+            for name in OWN_MODEL_CENSUS_MODES:
+                if unsupported_reason(dataclasses.replace(case, mode=name)) is not None:
+                    continue
+                try:
+                    cap = capture(_with_weights(case, name, s))
+                except Exception as exc:  # one recipe's failure is a row, not the trajectory's
+                    failed_rows.append(
                         {
-                            **axes,
+                            "kind": "census",
                             "mode": name,
-                            **tensor,
-                            "dtype": dtype_name(g.dtype),
-                            **census(g, r, used),
-                            "loss": loss.item(),
+                            "batch_size": case.batch_size,
+                            "seed": case.seed,
+                            "status": fault_status(exc),
+                            "error": f"step {step}: {error_summary(exc)}",
                         }
                     )
+                    continue
+                census_rows += _census_rows(cap, ref, {**axes, "mode": name}, 1.0, loss)
             if histogram and step in (min(checkpoints), last):
                 pooled = torch.cat([ref.activation_grads[n].flatten() for n in ACTIVATIONS])
                 for row in log2_histogram(pooled):
@@ -231,4 +290,45 @@ def census_trajectory(
             s.optimizer.zero_grad(set_to_none=True)
         if step < last:
             train_step(s)
-    return {"census": census_rows, "histogram": hist_rows, "fp16_fate": fate_rows}
+    return {
+        "census": census_rows,
+        "histogram": hist_rows,
+        "fp16_fate": fate_rows,
+        "failed": failed_rows,
+    }
+
+
+def _with_weights(case: Case, mode: str, s: TrainState) -> TrainState:
+    """A state of `mode` (its own model: bf16 parameters, float8 Linears) holding the weights of
+    `s`'s model and its batch."""
+    other = build(dataclasses.replace(case, mode=mode))
+    # Parameter names are the same (Float8Linear keeps weight and bias); copy_ casts.
+    with torch.no_grad():
+        mine = dict(s.model.named_parameters())
+        for n, p in other.model.named_parameters():
+            p.copy_(mine[n])
+    other.x, other.y = s.x, s.y
+    return other
+
+
+def _census_rows(cap, ref, axes: dict, used: float, loss: torch.Tensor) -> list[dict]:
+    """The census of one mode's captured gradients against the fp32 reference's: the gradient
+    of every activation and every parameter's gradient as its matmul produced it."""
+    pairs = [
+        (grad_tensor(ACTIVATION_GRAD, n), cap.activation_grads[n], ref.activation_grads[n])
+        for n in ACTIVATIONS
+    ]
+    pairs += [
+        (grad_tensor(PRODUCED_GRAD, n), g, ref.produced_grads[n])
+        for n, g in sorted(cap.produced_grads.items())
+    ]
+    return [
+        {
+            **axes,
+            **tensor,
+            "dtype": dtype_name(g.dtype),
+            **census(g, r, used),
+            "loss": loss.item(),
+        }
+        for tensor, g, r in pairs
+    ]

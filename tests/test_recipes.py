@@ -1,0 +1,270 @@
+"""The recipes beyond autocast (issue 10) on the CPU: pure bf16 trains in bf16; the float8 and
+stochastic-rounding rows are `unsupported` without torchao or a float8 GPU (both faked); which
+Linears a float8 recipe converts and why; bf16 Adam bytes and per-Linear floors; the
+update-underflow census; adding modes to a finished numerics study."""
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+import torch
+
+from bench import fp8
+from bench.model import PRESETS
+from bench.modes import MODES
+from bench.numerics import answer, jobs, study, tables, training
+from bench.numerics.config import NumericsConfig
+from bench.roofline import floor_columns, num_params, optimizer_bytes
+from bench.runner import run_case
+from bench.step import build, train_step
+from bench.variants import unsupported_reason
+from tests.conftest import tiny_case
+
+try:
+    import torchao  # noqa: F401
+
+    HAS_TORCHAO = True
+except Exception:  # missing, or built against another torch
+    HAS_TORCHAO = False
+
+
+def test_bf16_pure_trains_in_bf16():
+    s = build(tiny_case(mode="bf16-pure", optimizer="fused"))
+    losses = [train_step(s) for _ in range(3)]
+    assert all(torch.isfinite(loss) for loss in losses) and losses[0].dtype == torch.bfloat16
+    assert {p.dtype for p in s.model.parameters()} == {torch.bfloat16}
+    moments = {t.dtype for st in s.optimizer.state.values() for k, t in st.items() if k != "step"}
+    assert moments == {torch.bfloat16}
+
+
+@pytest.fixture
+def no_torchao(monkeypatch):
+    monkeypatch.setattr(fp8, "torchao_version", lambda: None)
+
+
+@pytest.fixture
+def with_torchao(monkeypatch):
+    monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0")
+
+
+@pytest.mark.parametrize(
+    ("cap", "torchao", "expected"),
+    [
+        (None, True, "compute capability 8.9 or newer (this GPU: none)"),
+        ((8, 0), True, "compute capability 8.9 or newer (this GPU: 8.0)"),
+        ((9, 0), False, "needs torchao"),
+        ((8, 9), True, None),
+        ((9, 0), True, None),
+    ],
+)
+def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected):
+    monkeypatch.setattr(fp8, "capability", lambda device: cap)
+    monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0" if torchao else None)
+    for mode in ("fp8-tensorwise", "fp8-rowwise"):
+        reason = unsupported_reason(tiny_case(mode=mode, device="cuda"))
+        assert reason is None if expected is None else expected in reason
+    # Pure bf16 needs neither; its stochastic-rounding twin needs torchao only.
+    assert unsupported_reason(tiny_case(mode="bf16-pure", device="cuda")) is None
+    sr = unsupported_reason(tiny_case(mode="bf16-pure-sr", device="cuda"))
+    assert (sr is None) == torchao
+
+
+def test_fp8_on_the_cpu_is_an_unsupported_row(with_torchao, cpu_ceilings):
+    row, samples = run_case(tiny_case(mode="fp8-tensorwise"), cpu_ceilings)
+    assert row["status"] == "unsupported" and "CUDA GPU" in row["error"] and not samples
+    # What would be converted is in the row even so: on the tiny model, nothing (torchao's rules).
+    assert row["fp8_linears"].startswith("fc1 kept: too small for tensorwise (in 32 ≤ 4096")
+    assert "fc3 kept: in 64 × out 10 not both divisible by 16" in row["fp8_linears"]
+    assert (
+        row["matmul_dtype"] == "fp8-tensorwise" and row["ceiling_tflops"] != row["ceiling_tflops"]
+    )
+
+
+def test_bf16_pure_sr_without_torchao_is_an_unsupported_row(no_torchao, cpu_ceilings):
+    row, _ = run_case(tiny_case(mode="bf16-pure-sr"), cpu_ceilings)
+    assert row["status"] == "unsupported" and "needs torchao" in row["error"]
+
+
+@pytest.mark.skipif(not HAS_TORCHAO, reason="torchao is not installed (the [fp8] extra)")
+def test_bf16_pure_sr_runs_with_torchao(cpu_ceilings):
+    s = build(tiny_case(mode="bf16-pure-sr"))
+    assert (
+        type(s.optimizer).__name__ == "_AdamW" and s.optimizer.param_groups[0]["weight_decay"] == 0
+    )
+    for _ in range(2):
+        assert torch.isfinite(train_step(s))
+    assert {p.dtype for p in s.model.parameters()} == {torch.bfloat16}
+
+
+def test_which_linears_each_fp8_recipe_converts():
+    seed = PRESETS["seed"]
+    assert set(fp8.plan(seed, "tensorwise").values()) == {"converted"}
+    rowwise = fp8.plan(seed, "rowwise")
+    assert rowwise["fc2"] == "converted"
+    assert rowwise["fc1"] == "kept: too small for rowwise (in 1024 ≤ 1024)"
+    assert rowwise["fc3"] == "kept: too small for rowwise (out 2000 ≤ 2048)"
+    assert "divisible by 16" in fp8.plan(PRESETS["tiny"], "tensorwise")["fc3"]
+    assert MODES["bf16-amp"].fp8_plan(seed) == {}
+    with pytest.raises(ValueError, match="blockwise"):
+        fp8.plan(seed, "blockwise")
+
+
+def test_pure_bf16_adam_moves_half_the_bytes_and_fp8_floors_go_per_linear():
+    size = PRESETS["tiny"]
+    assert optimizer_bytes(size, False, param_bytes=2) == optimizer_bytes(size, False) / 2
+    assert optimizer_bytes(size, False, param_bytes=2) == num_params(size) * 14
+    one = floor_columns(size, 4, scale_loss=False, matmul_tflops=1.0, copy_gbps=1.0)
+    mixed = floor_columns(size, 4, scale_loss=False, matmul_tflops=[2.0, 2.0, 1.0], copy_gbps=1.0)
+    # fc1 and fc2 at twice the rate: their FLOPs take half the time.
+    fc3_fwd = 2.0 * 4 * 64 * 10 / 1e12 * 1e3
+    assert mixed["fwd_floor_ms"] == pytest.approx((one["fwd_floor_ms"] - fc3_fwd) / 2 + fc3_fwd)
+
+
+def test_bf16_pure_row_has_bf16_floors_and_its_memory(cpu_ceilings):
+    pure, _ = run_case(tiny_case(mode="bf16-pure", optimizer="fused"), cpu_ceilings)
+    amp, _ = run_case(tiny_case(mode="bf16-amp", optimizer="fused"), cpu_ceilings)
+    assert pure["status"] == "ok" and pure["param_dtype"] == "bfloat16"
+    assert pure["param_grad_dtype"] == "bfloat16" and pure["matmul_dtype"] == "bf16"
+    assert pure["step_gbytes"] == pytest.approx(amp["step_gbytes"] / 2)
+    assert pure["optim_state_gib"] < amp["optim_state_gib"] and pure["cast_gbytes"] == 0
+
+
+def test_half_ulp_and_the_update_underflow_census():
+    w = torch.tensor([1.0, 1.0, -3.0, 0.0], dtype=torch.bfloat16)
+    # bf16 has 7 stored mantissa bits: the spacing at 1 is 2**-7, at 3 (in [2, 4)) 2**-6.
+    assert training.half_ulp(w)[:3].tolist() == [2**-8, 2**-8, 2**-7]
+    update = torch.tensor([2**-9, 2**-7, 2**-8, 1.0])
+    after = (w.float() + update).to(torch.bfloat16)
+    census = training.update_underflow(w, after, update)
+    assert census == {"update_underflow_share": 0.5, "unchanged_share": 0.5}
+    assert training.update_underflow(w, w, None)["unchanged_share"] == 1.0
+
+
+def test_adam_update_is_the_step_adam_took():
+    s = build(tiny_case(mode="fp32", optimizer="foreach"))
+    before = s.model.fc2.weight.detach().clone()
+    train_step(s)
+    update = training.adam_update(s.optimizer, s.model.fc2.weight)
+    change = s.model.fc2.weight.detach() - before
+    torch.testing.assert_close(-update, change, atol=1e-7, rtol=1e-4)
+
+
+def test_traces_of_pure_bf16_carry_the_update_underflow():
+    s = build(tiny_case(mode="bf16-pure", optimizer="fused", lr=1e-4))
+    for _ in range(2):
+        _, rows = training.traced_step(s)
+    shares = [r["update_underflow_share"] for r in rows]
+    assert all(0.0 <= v <= 1.0 for v in shares) and max(shares) > 0  # lr 1e-4: bf16 drops some
+    assert all(0.0 <= r["unchanged_share"] <= 1.0 for r in rows)
+
+
+def test_recipe_sentences_name_the_fastest_and_the_verdicts():
+    summary = pd.DataFrame(
+        {
+            "mode": ["fp32", "bf16-pure", "fp8-tensorwise"],
+            "batch_size": [1024] * 3,
+            "seed": [0] * 3,
+            "step_ms": [40.0, 5.0, 4.0],
+            "final_loss": [1.0, 1.05, 1.2],
+            "heldout_acc": [0.9, 0.89, 0.8],
+            "model_state_gib": [4.0, 2.0, 4.0],
+        }
+    )
+    fastest, verdict = answer.recipe_sentences(summary)
+    assert "at batch 1024, `fp8-tensorwise` (4 ms per step, 10.00× fp32" in fastest
+    assert "saves 0 GiB" in fastest
+    assert "`bf16-pure` at batch 1024 ends at 1.05 against fp32's 1: within 10%" in verdict
+    assert "`fp8-tensorwise` at batch 1024 ends at 1.2 against fp32's 1: **not** within" in verdict
+    assert answer.recipe_sentences(summary[summary["mode"] == "fp32"]) == []
+
+
+def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
+    options = {
+        "census_batch_sizes": [8],
+        "checkpoints": [0],
+        "conv_batch_sizes": [16],
+        "modes": ["fp32"],
+        "seeds": [0],
+        "steps": 10,
+        "eval_every": 10,
+        "long_steps": 0,
+        "trace_every": 0,  # as a study older than the traces recorded
+    }
+    cfg = NumericsConfig.build(device="cpu", options=options, workers=None)
+    run_dir = study.start(cfg, results_dir=tmp_path, command="ampbench test", tag=None)
+    fp32_steps = pd.read_csv(run_dir / tables.TABLES["steps"].file)
+
+    real_job, ran = jobs.run_job, []
+    monkeypatch.setattr(jobs, "run_job", lambda job: ran.append(job.key) or real_job(job))
+    monkeypatch.setattr(sys, "argv", ["bench", "numerics", "--resume", str(run_dir)])
+    # Another commit is what adding modes is for: allowed, and recorded.
+    env = json.loads((run_dir / "env.json").read_text())
+    (run_dir / "env.json").write_text(json.dumps({**env, "commit": "0" * 40}))
+    added = ("bf16-pure", "bf16-pure-sr")
+    study.resume(run_dir, workers=None, force=False, add_modes=added, trace_every=5)
+
+    assert sorted(ran) == ["convergence_bf16-pure-sr_b16_s0_10", "convergence_bf16-pure_b16_s0_10"]
+    info = json.loads((run_dir / "env.json").read_text())
+    (entry,) = info["resumed"]
+    assert entry["added_modes"] == ["bf16-pure", "bf16-pure-sr"] and "commit" in entry["differs"][0]
+    assert info["numerics_config"]["modes"] == ["fp32", "bf16-pure", "bf16-pure-sr"]
+    assert info["numerics_config"]["trace_every"] == 5 and entry["trace_every"] == 5
+    assert "ended" in info and "tabled_jobs" not in info
+    t = tables.load(run_dir)
+    assert set(t["summary"]["mode"]) == {"fp32", "bf16-pure"}
+    assert set(t["traces"]["mode"]) == {"bf16-pure"}  # the fp32 run kept its (no) traces
+    kept = t["steps"][t["steps"]["mode"] == "fp32"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, fp32_steps, check_dtype=False)
+    assert t["failed"]["status"].tolist() == ["unsupported"]  # bf16-pure-sr without torchao
+    assert "bf16-pure" in t["audit_json"]["chain_to_fc1_weight"]
+    assert "needs torchao" in t["audit_json"]["unsupported"]["bf16-pure-sr"]
+    assert set(t["audit"]["mode"]) >= {"fp32", "bf16-pure"}
+    report = (run_dir / "report.md").read_text()
+    assert "Modes bf16-pure, bf16-pure-sr were added" in report and "### Update underflow" in report
+    assert "**Do the recipes beyond autocast converge?** `bf16-pure` at batch 16" in report
+
+    with pytest.raises(Exception, match="already has"):
+        study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+
+
+def test_new_modes_stay_out_of_the_default_cpu_study_where_they_cannot_run(no_torchao):
+    from bench.numerics import config
+
+    assert config.supported_modes("cpu") == (
+        "fp32",
+        "tf32",
+        "fp16-amp",
+        "fp16-amp-noscale",
+        "bf16-amp",
+        "bf16-pure",
+    )
+
+
+@pytest.mark.cuda
+def test_scaled_mm_in_the_layouts_it_requires():
+    reason = fp8.gpu_unsupported_reason("cuda")
+    if reason is not None:
+        pytest.skip(reason)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for granularity in fp8.RECIPES:
+        a, b, sa, sb = fp8.scaled_mm_operands(64, granularity, "cuda", gen)
+        assert b.stride() == (1, 64)  # column-major second operand
+        out = fp8.scaled_mm(a, b, sa, sb)
+        ref = (a.float() @ b.float()) * sa * sb
+        torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=0.5)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("mode", ["fp8-tensorwise", "fp8-rowwise"])
+def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
+    # fc2 (4096 × 4096) passes both recipes' size rules; fc1 and fc3 pass tensorwise's only.
+    case = tiny_case(mode=mode, device="cuda", input_size=2048, hidden_size=4096, num_classes=2048)
+    reason = unsupported_reason(case)
+    if reason is not None:
+        pytest.skip(reason)
+    s = build(case)
+    assert type(s.model.fc2).__name__ == "Float8Linear"
+    assert all(torch.isfinite(train_step(s)) for _ in range(3))
+    row, _ = run_case(case, {**cpu_ceilings, f"matmul_tflops_{mode}": 8.0})
+    assert row["status"] == "ok" and "fc2 converted" in row["fp8_linears"]
