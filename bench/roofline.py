@@ -71,6 +71,33 @@ def floor_columns(
     }
 
 
+BUS_FACTORS = {
+    # nccl-tests' bus bandwidth: the bytes each rank's link carries per byte of the buffer.
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+}
+
+
+def comm_floor_columns(
+    collective_bytes: dict[str, float], world_size: int, ceilings: dict[str, float]
+) -> dict[str, float]:
+    """The time the step's collectives need at the measured bus bandwidth, added to the floor
+    of a distributed row: for each collective, its bus bytes (buffer bytes × the nccl-tests
+    factor) over the bus bandwidth measured in the run at this model's gradient size. It counts
+    the collectives as if nothing overlapped them, as the issue's floor asks; a step that hides
+    them behind compute can come under it (its `pct_of_floor` then exceeds 100)."""
+    total_ms = 0.0
+    gbytes = 0.0
+    for name, nbytes in collective_bytes.items():
+        if not nbytes:
+            continue
+        bus = nbytes * BUS_FACTORS[name](world_size)
+        gbytes += bus / 1e9
+        total_ms += bus / (ceilings[f"{name}_busbw_gbps"] * 1e9) * 1e3
+    return {"comm_gbytes": gbytes, "comm_floor_ms": total_ms}
+
+
 def cast_columns(
     size: ModelSize, batch_size: int, mode: Mode, copy_gbps: float
 ) -> dict[str, float]:
