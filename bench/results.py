@@ -197,9 +197,9 @@ def _with_scaling(df: pd.DataFrame) -> pd.DataFrame:
         columns={"samples_per_s_per_gpu": "_base"}
     )
     merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
-    df["scaling_efficiency"] = (
-        df["samples_per_s_per_gpu"].to_numpy(dtype=float) / merged["_base"].to_numpy(dtype=float)
-    )
+    df["scaling_efficiency"] = df["samples_per_s_per_gpu"].to_numpy(dtype=float) / merged[
+        "_base"
+    ].to_numpy(dtype=float)
     df.loc[(df["status"] != "ok") | (df["parallel"] == "none"), "scaling_efficiency"] = math.nan
     return df
 

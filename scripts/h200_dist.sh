@@ -11,9 +11,10 @@
 # `./run_bench.sh --resume results_new/<folder> --gpus 2`.
 # Usage: scripts/h200_dist.sh OUT_DIR    (logs in OUT_DIR, results_new/ packed into OUT_DIR)
 set -uo pipefail
-cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/h200_dist.sh OUT_DIR}"
-mkdir -p "$out" results_new
+mkdir -p "$out" && out="$(cd "$out" && pwd)"  # absolute: the script runs from the project root
+cd "$(dirname "$0")/.."
+mkdir -p results_new
 export PYTHONUNBUFFERED=1
 # NCCL says why a communicator failed, without flooding the log; a hung collective ends its
 # process after the timeout (PyTorch's default handling, made explicit).
