@@ -502,7 +502,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         os._exit(3)
     if world.leader:
         print(run_dir)
-    distributed.shutdown(world)
     return code
 
 

@@ -20,6 +20,7 @@ import os
 import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -41,6 +42,8 @@ class World:
     collective_timeout_s: float = 0.0
     data: dist.ProcessGroup | None = None
     """The group DDP, FSDP2 and the collective ceilings use (None in a one-process run)."""
+    run_dir: Path | None = None
+    """The results folder, where this rank can see it (rank 0's plan names it)."""
     _exchanges: int = 0
 
     @classmethod
@@ -82,6 +85,14 @@ class World:
             ) from exc
         return out
 
+    def close(self) -> None:
+        """Leave the run together: every rank waits for the others, then the groups go. Rank 0
+        then renders the report alone, with no collective left to time out."""
+        if not self.distributed or not dist.is_initialized():
+            return
+        self.exchange(None, "the run")
+        dist.destroy_process_group()
+
     def broadcast(self, obj: object) -> object:
         """Rank 0's `obj` on every rank (the plan of the run)."""
         if not self.distributed:
@@ -114,11 +125,6 @@ def init(device: str, collective_timeout_s: float) -> World:
     )
     world.renew()
     return world
-
-
-def shutdown(world: World) -> None:
-    if world.distributed and dist.is_initialized():
-        dist.destroy_process_group()
 
 
 def _data_group(device: str, timeout_s: float) -> dist.ProcessGroup:

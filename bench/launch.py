@@ -46,19 +46,36 @@ def mark_inflight(run_dir: Path, row: dict) -> None:
     tmp.replace(run_dir / INFLIGHT)
 
 
+def note_fault(run_dir: Path, rank: int, row: dict) -> None:
+    """A rank's own account of a failed case, beside the mark of the case in flight."""
+    note = {"rank": rank, "status": row["status"], "error": row["error"]}
+    (run_dir / f"{INFLIGHT}.rank{rank}").write_text(json.dumps(note))
+
+
+def _notes(run_dir: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(run_dir.glob(f"{INFLIGHT}.rank*"))]
+
+
 def clear_inflight(run_dir: Path) -> None:
-    (run_dir / INFLIGHT).unlink(missing_ok=True)
+    for path in [run_dir / INFLIGHT, *run_dir.glob(f"{INFLIGHT}.rank*")]:
+        path.unlink(missing_ok=True)
 
 
 def complete_inflight(run_dir: Path, reason: str) -> bool:
-    """Write the case in flight as a row with `reason` as its error; False when none was."""
+    """Write the case in flight as a row with `reason` as its error, and what a failed rank
+    noted before the run ended (its status wins over `timeout`); False when none was."""
     path = run_dir / INFLIGHT
     if not path.is_file():
         return False
     row = json.loads(path.read_text())
-    row["error"] = row.get("error") or reason
+    notes = _notes(run_dir)
+    row["error"] = "; ".join(
+        [row.get("error") or reason, *(f"rank {n['rank']}: {n['error']}" for n in notes)]
+    )
+    if notes:
+        row["status"] = notes[0]["status"]
     results.append_jsonl(run_dir / results.ROWS, row)
-    path.unlink()
+    clear_inflight(run_dir)
     return True
 
 

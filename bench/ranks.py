@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from bench import launch
 from bench.case import Case
 from bench.distributed import World
 from bench.parallel import PARALLELS
@@ -41,6 +42,10 @@ def run_case_on_ranks(
     """(row, the slowest rank's samples, extra samples: every rank's totals and the window
     without gradient synchronization). Raises `GroupBroken` when a rank never answers."""
     row, samples = run_case(case, ceilings, world)
+    if row["status"] in BROKEN and not world.leader and world.run_dir is not None:
+        # Should rank 0 be stuck in a collective this rank never joined, the launcher finds
+        # this rank's own account of the case here.
+        launch.note_fault(world.run_dir, world.rank, row)
     outcomes = world.exchange((row, samples), f"case {case.case_id}")
     merged = merge(outcomes)
     statuses = {r["status"] for r, _ in outcomes}

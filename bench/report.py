@@ -376,7 +376,7 @@ def _variants_section(df: pd.DataFrame) -> list[str]:
 def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
     """A run of several ranks: scaling efficiency per mode and parallelism, what the gradient
     collectives cost against their floor, and what bfloat16 reduction saves against float32."""
-    if df["world_size"].max() <= 1:
+    if df.empty or not df["world_size"].max() > 1:
         return []
     ok = df[df["status"] == "ok"]
     n = int(df["world_size"].max())

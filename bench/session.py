@@ -195,8 +195,11 @@ def follow(world: World) -> tuple[Path, int]:
         return Path(), 2
     cfg = RunConfig.from_record(plan["config"])
     info = {"ceilings": plan["ceilings"]}
-    _measure(cfg, cfg.cases(), Path(plan["run_dir"]), info, world)
-    return Path(plan["run_dir"]), 0
+    run_dir = Path(plan["run_dir"])
+    world.run_dir = run_dir if run_dir.is_dir() else None  # on rank 0's host only
+    _measure(cfg, cfg.cases(), run_dir, info, world)
+    world.close()
+    return run_dir, 0
 
 
 def _execute(cfg: RunConfig, run_dir: Path, info: dict, world: World) -> int:
@@ -215,8 +218,10 @@ def _execute(cfg: RunConfig, run_dir: Path, info: dict, world: World) -> int:
         {"run_dir": str(run_dir), "config": cfg.record(), "ceilings": info.get("ceilings")}
     )
     cases = cfg.cases()
+    world.run_dir = run_dir
     try:
         _measure(cfg, cases, run_dir, info, world)
+        world.close()
     except KeyboardInterrupt:
         kept = len(done_cases(run_dir) & {c.case_id for c in cases})
         raise Interrupted(
