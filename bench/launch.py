@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,23 @@ def _finished(run_dir: Path) -> bool:
         return False
 
 
+def _run(command: list[str], env: dict[str, str]) -> int:
+    """Run torchrun to its end. A SIGTERM to this process (an outer `timeout`) ends torchrun
+    too, which ends its ranks, rather than leaving them holding the GPUs."""
+    proc = subprocess.Popen(command, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
 def launch(
     nproc: int,
     argv: list[str],
@@ -118,7 +136,7 @@ def launch(
                 *(worker or ["-m", "bench"]),
                 *args,
             ]
-            code = subprocess.call(command, env=env)
+            code = _run(command, env)
             text = Path(run_file).read_text().strip()
             if code == 0 or not text:
                 return code

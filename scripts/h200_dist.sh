@@ -20,6 +20,9 @@ export PYTHONUNBUFFERED=1
 # process after the timeout (PyTorch's default handling, made explicit).
 export NCCL_DEBUG=WARN
 export TORCH_NCCL_ASYNC_ERROR_HANDLING=3
+# One host, no network: gloo (the control group) and NCCL's bootstrap over the loopback device.
+export GLOO_SOCKET_IFNAME="${GLOO_SOCKET_IFNAME:-lo}"
+export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$out/session.log"; }
 
 log "0. the box"

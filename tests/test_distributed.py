@@ -37,9 +37,9 @@ def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
                 *("run", "--gpus", "2", "--device", "cpu", "--modes", "fp32,bf16-amp"),
                 *("--optimizers", "fused", "--parallel", "none,ddp,ddp-bf16,fsdp"),
                 *("--batch-sizes", "8", "--steps", "3", "--warmup", "1", "--no-overhead"),
-                *("--collective-timeout", "3", "--results-dir", str(parent)),
+                *("--collective-timeout", "2", "--results-dir", str(parent)),
             ],
-            keep=["--collective-timeout", "3"],
+            keep=["--collective-timeout", "2"],
             worker=[str(WORKER)],
             log=lambda msg: None,
         )
