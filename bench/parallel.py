@@ -75,9 +75,9 @@ def param_dtype(mode: Mode) -> torch.dtype | None:
 
 def wrap(
     model: nn.Module,
-    parallel: str,
     mode: Mode,
     *,
+    parallel: str,
     group: torch.distributed.ProcessGroup,
     device: str,
 ) -> nn.Module:

@@ -53,10 +53,12 @@ def floor_columns(
     scale_loss: bool,
     matmul_tflops: float,
     copy_gbps: float,
+    shards: int = 1,
 ) -> dict[str, float]:
-    """Flat row columns: counted work and the floor of each phase and of the step, in ms."""
+    """Flat row columns: counted work and the floor of each phase and of the step, in ms.
+    `shards`: the ranks the optimizer state is split over (FSDP), each stepping its part."""
     flops = matmul_flops(size, batch_size)
-    opt_bytes = optimizer_bytes(size, scale_loss)
+    opt_bytes = optimizer_bytes(size, scale_loss) / shards
     fwd_floor = flops["fwd"] / (matmul_tflops * 1e12) * 1e3
     bwd_floor = flops["bwd"] / (matmul_tflops * 1e12) * 1e3
     step_floor = opt_bytes / (copy_gbps * 1e9) * 1e3

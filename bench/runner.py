@@ -11,6 +11,7 @@ run skips every case whose row is already there.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import sys
@@ -104,6 +105,7 @@ def run_case(
             scale_loss=mode.scale_loss,
             matmul_tflops=row["ceiling_tflops"],
             copy_gbps=ceilings["copy_gbps"],
+            shards=world.size if par.kind == "fsdp" else 1,
         )
     )
     row.update(cast_columns(case.size, case.batch_size, mode, ceilings["copy_gbps"]))
@@ -127,12 +129,13 @@ def run_case(
     # is not the case's: it is recorded, and taken out of the case's allocated peaks.
     residue = torch.cuda.memory_allocated() / memory.GIB if cuda else math.nan
     row["residue_gib"] = residue
-    wrap = None
-    if par.distributed:
-
-        def wrap(model: torch.nn.Module, m: object) -> torch.nn.Module:
-            return parallel.wrap(model, case.parallel, m, group=world.data, device=case.device)
-
+    wrap = (
+        functools.partial(
+            parallel.wrap, parallel=case.parallel, group=world.data, device=case.device
+        )
+        if par.distributed
+        else None
+    )
     try:
         s = build(case, capturable=variant.capture, wrap=wrap)
         # Memory first, in an eager pass of its own: it syncs between phases.
