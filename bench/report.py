@@ -197,7 +197,7 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
             "run is not judged against them."
         ]
     lines = []
-    eager = df[df["variant"] == "eager"]
+    eager = df[(df["variant"] == "eager") & (df["parallel"] == "none")]
     for mode, opt, bs, minimum in TARGETS:
         sel = eager[
             (eager["mode"] == mode) & (eager["optimizer"] == opt) & (eager["batch_size"] == bs)

@@ -187,3 +187,26 @@ def test_two_gpus_with_nccl(tmp_path):
     (run_dir,) = list(tmp_path.iterdir())
     df = results.load(run_dir)
     assert set(df["status"]) == {"ok"} and len(df) == 5
+
+
+def test_what_cannot_run_distributed_says_why():
+    from bench.parallel import unsupported_reason
+
+    assert unsupported_reason("none", variant="cudagraph", world_size=2) is None
+    assert "several ranks" in unsupported_reason("fsdp", variant="eager", world_size=1)
+    assert "eager only" in unsupported_reason("ddp", variant="cudagraph", world_size=2)
+    assert unsupported_reason("ddp-bf16", variant="eager", world_size=2) is None
+
+
+def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):
+    from tests.stored import timing_row
+
+    row = timing_row(mode="fp32")
+    for key in ("parallel",):
+        row.pop(key)
+    results.append_jsonl(tmp_path / results.ROWS, row)
+    df = results.load(tmp_path)
+    assert df.loc[0, "parallel"] == "none" and df.loc[0, "world_size"] == 1
+    assert df.loc[0, "global_batch_size"] == row["batch_size"]
+    assert df.loc[0, "samples_per_s_per_gpu"] == pytest.approx(row["samples_per_s"])
+    assert math.isnan(df.loc[0, "scaling_efficiency"])
