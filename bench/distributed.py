@@ -75,6 +75,8 @@ class World:
             store.set(f"{key}/{self.rank}", "1")
         out: list[object] = [None] * self.size
         try:
+            # all_gather rather than gather to rank 0: every rank must know whether the case
+            # failed anywhere, to replace the data group together.
             dist.all_gather_object(out, obj)
         except Exception as exc:  # a timeout or a peer gone: the group cannot go on
             missing = _missing(store, key, self.size)
