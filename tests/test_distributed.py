@@ -210,3 +210,16 @@ def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):
     assert df.loc[0, "global_batch_size"] == row["batch_size"]
     assert df.loc[0, "samples_per_s_per_gpu"] == pytest.approx(row["samples_per_s"])
     assert math.isnan(df.loc[0, "scaling_efficiency"])
+
+
+def test_the_launcher_writes_the_case_in_flight_with_a_ranks_note(tmp_path):
+    # As when NCCL's watchdog ended rank 0 inside a collective that rank 1 never joined.
+    case = tiny_case(parallel="ddp")
+    launch.mark_inflight(tmp_path, {"case_id": case.case_id, "status": "timeout", "error": ""})
+    launch.note_fault(tmp_path, 1, {"status": "oom", "error": "OutOfMemoryError: CUDA out"})
+    assert launch.complete_inflight(tmp_path, "the run's processes ended")
+    (row,) = results.read_jsonl(tmp_path / results.ROWS)
+    assert row["status"] == "oom"
+    assert row["error"] == "the run's processes ended; rank 1: OutOfMemoryError: CUDA out"
+    assert not list(tmp_path.glob("inflight*"))
+    assert not launch.complete_inflight(tmp_path, "again")  # nothing in flight any more
