@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from bench.model import ModelSize
 from bench.modes import MODES, OPTIMIZERS
+from bench.parallel import PARALLELS
 from bench.variants import VARIANTS
 
 DEVICES = ("cuda", "cpu")
@@ -66,6 +67,9 @@ class Case:
     """Adam implementation, a key of `bench.modes.OPTIMIZERS`."""
     variant: str = "eager"
     """How the step is executed, a key of `bench.variants.VARIANTS`."""
+    parallel: str = "none"
+    """How the model is spread over the ranks of a distributed run, a key of
+    `bench.parallel.PARALLELS` (`none`: one GPU, no communication)."""
     batch_size: int
     input_size: int
     hidden_size: int
@@ -91,6 +95,7 @@ class Case:
         _choice("mode", self.mode, MODES)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("variant", self.variant, VARIANTS)
+        _choice("parallel", self.parallel, PARALLELS)
         _choice("device", self.device, DEVICES)
         _choice("reduction", self.reduction, REDUCTIONS)
         for name in ("batch_size", "input_size", "hidden_size", "num_classes", "steps"):
@@ -148,11 +153,17 @@ def grid(
     batch_sizes: Iterable[int],
     size: ModelSize,
     variants: Iterable[str] = ("eager",),
+    parallels: Iterable[str] = ("none",),
     **fixed: object,
 ) -> list[Case]:
     """Every combination of the given axes, batch size outermost so that a report grouped by
-    batch size fills in as the run goes."""
+    batch size fills in as the run goes; within a batch size the one-GPU baseline
+    (`parallel=none`) comes before the parallelisms measured against it."""
     return [
-        Case.of(size, mode=mode, optimizer=opt, variant=variant, batch_size=bs, **fixed)
-        for bs, variant, opt, mode in itertools.product(batch_sizes, variants, optimizers, modes)
+        Case.of(
+            size, mode=mode, optimizer=opt, variant=variant, parallel=par, batch_size=bs, **fixed
+        )
+        for bs, par, variant, opt, mode in itertools.product(
+            batch_sizes, parallels, variants, optimizers, modes
+        )
     ]

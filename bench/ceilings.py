@@ -7,6 +7,8 @@
   GEMMs torchao's float8 recipes run. A failure there is logged and leaves that ceiling out (the
   float8 rows then have no floor), never the run.
 - Device-to-device copy bandwidth, counting bytes read plus bytes written.
+- In a run of several ranks, the bus bandwidth of the collectives DDP and FSDP2 use, at this
+  model's gradient size (`measure_collectives`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import sys
 from collections.abc import Callable
 
 import torch
+import torch.distributed as dist
 
 from bench import fp8
+from bench.distributed import World
 from bench.faults import error_summary
 from bench.modes import tf32_enabled
+from bench.roofline import BUS_FACTORS
 from bench.stats import summarize
 from bench.timing import clock_for, time_phases
 
@@ -76,3 +81,42 @@ def _fp8_tflops(
         )
         return math.nan
     return 2.0 * n**3 / (ms * 1e-3) / 1e12
+
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def measure_collectives(
+    world: World, nbytes: int, *, warmup: int = 2, steps: int = 5
+) -> dict[str, float]:
+    """Bus bandwidth of all-reduce, reduce-scatter and all-gather over the run's data group, on
+    a float32 buffer of `nbytes` (the model's gradient size), as nccl-tests reports it: algbw is
+    the buffer's bytes over the time, busbw is algbw × 2(n-1)/n for all-reduce and × (n-1)/n for
+    reduce-scatter and all-gather. A collective is as slow as its slowest rank: each rank times
+    its own, the slowest median is kept. The first calls (warm-up) set up the communicator.
+
+    Returns {"<collective>_busbw_gbps": ..., "collective_mib": ...}; nothing in a one-rank run."""
+    if not world.distributed:
+        return {}
+    n = world.size
+    numel = max(n, nbytes // 4 // n * n)  # divisible by the world size, as RS and AG need
+    full = torch.randn(numel, device=world.device)
+    shard = torch.empty(numel // n, device=world.device)
+    group = world.data
+    runs = {
+        "all_reduce": lambda: dist.all_reduce(full, group=group),
+        "reduce_scatter": lambda: dist.reduce_scatter_tensor(shard, full, group=group),
+        "all_gather": lambda: dist.all_gather_into_tensor(full, shard, group=group),
+    }
+    # Synchronous collectives: on NCCL the current stream waits for each one, so the clock's
+    # events bracket it; on gloo the call returns when it is done.
+    mine = {name: _median_ms(run, world.device, warmup, steps) for name, run in runs.items()}
+    slowest = {
+        name: max(ms[name] for ms in world.exchange(mine, "the collective ceilings"))
+        for name in COLLECTIVES
+    }
+    out: dict[str, float] = {"collective_mib": numel * 4 / 2**20}
+    for name, ms in slowest.items():
+        algbw = numel * 4 / (ms * 1e-3) / 1e9
+        out[f"{name}_busbw_gbps"] = algbw * BUS_FACTORS[name](n)
+    return out

@@ -21,10 +21,12 @@ import torch
 
 from bench import (
     compare,
+    distributed,
     env,
     export,
     history,
     index,
+    launch,
     maxbatch,
     paths,
     readme,
@@ -36,6 +38,7 @@ from bench.case import REDUCTIONS
 from bench.faults import Interrupted, UsageError
 from bench.model import PRESETS
 from bench.modes import MODES, OPTIMIZERS
+from bench.parallel import PARALLELS
 from bench.variants import DEFAULT_VARIANTS, VARIANTS
 
 
@@ -155,7 +158,24 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--batch-sizes",
         type=_csv("batch size"),
-        help=f"comma list, default {','.join(map(str, session.DEFAULT_BATCH_SIZES))}",
+        help=f"comma list, default {','.join(map(str, session.DEFAULT_BATCH_SIZES))} (per GPU)",
+    )
+    r.add_argument(
+        "--gpus",
+        type=_positive,
+        help="ranks: N > 1 relaunches the run through torchrun, one process per GPU with NCCL; "
+        "on the CPU, N gloo processes (for tests, not speed). Default 1: one process",
+    )
+    r.add_argument(
+        "--parallel",
+        type=_csv("parallelism", tuple(PARALLELS)),
+        help=f"comma list of {','.join(PARALLELS)}; default all with --gpus N > 1, else none",
+    )
+    r.add_argument(
+        "--collective-timeout",
+        type=_positive_float,
+        default=300.0,
+        help="seconds a collective may take before the case fails as `timeout` (default 300)",
     )
     r.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     r.add_argument("--steps", type=_positive, help="timed steps per case (default 30)")
@@ -421,7 +441,7 @@ def _given(args: argparse.Namespace, allowed: tuple[str, ...]) -> list[str]:
     return [
         "--" + key.replace("_", "-")
         for key, value in vars(args).items()
-        if key not in (*allowed, "command") and value != defaults.get(key)
+        if key not in (*allowed, "command", "argv") and value != defaults.get(key)
     ]
 
 
@@ -475,34 +495,70 @@ def _results_dir(args: argparse.Namespace) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.resume is not None:
-        _refuse_with_resume(args, ("resume", "force"))
-        run_dir, code = session.resume(args.resume, force=args.force)
-    else:
-        if args.force:
-            raise UsageError("--force goes with --resume")
-        try:
-            cfg = session.RunConfig.build(
-                device=env.device(args.device),
-                preset=args.preset,
-                input_size=args.input_size,
-                hidden_size=args.hidden_size,
-                num_classes=args.num_classes,
-                modes=args.modes,
-                optimizers=args.optimizers,
-                variants=args.variants,
-                batch_sizes=args.batch_sizes,
-                steps=args.steps,
-                warmup=args.warmup,
-                seed=args.seed,
-                overhead=not args.no_overhead,
-                numerics=args.numerics,
-            )
-        except ValueError as exc:
-            raise UsageError(str(exc)) from exc
-        run_dir, code = session.start(cfg, results_dir=_results_dir(args), command=_command_line())
-    print(run_dir)
+    world = _world(args)
+    if world is None:  # this process only launches the ranks
+        keep = ["--collective-timeout", str(args.collective_timeout)]
+        return launch.launch(args.gpus, args.argv, keep=keep)
+    try:
+        run_dir, code = _run_session(args, world)
+    except distributed.GroupBroken as exc:
+        # The group cannot go on; the launcher records the case and resumes. No cleanup: a
+        # communicator stuck in a collective could hang it.
+        print(f"ampbench: rank {world.rank}: {exc}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(3)
+    if world.leader:
+        print(run_dir)
     return code
+
+
+def _world(args: argparse.Namespace) -> distributed.World | None:
+    """This process's place in the run: None when it must launch the ranks through torchrun
+    (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world."""
+    gpus = args.gpus or 1
+    device = env.device(args.device)
+    if distributed.under_torchrun():
+        size = int(os.environ["WORLD_SIZE"])
+        if args.gpus is not None and args.gpus != size:
+            raise UsageError(f"--gpus {args.gpus} but torchrun started {size} ranks")
+        return distributed.init(device, args.collective_timeout)
+    if gpus > 1:
+        if device == "cuda" and torch.cuda.device_count() < gpus:
+            raise UsageError(f"--gpus {gpus} but {torch.cuda.device_count()} GPU(s) are visible")
+        if args.numerics:
+            raise UsageError("--numerics runs in a one-process run; drop it or --gpus")
+        return None
+    return distributed.World.single(device)
+
+
+def _run_session(args: argparse.Namespace, world: distributed.World) -> tuple[Path, int]:
+    if args.resume is not None:
+        _refuse_with_resume(args, ("resume", "force", "gpus", "collective_timeout"))
+        return session.resume(args.resume, force=args.force, world=world)
+    if args.force:
+        raise UsageError("--force goes with --resume")
+    try:
+        cfg = session.RunConfig.build(
+            device=world.device,
+            preset=args.preset,
+            input_size=args.input_size,
+            hidden_size=args.hidden_size,
+            num_classes=args.num_classes,
+            modes=args.modes,
+            optimizers=args.optimizers,
+            variants=args.variants,
+            parallels=args.parallel,
+            batch_sizes=args.batch_sizes,
+            steps=args.steps,
+            warmup=args.warmup,
+            seed=args.seed,
+            overhead=not args.no_overhead,
+            numerics=args.numerics,
+            world_size=world.size,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    return session.start(cfg, results_dir=_results_dir(args), command=_command_line(), world=world)
 
 
 def cmd_numerics(args: argparse.Namespace) -> int:
@@ -687,6 +743,7 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # what a relaunch repeats
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)

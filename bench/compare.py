@@ -125,8 +125,11 @@ def compare(
     if pair is not None:
         rows_a = rows_a[rows_a[pair.axis].astype(str) == pair.a]
         rows_b = rows_b[rows_b[pair.axis].astype(str) == pair.b]
-    merged = rows_a[[*keys, "case_id", "status"]].merge(
-        rows_b[[*keys, "case_id", "status"]], on=keys, how="inner", suffixes=("_a", "_b")
+    # A case is matched on the ranks it ran on too: ddp on 2 ranks is not ddp on 4, and the
+    # one-GPU baseline run beside other ranks is not a run alone.
+    join = [*keys, "world_size"]
+    merged = rows_a[[*join, "case_id", "status"]].merge(
+        rows_b[[*join, "case_id", "status"]], on=join, how="inner", suffixes=("_a", "_b")
     )
     out = []
     for rec in merged.to_dict("records"):

@@ -15,7 +15,9 @@ def error_summary(exc: BaseException, limit: int = 500) -> str:
 
 
 def fault_status(exc: BaseException) -> str:
-    """`oom` for an out-of-memory error on any device, `error` for anything else.
+    """`oom` for an out-of-memory error on any device, `timeout` for a collective that timed
+    out (gloo raises `RuntimeError: ... Timed out waiting ...`; NCCL's watchdog reports a
+    `DistBackendError` naming the timeout), `error` for anything else.
 
     A CPU allocation failure surfaces as a plain `RuntimeError` ("DefaultCPUAllocator: can't
     allocate memory") or as Python's `MemoryError`; CUDA's as `torch.cuda.OutOfMemoryError`.
@@ -29,6 +31,8 @@ def fault_status(exc: BaseException) -> str:
         "can't allocate memory" in text or "out of memory" in text.lower()
     ):
         return "oom"
+    if isinstance(exc, RuntimeError) and ("timed out" in text.lower() or "timeout" in text.lower()):
+        return "timeout"
     return "error"
 
 

@@ -124,11 +124,15 @@ def _timing(run: Run, base: Path) -> dict[str, str]:
     grid += _values(cfg.get("optimizers", []))
     variants = cfg.get("variants", ["eager"])
     grid += f" × {_values(variants)}" if variants != ["eager"] else ""
+    parallels = cfg.get("parallels", ["none"])
+    grid += f" × {_values(parallels)}" if parallels != ["none"] else ""
+    ranks = int(cfg.get("world_size", 1))
+    grid += f" on {ranks} ranks" if ranks > 1 else ""
     also = [_link(p.stem, p, base) for p in sorted(run.path.glob("compare_*.md"))]
     if (run.path / "numerics" / results.REPORT).is_file():
         also.append(_link("numerics", run.path / "numerics" / results.REPORT, base))
     return {
-        "gpu": _gpu(run.env, 1),
+        "gpu": _gpu(run.env, ranks),
         "preset": cfg.get("preset") or _sizes(cfg),
         "grid": grid,
         "status": status,
@@ -139,8 +143,12 @@ def _timing(run: Run, base: Path) -> dict[str, str]:
 
 def timing_headline(df: pd.DataFrame) -> str:
     """bf16-amp's fastest case at the largest batch size (or the fastest case there, when
-    bf16-amp did not pass): samples/s, step time and speedup over fp32."""
+    bf16-amp did not pass): samples/s, step time and speedup over fp32. In a run of several
+    ranks, the fastest distributed case and its scaling efficiency."""
     ok = df[df["status"] == "ok"]
+    several = ok["world_size"].max() > 1 and (ok["parallel"] != "none").any()
+    if several:
+        ok = ok[ok["parallel"] != "none"]
     if ok.empty:
         return "no case passed"
     at = ok[ok["batch_size"] == ok["batch_size"].max()]
@@ -149,6 +157,8 @@ def timing_headline(df: pd.DataFrame) -> str:
     axes = [a for a in results.axes() if a not in ("mode", "batch_size") and ok[a].nunique() > 1]
     where = "".join(f", {r[a]}" for a in axes)
     speedup = f", {r['speedup_vs_fp32']:.3g}× fp32" if pd.notna(r.get("speedup_vs_fp32")) else ""
+    if several and pd.notna(r.get("scaling_efficiency")):
+        speedup += f", {r['scaling_efficiency']:.0%} scaling on {r['world_size']} ranks"
     return (
         f"{r['mode']}{where} at batch {r['batch_size']}: {r['samples_per_s']:,.0f} samples/s, "
         f"{r['total_ms']:.3g} ms/step{speedup}"

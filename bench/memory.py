@@ -23,8 +23,13 @@ from bench.step import TrainState, backward, forward, optimizer_step, train_step
 GIB = 2**30
 
 
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """This rank's part of a tensor: the shard of an FSDP2 DTensor, the tensor itself else."""
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
 def _gib(tensors: Iterable[torch.Tensor]) -> float:
-    return sum(t.numel() * t.element_size() for t in tensors) / GIB
+    return sum(_local(t).numel() * t.element_size() for t in tensors) / GIB
 
 
 def measure(s: TrainState) -> dict[str, object]:

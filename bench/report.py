@@ -83,6 +83,23 @@ DTYPE_COLUMNS = {
     "optimizer_impl": "Adam",
     "fp8_linears": "float8 Linears (torchao's size rules)",
 }
+RANK_COLUMNS = {
+    "status": "status",
+    "global_batch_size": "global batch",
+    "total_ms": "step ms",
+    "samples_per_s": "samples/s",
+    "samples_per_s_per_gpu": "per GPU",
+    "scaling_efficiency": "scaling",
+    "comm_ms": "comm ms",
+    "comm_floor_ms": "comm floor ms",
+    "pct_of_floor": "% of floor",
+    "rank_spread_pct": "rank spread %",
+    "peak_alloc_gib": "peak GiB",
+    "peak_alloc_gib_spread": "peak spread GiB",
+}
+"""The columns of a run of several ranks, per case (`## Several GPUs`)."""
+SCALING_TARGET = ("bf16-amp", 4096, 0.85)
+"""(mode, batch size per GPU, minimum): the best parallelism's scaling efficiency."""
 HEADLINE_COLUMNS = {
     "mode": "mode",
     "total_ms": "step ms",
@@ -156,6 +173,11 @@ def _ceilings_table(ceilings: dict) -> str:
         if k.startswith("matmul_tflops_")
     ]
     rows.append(("device copy (read + write)", "GB/s", ceilings["copy_gbps"]))
+    rows += [
+        (f"{k.removesuffix('_busbw_gbps').replace('_', '-')} bus bandwidth", "GB/s", v)
+        for k, v in ceilings.items()
+        if k.endswith("_busbw_gbps")
+    ]
     table = pd.DataFrame(rows, columns=["ceiling", "unit", "measured"])
     return table.to_markdown(index=False, floatfmt=".1f")
 
@@ -166,7 +188,12 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "
     if ok.empty:
         return "(no successful cases)"
     bs = batch_size or int(ok["batch_size"].max())
-    sel = df[(df["batch_size"] == bs) & (df["optimizer"] == optimizer) & (df["variant"] == "eager")]
+    sel = df[
+        (df["batch_size"] == bs)
+        & (df["optimizer"] == optimizer)
+        & (df["variant"] == "eager")
+        & (df["parallel"] == "none")
+    ]
     return f"Batch size {bs}, {optimizer} Adam, eager:\n\n" + _table(sel, HEADLINE_COLUMNS)
 
 
@@ -177,7 +204,7 @@ def _targets(df: pd.DataFrame, env: dict) -> list[str]:
             "run is not judged against them."
         ]
     lines = []
-    eager = df[df["variant"] == "eager"]
+    eager = df[(df["variant"] == "eager") & (df["parallel"] == "none")]
     for mode, opt, bs, minimum in TARGETS:
         sel = eager[
             (eager["mode"] == mode) & (eager["optimizer"] == opt) & (eager["batch_size"] == bs)
@@ -403,6 +430,102 @@ def _variants_section(df: pd.DataFrame) -> list[str]:
     return out
 
 
+def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
+    """A run of several ranks: scaling efficiency per mode and parallelism, what the gradient
+    collectives cost against their floor, and what bfloat16 reduction saves against float32."""
+    if df.empty or not df["world_size"].max() > 1:
+        return []
+    ok = df[df["status"] == "ok"]
+    n = int(df["world_size"].max())
+    out = [
+        "## Several GPUs",
+        "",
+        f"{n} ranks ({', '.join(sorted(set(df['host'].dropna().astype(str))))}). Each rank keeps "
+        "the case's batch size (weak scaling); `parallel=none` is the one-GPU baseline, each "
+        "rank training its own copy at once. A row's time is its slowest rank's median. "
+        "`scaling`: samples/s per GPU over the baseline's. `comm ms`: forward plus backward "
+        "with gradient synchronization less without it (DDP `no_sync()`; FSDP2 "
+        "`set_requires_gradient_sync(False)`, which stops the reduce-scatter but not the "
+        "parameter all-gathers), the communication the step did not hide. `comm floor ms`: the "
+        "bytes of the step's collectives over the bus bandwidth measured in this run, added "
+        "to the row's floor.",
+        "",
+    ]
+    targets = _scaling_targets(ok)
+    if targets:
+        out += [*targets, ""]
+    for bs, group in ok[ok["parallel"] != "none"].groupby("batch_size", sort=True):
+        wide = group.pivot_table(
+            index="mode", columns="parallel", values="scaling_efficiency", sort=False
+        )
+        out += [
+            f"### Scaling efficiency, batch {bs} per GPU",
+            "",
+            (wide * 100).reset_index().to_markdown(index=False, floatfmt=".1f"),
+            "",
+        ]
+    for bs, group in df.groupby("batch_size", sort=True):
+        out += [
+            f"### Per case, batch {bs} per GPU",
+            "",
+            _table(group, {**shown_axes(group), **RANK_COLUMNS}),
+            "",
+        ]
+    saving = _bf16_reduction(ok)
+    if not saving.empty:
+        out += [
+            "### What bfloat16 reduction saves",
+            "",
+            "Step and comm ms with gradients reduced in float32 (`ddp`, `fsdp`) against bfloat16 "
+            "(`ddp-bf16`, `fsdp-bf16`); `saved ms`: the float32 step less the bfloat16 one.",
+            "",
+            saving.to_markdown(index=False, floatfmt=".3g"),
+            "",
+        ]
+    return out
+
+
+def _bf16_reduction(ok: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for full, half in (("ddp", "ddp-bf16"), ("fsdp", "fsdp-bf16")):
+        keys = [a for a in results.axes() if a != "parallel"]
+        a = ok[ok["parallel"] == full].set_index(keys)
+        b = ok[ok["parallel"] == half].set_index(keys)
+        for key in a.index.intersection(b.index):
+            ra, rb = a.loc[key], b.loc[key]
+            named = dict(zip(keys, key, strict=True))
+            rows.append(
+                {
+                    "mode": named["mode"],
+                    "batch": named["batch_size"],
+                    "parallel": f"{full} → {half}",
+                    "fp32 step ms": ra["total_ms"],
+                    "bf16 step ms": rb["total_ms"],
+                    "saved ms": ra["total_ms"] - rb["total_ms"],
+                    "fp32 comm ms": ra.get("comm_ms"),
+                    "bf16 comm ms": rb.get("comm_ms"),
+                    "fp32 comm floor": ra.get("comm_floor_ms"),
+                    "bf16 comm floor": rb.get("comm_floor_ms"),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _scaling_targets(ok: pd.DataFrame) -> list[str]:
+    mode, bs, minimum = SCALING_TARGET
+    sel = ok[(ok["mode"] == mode) & (ok["batch_size"] == bs) & (ok["parallel"] != "none")]
+    sel = sel[sel["scaling_efficiency"].notna()]
+    if sel.empty:
+        return []
+    best = sel.loc[sel["scaling_efficiency"].idxmax()]
+    verdict = "met" if best["scaling_efficiency"] >= minimum else "MISSED"
+    return [
+        f"- {mode}, batch {bs} per GPU: the best parallelism, {best['parallel']}, keeps "
+        f"{best['scaling_efficiency'] * 100:.1f}% scaling efficiency on {best['world_size']} "
+        f"ranks (target ≥ {minimum * 100:.0f}%): **{verdict}**."
+    ]
+
+
 def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     """The first lines of a report: how many cases passed, and whether the run finished."""
     expected = env.get("expected_cases")
@@ -479,6 +602,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **TIME_COLUMNS}), ""]
     out += _figure(figures, "throughput", "throughput per mode and batch size")
+    out += _ranks_section(df, env)
     out += _variants_section(df)
     out += [
         "## Where the time goes: each phase against its floor",

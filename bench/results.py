@@ -34,6 +34,10 @@ METRIC_COLUMNS = [
     "total_ms",
     "total_ms_iqr",
     "samples_per_s",
+    "world_size",
+    "global_batch_size",
+    "samples_per_s_per_gpu",
+    "scaling_efficiency",
     "tflops",
     "floor_ms",
     "pct_of_floor",
@@ -191,6 +195,37 @@ def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _with_ranks(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns of a run of several ranks, for rows of one-process folders that predate
+    them: one rank, the global batch is the batch, all throughput is one GPU's."""
+    if "world_size" not in df:
+        df["world_size"] = 1
+    df["world_size"] = df["world_size"].fillna(1).astype(int)
+    if "global_batch_size" not in df:
+        df["global_batch_size"] = df["batch_size"]
+    df["global_batch_size"] = df["global_batch_size"].fillna(df["batch_size"])
+    if "samples_per_s_per_gpu" not in df:
+        df["samples_per_s_per_gpu"] = df.get("samples_per_s", math.nan)
+    return df
+
+
+def _with_scaling(df: pd.DataFrame) -> pd.DataFrame:
+    """scaling_efficiency = a distributed row's samples/s per GPU over that of the same case
+    with `parallel=none` (every other axis equal) in the same run: 1 is perfect weak scaling.
+    Empty for the `none` rows themselves and where the baseline did not pass."""
+    others = [a for a in axes() if a != "parallel"]
+    base = df[(df["parallel"] == "none") & (df["status"] == "ok")]
+    ref = base[[*others, "samples_per_s_per_gpu"]].rename(
+        columns={"samples_per_s_per_gpu": "_base"}
+    )
+    merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
+    df["scaling_efficiency"] = df["samples_per_s_per_gpu"].to_numpy(dtype=float) / merged[
+        "_base"
+    ].to_numpy(dtype=float)
+    df.loc[(df["status"] != "ok") | (df["parallel"] == "none"), "scaling_efficiency"] = math.nan
+    return df
+
+
 def load(run_dir: str | Path) -> pd.DataFrame:
     """A run's rows as a DataFrame, with derived speedups; the last row of a case wins.
 
@@ -202,10 +237,12 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     for name, default in _axis_defaults().items():
         if name not in df.columns:
             df[name] = default
+    df = _with_ranks(df)
     for col in METRIC_COLUMNS:
         if col not in df.columns:
             df[col] = math.nan
     df = _with_memory(_with_speedups(df))
+    df = _with_scaling(df)
     lead = leading_columns()
     return df[lead + [c for c in df.columns if c not in lead]]
 

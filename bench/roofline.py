@@ -67,11 +67,13 @@ def floor_columns(
     matmul_tflops: float | Sequence[float],
     copy_gbps: float,
     param_bytes: int = 4,
+    shards: int = 1,
 ) -> dict[str, float]:
     """Flat row columns: counted work and the floor of each phase and of the step, in ms.
 
     `matmul_tflops` is one ceiling for every matmul, or one per Linear (fc1, fc2, fc3): a float8
-    recipe runs the Linears it converted at the float8 ceiling and the others at bf16's."""
+    recipe runs the Linears it converted at the float8 ceiling and the others at bf16's.
+    `shards`: the ranks the optimizer state is split over (FSDP), each stepping its part."""
     per_linear = matmul_flops_per_linear(size, batch_size)
     rates = (
         [float(matmul_tflops)] * len(per_linear)
@@ -79,7 +81,7 @@ def floor_columns(
         else list(matmul_tflops)
     )
     flops = matmul_flops(size, batch_size)
-    opt_bytes = optimizer_bytes(size, scale_loss, param_bytes)
+    opt_bytes = optimizer_bytes(size, scale_loss, param_bytes) / shards
     fwd_floor = sum(f["fwd"] / (r * 1e12) for f, r in zip(per_linear, rates, strict=True)) * 1e3
     bwd_floor = sum(f["bwd"] / (r * 1e12) for f, r in zip(per_linear, rates, strict=True)) * 1e3
     step_floor = opt_bytes / (copy_gbps * 1e9) * 1e3
@@ -92,6 +94,33 @@ def floor_columns(
         "step_floor_ms": step_floor,
         "floor_ms": fwd_floor + bwd_floor + step_floor,
     }
+
+
+BUS_FACTORS = {
+    # nccl-tests' bus bandwidth: the bytes each rank's link carries per byte of the buffer.
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+}
+
+
+def comm_floor_columns(
+    collective_bytes: dict[str, float], world_size: int, ceilings: dict[str, float]
+) -> dict[str, float]:
+    """The time the step's collectives need at the measured bus bandwidth, added to the floor
+    of a distributed row: for each collective, its bus bytes (buffer bytes × the nccl-tests
+    factor) over the bus bandwidth measured in the run at this model's gradient size. It counts
+    the collectives as if nothing overlapped them, as the issue's floor asks; a step that hides
+    them behind compute can come under it (its `pct_of_floor` then exceeds 100)."""
+    total_ms = 0.0
+    gbytes = 0.0
+    for name, nbytes in collective_bytes.items():
+        if not nbytes:
+            continue
+        bus = nbytes * BUS_FACTORS[name](world_size)
+        gbytes += bus / 1e9
+        total_ms += bus / (ceilings[f"{name}_busbw_gbps"] * 1e9) * 1e3
+    return {"comm_gbytes": gbytes, "comm_floor_ms": total_ms}
 
 
 def cast_columns(

@@ -1,14 +1,17 @@
 """Running cases: one case into one flat row, a list of cases into a results folder.
 
-A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, any
-other exception `error` with its message, and a variant that cannot run on the device
-`unsupported` with the reason; the suite goes on after each. Rows and raw samples are
+A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
+collective that timed out `timeout`, any other exception `error` with its message, and a variant
+or parallelism that cannot run here `unsupported` with the reason; the suite goes on after each.
+In a run of several ranks every rank measures the case here, and `bench.ranks` makes one row of
+their rows. Rows and raw samples are
 appended as each case finishes, so Ctrl-C or a kill loses only the case in flight, and a resumed
 run skips every case whose row is already there.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import sys
@@ -18,11 +21,12 @@ from pathlib import Path
 
 import torch
 
-from bench import fp8, memory, results, variants
+from bench import fp8, launch, memory, parallel, results, variants
 from bench.case import Case
+from bench.distributed import GroupBroken, World
 from bench.faults import error_summary, fault_status
 from bench.modes import MODES, Mode, dtype_name, tf32_flags
-from bench.roofline import cast_columns, floor_columns
+from bench.roofline import cast_columns, comm_floor_columns, floor_columns, num_params
 from bench.stats import is_noisy, phase_columns, summarize
 from bench.step import TrainState, build, train_step
 from bench.timing import clock_for, time_phases
@@ -46,11 +50,13 @@ PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
 
 def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float]) -> dict:
     """Statistics of the samples and the figures derived from them. A phase the variant fused
-    away (no samples of its own) gets no columns: it was not measured."""
+    away (no samples of its own) gets no columns: it was not measured. `tflops` is per GPU: the
+    matmul work of one rank's batch over the step."""
     row: dict[str, object] = phase_columns(samples)
     total_ms = row["total_ms"]
     gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
-    row["samples_per_s"] = case.batch_size / (total_ms * 1e-3)
+    row["samples_per_s"] = floor["global_batch_size"] / (total_ms * 1e-3)
+    row["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
     row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
     row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
     for phase in PHASES:
@@ -70,15 +76,30 @@ def _linear_ceilings(mode: Mode, case: Case, ceilings: dict[str, float]) -> list
     return [low if plan.get(name) == "converted" else other for name in fp8.LINEAR_NAMES]
 
 
-def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, list[float]]]:
-    """Measure one case; returns its flat row and its raw per-phase samples (empty on a fault)."""
+def global_batch_size(case: Case, world_size: int) -> int:
+    """Samples one optimizer step consumes: every rank's batch when the ranks train one model
+    (weak scaling), the case's batch when each rank trains its own copy (`parallel=none`)."""
+    return case.batch_size * (world_size if parallel.PARALLELS[case.parallel].distributed else 1)
+
+
+def run_case(
+    case: Case, ceilings: dict[str, float], world: World | None = None
+) -> tuple[dict, dict[str, list[float]]]:
+    """Measure one case on this rank; returns its flat row and its raw per-phase samples (empty
+    on a fault). A distributed case also times a window without gradient synchronization, whose
+    samples come back under `nosync_<phase>`."""
+    world = world or World.single(case.device)
     mode = MODES[case.mode]
     variant = VARIANTS[case.variant]
+    par = parallel.PARALLELS[case.parallel]
     row: dict[str, object] = {
         "case_id": case.case_id,
         **case.axes(),
         "status": "ok",
         "error": "",
+        "world_size": world.size,
+        "host": world.host,
+        "global_batch_size": global_batch_size(case, world.size),
         "autocast_dtype": dtype_name(mode.autocast_dtype),
         "param_dtype": dtype_name(mode.param_dtype or torch.float32),
         "scale_loss": mode.scale_loss,
@@ -97,12 +118,19 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
             matmul_tflops=_linear_ceilings(mode, case, ceilings),
             copy_gbps=ceilings["copy_gbps"],
             param_bytes=mode.param_bytes,
+            shards=world.size if par.kind == "fsdp" else 1,
         )
     )
     row.update(cast_columns(case.size, case.batch_size, mode, ceilings["copy_gbps"]))
     with mode.context(case.device):
         row.update(tf32_flags())  # as the step's phases set them
-    reason = unsupported_reason(case)
+    reason = unsupported_reason(case) or parallel.unsupported_reason(
+        case.parallel, variant=case.variant, world_size=world.size
+    )
+    if par.distributed and reason is None:
+        comm = parallel.collective_bytes(num_params(case.size), case.parallel, mode)
+        row.update(comm_floor_columns(comm, world.size, ceilings))
+        row["floor_ms"] += row["comm_floor_ms"]
     if reason is not None:
         row.update(status="unsupported", error=reason)
         return row, {}
@@ -114,8 +142,15 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
     # is not the case's: it is recorded, and taken out of the case's allocated peaks.
     residue = torch.cuda.memory_allocated() / memory.GIB if cuda else math.nan
     row["residue_gib"] = residue
+    wrap = (
+        functools.partial(
+            parallel.wrap, parallel=case.parallel, group=world.data, device=case.device
+        )
+        if par.distributed
+        else None
+    )
     try:
-        s = build(case, capturable=variant.capture)
+        s = build(case, capturable=variant.capture, wrap=wrap)
         # Memory first, in an eager pass of its own: it syncs between phases.
         row.update(memory.measure(s))
         if cuda:
@@ -150,6 +185,8 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
             row["error"] = f"{n_bad} of {len(losses)} losses were not finite"
         if row["recompiled"] and row["status"] == "ok":
             row["error"] = "recompiled during the timed window"
+        if par.distributed:
+            samples.update(_without_sync(s, prepared, row))
     except Exception as exc:  # a fault is recorded as a row; the suite goes on
         row["status"] = fault_status(exc)
         row["error"] = error_summary(exc)
@@ -159,30 +196,78 @@ def run_case(case: Case, ceilings: dict[str, float]) -> tuple[dict, dict[str, li
     return row, samples
 
 
+def _without_sync(s: TrainState, prepared: variants.Prepared, row: dict) -> dict:
+    """A second window of forward and backward with gradient synchronization off
+    (`bench.parallel.gradient_sync_off`): `comm_ms` is the forward-plus-backward median with it
+    on less that with it off, the communication the step could not hide. The optimizer phase is
+    left out of both (with FSDP it would find no gradient to step); gradients are dropped after
+    each step, as the optimizer phase does. Its samples come back as `nosync_fwd`, ...."""
+    case = s.case
+    phases = {
+        "fwd": prepared.phases["fwd"],
+        "bwd": prepared.phases["bwd"],
+        "zero": lambda: s.optimizer.zero_grad(set_to_none=True),
+    }
+    with parallel.gradient_sync_off(s.wrapper, case.parallel):
+        nosync = time_phases(phases, warmup=1, steps=case.steps, clock=clock_for(case.device))
+    synced = row["fwd_ms"] + row["bwd_ms"]
+    unsynced = summarize(nosync["fwd"])["median"] + summarize(nosync["bwd"])["median"]
+    row["nosync_fwd_bwd_ms"] = unsynced
+    row["comm_ms"] = synced - unsynced
+    row["comm_pct_of_floor"] = (
+        row["comm_floor_ms"] / row["comm_ms"] * 100 if row["comm_ms"] > 0 else math.nan
+    )
+    return {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
+
+
 def run_suite(
     cases: list[Case],
     run_dir: Path,
     ceilings: dict[str, float],
     *,
+    world: World | None = None,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
 ) -> None:
     """Run every case not yet done in `run_dir`, appending rows and samples as it goes.
 
     A case is done when its row is there and, for an `ok` row, its samples too: a run killed
-    between the two writes re-runs that case (the later row wins when the folder is loaded)."""
-    done = done_cases(run_dir)
+    between the two writes re-runs that case (the later row wins when the folder is loaded).
+    In a run of several ranks every rank calls this; rank 0 alone reads and writes the folder,
+    and marks the case in flight (`bench.launch`) so that a run that ends during a case still
+    leaves its row. `GroupBroken` (a rank that never answered) ends the suite with the case's
+    `timeout` row written."""
+    from bench import ranks  # it builds on run_case above
+
+    world = world or World.single()
+    done = world.broadcast(done_cases(run_dir) if world.leader else None)
     start = time.monotonic()
     for i, case in enumerate(cases, 1):
         if case.case_id in done:
             continue
-        log(f"[{i}/{len(cases)}] {case.case_id} (elapsed {time.monotonic() - start:.0f} s)")
-        row, samples = run_case(case, ceilings)
+        extra: dict[str, object] = {}
+        if world.leader:
+            log(f"[{i}/{len(cases)}] {case.case_id} (elapsed {time.monotonic() - start:.0f} s)")
+        if world.distributed:
+            if world.leader:
+                launch.mark_inflight(run_dir, ranks.skeleton(case, world))
+            try:
+                row, samples, extra = ranks.run_case_on_ranks(case, ceilings, world)
+            except GroupBroken as exc:
+                if world.leader:
+                    launch.complete_inflight(run_dir, str(exc))
+                raise
+        else:
+            row, samples = run_case(case, ceilings)
+        if not world.leader:
+            continue
         row["elapsed_s"] = time.monotonic() - start
         results.append_jsonl(run_dir / results.ROWS, row)
         if samples:
             results.append_jsonl(
-                run_dir / results.SAMPLES, {"case_id": case.case_id, "samples_ms": samples}
+                run_dir / results.SAMPLES,
+                {"case_id": case.case_id, "samples_ms": samples, **extra},
             )
+        launch.clear_inflight(run_dir)
         summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
         log(f"    {row['status']}: {summary}")
 

@@ -7,22 +7,33 @@ measures the ceilings, optionally runs a short numerics study, times every case
 session (`--resume RUN`) reopens the folder after the compatibility check, repairs a half-written
 last line, and runs only the cases that are not done. The folder is locked while a process
 writes it.
+
+In a run of several ranks (`--gpus N`, `bench.launch`) every rank runs a session: rank 0 opens
+or resumes the folder and sends the plan (folder, grid, ceilings already measured) to the
+others, which follow it (`follow`); all measure the collective ceilings and the cases together,
+and rank 0 alone writes the folder and renders the report. The harness-overhead check and a
+short numerics study are one-process measurements and are not made there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from bench import ceilings, env, folders, index, report, results
+from bench import ceilings, env, folders, index, launch, report, results
 from bench.case import Case, grid
+from bench.distributed import World
 from bench.faults import Interrupted, UsageError, error_summary
 from bench.model import PRESETS, ModelSize
 from bench.modes import MODES, OPTIMIZERS
+from bench.parallel import PARALLELS
+from bench.roofline import num_params
 from bench.runner import done_cases, measure_overhead, run_suite
 from bench.variants import DEFAULT_VARIANTS
 
@@ -52,15 +63,20 @@ class RunConfig:
     modes: tuple[str, ...] = tuple(MODES)
     optimizers: tuple[str, ...] = tuple(OPTIMIZERS)
     variants: tuple[str, ...] = ("eager",)
+    parallels: tuple[str, ...] = ("none",)
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     steps: int = 30
     warmup: int = 5
     seed: int = 0
     overhead: bool = True
     numerics: bool = False
+    world_size: int = 1
+    """Ranks of the run (`--gpus`): a resumed run must have as many."""
 
     def __post_init__(self) -> None:
-        for name in ("modes", "optimizers", "variants", "batch_sizes"):
+        if self.world_size > 1 and self.numerics:
+            raise ValueError("--numerics runs in a one-process run; drop it or --gpus")
+        for name in ("modes", "optimizers", "variants", "parallels", "batch_sizes"):
             values = getattr(self, name)
             if not values:
                 raise ValueError(f"{name} is empty")
@@ -76,7 +92,9 @@ class RunConfig:
         size = dataclasses.asdict(PRESETS[preset])
         chosen = {k: v for k, v in given.items() if v is not None}
         chosen.setdefault("variants", DEFAULT_VARIANTS if device == "cuda" else ("eager",))
-        for key in ("modes", "optimizers", "variants", "batch_sizes"):
+        several = int(chosen.get("world_size", 1)) > 1
+        chosen.setdefault("parallels", tuple(PARALLELS) if several else ("none",))
+        for key in ("modes", "optimizers", "variants", "parallels", "batch_sizes"):
             if key in chosen:
                 chosen[key] = tuple(chosen[key])
         return cls(device=device, preset=preset, **{**size, **chosen})
@@ -99,6 +117,7 @@ class RunConfig:
             modes=self.modes,
             optimizers=self.optimizers,
             variants=self.variants,
+            parallels=self.parallels,
             batch_sizes=self.batch_sizes,
             size=self.size,
             device=self.device,
@@ -108,48 +127,101 @@ class RunConfig:
         )
 
 
-def start(cfg: RunConfig, *, results_dir: Path, command: str) -> tuple[Path, int]:
-    """A new session into a new folder under `results_dir`; returns (folder, exit status)."""
-    run_dir, info = folders.open_new(
-        results_dir, device=cfg.device, kind="config", settings=cfg.record(), command=command
-    )
+def start(
+    cfg: RunConfig, *, results_dir: Path, command: str, world: World | None = None
+) -> tuple[Path, int]:
+    """A new session into a new folder under `results_dir`; returns (folder, exit status).
+    A rank other than 0 follows rank 0's session."""
+    world = world or World.single(cfg.device)
+    if not world.leader:
+        return follow(world)
+    with _plan_errors(world):
+        run_dir, info = folders.open_new(
+            results_dir, device=cfg.device, kind="config", settings=cfg.record(), command=command
+        )
+    launch.record_run_dir(run_dir)
     log(f"run folder {run_dir}")
     if cfg.device == "cpu":
         log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
     with folders.locked(run_dir):
         info["expected_cases"] = len(cfg.cases())
-        return run_dir, _execute(cfg, run_dir, info)
+        return run_dir, _execute(cfg, run_dir, info, world)
 
 
-def resume(run_dir: Path, *, force: bool) -> tuple[Path, int]:
+def resume(run_dir: Path, *, force: bool, world: World | None = None) -> tuple[Path, int]:
     """Finish an interrupted session in its folder with its recorded grid."""
-    folders.require_dir(run_dir)
-    with folders.locked(run_dir):
-        recorded = results.read_env(run_dir)
-        device = recorded.get("device", "cpu")
-        here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
-        info = folders.reopen(run_dir, kind="config", here=here, force=force)
-        try:
-            cfg = RunConfig.from_record(info["config"])
-        except (TypeError, ValueError, KeyError) as exc:
-            raise UsageError(
-                f"--resume {run_dir}: its recorded grid is not usable ({exc})"
-            ) from exc
-        info.setdefault("expected_cases", len(cfg.cases()))
+    world = world or World.single()
+    if not world.leader:
+        return follow(world)
+    with contextlib.ExitStack() as stack:
+        with _plan_errors(world):
+            folders.require_dir(run_dir)
+            stack.enter_context(folders.locked(run_dir))
+            recorded = results.read_env(run_dir)
+            device = recorded.get("device", "cpu")
+            here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
+            info = folders.reopen(run_dir, kind="config", here=here, force=force)
+            try:
+                cfg = RunConfig.from_record(info["config"])
+            except (TypeError, ValueError, KeyError) as exc:
+                raise UsageError(
+                    f"--resume {run_dir}: its recorded grid is not usable ({exc})"
+                ) from exc
+            if cfg.world_size != world.size:
+                raise UsageError(
+                    f"--resume {run_dir}: it ran on {cfg.world_size} rank(s); give --gpus "
+                    f"{cfg.world_size}"
+                )
+            info.setdefault("expected_cases", len(cfg.cases()))
         log(f"resuming {run_dir}")
-        return run_dir, _execute(cfg, run_dir, info)
+        launch.record_run_dir(run_dir)
+        return run_dir, _execute(cfg, run_dir, info, world)
 
 
-def _execute(cfg: RunConfig, run_dir: Path, info: dict) -> int:
+@contextlib.contextmanager
+def _plan_errors(world: World) -> Iterator[None]:
+    """On rank 0: bad input ends every rank, not only this one (the others wait for a plan)."""
+    try:
+        yield
+    except UsageError as exc:
+        world.broadcast({"error": str(exc)})
+        raise
+
+
+def follow(world: World) -> tuple[Path, int]:
+    """A rank other than 0: take rank 0's plan and measure with it; it writes nothing."""
+    plan = world.broadcast(None)
+    if "error" in plan:
+        return Path(), 2
+    cfg = RunConfig.from_record(plan["config"])
+    info = {"ceilings": plan["ceilings"]}
+    run_dir = Path(plan["run_dir"])
+    world.run_dir = run_dir if run_dir.is_dir() else None  # on rank 0's host only
+    _measure(cfg, cfg.cases(), run_dir, info, world)
+    world.close()
+    return run_dir, 0
+
+
+def _execute(cfg: RunConfig, run_dir: Path, info: dict, world: World) -> int:
     """Measure what is not done yet and render the report; the caller holds the folder's lock."""
     for path in (run_dir / results.ROWS, run_dir / results.SAMPLES):
         repaired = results.repair_jsonl(path)
         if repaired:
             log(repaired)
+    launch.complete_inflight(run_dir, "the run ended while this case ran")
+    if world.distributed:
+        info.setdefault("ranks", []).append(
+            {"world_size": world.size, "collective_timeout_s": world.collective_timeout_s}
+        )
     results.write_env(run_dir, info)
+    world.broadcast(
+        {"run_dir": str(run_dir), "config": cfg.record(), "ceilings": info.get("ceilings")}
+    )
     cases = cfg.cases()
+    world.run_dir = run_dir
     try:
-        _measure(cfg, cases, run_dir, info)
+        _measure(cfg, cases, run_dir, info, world)
+        world.close()
     except KeyboardInterrupt:
         kept = len(done_cases(run_dir) & {c.case_id for c in cases})
         raise Interrupted(
@@ -169,15 +241,26 @@ def _execute(cfg: RunConfig, run_dir: Path, info: dict) -> int:
     return 0
 
 
-def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict) -> None:
-    if "ceilings" not in info:
-        log("measuring ceilings (matmul per dtype, copy bandwidth)")
-        info["ceilings"] = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device])
-        results.write_env(run_dir, info)
+def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world: World) -> None:
+    if not info.get("ceilings"):
+        if world.leader:
+            log("measuring ceilings (matmul per dtype, copy bandwidth, collectives)")
+        mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
+        found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
+        # The collectives at this model's float32 gradient size (what DDP all-reduces).
+        found.update(ceilings.measure_collectives(world, num_params(cfg.size) * 4))
+        info["ceilings"] = found
+        if world.leader:
+            results.write_env(run_dir, info)
     if cfg.numerics:
         _short_numerics(cfg, run_dir / NUMERICS_DIR, info)
-    run_suite(cases, run_dir, info["ceilings"])
-    if cfg.overhead and "overhead" not in info:
+    run_suite(cases, run_dir, info["ceilings"], world=world)
+    if not world.leader:
+        return
+    if world.distributed and cfg.overhead and "overhead" not in info:
+        info["overhead"] = {"error": "not measured in a run of several ranks"}
+        results.write_env(run_dir, info)
+    elif cfg.overhead and "overhead" not in info:
         case = overhead_case(cases)
         if case is None:
             info["overhead"] = {"error": "no eager case in the grid (it times the eager step)"}
@@ -194,7 +277,7 @@ def overhead_case(cases: list[Case]) -> Case | None:
     """The eager case the overhead check runs on: bf16-amp with fused Adam at the largest batch
     size when the grid has it, otherwise the first eager case at the largest eager batch size;
     None without an eager case (the bare loop it is compared with is the eager step)."""
-    eager = [c for c in cases if c.variant == "eager"]
+    eager = [c for c in cases if c.variant == "eager" and c.parallel == "none"]
     if not eager:
         return None
     largest = max(c.batch_size for c in eager)

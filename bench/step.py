@@ -43,6 +43,9 @@ class TrainState:
     compile (`bench.variants`)."""
     autocast_cache: bool = True
     """Autocast's cache of weight casts; off inside a CUDA graph capture."""
+    wrapper: nn.Module | None = None
+    """The DDP or FSDP2 module that `compute` calls in a distributed case (`bench.parallel`);
+    `model` is the MLP inside it."""
 
     def as_mode(self, name: str, scaler: torch.amp.GradScaler | None = None) -> TrainState:
         """A view of this state under another mode of `MODES`, sharing model, optimizer and batch;
@@ -56,12 +59,21 @@ class TrainState:
         )
 
 
-def build(case: Case, mode: Mode | None = None, *, capturable: bool = False) -> TrainState:
+def build(
+    case: Case,
+    mode: Mode | None = None,
+    *,
+    capturable: bool = False,
+    wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
+) -> TrainState:
     """Model, optimizer (case.lr), scaler and a synthetic batch for one case, seeded.
 
     `mode` replaces the case's own recipe (`MODES[case.mode]`); the numerics audit uses it for
     recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
-    state stays on the device, for a CUDA graph capture of the whole step."""
+    state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
+    prepared model under DDP or FSDP2 (`bench.parallel.wrap`) before the optimizer sees its
+    parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
+    so ranks of a distributed case train on equal batches, which is all a timing needs."""
     torch.manual_seed(case.seed)
     mode = mode or MODES[case.mode]
     model = MLP(case.size, device=case.device)
@@ -70,19 +82,21 @@ def build(case: Case, mode: Mode | None = None, *, capturable: bool = False) -> 
             for p in model.parameters():
                 p.mul_(case.init_scale)
     model = mode.prepare(model, case.size)
+    net = wrap(model, mode) if wrap is not None else model
     optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr, capturable=capturable)
     x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
     loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
 
     def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = model(mode.cast_input(x))
+        logits = net(mode.cast_input(x))
         loss = loss_fn(logits, y)
         if case.loss_mult != 1.0:
             loss = loss * case.loss_mult
         return logits, loss
 
     scaler = mode.scaler(case.device)
-    return TrainState(case, mode, model, optimizer, scaler, x, y, compute)
+    wrapper = net if wrap is not None else None
+    return TrainState(case, mode, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,225 @@
+"""Several ranks: two gloo processes under torchrun on the tiny preset (rows, the exchange after
+each case, the scaling columns, a failing rank, a hung collective), and the pure parts (merging
+rank rows, the collective floor) by hand. CUDA/NCCL tests skip without two GPUs."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench import launch, results
+from bench.cli import main
+from bench.modes import MODES
+from bench.parallel import collective_bytes
+from bench.ranks import merge
+from bench.roofline import comm_floor_columns
+from tests.conftest import tiny_case
+
+WORKER = Path(__file__).resolve().parent / "dist_worker.py"
+ERROR_CASE = tiny_case(mode="bf16-amp", optimizer="fused", parallel="ddp").case_id
+HANG_CASE = tiny_case(mode="fp32", optimizer="fused", parallel="fsdp").case_id
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
+    """One run on 2 gloo ranks: fp32 and bf16-amp × none, ddp, ddp-bf16, fsdp; rank 1 raises
+    while building bf16-amp/ddp and stalls while building fp32/fsdp."""
+    parent = tmp_path_factory.mktemp("dist")
+    os.environ["AMPBENCH_TEST_FAULTS"] = f"error|{ERROR_CASE}|1;hang|{HANG_CASE}|1"
+    try:
+        code = launch.launch(
+            2,
+            [
+                *("run", "--gpus", "2", "--device", "cpu", "--modes", "fp32,bf16-amp"),
+                *("--optimizers", "fused", "--parallel", "none,ddp,ddp-bf16,fsdp"),
+                *("--batch-sizes", "8", "--steps", "3", "--warmup", "1", "--no-overhead"),
+                *("--collective-timeout", "2", "--results-dir", str(parent)),
+            ],
+            keep=["--collective-timeout", "2"],
+            worker=[str(WORKER)],
+            log=lambda msg: None,
+        )
+    finally:
+        del os.environ["AMPBENCH_TEST_FAULTS"]
+    (run_dir,) = [p for p in parent.iterdir() if p.is_dir()]
+    return code, run_dir
+
+
+def test_every_case_is_one_row_and_the_run_finishes(two_ranks):
+    code, run_dir = two_ranks
+    assert code == 0
+    df = results.load(run_dir).set_index("case_id")
+    assert len(df) == 8
+    assert "ended" in results.read_env(run_dir)
+    assert (run_dir / results.REPORT).is_file()
+    assert not (run_dir / launch.INFLIGHT).exists()
+    ok = df[df["status"] == "ok"]
+    assert len(ok) == 6
+    assert set(ok["world_size"]) == {2}
+
+
+def test_rows_carry_the_ranks_and_the_scaling_columns(two_ranks):
+    _, run_dir = two_ranks
+    df = results.load(run_dir)
+    ok = df[df["status"] == "ok"].set_index(["mode", "parallel"])
+    ddp = ok.loc[("fp32", "ddp")]
+    assert ddp["global_batch_size"] == 16 and ok.loc[("fp32", "none"), "global_batch_size"] == 8
+    assert ddp["samples_per_s"] == pytest.approx(16 / ddp["total_ms"] * 1e3)
+    assert ddp["samples_per_s_per_gpu"] == pytest.approx(8 / ddp["total_ms"] * 1e3)
+    base = ok.loc[("fp32", "none"), "samples_per_s_per_gpu"]
+    assert ddp["scaling_efficiency"] == pytest.approx(ddp["samples_per_s_per_gpu"] / base)
+    assert math.isnan(ok.loc[("fp32", "none"), "scaling_efficiency"])
+    # The row is the slowest rank's, with the spread of the per-rank medians.
+    assert ddp["total_ms"] == pytest.approx(ddp["rank_total_ms_max"])
+    assert ddp["rank_total_ms_min"] <= ddp["rank_total_ms_max"]
+    assert ddp["comm_floor_ms"] > 0 and ddp["floor_ms"] > ddp["comm_floor_ms"]
+    assert not math.isnan(ddp["comm_ms"])
+    env = results.read_env(run_dir)
+    assert env["ceilings"]["all_reduce_busbw_gbps"] > 0
+    assert env["ceilings"]["reduce_scatter_busbw_gbps"] > 0
+
+
+def test_samples_of_every_rank_were_gathered_to_rank_0(two_ranks):
+    _, run_dir = two_ranks
+    records = {r["case_id"]: r for r in results.read_jsonl(run_dir / results.SAMPLES)}
+    rec = records[tiny_case(mode="fp32", optimizer="fused", parallel="ddp").case_id]
+    assert len(rec["rank_total_ms"]) == 2 and all(len(t) == 3 for t in rec["rank_total_ms"])
+    assert set(rec["nosync_ms"]) == {"fwd", "bwd", "zero"}
+    assert len(rec["samples_ms"]["total"]) == 3
+
+
+def test_a_failing_rank_is_one_row_naming_it(two_ranks):
+    _, run_dir = two_ranks
+    row = results.load(run_dir).set_index("case_id").loc[ERROR_CASE]
+    assert row["status"] == "error"
+    assert row["error"].startswith("rank 1: RuntimeError: injected fault on rank 1")
+
+
+def test_a_hung_collective_is_a_timeout_row_and_the_suite_goes_on(two_ranks):
+    _, run_dir = two_ranks
+    df = results.load(run_dir).set_index("case_id")
+    row = df.loc[HANG_CASE]
+    assert row["status"] == "timeout"
+    assert "rank 1 did not reach the end" in row["error"]
+    after = tiny_case(mode="bf16-amp", optimizer="fused", parallel="fsdp").case_id
+    assert df.loc[after, "status"] == "ok"  # after the relaunch
+    assert len(results.read_env(run_dir)["resumed"]) == 1
+
+
+def test_the_report_has_the_several_gpus_section(two_ranks):
+    _, run_dir = two_ranks
+    text = (run_dir / results.REPORT).read_text()
+    assert "## Several GPUs" in text and "### What bfloat16 reduction saves" in text
+    assert "all-reduce bus bandwidth" in text
+
+
+def test_parallel_on_one_rank_is_unsupported(tmp_path):
+    argv = ["run", "--device", "cpu", "--modes", "fp32", "--optimizers", "fused"]
+    argv += ["--parallel", "none,ddp"]
+    argv += ["--batch-sizes", "4", "--steps", "2", "--warmup", "0", "--no-overhead"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 0
+    (run_dir,) = list(tmp_path.iterdir())
+    df = results.load(run_dir).set_index("parallel")
+    assert df.loc["none", "status"] == "ok"
+    assert df.loc["ddp", "status"] == "unsupported" and "--gpus" in df.loc["ddp", "error"]
+
+
+def test_merge_keeps_the_slowest_rank_and_names_failures_first():
+    def row(rank, total, status="ok", error="", peak=1.0):
+        return {
+            "status": status,
+            "error": error,
+            "total_ms": total,
+            "host": f"h{rank}",
+            "peak_alloc_gib": peak,
+            "peak_reserved_gib": peak,
+        }
+
+    out, samples, extra = merge(
+        [(row(0, 10.0, peak=2.0), {"total": [10.0]}), (row(1, 12.0), {"total": [12.0]})]
+    )
+    assert out["total_ms"] == 12.0 and out["slowest_rank"] == 1
+    assert out["rank_spread_pct"] == pytest.approx(2 / 12 * 100)
+    assert out["peak_alloc_gib"] == 2.0 and out["peak_alloc_gib_spread"] == 1.0
+    assert out["hosts"] == "h0,h1" and samples == {"total": [12.0]}
+    assert extra["rank_total_ms"] == [[10.0], [12.0]]
+    out, samples, _ = merge(
+        [
+            (row(0, 1.0, "timeout", "RuntimeError: Timed out waiting 3000ms"), {}),
+            (row(1, 1.0, "oom", "OutOfMemoryError: CUDA out of memory"), {}),
+        ]
+    )
+    assert out["status"] == "oom" and samples == {}
+    assert out["error"].startswith("rank 1: OutOfMemoryError") and "rank 0: " in out["error"]
+
+
+def test_the_collective_floor_follows_nccl_tests():
+    n = 1_000_000
+    ddp = collective_bytes(n, "ddp", MODES["bf16-amp"])
+    assert ddp == {"all_reduce": 4e6, "reduce_scatter": 0.0, "all_gather": 0.0}
+    fsdp = collective_bytes(n, "fsdp-bf16", MODES["bf16-amp"])
+    assert fsdp == {"all_reduce": 0.0, "reduce_scatter": 2e6, "all_gather": 4e6}  # 2 × bf16
+    assert collective_bytes(n, "fsdp", MODES["fp32"])["all_gather"] == 8e6  # 2 × float32
+    ceilings = {"all_reduce_busbw_gbps": 100.0}
+    cols = comm_floor_columns(ddp, 2, ceilings)
+    # 4 MB all-reduced on 2 ranks: 2(n-1)/n = 1 bus byte per byte, at 100 GB/s: 0.04 ms.
+    assert cols["comm_floor_ms"] == pytest.approx(0.04)
+    assert cols["comm_gbytes"] == pytest.approx(0.004)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_two_gpus_with_nccl(tmp_path):
+    code = launch.launch(
+        2,
+        [
+            *("run", "--gpus", "2", "--preset", "tiny", "--modes", "bf16-amp"),
+            *("--optimizers", "fused", "--variants", "eager", "--batch-sizes", "64"),
+            *("--steps", "3", "--warmup", "1", "--collective-timeout", "30"),
+            *("--results-dir", str(tmp_path)),
+        ],
+    )
+    assert code == 0
+    (run_dir,) = list(tmp_path.iterdir())
+    df = results.load(run_dir)
+    assert set(df["status"]) == {"ok"} and len(df) == 5
+
+
+def test_what_cannot_run_distributed_says_why():
+    from bench.parallel import unsupported_reason
+
+    assert unsupported_reason("none", variant="cudagraph", world_size=2) is None
+    assert "several ranks" in unsupported_reason("fsdp", variant="eager", world_size=1)
+    assert "eager only" in unsupported_reason("ddp", variant="cudagraph", world_size=2)
+    assert unsupported_reason("ddp-bf16", variant="eager", world_size=2) is None
+
+
+def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):
+    from tests.stored import timing_row
+
+    row = timing_row(mode="fp32")
+    for key in ("parallel",):
+        row.pop(key)
+    results.append_jsonl(tmp_path / results.ROWS, row)
+    df = results.load(tmp_path)
+    assert df.loc[0, "parallel"] == "none" and df.loc[0, "world_size"] == 1
+    assert df.loc[0, "global_batch_size"] == row["batch_size"]
+    assert df.loc[0, "samples_per_s_per_gpu"] == pytest.approx(row["samples_per_s"])
+    assert math.isnan(df.loc[0, "scaling_efficiency"])
+
+
+def test_the_launcher_writes_the_case_in_flight_with_a_ranks_note(tmp_path):
+    # As when NCCL's watchdog ended rank 0 inside a collective that rank 1 never joined.
+    case = tiny_case(parallel="ddp")
+    launch.mark_inflight(tmp_path, {"case_id": case.case_id, "status": "timeout", "error": ""})
+    launch.note_fault(tmp_path, 1, {"status": "oom", "error": "OutOfMemoryError: CUDA out"})
+    assert launch.complete_inflight(tmp_path, "the run's processes ended")
+    (row,) = results.read_jsonl(tmp_path / results.ROWS)
+    assert row["status"] == "oom"
+    assert row["error"] == "the run's processes ended; rank 1: OutOfMemoryError: CUDA out"
+    assert not list(tmp_path.glob("inflight*"))
+    assert not launch.complete_inflight(tmp_path, "again")  # nothing in flight any more
