@@ -16,7 +16,8 @@ RUN is a run folder, relative to the file's folder (the project root for README.
   rows whose column KEY reads VALUE), for tables to come;
 - `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
   `with=RUN2+RUN3` adds runs of other variants, folders beside RUN);
-- `maxbatch`: the largest-batch table of a `maxbatch` folder.
+- `maxbatch`: the largest-batch table of a `maxbatch` folder;
+- `recipes`: the fastest mode and variant per batch size of a timing run (`optimizer=NAME`).
 
 `readme` rewrites every block from its run's files; `readme --check` (and the test suite) says
 which blocks disagree with their run, so a table in the README cannot drift from its data.
@@ -144,6 +145,14 @@ def _variants(run: Path, options: dict[str, str]) -> str:
     return report.best_variant_table(df, options.get("optimizer", "fused"))
 
 
+def _recipes(run: Path, options: dict[str, str]) -> str:
+    """The fastest mode and variant per batch size of a timing run."""
+    unknown = set(options) - {"optimizer"}
+    if unknown:
+        raise UsageError(f"ampbench:recipes takes optimizer=, not {sorted(unknown)[0]}=")
+    return report.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
+
+
 def _maxbatch(run: Path, options: dict[str, str]) -> str:
     """The largest-batch table of a `maxbatch` folder."""
     from bench import maxbatch
@@ -170,6 +179,7 @@ KINDS = {
     "table": _rows_table,
     "variants": _variants,
     "maxbatch": _maxbatch,
+    "recipes": _recipes,
 }
 
 

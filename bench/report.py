@@ -340,6 +340,53 @@ def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     )
 
 
+def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
+    """Per batch size (rows): the fastest mode and variant, its step time, how many times faster it
+    is than bf16-amp's fastest variant, eager bf16-amp and eager fp32, its peak memory over
+    bf16-amp's (the same variant), and the runner-up (another mode) with its time."""
+    ok = df[(df["status"] == "ok") & (df["optimizer"] == optimizer)]
+    if "recompiled" in ok:
+        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
+    if "parallel" in ok:
+        ok = ok[ok["parallel"] == "none"]
+    if ok.empty:
+        return f"(no successful cases with {optimizer} Adam)"
+    rows = []
+    for bs, g in ok.groupby("batch_size"):
+        ranked = g.sort_values("total_ms")
+        best = ranked.iloc[0]
+        second = ranked[ranked["mode"] != best["mode"]].head(1)
+        amp = g[g["mode"] == "bf16-amp"]
+        amp_eager = amp[amp["variant"] == "eager"]["total_ms"]
+        fp32 = g[(g["mode"] == "fp32") & (g["variant"] == "eager")]["total_ms"]
+        amp_same = amp[amp["variant"] == best["variant"]]["peak_alloc_gib"]
+        nan = float("nan")
+        rows.append(
+            {
+                "batch": int(bs),
+                "fastest": f"{best['mode']} ({best['variant']})",
+                "ms": best["total_ms"],
+                "× best bf16-amp": amp["total_ms"].min() / best["total_ms"] if len(amp) else nan,
+                "× eager bf16-amp": (
+                    amp_eager.iloc[0] / best["total_ms"] if len(amp_eager) else nan
+                ),
+                "× eager fp32": fp32.iloc[0] / best["total_ms"] if len(fp32) else nan,
+                "peak / bf16-amp's": (
+                    best["peak_alloc_gib"] / amp_same.iloc[0] if len(amp_same) else nan
+                ),
+                "runner-up": (
+                    f"{second['mode'].iloc[0]} ({second['variant'].iloc[0]}), "
+                    f"{second['total_ms'].iloc[0]:.3g} ms"
+                    if len(second)
+                    else ""
+                ),
+            }
+        )
+    return f"{optimizer} Adam; the fastest recipe and variant per batch size:\n\n" + pd.DataFrame(
+        rows
+    ).to_markdown(index=False, floatfmt=".3g")
+
+
 def _variant_targets(df: pd.DataFrame, env: dict) -> list[str]:
     if set(df["variant"]) <= {"eager"}:
         return []

@@ -81,3 +81,19 @@ def test_an_answer_quote_keeps_the_paragraphs_asked_for():
     assert "**dtypes.**" not in text and "**Longer horizon**" not in text
     with pytest.raises(UsageError, match="no paragraph 'Nope'"):
         readme.regenerate(block.replace("Why", "Nope"), paths.ROOT)
+
+
+def test_the_recipes_table_names_the_fastest_mode_per_batch_size(tmp_path):
+    write_run(tmp_path / "results" / "run1", small_grid())
+    block = "<!-- ampbench:recipes results/run1 -->\n<!-- /ampbench:recipes -->"
+    text, _ = readme.regenerate(block, tmp_path)
+    df = results.load(tmp_path / "results" / "run1")
+    ok = df[(df["status"] == "ok") & (df["optimizer"] == "fused")]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()]
+    fastest = {r[0]: r[1] for r in cells if len(r) > 2 and r[0].isdigit()}
+    assert len(fastest) == ok["batch_size"].nunique()
+    for bs, g in ok.groupby("batch_size"):
+        best = g.loc[g["total_ms"].idxmin()]
+        assert fastest[str(bs)] == f"{best['mode']} ({best['variant']})"
+    with pytest.raises(UsageError, match="takes optimizer="):
+        readme.regenerate(block.replace("run1", "run1 seed=1"), tmp_path)
