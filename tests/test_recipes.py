@@ -228,6 +228,29 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
         study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
 
 
+def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, no_torchao):
+    options = {
+        "census_batch_sizes": [8],
+        "checkpoints": [0],
+        "conv_batch_sizes": [16],
+        "modes": ["fp32"],
+        "seeds": [0],
+        "steps": 10,
+        "eval_every": 10,
+        "long_steps": 0,
+    }
+    cfg = NumericsConfig.build(device="cpu", options=options, workers=None)
+    run_dir = study.start(cfg, results_dir=tmp_path, command="ampbench test", tag=None)
+    census = tables.read(run_dir, "census")
+    # As a study made before bf16-pure existed: its census has no bf16-pure rows.
+    tables.write(run_dir, "census", census[census["mode"] != "bf16-pure"])
+    study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+    again = tables.read(run_dir, "census")
+    assert "bf16-pure" in set(again["mode"])
+    assert len(again) == len(census)  # the old census rows were replaced, not kept twice
+    assert "retabled" not in json.loads((run_dir / "env.json").read_text())
+
+
 def test_new_modes_stay_out_of_the_default_cpu_study_where_they_cannot_run(no_torchao):
     from bench.numerics import config
 

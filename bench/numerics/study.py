@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 JOBS_DIR = "jobs"
 JOB_TABLES = ("failed", "census", "histogram", "fp16_fate", "steps", "evals", "runs", "traces")
 """The tables the jobs' rows go to, in the order they are written."""
+CENSUS_TABLES = ("census", "histogram", "fp16_fate")
+"""The tables only census jobs write rows to."""
 
 
 def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | None) -> Path:
@@ -77,8 +79,9 @@ def resume(
     and seed of its settings, and run only their jobs (and their dtype audit); the jobs already in
     its tables are kept as they are, so fp32's costly runs are not repeated. The commit may
     differ (that is the point); the torch version and GPU model must match unless `force`.
-    env.json's `resumed` entry records the added modes and this commit. The census is not
-    extended: its trajectories compare the modes the study's code knew when it ran them.
+    env.json's `resumed` entry records the added modes and this commit. Where the census has not
+    seen an added mode that it compares (a study older than the mode), its jobs run again and
+    their rows replace the old census, histogram and fp16-fate rows.
     `trace_every` (with `add_modes` only) sets the trace period of the jobs still to run, for a
     study made before traces existed (whose record says 0); the jobs it already has keep theirs."""
     import torch
@@ -138,7 +141,17 @@ def _add_modes(
         grown = dataclasses.replace(grown, trace_every=trace_every)
         info["resumed"][-1]["trace_every"] = trace_every
     if "ended" in info:
-        info["tabled_jobs"] = sorted({j.key for j in cfg.jobs()} | set(info.get("tabled_jobs", [])))
+        tabled = {j.key for j in cfg.jobs()} | set(info.get("tabled_jobs", []))
+        # The census compares its own set of modes at each checkpoint: a mode it has not seen
+        # (a study older than that mode) is measured by running its census jobs again, whose
+        # rows then replace the old ones.
+        from bench.numerics.training import OWN_MODEL_CENSUS_MODES
+
+        seen = set(tables.read(run_dir, "census")["mode"])
+        if set(new) & set(OWN_MODEL_CENSUS_MODES) - seen:
+            tabled -= {j.key for j in cfg.jobs() if j.kind == "census"}
+            info["retabled"] = list(CENSUS_TABLES)
+        info["tabled_jobs"] = sorted(tabled)
         del info["ended"]
     info["numerics_config"] = grown.record()
     info["resumed"][-1].update(added_modes=list(new), commit=here.get("commit"))
@@ -153,8 +166,9 @@ def run_into(cfg: NumericsConfig, folder: Path, info: dict) -> None:
     modes were added to): they are not run, and their rows are kept."""
     from bench import folders, results
 
-    _run(cfg, folder, frozenset(info.get("tabled_jobs", ())))
+    _run(cfg, folder, frozenset(info.get("tabled_jobs", ())), set(info.get("retabled", ())))
     info.pop("tabled_jobs", None)  # every job's rows are in the tables now
+    info.pop("retabled", None)
     info["ended"] = folders.iso()
     results.write_env(folder, info)
     print(f"ampbench: wrote {render(folder)}", file=sys.stderr, flush=True)
@@ -187,9 +201,16 @@ def is_study(run_dir: Path) -> bool:
         return False
 
 
-def _run(cfg: NumericsConfig, run_dir: Path, tabled: frozenset[str] = frozenset()) -> None:
+def _run(
+    cfg: NumericsConfig,
+    run_dir: Path,
+    tabled: frozenset[str] = frozenset(),
+    retabled: set[str] | None = None,
+) -> None:
     """Run the study into `run_dir`, or what is left of it: the audit and the jobs already kept
-    there (in `jobs/`, or in its tables: `tabled`) are not run again. Writes the tables."""
+    there (in `jobs/`, or in its tables: `tabled`) are not run again. Writes the tables; of the
+    tables named in `retabled` (census jobs run again) the old rows are dropped, and census rows
+    of `failed` with them."""
     from bench.numerics import audit, jobs
 
     if not (run_dir / tables.AUDIT_JSON).is_file():
@@ -226,9 +247,9 @@ def _run(cfg: NumericsConfig, run_dir: Path, tabled: frozenset[str] = frozenset(
     frames = {name: tables.frame(name, rows.get(name, [])) for name in JOB_TABLES}
     if tabled:  # the rows of the jobs the tables already hold, first, as they were
         frames = {
-            name: pd.concat([tables.read(run_dir, name), df], ignore_index=True)
+            name: pd.concat([_old_rows(run_dir, name, retabled or set()), df], ignore_index=True)
             if not df.empty
-            else tables.read(run_dir, name)
+            else _old_rows(run_dir, name, retabled or set())
             for name, df in frames.items()
         }
     for name, df in frames.items():
@@ -237,6 +258,16 @@ def _run(cfg: NumericsConfig, run_dir: Path, tabled: frozenset[str] = frozenset(
     tables.write(run_dir, "summary", summary)
     if (run_dir / JOBS_DIR).is_dir():
         shutil.rmtree(run_dir / JOBS_DIR)  # every row is in the tables now
+
+
+def _old_rows(run_dir: Path, name: str, retabled: set[str]) -> pd.DataFrame:
+    """A table's rows as the folder holds them, less those that jobs run again replace."""
+    old = tables.read(run_dir, name)
+    if name in retabled:
+        return old.iloc[:0]
+    if name == "failed" and retabled:
+        return old[old["kind"] != "census"]
+    return old
 
 
 def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
