@@ -248,7 +248,15 @@ def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, n
     again = tables.read(run_dir, "census")
     assert "bf16-pure" in set(again["mode"])
     assert len(again) == len(census)  # the old census rows were replaced, not kept twice
-    assert "retabled" not in json.loads((run_dir / "env.json").read_text())
+    info = json.loads((run_dir / "env.json").read_text())
+    assert "retabled" not in info and info["resumed"][-1]["census_again_for"] == ["bf16-pure"]
+    # A mode added before the census knew it: asking again runs only the census.
+    tables.write(run_dir, "census", census[census["mode"] != "bf16-pure"])
+    study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+    assert len(tables.read(run_dir, "census")) == len(census)
+    assert json.loads((run_dir / "env.json").read_text())["resumed"][-1]["added_modes"] == []
+    with pytest.raises(Exception, match="already has"):
+        study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
 
 
 def test_new_modes_stay_out_of_the_default_cpu_study_where_they_cannot_run(no_torchao):

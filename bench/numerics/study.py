@@ -131,10 +131,19 @@ def _add_modes(
     study, `tabled_jobs`, the jobs whose rows its tables already hold."""
     import dataclasses
 
+    from bench.numerics.training import OWN_MODEL_CENSUS_MODES
+
     new = tuple(m for m in add_modes if m not in cfg.modes)
-    if not new and "ended" in info:
+    # The census compares its own set of modes at each checkpoint: an added mode it has not seen
+    # (a study older than that mode) is measured by running its census jobs again, whose rows
+    # then replace the old ones; also for a mode added earlier, before the census knew it.
+    unseen = ()
+    if "ended" in info:
+        seen = set(tables.read(run_dir, "census")["mode"])
+        unseen = tuple(m for m in add_modes if m in OWN_MODEL_CENSUS_MODES and m not in seen)
+    if not new and not unseen and "ended" in info:
         raise ValueError(f"the study already has modes {', '.join(add_modes)}")
-    if not new:  # an interrupted addition of these modes: go on with it
+    if not new and not unseen:  # an interrupted addition of these modes: go on with it
         return cfg if trace_every is None else dataclasses.replace(cfg, trace_every=trace_every)
     grown = dataclasses.replace(cfg, modes=cfg.modes + new)  # validates the names
     if trace_every is not None:
@@ -142,20 +151,16 @@ def _add_modes(
         info["resumed"][-1]["trace_every"] = trace_every
     if "ended" in info:
         tabled = {j.key for j in cfg.jobs()} | set(info.get("tabled_jobs", []))
-        # The census compares its own set of modes at each checkpoint: a mode it has not seen
-        # (a study older than that mode) is measured by running its census jobs again, whose
-        # rows then replace the old ones.
-        from bench.numerics.training import OWN_MODEL_CENSUS_MODES
-
-        seen = set(tables.read(run_dir, "census")["mode"])
-        if set(new) & set(OWN_MODEL_CENSUS_MODES) - seen:
+        if unseen:
             tabled -= {j.key for j in cfg.jobs() if j.kind == "census"}
             info["retabled"] = list(CENSUS_TABLES)
+            info["resumed"][-1]["census_again_for"] = list(unseen)
         info["tabled_jobs"] = sorted(tabled)
         del info["ended"]
     info["numerics_config"] = grown.record()
     info["resumed"][-1].update(added_modes=list(new), commit=here.get("commit"))
-    print(f"ampbench: adding {', '.join(new)} to {run_dir}", file=sys.stderr, flush=True)
+    what = ", ".join(new) + (f" (census again for {', '.join(unseen)})" if unseen else "")
+    print(f"ampbench: adding {what} to {run_dir}", file=sys.stderr, flush=True)
     return grown
 
 
