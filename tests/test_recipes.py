@@ -5,6 +5,7 @@ update-underflow census; adding modes to a finished numerics study."""
 
 import json
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -179,7 +180,9 @@ def test_recipe_sentences_name_the_fastest_and_the_verdicts():
     assert answer.recipe_sentences(summary[summary["mode"] == "fp32"]) == []
 
 
-def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
+def _fp32_study(parent: Path, **options: object) -> Path:
+    """A finished study of fp32 alone, as small as a study gets: one census checkpoint, one
+    convergence run of 10 steps."""
     options = {
         "census_batch_sizes": [8],
         "checkpoints": [0],
@@ -189,10 +192,15 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
         "steps": 10,
         "eval_every": 10,
         "long_steps": 0,
-        "trace_every": 0,  # as a study older than the traces recorded
+        **options,
     }
     cfg = NumericsConfig.build(device="cpu", options=options, workers=None)
-    run_dir = study.start(cfg, results_dir=tmp_path, command="ampbench test", tag=None)
+    return study.start(cfg, results_dir=parent, command="ampbench test", tag=None)
+
+
+def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
+    # trace_every 0: as a study older than the traces recorded
+    run_dir = _fp32_study(tmp_path, trace_every=0)
     fp32_steps = pd.read_csv(run_dir / tables.TABLES["steps"].file)
 
     real_job, ran = jobs.run_job, []
@@ -229,18 +237,7 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
 
 
 def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, no_torchao):
-    options = {
-        "census_batch_sizes": [8],
-        "checkpoints": [0],
-        "conv_batch_sizes": [16],
-        "modes": ["fp32"],
-        "seeds": [0],
-        "steps": 10,
-        "eval_every": 10,
-        "long_steps": 0,
-    }
-    cfg = NumericsConfig.build(device="cpu", options=options, workers=None)
-    run_dir = study.start(cfg, results_dir=tmp_path, command="ampbench test", tag=None)
+    run_dir = _fp32_study(tmp_path)
     census = tables.read(run_dir, "census")
     # As a study made before bf16-pure existed: its census has no bf16-pure rows.
     tables.write(run_dir, "census", census[census["mode"] != "bf16-pure"])
