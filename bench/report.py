@@ -573,6 +573,24 @@ def _scaling_targets(ok: pd.DataFrame) -> list[str]:
     ]
 
 
+def _above_floor(df: pd.DataFrame) -> list[str]:
+    """A sentence for rows above 100% of floor: the floor is built from ceilings measured on one
+    GEMM size, and a step whose own matmuls run faster than that GEMM beats it."""
+    if "pct_of_floor" not in df:
+        return []
+    above = df[(df["status"] == "ok") & (df["pct_of_floor"] > 100)]
+    if above.empty:
+        return []
+    worst = above.loc[above["pct_of_floor"].idxmax()]
+    return [
+        f"{len(above)} row(s) run faster than their floor (up to {worst['pct_of_floor']:.1f}%, "
+        f"`{worst['case_id']}`): the ceilings are measured on one GEMM size (see Measured "
+        "ceilings), and these steps' own matmuls ran faster than it did, so for them the floor "
+        "is that much too high.",
+        "",
+    ]
+
+
 def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     """The first lines of a report: how many cases passed, and whether the run finished."""
     expected = env.get("expected_cases")
@@ -662,6 +680,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
         "not measured (a variant that fuses the phases times only the whole step).",
         "",
     ]
+    out += _above_floor(df)
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **FLOOR_COLUMNS}), ""]
     out += _figure(figures, "phases", "time per phase against the floor")

@@ -33,3 +33,20 @@ def test_floor_is_work_over_ceilings():
     assert cols["step_floor_ms"] == pytest.approx(num_params(TINY) * 28 / 1e9 * 1e3)
     total = cols["fwd_floor_ms"] + cols["bwd_floor_ms"] + cols["step_floor_ms"]
     assert cols["floor_ms"] == pytest.approx(total)
+
+
+def test_a_row_above_its_floor_is_explained():
+    import pandas as pd
+
+    from bench import report
+
+    df = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "error"],
+            "pct_of_floor": [99.0, 101.2, 150.0],
+            "case_id": list("abc"),
+        }
+    )
+    (line, _) = report._above_floor(df)
+    assert line.startswith("1 row(s) run faster than their floor (up to 101.2%, `b`)")
+    assert report._above_floor(df.iloc[:1]) == []
