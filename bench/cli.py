@@ -516,7 +516,13 @@ def _world(args: argparse.Namespace) -> distributed.World | None:
     """This process's place in the run: None when it must launch the ranks through torchrun
     (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world."""
     gpus = args.gpus or 1
-    device = env.device(args.device)
+    # A resumed run's ranks run on the device the folder was made on: a relaunch after a broken
+    # group carries only --resume, and `auto` would pick CUDA for a CPU (gloo) run on a GPU box.
+    device = (
+        results.read_env(args.resume).get("device", env.device(args.device))
+        if getattr(args, "resume", None) is not None
+        else env.device(args.device)
+    )
     if distributed.under_torchrun():
         size = int(os.environ["WORLD_SIZE"])
         if args.gpus is not None and args.gpus != size:

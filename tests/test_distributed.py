@@ -24,8 +24,7 @@ ERROR_CASE = tiny_case(mode="bf16-amp", optimizer="fused", parallel="ddp").case_
 HANG_CASE = tiny_case(mode="fp32", optimizer="fused", parallel="fsdp").case_id
 TIMEOUT = "5"
 """Seconds a collective may take. Short, since the hung case waits it out (twice, on the control
-group), but not too short for a healthy case's first collectives on a busy or different machine:
-with 2 s, two of these tests failed on the H200 machine, whose log did not say why."""
+group), but not so short that a healthy case's first collectives miss it on a busy machine."""
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +226,16 @@ def test_the_launcher_writes_the_case_in_flight_with_a_ranks_note(tmp_path):
     assert row["error"] == "the run's processes ended; rank 1: OutOfMemoryError: CUDA out"
     assert not list(tmp_path.glob("inflight*"))
     assert not launch.complete_inflight(tmp_path, "again")  # nothing in flight any more
+
+
+def test_a_resumed_run_keeps_the_folders_device(tmp_path, monkeypatch):
+    """The relaunch after a broken group carries only --resume: on a GPU machine `auto` would
+    make a gloo run's ranks CUDA ones, with an NCCL group for CPU tensors."""
+    import json
+
+    from bench import cli, env
+
+    (tmp_path / "env.json").write_text(json.dumps({"device": "cpu"}))
+    monkeypatch.setattr(env, "device", lambda requested: "cuda")  # as on a GPU machine
+    args = cli.build_parser().parse_args(["run", "--resume", str(tmp_path)])
+    assert cli._world(args).device == "cpu"
