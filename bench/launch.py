@@ -155,5 +155,12 @@ def launch(
             rows_before = rows
             log(f"the run ended during a case (status {code}); going on with --resume {run_dir}")
             args = ["run", "--resume", str(run_dir), "--gpus", str(nproc), *(keep or [])]
+    except (KeyboardInterrupt, SystemExit):
+        # Stopped from outside (Ctrl-C, an outer `timeout`): the case in flight did not fail,
+        # so it must not become a row when the run is resumed; `--resume` measures it again.
+        text = Path(run_file).read_text().strip()
+        if text:
+            clear_inflight(Path(text))
+        raise
     finally:
         Path(run_file).unlink(missing_ok=True)

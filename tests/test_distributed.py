@@ -239,3 +239,21 @@ def test_a_resumed_run_keeps_the_folders_device(tmp_path, monkeypatch):
     monkeypatch.setattr(env, "device", lambda requested: "cuda")  # as on a GPU machine
     args = cli.build_parser().parse_args(["run", "--resume", str(tmp_path)])
     assert cli._world(args).device == "cpu"
+
+
+def test_a_run_stopped_from_outside_leaves_no_row_for_its_case(tmp_path, monkeypatch):
+    """An outer `timeout` or Ctrl-C ends the launcher: the case it was measuring did not fail,
+    so `--resume` must measure it again, not record it as a timeout."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+
+    def stopped(command, env):
+        Path(env[launch.RUN_DIR_VAR]).write_text(str(run_dir))
+        launch.mark_inflight(run_dir, {"case_id": "c", "status": "timeout", "error": ""})
+        raise SystemExit(128 + 15)  # as the launcher's SIGTERM handler does
+
+    monkeypatch.setattr(launch, "_run", stopped)
+    with pytest.raises(SystemExit):
+        launch.launch(2, ["run"], log=lambda msg: None)
+    assert not (run_dir / launch.INFLIGHT).exists()
+    assert not (run_dir / results.ROWS).exists()
