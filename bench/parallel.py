@@ -35,7 +35,8 @@ class Parallel:
     kind: str
     """`none`, `ddp` or `fsdp`."""
     reduce_dtype: torch.dtype | None = None
-    """dtype gradients travel in: float32 unless compressed or reduced in bfloat16."""
+    """float32: gradients reduced as they are (DDP) or in float32 (FSDP2); bfloat16: compressed
+    by DDP's hook, or reduced in bfloat16 by FSDP2."""
 
     @property
     def distributed(self) -> bool:
@@ -68,9 +69,24 @@ def unsupported_reason(parallel: str, *, variant: str, world_size: int) -> str |
 
 
 def param_dtype(mode: Mode) -> torch.dtype | None:
-    """The dtype FSDP2 all-gathers parameters in for this mode: its compute dtype under
-    autocast, None (the parameters' own float32) otherwise."""
+    """FSDP2's `param_dtype` for this mode: its compute dtype under autocast; None otherwise,
+    which all-gathers the parameters in their own dtype (float32, or bfloat16 for a mode that
+    casts them)."""
     return mode.autocast_dtype
+
+
+def _gathered_dtype(mode: Mode) -> torch.dtype:
+    """The dtype FSDP2's all-gathers move for this mode."""
+    return param_dtype(mode) or mode.param_dtype or torch.float32
+
+
+def _reduced_dtype(p: Parallel, mode: Mode) -> torch.dtype:
+    """The dtype the gradients travel in: DDP all-reduces `param.grad` as it is (the
+    parameters' dtype: float32 under autocast, bfloat16 for pure bf16) unless its hook
+    compresses them; FSDP2 reduce-scatters in its policy's reduce dtype."""
+    if p.kind == "ddp" and p.reduce_dtype == torch.float32:
+        return mode.param_dtype or torch.float32
+    return p.reduce_dtype or torch.float32
 
 
 def wrap(
@@ -106,8 +122,9 @@ def wrap(
         policy = MixedPrecisionPolicy(param_dtype=param_dtype(mode), reduce_dtype=p.reduce_dtype)
         # Each Linear is its own unit (its all-gather and reduce-scatter overlap the others'
         # compute), then the root, as torchtitan's parallelize does per block.
-        for layer in (model.fc1, model.fc2, model.fc3):
-            fully_shard(layer, mesh=mesh, mp_policy=policy)
+        for layer in model.children():
+            if isinstance(layer, nn.Linear):  # a float8 Linear is one too
+                fully_shard(layer, mesh=mesh, mp_policy=policy)
         fully_shard(model, mesh=mesh, mp_policy=policy)
         return model
     return model
@@ -140,19 +157,19 @@ def collective_bytes(num_params: int, parallel: str, mode: Mode) -> dict[str, fl
     """Bytes of each collective one step must run, by collective, at the full (unsharded)
     size as nccl-tests counts it: {"all_reduce": ..., "reduce_scatter": ..., "all_gather": ...}.
 
-    DDP all-reduces every gradient once (float32, or bfloat16 with the hook). FSDP2 all-gathers
-    the parameters twice (forward, and again in backward: every Linear reshards after forward)
-    in the all-gather dtype, and reduce-scatters the gradients once in its reduce dtype."""
+    DDP all-reduces every gradient once (`_reduced_dtype`). FSDP2 all-gathers the parameters
+    twice (forward, and again in backward: every Linear reshards after forward) in
+    `_gathered_dtype`, and reduce-scatters the gradients once in its reduce dtype."""
     p = PARALLELS[parallel]
     out = {"all_reduce": 0.0, "reduce_scatter": 0.0, "all_gather": 0.0}
     if not p.distributed:
         return out
-    reduce_bytes = num_params * _itemsize(p.reduce_dtype)
+    reduce_bytes = num_params * _itemsize(_reduced_dtype(p, mode))
     if p.kind == "ddp":
         out["all_reduce"] = float(reduce_bytes)
     else:
         out["reduce_scatter"] = float(reduce_bytes)
-        out["all_gather"] = 2.0 * num_params * _itemsize(param_dtype(mode) or torch.float32)
+        out["all_gather"] = 2.0 * num_params * _itemsize(_gathered_dtype(mode))
     return out
 
 

@@ -167,6 +167,10 @@ def test_the_collective_floor_follows_nccl_tests():
     fsdp = collective_bytes(n, "fsdp-bf16", MODES["bf16-amp"])
     assert fsdp == {"all_reduce": 0.0, "reduce_scatter": 2e6, "all_gather": 4e6}  # 2 × bf16
     assert collective_bytes(n, "fsdp", MODES["fp32"])["all_gather"] == 8e6  # 2 × float32
+    # Pure bf16: DDP all-reduces the bf16 gradients as they are, FSDP2 gathers bf16 parameters.
+    assert collective_bytes(n, "ddp", MODES["bf16-pure"])["all_reduce"] == 2e6
+    assert collective_bytes(n, "fsdp", MODES["bf16-pure"])["all_gather"] == 4e6
+    assert collective_bytes(n, "fsdp", MODES["bf16-pure"])["reduce_scatter"] == 4e6  # float32
     ceilings = {"all_reduce_busbw_gbps": 100.0}
     cols = comm_floor_columns(ddp, 2, ceilings)
     # 4 MB all-reduced on 2 ranks: 2(n-1)/n = 1 bus byte per byte, at 100 GB/s: 0.04 ms.
