@@ -494,19 +494,25 @@ def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
         "with gradient synchronization less without it (DDP `no_sync()`; FSDP2 "
         "`set_requires_gradient_sync(False)`, which stops the reduce-scatter but not the "
         "parameter all-gathers), the communication the step did not hide. `comm floor ms`: the "
-        "bytes of the step's collectives over the bus bandwidth measured in this run, added "
-        "to the row's floor.",
+        "bytes of all the step's collectives over the bus bandwidth measured in this run, added "
+        "to the row's floor. The two measure different things: the floor is every collective, "
+        "hidden or not, while `comm ms` is only what the step waited for (for FSDP2 the "
+        "reduce-scatter alone); a `comm ms` below the floor means the step hid the rest. "
+        "FSDP2 without synchronization also accumulates unsharded gradients in backward, work "
+        "the synchronized step does not do, so its `comm ms` is low by that much.",
         "",
     ]
     targets = _scaling_targets(ok)
     if targets:
         out += [*targets, ""]
-    for bs, group in ok[ok["parallel"] != "none"].groupby("batch_size", sort=True):
+    dist = ok[ok["parallel"] != "none"]
+    for (bs, opt, variant), group in dist.groupby(["batch_size", "optimizer", "variant"]):
+        # One value per cell: the pivot is over mode and parallelism alone.
         wide = group.pivot_table(
             index="mode", columns="parallel", values="scaling_efficiency", sort=False
         )
         out += [
-            f"### Scaling efficiency, batch {bs} per GPU",
+            f"### Scaling efficiency, batch {bs} per GPU, {opt} Adam, {variant}",
             "",
             (wide * 100).reset_index().to_markdown(index=False, floatfmt=".1f"),
             "",
@@ -545,6 +551,7 @@ def _bf16_reduction(ok: pd.DataFrame) -> pd.DataFrame:
                 {
                     "mode": named["mode"],
                     "batch": named["batch_size"],
+                    "optimizer": named["optimizer"],
                     "parallel": f"{full} → {half}",
                     "fp32 step ms": ra["total_ms"],
                     "bf16 step ms": rb["total_ms"],

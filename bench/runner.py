@@ -214,9 +214,6 @@ def _without_sync(s: TrainState, prepared: variants.Prepared, row: dict) -> dict
     unsynced = summarize(nosync["fwd"])["median"] + summarize(nosync["bwd"])["median"]
     row["nosync_fwd_bwd_ms"] = unsynced
     row["comm_ms"] = synced - unsynced
-    row["comm_pct_of_floor"] = (
-        row["comm_floor_ms"] / row["comm_ms"] * 100 if row["comm_ms"] > 0 else math.nan
-    )
     return {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
 
 
