@@ -269,8 +269,16 @@ def test_the_answer_states_the_mechanism_the_traces_show():
     assert "batch 8, seed 0, event at step 200" in text and "seed 1" not in text
     assert "60.0% of fc3.weight's gradient elements were zero on average" in text
     assert "(fp32 at the same steps: 0.00%)" in text and "(100×)" in text
-    assert "gradients flushed to zero in float16 for many steps before each event" in text
+    assert (
+        "gradients were flushed to zero for many steps before each event, where fp32's were not"
+        in text
+    )
     assert "had not decayed against fp32's" in text and "10× or more" in text
+    # Without fp32's traces nothing is said of fp32.
+    (alone,) = answer.mechanism_sentences(traces[traces["mode"] != "fp32"], s)
+    assert (
+        "flushed to zero for many steps before each event" in alone and "fp32's were" not in alone
+    )
     # Where it did not diverge (batch 32 in `_summary`), how much its gradients flushed.
     calm = pd.DataFrame(_trace_rows("fp16-amp-noscale", 0, range(0, 300, 5))).assign(
         batch_size=32, grad_zero_share=1.0

@@ -220,9 +220,14 @@ def run_ends(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def flushed_most(traces: pd.DataFrame, mode: str, batch_size: int, seed: int) -> tuple[str, float]:
+def flushed_most(
+    traces: pd.DataFrame, mode: str, batch_size: int, seed: int
+) -> tuple[str, float] | None:
     """The parameter whose gradient was exactly zero most often over one run's traced steps after
-    its first MECHANISM_WINDOW, and its mean share of zero elements there."""
+    its first MECHANISM_WINDOW, and its mean share of zero elements there; None for a run
+    without such traces."""
     run = _run(traces, mode, batch_size, seed)
     zero = run[run["step"] >= MECHANISM_WINDOW].groupby("module")["grad_zero_share"].mean()
+    if zero.empty:
+        return None
     return str(zero.idxmax()), float(zero.max())
