@@ -9,7 +9,8 @@ matmul ceiling.
   torchao's own auto-filter (`torchao.float8.float8_linear_utils._auto_filter_for_recipe`,
   thresholds from its H100 benchmarks), restated here so that each decision carries its reason.
 - `convert` swaps the chosen Linears for torchao's `Float8Linear`.
-- `scaled_mm_ms` times one e4m3 `torch._scaled_mm` (for `bench.ceilings`).
+- `scaled_mm_operands` and `scaled_mm`: one e4m3 `torch._scaled_mm` in the layouts it requires,
+  which `bench.ceilings` times for the float8 matmul ceiling.
 """
 
 from __future__ import annotations

@@ -49,17 +49,29 @@ def mark_inflight(run_dir: Path, row: dict) -> None:
 
 def note_fault(run_dir: Path, rank: int, row: dict) -> None:
     """A rank's own account of a failed case, beside the mark of the case in flight."""
-    note = {"rank": rank, "status": row["status"], "error": row["error"]}
+    note = {"rank": rank, "case_id": row.get("case_id"), "status": row["status"]}
+    note["error"] = row["error"]
     (run_dir / f"{INFLIGHT}.rank{rank}").write_text(json.dumps(note))
 
 
-def _notes(run_dir: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(run_dir.glob(f"{INFLIGHT}.rank*"))]
+def _notes(run_dir: Path, case_id: object) -> list[dict]:
+    """The ranks' notes on case `case_id` (a note of another case is a later case's: a rank
+    that went on to the next case may have written it already)."""
+    notes = [json.loads(p.read_text()) for p in sorted(run_dir.glob(f"{INFLIGHT}.rank*"))]
+    return [n for n in notes if n.get("case_id", case_id) == case_id]
 
 
-def clear_inflight(run_dir: Path) -> None:
-    for path in [run_dir / INFLIGHT, *run_dir.glob(f"{INFLIGHT}.rank*")]:
-        path.unlink(missing_ok=True)
+def clear_inflight(run_dir: Path, case_id: object = None) -> None:
+    """Remove the mark of the case in flight and the ranks' notes on `case_id` (all notes when
+    None)."""
+    (run_dir / INFLIGHT).unlink(missing_ok=True)
+    for path in run_dir.glob(f"{INFLIGHT}.rank*"):
+        try:
+            note = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            note = {}
+        if case_id is None or note.get("case_id", case_id) == case_id:
+            path.unlink(missing_ok=True)
 
 
 def complete_inflight(run_dir: Path, reason: str) -> bool:
@@ -69,14 +81,14 @@ def complete_inflight(run_dir: Path, reason: str) -> bool:
     if not path.is_file():
         return False
     row = json.loads(path.read_text())
-    notes = _notes(run_dir)
+    notes = _notes(run_dir, row.get("case_id"))
     row["error"] = "; ".join(
         [row.get("error") or reason, *(f"rank {n['rank']}: {n['error']}" for n in notes)]
     )
     if notes:
         row["status"] = notes[0]["status"]
     results.append_jsonl(run_dir / results.ROWS, row)
-    clear_inflight(run_dir)
+    clear_inflight(run_dir, row.get("case_id"))
     return True
 
 

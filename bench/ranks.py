@@ -42,9 +42,10 @@ def run_case_on_ranks(
     """(row, the slowest rank's samples, extra samples: every rank's totals and the window
     without gradient synchronization). Raises `GroupBroken` when a rank never answers."""
     row, samples = run_case(case, ceilings, world)
-    if row["status"] in BROKEN and not world.leader and world.run_dir is not None:
-        # Should rank 0 be stuck in a collective this rank never joined, the launcher finds
-        # this rank's own account of the case here.
+    if row["status"] in BROKEN and world.run_dir is not None:
+        # Should the group break over this case (another rank stuck in a collective this rank
+        # never joined, and ended by its watchdog), the launcher finds this rank's own account
+        # of it here: rank 0's too, which could not write its row.
         launch.note_fault(world.run_dir, world.rank, row)
     outcomes = world.exchange((row, samples), f"case {case.case_id}")
     merged = merge(outcomes)
@@ -54,12 +55,18 @@ def run_case_on_ranks(
     return merged
 
 
+MEASURED = ("ok", "nonfinite")
+"""Statuses whose rows hold real timings."""
+
+
 def merge(
     outcomes: list[tuple[dict, dict[str, list[float]]]],
 ) -> tuple[dict, dict[str, list[float]], dict[str, object]]:
     """One row of every rank's (row, samples), in rank order."""
     rows = [row for row, _ in outcomes]
-    failed = [(rank, row) for rank, row in enumerate(rows) if row["status"] != "ok"]
+    # A non-finite loss is measured like a passing case (its times are real); only its status
+    # and error say what went wrong, as in a one-process run.
+    failed = [(rank, row) for rank, row in enumerate(rows) if row["status"] not in MEASURED]
     if failed:
         if all(row["status"] == "unsupported" for _, row in failed):
             return dict(rows[0]), {}, {}
@@ -78,6 +85,10 @@ def merge(
     out["rank_total_ms_max"] = max(totals)
     out["rank_spread_pct"] = (max(totals) - min(totals)) / max(totals) * 100
     out["hosts"] = ",".join(sorted({str(row["host"]) for row in rows}))
+    odd = [(rank, row) for rank, row in enumerate(rows) if row["status"] != "ok"]
+    if odd:
+        out["status"] = odd[0][1]["status"]
+        out["error"] = "; ".join(f"rank {rank}: {row['error']}" for rank, row in odd)
     for key in ("peak_alloc_gib", "peak_reserved_gib"):
         values = [v for row in rows if _finite(v := row.get(key))]
         out[key] = max(values) if values else math.nan

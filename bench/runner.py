@@ -264,7 +264,7 @@ def run_suite(
                 run_dir / results.SAMPLES,
                 {"case_id": case.case_id, "samples_ms": samples, **extra},
             )
-        launch.clear_inflight(run_dir)
+        launch.clear_inflight(run_dir, case.case_id)
         summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
         log(f"    {row['status']}: {summary}")
 

@@ -158,6 +158,15 @@ def test_merge_keeps_the_slowest_rank_and_names_failures_first():
     )
     assert out["status"] == "oom" and samples == {}
     assert out["error"].startswith("rank 1: OutOfMemoryError") and "rank 0: " in out["error"]
+    # A non-finite loss keeps the slowest rank's timings, as in a one-process run.
+    out, samples, _ = merge(
+        [
+            (row(0, 10.0, "nonfinite", "loss is nan"), {"total": [10.0]}),
+            (row(1, 12.0), {"total": [12.0]}),
+        ]
+    )
+    assert out["status"] == "nonfinite" and out["error"] == "rank 0: loss is nan"
+    assert out["total_ms"] == 12.0 and samples == {"total": [12.0]}
 
 
 def test_the_collective_floor_follows_nccl_tests():
@@ -223,11 +232,16 @@ def test_the_launcher_writes_the_case_in_flight_with_a_ranks_note(tmp_path):
     # As when NCCL's watchdog ended rank 0 inside a collective that rank 1 never joined.
     case = tiny_case(parallel="ddp")
     launch.mark_inflight(tmp_path, {"case_id": case.case_id, "status": "timeout", "error": ""})
-    launch.note_fault(tmp_path, 1, {"status": "oom", "error": "OutOfMemoryError: CUDA out"})
+    fault = {"case_id": case.case_id, "status": "oom", "error": "OutOfMemoryError: CUDA out"}
+    launch.note_fault(tmp_path, 1, fault)
+    # Rank 0 went on to the next case and failed there too: that note is the next case's.
+    launch.note_fault(tmp_path, 0, {**fault, "case_id": "next", "error": "later"})
     assert launch.complete_inflight(tmp_path, "the run's processes ended")
     (row,) = results.read_jsonl(tmp_path / results.ROWS)
     assert row["status"] == "oom"
     assert row["error"] == "the run's processes ended; rank 1: OutOfMemoryError: CUDA out"
+    assert [p.name for p in tmp_path.glob("inflight*")] == ["inflight.json.rank0"]
+    launch.clear_inflight(tmp_path, "next")
     assert not list(tmp_path.glob("inflight*"))
     assert not launch.complete_inflight(tmp_path, "again")  # nothing in flight any more
 
