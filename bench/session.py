@@ -34,7 +34,7 @@ from bench.model import PRESETS, ModelSize
 from bench.modes import MODES, OPTIMIZERS
 from bench.parallel import PARALLELS
 from bench.roofline import num_params
-from bench.runner import done_cases, measure_overhead, run_suite
+from bench.runner import done_cases, free_device_memory, measure_overhead, run_suite
 from bench.variants import DEFAULT_VARIANTS
 
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
@@ -249,6 +249,7 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
         found.update(ceilings.measure_collectives(world, num_params(cfg.size) * 4))
+        free_device_memory()  # the buffers' cached blocks would count in the first case's peak
         info["ceilings"] = found
         if world.leader:
             results.write_env(run_dir, info)
