@@ -8,6 +8,7 @@ folder is created or changed; Ctrl-C ends it with one line saying what was kept 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
@@ -518,11 +519,11 @@ def _world(args: argparse.Namespace) -> distributed.World | None:
     gpus = args.gpus or 1
     # A resumed run's ranks run on the device the folder was made on: a relaunch after a broken
     # group carries only --resume, and `auto` would pick CUDA for a CPU (gloo) run on a GPU box.
-    device = (
-        results.read_env(args.resume).get("device", env.device(args.device))
-        if getattr(args, "resume", None) is not None
-        else env.device(args.device)
-    )
+    device = env.device(args.device)
+    if getattr(args, "resume", None) is not None:
+        # A folder that is not one is named by the resume itself, below.
+        with contextlib.suppress(results.CorruptFolder):
+            device = results.read_env(args.resume).get("device", device)
     if distributed.under_torchrun():
         size = int(os.environ["WORLD_SIZE"])
         if args.gpus is not None and args.gpus != size:
