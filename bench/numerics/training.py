@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from bench.case import Case
 from bench.faults import error_summary, fault_status
-from bench.modes import dtype_name
+from bench.modes import MODES, dtype_name
 from bench.numerics.grads import capture
 from bench.numerics.tables import ACTIVATION_GRAD, ACTIVATIONS, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.task import HELDOUT_STREAM, Task
@@ -35,10 +35,15 @@ from bench.variants import unsupported_reason
 CENSUS_MODES = ("fp16-amp-noscale", "fp16-amp", "bf16-amp")
 """The low-precision modes the census compares with the fp32 reference, on the trajectory's own
 model (they share its float32 weights)."""
-OWN_MODEL_CENSUS_MODES = ("bf16-pure", "fp8-tensorwise", "fp8-rowwise")
+OWN_MODEL_CENSUS_MODES = tuple(
+    name
+    for name, m in MODES.items()
+    if (m.param_dtype is not None or m.fp8_recipe is not None) and not m.stochastic_round
+)
 """Census modes whose recipe changes the model (bf16 parameters, float8 Linears): each gets a
-model of its own with the trajectory's weights at every checkpoint, where it can run here
-(bf16-pure-sr has bf16-pure's gradients: it differs in the update only)."""
+model of its own with the trajectory's weights at every checkpoint, where it can run here. A
+stochastically rounding mode is left out: its gradients are its round-to-nearest twin's, it
+differs in the update only."""
 MEDIAN_SAMPLE = 2**24
 """A trace's medians are taken over at most this many evenly strided elements of a tensor: an exact
 median sorts, and a 16000 × 16000 weight has 2.6e8."""
