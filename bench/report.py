@@ -194,7 +194,16 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "
         & (df["variant"] == "eager")
         & (df["parallel"] == "none")
     ]
-    return f"Batch size {bs}, {optimizer} Adam, eager:\n\n" + _table(sel, HEADLINE_COLUMNS)
+    shown = sel[sel["status"] == "ok"]
+    out = f"Batch size {bs}, {optimizer} Adam, eager:\n\n" + _table(shown, HEADLINE_COLUMNS)
+    others = sel[sel["status"] != "ok"]
+    if len(others):
+        # Not dropped: named, with their status; the report's last section says why.
+        named = ", ".join(
+            f"{m} ({st})" for m, st in zip(others["mode"], others["status"], strict=True)
+        )
+        out += f"\n\nNot in the table: {named} (see the cases that did not pass)."
+    return out
 
 
 def _targets(df: pd.DataFrame, env: dict) -> list[str]:

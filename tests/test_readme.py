@@ -97,3 +97,12 @@ def test_the_recipes_table_names_the_fastest_mode_per_batch_size(tmp_path):
         assert fastest[str(bs)] == f"{best['mode']} ({best['variant']})"
     with pytest.raises(UsageError, match="takes optimizer="):
         readme.regenerate(block.replace("run1", "run1 seed=1"), tmp_path)
+
+
+def test_the_headline_names_the_modes_it_leaves_out(tmp_path):
+    write_run(tmp_path / "run1", small_grid())
+    df = results.load(tmp_path / "run1")
+    df.loc[(df["mode"] == "tf32") & (df["batch_size"] == 32), "status"] = "unsupported"
+    text = report.headline(df, batch_size=32)
+    assert "| tf32" not in text and "| bf16-amp" in text
+    assert text.endswith("Not in the table: tf32 (unsupported) (see the cases that did not pass).")
