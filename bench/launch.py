@@ -54,23 +54,29 @@ def note_fault(run_dir: Path, rank: int, row: dict) -> None:
     (run_dir / f"{INFLIGHT}.rank{rank}").write_text(json.dumps(note))
 
 
-def _notes(run_dir: Path, case_id: object) -> list[dict]:
-    """The ranks' notes on case `case_id` (a note of another case is a later case's: a rank
+def _note_files(run_dir: Path) -> list[tuple[Path, dict]]:
+    """Every rank's note beside the mark, parsed (an unreadable one as empty)."""
+    out = []
+    for path in sorted(run_dir.glob(f"{INFLIGHT}.rank*")):
+        try:
+            out.append((path, json.loads(path.read_text())))
+        except (OSError, json.JSONDecodeError):
+            out.append((path, {}))
+    return out
+
+
+def _of_case(note: dict, case_id: object) -> bool:
+    """Whether a note is on case `case_id` (a note of another case is a later case's: a rank
     that went on to the next case may have written it already)."""
-    notes = [json.loads(p.read_text()) for p in sorted(run_dir.glob(f"{INFLIGHT}.rank*"))]
-    return [n for n in notes if n.get("case_id", case_id) == case_id]
+    return note.get("case_id", case_id) == case_id
 
 
 def clear_inflight(run_dir: Path, case_id: object = None) -> None:
     """Remove the mark of the case in flight and the ranks' notes on `case_id` (all notes when
     None)."""
     (run_dir / INFLIGHT).unlink(missing_ok=True)
-    for path in run_dir.glob(f"{INFLIGHT}.rank*"):
-        try:
-            note = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            note = {}
-        if case_id is None or note.get("case_id", case_id) == case_id:
+    for path, note in _note_files(run_dir):
+        if case_id is None or _of_case(note, case_id):
             path.unlink(missing_ok=True)
 
 
@@ -81,7 +87,7 @@ def complete_inflight(run_dir: Path, reason: str) -> bool:
     if not path.is_file():
         return False
     row = json.loads(path.read_text())
-    notes = _notes(run_dir, row.get("case_id"))
+    notes = [n for _, n in _note_files(run_dir) if n and _of_case(n, row.get("case_id"))]
     row["error"] = "; ".join(
         [row.get("error") or reason, *(f"rank {n['rank']}: {n['error']}" for n in notes)]
     )

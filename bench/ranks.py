@@ -74,7 +74,7 @@ def merge(
         failed.sort(key=lambda item: (item[1]["status"] == "timeout", item[0]))
         out = dict(rows[0])
         out["status"] = failed[0][1]["status"]
-        out["error"] = "; ".join(f"rank {rank}: {row['error']}" for rank, row in failed)
+        out["error"] = _errors(failed)
         out["failed_ranks"] = ",".join(str(rank) for rank, _ in sorted(failed))
         return out, {}, {}
     slowest = max(range(len(rows)), key=lambda rank: rows[rank]["total_ms"])
@@ -88,7 +88,7 @@ def merge(
     odd = [(rank, row) for rank, row in enumerate(rows) if row["status"] != "ok"]
     if odd:
         out["status"] = odd[0][1]["status"]
-        out["error"] = "; ".join(f"rank {rank}: {row['error']}" for rank, row in odd)
+        out["error"] = _errors(odd)
     for key in ("peak_alloc_gib", "peak_reserved_gib"):
         values = [v for row in rows if _finite(v := row.get(key))]
         out[key] = max(values) if values else math.nan
@@ -102,6 +102,10 @@ def merge(
         },
     }
     return out, timed, extra
+
+
+def _errors(ranked: list[tuple[int, dict]]) -> str:
+    return "; ".join(f"rank {rank}: {row['error']}" for rank, row in ranked)
 
 
 def _finite(value: object) -> bool:

@@ -303,11 +303,18 @@ VARIANT_FLOOR_TARGET = ("bf16-amp", 4096, 84.0)
 GRID_MINUTES_TARGET = 10.0
 
 
+def _contenders(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that may win a speed table: passed, and not recompiled during timing (such a
+    window did not time the compiled step alone)."""
+    ok = df[df["status"] == "ok"]
+    if "recompiled" in ok:
+        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
+    return ok
+
+
 def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
     """Per mode, optimizer and batch size: eager's time, the fastest variant and its time."""
-    ok = df[df["status"] == "ok"]
-    if "recompiled" in ok:  # a window that compiled again did not time the compiled step alone
-        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
+    ok = _contenders(df)
     keys = [a for a in results.axes() if a != "variant"]
     rows = []
     for key, g in ok.groupby(keys, sort=False):
@@ -353,9 +360,8 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per batch size (rows): the fastest mode and variant, its step time, how many times faster it
     is than bf16-amp's fastest variant, eager bf16-amp and eager fp32, its peak memory over
     bf16-amp's (the same variant), and the runner-up (another mode) with its time."""
-    ok = df[(df["status"] == "ok") & (df["optimizer"] == optimizer)]
-    if "recompiled" in ok:
-        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
+    ok = _contenders(df)
+    ok = ok[ok["optimizer"] == optimizer]
     if "parallel" in ok:
         ok = ok[ok["parallel"] == "none"]
     if ok.empty:
