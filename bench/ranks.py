@@ -93,6 +93,9 @@ def merge(
         values = [v for row in rows if _finite(v := row.get(key))]
         out[key] = max(values) if values else math.nan
         out[f"{key}_spread"] = max(values) - min(values) if values else math.nan
+    # Any rank's leftover of an earlier case makes the row's peaks unreadable (`bench.results`).
+    residues = [v for row in rows if _finite(v := row.get("residue_gib"))]
+    out["residue_gib"] = max(residues) if residues else math.nan
     samples = outcomes[slowest][1]
     timed = {k: v for k, v in samples.items() if not k.startswith("nosync_")}
     extra: dict[str, object] = {

@@ -131,17 +131,23 @@ def _rows_table(run: Path, options: dict[str, str]) -> str:
     return df[columns].to_markdown(index=False, floatfmt=".3g")
 
 
-def _variants(run: Path, options: dict[str, str]) -> str:
-    """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
-    (variants measured in a folder of their own)."""
+def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
+    """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it), for a
+    block kind whose options are `optimizer=` and `with=`."""
     unknown = set(options) - {"optimizer", "with"}
     if unknown:
-        raise UsageError(f"ampbench:variants takes optimizer= and with=, not {sorted(unknown)[0]}=")
+        raise UsageError(f"ampbench:{kind} takes optimizer= and with=, not {sorted(unknown)[0]}=")
     runs = [run] + [run.parent / name for name in options.get("with", "").split("+") if name]
     for other in runs[1:]:
         if not (other / results.ENV).is_file():
-            raise UsageError(f"ampbench:variants: {other.name} is not a run folder")
-    df = pd.concat([results.load(r) for r in runs], ignore_index=True)
+            raise UsageError(f"ampbench:{kind}: {other.name} is not a run folder")
+    return pd.concat([results.load(r) for r in runs], ignore_index=True)
+
+
+def _variants(run: Path, options: dict[str, str]) -> str:
+    """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
+    (variants measured in a folder of their own)."""
+    df = _rows_with("variants", run, options)
     return report.best_variant_table(df, options.get("optimizer", "fused"))
 
 
@@ -151,6 +157,19 @@ def _recipes(run: Path, options: dict[str, str]) -> str:
     if unknown:
         raise UsageError(f"ampbench:recipes takes optimizer=, not {sorted(unknown)[0]}=")
     return report.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
+
+
+def _scaling(run: Path, options: dict[str, str]) -> str:
+    """The scaling efficiency per mode and parallelism of a run of several ranks; `with=RUN2`
+    adds the columns of a run on another GPU count."""
+    df = _rows_with("scaling", run, options)
+    optimizer = options.get("optimizer", "fused")
+    try:
+        table = report.scaling_table(df, optimizer)
+    except ValueError as exc:
+        raise UsageError(f"ampbench:scaling {run.name}: {exc}") from exc
+    targets = report.scaling_targets(df[(df["status"] == "ok") & (df["optimizer"] == optimizer)])
+    return "\n".join([*targets, "", f"Scaling efficiency (%), {optimizer} Adam:", "", table])
 
 
 def _maxbatch(run: Path, options: dict[str, str]) -> str:
@@ -180,6 +199,7 @@ KINDS = {
     "variants": _variants,
     "maxbatch": _maxbatch,
     "recipes": _recipes,
+    "scaling": _scaling,
 }
 
 

@@ -98,8 +98,9 @@ RANK_COLUMNS = {
     "peak_alloc_gib_spread": "peak spread GiB",
 }
 """The columns of a run of several ranks, per case (`## Several GPUs`)."""
-SCALING_TARGET = ("bf16-amp", 4096, 0.85)
-"""(mode, batch size per GPU, minimum): the best parallelism's scaling efficiency."""
+SCALING_TARGET = ("bf16-amp", 4096, {2: 0.85, 4: 0.80})
+"""(mode, batch size per GPU, {ranks: minimum}): the best parallelism's scaling efficiency (the
+multi-GPU issues' targets for 2 and 4 H200s)."""
 HEADLINE_COLUMNS = {
     "mode": "mode",
     "total_ms": "step ms",
@@ -517,19 +518,15 @@ def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
         "the synchronized step does not do, so its `comm ms` is low by that much.",
         "",
     ]
-    targets = _scaling_targets(ok)
+    targets = scaling_targets(ok)
     if targets:
         out += [*targets, ""]
     dist = ok[ok["parallel"] != "none"]
-    for (bs, opt, variant), group in dist.groupby(["batch_size", "optimizer", "variant"]):
-        # One value per cell: the pivot is over mode and parallelism alone.
-        wide = group.pivot_table(
-            index="mode", columns="parallel", values="scaling_efficiency", sort=False
-        )
+    for (opt, variant), group in dist.groupby(["optimizer", "variant"]):
         out += [
-            f"### Scaling efficiency, batch {bs} per GPU, {opt} Adam, {variant}",
+            f"### Scaling efficiency (%), {opt} Adam, {variant}",
             "",
-            (wide * 100).reset_index().to_markdown(index=False, floatfmt=".1f"),
+            scaling_table(group, opt),
             "",
         ]
     for bs, group in df.groupby("batch_size", sort=True):
@@ -551,6 +548,40 @@ def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
             "",
         ]
     return out
+
+
+def scaling_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
+    """Scaling efficiency in percent per mode and parallelism (rows), one column per GPU count
+    and batch size per GPU, so that the runs of several GPU counts sit side by side."""
+    sel = df[
+        (df["status"] == "ok")
+        & (df["parallel"] != "none")
+        & (df["optimizer"] == optimizer)
+        & df["scaling_efficiency"].notna()
+    ]
+    if sel.empty:
+        return f"(no passing distributed row with {optimizer} Adam)"
+    if sel["variant"].nunique() > 1:
+        raise ValueError("one variant per scaling table: " + ", ".join(sel["variant"].unique()))
+    cell = ["mode", "parallel", "world_size", "batch_size"]
+    if sel.duplicated(cell).any():
+        twice = sel[sel.duplicated(cell)].iloc[0]
+        raise ValueError(
+            f"two rows for {twice['mode']}/{twice['parallel']} on {twice['world_size']} GPUs "
+            f"at batch {twice['batch_size']}: one run per GPU count"
+        )
+    # Modes and parallelisms in the order the runs have them (the grid's), columns by GPU count.
+    sel = sel.sort_values(["world_size", "batch_size"], kind="stable")
+    sel = sel.assign(
+        _col=sel["world_size"].astype(str) + " GPUs, batch " + sel["batch_size"].astype(str)
+    )
+    wide = sel.pivot_table(
+        index=["mode", "parallel"], columns="_col", values="scaling_efficiency", sort=False
+    )
+    rows = pd.MultiIndex.from_product([sel["mode"].unique(), sel["parallel"].unique()])
+    wide = wide.reindex([r for r in rows if r in wide.index])
+    wide.columns.name = None
+    return (wide * 100).reset_index().to_markdown(index=False, floatfmt=".1f")
 
 
 def _bf16_reduction(ok: pd.DataFrame) -> pd.DataFrame:
@@ -580,19 +611,25 @@ def _bf16_reduction(ok: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _scaling_targets(ok: pd.DataFrame) -> list[str]:
-    mode, bs, minimum = SCALING_TARGET
+def scaling_targets(ok: pd.DataFrame) -> list[str]:
+    """The scaling target's line per rank count among the passing rows `ok`."""
+    mode, bs, minimums = SCALING_TARGET
     sel = ok[(ok["mode"] == mode) & (ok["batch_size"] == bs) & (ok["parallel"] != "none")]
     sel = sel[sel["scaling_efficiency"].notna()]
-    if sel.empty:
-        return []
-    best = sel.loc[sel["scaling_efficiency"].idxmax()]
-    verdict = "met" if best["scaling_efficiency"] >= minimum else "MISSED"
-    return [
-        f"- {mode}, batch {bs} per GPU: the best parallelism, {best['parallel']}, keeps "
-        f"{best['scaling_efficiency'] * 100:.1f}% scaling efficiency on {best['world_size']} "
-        f"ranks (target ≥ {minimum * 100:.0f}%): **{verdict}**."
-    ]
+    out = []
+    for n, group in sel.groupby("world_size"):
+        best = group.loc[group["scaling_efficiency"].idxmax()]
+        line = (
+            f"- {mode}, batch {bs} per GPU: the best parallelism, {best['parallel']}, keeps "
+            f"{best['scaling_efficiency'] * 100:.1f}% scaling efficiency on {n} ranks"
+        )
+        minimum = minimums.get(int(n))
+        if minimum is None:
+            out.append(f"{line} (no target for {n} ranks).")
+        else:
+            verdict = "met" if best["scaling_efficiency"] >= minimum else "MISSED"
+            out.append(f"{line} (target ≥ {minimum * 100:.0f}%): **{verdict}**.")
+    return out
 
 
 def _above_floor(df: pd.DataFrame) -> list[str]:
@@ -736,6 +773,13 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
             bad[["case_id", "status", "error"]].to_markdown(index=False),
             "",
         ]
+    # A passing row's error is a note on what it could not measure (a recompile, its peaks).
+    errors = df.get("error", pd.Series("", index=df.index)).fillna("").astype(str)
+    noted = df[(df["status"] == "ok") & (errors != "")]
+    if not noted.empty:
+        out += ["## Notes on cases that passed", ""]
+        out += [f"- `{r.case_id}`: {r.error}" for r in noted.itertuples()]
+        out.append("")
     return "\n".join(out)
 
 

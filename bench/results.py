@@ -195,6 +195,48 @@ def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+RESIDUE_LIMIT_GIB = 0.25
+"""Memory still allocated when a case starts that is more than a library's workspaces (cuBLAS's
+and the ceilings', some 0.03 to 0.06 GiB on an H200): memory of an earlier case. The runner
+takes it out of the case's peaks, which is right only while it stays allocated; on the H200s,
+after DDP cases, up to 9.6 GiB was freed during the next case, leaving its peaks too low (even
+negative). Above this limit a row's peaks are not read as measured."""
+
+PEAK_COLUMNS = (
+    "peak_alloc_gib",
+    "peak_reserved_gib",
+    "peak_fwd_gib",
+    "peak_bwd_gib",
+    "peak_opt_gib",
+    "peak_alloc_gib_spread",
+    "peak_reserved_gib_spread",
+)
+
+
+def _with_clean_peaks(df: pd.DataFrame) -> pd.DataFrame:
+    """No peak memory for a row that began with more than `RESIDUE_LIMIT_GIB` of an earlier
+    case's memory still allocated (the largest over its ranks); its error says so."""
+    if "residue_gib" not in df:
+        return df
+    unclean = df["residue_gib"].astype(float) > RESIDUE_LIMIT_GIB
+    if not unclean.any():
+        return df
+    peaks = [c for c in PEAK_COLUMNS if c in df]
+    df[peaks] = df[peaks].astype(float)
+    df.loc[unclean, peaks] = math.nan
+    note = df.loc[unclean, "residue_gib"].map(
+        lambda gib: (
+            f"peak memory not measured: {gib:.2f} GiB of an earlier case was still "
+            "allocated at the start"
+        )
+    )
+    if "error" not in df:
+        df["error"] = ""
+    old = df.loc[unclean, "error"].fillna("").astype(str)
+    df.loc[unclean, "error"] = (old + "; ").where(old != "", "") + note
+    return df
+
+
 def _with_ranks(df: pd.DataFrame) -> pd.DataFrame:
     """The columns of a run of several ranks, for rows of one-process folders that predate
     them: one rank, the global batch is the batch, all throughput is one GPU's."""
@@ -241,7 +283,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     for col in METRIC_COLUMNS:
         if col not in df.columns:
             df[col] = math.nan
-    df = _with_memory(_with_speedups(df))
+    df = _with_memory(_with_speedups(_with_clean_peaks(df)))
     df = _with_scaling(df)
     lead = leading_columns()
     return df[lead + [c for c in df.columns if c not in lead]]

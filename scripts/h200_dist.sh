@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Issue 11's run of record on a 2-GPU box (nvidia-h200-x2), within one device command (< 10 min):
+# The multi-GPU run of record on a box of GPUS GPUs (default 2: nvidia-h200-x2; GPUS=4 on
+# nvidia-h200-x4 for the 4-GPU run), within one device command (< 10 min):
 #   0. what the box is: GPUs, their topology, torch and NCCL versions;
 #   1. a smoke run on the tiny preset (a few seconds of measuring): if the distributed path is
 #      broken, its log says how, cheaply, and step 2 still runs;
 #   2. the done run: all five original modes x parallel none (the one-GPU baselines, measured in
 #      the same run), ddp, ddp-bf16, fsdp, fsdp-bf16 x batch 1024 and 4096 per GPU, fused Adam,
-#      eager, through `./run_bench.sh --gpus 2`, into results_new/ (50 cases, about 3 minutes).
+#      eager, through `./run_bench.sh --gpus $GPUS`, into results_new/ (50 cases, about 3 minutes
+#      on 2 GPUs).
 # Every collective is bounded (--collective-timeout): a case that fails or hangs on a rank is a
 # row, and the launcher goes on. A run cut by the outer `timeout` is finished later with
-# `./run_bench.sh --resume results_new/<folder> --gpus 2`.
-# Usage: scripts/h200_dist.sh OUT_DIR    (logs in OUT_DIR, results_new/ packed into OUT_DIR)
+# `./run_bench.sh --resume results_new/<folder> --gpus N`.
+# Usage: [GPUS=N] scripts/h200_dist.sh OUT_DIR    (logs in OUT_DIR, results_new/ packed into it)
 set -uo pipefail
 out="${1:?usage: scripts/h200_dist.sh OUT_DIR}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"  # absolute: the script runs from the project root
 cd "$(dirname "$0")/.."
+gpus="${GPUS:-2}"
 mkdir -p results_new
 export PYTHONUNBUFFERED=1
 # NCCL says why a communicator failed, without flooding the log; a hung collective ends its
@@ -34,15 +37,15 @@ log "0. the box"
 } >"$out/box.txt" 2>&1
 cat "$out/box.txt" | tee -a "$out/session.log"
 
-log "1. smoke: tiny preset, 2 ranks"
-timeout 150 ./run_bench.sh --gpus 2 --preset tiny --modes fp32,bf16-amp,fp16-amp \
+log "1. smoke: tiny preset, $gpus ranks"
+timeout 150 ./run_bench.sh --gpus "$gpus" --preset tiny --modes fp32,bf16-amp,fp16-amp \
     --optimizers fused --variants eager --batch-sizes 64 --steps 5 --warmup 2 \
     --collective-timeout 30 --results-dir "$out/smoke" >"$out/smoke.log" 2>&1
 log "smoke exit $?"
 grep -E "^\[|^    (ok|error|oom|timeout|unsupported|nonfinite)" "$out/smoke.log" | tee -a "$out/session.log"
 
-log "2. the done run: 5 modes x 5 parallel x batch 1024,4096 per GPU, 2 ranks"
-timeout 400 ./run_bench.sh --gpus 2 \
+log "2. the done run: 5 modes x 5 parallel x batch 1024,4096 per GPU, $gpus ranks"
+timeout 400 ./run_bench.sh --gpus "$gpus" \
     --modes fp32,tf32,fp16-amp,fp16-amp-noscale,bf16-amp \
     --parallel none,ddp,ddp-bf16,fsdp,fsdp-bf16 \
     --optimizers fused --variants eager --batch-sizes 1024,4096 \

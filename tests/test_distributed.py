@@ -8,13 +8,15 @@ import math
 import os
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
-from bench import launch, results
+from bench import launch, readme, results
 from bench.cli import main
+from bench.faults import UsageError
 from bench.modes import MODES
-from bench.parallel import collective_bytes
+from bench.parallel import PARALLELS, collective_bytes
 from bench.ranks import merge
 from bench.roofline import comm_floor_columns
 from tests.conftest import tiny_case
@@ -132,7 +134,7 @@ def test_parallel_on_one_rank_is_unsupported(tmp_path):
 
 
 def test_merge_keeps_the_slowest_rank_and_names_failures_first():
-    def row(rank, total, status="ok", error="", peak=1.0):
+    def row(rank, total, status="ok", error="", peak=1.0, residue=0.05):
         return {
             "status": status,
             "error": error,
@@ -140,12 +142,17 @@ def test_merge_keeps_the_slowest_rank_and_names_failures_first():
             "host": f"h{rank}",
             "peak_alloc_gib": peak,
             "peak_reserved_gib": peak,
+            "residue_gib": residue,
         }
 
     out, samples, extra = merge(
-        [(row(0, 10.0, peak=2.0), {"total": [10.0]}), (row(1, 12.0), {"total": [12.0]})]
+        [
+            (row(0, 10.0, peak=2.0, residue=3.0), {"total": [10.0]}),
+            (row(1, 12.0), {"total": [12.0]}),
+        ]
     )
     assert out["total_ms"] == 12.0 and out["slowest_rank"] == 1
+    assert out["residue_gib"] == 3.0  # the largest over the ranks, not the slowest rank's
     assert out["rank_spread_pct"] == pytest.approx(2 / 12 * 100)
     assert out["peak_alloc_gib"] == 2.0 and out["peak_alloc_gib_spread"] == 1.0
     assert out["hosts"] == "h0,h1" and samples == {"total": [12.0]}
@@ -275,3 +282,48 @@ def test_a_run_stopped_from_outside_leaves_no_row_for_its_case(tmp_path, monkeyp
         launch.launch(2, ["run"], log=lambda msg: None)
     assert not (run_dir / launch.INFLIGHT).exists()
     assert not (run_dir / results.ROWS).exists()
+
+
+def test_the_readme_scaling_table_is_the_runs_scaling_efficiency(two_ranks):
+    _, run_dir = two_ranks
+    block = f"<!-- ampbench:scaling {run_dir.name} -->\n<!-- /ampbench:scaling -->"
+    text, _ = readme.regenerate(block, run_dir.parent)
+    ok = results.load(run_dir)
+    ok = ok[(ok["status"] == "ok") & (ok["parallel"] != "none")]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()]
+    assert ["mode", "parallel", "2 GPUs, batch 8"] in cells
+    shown = {(r[0], r[1]): r[2] for r in cells if len(r) == 3 and r[1] in PARALLELS}
+    assert shown == {
+        (r.mode, r.parallel): f"{r.scaling_efficiency * 100:.1f}" for r in ok.itertuples()
+    }
+    # The same run twice would put two figures in one cell: refused, not averaged.
+    twice = (
+        f"<!-- ampbench:scaling {run_dir.name} with={run_dir.name} -->\n<!-- /ampbench:scaling -->"
+    )
+    with pytest.raises(UsageError, match="one run per GPU count"):
+        readme.regenerate(twice, run_dir.parent)
+
+
+def test_the_scaling_target_depends_on_the_gpu_count():
+    from bench import report
+
+    rows = [
+        {
+            "mode": "bf16-amp",
+            "batch_size": 4096,
+            "parallel": p,
+            "world_size": n,
+            "scaling_efficiency": e,
+        }
+        for n, p, e in (
+            (2, "ddp", 0.78),
+            (2, "fsdp-bf16", 0.86),
+            (4, "ddp", 0.79),
+            (8, "ddp", 0.5),
+        )
+    ]
+    lines = report.scaling_targets(pd.DataFrame(rows))
+    assert lines[0].startswith("- bf16-amp, batch 4096 per GPU: the best parallelism, fsdp-bf16")
+    assert lines[0].endswith("86.0% scaling efficiency on 2 ranks (target ≥ 85%): **met**.")
+    assert lines[1].endswith("79.0% scaling efficiency on 4 ranks (target ≥ 80%): **MISSED**.")
+    assert lines[2].endswith("on 8 ranks (no target for 8 ranks).")

@@ -222,3 +222,30 @@ def test_summary_time_to_target_by_hand():
 def test_summary_of_no_runs_is_empty_with_its_columns():
     out = analysis.summarize_runs(_empty("steps"), _empty("evals"), _empty("runs"), horizon=10)
     assert out.empty and list(out.columns) == list(tables.TABLES["summary"].columns)
+
+
+def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
+    from bench.numerics.answer import recipe_census_sentences
+
+    rows = []
+    for mode, err in (("bf16-amp", 0.01), ("bf16-pure", 0.01), ("fp8-rowwise", 0.05)):
+        for step in (0, 100):
+            for kind, scale in (("activation_grad", 1.0), ("produced_grad", 2.0)):
+                rows.append(
+                    {
+                        "batch_size": 64,
+                        "mode": mode,
+                        "step": step,
+                        "kind": kind,
+                        "rel_err": err * scale * (step + 1),
+                    }
+                )
+    rows.append({"batch_size": 64, "mode": "fp32", "step": 0, "kind": "param_grad", "rel_err": 9})
+    (text,) = recipe_census_sentences(pd.DataFrame(rows))
+    assert (
+        "`bf16-pure` at batch 64: step 0: 0.01 / 0.02, step 100: 1.01 / 2.02 (equal to bf16-amp's)"
+        in text
+    )
+    assert "`fp8-rowwise` at batch 64: step 0: 0.05 / 0.1, step 100: 5.05 / 10.1;" in text
+    assert text.endswith("bf16-amp at batch 64: step 0: 0.01 / 0.02, step 100: 1.01 / 2.02.")
+    assert recipe_census_sentences(pd.DataFrame(rows[:4])) == []  # bf16-amp alone: no recipe

@@ -85,6 +85,24 @@ def test_speedups_match_on_every_other_axis(tmp_path):
     assert math.isnan(df.loc[("bf16-amp", 128), "speedup_vs_tf32"])  # no tf32 row at all
 
 
+def test_peaks_of_a_case_that_began_with_an_earlier_cases_memory_are_not_read(tmp_path):
+    clean, dirty = _row("fp32", 40.0), _row("bf16-amp", 10.0)
+    clean["residue_gib"] = 0.06  # library workspaces: the peaks stand
+    dirty.update(residue_gib=8.5, peak_alloc_gib=-1.5, peak_fwd_gib=-2.0)
+    for row in (clean, dirty):
+        results.append_jsonl(tmp_path / results.ROWS, row)
+    results.write_env(tmp_path, {"run_name": "r", "device": "cuda", "command": "c", "gpu": "g"})
+    df = results.load(tmp_path).set_index("mode")
+    assert df.loc["fp32", "peak_alloc_gib"] == 1.5 and df.loc["fp32", "error"] == ""
+    assert math.isnan(df.loc["bf16-amp", "peak_alloc_gib"])
+    assert math.isnan(df.loc["bf16-amp", "peak_fwd_gib"])
+    assert math.isnan(df.loc["bf16-amp", "peak_reserved_gib"])
+    assert df.loc["bf16-amp", "status"] == "ok" and "8.50 GiB" in df.loc["bf16-amp", "error"]
+    report.write(tmp_path)
+    text = (tmp_path / results.REPORT).read_text()
+    assert "## Notes on cases that passed" in text and "peak memory not measured" in text
+
+
 def test_report_round_trip(run_dir):
     df = report.write(run_dir)
     text = (run_dir / results.REPORT).read_text()

@@ -549,6 +549,44 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
     return out
 
 
+def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
+    """The census's verdict on the recipes beyond autocast: per recipe and checkpoint, the
+    median relative error against fp32 of its activation gradients and of its weight and bias
+    gradients as their matmuls produced them, beside bf16-amp's (same weights, same batch)."""
+    if census.empty:
+        return []
+    recipes = [m for m in NEW_RECIPES if m in set(census["mode"])]
+    if not recipes:
+        return []
+    kinds = census[census["kind"].isin([ACTIVATION_GRAD, PRODUCED_GRAD])]
+    med = kinds.groupby(["batch_size", "mode", "step", "kind"])["rel_err"].median()
+
+    def figures(bs: int, mode: str) -> str:
+        steps = sorted(med.loc[(bs, mode)].index.get_level_values("step").unique())
+        return ", ".join(
+            f"step {int(st)}: {med.get((bs, mode, st, ACTIVATION_GRAD), math.nan):.3g} / "
+            f"{med.get((bs, mode, st, PRODUCED_GRAD), math.nan):.3g}"
+            for st in steps
+        )
+
+    parts = []
+    for bs in sorted(kinds["batch_size"].unique()):
+        modes = set(med.loc[bs].index.get_level_values("mode"))
+        for mode in [m for m in recipes if m in modes]:
+            text = f"`{mode}` at batch {int(bs)}: {figures(bs, mode)}"
+            if "bf16-amp" in modes:
+                same = med.loc[(bs, mode)].equals(med.loc[(bs, "bf16-amp")])
+                text += " (equal to bf16-amp's)" if same else ""
+            parts.append(text)
+        if "bf16-amp" in modes:
+            parts.append(f"bf16-amp at batch {int(bs)}: {figures(bs, 'bf16-amp')}")
+    return [
+        "**The recipes' gradients against fp32** (the census: each recipe on the trajectory's "
+        "weights at each checkpoint; the median relative error of the activation gradients / "
+        f"of the weight and bias gradients as their matmuls produced them): {'; '.join(parts)}."
+    ]
+
+
 def update_underflow_sentences(traces: pd.DataFrame) -> list[str]:
     """How much of the largest weight's Adam update rounds away in bf16, for the pure-bf16
     recipes, from the traces (nothing for a folder without the column)."""
@@ -591,5 +629,6 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         *cost_sentences(tables["summary"], tables["census"]),
         *error_sentences(tables["audit_json"]["error_paths"]),
         *recipe_sentences(tables["summary"]),
+        *recipe_census_sentences(tables["census"]),
         *update_underflow_sentences(tables.get("traces", pd.DataFrame())),
     ]

@@ -357,11 +357,20 @@ def _provenance(env: dict) -> list[str]:
             "",
         ]
     for r in env.get("resumed", []):
+        at = f"on {r['at']} at commit `{str(r.get('commit'))[:7]}`"
+        again = r.get("census_again_for", [])
         if r.get("added_modes"):
+            # Before `census_again_for` existed, an addition left the census as it was.
+            census = "and the census" if again else "the census was not extended"
             out += [
-                f"Modes {', '.join(r['added_modes'])} were added on {r['at']} at commit "
-                f"`{str(r.get('commit'))[:7]}` (their convergence runs and dtype audit; the "
-                "census was not extended).",
+                f"Modes {', '.join(r['added_modes'])} were added {at} (their convergence runs "
+                f"and dtype audit; {census}).",
+                "",
+            ]
+        if again:
+            out += [
+                f"The census ran again {at} for {', '.join(again)}, which it had not measured: "
+                "every census row (all modes) is from that run.",
                 "",
             ]
     return out
