@@ -573,7 +573,9 @@ def scaling_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     # Modes and parallelisms in the order the runs have them (the grid's), columns by GPU count.
     sel = sel.sort_values(["world_size", "batch_size"], kind="stable")
     sel = sel.assign(
-        _col=sel["world_size"].astype(str) + " GPUs, batch " + sel["batch_size"].astype(str)
+        _col=sel["world_size"].astype(int).astype(str)
+        + " GPUs, batch "
+        + sel["batch_size"].astype(int).astype(str)
     )
     wide = sel.pivot_table(
         index=["mode", "parallel"], columns="_col", values="scaling_efficiency", sort=False

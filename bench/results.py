@@ -224,16 +224,18 @@ def _with_clean_peaks(df: pd.DataFrame) -> pd.DataFrame:
     peaks = [c for c in PEAK_COLUMNS if c in df]
     df[peaks] = df[peaks].astype(float)
     df.loc[unclean, peaks] = math.nan
-    note = df.loc[unclean, "residue_gib"].map(
+    # The note goes on measured rows; a failed row's error already says what went wrong.
+    noted = unclean & df["status"].isin(["ok", "nonfinite"])
+    note = df.loc[noted, "residue_gib"].map(
         lambda gib: (
             f"peak memory not measured: {gib:.2f} GiB of an earlier case was still "
             "allocated at the start"
         )
     )
-    if "error" not in df:
-        df["error"] = ""
-    old = df.loc[unclean, "error"].fillna("").astype(str)
-    df.loc[unclean, "error"] = (old + "; ").where(old != "", "") + note
+    errors = df["error"] if "error" in df else pd.Series("", index=df.index)
+    df["error"] = errors.astype(object).where(errors.notna(), "").astype(str)
+    old = df.loc[noted, "error"]
+    df.loc[noted, "error"] = (old + "; ").where(old != "", "") + note
     return df
 
 

@@ -327,3 +327,37 @@ def test_the_scaling_target_depends_on_the_gpu_count():
     assert lines[0].endswith("86.0% scaling efficiency on 2 ranks (target ≥ 85%): **met**.")
     assert lines[1].endswith("79.0% scaling efficiency on 4 ranks (target ≥ 80%): **MISSED**.")
     assert lines[2].endswith("on 8 ranks (no target for 8 ranks).")
+
+
+def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order():
+    from bench import report
+
+    rows = [
+        {
+            "mode": mode,
+            "parallel": par,
+            "world_size": n,
+            "batch_size": bs,
+            "optimizer": "fused",
+            "variant": "eager",
+            "status": "ok",
+            "scaling_efficiency": n / 10 + bs / 1e4 + (0.01 if par == "fsdp" else 0),
+        }
+        for n in (4, 2)
+        for bs in (1024, 256)
+        for mode in ("fp32", "bf16-amp")
+        for par in ("ddp", "fsdp")
+    ]
+    lines = report.scaling_table(pd.DataFrame(rows)).splitlines()
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head == [
+        "mode",
+        "parallel",
+        "2 GPUs, batch 256",
+        "2 GPUs, batch 1024",
+        "4 GPUs, batch 256",
+        "4 GPUs, batch 1024",
+    ]
+    first = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert first == ["fp32", "ddp", "22.6", "30.2", "42.6", "50.2"]
+    assert [c.strip() for c in lines[3].strip("|").split("|")][:2] == ["fp32", "fsdp"]

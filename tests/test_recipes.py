@@ -252,7 +252,12 @@ def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, n
     study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
     assert len(tables.read(run_dir, "census")) == len(census)
     assert json.loads((run_dir / "env.json").read_text())["resumed"][-1]["added_modes"] == []
-    assert "The census ran again" in (run_dir / "report.md").read_text()
+    report = (run_dir / "report.md").read_text()
+    # Each census run replaced every census row: only the last one's line says the rows are its.
+    assert report.count("The census ran again") == 2
+    assert report.count("every census row (all modes) is from this run") == 1
+    last = report.rindex("The census ran again")
+    assert report.index("every census row (all modes) is from this run") > last
     with pytest.raises(Exception, match="already has"):
         study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
 

@@ -89,7 +89,12 @@ def test_peaks_of_a_case_that_began_with_an_earlier_cases_memory_are_not_read(tm
     clean, dirty = _row("fp32", 40.0), _row("bf16-amp", 10.0)
     clean["residue_gib"] = 0.06  # library workspaces: the peaks stand
     dirty.update(residue_gib=8.5, peak_alloc_gib=-1.5, peak_fwd_gib=-2.0)
-    for row in (clean, dirty):
+    # What a DDP case left on the H200s: the model's float32 gradient, 1.13 GiB, and the 0.06.
+    after_ddp = _row("tf32", 20.0)
+    after_ddp.update(residue_gib=1.2, error="recompiled during the timed window")
+    failed = _row("fp16-amp", 8.0, status="oom")
+    failed["residue_gib"] = 3.0
+    for row in (clean, dirty, after_ddp, failed):
         results.append_jsonl(tmp_path / results.ROWS, row)
     results.write_env(tmp_path, {"run_name": "r", "device": "cuda", "command": "c", "gpu": "g"})
     df = results.load(tmp_path).set_index("mode")
@@ -98,6 +103,14 @@ def test_peaks_of_a_case_that_began_with_an_earlier_cases_memory_are_not_read(tm
     assert math.isnan(df.loc["bf16-amp", "peak_fwd_gib"])
     assert math.isnan(df.loc["bf16-amp", "peak_reserved_gib"])
     assert df.loc["bf16-amp", "status"] == "ok" and "8.50 GiB" in df.loc["bf16-amp", "error"]
+    assert math.isnan(df.loc["tf32", "peak_alloc_gib"])
+    assert df.loc["tf32", "error"] == (
+        "recompiled during the timed window; peak memory not measured: 1.20 GiB of an earlier "
+        "case was still allocated at the start"
+    )
+    assert (
+        math.isnan(df.loc["fp16-amp", "peak_alloc_gib"]) and df.loc["fp16-amp", "error"] == "boom"
+    )
     report.write(tmp_path)
     text = (tmp_path / results.REPORT).read_text()
     assert "## Notes on cases that passed" in text and "peak memory not measured" in text

@@ -572,14 +572,17 @@ def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
     parts = []
     for bs in sorted(kinds["batch_size"].unique()):
         modes = set(med.loc[bs].index.get_level_values("mode"))
-        for mode in [m for m in recipes if m in modes]:
+        here = [m for m in recipes if m in modes]
+        for mode in here:
             text = f"`{mode}` at batch {int(bs)}: {figures(bs, mode)}"
             if "bf16-amp" in modes:
                 same = med.loc[(bs, mode)].equals(med.loc[(bs, "bf16-amp")])
                 text += " (equal to bf16-amp's)" if same else ""
             parts.append(text)
-        if "bf16-amp" in modes:
+        if here and "bf16-amp" in modes:
             parts.append(f"bf16-amp at batch {int(bs)}: {figures(bs, 'bf16-amp')}")
+    if not parts:  # the recipes' census rows hold no gradient
+        return []
     return [
         "**The recipes' gradients against fp32** (the census: each recipe on the trajectory's "
         "weights at each checkpoint; the median relative error of the activation gradients / "

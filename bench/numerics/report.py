@@ -356,21 +356,25 @@ def _provenance(env: dict) -> list[str]:
             f"Interrupted, then resumed {len(resumed)} time(s) by the command(s) after the first.",
             "",
         ]
-    for r in env.get("resumed", []):
+    entries = env.get("resumed", [])
+    # Each census run replaces every census row: the rows are the last one's.
+    last_census = max((i for i, r in enumerate(entries) if r.get("census_again_for")), default=-1)
+    for i, r in enumerate(entries):
         at = f"on {r['at']} at commit `{str(r.get('commit'))[:7]}`"
         again = r.get("census_again_for", [])
         if r.get("added_modes"):
             # Before `census_again_for` existed, an addition left the census as it was.
-            census = "and the census" if again else "the census was not extended"
-            out += [
-                f"Modes {', '.join(r['added_modes'])} were added {at} (their convergence runs "
-                f"and dtype audit; {census}).",
-                "",
-            ]
+            what = (
+                "convergence runs, dtype audit and census"
+                if again
+                else ("convergence runs and dtype audit; the census was not extended")
+            )
+            out += [f"Modes {', '.join(r['added_modes'])} were added {at} (their {what}).", ""]
         if again:
+            rows = "; every census row (all modes) is from this run" if i == last_census else ""
             out += [
-                f"The census ran again {at} for {', '.join(again)}, which it had not measured: "
-                "every census row (all modes) is from that run.",
+                f"The census ran again {at} for {', '.join(again)}, which it had not "
+                f"measured{rows}.",
                 "",
             ]
     return out
