@@ -250,5 +250,5 @@ def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
     assert text.endswith("bf16-amp at batch 64: step 0: 0.01 / 0.02, step 100: 1.01 / 2.02.")
     assert recipe_census_sentences(pd.DataFrame(rows[:4])) == []  # bf16-amp alone: no recipe
     # A recipe whose rows hold no activation or produced gradient: no sentence, not an empty one.
-    only_param = rows[:4] + [{**rows[-1], "mode": "fp8-rowwise"}]
+    only_param = [*rows[:4], {**rows[-1], "mode": "fp8-rowwise"}]
     assert recipe_census_sentences(pd.DataFrame(only_param)) == []
