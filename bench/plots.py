@@ -235,10 +235,20 @@ def _stack(
     return bottom
 
 
-def _mode_ticks(ax: Axes, modes: list[str]) -> None:
+def _mark(ax: Axes, x: int, value: float) -> None:
+    """A reference value (the floor, the measured peak) as a marker beside the bar at `x`."""
+    ax.plot([x + 0.36], [value], marker="<", color="black", markersize=6)
+
+
+def _finish_panel(ax: Axes, modes: list[str], ylabel: str, title: str) -> None:
+    """One panel of stacked bars per mode: mode-coloured ticks, labels, room above the bars."""
     ax.set_xticks(range(len(modes)), modes, rotation=20, fontsize=7)
     for tick, mode in zip(ax.get_xticklabels(), modes, strict=True):
         tick.set_color(mode_colour(mode))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.margins(y=0.15)
+    ax.set_ylim(bottom=0)
 
 
 def phases(df: pd.DataFrame, path: Path) -> None:
@@ -258,13 +268,9 @@ def phases(df: pd.DataFrame, path: Path) -> None:
                 top = _stack(ax, i, r, {"total_ms": WHOLE_STEP})
                 fused = True
             if _finite(r.get("floor_ms")):
-                ax.plot([i + 0.36], [r["floor_ms"]], marker="<", color="black", markersize=6)
+                _mark(ax, i, r["floor_ms"])
             ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
-        _mode_ticks(ax, modes)
-        ax.set_ylabel("ms per step")
-        ax.set_title(title, fontsize=10)
-        ax.margins(y=0.15)
-        ax.set_ylim(bottom=0)
+        _finish_panel(ax, modes, "ms per step", title)
     parts = [*PHASES.values(), *([WHOLE_STEP] if fused else [])]
     _legend(fig, _parts_handles(parts, "floor (measured ceilings)"))
     _save(fig, path)
@@ -285,14 +291,10 @@ def memory(df: pd.DataFrame, path: Path) -> None:
             r = g[g["mode"] == mode].iloc[0]
             top = _stack(ax, i, r, MEMORY_PARTS)
             if _finite(r.get("peak_alloc_gib")):
-                ax.plot([i + 0.36], [r["peak_alloc_gib"]], marker="<", color="black", markersize=6)
+                _mark(ax, i, r["peak_alloc_gib"])
             if top > 0:  # a folder older than the breakdown has only the peak
                 ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
-        _mode_ticks(ax, modes)
-        ax.set_ylabel("GiB (2^30 bytes)")
-        ax.set_title(name, fontsize=10)
-        ax.margins(y=0.15)
-        ax.set_ylim(bottom=0)
+        _finish_panel(ax, modes, "GiB (2^30 bytes)", name)
     drawn = [p for k, p in MEMORY_PARTS.items() if k in df and df[k].map(_finite).any()]
     _legend(fig, _parts_handles(drawn, "measured peak" if peaks else None))
     _save(fig, path)
