@@ -63,6 +63,19 @@ class World:
         """A fresh data group (after a case that failed on some rank)."""
         self.data = _data_group(self.device, self.collective_timeout_s)
 
+    def drain(self) -> None:
+        """Wait on one collective of the data group, after a case every rank finished. DDP
+        chains futures on its bucket all-reduces and never waits on them, and ProcessGroupNCCL
+        keeps an unwaited collective's tensors (its guard for the caching allocator): without
+        a wait, a finished DDP case's gradient buckets were still allocated when the next case
+        began (NOTES, 2026-11-30)."""
+        if self.data is None:
+            return
+        flag = torch.zeros(1, device=self.device)
+        dist.all_reduce(flag, group=self.data, async_op=True).wait()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
     def exchange(self, obj: object, what: str) -> list[object]:
         """Every rank's `obj`, in rank order, on every rank (gloo, outside any timed region).
         Raises `GroupBroken` when some rank does not arrive within the control timeout."""

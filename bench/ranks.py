@@ -52,6 +52,8 @@ def run_case_on_ranks(
     statuses = {r["status"] for r, _ in outcomes}
     if PARALLELS[case.parallel].distributed and statuses & set(BROKEN):
         world.renew()  # a collective some rank never joined leaves the group out of step
+    elif PARALLELS[case.parallel].distributed:
+        world.drain()
     return merged
 
 

@@ -44,29 +44,6 @@ def free_device_memory(*, compiled: bool = False) -> None:
         torch.cuda.empty_cache()
 
 
-def settled_allocation(
-    *,
-    allocated: Callable[[], int] = lambda: torch.cuda.memory_allocated(),
-    timeout_s: float = 5.0,
-    poll_s: float = 0.05,
-    still: int = 4,
-) -> float:
-    """GiB allocated on this GPU once the figure has stopped falling (`still` polls in a row
-    without a drop), or when `timeout_s` has passed. In a multi-GPU run the memory of a finished
-    DDP case was still allocated when the next case began and was freed a moment later: read at
-    once, it was counted against the next case (see NOTES, 2026-11-30). Garbage is collected at
-    each poll, as the case's teardown does."""
-    deadline = time.monotonic() + timeout_s
-    low, since_drop = allocated(), 0
-    while since_drop < still and time.monotonic() < deadline:
-        time.sleep(poll_s)
-        gc.collect()
-        now = allocated()
-        since_drop = 0 if now < low else since_drop + 1
-        low = min(low, now)
-    return low / memory.GIB
-
-
 PHASES = ("fwd", "bwd", "step")
 PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
 
@@ -163,12 +140,7 @@ def run_case(
     cuda = case.device == "cuda"
     # Memory still allocated before the case is built (by the caller, or left by an earlier case)
     # is not the case's: it is recorded, and taken out of the case's allocated peaks.
-    if not cuda:
-        residue = math.nan
-    elif world.distributed:
-        residue = settled_allocation()
-    else:
-        residue = torch.cuda.memory_allocated() / memory.GIB
+    residue = torch.cuda.memory_allocated() / memory.GIB if cuda else math.nan
     row["residue_gib"] = residue
     wrap = (
         functools.partial(

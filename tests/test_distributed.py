@@ -212,6 +212,28 @@ def test_two_gpus_with_nccl(tmp_path):
     assert set(df["status"]) == {"ok"} and len(df) == 5
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_a_ddp_case_leaves_nothing_allocated_for_the_next(tmp_path):
+    # The question's model, whose float32 gradients are 1.2 GiB: what a DDP case left behind
+    # would show in the next case's residue and blank its peaks.
+    code = launch.launch(
+        2,
+        [
+            *("run", "--gpus", "2", "--modes", "bf16-amp", "--parallel", "ddp-bf16,fsdp"),
+            *("--optimizers", "fused", "--variants", "eager", "--batch-sizes", "64"),
+            *("--steps", "3", "--warmup", "1", "--collective-timeout", "60", "--no-overhead"),
+            *("--results-dir", str(tmp_path)),
+        ],
+    )
+    assert code == 0
+    (run_dir,) = list(tmp_path.iterdir())
+    df = results.load(run_dir).set_index("parallel")
+    assert set(df["status"]) == {"ok"}
+    assert df.loc["fsdp", "residue_gib"] < results.RESIDUE_LIMIT_GIB
+    assert df.loc["fsdp", "peak_alloc_gib"] > 0
+
+
 def test_what_cannot_run_distributed_says_why():
     from bench.parallel import unsupported_reason
 

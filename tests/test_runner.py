@@ -136,20 +136,3 @@ def test_memory_left_before_a_case_is_not_its_peak(cpu_ceilings):
 def test_no_residue_is_measured_on_the_cpu(cpu_ceilings):
     row, _ = run_case(tiny_case(), cpu_ceilings)
     assert math.isnan(row["residue_gib"])
-
-
-def test_settled_allocation_waits_for_memory_freed_late():
-    # What a finished case leaves: 9 GiB, freed in two steps a few polls later, then still.
-    readings = iter([9, 9, 5, 5, 1, 1, 1, 1, 1, 1, 1])
-    got = runner.settled_allocation(
-        allocated=lambda: next(readings) * 2**30, poll_s=0.0, still=4, timeout_s=10
-    )
-    assert got == 1.0
-    assert next(readings) == 1  # it stopped once the figure had held for 4 polls
-
-
-def test_settled_allocation_gives_up_at_its_timeout():
-    falling = iter(range(10**6, 0, -1))  # memory that never stops falling
-    got = runner.settled_allocation(allocated=lambda: next(falling), poll_s=0.01, timeout_s=0.1)
-    assert got > 0
-    assert next(falling) > 10**6 - 100  # about ten polls, not the million it would take
