@@ -50,10 +50,11 @@ def run_case_on_ranks(
     outcomes = world.exchange((row, samples), f"case {case.case_id}")
     merged = merge(outcomes)
     statuses = {r["status"] for r, _ in outcomes}
-    if PARALLELS[case.parallel].distributed and statuses & set(BROKEN):
-        world.renew()  # a collective some rank never joined leaves the group out of step
-    elif PARALLELS[case.parallel].distributed:
-        world.drain()
+    if PARALLELS[case.parallel].distributed:
+        if statuses & set(BROKEN):
+            world.renew()  # a collective some rank never joined leaves the group out of step
+        else:
+            world.drain()
     return merged
 
 

@@ -194,21 +194,27 @@ def test_the_collective_floor_follows_nccl_tests():
     assert cols["comm_gbytes"] == pytest.approx(0.004)
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
-def test_two_gpus_with_nccl(tmp_path):
+def _run_on_two_gpus(tmp_path: Path, *args: str) -> pd.DataFrame:
+    """`run --gpus 2` with NCCL, fused Adam, eager, batch 64, 3 steps: the folder's rows."""
     code = launch.launch(
         2,
         [
-            *("run", "--gpus", "2", "--preset", "tiny", "--modes", "bf16-amp"),
-            *("--optimizers", "fused", "--variants", "eager", "--batch-sizes", "64"),
-            *("--steps", "3", "--warmup", "1", "--collective-timeout", "30"),
+            *("run", "--gpus", "2", "--optimizers", "fused", "--variants", "eager"),
+            *("--batch-sizes", "64", "--steps", "3", "--warmup", "1", *args),
             *("--results-dir", str(tmp_path)),
         ],
     )
     assert code == 0
     (run_dir,) = list(tmp_path.iterdir())
-    df = results.load(run_dir)
+    return results.load(run_dir)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_two_gpus_with_nccl(tmp_path):
+    df = _run_on_two_gpus(
+        tmp_path, "--preset", "tiny", "--modes", "bf16-amp", "--collective-timeout", "30"
+    )
     assert set(df["status"]) == {"ok"} and len(df) == 5
 
 
@@ -217,18 +223,11 @@ def test_two_gpus_with_nccl(tmp_path):
 def test_a_ddp_case_leaves_nothing_allocated_for_the_next(tmp_path):
     # The question's model, whose float32 gradients are 1.2 GiB: what a DDP case left behind
     # would show in the next case's residue and blank its peaks.
-    code = launch.launch(
-        2,
-        [
-            *("run", "--gpus", "2", "--modes", "bf16-amp", "--parallel", "ddp-bf16,fsdp"),
-            *("--optimizers", "fused", "--variants", "eager", "--batch-sizes", "64"),
-            *("--steps", "3", "--warmup", "1", "--collective-timeout", "60", "--no-overhead"),
-            *("--results-dir", str(tmp_path)),
-        ],
-    )
-    assert code == 0
-    (run_dir,) = list(tmp_path.iterdir())
-    df = results.load(run_dir).set_index("parallel")
+    df = _run_on_two_gpus(
+        tmp_path,
+        *("--modes", "bf16-amp", "--parallel", "ddp-bf16,fsdp"),
+        *("--collective-timeout", "60", "--no-overhead"),
+    ).set_index("parallel")
     assert set(df["status"]) == {"ok"}
     assert df.loc["fsdp", "residue_gib"] < results.RESIDUE_LIMIT_GIB
     assert df.loc["fsdp", "peak_alloc_gib"] > 0
