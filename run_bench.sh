@@ -16,6 +16,7 @@
 #   ./run_bench.sh export RUN_DIR --format github-action-benchmark [--output FILE]
 #                                       a run's timings as JSON for github-action-benchmark
 #   ./run_bench.sh readme [--check]     fill (or check) README.md's generated tables
+#   ./run_bench.sh check RUN_DIR --criteria FILE   PASS/FAIL per criterion (docs/criteria.md)
 #   ./run_bench.sh --help               list the commands; `COMMAND --help` lists its options
 # Paths are taken relative to the directory you run it from. Environment: PYTHON (interpreter),
 # AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
@@ -29,8 +30,10 @@ case "${1:-}" in
         shift
         ampbench_python "torch, pandas, tabulate, scipy, matplotlib, pytest, pytest_benchmark"
         storage="${AMPBENCH_BENCH_STORAGE:-results/pytest-benchmark}"
+        # Saved under the commit (bench.env), so `pytest-benchmark compare` shows commits.
+        name=$("$PY" -c 'from bench.env import benchmark_save_name; print(benchmark_save_name())')
         exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
-            --benchmark-storage="file://$storage" --benchmark-autosave \
+            --benchmark-storage="file://$storage" --benchmark-save="$name" \
             --benchmark-sort=name --benchmark-columns=median,iqr,min,max,rounds,iterations "$@"
         ;;
     -h | --help)
@@ -41,7 +44,7 @@ case "${1:-}" in
         echo "pytest-benchmark suite (./run_bench.sh pytest --help)."
         exit 0
         ;;
-    compare | report | headline | run | numerics | maxbatch | index | history | export | readme)
+    compare | report | headline | run | numerics | maxbatch | index | history | export | readme | check)
         cmd="$1"
         shift
         ;;

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from bench import paths, results
+from bench import paths, results, tables
 
 # scipy 1.15 renamed bootstrap's `random_state` to `rng`; GPU images may carry an older scipy.
 _RNG_ARG = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
@@ -190,7 +190,7 @@ def render(
     only = [(table.attrs.get(k, 0), name) for k, name in (("only_a", "A"), ("only_b", "B"))]
     lines += [f"{n} case(s) ran only in {name} and are left out." for n, name in only if n]
     lines += [""] if any(n for n, _ in only) else []
-    lines.append(shown.drop(columns=constant).to_markdown(index=False, floatfmt=".4g"))
+    lines.append(tables.markdown(shown.drop(columns=constant)))
     return "\n".join(lines) + "\n"
 
 

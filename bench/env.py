@@ -43,7 +43,20 @@ def git_commit() -> tuple[str | None, bool | None]:
     sha = _run([*git, "rev-parse", "--verify", "HEAD"])
     if sha is None:
         return None, None
-    return sha, bool(_run([*git, "status", "--porcelain", "--untracked-files=no"]))
+    # Dirty means the code: results written or published since the commit change no figure.
+    status = [*git, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"]
+    return sha, bool(_run(status))
+
+
+def benchmark_save_name() -> str:
+    """The name `./run_bench.sh pytest` saves a pytest-benchmark run under: the short commit,
+    with `_uncommitted-changes` when the code differs from it (pytest-benchmark's own autosave
+    convention), or `nogit` when the commit is unknown. Set explicitly, because autosave asks git
+    itself and a copied working tree without history makes every save `unknown`."""
+    sha, dirty = git_commit()
+    if sha is None:
+        return "nogit"
+    return sha[:7] + ("_uncommitted-changes" if dirty else "")
 
 
 def _cpu_name() -> str:

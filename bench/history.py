@@ -28,7 +28,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from bench import compare, index, paths, results
+from bench import compare, index, paths, results, tables
 from bench.faults import UsageError
 from bench.palette import mode_colour
 
@@ -218,7 +218,7 @@ def render(
             for p in slower.itertuples()
         ]
         out.append("")
-    out += ["## Runs", "", run_rows.to_markdown(index=False), ""]
+    out += ["## Runs", "", tables.markdown(run_rows), ""]
     if figure:
         out += [f"![median step time per run]({figure})", ""]
     axes = _case_axes(points)
@@ -227,7 +227,7 @@ def render(
         g = g.assign(cell=g.apply(_cell, axis=1))
         wide = g.pivot_table(index=axes, columns="label", values="cell", aggfunc="first", sort=True)
         wide = wide.reindex(columns=[lab for lab in labels if lab in wide.columns]).fillna("")
-        out += [f"## {mode}", "", wide.reset_index().to_markdown(index=False), ""]
+        out += [f"## {mode}", "", tables.markdown(wide.reset_index()), ""]
     return "\n".join(out)
 
 

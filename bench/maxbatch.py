@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from bench import folders, index, paths, results
+from bench import folders, index, paths, results, tables
 from bench.case import Case
 from bench.faults import error_summary, fault_status
 from bench.memory import GIB
@@ -235,7 +235,7 @@ def render(run_dir: Path) -> Path:
                     "limited_by": "limited by",
                     "max_leftover_gib": "max leftover GiB",
                 }
-            ).to_markdown(index=False, floatfmt=".4g"),
+            ).pipe(tables.markdown),
             "",
             "## Every trial",
             "",
@@ -254,7 +254,7 @@ def render(run_dir: Path) -> Path:
                     )
                     if c in trials
                 ]
-            ].to_markdown(index=False, floatfmt=".4g"),
+            ].pipe(tables.markdown),
             "",
         ]
     path = run_dir / results.REPORT

@@ -1,25 +1,19 @@
 """Rendering a run: its DataFrame and env.json into report.md and its figures. Pure: nothing here
 measures.
 
-Tables are `DataFrame.to_markdown` (tabulate); figures are `bench.plots`, written next to
-report.md by `write` and embedded in it. Every figure comes from the run's rows or env.json.
+Tables are `bench.tables.markdown` (tabulate, at most 4 significant digits); figures are
+`bench.plots`, written next to report.md by `write` and embedded in it. Every figure comes from
+the run's rows or env.json.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
-from bench import paths, plots, results
-
-TARGETS = [
-    # (mode, optimizer, batch_size, minimum pct_of_floor): the core harness's published goals.
-    ("bf16-amp", "fused", 4096, 80.0),
-    ("fp16-amp-noscale", "fused", 4096, 80.0),
-]
-OVERHEAD_TARGET_PCT = 2.0
-"""The harness's median step may exceed the bare loop's by at most this much."""
+from bench import findings, paths, plots, results, tables
 
 TIME_COLUMNS = {
     "status": "status",
@@ -98,9 +92,6 @@ RANK_COLUMNS = {
     "peak_alloc_gib_spread": "peak spread GiB",
 }
 """The columns of a run of several ranks, per case (`## Several GPUs`)."""
-SCALING_TARGET = ("bf16-amp", 4096, {2: 0.85, 4: 0.80})
-"""(mode, batch size per GPU, {ranks: minimum}): the best parallelism's scaling efficiency (the
-multi-GPU issues' targets for 2 and 4 H200s)."""
 HEADLINE_COLUMNS = {
     "mode": "mode",
     "total_ms": "step ms",
@@ -113,18 +104,20 @@ HEADLINE_COLUMNS = {
 }
 
 
-def _table(df: pd.DataFrame, columns: dict[str, str], floatfmt: str = ".3g") -> str:
+def _table(df: pd.DataFrame, columns: dict[str, str]) -> str:
+    """The given columns of `df`, renamed, as a readable markdown table (`bench.tables`). A cell
+    the row did not measure is `–`; the section's text or the notes say why."""
     present = {k: v for k, v in columns.items() if k in df.columns}
     shown = df[list(present)].rename(columns=present)
-    ok = df["status"] == "ok" if "status" in df else pd.Series(True, index=df.index)
-    for key, name in present.items():
-        if key.startswith(PHASE_PREFIXES) and shown[name].isna().any():
-            shown[name] = shown[name].astype(object).where(~(shown[name].isna() & ok), "–")
-    if df.attrs.get("cpu"):  # no allocator peaks on the CPU: say so rather than print nan
+    if df.attrs.get("cpu"):  # no allocator peaks on the CPU: the report says so once
         for key in PEAK_COLUMNS:
             if key in present:
-                shown[present[key]] = "not measured"
-    return shown.to_markdown(index=False, floatfmt=floatfmt)
+                shown[present[key]] = math.nan
+    if "comm_ms" in present:
+        # Older rows kept a negative difference of two medians: communication all hidden.
+        comm = shown[present["comm_ms"]]
+        shown[present["comm_ms"]] = comm.astype(object).where(~(comm < 0), "< noise")
+    return tables.markdown(shown)
 
 
 PHASE_PREFIXES = ("fwd_", "bwd_", "step_", "peak_fwd", "peak_bwd", "peak_opt")
@@ -164,7 +157,7 @@ def _env_table(env: dict) -> str:
         "ended",
     ]
     items = [(k, env.get(k)) for k in keys if k in env]
-    return pd.DataFrame(items, columns=["", "value"]).to_markdown(index=False)
+    return tables.markdown(pd.DataFrame(items, columns=["", "value"]))
 
 
 def _ceilings_table(ceilings: dict) -> str:
@@ -180,7 +173,7 @@ def _ceilings_table(ceilings: dict) -> str:
         if k.endswith("_busbw_gbps")
     ]
     table = pd.DataFrame(rows, columns=["ceiling", "unit", "measured"])
-    return table.to_markdown(index=False, floatfmt=".1f")
+    return tables.markdown(table)
 
 
 def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "fused") -> str:
@@ -207,115 +200,9 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "
     return out
 
 
-def _targets(df: pd.DataFrame, env: dict) -> list[str]:
-    if env.get("device") == "cpu":
-        return [
-            "- The targets (share of floor, harness overhead) apply to a GPU run; a CPU smoke "
-            "run is not judged against them."
-        ]
-    lines = []
-    eager = df[(df["variant"] == "eager") & (df["parallel"] == "none")]
-    for mode, opt, bs, minimum in TARGETS:
-        sel = eager[
-            (eager["mode"] == mode) & (eager["optimizer"] == opt) & (eager["batch_size"] == bs)
-        ]
-        if sel.empty:
-            continue
-        r = sel.iloc[0]
-        if r["status"] != "ok":
-            lines.append(f"- {mode}, {opt} Adam, batch {bs}: status {r['status']}, not measured.")
-            continue
-        verdict = "met" if r["pct_of_floor"] >= minimum else "MISSED"
-        lines.append(
-            f"- {mode}, {opt} Adam, batch {bs}: {r['pct_of_floor']:.1f}% of floor "
-            f"(target ≥ {minimum:.0f}%): **{verdict}**. By phase: forward "
-            f"{r['fwd_pct_of_floor']:.1f}%, backward {r['bwd_pct_of_floor']:.1f}%, optimizer "
-            f"{r['step_pct_of_floor']:.1f}% of their floors."
-        )
-    ov = env.get("overhead")
-    if ov and "overhead_pct" in ov:
-        verdict = "met" if abs(ov["overhead_pct"]) <= OVERHEAD_TARGET_PCT else "MISSED"
-        lines.append(
-            f"- Harness overhead on {ov['case_id']}: harness median {ov['harness_ms']:.3f} ms "
-            f"against the bare loop's {ov['bare_ms']:.3f} ms, {ov['overhead_pct']:+.2f}% "
-            f"(target within ±{OVERHEAD_TARGET_PCT:.0f}%): **{verdict}**. The harness's mean step "
-            f"is {ov['harness_mean_ms']:.3f} ms, {ov['mean_overhead_pct']:+.2f}% against the bare "
-            f"loop (a window's time is a mean over its {ov['steps_per_window']} steps)."
-        )
-    elif ov:
-        lines.append(f"- Harness overhead: not measured ({ov.get('error', 'unknown')}).")
-    return lines + _variant_targets(df, env) + _recipe_targets(df)
-
-
-FP8_SPEEDUP_TARGET = ("fp8-tensorwise", "compile", 8192, 1.4)
-"""(mode, variant, batch size, minimum): against the faster of eager and compiled bf16-amp with
-the same optimizer."""
-PURE_BF16_TARGET = ("bf16-pure", 256, 1.5, 0.75)
-"""(mode, batch size, minimum speedup over eager bf16-amp, maximum peak memory over its)."""
-
-
-def _recipe_targets(df: pd.DataFrame) -> list[str]:
-    """Issue 10's targets for the recipes beyond autocast, where the run has their rows."""
-    ok = df[df["status"] == "ok"]
-    lines = []
-    mode, variant, bs, minimum = FP8_SPEEDUP_TARGET
-    for opt, g in ok[ok["batch_size"] == bs].groupby("optimizer"):
-        fast = g[(g["mode"] == mode) & (g["variant"] == variant)]
-        base = g[(g["mode"] == "bf16-amp") & g["variant"].isin(["eager", "compile"])]
-        if fast.empty or base.empty:
-            continue
-        b = base.loc[base["total_ms"].idxmin()]
-        f = fast.iloc[0]
-        ratio = b["total_ms"] / f["total_ms"]
-        verdict = "met" if ratio >= minimum else "MISSED"
-        lines.append(
-            f"- {mode} ({variant}), {opt} Adam, batch {bs}: {f['total_ms']:.3f} ms against "
-            f"bf16-amp's best ({b['variant']}, {b['total_ms']:.3f} ms), {ratio:.2f}× (target ≥ "
-            f"{minimum}×): **{verdict}**. By phase against its floors: forward "
-            f"{f.get('fwd_pct_of_floor', float('nan')):.1f}%, backward "
-            f"{f.get('bwd_pct_of_floor', float('nan')):.1f}%, optimizer "
-            f"{f.get('step_pct_of_floor', float('nan')):.1f}% (its float8 Linears: "
-            f"{f.get('fp8_linears', '')})."
-        )
-    mode, bs, minimum, peak_max = PURE_BF16_TARGET
-    eager = ok[(ok["batch_size"] == bs) & (ok["variant"] == "eager")]
-    for opt, g in eager.groupby("optimizer"):
-        pure, base = g[g["mode"] == mode], g[g["mode"] == "bf16-amp"]
-        if pure.empty or base.empty:
-            continue
-        p, b = pure.iloc[0], base.iloc[0]
-        ratio, peak = b["total_ms"] / p["total_ms"], p["peak_alloc_gib"] / b["peak_alloc_gib"]
-        verdict = "met" if ratio >= minimum and peak <= peak_max else "MISSED"
-        lines.append(
-            f"- {mode} (eager), {opt} Adam, batch {bs}: {ratio:.2f}× eager bf16-amp (target ≥ "
-            f"{minimum}×) with {peak:.0%} of its peak memory (target ≤ {peak_max:.0%}): "
-            f"**{verdict}**. By phase: forward {p['fwd_ms']:.3g} against {b['fwd_ms']:.3g} ms, "
-            f"backward {p['bwd_ms']:.3g} against {b['bwd_ms']:.3g} ms, optimizer "
-            f"{p['step_ms']:.3g} against {b['step_ms']:.3g} ms (floor {p['step_floor_ms']:.3g} "
-            f"against {b['step_floor_ms']:.3g} ms)."
-        )
-    return lines
-
-
-VARIANT_SPEEDUP_TARGET = ("bf16-amp", 256, 1.12)
-"""(mode, batch size, minimum): the best variant against eager with the same optimizer."""
-VARIANT_FLOOR_TARGET = ("bf16-amp", 4096, 84.0)
-"""(mode, batch size, minimum % of floor) for the best variant."""
-GRID_MINUTES_TARGET = 10.0
-
-
-def _contenders(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows that may win a speed table: passed, and not recompiled during timing (such a
-    window did not time the compiled step alone)."""
-    ok = df[df["status"] == "ok"]
-    if "recompiled" in ok:
-        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
-    return ok
-
-
 def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
     """Per mode, optimizer and batch size: eager's time, the fastest variant and its time."""
-    ok = _contenders(df)
+    ok = findings.contenders(df)
     keys = [a for a in results.axes() if a != "variant"]
     rows = []
     for key, g in ok.groupby(keys, sort=False):
@@ -353,7 +240,7 @@ def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     }
     wide = pd.DataFrame.from_dict(table, orient="index")
     return f"{optimizer} Adam; fastest variant, × eager (eager ms → its ms):\n\n" + (
-        wide.rename_axis("mode").reset_index().to_markdown(index=False)
+        tables.markdown(wide.rename_axis("mode").reset_index())
     )
 
 
@@ -361,7 +248,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per batch size (rows): the fastest mode and variant, its step time, how many times faster it
     is than bf16-amp's fastest variant, eager bf16-amp and eager fp32, its peak memory over
     bf16-amp's (the same variant), and the runner-up (another mode) with its time."""
-    ok = _contenders(df)
+    ok = findings.contenders(df)
     ok = ok[ok["optimizer"] == optimizer]
     if "parallel" in ok:
         ok = ok[ok["parallel"] == "none"]
@@ -400,44 +287,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         )
     return f"{optimizer} Adam; the fastest recipe and variant per batch size:\n\n" + pd.DataFrame(
         rows
-    ).to_markdown(index=False, floatfmt=".3g")
-
-
-def _variant_targets(df: pd.DataFrame, env: dict) -> list[str]:
-    if set(df["variant"]) <= {"eager"}:
-        return []
-    lines = []
-    best = _best_variants(df)
-    mode, bs, minimum = VARIANT_SPEEDUP_TARGET
-    for r in best[(best["mode"] == mode) & (best["batch_size"] == bs)].itertuples():
-        verdict = "met" if r.best_vs_eager >= minimum else "MISSED"
-        lines.append(
-            f"- {mode}, {r.optimizer} Adam, batch {bs}: the best variant, {r.best_variant}, "
-            f"takes {r.best_ms:.3f} ms against eager's {r.eager_ms:.3f} ms, "
-            f"{r.best_vs_eager:.3f}× (target ≥ {minimum}×): **{verdict}**."
-        )
-    mode, bs, minimum = VARIANT_FLOOR_TARGET
-    for r in best[(best["mode"] == mode) & (best["batch_size"] == bs)].itertuples():
-        verdict = "met" if r.best_pct_of_floor >= minimum else "MISSED"
-        lines.append(
-            f"- {mode}, {r.optimizer} Adam, batch {bs}: the best variant, {r.best_variant}, "
-            f"reaches {r.best_pct_of_floor:.1f}% of floor (target ≥ {minimum:.0f}%): "
-            f"**{verdict}**."
-        )
-    if env.get("started") and env.get("ended"):
-        minutes = (pd.Timestamp(env["ended"]) - pd.Timestamp(env["started"])).total_seconds() / 60
-        resumed = (
-            " (resumed: the sum of its sessions and the pauses between them)"
-            if env.get("resumed")
-            else ""
-        )
-        verdict = "met" if minutes < GRID_MINUTES_TARGET else "MISSED"
-        variants = ", ".join(sorted(set(df["variant"])))
-        lines.append(
-            f"- The whole grid ({len(df)} cases; variants {variants}) took {minutes:.1f} minutes "
-            f"from start to end{resumed} (target under {GRID_MINUTES_TARGET:.0f}): **{verdict}**."
-        )
-    return lines
+    ).pipe(tables.markdown)
 
 
 def _variants_section(df: pd.DataFrame) -> list[str]:
@@ -464,7 +314,7 @@ def _variants_section(df: pd.DataFrame) -> list[str]:
         out += [
             f"### Batch size {bs}",
             "",
-            wide.reset_index().to_markdown(index=False, floatfmt=".3g"),
+            tables.markdown(wide.reset_index()),
             "",
         ]
     if "prepare_s" not in ok or ok.empty:
@@ -475,7 +325,7 @@ def _variants_section(df: pd.DataFrame) -> list[str]:
     out += [
         "### Preparation (s)",
         "",
-        prep.reset_index().to_markdown(index=False, floatfmt=".3g"),
+        tables.markdown(prep.reset_index()),
         "",
     ]
     notes = df[df.get("eager_parts", pd.Series("", index=df.index)).fillna("").astype(bool)]
@@ -518,9 +368,6 @@ def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
         "the synchronized step does not do, so its `comm ms` is low by that much.",
         "",
     ]
-    targets = scaling_targets(ok)
-    if targets:
-        out += [*targets, ""]
     dist = ok[ok["parallel"] != "none"]
     for (opt, variant), group in dist.groupby(["optimizer", "variant"]):
         out += [
@@ -544,7 +391,7 @@ def _ranks_section(df: pd.DataFrame, env: dict) -> list[str]:
             "Step and comm ms with gradients reduced in float32 (`ddp`, `fsdp`) against bfloat16 "
             "(`ddp-bf16`, `fsdp-bf16`); `saved ms`: the float32 step less the bfloat16 one.",
             "",
-            saving.to_markdown(index=False, floatfmt=".3g"),
+            tables.markdown(saving),
             "",
         ]
     return out
@@ -583,7 +430,7 @@ def scaling_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     rows = pd.MultiIndex.from_product([sel["mode"].unique(), sel["parallel"].unique()])
     wide = wide.reindex([r for r in rows if r in wide.index])
     wide.columns.name = None
-    return (wide * 100).reset_index().to_markdown(index=False, floatfmt=".1f")
+    return tables.markdown((wide * 100).reset_index())
 
 
 def _bf16_reduction(ok: pd.DataFrame) -> pd.DataFrame:
@@ -611,27 +458,6 @@ def _bf16_reduction(ok: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
-
-
-def scaling_targets(ok: pd.DataFrame) -> list[str]:
-    """The scaling target's line per rank count among the passing rows `ok`."""
-    mode, bs, minimums = SCALING_TARGET
-    sel = ok[(ok["mode"] == mode) & (ok["batch_size"] == bs) & (ok["parallel"] != "none")]
-    sel = sel[sel["scaling_efficiency"].notna()]
-    out = []
-    for n, group in sel.groupby("world_size"):
-        best = group.loc[group["scaling_efficiency"].idxmax()]
-        line = (
-            f"- {mode}, batch {bs} per GPU: the best parallelism, {best['parallel']}, keeps "
-            f"{best['scaling_efficiency'] * 100:.1f}% scaling efficiency on {n} ranks"
-        )
-        minimum = minimums.get(int(n))
-        if minimum is None:
-            out.append(f"{line} (no target for {n} ranks).")
-        else:
-            verdict = "met" if best["scaling_efficiency"] >= minimum else "MISSED"
-            out.append(f"{line} (target ≥ {minimum * 100:.0f}%): **{verdict}**.")
-    return out
 
 
 def _above_floor(df: pd.DataFrame) -> list[str]:
@@ -676,26 +502,26 @@ def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:
     return [f"![{alt}]({figures[name]})", ""] if name in figures else []
 
 
-def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
-    """The whole report.md of a run; `figures` ({figure: file name}, from `plots.write_all`)
-    are embedded in their sections."""
-    figures = figures or {}
-    out = [f"# ampbench run `{env.get('run_name', '')}`", ""]
-    out += _status_lines(df, env)
-    df = df.copy()
-    df.attrs["cpu"] = env.get("device") == "cpu"
-    lead = shown_axes(df)
-    if env.get("device") == "cpu":
-        out += [
-            "**CPU smoke run**: these figures exercise the harness on the CPU; they say "
-            "nothing about GPU training speed.",
-            "",
-        ]
-    out += ["Produced by:", "", "```", paths.shown_command(env.get("command", "")), "```", ""]
-    out += ["## Environment", "", _env_table(env), ""]
+def _method(env: dict) -> list[str]:
+    """How the run was made: the command, the machine, the measured ceilings, the duration."""
+    out = [
+        "## How this run was made",
+        "",
+        "```",
+        paths.shown_command(env.get("command", "")),
+        "```",
+        "",
+    ]
+    if env.get("started") and env.get("ended"):
+        minutes = (pd.Timestamp(env["ended"]) - pd.Timestamp(env["started"])).total_seconds() / 60
+        resumed = (
+            " (resumed: its sessions and the pauses between them)" if env.get("resumed") else ""
+        )
+        out += [f"The run took {tables.cell(minutes)} minutes from start to end{resumed}.", ""]
+    out += ["### Environment", "", _env_table(env), ""]
     if env.get("ceilings"):
         out += [
-            "## Measured ceilings",
+            "### Measured ceilings",
             "",
             f"Matmul: {env['ceilings']['ceiling_matmul_n']:.0f}² GEMM of random data; copy: "
             f"{env['ceilings']['ceiling_copy_mib']:.0f} MiB device to device. Each row's floor "
@@ -705,18 +531,39 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
             _ceilings_table(env["ceilings"]),
             "",
         ]
+    return out
+
+
+def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
+    """The whole report.md of a run; `figures` ({figure: file name}, from `plots.write_all`)
+    are embedded in their sections. It opens with what the run found (the lines and the
+    headline table), then the detail, then how the run was made."""
+    figures = figures or {}
+    out = [f"# ampbench run `{env.get('run_name', '')}`", ""]
+    out += _status_lines(df, env)
+    df = df.copy()
+    df.attrs["cpu"] = env.get("device") == "cpu"
+    lead = shown_axes(df)
+    if env.get("device") == "cpu":
+        out += [
+            "**CPU smoke run**: these figures exercise the harness on the CPU; they say "
+            "nothing about GPU training speed. Peak memory is not measured on the CPU (it comes "
+            "from the CUDA allocator's counters): those cells are `–`.",
+            "",
+        ]
+    optimizer = "fused" if "fused" in set(df["optimizer"]) else str(df["optimizer"].iloc[0])
+    found = findings.findings(df, optimizer) if len(df) else []
+    if found:
+        out += ["## What this run found", "", *found, ""]
+        out += [headline(df, optimizer=optimizer), ""]
+        out += _figure(figures, "throughput", "throughput per mode and batch size")
     if env.get("config", {}).get("numerics"):
         out += [
-            "## Numerics",
-            "",
             "This run began with a short numerics study, in this process and before the timed "
             "cases: [numerics/report.md](numerics/report.md) (dtype audit, underflow census, "
             "200 convergence steps, the Answer).",
             "",
         ]
-    targets = _targets(df, env)
-    if targets:
-        out += ["## Targets", "", *targets, ""]
     out += [
         "## Time per step",
         "",
@@ -727,7 +574,6 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     ]
     for bs, group in df.groupby("batch_size", sort=True):
         out += [f"### Batch size {bs}", "", _table(group, {**lead, **TIME_COLUMNS}), ""]
-    out += _figure(figures, "throughput", "throughput per mode and batch size")
     out += _ranks_section(df, env)
     out += _variants_section(df)
     out += [
@@ -767,12 +613,14 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
         _table(dtypes, DTYPE_COLUMNS),
         "",
     ]
+    out += findings.overhead_section(df, env)
+    out += _method(env)
     bad = df[df["status"] != "ok"]
     if not bad.empty:
         out += [
             "## Cases that did not pass",
             "",
-            bad[["case_id", "status", "error"]].to_markdown(index=False),
+            tables.markdown(bad[["case_id", "status", "error"]]),
             "",
         ]
     # A passing row's error is a note on what it could not measure (a recompile, its peaks).

@@ -110,7 +110,7 @@ def comm_floor_columns(
     """The time the step's collectives need at the measured bus bandwidth, added to the floor
     of a distributed row: for each collective, its bus bytes (buffer bytes × the nccl-tests
     factor) over the bus bandwidth measured in the run at this model's gradient size. It counts
-    the collectives as if nothing overlapped them, as the issue's floor asks; a step that hides
+    the collectives as if nothing overlapped them (a floor, not a prediction); a step that hides
     them behind compute can come under it (its `pct_of_floor` then exceeds 100)."""
     total_ms = 0.0
     gbytes = 0.0

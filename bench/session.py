@@ -262,29 +262,33 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
         info["overhead"] = {"error": "not measured in a run of several ranks"}
         results.write_env(run_dir, info)
     elif cfg.overhead and "overhead" not in info:
-        case = overhead_case(cases)
-        if case is None:
-            info["overhead"] = {"error": "no eager case in the grid (it times the eager step)"}
+        chosen = overhead_cases(cases)
+        if not chosen:
+            info["overhead"] = [{"error": "no eager case in the grid (it times the eager step)"}]
         else:
-            log(f"harness overhead against a bare loop on {case.case_id}")
-            try:
-                info["overhead"] = measure_overhead(case)
-            except Exception as exc:  # recorded, not fatal: the cases are already safe on disk
-                info["overhead"] = {"case_id": case.case_id, "error": error_summary(exc)}
+            info["overhead"] = []
+            for i, case in enumerate(chosen, 1):
+                log(f"harness overhead against a bare loop [{i}/{len(chosen)}] {case.case_id}")
+                try:
+                    info["overhead"].append(measure_overhead(case))
+                except Exception as exc:  # recorded, not fatal: the cases are already on disk
+                    info["overhead"].append({"case_id": case.case_id, "error": error_summary(exc)})
         results.write_env(run_dir, info)
 
 
-def overhead_case(cases: list[Case]) -> Case | None:
-    """The eager case the overhead check runs on: bf16-amp with fused Adam at the largest batch
-    size when the grid has it, otherwise the first eager case at the largest eager batch size;
-    None without an eager case (the bare loop it is compared with is the eager step)."""
+def overhead_cases(cases: list[Case]) -> list[Case]:
+    """The eager cases the overhead check runs on: bf16-amp (or the grid's first mode) at the
+    smallest and the largest eager batch size, with each optimizer of the grid; none without an
+    eager case (the bare loop it is compared with is the eager step). The smallest batch is
+    where per-step host work (launches, GradScaler's sync) weighs most."""
     eager = [c for c in cases if c.variant == "eager" and c.parallel == "none"]
     if not eager:
-        return None
-    largest = max(c.batch_size for c in eager)
-    at_largest = [c for c in eager if c.batch_size == largest]
-    preferred = [c for c in at_largest if (c.mode, c.optimizer) == ("bf16-amp", "fused")]
-    return (preferred or at_largest)[0]
+        return []
+    modes = {c.mode for c in eager}
+    mode = "bf16-amp" if "bf16-amp" in modes else eager[0].mode
+    sizes = sorted({c.batch_size for c in eager})
+    wanted = {sizes[0], sizes[-1]}
+    return [c for c in eager if c.mode == mode and c.batch_size in wanted]
 
 
 def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:

@@ -104,7 +104,9 @@ def test_run_bench_end_to_end_and_resume(tmp_path):
     df = results.load(run_dir)
     assert len(df) == 8 and set(df["status"]) == {"ok"}
     env = results.read_env(run_dir)
-    assert env["overhead"]["case_id"].startswith("bf16-amp/fused/b8")
+    chosen = {tuple(ov["case_id"].split("/")[:3]) for ov in env["overhead"]}
+    assert chosen == {("bf16-amp", o, f"b{b}") for o in ("foreach", "fused") for b in (4, 8)}
+    assert all(ov["harness_ms"] > 0 and ov["bare_ms"] > 0 for ov in env["overhead"])
     assert env["ceilings"]["copy_gbps"] > 0
 
     # Drop the last two cases as if the run had been killed, then resume it.
@@ -295,13 +297,13 @@ def test_numerics_help_shows_this_devices_defaults(capsys):
     assert f"({device})" in out and "default 0.0003" in out
 
 
-def test_cpu_smoke_report_judges_no_gpu_target(tmp_path):
+def test_cpu_smoke_report_judges_no_target_and_prints_no_nan(tmp_path):
     sizes = {"modes": "bf16-amp,fp16-amp-noscale", "sizes": "4096", "overhead": True}
     assert _run(tmp_path, "--preset", "tiny", **sizes) == 0
     run_dir = _only_folder(tmp_path)
     text = (run_dir / results.REPORT).read_text()
-    assert "MISSED" not in text and "apply to a GPU run" in text
-    assert "not measured" in text and "| nan" not in text.split("## Memory")[1].split("##")[0]
+    assert "MISSED" not in text and "target" not in text
+    assert "Peak memory is not measured on the CPU" in text and "nan" not in text
     assert results.read_env(run_dir)["cuda"] is None
 
 
@@ -382,14 +384,20 @@ def test_more_damage_is_one_line(tmp_path, capsys):
     assert "cannot write" in _one_line(capsys.readouterr().err)
 
 
-def test_the_overhead_check_runs_on_an_eager_case_or_not_at_all():
-    from bench.session import overhead_case
+def test_the_overhead_check_runs_at_the_smallest_and_largest_batch_with_each_optimizer():
+    from bench.session import overhead_cases
 
     cases = [
-        tiny_case(mode=m, variant=v, optimizer="fused")
+        tiny_case(mode=m, variant=v, optimizer=o, batch_size=b)
         for m in ("fp32", "bf16-amp")
         for v in ("eager", "compile")
+        for o in ("foreach", "fused")
+        for b in (4, 8, 16)
     ]
-    chosen = overhead_case(cases)
-    assert (chosen.mode, chosen.variant) == ("bf16-amp", "eager")
-    assert overhead_case([c for c in cases if c.variant == "compile"]) is None
+    chosen = {(c.mode, c.variant, c.optimizer, c.batch_size) for c in overhead_cases(cases)}
+    assert chosen == {
+        ("bf16-amp", "eager", o, b) for o in ("foreach", "fused") for b in (4, 16)
+    }
+    assert overhead_cases([c for c in cases if c.variant == "compile"]) == []
+    only_fp32 = [c for c in cases if c.mode == "fp32" and c.variant == "eager"]
+    assert {c.mode for c in overhead_cases(only_fp32)} == {"fp32"}

@@ -325,31 +325,6 @@ def test_the_readme_scaling_table_is_the_runs_scaling_efficiency(two_ranks):
         readme.regenerate(twice, run_dir.parent)
 
 
-def test_the_scaling_target_depends_on_the_gpu_count():
-    from bench import report
-
-    rows = [
-        {
-            "mode": "bf16-amp",
-            "batch_size": 4096,
-            "parallel": p,
-            "world_size": n,
-            "scaling_efficiency": e,
-        }
-        for n, p, e in (
-            (2, "ddp", 0.78),
-            (2, "fsdp-bf16", 0.86),
-            (4, "ddp", 0.79),
-            (8, "ddp", 0.5),
-        )
-    ]
-    lines = report.scaling_targets(pd.DataFrame(rows))
-    assert lines[0].startswith("- bf16-amp, batch 4096 per GPU: the best parallelism, fsdp-bf16")
-    assert lines[0].endswith("86.0% scaling efficiency on 2 ranks (target ≥ 85%): **met**.")
-    assert lines[1].endswith("79.0% scaling efficiency on 4 ranks (target ≥ 80%): **MISSED**.")
-    assert lines[2].endswith("on 8 ranks (no target for 8 ranks).")
-
-
 def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order():
     from bench import report
 

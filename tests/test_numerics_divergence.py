@@ -1,6 +1,6 @@
 """Divergence as data: detection on synthetic loss curves, the summary's columns, the Answer's
 divergence sentence and the report's traces around an event, from hand-made tables; and the trace
-of a tiny CPU run (issue 14)."""
+of a tiny CPU run."""
 
 import math
 

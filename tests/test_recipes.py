@@ -1,4 +1,4 @@
-"""The recipes beyond autocast (issue 10) on the CPU: pure bf16 trains in bf16; the float8 and
+"""The recipes beyond autocast on the CPU: pure bf16 trains in bf16; the float8 and
 stochastic-rounding rows are `unsupported` without torchao or a float8 GPU (both faked); which
 Linears a float8 recipe converts and why; bf16 Adam bytes and per-Linear floors; the
 update-underflow census; adding modes to a finished numerics study."""

@@ -106,3 +106,18 @@ def test_nothing_of_a_case_outlives_it(variant, device, monkeypatch, cpu_ceiling
     row, _ = run_case(tiny_case(variant=variant, device=device), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert models and models[0]() is None
+
+
+@pytest.mark.cuda
+def test_cudagraph_cases_leave_no_memory_for_the_next_case():
+    """Each capture once made a new side stream, and cuBLAS kept a workspace per stream that ran
+    a matmul: the allocation at a case's start grew with every cudagraph case before it."""
+    ceilings = {"matmul_tflops_float32": 1.0, "matmul_tflops_bfloat16": 1.0, "copy_gbps": 1.0}
+    starts = []
+    for seed in range(4):
+        case = tiny_case(device="cuda", mode="bf16-amp", variant="cudagraph", seed=seed)
+        row, _ = run_case(case, ceilings)
+        assert row["status"] == "ok", row["error"]
+        starts.append(row["residue_gib"])
+        assert row["peak_alloc_gib"] > 0
+    assert starts[1:] == [starts[1]] * 3, starts

@@ -485,7 +485,7 @@ def error_sentences(errors: list[dict]) -> list[str]:
 
 
 NEW_RECIPES = ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise")
-"""The recipes beyond autocast (issue 10) that get a convergence verdict against fp32."""
+"""The recipes beyond autocast that get a convergence verdict against fp32."""
 LARGEST_PARAM = "fc2.weight"
 """The parameter the update-underflow sentence quotes: 256M of the seed model's 290M elements."""
 

@@ -7,7 +7,7 @@ import shlex
 
 import pandas as pd
 
-from bench import paths
+from bench import paths, tables
 from bench.numerics.analysis import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, SMOOTH_STEPS
 from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, NEW_RECIPES, answer
 
@@ -15,8 +15,10 @@ TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""
 
 
-def _md(df: pd.DataFrame, floatfmt: str = ".3g") -> str:
-    return df.to_markdown(index=False, floatfmt=floatfmt)
+def _md(df: pd.DataFrame, floatfmt: str = "") -> str:
+    """A readable table (`bench.tables`: at most 4 significant digits, `–` when missing);
+    `floatfmt` is kept for the callers' sake and no longer used."""
+    return tables.markdown(df)
 
 
 def _pct(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:

@@ -111,3 +111,14 @@ def state_cache() -> Iterator[_StateCache]:
     cache = _StateCache()
     yield cache
     cache.state = None
+
+
+def pytest_benchmark_update_commit_info(config: pytest.Config, commit_info: dict) -> None:
+    """The saved run's commit as ampbench knows it (`bench.env.git_commit`): on a copied
+    working tree git cannot tell, and pytest-benchmark would record `unknown`."""
+    from bench.env import git_commit
+
+    sha, dirty = git_commit()
+    if sha is not None:
+        commit_info["id"] = sha
+        commit_info["dirty"] = bool(dirty)

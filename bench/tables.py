@@ -1,0 +1,70 @@
+"""Markdown tables a person can read: the one place that turns a DataFrame into a table cell.
+
+Every published table (reports, the index, README blocks, compare and history) goes through
+`markdown`, so every cell follows one rule: a number shows at most 4 significant digits (no
+scientific notation for ordinary magnitudes), a value that was not measured (NaN, None) shows
+`–`, and booleans show `yes`/`no`. Pure: needs pandas and tabulate, never torch.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import pandas as pd
+
+MISSING = "–"
+"""What a cell shows for a value that was not measured; the table's notes say why."""
+SIG_DIGITS = 4
+
+
+def cell(value: object, digits: int = SIG_DIGITS) -> str:
+    """One cell's text: at most `digits` significant digits, `–` for a missing value."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Integral):
+        return str(int(value))
+    if isinstance(value, Real):
+        x = float(value)
+        if math.isnan(x):
+            return MISSING
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return number(x, digits)
+    text = str(value)
+    return MISSING if text in ("nan", "None", "NaN", "<NA>") else text
+
+
+def number(x: float, digits: int = SIG_DIGITS) -> str:
+    """`x` rounded to `digits` significant digits, written plainly: 296200, 12.35, 0.001235.
+    Values under 1e-4 in magnitude use scientific notation (1.235e-07)."""
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-4:
+        return f"{x:.{digits - 1}e}"
+    rounded = float(f"{x:.{digits - 1}e}")  # exactly `digits` significant digits
+    magnitude = math.floor(math.log10(abs(rounded)))
+    decimals = digits - 1 - magnitude
+    if decimals <= 0:
+        return str(int(rounded))
+    return f"{rounded:.{decimals}f}"
+
+
+def formatted(df: pd.DataFrame, digits: int = SIG_DIGITS) -> pd.DataFrame:
+    """`df` with every cell as its display text (`cell`)."""
+    return df.apply(lambda col: col.map(lambda v: cell(v, digits))).astype(str)
+
+
+def markdown(df: pd.DataFrame, *, index: bool = False, digits: int = SIG_DIGITS) -> str:
+    """A GitHub markdown table of `df`, every cell through `cell`. Numbers stay right-aligned."""
+    if df.empty and len(df.columns) == 0:
+        return ""
+    shown = formatted(df.reset_index() if index else df, digits)
+    numeric = [
+        pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        for c in (df.reset_index() if index else df).columns
+    ]
+    align = ["right" if n else "left" for n in numeric]
+    return shown.to_markdown(index=False, disable_numparse=True, colalign=align)
