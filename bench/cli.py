@@ -409,6 +409,11 @@ def _add_publishing(sub: argparse._SubParsersAction) -> None:
         "index", help="regenerate results/README.md, the index of run folders, from the folders"
     )
     i.add_argument("--results-dir", type=_path, help="the folder to index (default results/)")
+    i.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 when the index is not what the run folders git tracks say",
+    )
     h = sub.add_parser(
         "history",
         help="each case's median step time across the timing runs of one GPU model, with "
@@ -434,6 +439,19 @@ def _add_publishing(sub: argparse._SubParsersAction) -> None:
         help="change nothing; exit 1 when a table disagrees with its run",
     )
     r.add_argument("--file", type=_path, help="the file (default README.md of the project)")
+    k = sub.add_parser(
+        "check",
+        help="check a run against a criteria file (docs/criteria.md): one PASS/FAIL line per "
+        "criterion; exit 1 when any fails",
+    )
+    k.add_argument("run_dir", type=_path)
+    k.add_argument(
+        "--criteria",
+        type=_path,
+        required=True,
+        metavar="FILE",
+        help="TOML file of [[criterion]] tables",
+    )
 
 
 def _given(args: argparse.Namespace, allowed: tuple[str, ...]) -> list[str]:
@@ -693,6 +711,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     folder = args.results_dir or paths.RESULTS
     if not folder.is_dir():
         raise UsageError(f"--results-dir {folder} is not a directory")
+    if args.check:
+        stale = index.check(folder)
+        fresh = "the index is what the run folders git tracks say"
+        print(f"ampbench: {stale or fresh}", file=sys.stderr)
+        return 1 if stale else 0
     print(index.write(folder))
     return 0
 
@@ -727,10 +750,25 @@ def cmd_readme(args: argparse.Namespace) -> int:
     changed = readme.update(path, check=args.check)
     verb = "disagrees with its run" if args.check else "regenerated"
     for block in changed:
-        print(f"ampbench: {path.name} {block.label}: {verb}", file=sys.stderr)
+        print(f"ampbench: {block.label}: {verb}", file=sys.stderr)
     if not changed:
-        print(f"ampbench: {path.name}: every generated table matches its run", file=sys.stderr)
+        print(
+            f"ampbench: {path.name} and docs/: every generated table matches its run",
+            file=sys.stderr,
+        )
     return 1 if args.check and changed else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from bench import criteria
+
+    run_dir = _run_folder(args.run_dir)
+    try:
+        checked = criteria.check_folder(run_dir, args.criteria)
+    except criteria.CriteriaError as exc:  # the file or one of its expressions
+        raise UsageError(str(exc)) from exc
+    print(checked.render())
+    return 1 if checked.failed else 0
 
 
 COMMANDS = {
@@ -744,6 +782,7 @@ COMMANDS = {
     "history": cmd_history,
     "export": cmd_export,
     "readme": cmd_readme,
+    "check": cmd_check,
 }
 
 

@@ -63,12 +63,13 @@ def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
     if isinstance(measured, dict):
         measured = [measured]
     rows = []
-    peaks = df.set_index("case_id")["peak_alloc_gib"] if "peak_alloc_gib" in df else {}
+    has_peaks = {"case_id", "peak_alloc_gib"} <= set(df.columns)
+    peaks = df.set_index("case_id")["peak_alloc_gib"] if has_peaks else pd.Series(dtype=float)
     for ov in measured:
         if "error" in ov:
             rows.append({"case": ov.get("case_id", "–"), "note": ov["error"]})
             continue
-        peak = peaks.get(ov["case_id"], float("nan")) if len(peaks) else float("nan")
+        peak = peaks.get(ov["case_id"], float("nan"))
         bare_peak = ov.get("bare_peak_alloc_gib", float("nan"))
         rows.append(
             {

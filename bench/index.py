@@ -1,37 +1,67 @@
-"""The index of published runs: results/README.md, generated from the folders themselves.
+"""The index of published runs: results/README.md, generated from the run folders.
 
-`python -m bench index` rewrites it, and so does every run (timing, numerics, largest batch) that
+`./run_bench.sh index` rewrites it, and so does every run (timing, numerics, largest batch) that
 ends in the project's own results/ (`refresh`; a run into another folder, as the tests make, leaves
-it alone). One row per run folder, read from its env.json and its rows: when and where it ran,
-the commit, the grid, how many cases passed, a headline figure, and a link to its report.
-Subfolders that hold run folders (results/lr-sweep/) get a table of their own; pytest-benchmark
-saves (results/pytest-benchmark/) are listed save by save; loose files (session logs) are linked.
+it alone). It is a page to scan, not to read: a line naming the run of record (the run whose
+headline the project's README.md quotes, `<!-- ampbench:headline FOLDER -->`), then one short
+table per kind of run (timing runs, largest-batch runs, numerics studies, pytest-benchmark saves),
+newest first. A row says when and where the run ran, at which commit, a short description of its
+grid, how many of its cases passed, and links its report, which holds everything else.
 
-What a folder cannot tell (why a run was made, what went wrong on the machine, which runs
-supersede which) is written by hand in results/NOTES.md: the index links to it and never
-changes it, and nothing is typed into the index itself.
+What a folder cannot tell (why a run was made, what happened on the machine) is written by hand in
+results/sessions/NOTES.md, beside the session logs; the index links that folder in one line and
+never changes it.
+
+`./run_bench.sh index --check` (`check`) says whether results/README.md is what the run folders
+that git tracks say: a user's own run, finished or not, is not one of them, so it cannot make the
+check fail unless it has been written into the index.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 
 import pandas as pd
 
-from bench import paths, results
+from bench import paths, results, tables
 
-INDEX, NOTES = "README.md", "NOTES.md"
+INDEX = "README.md"
+PROJECT_README = "README.md"
+"""The project's README, beside the results folder; its headline marker names the run of record."""
+HEADLINE_MARKER = re.compile(r"^<!-- ampbench:headline (\S+)", re.M)
+SESSIONS_DIR, NOTES = "sessions", "NOTES.md"
+"""Session logs and the hand-written notes on the runs (results/sessions/NOTES.md)."""
 HISTORY_DIR = "history"
-"""Where `bench history` writes (results/history/); listed in a section of its own."""
-TIMING, NUMERICS, MAXBATCH = "timing", "numerics", "maxbatch"
+"""Where `bench history` writes (results/history/); linked in one line."""
+TIMING, NUMERICS, MAXBATCH, SAVES = "timing", "numerics", "maxbatch", "pytest-benchmark"
 CONFIG_KEYS = {"maxbatch_config": MAXBATCH, "numerics_config": NUMERICS, "config": TIMING}
 """env.json key -> kind of run; the first present wins (a timing run's short numerics study,
 in RUN/numerics/, carries both, but is part of its run and not listed on its own)."""
-HEADLINE_MODE = "bf16-amp"
-"""A timing run's headline: this mode's fastest case at the run's largest batch size."""
+SECTIONS = {
+    # kind: (heading, header of the column counting what passed)
+    TIMING: ("Timing runs", "cases ok"),
+    MAXBATCH: ("Largest-batch runs", "modes ok"),
+    NUMERICS: ("Numerics studies", "jobs ok"),
+    SAVES: ("pytest-benchmark saves", "benchmarks"),
+    "unknown": ("Other run folders", "ok"),
+}
+GRID_WIDTH = 60
+"""Most characters of a row's grid description; a longer one shows counts instead of values."""
+RECORD = "**run of record**"
+STRESS = {
+    # a numerics study's stress flag: (its default, how a grid shows another value)
+    "loss_mult": (1.0, "loss ×{}"),
+    "reduction": ("mean", "{} reduction"),
+    "init_scale": (1.0, "init ×{}"),
+}
 
 
 @dataclass(frozen=True)
@@ -47,47 +77,129 @@ def kind_of(env: dict) -> str:
     return next((kind for key, kind in CONFIG_KEYS.items() if key in env), "unknown")
 
 
-def _run_at(path: Path) -> Run | None:
-    if not (path / results.ENV).is_file():
+@dataclass(frozen=True)
+class Tree:
+    """What the index sees of a results folder: every file on disk, or (`files` given) only those
+    files, as `check` uses it with the files git tracks."""
+
+    root: Path
+    files: frozenset[Path] | None = None
+
+    def has(self, path: Path) -> bool:
+        if not path.exists():
+            return False
+        if self.files is None:
+            return True
+        return path in self.files or any(path in f.parents for f in self.files)
+
+
+def _run_at(path: Path, tree: Tree) -> Run | None:
+    if not tree.has(path / results.ENV):
         return None
     env = results.read_env(path)  # a damaged env.json is named in one line, never skipped
     return Run(path=path, kind=kind_of(env), env=env)
 
 
-def run_folders(results_dir: Path = paths.RESULTS) -> list[Run]:
+def _subfolders(tree: Tree) -> list[Path]:
+    """Folders of `tree` other than the history and the sessions, which hold no runs."""
+    skip = {HISTORY_DIR, SESSIONS_DIR}
+    return sorted(
+        p for p in tree.root.iterdir() if p.is_dir() and p.name not in skip and tree.has(p)
+    )
+
+
+def run_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) -> list[Run]:
     """Every run folder directly in `results_dir` or one level below (results/lr-sweep/RUN),
     oldest first."""
+    tree = tree or Tree(results_dir)
     found = []
-    for child in sorted(p for p in results_dir.iterdir() if p.is_dir()):
-        run = _run_at(child)
+    for child in _subfolders(tree):
+        run = _run_at(child, tree)
         if run is not None:
             found.append(run)
-        elif child.name != HISTORY_DIR:
-            found += [r for r in map(_run_at, sorted(child.iterdir())) if r is not None]
+        else:
+            found += [r for r in (_run_at(p, tree) for p in sorted(child.iterdir())) if r]
     return sorted(found, key=lambda r: (str(r.env.get("started", "")), r.path.name))
 
 
-# --- one row per run -----------------------------------------------------------------------
+# --- a row's cells --------------------------------------------------------------------------
 
 
 def _link(text: str, target: Path, base: Path) -> str:
     return f"[{text}]({target.relative_to(base).as_posix()})"
 
 
-def _date(env: dict) -> str:
-    started = env.get("started")
-    return pd.Timestamp(started).strftime("%Y-%m-%d %H:%M") if started else "unknown"
+def _date(stamp: object) -> str | None:
+    return pd.Timestamp(stamp).strftime("%Y-%m-%d %H:%M") if stamp else None
 
 
-def _commit(env: dict) -> str:
-    sha = env.get("commit")
-    if not sha:
-        return "unknown"
-    return f"`{sha[:7]}`" + (" (dirty)" if env.get("dirty") else "")
+def _commit(sha: object, dirty: object = False) -> str | None:
+    if not sha or sha == "unknown":
+        return None
+    return f"`{str(sha)[:7]}`" + (" (dirty)" if dirty else "")
 
 
-def _sizes(cfg: dict) -> str:
-    """The preset whose sizes the run used, else the sizes themselves."""
+def _gpu(env: dict, used: int) -> str:
+    if env.get("device") == "cpu":
+        return "CPU"
+    return str(env.get("gpu")) + (f" ×{used}" if used > 1 else "")
+
+
+def _lr(x: float) -> str:
+    """A learning rate as people write it: 3e-4, 1e-3."""
+    mantissa, exponent = f"{x:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a grid description, as its values (`fp32,bf16-amp`) or, where the line is too
+    long, as a count (`2 modes`)."""
+
+    values: str
+    count: str
+
+
+def _axis(values: list, noun: str, *, label: str = "") -> Axis | None:
+    """An axis of `values`; None when there are none (a folder older than the axis)."""
+    if not values:
+        return None
+    shown = f"{label}{','.join(map(str, values))}"
+    return Axis(shown, f"{len(values)} {noun}s" if len(values) > 1 else shown)
+
+
+def _batches(values: list) -> Axis | None:
+    """Batch sizes, or their range where there are more than two."""
+    if not values:
+        return None
+    shown = f"batch {','.join(map(str, values))}"
+    return Axis(shown, f"batch {min(values)}–{max(values)}" if len(values) > 2 else shown)
+
+
+def grid(axes: list[Axis | None], *, extras: tuple[str, ...] = ()) -> str:
+    """`a × b × c, extra, extra` in at most GRID_WIDTH characters: the longest axis shown by its
+    values gives way to its count until the line fits; a line that still does not fit is cut
+    with `…` (the report holds the whole grid)."""
+    axes = [a for a in axes if a is not None]
+    forms = [a.values for a in axes]
+
+    def text() -> str:
+        return ", ".join([" × ".join(forms), *extras])
+
+    while len(text()) > GRID_WIDTH:
+        longer = [i for i, a in enumerate(axes) if len(a.count) < len(forms[i])]
+        if not longer:
+            break
+        i = max(longer, key=lambda i: len(forms[i]))
+        forms[i] = axes[i].count
+    line = text()
+    return line if len(line) <= GRID_WIDTH else line[: GRID_WIDTH - 1] + "…"
+
+
+def _preset(cfg: dict) -> str:
+    """The preset whose sizes a run used, else the sizes themselves."""
+    if cfg.get("preset"):
+        return str(cfg["preset"])
     from bench.model import PRESETS  # here: the model module imports torch
 
     sizes = tuple(cfg.get(k) for k in ("input_size", "hidden_size", "num_classes"))
@@ -97,72 +209,8 @@ def _sizes(cfg: dict) -> str:
     return "×".join(map(str, sizes))
 
 
-def _gpu(env: dict, used: int) -> str:
-    return "CPU" if env.get("device") == "cpu" else f"{env.get('gpu')} ×{used}"
-
-
-def _values(values: list | tuple) -> str:
-    return ",".join(map(str, values))
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _timing(run: Run, base: Path) -> dict[str, str]:
-    cfg = run.env.get("config", {})
-    df = results.load(run.path)
-    counts = df["status"].value_counts()
-    expected = run.env.get("expected_cases") or len(df)
-    status = f"{int(counts.get('ok', 0))} of {expected} ok"
-    others = ", ".join(f"{n} {s}" for s, n in counts.items() if s != "ok")
-    status += f" ({others})" if others else ""
-    if "ended" not in run.env:
-        status += "; did not finish"
-    modes = _count(len(cfg.get("modes", [])), "mode")
-    grid = f"{modes} × batch {_values(cfg.get('batch_sizes', []))} × "
-    grid += _values(cfg.get("optimizers", []))
-    variants = cfg.get("variants", ["eager"])
-    grid += f" × {_values(variants)}" if variants != ["eager"] else ""
-    parallels = cfg.get("parallels", ["none"])
-    grid += f" × {_values(parallels)}" if parallels != ["none"] else ""
-    ranks = int(cfg.get("world_size", 1))
-    grid += f" on {ranks} ranks" if ranks > 1 else ""
-    also = [_link(p.stem, p, base) for p in sorted(run.path.glob("compare_*.md"))]
-    if (run.path / "numerics" / results.REPORT).is_file():
-        also.append(_link("numerics", run.path / "numerics" / results.REPORT, base))
-    return {
-        "gpu": _gpu(run.env, ranks),
-        "preset": cfg.get("preset") or _sizes(cfg),
-        "grid": grid,
-        "status": status,
-        "headline": timing_headline(df),
-        "also": ", ".join(also),
-    }
-
-
-def timing_headline(df: pd.DataFrame) -> str:
-    """bf16-amp's fastest case at the largest batch size (or the fastest case there, when
-    bf16-amp did not pass): samples/s, step time and speedup over fp32. In a run of several
-    ranks, the fastest distributed case and its scaling efficiency."""
-    ok = df[df["status"] == "ok"]
-    several = ok["world_size"].max() > 1 and (ok["parallel"] != "none").any()
-    if several:
-        ok = ok[ok["parallel"] != "none"]
-    if ok.empty:
-        return "no case passed"
-    at = ok[ok["batch_size"] == ok["batch_size"].max()]
-    pick = at[at["mode"] == HEADLINE_MODE] if (at["mode"] == HEADLINE_MODE).any() else at
-    r = pick.loc[pick["total_ms"].idxmin()]
-    axes = [a for a in results.axes() if a not in ("mode", "batch_size") and ok[a].nunique() > 1]
-    where = "".join(f", {r[a]}" for a in axes)
-    speedup = f", {r['speedup_vs_fp32']:.3g}× fp32" if pd.notna(r.get("speedup_vs_fp32")) else ""
-    if several and pd.notna(r.get("scaling_efficiency")):
-        speedup += f", {r['scaling_efficiency']:.0%} scaling on {r['world_size']} ranks"
-    return (
-        f"{r['mode']}{where} at batch {r['batch_size']}: {r['samples_per_s']:,.0f} samples/s, "
-        f"{r['total_ms']:.3g} ms/step{speedup}"
-    )
+def _finished(env: dict, cell: str) -> str:
+    return cell if "ended" in env else f"{cell} (unfinished)"
 
 
 def _csv_rows(path: Path) -> int:
@@ -174,113 +222,124 @@ def _csv_rows(path: Path) -> int:
         return 0
 
 
-def _numerics(run: Run, base: Path) -> dict[str, str]:
+# --- one row per kind of run ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cells:
+    """What a row says that depends on the kind of run."""
+
+    gpus: int
+    """GPUs the run used: a timing run's ranks, a study's workers."""
+    model: str | None
+    grid: str | None
+    passed: str | None
+    """`ok/total` of what the run is made of (cases, jobs, modes), `(unfinished)` after it when
+    the run did not end."""
+
+
+def _timing(run: Run) -> Cells:
+    cfg = run.env.get("config", {})
+    rows = results.read_rows(run.path / results.ROWS)
+    last = {r["case_id"]: r["status"] for r in rows}  # a resumed case's last row wins
+    total = run.env.get("expected_cases") or len(last)
+    ok = sum(status == "ok" for status in last.values())
+    axes = [
+        _axis(cfg.get("modes", []), "mode"),
+        _batches(cfg.get("batch_sizes", [])),
+        _axis(cfg.get("optimizers", []), "optimizer"),
+    ]
+    for key, noun, default in (
+        ("variants", "variant", "eager"),
+        ("parallels", "parallelism", "none"),
+    ):
+        values = cfg.get(key, [default])
+        if values != [default]:
+            axes.append(_axis(values, noun))
+    ranks = int(cfg.get("world_size", 1))
+    return Cells(ranks, _preset(cfg), grid(axes), _finished(run.env, f"{ok}/{total}"))
+
+
+def _numerics(run: Run) -> Cells:
     cfg = run.env.get("numerics_config", {})
-    failed = _csv_rows(run.path / "failed.csv")
-    kept = len(list((run.path / "jobs").glob("*.json"))) if (run.path / "jobs").is_dir() else 0
-    modes = _count(len(cfg.get("modes", [])), "mode")
-    seeds = _count(len(cfg.get("seeds", [])), "seed")
-    grid = (
-        f"lr {cfg.get('lr')}; {modes} × batch {_values(cfg.get('conv_batch_sizes', []))} × "
-        f"{seeds} × {cfg.get('steps')} steps; census batch "
-        f"{_values(cfg.get('census_batch_sizes', []))}"
-    )
-    if cfg.get("long_steps"):
-        grid += f"; a {cfg['long_steps']}-step fp16-amp run"
-    stress = {
-        k: cfg[k]
-        for k, default in (("loss_mult", 1.0), ("reduction", "mean"), ("init_scale", 1.0))
-        if k in cfg and cfg[k] != default
-    }
-    grid += "".join(f"; stress {k} {v}" for k, v in stress.items())
+    modes, batches, seeds = (cfg.get(k, []) for k in ("modes", "conv_batch_sizes", "seeds"))
+    # The study's jobs, as `NumericsConfig.jobs` plans them: one census trajectory per census
+    # batch size, one convergence run per batch size, mode and seed.
+    total = len(cfg.get("census_batch_sizes", [])) + len(batches) * len(modes) * len(seeds)
     if "ended" in run.env:
-        resumed = len(run.env.get("resumed", []))
-        headline = "finished" + (f", resumed {resumed}×" if resumed else "")
-    else:
-        headline = f"did not finish ({kept} job(s) kept; `numerics --resume` goes on)"
-    return {
-        "gpu": _gpu(run.env, int(cfg.get("workers") or 1)),
-        "preset": _sizes(cfg),
-        "grid": grid,
-        "status": f"{failed} job(s) failed" if failed else "no job failed",
-        "headline": headline,
-        "also": "",
-    }
+        ok = total - _csv_rows(run.path / "failed.csv")
+    else:  # each finished job is kept in jobs/ until the study ends
+        ok = len(list((run.path / "jobs").glob("*.json")))
+    stress = tuple(
+        text.format(cfg[k])
+        for k, (default, text) in STRESS.items()
+        if cfg.get(k, default) != default
+    )
+    axes = [
+        _axis(modes, "mode"),
+        _batches(batches),
+        # One seed is a study's usual (the census runs the first): only several are news.
+        _axis(seeds, "seed", label="seeds ") if len(seeds) > 1 else None,
+        Axis(f"{cfg.get('steps')} steps", f"{cfg.get('steps')} steps"),
+    ]
+    extras = (f"lr {_lr(cfg['lr'])}",) if "lr" in cfg else ()
+    workers = int(cfg.get("workers") or 1)
+    return Cells(
+        workers,
+        _preset(cfg),
+        grid(axes, extras=extras + stress),
+        _finished(run.env, f"{ok}/{total}"),
+    )
 
 
-def _maxbatch(run: Run, base: Path) -> dict[str, str]:
+def _maxbatch(run: Run) -> Cells:
     cfg = run.env.get("maxbatch_config", {})
-    trials = pd.DataFrame(results.read_jsonl(run.path / "trials.jsonl"))
-    if trials.empty:
-        status, headline = "no trial", "no trial finished"
-    else:
-        counts = trials["status"].value_counts()
-        status = ", ".join(f"{n} {s}" for s, n in counts.items()) + " trials"
-        ok = trials[trials["status"] == "ok"]
-        largest = ok.groupby(["mode", "variant"], sort=False)["batch_size"].max()
-        headline = "largest batch: " + ", ".join(
-            f"{mode}" + (f" {variant}" if variant != "eager" else "") + f" {bs}"
-            for (mode, variant), bs in largest.items()
-        )
-    if "ended" not in run.env:
-        status += "; did not finish"
-    return {
-        "gpu": _gpu(run.env, 1),
-        "preset": cfg.get("preset", ""),
-        "grid": f"{_count(len(cfg.get('modes', [])), 'mode')}, {cfg.get('optimizer')} Adam, "
-        f"from batch {cfg.get('start')} up to {cfg.get('limit')}",
-        "status": status,
-        "headline": headline,
-        "also": "",
-    }
+    variants = cfg.get("variants", ["eager"])
+    trials = results.read_jsonl(run.path / "trials.jsonl")
+    found = {(t.get("mode"), t.get("variant", "eager")) for t in trials if t["status"] == "ok"}
+    total = len(cfg.get("modes", [])) * len(variants)
+    axes = [_axis(cfg.get("modes", []), "mode"), _axis([cfg.get("optimizer")], "optimizer")]
+    if variants != ["eager"]:
+        axes.append(_axis(variants, "variant"))
+    extras = (f"batch {cfg.get('start')} up to {cfg.get('limit')}",)
+    passed = _finished(run.env, f"{len(found)}/{total}")
+    return Cells(1, _preset(cfg), grid(axes, extras=extras), passed)
 
 
-ROW = {TIMING: _timing, NUMERICS: _numerics, MAXBATCH: _maxbatch}
-COLUMNS = {
-    "folder": "folder (report)",
-    "date": "started (UTC)",
-    "kind": "kind",
-    "gpu": "GPU × used",
-    "torch": "torch",
-    "commit": "commit",
-    "preset": "model",
-    "grid": "grid",
-    "status": "status",
-    "headline": "headline",
-    "also": "also",
+ROW: dict[str, Callable[[Run], Cells]] = {
+    TIMING: _timing,
+    NUMERICS: _numerics,
+    MAXBATCH: _maxbatch,
 }
 
 
-def row(run: Run, base: Path) -> dict[str, str]:
+def row(run: Run, base: Path, tree: Tree, record: Path | None = None) -> dict[str, str | None]:
     """The index's row of one run folder; links are relative to `base` (the index's folder)."""
     report = run.path / results.REPORT
-    name = run.path.name
-    out = {
-        "folder": _link(name, report, base) if report.is_file() else f"{name} (no report)",
-        "date": _date(run.env),
-        "kind": run.kind,
-        "torch": str(run.env.get("torch", "")),
-        "commit": _commit(run.env),
+    cells = ROW[run.kind](run) if run.kind in ROW else Cells(1, None, None, None)
+    link = _link("report", report, base) if tree.has(report) else _unreported(run, base)
+    if record is not None and run.path.resolve() == record:
+        link += f", {RECORD}"
+    return {
+        "date (UTC)": _date(run.env.get("started")),
+        "GPU": _gpu(run.env, cells.gpus),
+        "commit": _commit(run.env.get("commit"), run.env.get("dirty")),
+        "model": cells.model,
+        "grid": cells.grid,
+        SECTIONS[run.kind][1]: cells.passed,
+        "report": link,
     }
-    if run.kind in ROW:
-        out.update(ROW[run.kind](run, base))
-    return out
 
 
-def _table(runs: list[Run], base: Path) -> str:
-    df = pd.DataFrame([row(r, base) for r in runs]).reindex(columns=list(COLUMNS)).fillna("")
-    # An empty column (no run links a comparison) says nothing: drop it.
-    df = df[[c for c in df.columns if c != "also" or df[c].astype(bool).any()]]
-    return df.rename(columns=COLUMNS).to_markdown(index=False)
+# --- pytest-benchmark saves ------------------------------------------------------------------
 
 
-# --- pytest-benchmark saves, loose files ------------------------------------------------------
-
-
-def _saves(folder: Path) -> list[tuple[Path, dict]]:
+def _saves(folder: Path, tree: Tree) -> list[tuple[Path, dict]]:
     """pytest-benchmark saves under `folder` (one machine folder deep)."""
     out = []
     for path in sorted(folder.glob("*/*.json")) + sorted(folder.glob("*.json")):
+        if not tree.has(path):
+            continue
         try:
             data = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -290,83 +349,108 @@ def _saves(folder: Path) -> list[tuple[Path, dict]]:
     return out
 
 
-def _saves_table(saves: list[tuple[Path, dict]], base: Path) -> str:
-    rows = []
-    for path, data in saves:
-        extra = [b.get("extra_info", {}) for b in data["benchmarks"]]
-        commit = data.get("commit_info", {}).get("id") or "unknown"
-        rows.append(
-            {
-                "save": _link(path.name, path, base),
-                "saved (UTC)": pd.Timestamp(data["datetime"]).strftime("%Y-%m-%d %H:%M"),
-                "GPU": ", ".join(sorted({str(e.get("gpu")) for e in extra if e.get("gpu")})),
-                "torch": ", ".join(sorted({str(e.get("torch")) for e in extra if e.get("torch")})),
-                "optimizer": ", ".join(
-                    sorted({str(e.get("optimizer")) for e in extra if e.get("optimizer")})
-                ),
-                "commit": commit if commit == "unknown" else f"`{commit[:7]}`",
-                "benchmarks": len(data["benchmarks"]),
-            }
-        )
-    return pd.DataFrame(rows).to_markdown(index=False)
+def _save_row(path: Path, data: dict, base: Path) -> dict[str, object]:
+    extra = [b.get("extra_info", {}) for b in data["benchmarks"]]
 
+    def values(key: str) -> list:
+        return sorted({e[key] for e in extra if e.get(key) is not None}, key=str)
 
-def _files(folder: Path, base: Path, skip: set[Path]) -> list[str]:
-    return [
-        f"- {_link(p.name, p, base)}"
-        for p in sorted(folder.iterdir())
-        if p.is_file() and p not in skip and not p.name.startswith(".")
+    axes = [
+        _axis(values("mode"), "mode"),
+        _batches(values("batch_size")),
+        _axis(values("optimizer"), "optimizer"),
     ]
+    return {
+        "date (UTC)": _date(data.get("datetime")),
+        "GPU": ", ".join(map(str, values("gpu"))) or None,
+        "commit": _commit(data.get("commit_info", {}).get("id")),
+        "model": ",".join(map(str, values("preset"))) or None,
+        "grid": grid(axes),
+        SECTIONS[SAVES][1]: len(data["benchmarks"]),
+        "save": _link(path.name.split("_")[0], path, base),  # the number `compare` takes
+    }
 
 
-def render(results_dir: Path = paths.RESULTS) -> str:
-    """The whole index of `results_dir`, as markdown."""
+# --- the page --------------------------------------------------------------------------------
+
+
+def run_of_record(readme: Path, tree: Tree) -> Path | None:
+    """The run folder named by the first `<!-- ampbench:headline FOLDER -->` of `readme` (FOLDER
+    relative to the README's folder), resolved; None when there is no README, no such marker, or
+    no such run folder in `tree`."""
+    try:
+        found = HEADLINE_MARKER.search(readme.read_text())
+    except OSError:
+        return None
+    if found is None:
+        return None
+    folder = readme.parent / found[1]
+    return folder.resolve() if tree.has(folder / results.ENV) else None
+
+
+def _other_files(tree: Tree, saves: set[Path]) -> list[Path]:
+    """Files the tables do not list: loose files here and in folders that hold no run."""
+    out = [p for p in sorted(tree.root.iterdir()) if p.is_file() and p.name != INDEX]
+    for sub in _subfolders(tree):
+        if _run_at(sub, tree) is None:
+            out += [p for p in sorted(sub.iterdir()) if p.is_file() and p not in saves]
+    return [p for p in out if tree.has(p) and not p.name.startswith(".")]
+
+
+def render(
+    results_dir: Path = paths.RESULTS, *, readme: Path | None = None, tree: Tree | None = None
+) -> str:
+    """The whole index of `results_dir`, as markdown. `readme`: the file whose headline marker
+    names the run of record (default: README.md beside `results_dir`); `tree`: which files count
+    (default: every file on disk)."""
     base = results_dir
-    runs = run_folders(results_dir)
+    tree = tree or Tree(results_dir)
+    runs = run_folders(results_dir, tree=tree)[::-1]  # newest first
+    readme = readme or results_dir.parent / PROJECT_README
+    record = run_of_record(readme, tree)
     out = [
-        "# Published runs",
+        "# Runs",
         "",
-        "<!-- Generated by `python -m bench index` from the folders themselves; a run into "
-        "results/ rewrites it when it ends. Do not edit: write notes in NOTES.md. -->",
-        "",
-        "Every folder here was written by ampbench's own commands on the machine it names; each "
-        "run folder's `env.json` and `report.md` give the exact `python -m bench` command. This "
-        "page is generated from the folders; what a folder cannot tell (why a run was made, what "
-        "happened on the machine, which runs supersede which) is in "
-        + (f"[{NOTES}]({NOTES})" if (results_dir / NOTES).is_file() else f"{NOTES} (none yet)")
-        + ".",
+        "<!-- Generated by `./run_bench.sh index` from the run folders; a run into results/ "
+        "rewrites it when it ends. Do not edit by hand. -->",
         "",
     ]
-    top = [r for r in runs if r.path.parent == results_dir]
-    if top:
-        out += ["## Runs", "", _table(top, base), ""]
-    for sub in sorted(p for p in results_dir.iterdir() if p.is_dir() and _run_at(p) is None):
-        if sub.name == HISTORY_DIR:
-            continue
-        inside = [r for r in runs if r.path.parent == sub]
-        saves = _saves(sub)
-        out += [f"## {sub.name}/", ""]
-        if inside:
-            out += [_table(inside, base), ""]
-        if saves:
-            out += ["pytest-benchmark saves:", "", _saves_table(saves, base), ""]
-        loose = _files(sub, base, {p for p, _ in saves})
-        if loose:
-            out += ["Other files:", "", *loose, ""]
-    history = results_dir / HISTORY_DIR
-    if history.is_dir():
+    if record is not None:
+        run = next(r for r in runs if r.path.resolve() == record)
         out += [
-            "## Step time across runs, per GPU model",
-            "",
-            "From `python -m bench history`: each case's median step time in every timing run, "
-            "by commit date, with its verdict against the run before.",
-            "",
-            *[f"- {_link(p.stem, p, base)}" for p in sorted(history.glob("*.md"))],
+            f"The run of record, whose headline [{readme.name}]"
+            f"({Path(os.path.relpath(readme, base)).as_posix()}) quotes: "
+            f"{_link(run.path.name, run.path / results.REPORT, base)}.",
             "",
         ]
-    loose = _files(results_dir, base, {results_dir / INDEX, results_dir / NOTES})
-    if loose:
-        out += ["## Logs and other files", "", *loose, ""]
+    intro = (
+        "Newest first. Each run folder's `report.md` gives the exact command, what passed and "
+        "what did not, and every figure."
+        if runs
+        else "No run folder yet: `./run_bench.sh` writes one here."
+    )
+    notes = results_dir / SESSIONS_DIR / NOTES
+    if tree.has(notes):
+        intro += (
+            f" Why each run was made, and the sessions' logs: {_link('sessions/', notes, base)}."
+        )
+    out += [intro, ""]
+    for kind, (heading, _) in SECTIONS.items():
+        rows = [row(r, base, tree, record) for r in runs if r.kind == kind]
+        if rows:
+            out += [f"## {heading}", "", tables.markdown(pd.DataFrame(rows)), ""]
+    saves = [s for sub in _subfolders(tree) if not _run_at(sub, tree) for s in _saves(sub, tree)]
+    if saves:
+        newest = sorted(saves, key=lambda s: str(s[1].get("datetime")), reverse=True)
+        rows = [_save_row(path, data, base) for path, data in newest]
+        out += [f"## {SECTIONS[SAVES][0]}", "", tables.markdown(pd.DataFrame(rows)), ""]
+    history = sorted(p for p in (results_dir / HISTORY_DIR).glob("*.md") if tree.has(p))
+    if history:
+        links = ", ".join(_link(p.stem, p, base) for p in history)
+        out += [f"Each case's step time across the timing runs of one GPU model: {links}.", ""]
+    other = _other_files(tree, {p for p, _ in saves})
+    if other:
+        out += ["Other files: " + ", ".join(_link(p.name, p, base) for p in other) + ".", ""]
     return "\n".join(out)
 
 
@@ -392,3 +476,74 @@ def refresh(run_dir: Path) -> Path | None:
         return None
     print(f"ampbench: updated {paths.shown(path)}", file=sys.stderr, flush=True)
     return path
+
+
+# --- is the committed index fresh? ----------------------------------------------------------
+
+
+def tracked_files(folder: Path) -> frozenset[Path] | None:
+    """The files under `folder` that git tracks (staged ones included), or None when git cannot
+    say (git missing, or `folder` not in a repository)."""
+    try:
+        out = subprocess.run(
+            ["git", "-c", "safe.directory=*", "ls-files", "-z", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return frozenset(folder / p for p in out.stdout.split("\0") if p)
+
+
+def _named(text: str, run: Run, base: Path) -> bool:
+    """Whether an index's `text` has a row for `run` (its report's link, or its name)."""
+    rel = run.path.relative_to(base).as_posix()
+    return f"]({rel}/{results.REPORT})" in text or _unreported(run, base) in text
+
+
+def _unreported(run: Run, base: Path) -> str:
+    """The report cell of a run folder without a report (a run in progress, or killed)."""
+    return f"`{run.path.relative_to(base).as_posix()}` (no report)"
+
+
+def check(results_dir: Path = paths.RESULTS) -> str | None:
+    """None when `results_dir`/README.md is what the run folders git tracks say; else one line
+    naming what is stale. Folders git does not track (a user's own run, finished or not) are
+    left out. Where git cannot list the tracked files, says so on stderr and counts every
+    folder."""
+    files = tracked_files(results_dir)
+    if files is None:
+        print(
+            f"ampbench: git cannot list the files of {paths.shown(results_dir)}; checking every "
+            "folder in it",
+            file=sys.stderr,
+        )
+    path = results_dir / INDEX
+    shown = f"{paths.shown(results_dir)}/{INDEX}"
+    if not path.is_file():
+        return f"{shown} is missing: run ./run_bench.sh index"
+    tree = Tree(results_dir, files)
+    have, want = path.read_text(), render(results_dir, tree=tree)
+    if have == want:
+        return None
+    counted = run_folders(results_dir, tree=tree)
+    lacks = [r.path.name for r in counted if not _named(have, r, results_dir)]
+    extra = [
+        r.path.name
+        for r in run_folders(results_dir)
+        if r not in counted and _named(have, r, results_dir)
+    ]
+    if lacks:
+        what = f"it lacks {lacks[0]}" + (f" and {len(lacks) - 1} more" if len(lacks) > 1 else "")
+    elif extra:
+        what = f"it lists {extra[0]}, which is not a run folder git tracks" + (
+            f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        )
+    else:
+        pairs = zip_longest(have.splitlines(), want.splitlines())
+        line = next((i for i, (a, b) in enumerate(pairs, 1) if a != b), 1)  # or a last newline
+        what = f"line {line} differs from what the folders say"
+    return f"{shown} is stale: {what}; run ./run_bench.sh index"

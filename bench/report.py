@@ -551,8 +551,10 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
             "from the CUDA allocator's counters): those cells are `–`.",
             "",
         ]
-    optimizer = "fused" if "fused" in set(df["optimizer"]) else str(df["optimizer"].iloc[0])
-    found = findings.findings(df, optimizer) if len(df) else []
+    # The headline optimizer: fused Adam where the run has it (the faster one), else its first.
+    optimizers = list(dict.fromkeys(df["optimizer"]))
+    optimizer = "fused" if "fused" in optimizers or not optimizers else str(optimizers[0])
+    found = findings.findings(df, optimizer)
     if found:
         out += ["## What this run found", "", *found, ""]
         out += [headline(df, optimizer=optimizer), ""]

@@ -3,6 +3,7 @@ the tests of what reads folders (figures, index, history, export). Nothing here 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -98,3 +99,99 @@ def small_grid(*, total_ms: float = 10.0, **axes: object) -> list[dict]:
                 ms = total_ms * bs / 8 / speed * (0.9 if opt == "fused" else 1.0)
                 out.append(timing_row(mode=mode, optimizer=opt, batch_size=bs, total_ms=ms, **axes))
     return out
+
+
+def write_numerics(
+    folder: Path,
+    *,
+    ended: bool = True,
+    started: str = "2026-11-29T12:00:00+00:00",
+    failed: int = 0,
+    kept: int = 0,
+    **cfg: object,
+) -> Path:
+    """A numerics study's folder as the index reads it: env.json (one mode, one batch size, one
+    seed: 2 jobs, unless `cfg` says otherwise), a failed.csv of `failed` rows, `kept` job files
+    of an unfinished study and a report.md. No tables of results."""
+    folder.mkdir(parents=True)
+    env = {
+        "device": "cuda",
+        "gpu": "NVIDIA H200",
+        "torch": "2.99.0",
+        "commit": "0157d671219512057e5c025380cfbe72d7f4bc0a",
+        "dirty": False,
+        "started": started,
+        "numerics_config": {
+            "modes": ["fp32"],
+            "conv_batch_sizes": [1024],
+            "census_batch_sizes": [1024],
+            "seeds": [0],
+            "steps": 300,
+            "long_steps": 0,
+            "lr": 0.001,
+            "workers": 2,
+            "input_size": 1024,
+            "hidden_size": 16000,
+            "num_classes": 2000,
+            **cfg,
+        },
+    }
+    if ended:
+        env["ended"] = started
+    results.write_env(folder, env)
+    # An empty table may have no header at all.
+    rows = "".join(f"convergence,fp32,1024,{i},error,boom\n" for i in range(failed))
+    (folder / "failed.csv").write_text(
+        "kind,mode,batch_size,seed,status,error\n" + rows if rows else ""
+    )
+    if kept:
+        (folder / "jobs").mkdir()
+        for i in range(kept):
+            (folder / "jobs" / f"job{i}.json").write_text("{}\n")
+    (folder / results.REPORT).write_text("# numerics\n")
+    return folder
+
+
+def write_maxbatch(
+    folder: Path, trials: list[tuple[str, int, str]], *, started: str = "2026-11-29T15:00:00+00:00"
+) -> Path:
+    """A finished largest-batch search on the CPU: `trials` as (mode, batch size, status)."""
+    folder.mkdir(parents=True)
+    modes = sorted({mode for mode, _, _ in trials})
+    results.write_env(
+        folder,
+        {
+            "device": "cpu",
+            "gpu": "cpu",
+            "started": started,
+            "ended": started,
+            "maxbatch_config": {
+                "preset": "tiny",
+                "modes": modes,
+                "variants": ["eager"],
+                "optimizer": "fused",
+                "start": 8,
+                "limit": 64,
+            },
+        },
+    )
+    for mode, batch_size, status in trials:
+        row = {"mode": mode, "variant": "eager", "batch_size": batch_size, "status": status}
+        results.append_jsonl(folder / "trials.jsonl", row)
+    return folder
+
+
+def write_save(
+    path: Path, *, optimizer: str = "fused", commit: str = "abcdef0123", when: str = ""
+) -> Path:
+    """A pytest-benchmark save of two benchmarks (fp32 and bf16-amp, batch 1024) at `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    extra = {"preset": "seed", "batch_size": 1024, "optimizer": optimizer, "gpu": "NVIDIA H200"}
+    data = {
+        "machine_info": {},
+        "commit_info": {"id": commit},
+        "datetime": when or "2026-11-29T16:00:00+00:00",
+        "benchmarks": [{"extra_info": {**extra, "mode": m}} for m in ("fp32", "bf16-amp")],
+    }
+    path.write_text(json.dumps(data))
+    return path

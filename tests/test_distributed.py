@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bench import launch, readme, results
+from bench import launch, readme, results, tables
 from bench.cli import main
 from bench.faults import UsageError
 from bench.modes import MODES
@@ -315,7 +315,7 @@ def test_the_readme_scaling_table_is_the_runs_scaling_efficiency(two_ranks):
     assert ["mode", "parallel", "2 GPUs, batch 8"] in cells
     shown = {(r[0], r[1]): r[2] for r in cells if len(r) == 3 and r[1] in PARALLELS}
     assert shown == {
-        (r.mode, r.parallel): f"{r.scaling_efficiency * 100:.1f}" for r in ok.itertuples()
+        (r.mode, r.parallel): tables.cell(r.scaling_efficiency * 100) for r in ok.itertuples()
     }
     # The same run twice would put two figures in one cell: refused, not averaged.
     twice = (
@@ -355,5 +355,5 @@ def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order
         "4 GPUs, batch 1024",
     ]
     first = [c.strip() for c in lines[2].strip("|").split("|")]
-    assert first == ["fp32", "ddp", "22.6", "30.2", "42.6", "50.2"]
+    assert first == ["fp32", "ddp", "22.56", "30.24", "42.56", "50.24"]
     assert [c.strip() for c in lines[3].strip("|").split("|")][:2] == ["fp32", "fsdp"]

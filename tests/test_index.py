@@ -1,120 +1,248 @@
-"""results/README.md generated from the folders: one row per run folder of every kind, a section
-per subfolder, links to the reports; rewritten after a run only when it is the project's."""
+"""results/README.md generated from the folders: one short table per kind of run, newest first,
+the run of record named; rewritten after a run only when it is the project's. Every test builds
+its own small results folder: the project's results/ (a user's own runs among them) is never read.
+Whether the committed index is fresh is `./run_bench.sh index --check`, tested here on a fixture
+repository."""
 
-import json
+import shutil
+import subprocess
 
 import pytest
 
 from bench import index, paths, results
-from tests.stored import small_grid, write_run
+from bench.cli import main
+from tests.stored import small_grid, write_maxbatch, write_numerics, write_run, write_save
 
-
-def _numerics(folder, *, ended=True, cfg=None):
-    folder.mkdir(parents=True)
-    env = {
-        "device": "cuda",
-        "gpu": "NVIDIA H200",
-        "torch": "2.99.0",
-        "commit": "0157d671219512057e5c025380cfbe72d7f4bc0a",
-        "dirty": False,
-        "started": "2026-11-29T12:00:00+00:00",
-        "numerics_config": {
-            "modes": ["fp32"],
-            "conv_batch_sizes": [1024],
-            "census_batch_sizes": [1024],
-            "seeds": [0],
-            "steps": 300,
-            "long_steps": 0,
-            "lr": 0.001,
-            "workers": 2,
-            "input_size": 1024,
-            "hidden_size": 16000,
-            "num_classes": 2000,
-            **(cfg or {}),
-        },
-    }
-    if ended:
-        env["ended"] = env["started"]
-    results.write_env(folder, env)
-    (folder / "failed.csv").write_text("")  # an empty table may have no header at all
-    (folder / results.REPORT).write_text("# numerics\n")
+RECORD = "20261129T100000Z_cpu_nogit"
+HEADLINE = f"# P\n\n<!-- ampbench:headline results/{RECORD} -->\n<!-- /ampbench:headline -->\n"
 
 
 @pytest.fixture
-def tree(tmp_path):
-    """A results folder with one folder of each kind, a sweep subfolder, pytest-benchmark saves,
-    a session log and hand-written notes."""
-    run = write_run(tmp_path / "20261129T100000Z_cpu_nogit", small_grid())
-    (run / results.REPORT).write_text("# report\n")
-    (run / "compare_self_optimizer_foreach_vs_fused.md").write_text("# compare\n")
-    _numerics(tmp_path / "20261129T120000Z_NVIDIA-H200_0157d67_numerics")
-    _numerics(tmp_path / "lr-sweep" / "20261129T130000Z_x_numerics_lr-1e-4", cfg={"lr": 1e-4})
-    _numerics(
-        tmp_path / "20261129T140000Z_x_numerics_stress", ended=False, cfg={"reduction": "sum"}
+def project(tmp_path):
+    """A project folder: a README naming the run of record, and results/ with two timing runs
+    (one without a report), three numerics studies (one failed job; one in lr-sweep/; one
+    unfinished under a stress flag), a largest-batch search, a pytest-benchmark save and a loose
+    comparison, the history, and the sessions' notes and log."""
+    res = tmp_path / "results"
+    write_run(res / RECORD, small_grid())
+    (res / RECORD / results.REPORT).write_text("# report\n")
+    write_run(
+        res / "20261129T110000Z_NVIDIA-H200_0157d67",
+        small_grid()[:4],
+        gpu="NVIDIA H200",
+        started="2026-11-29T11:00:00+00:00",
+        commit="0157d671219512057e5c025380cfbe72d7f4bc0a",
     )
-    mb = tmp_path / "20261129T150000Z_cpu_nogit_maxbatch"
-    mb.mkdir()
-    results.write_env(mb, {"device": "cpu", "gpu": "cpu", "started": "2026-11-29T15:00:00+00:00",
-                           "ended": "x", "maxbatch_config": {"preset": "tiny", "modes": ["fp32"],
-                           "optimizer": "fused", "start": 8, "limit": 64}})  # fmt: skip
-    for bs, status in ((8, "ok"), (16, "ok"), (32, "oom")):
-        results.append_jsonl(
-            mb / "trials.jsonl",
-            {"mode": "fp32", "variant": "eager", "batch_size": bs, "status": status},
-        )
-    saves = tmp_path / "pytest-benchmark" / "Linux-CPython-3.12-64bit"
-    saves.mkdir(parents=True)
-    (saves / "0001_x.json").write_text(
-        json.dumps(
-            {
-                "machine_info": {},
-                "commit_info": {"id": "abcdef0123"},
-                "datetime": "2026-11-29T16:00:00+00:00",
-                "benchmarks": [{"extra_info": {"gpu": "NVIDIA H200", "optimizer": "fused"}}],
-            }
-        )
+    write_numerics(res / "20261129T120000Z_NVIDIA-H200_0157d67_numerics", failed=1)
+    write_numerics(
+        res / "lr-sweep" / "20261129T130000Z_x_numerics_lr-1e-4",
+        lr=1e-4,
+        started="2026-11-29T13:00:00+00:00",
     )
-    (tmp_path / "pytest-benchmark" / "compare_0001_0002.txt").write_text("table\n")
-    (tmp_path / "session_x.log").write_text("log\n")
-    (tmp_path / index.NOTES).write_text("# Notes\n")
+    write_numerics(
+        res / "20261129T140000Z_x_numerics_stress",
+        ended=False,
+        kept=1,
+        reduction="sum",
+        started="2026-11-29T14:00:00+00:00",
+    )
+    write_maxbatch(
+        res / "20261129T150000Z_cpu_nogit_maxbatch",
+        [("fp32", 8, "ok"), ("fp32", 16, "ok"), ("fp32", 32, "oom")],
+    )
+    write_save(res / "pytest-benchmark" / "Linux-CPython-3.12-64bit" / "0001_x.json")
+    (res / "pytest-benchmark" / "compare_0001_0002.txt").write_text("table\n")
+    (res / index.SESSIONS_DIR).mkdir()
+    (res / index.SESSIONS_DIR / "session_x.log").write_text("log\n")
+    (res / index.SESSIONS_DIR / index.NOTES).write_text("# Notes\n")
+    (res / index.HISTORY_DIR).mkdir()
+    (res / index.HISTORY_DIR / "cpu.md").write_text("# history\n")
+    (tmp_path / "README.md").write_text(HEADLINE)
     return tmp_path
 
 
-def test_every_folder_has_a_row_and_every_subfolder_a_section(tree):
-    text = index.render(tree)
-    for heading in ("## Runs", "## lr-sweep/", "## pytest-benchmark/", "## Logs and other files"):
-        assert f"\n{heading}\n" in text, heading
-    runs = text.split("## Runs")[1].split("\n## ")[0]
-    rows = [line for line in runs.splitlines() if line.startswith("| ") and "| 2026-" in line]
-    assert len(rows) == 4  # timing, numerics, unfinished numerics, maxbatch
-    assert "[20261129T100000Z_cpu_nogit](20261129T100000Z_cpu_nogit/report.md)" in runs
-    assert "12 of 12 ok" in runs
-    assert "bf16-amp, fused at batch 32" in runs  # the headline: bf16-amp at the largest batch
-    assert "compare_self_optimizer_foreach_vs_fused" in runs
-    assert "NVIDIA H200 ×2" in runs and "`0157d67`" in runs and "| seed " in runs
-    assert "did not finish" in runs and "stress reduction sum" in runs
-    assert "largest batch: fp32 16" in runs and "(no report)" in runs
-    sweep = text.split("## lr-sweep/")[1]
-    assert "(lr-sweep/20261129T130000Z_x_numerics_lr-1e-4/report.md)" in sweep
-    assert "lr 0.0001" in sweep
-    bench = text.split("## pytest-benchmark/")[1]
-    assert "0001_x.json" in bench and "`abcdef0`" in bench and "compare_0001_0002.txt" in bench
-    assert "[session_x.log](session_x.log)" in text and f"]({index.NOTES})" in text
-    assert "Do not edit" in text
+GOLDEN = """\
+# Runs
+
+<!-- Generated by `./run_bench.sh index` from the run folders; a run into results/ rewrites it when it ends. Do not edit by hand. -->
+
+The run of record, whose headline [README.md](../README.md) quotes: [20261129T100000Z_cpu_nogit](20261129T100000Z_cpu_nogit/report.md).
+
+Newest first. Each run folder's `report.md` gives the exact command, what passed and what did not, and every figure. Why each run was made, and the sessions' logs: [sessions/](sessions/NOTES.md).
+
+## Timing runs
+
+| date (UTC)       | GPU         | commit    | model   | grid                                            | cases ok   | report                                                            |
+|:-----------------|:------------|:----------|:--------|:------------------------------------------------|:-----------|:------------------------------------------------------------------|
+| 2026-11-29 11:00 | NVIDIA H200 | `0157d67` | tiny    | bf16-amp,fp32,tf32 × batch 8 × foreach,fused    | 4/4        | `20261129T110000Z_NVIDIA-H200_0157d67` (no report)                |
+| 2026-11-29 10:00 | CPU         | –         | tiny    | bf16-amp,fp32,tf32 × batch 8,32 × foreach,fused | 12/12      | [report](20261129T100000Z_cpu_nogit/report.md), **run of record** |
+
+## Largest-batch runs
+
+| date (UTC)       | GPU   | commit   | model   | grid                           | modes ok   | report                                            |
+|:-----------------|:------|:---------|:--------|:-------------------------------|:-----------|:--------------------------------------------------|
+| 2026-11-29 15:00 | CPU   | –        | tiny    | fp32 × fused, batch 8 up to 64 | 1/1        | `20261129T150000Z_cpu_nogit_maxbatch` (no report) |
+
+## Numerics studies
+
+| date (UTC)       | GPU            | commit    | model   | grid                                                  | jobs ok          | report                                                            |
+|:-----------------|:---------------|:----------|:--------|:------------------------------------------------------|:-----------------|:------------------------------------------------------------------|
+| 2026-11-29 14:00 | NVIDIA H200 ×2 | `0157d67` | seed    | fp32 × batch 1024 × 300 steps, lr 1e-3, sum reduction | 1/2 (unfinished) | [report](20261129T140000Z_x_numerics_stress/report.md)            |
+| 2026-11-29 13:00 | NVIDIA H200 ×2 | `0157d67` | seed    | fp32 × batch 1024 × 300 steps, lr 1e-4                | 2/2              | [report](lr-sweep/20261129T130000Z_x_numerics_lr-1e-4/report.md)  |
+| 2026-11-29 12:00 | NVIDIA H200 ×2 | `0157d67` | seed    | fp32 × batch 1024 × 300 steps, lr 1e-3                | 1/2              | [report](20261129T120000Z_NVIDIA-H200_0157d67_numerics/report.md) |
+
+## pytest-benchmark saves
+
+| date (UTC)       | GPU         | commit    | model   | grid                               |   benchmarks | save                                                          |
+|:-----------------|:------------|:----------|:--------|:-----------------------------------|-------------:|:--------------------------------------------------------------|
+| 2026-11-29 16:00 | NVIDIA H200 | `abcdef0` | seed    | bf16-amp,fp32 × batch 1024 × fused |            2 | [0001](pytest-benchmark/Linux-CPython-3.12-64bit/0001_x.json) |
+
+Each case's step time across the timing runs of one GPU model: [cpu](history/cpu.md).
+
+Other files: [compare_0001_0002.txt](pytest-benchmark/compare_0001_0002.txt).
+"""  # noqa: E501
 
 
-def test_refresh_touches_only_the_projects_results(tree, monkeypatch):
-    assert index.refresh(tree / "20261129T100000Z_cpu_nogit") is None
-    assert not (tree / index.INDEX).exists()
-    monkeypatch.setattr(paths, "RESULTS", tree)
-    assert index.refresh(tree / "lr-sweep" / "20261129T130000Z_x_numerics_lr-1e-4") == (
-        tree / index.INDEX
+def test_the_index_of_a_small_tree_is_word_for_word_what_the_folders_say(project):
+    assert index.render(project / "results") == GOLDEN
+
+
+def test_a_grid_gives_its_longest_values_way_to_counts_and_is_cut_last():
+    modes = index._axis(["fp32", "tf32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"], "mode")
+    batches = index._batches([256, 1024, 4096])
+    # 65 characters with every value: the modes (the longest) become a count.
+    assert index.grid([modes, batches]) == "5 modes × batch 256,1024,4096"
+    optimizers = index._axis(["foreach", "fused"], "optimizer")
+    variants = index._axis(["eager", "compile", "cudagraph"], "variant")
+    # 71 with the modes counted: the variants (23, the longest left) go next, to 58.
+    assert index.grid([modes, batches, optimizers, variants]) == (
+        "5 modes × batch 256,1024,4096 × foreach,fused × 3 variants"
     )
-    assert "## lr-sweep/" in (tree / index.INDEX).read_text()
+    # 66 with an extra: the batch sizes become a range (61), the optimizers a count (60).
+    assert index.grid([modes, batches, optimizers, variants], extras=("seed 1",)) == (
+        "5 modes × batch 256–4096 × 2 optimizers × 3 variants, seed 1"
+    )
+    short = index._axis(["fp32", "bf16-amp"], "mode")
+    assert index.grid([short, index._batches([8])]) == "fp32,bf16-amp × batch 8"
+    assert index.grid([short, None], extras=("lr 3e-4",)) == "fp32,bf16-amp, lr 3e-4"
+    cut = index.grid([index._axis(["x" * 70], "mode")])
+    assert len(cut) == index.GRID_WIDTH and cut.endswith("…")
+    assert (
+        index._lr(3e-4) == "3e-4" and index._lr(0.001) == "1e-3" and index._lr(2.5e-5) == "2.5e-5"
+    )
 
 
-def test_the_committed_index_is_what_the_folders_say():
-    """results/README.md is generated: regenerate it after adding or re-rendering a folder
-    (`python -m bench index`; a run into results/ does it by itself)."""
-    assert (paths.RESULTS / index.INDEX).read_text() == index.render(paths.RESULTS)
-    assert (paths.RESULTS / index.NOTES).is_file()
+@pytest.mark.parametrize(
+    "readme",
+    [
+        None,  # no README at all
+        "# P\n\nNo generated block.\n",
+        "<!-- ampbench:headline results/20261201T000000Z_gone -->\n<!-- /ampbench:headline -->\n",
+    ],
+)
+def test_without_a_run_of_record_the_index_names_none(project, readme):
+    if readme is None:
+        (project / "README.md").unlink()
+    else:
+        (project / "README.md").write_text(readme)
+    text = index.render(project / "results")
+    assert "run of record" not in text
+    assert f"[report]({RECORD}/report.md)" in text
+
+
+def test_the_run_of_record_is_named_above_the_tables_and_marked_in_its_row(project):
+    text = index.render(project / "results")
+    first_table = text.index("\n## ")
+    assert (
+        f"[README.md](../README.md) quotes: [{RECORD}]({RECORD}/report.md)." in text[:first_table]
+    )
+    marked = [line for line in text.splitlines() if index.RECORD in line]
+    assert len(marked) == 1 and f"[report]({RECORD}/report.md)" in marked[0]
+
+
+def test_the_index_links_the_sessions_in_one_line_and_lists_no_log(project):
+    text = index.render(project / "results")
+    assert sum("sessions/" in line for line in text.splitlines()) == 1
+    assert "session_x.log" not in text
+    shutil.rmtree(project / "results" / index.SESSIONS_DIR)
+    assert "sessions/" not in index.render(project / "results")
+
+
+def test_refresh_touches_only_the_projects_results(project, monkeypatch):
+    res = project / "results"
+    assert index.refresh(res / RECORD) is None
+    assert not (res / index.INDEX).exists()
+    monkeypatch.setattr(paths, "RESULTS", res)
+    assert index.refresh(res / "lr-sweep" / "20261129T130000Z_x_numerics_lr-1e-4") == (
+        res / index.INDEX
+    )
+    assert (res / index.INDEX).read_text() == GOLDEN
+
+
+# --- index --check ------------------------------------------------------------------------
+
+
+def _git(folder, *args):
+    subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=folder, check=True)
+
+
+@pytest.fixture
+def repo(project):
+    """`project` as a git repository whose index and folders are all staged, the index fresh."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    index.write(project / "results")
+    _git(project, "init", "-q")
+    _git(project, "add", "-A")
+    return project
+
+
+def _check(project, capsys):
+    code = main(["index", "--results-dir", str(project / "results"), "--check"])
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def test_check_passes_on_a_fresh_index_and_ignores_a_users_own_runs(repo, capsys):
+    assert _check(repo, capsys)[0] == 0
+    # A run of the user's own, in progress: not tracked, and not in the index yet.
+    write_run(repo / "results" / "20261201T000000Z_cpu_nogit", small_grid()[:2])
+    code, err = _check(repo, capsys)
+    assert code == 0 and len(err) == 1 and "git tracks" in err[0]
+
+
+def test_check_names_a_tracked_folder_the_index_lacks(repo, capsys):
+    new = write_run(repo / "results" / "20261201T000000Z_cpu_nogit", small_grid()[:2])
+    (new / results.REPORT).write_text("# report\n")
+    _git(repo, "add", "-A")
+    code, err = _check(repo, capsys)
+    assert code == 1 and len(err) == 1
+    assert "results/README.md is stale: it lacks 20261201T000000Z_cpu_nogit" in err[0]
+    assert "./run_bench.sh index" in err[0]
+
+
+def test_check_names_an_untracked_folder_the_index_lists(repo, capsys):
+    new = write_run(repo / "results" / "20261201T000000Z_cpu_nogit", small_grid()[:2])
+    (new / results.REPORT).write_text("# report\n")
+    index.write(repo / "results")  # as a run's refresh does; the folder is not added to git
+    code, err = _check(repo, capsys)
+    assert code == 1 and "it lists 20261201T000000Z_cpu_nogit, which is not a run folder" in err[0]
+
+
+def test_check_names_the_first_line_edited_by_hand(repo, capsys):
+    path = repo / "results" / index.INDEX
+    path.write_text(path.read_text().replace("Newest first.", "Newest first!"))
+    code, err = _check(repo, capsys)
+    assert code == 1 and "line 7 differs" in err[0]
+    path.unlink()
+    code, err = _check(repo, capsys)
+    assert code == 1 and "results/README.md is missing" in err[0]
+
+
+def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monkeypatch):
+    monkeypatch.setattr(index, "tracked_files", lambda folder: None)
+    index.write(project / "results")
+    code, err = _check(project, capsys)
+    assert code == 0 and "git cannot list" in err[0] and "every folder" in err[0]
+    write_run(project / "results" / "20261201T000000Z_cpu_nogit", small_grid()[:2])
+    code, err = _check(project, capsys)
+    assert code == 1 and "is stale: it lacks 20261201T000000Z_cpu_nogit;" in err[-1]

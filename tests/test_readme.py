@@ -1,27 +1,43 @@
-"""README tables between `<!-- ampbench:KIND RUN -->` markers are generated from their runs: the
-committed README agrees with its runs, and a table that drifts from its data is found."""
+"""Blocks between `<!-- ampbench:KIND RUN -->` markers in README.md and docs/*.md are generated from
+their runs, and a block that drifts from its data is found. Every run here is a small folder the
+test writes (never the project's results/); `./run_bench.sh readme --check` checks the committed
+README against the committed runs."""
+
+import json
 
 import pytest
 
-from bench import paths, readme, report, results
+from bench import paths, readme, report, results, summary
 from bench.cli import main
 from bench.faults import UsageError
-from tests.stored import small_grid, write_run
+from bench.numerics import tables as study_tables
+from tests.stored import small_grid, timing_row, write_run
+
+# ---- the README itself: read, never rendered (rendering reads results/) --------------------
 
 
-def test_every_generated_table_of_the_readme_matches_its_run():
-    """Fails when a table in README.md and its run's data disagree: run `python -m bench
-    readme` after changing a run folder or the code that renders its table."""
+def test_the_readme_answers_first_and_stays_short():
     text = (paths.ROOT / "README.md").read_text()
-    found = readme.blocks(text)
-    assert {b.kind for b in found} >= {"headline", "answer"}
-    for block in found:
-        assert block.body == readme.generate(block), f"README.md {block.label} is stale"
+    assert len(text) < 12000, f"README.md has {len(text)} characters; move prose to docs/"
+    kinds = [b.kind for b in readme.blocks(text)]
+    assert kinds[:2] == ["summary", "headline"], kinds
+    assert "./run_bench.sh" in text and "./run_tests.sh" in text
+    for page in sorted((paths.ROOT / "docs").glob("*.md")):
+        readme.blocks(page.read_text())  # every marker of every page is well formed
+
+
+def test_the_readme_links_every_docs_page():
+    text = (paths.ROOT / "README.md").read_text()
+    missing = [p.name for p in (paths.ROOT / "docs").glob("*.md") if f"docs/{p.name}" not in text]
+    assert not missing, f"README.md does not link {missing}"
+
+
+# ---- filling and checking ---------------------------------------------------------------
 
 
 @pytest.fixture
 def project(tmp_path):
-    """A folder with a README holding one block of each timing kind, and the run they name."""
+    """A folder with a README holding a headline and a table block, and the run they name."""
     write_run(tmp_path / "results" / "run1", small_grid())
     (tmp_path / "README.md").write_text(
         "# Title\n\nBefore.\n\n"
@@ -40,10 +56,12 @@ def test_blocks_are_filled_from_their_runs_and_the_rest_is_kept(project):
     text = path.read_text()
     df = results.load(project / "results" / "run1")
     assert report.headline(df, batch_size=8) in text
+    assert "From [`run1`](results/run1):" in text  # no report.md there: the folder
     assert text.startswith("# Title\n\nBefore.\n\n<!-- ampbench:headline results/run1 batch_size=8")
     assert "stale text" not in text and "\nBetween.\n" in text and text.endswith("\nAfter.\n")
     table = text.split("<!-- ampbench:table")[1]
     assert "| mode     |   total_ms |" in table and table.count("\n| ") == 4  # header + 3 modes
+    assert "|fp32|36.00|" in table.replace(" ", "")  # 40 ms × 0.9 for fused, 4 digits
     assert readme.update(path) == []  # filled: nothing left to change
 
 
@@ -57,6 +75,33 @@ def test_check_reports_a_stale_block_and_changes_nothing(project, capsys):
     assert main(["readme", "--check", "--file", str(path)]) == 0
 
 
+def test_a_readme_brings_the_docs_pages_beside_it(project, capsys):
+    docs = project / "docs"
+    docs.mkdir()
+    (docs / "page.md").write_text(
+        "# Page\n\n<!-- ampbench:recipes ../results/run1 -->\n<!-- /ampbench:recipes -->\n"
+    )
+    (docs / "plain.md").write_text("# No blocks\n")
+    readme.update(project / "README.md")
+    page = (docs / "page.md").read_text()
+    assert "From [`run1`](../results/run1):" in page and "| bf16-amp (eager)" in page
+    (docs / "page.md").write_text(page.replace("bf16-amp (eager)", "fp32 (eager)"))
+    stale = readme.update(project / "README.md", check=True)
+    assert [b.label for b in stale] == ["docs/page.md line 3: ampbench:recipes ../results/run1"]
+    assert main(["readme", "--check", "--file", str(project / "README.md")]) == 1
+    assert "docs/page.md line 3" in capsys.readouterr().err
+    # A page given alone is filled alone, and a README's bad page changes no file.
+    assert readme.update(docs / "page.md") != []
+    (docs / "bad.md").write_text(
+        "<!-- ampbench:headline ../results/nope -->\n<!-- /ampbench:headline -->\n"
+    )
+    (project / "README.md").write_text((project / "README.md").read_text() + "\nMore.\n")
+    before = {p: p.read_text() for p in (project / "README.md", docs / "page.md")}
+    with pytest.raises(UsageError, match=r"docs/bad\.md: line 1: .*not a run folder"):
+        readme.update(project / "README.md")
+    assert {p: p.read_text() for p in before} == before
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
@@ -66,6 +111,18 @@ def test_check_reports_a_stale_block_and_changes_nothing(project, capsys):
         ("<!-- ampbench:headline -->\n<!-- /ampbench:headline -->", "names no run"),
         ("<!-- ampbench:headline results/run1 fused -->\n<!-- /ampbench:headline -->", "KEY=VALUE"),
         ("<!-- ampbench:headline results/run1 seed=1 -->\n<!-- /ampbench:headline -->", "seed="),
+        (
+            "<!-- ampbench:headline results/run1 figure=nope.png -->\n<!-- /ampbench:headline -->",
+            "figure=nope.png: no such file",
+        ),
+        (
+            "<!-- ampbench:summary results/run1 numerics=nope -->\n<!-- /ampbench:summary -->",
+            "nope is not a finished numerics study",
+        ),
+        (
+            "<!-- ampbench:summary results/run1 seed=1 -->\n<!-- /ampbench:summary -->",
+            "takes numerics= and optimizer=",
+        ),
     ],
 )
 def test_bad_markers_are_named(project, text, needle):
@@ -73,14 +130,15 @@ def test_bad_markers_are_named(project, text, needle):
         readme.regenerate(text, project)
 
 
-def test_an_answer_quote_keeps_the_paragraphs_asked_for():
-    run = "results/20261130T100845Z_NVIDIA-H200_b94d1da_numerics_divergence"
-    block = f"<!-- ampbench:answer {run} only=Divergence,Why -->\n<!-- /ampbench:answer -->"
-    text, _ = readme.regenerate(block, paths.ROOT)
-    assert "> **Divergence**" in text and "> **Why it diverged**" in text
-    assert "**dtypes.**" not in text and "**Longer horizon**" not in text
-    with pytest.raises(UsageError, match="no paragraph 'Nope'"):
-        readme.regenerate(block.replace("Why", "Nope"), paths.ROOT)
+def test_a_figure_follows_its_block_folder(project):
+    (project / "results" / "run1" / "throughput.png").write_bytes(b"png")
+    block = (
+        "<!-- ampbench:headline results/run1 figure=throughput.png -->\n<!-- /ampbench:headline -->"
+    )
+    text, _ = readme.regenerate(block, project)
+    assert text.endswith(
+        "\n\n![throughput](results/run1/throughput.png)\n\n<!-- /ampbench:headline -->"
+    )
 
 
 def test_the_recipes_table_names_the_fastest_mode_per_batch_size(tmp_path):
@@ -106,3 +164,205 @@ def test_the_headline_names_the_modes_it_leaves_out(tmp_path):
     text = report.headline(df, batch_size=32)
     assert "| tf32" not in text and "| bf16-amp" in text
     assert text.endswith("Not in the table: tf32 (unsupported) (see the cases that did not pass).")
+
+
+# ---- the summary ------------------------------------------------------------------------
+
+STEP_MS = {
+    # mode: (ms at batch 8, ms at batch 32), eager, fused Adam
+    "fp32": (40.0, 160.0),
+    "tf32": (10.0, 40.0),
+    "fp16-amp": (5.5, 22.0),  # GradScaler: +10% on fp16-amp-noscale at both sizes
+    "fp16-amp-noscale": (5.0, 20.0),
+    "bf16-amp": (5.0, 16.0),
+    "bf16-pure": (4.0, 25.0),  # fastest at batch 8 only
+}
+PEAK_GIB_AT_32 = {"fp32": 6.0, "tf32": 6.0, "fp16-amp": 5.5, "fp16-amp-noscale": 5.5}
+PEAK_GIB_AT_32 |= {"bf16-amp": 5.5, "bf16-pure": 3.0}
+
+
+def _timing_rows() -> list[dict]:
+    rows = []
+    for mode, times in STEP_MS.items():
+        for bs, ms in zip((8, 32), times, strict=True):
+            row = timing_row(mode=mode, optimizer="fused", batch_size=bs, total_ms=ms)
+            row["peak_alloc_gib"] = PEAK_GIB_AT_32[mode] if bs == 32 else 2.0
+            row["param_dtype"] = "bfloat16" if mode == "bf16-pure" else "float32"
+            if mode == "bf16-pure":  # half of everything the others keep (1 GiB)
+                row |= {"param_gib": 0.125, "grad_gib": 0.125, "optim_state_gib": 0.25}
+            rows.append(row)
+    return rows
+
+
+def _audit() -> list[dict]:
+    out = []
+    for mode, low in (("fp16-amp", "float16"), ("bf16-amp", "bfloat16")):
+        for kind, module, state, dtype in (
+            (study_tables.ACTIVATION_GRAD, "fc3", "", low),
+            (study_tables.PRODUCED_GRAD, "fc1.weight", "", low),
+            (study_tables.PARAM_GRAD, "fc1.weight", "", "float32"),
+            (study_tables.OPTIM_STATE, "fc1.weight", "exp_avg", "float32"),
+        ):
+            tensor = study_tables.audit_tensor(kind, module, state)
+            out.append({"mode": mode, **tensor, "dtype": dtype})
+    return out
+
+
+def _census() -> list[dict]:
+    grad = study_tables.grad_tensor(study_tables.ACTIVATION_GRAD, "fc3")
+    rows = []
+    for bs, flushed in ((64, 0.005), (1024, 0.5)):  # over 1% only at batch 1024
+        for mode, f, err in (
+            ("fp16-amp-noscale", flushed, 0.002),
+            ("fp16-amp", 0.0, 0.001),
+            ("bf16-amp", 0.0, 0.008),  # 8× scaled fp16's error
+        ):
+            rows.append(
+                {"batch_size": bs, "step": 200, "mode": mode, **grad, "flushed": f, "rel_err": err}
+            )
+    return rows
+
+
+def _study_summary() -> list[dict]:
+    losses = {"fp32": 0.1, "fp16-amp": 0.105, "fp16-amp-noscale": 5.0, "bf16-amp": 0.1}
+    losses["bf16-pure"] = 0.3
+    rows = []
+    for mode, loss in losses.items():
+        for seed, step in ((0, 700), (1, 900)):
+            blew = mode == "fp16-amp-noscale"
+            rows.append(
+                {
+                    "mode": mode,
+                    "batch_size": 1024,
+                    "seed": seed,
+                    "optimizer": "fused",
+                    "final_loss": loss,
+                    "divergence": "blowup" if blew else "none",
+                    "diverged_at_step": step if blew else None,
+                }
+            )
+    return rows
+
+
+def write_study(folder):
+    """A finished numerics study with the tables the summary reads; the others empty."""
+    folder.mkdir(parents=True)
+    given = {"audit": _audit(), "census": _census(), "summary": _study_summary()}
+    for name, table in study_tables.TABLES.items():
+        if not table.optional:
+            study_tables.write(folder, name, study_tables.frame(name, given.get(name, [])))
+    (folder / study_tables.AUDIT_JSON).write_text(
+        json.dumps({"chain_to_fc1_weight": {}, "error_paths": []})
+    )
+    results.write_env(folder, {"gpu": "cpu", "torch": "2.99.0"})
+    return folder
+
+
+@pytest.fixture
+def answered(tmp_path):
+    write_run(tmp_path / "results" / "run1", _timing_rows(), gpu="Test GPU")
+    write_study(tmp_path / "results" / "study1")
+    return tmp_path
+
+
+SUMMARY = [
+    "- **Speed.** At batch 32 (eager, fused Adam) a training step takes 160 ms in fp32, 40.0 ms "
+    "with TF32 and 16.0 ms under bf16 autocast: 10.0× fp32 and 2.50× TF32.",
+    "- **Gradients.** Under float16 autocast the activation gradients are float16 and each weight "
+    "gradient leaves its matmul as float16; `param.grad` is float32 only because autograd casts "
+    "that gradient back to the weight's dtype. Under bfloat16 autocast they are bfloat16, and "
+    "`param.grad` is float32.",
+    "- **GradScaler: needed with float16.** Without it more than 1% of some gradient underflows to "
+    "zero at batch 1024 of 64 and 1024 (50.0% of grad of fc3 output at batch 1024); training "
+    "diverged at batch 1024 (steps 700 and 900, 2 of 2 seeds). A float32 `param.grad` does not "
+    "help: the gradients are rounded to float16 before that cast.",
+    "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 8 and 10.0% at 32 "
+    "(22.0 against 20.0 ms at 32; eager, fused Adam); bf16 autocast needs no scaler and takes "
+    "16.0 ms there.",
+    "- **What bf16 gives up.** bf16 autocast ends training within 10% of fp32's loss (0.100 "
+    "against 0.100 at batch 1024); its gradients are 8.00× further from fp32's than scaled fp16's "
+    "(median relative error 0.00800 against 0.00100): it keeps float32's range with 3 fewer "
+    "mantissa bits.",
+    "- **Fastest at batch 8** (any variant, fused Adam): `bf16-pure` at batch 8 (eager, 4.00 ms, "
+    "10.0× eager fp32); in training its final loss is 3.00× fp32's at batch 1024.",
+    "- **Fastest at batch 32** (any variant, fused Adam): `bf16-amp` at batch 32 (eager, 16.0 ms, "
+    "10.0× eager fp32); in training its final loss is 1.00× fp32's at batch 1024.",
+    "- **Fastest that trains like fp32** (final loss within 10% of fp32's at every batch size "
+    "trained, no divergence; no study trained tf32): `bf16-amp` at batch 8 (eager, 5.00 ms, 8.00× "
+    "eager fp32) and 32 (eager, 16.0 ms, 10.0× eager fp32).",
+    "- **Memory** (peak allocated at batch 32, eager): fp32 6.00 GiB, bf16-amp 5.50 GiB and "
+    "bf16-pure 3.00 GiB. Autocast keeps the weights, gradients and Adam state in float32 (1.00 "
+    "GiB), so it saves only on activations; bf16-pure holds them in bfloat16 (0.500 GiB).",
+]
+
+
+def test_the_summary_says_the_answer_with_the_measured_numbers(answered):
+    run, study = answered / "results" / "run1", answered / "results" / "study1"
+    lines = summary.summary(
+        results.load(run),
+        results.read_env(run),
+        [study_tables.load(study)],
+        ["[timing run](results/run1)"],
+    )
+    assert lines[0] == "Measured on one Test GPU, torch 2.99.0 ([timing run](results/run1)):"
+    assert lines[1] == ""
+    assert lines[2:] == SUMMARY
+
+
+def test_the_summary_block_links_its_folders_from_the_page(answered):
+    (answered / "results" / "run1" / "report.md").write_text("# report\n")
+    block = "<!-- ampbench:summary ../results/run1 numerics=study1 -->\n<!-- /ampbench:summary -->"
+    (answered / "docs").mkdir()
+    text, _ = readme.regenerate(block, answered / "docs")
+    assert (
+        "Measured on one Test GPU, torch 2.99.0 ([timing run](../results/run1/report.md), "
+        "[numerics study](../results/study1)):"
+    ) in text
+    assert "\n".join(SUMMARY) in text
+
+
+def test_a_summary_without_a_study_keeps_only_the_timing_lines(answered):
+    run = answered / "results" / "run1"
+    lines = summary.summary(results.load(run), results.read_env(run), [], [])
+    assert lines[0] == "Measured on one Test GPU, torch 2.99.0:"
+    leads = [line.split("**")[1] for line in lines[2:]]
+    assert leads == [
+        "Speed.",
+        "What GradScaler costs.",
+        "Fastest at batch 8",
+        "Fastest at batch 32",
+        "Memory",
+    ]
+    assert "no numerics study trained it" in lines[4]
+
+
+def test_float16_that_trains_well_without_a_scaler_needs_none(answered):
+    study = study_tables.load(answered / "results" / "study1")
+    census, runs = study["census"], study["summary"]
+    census.loc[census["mode"] == "fp16-amp-noscale", "flushed"] = 0.001
+    noscale = runs["mode"] == "fp16-amp-noscale"
+    runs.loc[noscale, ["final_loss", "divergence", "diverged_at_step"]] = [0.1, "none", None]
+    assert summary.scaler_line([study]) == (
+        "- **GradScaler: not needed with float16 on this model** at batch 64 and 1024: at most "
+        "0.1% of any gradient underflowed to zero and training ended within 10% of fp32's loss."
+    )
+
+
+def test_a_study_that_traced_divergence_is_preferred_for_training(answered):
+    old = study_tables.load(answered / "results" / "study1")
+    new = study_tables.load(answered / "results" / "study1")
+    old["summary"] = old["summary"].assign(divergence=float("nan"), diverged_at_step=float("nan"))
+    vs = summary.against_fp32([old, new], "fp16-amp-noscale")
+    assert vs.to_dict("records") == [
+        {
+            "batch_size": 1024,
+            "loss": 5.0,
+            "fp32_loss": 0.1,
+            "ratio": pytest.approx(50.0),
+            "within": False,
+            "diverged": 2,
+            "steps": [700, 900],
+            "runs": 2,
+        }
+    ]
+    assert summary.against_fp32([old], "fp16-amp-noscale")["diverged"].tolist() == [0]
