@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # ampbench's main job.
-#   ./run_bench.sh [run options]        time the grid into a new folder under results/
+#   ./run_bench.sh [run options]        time the grid into a new folder under runs/
 #                                       (GPU: the seed preset, all modes, batch 256,1024,4096,
 #                                       both Adams, eager/compile/cudagraph; no GPU: a tiny CPU
 #                                       smoke run)
 #   ./run_bench.sh compare A B [opts]   compare two run folders case by case
 #   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
-#                                       results/pytest-benchmark for `pytest-benchmark compare`
+#                                       runs/pytest-benchmark for `pytest-benchmark compare`
+#   ./run_bench.sh promote RUN_DIR      publish a run: copy it into results/ and index it
 #   ./run_bench.sh numerics [opts]      the numerics study: dtypes, underflow, convergence
 #   ./run_bench.sh maxbatch [opts]      the largest batch each mode trains
 #   ./run_bench.sh report RUN_DIR       re-render a folder's report.md (and its figures)
@@ -18,8 +19,11 @@
 #   ./run_bench.sh readme [--check]     fill (or check) README.md's generated tables
 #   ./run_bench.sh check RUN_DIR --criteria FILE   PASS/FAIL per criterion (docs/criteria.md)
 #   ./run_bench.sh --help               list the commands; `COMMAND --help` lists its options
-# Paths are taken relative to the directory you run it from. Environment: PYTHON (interpreter),
-# AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default results/pytest-benchmark).
+# Everything but `pytest` is `ampbench` (`python -m bench`) with the same arguments. Paths are
+# taken relative to the directory you run it from; new folders go under the project's runs/
+# (git-ignored) unless --results-dir says otherwise, and `promote` publishes one into results/.
+# Environment: PYTHON (interpreter), AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default
+# runs/pytest-benchmark; copy a save into results/pytest-benchmark/ to publish it).
 set -euo pipefail
 export AMPBENCH_CWD="$PWD"
 cd "$(dirname "$0")"
@@ -29,7 +33,11 @@ case "${1:-}" in
     pytest)
         shift
         ampbench_python "torch, pandas, tabulate, scipy, matplotlib, pytest, pytest_benchmark"
-        storage="${AMPBENCH_BENCH_STORAGE:-results/pytest-benchmark}"
+        storage="${AMPBENCH_BENCH_STORAGE:-runs/pytest-benchmark}"
+        # A storage the caller names is relative to where it ran this, as every path is.
+        if [[ -n "${AMPBENCH_BENCH_STORAGE:-}" && "$storage" != /* && "$storage" != *://* ]]; then
+            storage="$AMPBENCH_CWD/$storage"
+        fi
         # Saved under the commit (bench.env), so `pytest-benchmark compare` shows commits.
         name=$("$PY" -c 'from bench.env import benchmark_save_name; print(benchmark_save_name())')
         exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
@@ -44,13 +52,7 @@ case "${1:-}" in
         echo "pytest-benchmark suite (./run_bench.sh pytest --help)."
         exit 0
         ;;
-    compare | report | headline | run | numerics | maxbatch | index | history | export | readme | check)
-        cmd="$1"
-        shift
-        ;;
-    *)
-        cmd=run
-        ;;
 esac
 ampbench_python "torch, pandas, tabulate, scipy, matplotlib"
-exec "$PY" -m bench "$cmd" "$@"
+# Everything else is the `ampbench` command's: with no command (or options only) it runs `run`.
+exec "$PY" -m bench "$@"

@@ -14,11 +14,13 @@ import dataclasses
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from bench.model import ModelSize
-from bench.modes import MODES, OPTIMIZERS
-from bench.parallel import PARALLELS
-from bench.variants import VARIANTS
+# The registries (and ModelSize) import torch: they are imported where a case is built or
+# sized, so that reading a folder (`bench.results`, which needs only the fields) and the command
+# line's parser import no torch.
+if TYPE_CHECKING:
+    from bench.model import ModelSize
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
@@ -89,16 +91,24 @@ class Case:
     warmup: int = field(default=5, metadata=_MEASURE)
     """Untimed steps before the timed window (allocator, cuBLAS handles, autocast caches)."""
     steps: int = field(default=30, metadata=_MEASURE)
-    """Timed steps; statistics come from these samples."""
+    """Timed steps per window; statistics come from these samples."""
+    repeats: int = field(default=1, metadata=_MEASURE)
+    """Timed windows of `steps` steps, one after another after the one warm-up; each window's
+    median is one observation of the case for `bench compare`. Not an axis: a case measured with
+    more windows is the same case (1, the default, is how runs before this field measured)."""
 
     def __post_init__(self) -> None:
+        from bench.modes import MODES, OPTIMIZERS
+        from bench.parallel import PARALLELS
+        from bench.variants import VARIANTS
+
         _choice("mode", self.mode, MODES)
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("variant", self.variant, VARIANTS)
         _choice("parallel", self.parallel, PARALLELS)
         _choice("device", self.device, DEVICES)
         _choice("reduction", self.reduction, REDUCTIONS)
-        for name in ("batch_size", "input_size", "hidden_size", "num_classes", "steps"):
+        for name in ("batch_size", "input_size", "hidden_size", "num_classes", "steps", "repeats"):
             _positive_int(name, getattr(self, name))
         for name in ("seed", "warmup"):
             value = getattr(self, name)
@@ -114,6 +124,8 @@ class Case:
 
     @property
     def size(self) -> ModelSize:
+        from bench.model import ModelSize
+
         return ModelSize.of(self)
 
     @property

@@ -1,7 +1,9 @@
 """The device's own ceilings, measured at the start of every run: no table of datasheet peaks.
 
-- Dense matmul rate for each dtype a mode's matmuls can run in (fp32, tf32, fp16, bf16): an n*n by
-  n*n product of random normal data (zeros run faster on some GPUs and would inflate the ceiling).
+- On a GPU, the dense matmul rate for each dtype a mode's matmuls can run in (fp32, tf32, fp16,
+  bf16): an n*n by n*n product of random normal data (zeros run faster on some GPUs and would
+  inflate the ceiling). On the CPU no matmul ceiling is measured (`MATMUL_DEVICES`), so a CPU row
+  has no matmul floor and no share of its floor.
 - On a GPU with float8 tensor cores, the e4m3 `torch._scaled_mm` rate with one scale per tensor
   (`fp8-tensorwise`) and one per row of A and column of B (`fp8-rowwise`), bf16 output: the
   GEMMs torchao's float8 recipes run. A failure there is logged and leaves that ceiling out (the
@@ -35,6 +37,15 @@ MATMUL_DTYPES: dict[str, tuple[torch.dtype, bool]] = {
     "bf16": (torch.bfloat16, False),
 }
 """Ceiling name -> (operand dtype, TF32 allowed)."""
+MATMUL_DEVICES = ("cuda",)
+"""Devices whose matmul ceilings are measured. A GPU's GEMM rate is a property of the chip that
+the model's large matmuls approach. A CPU's is not a ceiling of anything: it depends on the shape,
+on the instruction set (bf16 and fp16 run on AMX or AVX-512 tiles, or are converted to float32)
+and on what else the cores run, and the CPU grid's model is tiny. On a shared 2-core box the 256²
+GEMM measured fp16 at 0.001 TFLOP/s and the float32 GEMM at 0.004 one time and 0.008 the next
+(tf32 is the same float32 GEMM on a CPU), and rows ran at 154-538% of floors made from them. A
+floor above the step it bounds says nothing, so the CPU gets none (its rows show `–`); the copy
+bandwidth, which bounds the optimizer phase, is measured everywhere."""
 
 
 def _median_ms(fn: Callable[[], object], device: str, warmup: int, steps: int) -> float:
@@ -45,10 +56,11 @@ def _median_ms(fn: Callable[[], object], device: str, warmup: int, steps: int) -
 def measure(
     device: str, *, matmul_n: int, copy_mib: int, warmup: int = 3, steps: int = 10
 ) -> dict[str, float]:
-    """{"matmul_tflops_<dtype>": ..., "copy_gbps": ..., and the sizes used}."""
+    """{"matmul_tflops_<dtype>": ... (on a device of `MATMUL_DEVICES`), "copy_gbps": ..., and
+    the sizes used}."""
     out: dict[str, float] = {"ceiling_matmul_n": matmul_n, "ceiling_copy_mib": copy_mib}
     gen = torch.Generator(device=device).manual_seed(1234)
-    for name, (dtype, tf32) in MATMUL_DTYPES.items():
+    for name, (dtype, tf32) in MATMUL_DTYPES.items() if device in MATMUL_DEVICES else ():
         a = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
         b = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
         with tf32_enabled(tf32):

@@ -1,8 +1,15 @@
-"""Command line: `python -m bench COMMAND ...` (also `ampbench COMMAND ...` once installed).
+"""Command line: `ampbench COMMAND ...`, the same as `python -m bench COMMAND ...` and
+`./run_bench.sh COMMAND ...`; with no command (nothing, or options only) it runs `run`.
 
 This module only parses: each command calls one function of the module that owns the job. Bad
 input ends the program with one line naming the bad value and exit status 2, before any results
 folder is created or changed; Ctrl-C ends it with one line saying what was kept (exit 130).
+
+Parsing imports no torch, pandas or matplotlib (the choices come from `bench.choices`), so
+`--help` answers at once; each command imports what it needs, and the commands that only read
+folders (report, headline, index, history, export, check, compare) import no torch; only a
+largest-batch folder's tables (`report` of one, `readme` blocks of one) still do, through
+`bench.maxbatch`.
 """
 
 from __future__ import annotations
@@ -16,31 +23,17 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import torch
-
-from bench import (
-    compare,
-    distributed,
-    env,
-    export,
-    history,
-    index,
-    launch,
-    maxbatch,
-    paths,
-    readme,
-    report,
-    results,
-    session,
-)
+from bench import choices, paths
 from bench.case import REDUCTIONS
 from bench.faults import Interrupted, UsageError
-from bench.model import PRESETS
-from bench.modes import MODES, OPTIMIZERS
-from bench.parallel import PARALLELS
-from bench.variants import DEFAULT_VARIANTS, VARIANTS
+from bench.numerics import defaults as numerics_defaults
+
+if TYPE_CHECKING:
+    from bench import compare, distributed, session
+
+PROG = "ampbench"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,11 +41,33 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class _Version(argparse.Action):
+    """`--version`: `ampbench X.Y.Z`, looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
+        print(f"{PROG} {version()}")
+        parser.exit()
+
+
+def version() -> str:
+    """The installed package's version; from pyproject.toml when bench runs from a checkout
+    that was never installed."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("ampbench")
+    except importlib.metadata.PackageNotFoundError:
+        text = (paths.ROOT / "pyproject.toml").read_text()
+        found = re.search(r'^version\s*=\s*"([^"]+)"', text, flags=re.MULTILINE)
+        return found.group(1) if found else "unknown"
+
+
 def _path(text: str) -> Path:
-    """A path as the user typed it, relative to the directory the command was run from
-    (`run_bench.sh` changes into the project and passes that directory in AMPBENCH_CWD)."""
-    path = Path(text).expanduser()
-    return path if path.is_absolute() else Path(os.environ.get("AMPBENCH_CWD", ".")) / path
+    """A path as the user typed it: relative to the directory the command was run in."""
+    return paths.from_user(text)
 
 
 def _int(text: str, *, minimum: int, what: str = "value") -> int:
@@ -126,51 +141,112 @@ def _tag(text: str) -> str:
 
 
 def _pair(text: str) -> compare.Pair:
+    from bench import compare  # scipy: only when --pair is given
+
     try:
         return compare.Pair.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+# Options that several commands share, spelled and explained once.
+
+
+def _add_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--device",
+        choices=("auto", "cuda", "cpu"),
+        default="auto",
+        help="where to run: auto (the default) is cuda when a GPU is visible, else cpu",
+    )
+
+
+def _add_preset(p: argparse.ArgumentParser, default: str = "seed on CUDA, tiny on CPU") -> None:
+    p.add_argument("--preset", choices=choices.PRESETS, help=f"model size (default: {default})")
+
+
+PUBLISHED = "the project's results/"
+"""The default of --results-dir for the commands that read or write the published runs."""
+
+
+def _add_results_dir(
+    p: argparse.ArgumentParser,
+    what: str = "parent of new folders",
+    default: str = "the project's runs/, git-ignored; `promote` publishes a run",
+) -> None:
+    p.add_argument("--results-dir", type=_path, help=f"{what} (default: {default})")
+
+
+def _add_tag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tag", type=_tag, help="appended to the new folder's name (letters, digits, '.', '-')"
+    )
+
+
+def _add_optimizers(p: argparse.ArgumentParser) -> None:
+    """`--optimizers`, a list; `--optimizer` is the same option (one name is a list of one)."""
+    p.add_argument(
+        "--optimizers",
+        "--optimizer",
+        dest="optimizers",
+        type=_csv("optimizer", choices.OPTIMIZERS),
+        help=f"comma list of Adam implementations, default {','.join(choices.OPTIMIZERS)}",
+    )
+
+
+def _add_optimizer(p: argparse.ArgumentParser, default: str) -> None:
+    """`--optimizer`, one name, for a job that trains with one Adam; `--optimizers` is accepted
+    too, as in `run`, with one name."""
+    p.add_argument(
+        "--optimizer",
+        "--optimizers",
+        dest="optimizer",
+        choices=choices.OPTIMIZERS,
+        help=f"Adam implementation (default {default})",
+    )
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="time every case of a grid into a new results folder (default)")
-    r.add_argument(
-        "--preset", choices=sorted(PRESETS), help="model size (default: seed on CUDA, tiny on CPU)"
-    )
+    _add_preset(r)
     r.add_argument("--input-size", type=_positive, help="override the preset's input size")
     r.add_argument("--hidden-size", type=_positive, help="override the preset's hidden size")
     r.add_argument("--num-classes", type=_positive, help="override the preset's class count")
     r.add_argument(
         "--modes",
-        type=_csv("mode", tuple(MODES)),
-        help=f"comma list, default all: {','.join(MODES)}",
+        type=_csv("mode", choices.MODES),
+        help=f"comma list, default all: {','.join(choices.MODES)} (on the CPU, those that can "
+        "run there)",
     )
-    r.add_argument(
-        "--optimizers",
-        type=_csv("optimizer", tuple(OPTIMIZERS)),
-        help=f"comma list of Adam implementations, default {','.join(OPTIMIZERS)}",
-    )
+    _add_optimizers(r)
     r.add_argument(
         "--variants",
-        type=_csv("variant", tuple(VARIANTS)),
-        help=f"comma list of execution variants of {','.join(VARIANTS)}; default "
-        f"{','.join(DEFAULT_VARIANTS)} on a GPU, eager on the CPU",
+        type=_csv("variant", choices.VARIANTS),
+        help=f"comma list of execution variants of {','.join(choices.VARIANTS)}; default "
+        f"{','.join(choices.DEFAULT_VARIANTS)} on a GPU, eager on the CPU",
     )
     r.add_argument(
         "--batch-sizes",
         type=_csv("batch size"),
-        help=f"comma list, default {','.join(map(str, session.DEFAULT_BATCH_SIZES))} (per GPU)",
+        help=f"comma list, default {','.join(map(str, choices.DEFAULT_BATCH_SIZES))} (per GPU)",
     )
     r.add_argument(
         "--gpus",
         type=_positive,
-        help="ranks: N > 1 relaunches the run through torchrun, one process per GPU with NCCL; "
-        "on the CPU, N gloo processes (for tests, not speed). Default 1: one process",
+        help="ranks: N > 1 relaunches the run through torchrun, one process per GPU with NCCL "
+        "(at most the GPUs visible); on the CPU, N gloo processes (for tests, not speed; at "
+        "most the CPU cores, unless --oversubscribe). Default 1: one process",
+    )
+    r.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="with --gpus N on the CPU: start N gloo processes although N exceeds the CPU cores",
     )
     r.add_argument(
         "--parallel",
-        type=_csv("parallelism", tuple(PARALLELS)),
-        help=f"comma list of {','.join(PARALLELS)}; default all with --gpus N > 1, else none",
+        type=_csv("parallelism", choices.PARALLELS),
+        help=f"comma list of {','.join(choices.PARALLELS)}; default all with --gpus N > 1, "
+        "else none",
     )
     r.add_argument(
         "--collective-timeout",
@@ -178,9 +254,15 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         default=300.0,
         help="seconds a collective may take before the case fails as `timeout` (default 300)",
     )
-    r.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    _add_device(r)
     r.add_argument("--steps", type=_positive, help="timed steps per case (default 30)")
     r.add_argument("--warmup", type=_nonneg, help="untimed steps per case (default 5)")
+    r.add_argument(
+        "--repeats",
+        type=_positive,
+        help="timed windows of --steps steps per case, after one warm-up; compare weighs the "
+        "spread between them (default 3)",
+    )
     r.add_argument("--seed", type=_nonneg, help="seed for weights and data (default 0)")
     r.add_argument(
         "--no-overhead", action="store_true", help="skip the harness-against-bare-loop measurement"
@@ -191,15 +273,14 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="first run a short numerics study in this process into RUN/numerics/ (outside every "
         "timed region)",
     )
-    r.add_argument(
-        "--results-dir", type=_path, help="parent folder of run folders (default results/)"
-    )
+    _add_results_dir(r, "parent folder of run folders")
+    _add_tag(r)
     r.add_argument(
         "--resume",
         type=_path,
         metavar="RUN_DIR",
         help="finish an interrupted run with its recorded grid: run only its missing cases "
-        "(no other option may be given, but --force)",
+        "(no other option may be given, but --force, --gpus and --oversubscribe)",
     )
     r.add_argument(
         "--force",
@@ -210,24 +291,29 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_numerics(sub: argparse._SubParsersAction) -> None:
-    from bench.numerics.config import defaults
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    d = defaults(device)
+    # Both devices' defaults: knowing which device this machine has would mean importing torch.
+    gpu, cpu = numerics_defaults.PER_DEVICE["cuda"], numerics_defaults.PER_DEVICE["cpu"]
 
     def show(key: str) -> str:
-        value = d[key]
-        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+        def text(value: object) -> str:
+            return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+        if key in numerics_defaults.COMMON:
+            return text(numerics_defaults.COMMON[key])
+        return f"{text(gpu[key])} on a GPU, {text(cpu[key])} on the CPU"
 
     n = sub.add_parser(
         "numerics",
         help="dtype audit, underflow census, histogram, convergence, the Answer",
-        description=f"Defaults shown are those of this machine's device ({device}).",
+        description="A study on a GPU, or a smoke study of tiny sizes on the CPU: where their "
+        "defaults differ, both are shown.",
     )
-    n.add_argument("--preset", choices=sorted(PRESETS), help=f"default {show('preset')}")
-    n.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    _add_preset(n, show("preset"))
+    _add_device(n)
     n.add_argument(
-        "--modes", type=_csv("mode", tuple(MODES)), help="convergence modes (default all)"
+        "--modes",
+        type=_csv("mode", choices.MODES),
+        help="convergence modes (default: every mode that can run on the device)",
     )
     n.add_argument(
         "--census-batch-sizes",
@@ -263,7 +349,7 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
     )
     n.add_argument(
         "--extended-modes",
-        type=_csv("mode", tuple(MODES)),
+        type=_csv("mode", choices.MODES),
         help="modes whose every convergence run goes --extended-steps (default none)",
     )
     n.add_argument(
@@ -280,7 +366,7 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
         "--heldout", type=_positive, help=f"held-out samples (default {show('heldout')})"
     )
     n.add_argument("--noise", type=_positive_float, help=f"task noise (default {show('noise')})")
-    n.add_argument("--optimizer", choices=tuple(OPTIMIZERS), help=f"default {show('optimizer')}")
+    _add_optimizer(n, show("optimizer"))
     n.add_argument("--lr", type=_positive_float, help=f"Adam lr (default {show('lr')})")
     n.add_argument(
         "--loss-mult",
@@ -296,8 +382,8 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
         help="stress: multiply the initial weights (default 1)",
     )
     n.add_argument("--workers", type=_positive, help="GPUs to spread jobs over (default: all)")
-    n.add_argument("--results-dir", type=_path, help="parent folder (default results/)")
-    n.add_argument("--tag", type=_tag, help="appended to the folder name")
+    _add_results_dir(n)
+    _add_tag(n)
     n.add_argument(
         "--resume",
         type=_path,
@@ -313,7 +399,7 @@ def _add_numerics(sub: argparse._SubParsersAction) -> None:
     )
     n.add_argument(
         "--add-modes",
-        type=_csv("mode", tuple(MODES)),
+        type=_csv("mode", choices.MODES),
         help="with --resume: add these convergence modes to the study (finished or not) and run "
         "only their jobs and their dtype audit, keeping every job it has; another commit is "
         "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",
@@ -347,10 +433,12 @@ NUMERICS_OPTIONS = (
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="python -m bench",
+        prog=PROG,
         description="ampbench: a benchmark harness for PyTorch mixed-precision training. "
-        "`./run_bench.sh` with no command runs `run`.",
+        "With no command (nothing, or options only) it runs `run`, as `./run_bench.sh` and "
+        "`python -m bench` do.",
     )
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
     _add_run(sub)
     for name, text in (
@@ -383,13 +471,13 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser(
         "maxbatch", help="the largest batch each mode trains: doubling, then bisection"
     )
-    m.add_argument("--preset", choices=sorted(PRESETS), help="default: seed on CUDA, tiny on CPU")
-    m.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    m.add_argument("--modes", type=_csv("mode", tuple(MODES)), help="comma list (default all)")
+    _add_preset(m)
+    _add_device(m)
+    m.add_argument("--modes", type=_csv("mode", choices.MODES), help="comma list (default all)")
     m.add_argument(
-        "--variants", type=_csv("variant", tuple(VARIANTS)), help="comma list (default eager)"
+        "--variants", type=_csv("variant", choices.VARIANTS), help="comma list (default eager)"
     )
-    m.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="fused")
+    _add_optimizer(m, "fused")
     m.add_argument("--start", type=_positive, help="first batch size (default 1024; CPU 8)")
     m.add_argument("--limit", type=_positive, help="largest batch size tried (default 2**20)")
     m.add_argument(
@@ -399,7 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     m.add_argument("--steps", type=_positive, help="timed steps per trial (default 2)")
     m.add_argument("--warmup", type=_nonneg, help="untimed steps per trial (default 1)")
-    m.add_argument("--results-dir", type=_path, help="parent folder (default results/)")
+    _add_results_dir(m)
+    _add_tag(m)
     _add_publishing(sub)
     return p
 
@@ -408,11 +497,23 @@ def _add_publishing(sub: argparse._SubParsersAction) -> None:
     i = sub.add_parser(
         "index", help="regenerate results/README.md, the index of run folders, from the folders"
     )
-    i.add_argument("--results-dir", type=_path, help="the folder to index (default results/)")
+    _add_results_dir(i, "the folder to index", PUBLISHED)
     i.add_argument(
         "--check",
         action="store_true",
         help="change nothing; exit 1 when the index is not what the run folders git tracks say",
+    )
+    pr = sub.add_parser(
+        "promote",
+        help="publish run folders: copy them from runs/ into results/ and regenerate its index",
+    )
+    pr.add_argument("run_dirs", type=_path, nargs="+", metavar="RUN")
+    _add_results_dir(pr, "the folder to publish into", PUBLISHED)
+    pr.add_argument("--move", action="store_true", help="move the folders instead of copying")
+    pr.add_argument(
+        "--allow-cpu",
+        action="store_true",
+        help="copy a CPU smoke run too (refused otherwise; the index leaves it out either way)",
     )
     h = sub.add_parser(
         "history",
@@ -420,14 +521,15 @@ def _add_publishing(sub: argparse._SubParsersAction) -> None:
         "verdicts against the run before; writes results/history/<gpu>.md and .png",
     )
     h.add_argument("--gpu", help="GPU model as env.json names it (default: every GPU model)")
-    h.add_argument("--results-dir", type=_path, help="default results/")
+    _add_results_dir(h, "the folder of the runs", PUBLISHED)
     e = sub.add_parser("export", help="a run's timings in another tool's format")
     e.add_argument("run_dir", type=_path)
     e.add_argument(
         "--format",
-        required=True,
-        choices=export.FORMATS,
-        help="github-action-benchmark: JSON for its customSmallerIsBetter tool",
+        choices=choices.EXPORT_FORMATS,
+        default=choices.EXPORT_FORMATS[0],
+        help="github-action-benchmark (the default, and the only one so far): JSON for its "
+        "customSmallerIsBetter tool",
     )
     e.add_argument("--output", type=_path, help="write to this file (default: print)")
     r = sub.add_parser(
@@ -479,12 +581,13 @@ def _path_options(command: str) -> tuple[str, ...]:
 
 
 def _command_line(argv: list[str] | None = None) -> str:
-    """The command as env.json records it, with every path option's value as `paths.shown`
-    gives it: relative to the project root where it lies inside the project (a path of the
-    machine that ran it means nothing in a committed folder), absolute elsewhere. Options may
-    be abbreviated (`--results`) or joined to their value (`--results-dir=x`), as argparse
-    allows."""
-    argv = sys.argv[1:] if argv is None else argv
+    """The command as env.json records it, so that it re-runs as written from the project root:
+    the command named (`run` when it was left out), and every path option's value as
+    `paths.recorded` gives it: relative to the project root where it lies inside the project (a
+    path of the machine that ran it means nothing in a committed folder), absolute elsewhere.
+    Options may be abbreviated (`--results`) or joined to their value (`--results-dir=x`), as
+    argparse allows."""
+    argv = _with_command(sys.argv[1:] if argv is None else argv)
     options = _path_options(argv[0]) if argv else ()
 
     def path_option(token: str) -> str | None:
@@ -497,12 +600,12 @@ def _command_line(argv: list[str] | None = None) -> str:
     value_next = False
     for token in argv:
         if value_next:
-            out.append(paths.shown(_path(token)))
+            out.append(paths.recorded(_path(token)))
             value_next = False
             continue
         name, eq, value = token.partition("=")
         if path_option(name) and eq:
-            out.append(f"{name}={paths.shown(_path(value))}")
+            out.append(f"{name}={paths.recorded(_path(value))}")
         else:
             out.append(token)
             value_next = path_option(token) is not None
@@ -510,10 +613,12 @@ def _command_line(argv: list[str] | None = None) -> str:
 
 
 def _results_dir(args: argparse.Namespace) -> Path:
-    return args.results_dir if args.results_dir is not None else Path("results")
+    return args.results_dir if args.results_dir is not None else paths.default_results()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from bench import distributed, launch
+
     world = _world(args)
     if world is None:  # this process only launches the ranks
         keep = ["--collective-timeout", str(args.collective_timeout)]
@@ -533,7 +638,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _world(args: argparse.Namespace) -> distributed.World | None:
     """This process's place in the run: None when it must launch the ranks through torchrun
-    (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world."""
+    (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world. Before it
+    launches ranks it refuses more than the machine holds and a grid of which nothing can run."""
+    from bench import distributed, env, launch, results
+
     gpus = args.gpus or 1
     # A resumed run's ranks run on the device the folder was made on: a relaunch after a broken
     # group carries only --resume, and `auto` would pick CUDA for a CPU (gloo) run on a GPU box.
@@ -548,23 +656,43 @@ def _world(args: argparse.Namespace) -> distributed.World | None:
             raise UsageError(f"--gpus {args.gpus} but torchrun started {size} ranks")
         return distributed.init(device, args.collective_timeout)
     if gpus > 1:
-        if device == "cuda" and torch.cuda.device_count() < gpus:
-            raise UsageError(f"--gpus {gpus} but {torch.cuda.device_count()} GPU(s) are visible")
+        launch.check_ranks(gpus, device, oversubscribe=args.oversubscribe)
         if args.numerics:
             raise UsageError("--numerics runs in a one-process run; drop it or --gpus")
+        if args.resume is None:
+            _run_config(args, device, gpus)
         return None
     return distributed.World.single(device)
 
 
 def _run_session(args: argparse.Namespace, world: distributed.World) -> tuple[Path, int]:
+    from bench import session
+
     if args.resume is not None:
-        _refuse_with_resume(args, ("resume", "force", "gpus", "collective_timeout"))
+        _refuse_with_resume(
+            args, ("resume", "force", "gpus", "oversubscribe", "collective_timeout")
+        )
         return session.resume(args.resume, force=args.force, world=world)
+    cfg = _run_config(args, world.device, world.size)
+    return session.start(
+        cfg,
+        results_dir=_results_dir(args),
+        command=_command_line(args.argv),
+        tag=args.tag,
+        world=world,
+    )
+
+
+def _run_config(args: argparse.Namespace, device: str, world_size: int) -> session.RunConfig:
+    """The grid of a new run, checked: bad values and a grid of which no case can run here are
+    refused (exit 2) before any folder exists, or any rank is started."""
+    from bench import session
+
     if args.force:
         raise UsageError("--force goes with --resume")
     try:
-        cfg = session.RunConfig.build(
-            device=world.device,
+        return session.RunConfig.build(
+            device=device,
             preset=args.preset,
             input_size=args.input_size,
             hidden_size=args.hidden_size,
@@ -576,17 +704,18 @@ def _run_session(args: argparse.Namespace, world: distributed.World) -> tuple[Pa
             batch_sizes=args.batch_sizes,
             steps=args.steps,
             warmup=args.warmup,
+            repeats=args.repeats,
             seed=args.seed,
             overhead=not args.no_overhead,
             numerics=args.numerics,
-            world_size=world.size,
+            world_size=world_size,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    return session.start(cfg, results_dir=_results_dir(args), command=_command_line(), world=world)
 
 
 def cmd_numerics(args: argparse.Namespace) -> int:
+    from bench import env
     from bench.numerics import config, study
 
     if args.resume is not None:
@@ -616,15 +745,19 @@ def cmd_numerics(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    print(study.start(cfg, results_dir=_results_dir(args), command=_command_line(), tag=args.tag))
+    command = _command_line(args.argv)
+    print(study.start(cfg, results_dir=_results_dir(args), command=command, tag=args.tag))
     return 0
 
 
 def cmd_maxbatch(args: argparse.Namespace) -> int:
+    from bench import env, maxbatch
+
     device = env.device(args.device)
+    keys = ("modes", "variants", "optimizer", "start", "limit", "resolution", "steps", "warmup")
     given = {
         key: tuple(value) if isinstance(value, list) else value
-        for key in ("modes", "variants", "start", "limit", "resolution", "steps", "warmup")
+        for key in keys
         if (value := getattr(args, key)) is not None
     }
     if device == "cpu":
@@ -634,46 +767,70 @@ def cmd_maxbatch(args: argparse.Namespace) -> int:
         cfg = maxbatch.MaxBatchConfig(
             device=device,
             preset=args.preset or ("seed" if device == "cuda" else "tiny"),
-            optimizer=args.optimizer,
             **given,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    print(maxbatch.start(cfg, results_dir=_results_dir(args), command=_command_line()))
+    print(
+        maxbatch.start(
+            cfg, results_dir=_results_dir(args), command=_command_line(args.argv), tag=args.tag
+        )
+    )
     return 0
 
 
 def _run_folder(path: Path, *, rows: bool = True) -> Path:
     """A timing run's folder, checked: one line names what is wrong with it. `rows`: it must
-    hold at least one case (a report renders an empty run; a table or a comparison cannot)."""
+    hold at least one whole row (`report` and `headline` alike: neither has anything to show
+    without one)."""
+    from bench import results
+
     if not (path / results.ROWS).is_file() or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")
     results.read_env(path)  # a corrupt env.json is named here, in one line
-    if rows and not results.read_jsonl(path / results.ROWS):
-        raise UsageError(f"{path} has no rows yet ({results.ROWS} is empty)")
+    if rows and not results.read_jsonl(path / results.ROWS):  # a partial last line is no row
+        raise UsageError(f"{path} has no rows yet ({results.ROWS} holds no whole row)")
     return path
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from bench import report, results
     from bench.numerics import study
 
-    if study.is_study(args.run_dir):
-        print(study.render(args.run_dir))
-    elif "maxbatch_config" in results.read_env(args.run_dir):
-        print(maxbatch.render(args.run_dir))
-    else:
-        report.write(_run_folder(args.run_dir, rows=False))
-        print(args.run_dir / results.REPORT)
+    try:
+        if study.is_study(args.run_dir):
+            print(study.render(_writable(args.run_dir)))
+        elif "maxbatch_config" in results.read_env(args.run_dir):
+            from bench import maxbatch  # imports torch (its search); a timing run's report not
+
+            print(maxbatch.render(_writable(args.run_dir)))
+        else:
+            report.write(_writable(_run_folder(args.run_dir)))
+            print(args.run_dir / results.REPORT)
+    except OSError as exc:  # a read-only file in a writable folder
+        raise _os_error(exc) from exc
     return 0
 
 
 def cmd_headline(args: argparse.Namespace) -> int:
-    print(report.headline(results.load(_run_folder(args.run_dir))))
+    from bench import report, results
+
+    df = results.load(_run_folder(args.run_dir))
+    table = report.headline(df)
+    if table == "(no successful cases)":
+        optimizer = report.headline_optimizer(df)
+        raise UsageError(f"{args.run_dir}: no eager {optimizer}-Adam case passed; no headline")
+    print(table)
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from bench import compare, results
+
     run_a, run_b = _run_folder(args.run_a), _run_folder(args.run_b)
+    if args.pair is None and compare.same_folder(run_a, run_b):
+        print(f"A and B are the same folder ({run_a}): nothing to compare")
+        return 0
     table = compare.compare(
         run_a, run_b, pair=args.pair, min_effect=args.min_effect, confidence=args.confidence
     )
@@ -707,7 +864,21 @@ def _write(path: Path, text: str) -> None:
         raise UsageError(f"cannot write {path} ({exc.strerror})") from exc
 
 
+def _writable(folder: Path) -> Path:
+    """A folder a command is about to write in, checked before it writes anything there."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{folder} is not writable")
+    return folder
+
+
+def _os_error(exc: OSError) -> UsageError:
+    """A file a command could not read or write, in one line that names it."""
+    return UsageError(f"{exc.filename or exc}: {exc.strerror or 'not usable'}")
+
+
 def cmd_index(args: argparse.Namespace) -> int:
+    from bench import index
+
     folder = args.results_dir or paths.RESULTS
     if not folder.is_dir():
         raise UsageError(f"--results-dir {folder} is not a directory")
@@ -716,20 +887,45 @@ def cmd_index(args: argparse.Namespace) -> int:
         fresh = "the index is what the run folders git tracks say"
         print(f"ampbench: {stale or fresh}", file=sys.stderr)
         return 1 if stale else 0
-    print(index.write(folder))
+    try:
+        print(index.write(_writable(folder)))
+    except OSError as exc:  # a read-only README.md in a writable folder
+        raise _os_error(exc) from exc
+    return 0
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    from bench import promote
+
+    published = promote.promote(
+        args.run_dirs,
+        results_dir=args.results_dir or paths.RESULTS,
+        move=args.move,
+        allow_cpu=args.allow_cpu,
+    )
+    for path in published:
+        print(path)
     return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from bench import history
+
     folder = args.results_dir or paths.RESULTS
     if not folder.is_dir():
         raise UsageError(f"--results-dir {folder} is not a directory")
-    for path in history.write(folder, args.gpu):
+    try:
+        written = history.write(folder, args.gpu)
+    except OSError as exc:  # a read-only file under history/
+        raise _os_error(exc) from exc
+    for path in written:
         print(path)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from bench import export
+
     run_dir = _run_folder(args.run_dir)
     try:
         text = export.export(run_dir, args.format)
@@ -744,6 +940,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
+    from bench import readme
+
     path = args.file or paths.ROOT / "README.md"
     if not path.is_file():
         raise UsageError(f"--file {path}: no such file")
@@ -779,6 +977,7 @@ COMMANDS = {
     "numerics": cmd_numerics,
     "maxbatch": cmd_maxbatch,
     "index": cmd_index,
+    "promote": cmd_promote,
     "history": cmd_history,
     "export": cmd_export,
     "readme": cmd_readme,
@@ -786,10 +985,21 @@ COMMANDS = {
 }
 
 
+def _with_command(argv: list[str]) -> list[str]:
+    """`argv` with its command: `run` when none is given (no argument, or options first), as
+    `./run_bench.sh` does. `--help` and `--version` alone stay the program's own."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        return ["run", *argv]
+    return list(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """`ampbench ARGV`: the exit status (0; 1 when a run or check found a failure; 2 for bad
+    input; 130 when interrupted)."""
     try:
+        argv = _with_command(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
-        args.argv = list(sys.argv[1:] if argv is None else argv)  # what a relaunch repeats
+        args.argv = argv  # what a relaunch repeats
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)

@@ -53,6 +53,16 @@ def run_dir_name(started: datetime, gpu: str, commit: str | None, suffix: str = 
     return f"{stamp(started)}_{gpu_slug}_{sha}{suffix}"
 
 
+def tagged(suffix: str, tag: str | None) -> str:
+    """A folder name's `suffix` (`_maxbatch`, or empty for a timing run) with the user's `--tag`
+    after it: `_maxbatch_h200-pcie`, `_lr-sweep`."""
+    if tag is None:
+        return suffix
+    if not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
+        raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
+    return f"{suffix}_{tag}"
+
+
 def open_new(
     results_dir: Path,
     *,
@@ -110,7 +120,11 @@ def locked(run_dir: Path) -> Iterator[None]:
 
     An advisory `flock` on `.lock`: the kernel releases it when the process dies, however it dies,
     so a killed run never leaves a folder locked."""
-    with (run_dir / LOCK).open("a+") as f:
+    try:
+        handle = (run_dir / LOCK).open("a+")
+    except OSError as exc:  # a read-only folder or file system, no permission
+        raise UsageError(f"{run_dir} is not writable: cannot open {LOCK} ({exc.strerror})") from exc
+    with handle as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
@@ -135,6 +149,8 @@ def require_dir(run_dir: Path) -> None:
         raise UsageError(f"--resume {run_dir}: no such folder")
     if not (run_dir / results.ENV).is_file():
         raise UsageError(f"--resume {run_dir}: no {results.ENV} there, so not a results folder")
+    if not os.access(run_dir, os.W_OK | os.X_OK):  # before any work: resuming writes rows there
+        raise UsageError(f"--resume {run_dir}: the folder is not writable")
 
 
 def reopen(

@@ -325,7 +325,12 @@ def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Pat
     if not gpus:
         raise UsageError(f"no timing run of a GPU in {results_dir}")
     folder = results_dir / HISTORY_DIR
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:  # a read-only results folder: said before any work
+        raise UsageError(f"cannot make {folder} ({exc.strerror})") from exc
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{folder} is not writable")
     written = []
     for name in gpus:
         runs, points = collect(results_dir, name)

@@ -1,9 +1,10 @@
 """The index of published runs: results/README.md, generated from the run folders.
 
-`./run_bench.sh index` rewrites it, and so does every run (timing, numerics, largest batch) that
-ends in the project's own results/ (`refresh`; a run into another folder, as the tests make, leaves
-it alone). It is a page to scan, not to read: a line naming the run of record (the run whose
-headline the project's README.md quotes, `<!-- ampbench:headline FOLDER -->`), then one short
+`./run_bench.sh index` rewrites it, and so do `promote` (`bench.promote`, which publishes a run
+from runs/) and every run (timing, numerics, largest batch) that ends in the project's own results/
+(`refresh`; a run into another folder, as the tests make, leaves it alone). CPU runs are smoke
+tests, never listed. It is a page to scan, not to read: a line naming the run of record (the run
+whose headline the project's README.md quotes, `<!-- ampbench:headline FOLDER -->`), then one short
 table per kind of run (timing runs, largest-batch runs, numerics studies, pytest-benchmark saves),
 newest first. A row says when and where the run ran, at which commit, a short description of its
 grid, how many of its cases passed, and links its report, which holds everything else.
@@ -42,6 +43,8 @@ SESSIONS_DIR, NOTES = "sessions", "NOTES.md"
 HISTORY_DIR = "history"
 """Where `bench history` writes (results/history/); linked in one line."""
 TIMING, NUMERICS, MAXBATCH, SAVES = "timing", "numerics", "maxbatch", "pytest-benchmark"
+DAMAGED = "damaged"
+"""The kind of a folder whose env.json cannot be read: warned about, and left out."""
 CONFIG_KEYS = {"maxbatch_config": MAXBATCH, "numerics_config": NUMERICS, "config": TIMING}
 """env.json key -> kind of run; the first present wins (a timing run's short numerics study,
 in RUN/numerics/, carries both, but is part of its run and not listed on its own)."""
@@ -94,9 +97,15 @@ class Tree:
 
 
 def _run_at(path: Path, tree: Tree) -> Run | None:
+    """The run in folder `path`, or None where it holds no env.json. A damaged env.json makes a
+    run of kind `DAMAGED` whose env holds the one line that names the damage (`render` says it
+    and lists the rest): one bad folder must not cost the index of every other."""
     if not tree.has(path / results.ENV):
         return None
-    env = results.read_env(path)  # a damaged env.json is named in one line, never skipped
+    try:
+        env = results.read_env(path)
+    except results.CorruptFolder as exc:
+        return Run(path=path, kind=DAMAGED, env={"damage": str(exc)})
     return Run(path=path, kind=kind_of(env), env=env)
 
 
@@ -110,7 +119,20 @@ def _subfolders(tree: Tree) -> list[Path]:
 
 def run_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) -> list[Run]:
     """Every run folder directly in `results_dir` or one level below (results/lr-sweep/RUN),
-    oldest first."""
+    oldest first. A CPU run (env.json's `device` is `cpu`) is a smoke test of the harness, not a
+    result: it is left out, even where `promote --allow-cpu` copied it in. So is a folder whose
+    env.json is damaged (`damaged_folders`)."""
+    found = [r for r in _folders(results_dir, tree) if r.kind != DAMAGED]
+    found = [r for r in found if r.env.get("device") != "cpu"]
+    return sorted(found, key=lambda r: (str(r.env.get("started", "")), r.path.name))
+
+
+def damaged_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) -> list[Run]:
+    """The run folders that `run_folders` leaves out because their env.json is damaged."""
+    return [r for r in _folders(results_dir, tree) if r.kind == DAMAGED]
+
+
+def _folders(results_dir: Path, tree: Tree | None) -> list[Run]:
     tree = tree or Tree(results_dir)
     found = []
     for child in _subfolders(tree):
@@ -119,7 +141,7 @@ def run_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) 
             found.append(run)
         else:
             found += [r for r in (_run_at(p, tree) for p in sorted(child.iterdir())) if r]
-    return sorted(found, key=lambda r: (str(r.env.get("started", "")), r.path.name))
+    return found
 
 
 # --- a row's cells --------------------------------------------------------------------------
@@ -405,6 +427,8 @@ def render(
     (default: every file on disk)."""
     base = results_dir
     tree = tree or Tree(results_dir)
+    for run in damaged_folders(results_dir, tree=tree):
+        print(f"ampbench: warning: {run.env['damage']}; left out of the index", file=sys.stderr)
     runs = run_folders(results_dir, tree=tree)[::-1]  # newest first
     readme = readme or results_dir.parent / PROJECT_README
     record = run_of_record(readme, tree)
@@ -415,6 +439,8 @@ def render(
         "rewrites it when it ends. Do not edit by hand. -->",
         "",
     ]
+    if record is not None and not any(r.path.resolve() == record for r in runs):
+        record = None  # the README names a run the index leaves out (a CPU run)
     if record is not None:
         run = next(r for r in runs if r.path.resolve() == record)
         out += [
@@ -427,7 +453,7 @@ def render(
         "Newest first. Each run folder's `report.md` gives the exact command, what passed and "
         "what did not, and every figure."
         if runs
-        else "No run folder yet: `./run_bench.sh` writes one here."
+        else "No run folder yet: `./run_bench.sh promote RUN` publishes one here."
     )
     notes = results_dir / SESSIONS_DIR / NOTES
     if tree.has(notes):

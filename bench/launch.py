@@ -28,10 +28,31 @@ import tempfile
 from pathlib import Path
 
 from bench import results
+from bench.faults import UsageError
 
 INFLIGHT = "inflight.json"
 RUN_DIR_VAR = "AMPBENCH_RUN_DIR_FILE"
 """Environment variable: the file where rank 0 writes the path of its results folder."""
+
+
+def check_ranks(nproc: int, device: str, *, oversubscribe: bool = False) -> None:
+    """Refuse, before any process starts, more ranks than this machine holds: on CUDA one GPU per
+    rank (NCCL cannot put two ranks of a group on one GPU), on the CPU one core per gloo rank
+    unless `oversubscribe` (ranks that share cores take turns in every collective: a test of the
+    code, not a measurement)."""
+    if device == "cuda":
+        import torch  # here: the launcher's other work needs no torch
+
+        visible = torch.cuda.device_count()
+        if nproc > visible:
+            raise UsageError(f"--gpus {nproc} but {visible} GPU(s) are visible")
+        return
+    cores = os.cpu_count() or 1
+    if nproc > cores and not oversubscribe:
+        raise UsageError(
+            f"--gpus {nproc} on the CPU would start {nproc} gloo processes on {cores} core(s); "
+            "give --oversubscribe to start them anyway"
+        )
 
 
 def record_run_dir(run_dir: Path) -> None:

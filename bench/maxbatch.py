@@ -174,6 +174,8 @@ def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
         first_bad = failed.iloc[0] if len(failed) else None
         if first_bad is None:
             stop = f"the search's limit ({limit}): every size tried trained"
+        elif first_bad["status"] == "unsupported":  # refused before any trial ran
+            stop = f"unsupported: {first_bad['error']}"
         elif first_bad["status"] == "oom":
             stop = f"memory: out of memory at batch {first_bad['batch_size']}"
         else:
@@ -192,7 +194,8 @@ def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
                 else None,
                 "limited_by": stop,
                 "trials": len(g),
-                "max_leftover_gib": g["leftover_gib"].max(),
+                # An unsupported row ran nothing, so it has no leftover to record.
+                "max_leftover_gib": g["leftover_gib"].max() if "leftover_gib" in g else math.nan,
             }
         )
     return pd.DataFrame(out)
@@ -262,15 +265,16 @@ def render(run_dir: Path) -> Path:
     return path
 
 
-def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str) -> Path:
-    """Run the search for every mode and variant into a new folder; returns the folder."""
+def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | None = None) -> Path:
+    """Run the search for every mode and variant into a new folder (`<stamp>_<gpu>_<sha>
+    _maxbatch[_<tag>]`); returns the folder."""
     run_dir, info = folders.open_new(
         results_dir,
         device=cfg.device,
         kind="maxbatch_config",
         settings=cfg.record(),
         command=command,
-        suffix="_maxbatch",
+        suffix=folders.tagged("_maxbatch", tag),
     )
     print(f"ampbench: largest-batch folder {run_dir}", file=sys.stderr, flush=True)
     with folders.locked(run_dir):

@@ -176,9 +176,24 @@ def _ceilings_table(ceilings: dict) -> str:
     return tables.markdown(table)
 
 
-def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str = "fused") -> str:
-    """The README's table: every mode at the largest batch size with the given optimizer."""
-    ok = df[df["status"] == "ok"]
+def headline_optimizer(df: pd.DataFrame) -> str:
+    """The optimizer a run's headline shows: fused Adam where the run has it (the faster one),
+    else its first."""
+    optimizers = list(dict.fromkeys(df["optimizer"])) if "optimizer" in df else []
+    return "fused" if "fused" in optimizers or not optimizers else str(optimizers[0])
+
+
+def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | None = None) -> str:
+    """The README's table: every mode, eager, at the largest batch size where the headline
+    optimizer has an eager case that passed (a larger batch may hold only the other optimizer's,
+    when a killed run's last row was cut off)."""
+    optimizer = optimizer or headline_optimizer(df)
+    ok = df[
+        (df["status"] == "ok")
+        & (df["optimizer"] == optimizer)
+        & (df["variant"] == "eager")
+        & (df["parallel"] == "none")
+    ]
     if ok.empty:
         return "(no successful cases)"
     bs = batch_size or int(ok["batch_size"].max())
@@ -534,6 +549,29 @@ def _method(env: dict) -> list[str]:
     return out
 
 
+def left_out(modes: dict[str, str]) -> str:
+    """Modes left out of a grid, grouped by why: `fp8-tensorwise, fp8-rowwise: float8 matmuls
+    need a CUDA GPU ...; bf16-pure-sr: needs torchao ...`."""
+    reasons = dict.fromkeys(modes.values())
+    return "; ".join(
+        f"{', '.join(m for m, r in modes.items() if r == reason)}: {reason}" for reason in reasons
+    )
+
+
+def _cpu_note(left: dict[str, str]) -> str:
+    """What a CPU run does not measure, said once (its cells are `–`), and what its default
+    grid left out."""
+    note = (
+        "**CPU smoke run**: these figures exercise the harness on the CPU; they say nothing "
+        "about GPU training speed. Not measured on the CPU, so `–`: peak memory (it comes from "
+        "the CUDA allocator's counters), and the matmul floors and `% of floor` (a CPU's "
+        "matmul rate bounds nothing: bench/ceilings.py); the optimizer's floor is measured."
+    )
+    if left:
+        note += f" Left out of the default grid, as they cannot run here: {left_out(left)}."
+    return note
+
+
 def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
     """The whole report.md of a run; `figures` ({figure: file name}, from `plots.write_all`)
     are embedded in their sections. It opens with what the run found (the lines and the
@@ -545,15 +583,8 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     df.attrs["cpu"] = env.get("device") == "cpu"
     lead = shown_axes(df)
     if env.get("device") == "cpu":
-        out += [
-            "**CPU smoke run**: these figures exercise the harness on the CPU; they say "
-            "nothing about GPU training speed. Peak memory is not measured on the CPU (it comes "
-            "from the CUDA allocator's counters): those cells are `–`.",
-            "",
-        ]
-    # The headline optimizer: fused Adam where the run has it (the faster one), else its first.
-    optimizers = list(dict.fromkeys(df["optimizer"]))
-    optimizer = "fused" if "fused" in optimizers or not optimizers else str(optimizers[0])
+        out += [_cpu_note(env.get("config", {}).get("left_out") or {}), ""]
+    optimizer = headline_optimizer(df)
     found = findings.findings(df, optimizer)
     if found:
         out += ["## What this run found", "", *found, ""]

@@ -5,10 +5,13 @@ FLOPs over the matmul ceiling of the dtype the mode's matmuls run in, and the op
 the measured copy bandwidth. No version of the step can run much faster; `pct_of_floor` says how
 close a measured step comes. Elementwise work (ReLU, casts, bias gradients, the loss) is not
 counted: it is small beside the matmuls, and leaving it out keeps the floor a lower bound.
+A ceiling that was not measured (NaN: a CPU's matmul rate, a float8 rate on a GPU without float8)
+gives no floor (NaN, shown `–`), never a floor of zero or a division by zero.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -82,9 +85,9 @@ def floor_columns(
     )
     flops = matmul_flops(size, batch_size)
     opt_bytes = optimizer_bytes(size, scale_loss, param_bytes) / shards
-    fwd_floor = sum(f["fwd"] / (r * 1e12) for f, r in zip(per_linear, rates, strict=True)) * 1e3
-    bwd_floor = sum(f["bwd"] / (r * 1e12) for f, r in zip(per_linear, rates, strict=True)) * 1e3
-    step_floor = opt_bytes / (copy_gbps * 1e9) * 1e3
+    fwd_floor = sum(_ms(f["fwd"], r * 1e12) for f, r in zip(per_linear, rates, strict=True))
+    bwd_floor = sum(_ms(f["bwd"], r * 1e12) for f, r in zip(per_linear, rates, strict=True))
+    step_floor = _ms(opt_bytes, copy_gbps * 1e9)
     return {
         "fwd_gflop": flops["fwd"] / 1e9,
         "bwd_gflop": flops["bwd"] / 1e9,
@@ -94,6 +97,12 @@ def floor_columns(
         "step_floor_ms": step_floor,
         "floor_ms": fwd_floor + bwd_floor + step_floor,
     }
+
+
+def _ms(work: float, rate_per_s: float) -> float:
+    """The time `work` takes at `rate_per_s`, in ms; NaN when the rate is not a measured,
+    positive one."""
+    return work / rate_per_s * 1e3 if 0 < rate_per_s < math.inf else math.nan
 
 
 BUS_FACTORS = {

@@ -29,7 +29,7 @@ from bench.modes import MODES, Mode, dtype_name, tf32_flags
 from bench.roofline import cast_columns, comm_floor_columns, floor_columns, num_params
 from bench.stats import is_noisy, phase_columns, summarize
 from bench.step import TrainState, build, train_step
-from bench.timing import clock_for, time_phases
+from bench.timing import clock_for, time_phases, time_repeats
 from bench.variants import VARIANTS, unsupported_reason
 
 
@@ -94,8 +94,9 @@ def run_case(
     case: Case, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[dict, dict[str, list[float]]]:
     """Measure one case on this rank; returns its flat row and its raw per-phase samples (empty
-    on a fault). A distributed case also times a window without gradient synchronization, whose
-    samples come back under `nosync_<phase>`."""
+    on a fault): `case.repeats` timed windows of `case.steps` samples each, one after another. A
+    distributed case also times a window without gradient synchronization, whose samples come
+    back under `nosync_<phase>`."""
     world = world or World.single(case.device)
     mode = MODES[case.mode]
     variant = VARIANTS[case.variant]
@@ -167,9 +168,16 @@ def run_case(
         row["prepare_s"] = prepared.prepare_s
         row["eager_parts"] = prepared.eager_parts
         graphs_before = prepared.compiled_graphs()
-        samples = time_phases(
-            prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
+        windows = time_repeats(
+            prepared.phases,
+            warmup=case.warmup,
+            steps=case.steps,
+            repeats=case.repeats,
+            clock=clock_for(case.device),
         )
+        # The row's statistics are over every step of every window, one window after another;
+        # `repeat_windows` splits them back, `case.steps` at a time.
+        samples = {name: [ms for w in windows for ms in w[name]] for name in windows[0]}
         row["recompiled"] = prepared.compiled_graphs() != graphs_before
         if variant.name != "eager":
             # The eager pass's phase peaks say nothing of this variant: its own peak is the
@@ -272,11 +280,32 @@ def run_suite(
         if samples:
             results.append_jsonl(
                 run_dir / results.SAMPLES,
-                {"case_id": case.case_id, "samples_ms": samples, **extra},
+                {
+                    "case_id": case.case_id,
+                    "samples_ms": samples,
+                    **repeat_windows(case, samples),
+                    **extra,
+                },
             )
         launch.clear_inflight(run_dir, case.case_id)
         summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
         log(f"    {row['status']}: {summary}")
+
+
+def repeat_windows(case: Case, samples: dict[str, list[float]]) -> dict[str, object]:
+    """samples.jsonl's `repeats_ms` (only for a case timed in more than one window): each timed
+    phase's samples split into the case's windows, `{phase: [[window 1], [window 2], ...]}`.
+    The flat `samples_ms` beside it keeps every step, as a folder without repeats has it."""
+    n = case.steps
+    if case.repeats < 2:
+        return {}
+    return {
+        "repeats_ms": {
+            name: [values[i * n : (i + 1) * n] for i in range(case.repeats)]
+            for name, values in samples.items()
+            if not name.startswith("nosync_") and len(values) == case.repeats * n
+        }
+    }
 
 
 def done_cases(run_dir: Path) -> set[str]:

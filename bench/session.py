@@ -27,7 +27,10 @@ from pathlib import Path
 import torch
 
 from bench import ceilings, env, folders, index, launch, report, results
+from bench import parallel as parallelisms
+from bench import variants as execution_variants
 from bench.case import Case, grid
+from bench.choices import DEFAULT_BATCH_SIZES
 from bench.distributed import World
 from bench.faults import Interrupted, UsageError, error_summary
 from bench.model import PRESETS, ModelSize
@@ -37,14 +40,46 @@ from bench.roofline import num_params
 from bench.runner import done_cases, free_device_memory, measure_overhead, run_suite
 from bench.variants import DEFAULT_VARIANTS
 
-DEFAULT_BATCH_SIZES = (256, 1024, 4096)
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
     "cpu": {"matmul_n": 256, "copy_mib": 16},
 }
 """Ceiling problem sizes: on the GPU large enough to fill the chip and spill the L2 many times."""
+DEFAULT_REPEATS = 3
+"""Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
+to see run-to-run drift at all, and 3 against 3 give its t-interval 4 degrees of freedom
+(t = 2.78) where 2 against 2 give 2 (t = 4.30): in a simulation with 1% drift between windows
+and 2% noise between steps, 3 windows call a 5% slowdown `slower` 98% of the time, 2 windows
+66%. The two extra windows add 60 steps to a case: under a second for most cases of the default
+CUDA grid, 9 s for the slowest (fp32 at batch 4096, 147 ms a step on an H200), milliseconds on
+the CPU's tiny preset."""
 NUMERICS_DIR = "numerics"
 """Where `run --numerics` puts its short study, inside the run folder."""
+_AXIS_OPTIONS = {"parallels": "--parallel", "variants": "--variants", "modes": "--modes"}
+"""The grid's axes that can leave nothing to run, with the option that sets each."""
+_FALLBACK = {"parallels": ("none",), "variants": ("eager",), "modes": ("fp32",)}
+"""A value of each of those axes that runs anywhere: the axis whose values, swapped for this,
+would let a case run is the one a refusal names."""
+
+
+def unsupported_reason(case: Case, world_size: int) -> str | None:
+    """Why `case` cannot run here, as its row would say (`bench.runner.run_case`), or None."""
+    return execution_variants.unsupported_reason(case) or parallelisms.unsupported_reason(
+        case.parallel, variant=case.variant, world_size=world_size
+    )
+
+
+def _first_unsupported(cfg: RunConfig) -> str | None:
+    """None when some case of `cfg` can run here, else the first case's reason. A reason depends
+    on the mode, the variant and the parallelism alone: each such triple is asked once."""
+    reasons: dict[tuple[str, str, str], str | None] = {}
+    for case in cfg.cases():
+        key = (case.mode, case.variant, case.parallel)
+        if key not in reasons:
+            reasons[key] = unsupported_reason(case, cfg.world_size)
+            if reasons[key] is None:
+                return None
+    return next(iter(reasons.values()), None)
 
 
 def log(message: str) -> None:
@@ -67,11 +102,18 @@ class RunConfig:
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     steps: int = 30
     warmup: int = 5
+    repeats: int = 1
+    """Timed windows of `steps` steps per case (`--repeats`). 1 here, so that a folder recorded
+    before the field resumes as it was measured; a new run takes `DEFAULT_REPEATS`."""
     seed: int = 0
     overhead: bool = True
     numerics: bool = False
     world_size: int = 1
     """Ranks of the run (`--gpus`): a resumed run must have as many."""
+    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Modes a CPU run's default grid left out, each with why it cannot run there (float8 needs
+    a CUDA GPU; torchao's modes need torchao). A mode asked for with --modes is always in the
+    grid, and a row (`unsupported`, with the reason, where it cannot run)."""
 
     def __post_init__(self) -> None:
         if self.world_size > 1 and self.numerics:
@@ -92,12 +134,38 @@ class RunConfig:
         size = dataclasses.asdict(PRESETS[preset])
         chosen = {k: v for k, v in given.items() if v is not None}
         chosen.setdefault("variants", DEFAULT_VARIANTS if device == "cuda" else ("eager",))
+        chosen.setdefault("repeats", DEFAULT_REPEATS)
         several = int(chosen.get("world_size", 1)) > 1
         chosen.setdefault("parallels", tuple(PARALLELS) if several else ("none",))
+        if device == "cpu" and "modes" not in chosen:
+            # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
+            # would be a row per batch size and optimizer saying the same thing (a third of the
+            # grid). They are named in the log and the report instead; --modes asks for them.
+            why = {name: mode.unsupported_reason(device) for name, mode in MODES.items()}
+            chosen["modes"] = tuple(name for name, reason in why.items() if reason is None)
+            chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
         for key in ("modes", "optimizers", "variants", "parallels", "batch_sizes"):
             if key in chosen:
                 chosen[key] = tuple(chosen[key])
-        return cls(device=device, preset=preset, **{**size, **chosen})
+        cfg = cls(device=device, preset=preset, **{**size, **chosen})
+        refusal = cfg.nothing_runs()
+        if refusal is not None:
+            raise ValueError(refusal)
+        return cfg
+
+    def nothing_runs(self) -> str | None:
+        """None when some case of the grid can run here. Otherwise one line that names the
+        option and value that leave nothing to run, and why (`--variants cudagraph: CUDA graphs
+        need a CUDA device`): a new run of such a grid is refused before it makes a folder of
+        `unsupported` rows."""
+        reason = _first_unsupported(self)
+        if reason is None:
+            return None
+        for name, option in _AXIS_OPTIONS.items():
+            if _first_unsupported(dataclasses.replace(self, **{name: _FALLBACK[name]})) is None:
+                value = ",".join(getattr(self, name))
+                return f"{option} {value}: {reason}; no case of this grid can run here"
+        return f"no case of this grid can run here: {reason}"
 
     @classmethod
     def from_record(cls, record: dict) -> RunConfig:
@@ -124,25 +192,39 @@ class RunConfig:
             seed=self.seed,
             warmup=self.warmup,
             steps=self.steps,
+            repeats=self.repeats,
         )
 
 
 def start(
-    cfg: RunConfig, *, results_dir: Path, command: str, world: World | None = None
+    cfg: RunConfig,
+    *,
+    results_dir: Path,
+    command: str,
+    tag: str | None = None,
+    world: World | None = None,
 ) -> tuple[Path, int]:
-    """A new session into a new folder under `results_dir`; returns (folder, exit status).
-    A rank other than 0 follows rank 0's session."""
+    """A new session into a new folder under `results_dir` (its name ends in `_<tag>` when
+    `tag` is given); returns (folder, exit status). A rank other than 0 follows rank 0's
+    session."""
     world = world or World.single(cfg.device)
     if not world.leader:
         return follow(world)
     with _plan_errors(world):
         run_dir, info = folders.open_new(
-            results_dir, device=cfg.device, kind="config", settings=cfg.record(), command=command
+            results_dir,
+            device=cfg.device,
+            kind="config",
+            settings=cfg.record(),
+            command=command,
+            suffix=folders.tagged("", tag),
         )
     launch.record_run_dir(run_dir)
     log(f"run folder {run_dir}")
     if cfg.device == "cpu":
         log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
+    if cfg.left_out:
+        log(f"left out of the CPU grid, as they cannot run here: {report.left_out(cfg.left_out)}")
     with folders.locked(run_dir):
         info["expected_cases"] = len(cfg.cases())
         return run_dir, _execute(cfg, run_dir, info, world)

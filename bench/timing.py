@@ -95,3 +95,29 @@ def time_phases(
     }
     samples["total"] = [clock.elapsed_ms(row[0], row[-1]) for row in marks]
     return samples
+
+
+def time_repeats(
+    phases: Mapping[str, Callable[[], object]],
+    *,
+    warmup: int,
+    steps: int,
+    repeats: int,
+    clock: Clock,
+) -> list[dict[str, list[float]]]:
+    """`repeats` timed windows of `steps` steps each, one after another on the same warm state:
+    `warmup` untimed steps before the first window only. Returns one `time_phases` result per
+    window, in order.
+
+    A window's median is one observation of the case: the spread between windows is the drift a
+    single window cannot show (clocks, temperature, other work on the machine), which `bench
+    compare` weighs against a difference between two runs. Each window is one `time_phases`
+    window, with its discipline: the syncs between windows (the one that closes a window, and the
+    drain before the next, which then finds nothing to wait for) sit outside every timed region.
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats <= 0:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    return [
+        time_phases(phases, warmup=warmup if i == 0 else 0, steps=steps, clock=clock)
+        for i in range(repeats)
+    ]

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import errno
+import io
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -10,6 +17,7 @@ import torch
 from bench import case as case_module
 from bench.case import Case
 from bench.model import PRESETS
+from bench.modes import MODES, OPTIMIZERS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,7 +28,65 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ampbench-modes", help="comma list of modes (default: all)")
     group.addoption("--ampbench-batch-sizes", help="comma list (default: 1024 on CUDA, 8 on CPU)")
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
-    group.addoption("--ampbench-rounds", type=int, help="rounds (default: 10 on CUDA, 2 on CPU)")
+    group.addoption("--ampbench-rounds", help="rounds (default: 10 on CUDA, 2 on CPU)")
+
+
+def _names(option: str, text: str, choices: Iterable[str]) -> list[str]:
+    items = [t.strip() for t in text.split(",")]
+    for item in items:
+        if item not in choices:
+            raise pytest.UsageError(
+                f"{option} {text!r}: unknown {item!r}; choose from {', '.join(choices)}"
+            )
+    return items
+
+
+def _positive(option: str, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise pytest.UsageError(f"{option}: {text!r} is not a positive integer")
+    return value
+
+
+def suite_options(config: pytest.Config) -> dict[str, Any]:
+    """The --ampbench-* options of the benchmark suite, checked; None where not given.
+
+    A bad value is one line that names it (`pytest.UsageError`, pytest's exit status 4), said
+    once before any test runs rather than as a failure of every test of the suite."""
+    opt = config.getoption
+    out: dict[str, Any] = {"preset": opt("--ampbench-preset")}
+    if out["preset"] is not None and out["preset"] not in PRESETS:
+        raise pytest.UsageError(
+            f"--ampbench-preset {out['preset']!r}: choose from {', '.join(PRESETS)}"
+        )
+    modes = opt("--ampbench-modes")
+    out["modes"] = _names("--ampbench-modes", modes, MODES) if modes is not None else None
+    sizes = opt("--ampbench-batch-sizes")
+    out["batch_sizes"] = (
+        [_positive("--ampbench-batch-sizes", t.strip()) for t in sizes.split(",")]
+        if sizes is not None
+        else None
+    )
+    for option, values in (("--ampbench-modes", modes), ("--ampbench-batch-sizes", sizes)):
+        items = [t.strip() for t in values.split(",")] if values is not None else []
+        repeated = [t for i, t in enumerate(items) if t in items[:i]]
+        if repeated:
+            raise pytest.UsageError(f"{option} {values!r}: {repeated[0]!r} is listed twice")
+    out["optimizer"] = opt("--ampbench-optimizer")
+    if out["optimizer"] not in OPTIMIZERS:
+        raise pytest.UsageError(
+            f"--ampbench-optimizer {out['optimizer']!r}: choose from {', '.join(OPTIMIZERS)}"
+        )
+    rounds = opt("--ampbench-rounds")
+    out["rounds"] = _positive("--ampbench-rounds", rounds) if rounds is not None else None
+    return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    suite_options(config)  # a bad --ampbench-* value ends the run here, in one line
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -61,6 +127,51 @@ def cpu_ceilings() -> dict[str, float]:
         "ceiling_matmul_n": 64,
         "ceiling_copy_mib": 1,
     }
+
+
+@pytest.fixture
+def read_only(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """`read_only(folder)`: from then on everything under `folder` behaves as on a read-only file
+    system, for root too (root writes a folder whatever its mode bits say): opening a file there
+    to write, making, removing or renaming anything there fail with EROFS, and `os.access` says
+    it is not writable."""
+    frozen: list[Path] = []
+
+    def inside(path: object) -> bool:
+        if isinstance(path, int):  # a file descriptor: opened before the folder was frozen
+            return False
+        p = Path(os.fsdecode(path)).absolute()
+        return any(p == f or f in p.parents for f in frozen)
+
+    def refuse(path: object) -> OSError:
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), os.fsdecode(path))
+
+    real_open, real_access = builtins.open, os.access
+
+    def open_(file, mode="r", *args, **kwargs):
+        if inside(file) and any(c in mode for c in "wax+"):
+            raise refuse(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def access(path, mode, *args, **kwargs):
+        if inside(path) and mode & os.W_OK:
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    def guard(real: Callable) -> Callable:
+        def call(path, *args, **kwargs):
+            if inside(path):
+                raise refuse(path)
+            return real(path, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(io, "open", open_)  # what pathlib opens files with
+    monkeypatch.setattr(os, "access", access)
+    for name in ("mkdir", "replace", "rename", "remove", "unlink", "rmdir"):
+        monkeypatch.setattr(os, name, guard(getattr(os, name)))
+    return lambda folder: frozen.append(Path(folder).absolute())
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

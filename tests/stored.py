@@ -153,16 +153,21 @@ def write_numerics(
 
 
 def write_maxbatch(
-    folder: Path, trials: list[tuple[str, int, str]], *, started: str = "2026-11-29T15:00:00+00:00"
+    folder: Path,
+    trials: list[tuple[str, int, str]],
+    *,
+    started: str = "2026-11-29T15:00:00+00:00",
+    gpu: str = "cpu",
 ) -> Path:
-    """A finished largest-batch search on the CPU: `trials` as (mode, batch size, status)."""
+    """A finished largest-batch search (on the CPU unless `gpu` names one): `trials` as (mode,
+    batch size, status)."""
     folder.mkdir(parents=True)
     modes = sorted({mode for mode, _, _ in trials})
     results.write_env(
         folder,
         {
-            "device": "cpu",
-            "gpu": "cpu",
+            "device": "cpu" if gpu == "cpu" else "cuda",
+            "gpu": gpu,
             "started": started,
             "ended": started,
             "maxbatch_config": {

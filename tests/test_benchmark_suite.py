@@ -6,6 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.benchmarks.conftest import _storage_problem
+from tests.conftest import suite_options
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -74,3 +79,107 @@ def test_saved_runs_carry_extra_info_and_compare(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "bf16-amp-b8-step" in proc.stdout
+
+
+def _pytest(storage: Path, *args: str) -> subprocess.CompletedProcess:
+    """The suite as `./run_bench.sh pytest` runs it, without the script's start-up checks."""
+    save = [f"--benchmark-storage=file://{storage}", "--benchmark-save=test", "--benchmark-only"]
+    suite = ["-p", "no:cacheprovider", "--ampbench-modes", "fp32", "--ampbench-rounds", "2"]
+    pytest_ = [sys.executable, "-m", "pytest", "tests/benchmarks", "-m", "bench_suite", "-q"]
+    return subprocess.run(
+        [*pytest_, *save, *suite, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+
+
+class _Config:
+    """What `suite_options` reads of a `pytest.Config`: the --ampbench-* options."""
+
+    def __init__(self, **given: str) -> None:
+        self.given = {"--ampbench-optimizer": "fused"} | {
+            "--ampbench-" + k.replace("_", "-"): v for k, v in given.items()
+        }
+
+    def getoption(self, name: str) -> str | None:
+        return self.given.get(name)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [
+        ("batch_sizes", "0", "'0'"),
+        ("batch_sizes", "8,x", "'x'"),
+        ("batch_sizes", "8,8", "'8' is listed twice"),
+        ("rounds", "-1", "'-1'"),
+        ("rounds", "x", "'x'"),
+        ("optimizer", "sgd", "'sgd'"),
+        ("modes", "fp32,fp99", "'fp99'"),
+        ("preset", "huge", "'huge'"),
+    ],
+)
+def test_a_bad_suite_option_names_its_value(option, value, named):
+    with pytest.raises(pytest.UsageError, match="--ampbench-" + option.replace("_", "-")) as err:
+        suite_options(_Config(**{option: value}))
+    assert named in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_suite_options_parse():
+    given = suite_options(_Config(modes="fp32,bf16-amp", batch_sizes="8,16", rounds="3"))
+    assert given == {
+        "preset": None,
+        "modes": ["fp32", "bf16-amp"],
+        "batch_sizes": [8, 16],
+        "optimizer": "fused",
+        "rounds": 3,
+    }
+
+
+def test_a_bad_suite_option_ends_pytest_in_one_line_before_any_test(tmp_path):
+    proc = _pytest(tmp_path, "--ampbench-batch-sizes", "0")
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's status for bad usage
+    assert proc.stderr.strip() == "ERROR: --ampbench-batch-sizes: '0' is not a positive integer"
+    assert "passed" not in proc.stdout and "failed" not in proc.stdout
+
+
+def test_a_storage_that_cannot_be_written_is_refused_before_the_suite(tmp_path):
+    (tmp_path / "file").write_text("")
+    proc = _pytest(tmp_path / "file" / "storage")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"{tmp_path / 'file'} is not a directory" in proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr and "passed" not in proc.stdout
+
+
+def test_a_read_only_storage_is_refused(tmp_path, monkeypatch):
+    # Root writes a read-only folder anyway, so os.access says what a user would be told.
+    storage = tmp_path / "storage"
+    storage.mkdir()
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != storage)
+    assert _storage_problem(f"file://{storage}") == f"{storage} is not writable"
+    assert _storage_problem(f"file://{tmp_path}") is None
+
+
+def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(tmp_path):
+    # docs/comparing.md: --benchmark-compare=0001 --benchmark-compare-fail=median:5%
+    gate = ["--benchmark-compare=0001", "--benchmark-compare-fail=median:5%"]
+    proc = _pytest(tmp_path, *gate)
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # nothing saved to compare with yet
+    assert "found none in" in proc.stderr and "passed" not in proc.stdout
+    assert _pytest(tmp_path).returncode == 0
+    # Make the saved run 1000 times faster, so that every benchmark has regressed against it.
+    (saved,) = tmp_path.glob("*/0001_*.json")
+    data = json.loads(saved.read_text())
+    for bench in data["benchmarks"]:
+        bench["stats"] = {
+            k: v / 1000 if k in ("min", "max", "mean", "median") else v
+            for k, v in bench["stats"].items()
+        }
+    saved.write_text(json.dumps(data))
+    proc = _pytest(tmp_path, *gate)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "Performance has regressed" in out and "Traceback" not in out
+    assert "--benchmark-compare-fail: performance has regressed" in out

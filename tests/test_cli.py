@@ -1,7 +1,9 @@
 """The command line: bad input exits 2 with one line and leaves no folder; a tiny run end to end."""
 
+import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -10,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import folders, index, paths, plots, results, runner
+from bench import choices, cli, folders, index, paths, plots, report, results, runner
 from bench.cli import _command_line, main
-from bench.faults import fault_status
+from bench.faults import UsageError, fault_status
 from tests.conftest import tiny_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,7 +228,7 @@ def test_bad_folders_are_one_line_errors(tmp_path, capsys):
             capsys.readouterr()
             assert main(command) == 2, (damage, command)
             assert str(broken) in _one_line(capsys.readouterr().err)
-        assert main(["report", str(broken)]) == (0 if damage == "empty" else 2)
+        assert main(["report", str(broken)]) == 2  # an empty run has no report to render
 
 
 def test_run_resume_of_a_numerics_folder_is_refused(tmp_path, capsys):
@@ -293,12 +295,12 @@ def test_more_bad_values_are_named(argv, needle, tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
-def test_numerics_help_shows_this_devices_defaults(capsys):
+def test_numerics_help_shows_both_devices_defaults(capsys):
+    # Without importing torch the parser cannot know the device: it shows both, where they differ.
     with pytest.raises(SystemExit):
         main(["numerics", "--help"])
-    out = capsys.readouterr().out
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    assert f"({device})" in out and "default 0.0003" in out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "default 0.0003" in out and "default 1000 on a GPU, 40 on the CPU" in out
 
 
 def test_cpu_smoke_report_judges_no_target_and_prints_no_nan(tmp_path):
@@ -307,8 +309,12 @@ def test_cpu_smoke_report_judges_no_target_and_prints_no_nan(tmp_path):
     run_dir = _only_folder(tmp_path)
     text = (run_dir / results.REPORT).read_text()
     assert "MISSED" not in text and "target" not in text
-    assert "Peak memory is not measured on the CPU" in text and "nan" not in text
+    assert "Not measured on the CPU, so `–`: peak memory" in text and "nan" not in text
     assert results.read_env(run_dir)["cuda"] is None
+    # No matmul ceiling on the CPU, so no matmul floor and no share of it; the optimizer's is.
+    assert not any(k.startswith("matmul_tflops") for k in results.read_env(run_dir)["ceilings"])
+    df = results.load(run_dir)
+    assert df["pct_of_floor"].isna().all() and (df["step_floor_ms"] > 0).all()
 
 
 def test_run_bench_help_lists_the_commands():
@@ -338,18 +344,39 @@ def test_the_recorded_command_shows_project_paths_relative_to_the_project(monkey
     assert _command_line(["run", "--results", "../results"]) == (
         "python -m bench run --results results"  # an abbreviation argparse accepts
     )
-    # Outside the project a path carries no meaning elsewhere: the folder's own name is kept.
+    # Outside the project the path is kept whole: its bare name would point somewhere else.
     outside = str(Path("/tmp/elsewhere/results").resolve())
     assert _command_line(["numerics", "--results-dir", outside, "--tag", "a"]) == (
-        "python -m bench numerics --results-dir results --tag a"
+        f"python -m bench numerics --results-dir {outside} --tag a"
     )
+    # The command left out (`ampbench --modes fp32`) is recorded with it.
+    assert _command_line(["--modes", "fp32"]) == "python -m bench run --modes fp32"
 
 
-def test_recorded_and_rendered_command_lines_carry_no_absolute_path():
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_recorded_command_re_runs_as_written_from_the_project_root(inside, tmp_path, monkeypatch):
+    target = (paths.ROOT / "results" / "x") if inside else (tmp_path / "res")
+    monkeypatch.setenv("AMPBENCH_CWD", str(tmp_path))  # typed somewhere else
+    typed = os.path.relpath(target, tmp_path)
+    recorded = _command_line(["numerics", "--results-dir", typed, "--tag", "t"])
+    # Re-run as written, from the project root: the same folder, the same settings.
+    monkeypatch.setenv("AMPBENCH_CWD", str(paths.ROOT))
+    argv = shlex.split(recorded)[3:]
+    args = cli.build_parser().parse_args(argv)
+    assert args.results_dir.resolve() == target.resolve() and args.tag == "t"
+    assert (target.is_relative_to(paths.ROOT)) == (not Path(argv[2]).is_absolute())
+
+
+def test_argv_notes_hide_machine_paths_and_reports_show_commands_that_re_run():
+    # env.json's argv lists are notes: a path of the machine is shown by its name.
     argv = [str(paths.ROOT / "bench" / "__main__.py"), "run", "--results-dir=/tmp/s/res", "/x/y"]
     assert paths.shown_argv(argv) == ["bench/__main__.py", "run", "--results-dir=res", "y"]
-    old = "python -m bench numerics --results-dir /tmp/n/results --tag 'a b'"
-    assert paths.shown_command(old) == "python -m bench numerics --results-dir results --tag 'a b'"
+    # A report shows the recorded command as it re-runs; a project path recorded whole by an
+    # older version is shown relative to the project.
+    old = f"python -m bench run --results-dir {paths.ROOT / 'results'} --tag 'a b'"
+    assert paths.shown_command(old) == "python -m bench run --results-dir results --tag 'a b'"
+    tmp = "python -m bench numerics --results-dir /tmp/n/results --tag 'a b'"
+    assert paths.shown_command(tmp) == tmp
 
 
 def test_more_damage_is_one_line(tmp_path, capsys):
@@ -403,3 +430,208 @@ def test_the_overhead_check_runs_at_the_smallest_and_largest_batch_with_each_opt
     assert overhead_cases([c for c in cases if c.variant == "compile"]) == []
     only_fp32 = [c for c in cases if c.mode == "fp32" and c.variant == "eager"]
     assert {c.mode for c in overhead_cases(only_fp32)} == {"fp32"}
+
+
+# One entry point: `ampbench`, `python -m bench` and `./run_bench.sh` parse alike.
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ["run"]),
+        (["--preset", "tiny"], ["run", "--preset", "tiny"]),
+        (["--help"], ["--help"]),
+        (["--version"], ["--version"]),
+        (["report", "x"], ["report", "x"]),
+    ],
+)
+def test_no_command_runs_run(argv, expected):
+    assert cli._with_command(argv) == expected
+
+
+def test_options_alone_run_a_run_and_usage_says_ampbench(tmp_path, capsys):
+    argv = ["--device", "cpu", "--modes", "fp32", "--batch-sizes", "4", "--optimizers", "fused"]
+    argv += ["--steps", "1", "--warmup", "0", "--no-overhead", "--results-dir", str(tmp_path)]
+    assert main(argv) == 0
+    info = results.read_env(_only_folder(tmp_path))
+    assert info["command"].startswith("python -m bench run --device cpu")
+    capsys.readouterr()
+    assert main(["--preset", "huge"]) == 2
+    assert "'huge'" in _one_line(capsys.readouterr().err)  # the run's option, not a command
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert capsys.readouterr().out.startswith("usage: ampbench run")
+
+
+def test_version_is_the_packages_or_pyprojects(capsys, monkeypatch):
+    import importlib.metadata
+    import re
+
+    version = re.search(r'^version = "(.+)"', (ROOT / "pyproject.toml").read_text(), re.M)[1]
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == f"ampbench {version}\n"
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    assert cli.version() == version
+
+
+def test_new_folders_go_to_the_projects_folder_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AMPBENCH_CWD", raising=False)
+    for command in ("run", "numerics", "maxbatch"):
+        args = cli.build_parser().parse_args([command])
+        default = cli._results_dir(args)
+        assert default == paths.default_results() and default.parent == paths.ROOT
+    args = cli.build_parser().parse_args(["run", "--results-dir", "here"])
+    assert cli._results_dir(args).resolve() == tmp_path / "here"
+
+
+# Option names agree across commands; old spellings still parse.
+
+
+def test_option_spellings_agree_across_commands():
+    parse = cli.build_parser().parse_args
+    assert parse(["run", "--optimizer", "fused"]).optimizers == ["fused"]
+    assert parse(["run", "--optimizers", "foreach,fused"]).optimizers == ["foreach", "fused"]
+    for command in ("numerics", "maxbatch"):
+        assert parse([command, "--optimizers", "foreach"]).optimizer == "foreach"
+        assert parse([command, "--optimizer", "foreach"]).optimizer == "foreach"
+    for command in ("run", "numerics", "maxbatch"):
+        assert parse([command, "--tag", "a.b-1"]).tag == "a.b-1"
+    assert parse(["export", "RUN"]).format == "github-action-benchmark"
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        for action in parser._actions:
+            assert action.help or not action.option_strings, (name, action.option_strings)
+
+
+@pytest.mark.parametrize("command", ["run", "numerics", "maxbatch"])
+def test_a_bad_tag_is_one_line(command, tmp_path, capsys):
+    assert main([command, "--tag", "a b", "--results-dir", str(tmp_path)]) == 2
+    assert "'a b'" in _one_line(capsys.readouterr().err)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_tag_ends_the_folder_name_of_a_run_and_a_maxbatch(tmp_path):
+    assert _run(tmp_path / "run", "--tag", "smoke", modes="fp32", sizes="4") == 0
+    assert _only_folder(tmp_path / "run").name.endswith("_smoke")
+    argv = ["maxbatch", "--device", "cpu", "--modes", "fp32", "--start", "4", "--limit", "8"]
+    argv += ["--steps", "1", "--warmup", "0", "--tag", "t1", "--results-dir", str(tmp_path / "m")]
+    assert main(argv) == 0
+    assert _only_folder(tmp_path / "m").name.endswith("_maxbatch_t1")
+
+
+def test_the_parsers_choices_are_the_registries():
+    from bench import export, model, modes, parallel, variants
+
+    assert tuple(modes.MODES) == choices.MODES
+    assert tuple(modes.OPTIMIZERS) == choices.OPTIMIZERS
+    assert tuple(model.PRESETS) == choices.PRESETS
+    assert tuple(variants.VARIANTS) == choices.VARIANTS
+    assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
+    assert tuple(parallel.PARALLELS) == choices.PARALLELS
+    assert choices.EXPORT_FORMATS == export.FORMATS
+
+
+# Quick help: parsing and reading folders import no torch.
+
+_IMPORTS = """
+import sys
+from bench.cli import main
+for argv in sys.argv[1:]:
+    try:
+        main(argv.split("|"))
+    except SystemExit:
+        pass
+print(sorted(m for m in ("torch", "pandas", "matplotlib", "scipy") if m in sys.modules))
+"""
+
+
+def _imports(*commands: str) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORTS, *commands],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_help_imports_nothing_heavy():
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert _imports("--help", "--version", *(f"{name}|--help" for name in sub.choices)) == []
+
+
+def test_reading_a_folder_imports_no_torch(tmp_path):
+    from tests import stored
+
+    run = str(stored.write_run(tmp_path / "run", [stored.timing_row(mode="fp32")]))
+    criteria = tmp_path / "c.toml"
+    criteria.write_text('[[criterion]]\nname = "a"\nexpect = "total_ms > 0"\n')
+    loaded = _imports(
+        f"report|{run}",
+        f"headline|{run}",
+        f"export|{run}",
+        f"compare|{run}|{run}|--no-write",
+        f"check|{run}|--criteria|{criteria}",
+        f"index|--results-dir|{tmp_path}|--check",
+    )
+    assert "torch" not in loaded and "pandas" in loaded
+    assert (tmp_path / "run" / results.REPORT).is_file()
+
+
+# Refused up front: a grid of which nothing can run, more ranks than the machine holds.
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--parallel", "ddp"], "--parallel ddp: ddp needs several ranks"),
+        (["--variants", "cudagraph", "--device", "cpu"], "--variants cudagraph: CUDA graphs"),
+        (["--modes", "fp8-rowwise", "--device", "cpu"], "--modes fp8-rowwise: fp8-rowwise:"),
+    ],
+)
+def test_a_grid_where_nothing_can_run_is_refused_before_any_folder(argv, needle, tmp_path, capsys):
+    assert main(["run", *argv, "--results-dir", str(tmp_path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert needle in line and "no case of this grid can run here" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeypatch):
+    from bench import launch
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert main(["run", "--device", "cpu", "--gpus", "3", "--results-dir", str(tmp_path)]) == 2
+    assert "--oversubscribe" in _one_line(capsys.readouterr().err)
+    assert not any(tmp_path.iterdir())
+    launch.check_ranks(2, "cpu")  # what tests/test_distributed.py starts
+    launch.check_ranks(3, "cpu", oversubscribe=True)
+    if not torch.cuda.is_available():
+        with pytest.raises(UsageError, match="--gpus 2 but 0 GPU"):
+            launch.check_ranks(2, "cuda", oversubscribe=True)
+
+
+# The CPU's default grid: what cannot run there is left out, named once.
+
+
+def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
+    from bench.modes import MODES
+    from bench.session import RunConfig
+
+    cfg = RunConfig.build(device="cpu", preset=None)
+    assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out
+    assert "CUDA GPU" in cfg.left_out["fp8-rowwise"]
+    assert set(cfg.modes) | set(cfg.left_out) == set(MODES) and "fp32" in cfg.modes
+    assert not set(cfg.modes) & set(cfg.left_out)
+    # Asked for by name, a mode is in the grid and becomes an `unsupported` row.
+    asked = RunConfig.build(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])
+    assert asked.modes == ("fp32", "fp8-rowwise") and asked.left_out == {}
+    note = report._cpu_note(cfg.left_out)
+    assert note.count("fp8-rowwise") == 1 and "float8 matmuls need a CUDA GPU" in note

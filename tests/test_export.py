@@ -2,6 +2,7 @@
 reads, checked against the schema of its src/extract.ts (an array of {name, unit, value, range?,
 extra?}) and the range pattern of src/extractRangeInfo.ts."""
 
+import copy
 import json
 
 import pytest
@@ -25,7 +26,14 @@ ACCEPTED = [
 
 
 def test_the_validator_accepts_the_tools_own_example():
-    export.validate(ACCEPTED)
+    data = copy.deepcopy(ACCEPTED)
+    assert export.validate(data) is None  # accepted: no ValueError
+    assert data == ACCEPTED  # and left as it was
+    # Accepting is not all it does: the same example without a field the tool needs is refused.
+    for key in export.REQUIRED:
+        broken = [{k: v for k, v in entry.items() if k != key} for entry in ACCEPTED]
+        with pytest.raises(ValueError, match=f"entry 0 has no '{key}'"):
+            export.validate(broken)
 
 
 @pytest.mark.parametrize(

@@ -80,3 +80,72 @@ def test_a_results_dir_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(UsageError, match="not a directory"):
         folders.create(tmp_path / "f", "x")
+
+
+def test_a_read_only_folder_cannot_be_locked_and_says_so(tmp_path, read_only):
+    read_only(tmp_path)
+    refused = pytest.raises(UsageError, match=rf"^{tmp_path} is not writable: cannot open .lock")
+    with refused, folders.locked(tmp_path):
+        pass
+
+
+def test_a_read_only_folder_is_refused_for_resume_and_report(tmp_path, read_only, capsys):
+    from bench.cli import main
+    from tests.stored import small_grid, write_run
+
+    run = tmp_path / "run"
+    write_run(run, small_grid()[:2])
+    read_only(run)
+    for argv in (["report", str(run)], ["run", "--resume", str(run)]):
+        assert main(argv) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert str(run) in line and "not writable" in line
+    assert sorted(p.name for p in run.iterdir()) == [results.ENV, results.ROWS, results.SAMPLES]
+
+
+def _headline_and_report(run, capsys):
+    from bench.cli import main
+
+    capsys.readouterr()
+    codes = main(["headline", str(run)]), main(["report", str(run)])
+    return codes, capsys.readouterr()
+
+
+def test_a_cut_last_row_leaves_a_headline_of_the_rows_before(tmp_path, capsys):
+    from tests.stored import timing_row, write_run
+
+    rows = [
+        timing_row(mode="fp32", optimizer=opt, batch_size=bs)
+        for bs in (8, 32)
+        for opt in ("foreach", "fused")
+    ]
+    run = write_run(tmp_path / "run", rows)
+    text = (run / results.ROWS).read_text()
+    (run / results.ROWS).write_text(text[: text.rindex("{") + 20])  # fused at 32, cut mid-row
+    codes, out = _headline_and_report(run, capsys)
+    assert codes == (0, 0), out.err
+    assert "Batch size 8, fused Adam" in out.out and "| fp32 " in out.out
+
+
+def test_a_run_of_one_optimizer_has_its_headline(tmp_path, capsys):
+    from tests.stored import timing_row, write_run
+
+    run = write_run(tmp_path / "run", [timing_row(mode="fp32", optimizer="foreach")])
+    codes, out = _headline_and_report(run, capsys)
+    assert codes == (0, 0), out.err
+    assert "Batch size 8, foreach Adam" in out.out and "| fp32 " in out.out
+
+
+@pytest.mark.parametrize("content", ["", '{"case_id": "a", "sta'], ids=["empty", "cut"])
+def test_a_run_without_a_whole_row_is_refused_by_headline_and_report_alike(
+    tmp_path, capsys, content
+):
+    from tests.stored import timing_row, write_run
+
+    run = write_run(tmp_path / "run", [timing_row(mode="fp32")])
+    (run / results.ROWS).write_text(content)
+    codes, out = _headline_and_report(run, capsys)
+    assert codes == (2, 2)
+    assert out.err.splitlines() == [f"ampbench: error: {run} has no rows yet "
+                                    f"({results.ROWS} holds no whole row)"] * 2  # fmt: skip
+    assert not (run / results.REPORT).exists()

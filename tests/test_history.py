@@ -62,3 +62,21 @@ def test_history_writes_a_table_and_a_plot_per_gpu(three_runs):
 def test_an_unknown_gpu_is_named(three_runs):
     with pytest.raises(UsageError, match=r"'H100'.*Test GPU 80GB"):
         history.write(three_runs, "H100")
+
+
+def test_a_read_only_results_folder_is_one_line_naming_it(three_runs, read_only, capsys):
+    from bench.cli import main
+
+    read_only(three_runs)
+    assert main(["history", "--results-dir", str(three_runs)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"ampbench: error: cannot make {three_runs / 'history'} (Read-only file system)"
+
+
+def test_a_read_only_history_folder_is_named_before_any_work(three_runs, read_only, capsys):
+    from bench.cli import main
+
+    (three_runs / "history").mkdir()
+    read_only(three_runs / "history")
+    assert main(["history", "--results-dir", str(three_runs)]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"{three_runs / 'history'} is not writable")

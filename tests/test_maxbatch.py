@@ -99,3 +99,31 @@ def test_a_failed_trial_leaves_no_memory_behind(monkeypatch):
     row = maxbatch.trial(cfg.case("fp32", "eager", 8))
     assert row["status"] == "oom"
     assert row["leftover_gib"] <= before + 0.01
+
+
+@pytest.mark.parametrize(
+    ("mode", "variant"), [("fp8-rowwise", "eager"), ("fp32", "cudagraph")], ids=["mode", "variant"]
+)
+def test_an_unsupported_mode_or_variant_renders_with_its_reason(tmp_path, mode, variant):
+    # Its rows ran nothing, so they lack the columns of a trial that ran (leftover_gib).
+    cfg = MaxBatchConfig(
+        device="cpu", preset="tiny", modes=(mode,), variants=(variant,), start=8, limit=16
+    )
+    run_dir = maxbatch.start(cfg, results_dir=tmp_path, command="test")
+    table = pd.read_csv(run_dir / results.CSV)
+    assert table.loc[0, "limited_by"].startswith("unsupported: ")
+    assert pd.isna(table.loc[0, "largest_batch"])
+    assert "unsupported" in (run_dir / results.REPORT).read_text()
+    assert maxbatch.render(run_dir) == run_dir / results.REPORT  # `report` on the folder
+
+
+def test_an_unsupported_mode_beside_one_that_trains():
+    trials = [
+        {"mode": "fp32", "variant": "eager", "batch_size": 8, "status": "ok", "error": "",
+         "samples_per_s": 1.0, "leftover_gib": 0.0},
+        {"mode": "fp8-rowwise", "variant": "eager", "batch_size": 8, "status": "unsupported",
+         "error": "float8 needs CUDA"},
+    ]  # fmt: skip
+    table = summarize_trials(pd.DataFrame(trials), limit=16)
+    assert list(table["largest_batch"].isna()) == [False, True]
+    assert table.loc[1, "limited_by"] == "unsupported: float8 needs CUDA"

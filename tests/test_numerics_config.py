@@ -82,7 +82,7 @@ def test_build_takes_what_was_given_and_defaults_the_rest():
     [
         ({"lr_max": 1.0}, "'lr_max'"),
         ({"preset": "huge"}, "'huge'"),
-        ({"histogram_batch": 7, "census_batch_sizes": [8]}, "histogram_batch 7"),
+        ({"histogram_batch": 7, "census_batch_sizes": [8]}, "--histogram-batch 7"),
     ],
 )
 def test_build_refuses_bad_options(options, named):
@@ -91,47 +91,47 @@ def test_build_refuses_bad_options(options, named):
 
 
 def test_workers(monkeypatch):
-    with pytest.raises(ValueError, match="workers 2"):
+    with pytest.raises(ValueError, match="--workers 2"):
         NumericsConfig.build(device="cpu", options={}, workers=2)
     monkeypatch.setattr(config, "gpu_count", lambda: 4)
     assert NumericsConfig.build(device="cuda", options={}, workers=None).workers == 4
     assert NumericsConfig.build(device="cuda", options={}, workers=3).workers == 3
-    with pytest.raises(ValueError, match="workers 5: only 4 GPU"):
+    with pytest.raises(ValueError, match="--workers 5: only 4 GPU"):
         NumericsConfig.build(device="cuda", options={}, workers=5)
-    with pytest.raises(ValueError, match="workers 0"):
+    with pytest.raises(ValueError, match="--workers 0"):
         NumericsConfig.build(device="cuda", options={}, workers=0)
 
 
 @pytest.mark.parametrize(
     ("field", "value", "named"),
     [
-        ("modes", ("fp32", "fp8"), "modes 'fp8'"),
-        ("modes", ("fp32", "fp32"), "modes 'fp32': is given twice"),
-        ("modes", (), r"modes \(\)"),
-        ("census_batch_sizes", (), r"census_batch_sizes \(\)"),
-        ("census_batch_sizes", (8, 0), "census_batch_sizes 0"),
-        ("conv_batch_sizes", (16, 16), "conv_batch_sizes 16: is given twice"),
-        ("conv_batch_sizes", [16], r"conv_batch_sizes \[16\]"),
-        ("checkpoints", (0, -1), "checkpoints -1"),
-        ("seeds", (0, 0), "seeds 0: is given twice"),
-        ("histogram_batch", 7, "histogram_batch 7: is not one of census_batch_sizes"),
-        ("steps", 25, "steps 25: is not a multiple of eval_every 10"),
-        ("steps", 0, "steps 0"),
-        ("eval_every", 0, "eval_every 0"),
-        ("long_steps", -1, "long_steps -1"),
-        ("heldout", 2.5, "heldout 2.5"),
-        ("workers", 0, "workers 0"),
-        ("lr", 0.0, "lr 0.0"),
-        ("lr", -1e-3, "lr -0.001"),
-        ("lr", math.inf, "lr inf"),
-        ("lr", math.nan, "lr nan"),
-        ("lr", True, "lr True"),
-        ("noise", 0, "noise 0"),
-        ("loss_mult", math.inf, "loss_mult inf"),
-        ("init_scale", -0.1, "init_scale -0.1"),
-        ("optimizer", "sgd", "optimizer 'sgd'"),
-        ("reduction", "max", "reduction 'max'"),
-        ("device", "tpu", "device 'tpu'"),
+        ("modes", ("fp32", "fp8"), "^--modes 'fp8' is unknown; choose from fp32, "),
+        ("modes", ("fp32", "fp32"), "^--modes 'fp32' is given twice$"),
+        ("modes", (), "^--modes '' is not a non-empty tuple$"),
+        ("census_batch_sizes", (), "^--census-batch-sizes '' "),
+        ("census_batch_sizes", (8, 0), "^--census-batch-sizes 0 is not a positive integer$"),
+        ("conv_batch_sizes", (16, 16), "^--conv-batch-sizes 16 is given twice$"),
+        ("conv_batch_sizes", [16], r"^--conv-batch-sizes \[16\] "),
+        ("checkpoints", (0, -1), "^--checkpoints -1 is not an integer >= 0$"),
+        ("seeds", (0, 0), "^--seeds 0 is given twice$"),
+        ("histogram_batch", 7, "^--histogram-batch 7 is not one of --census-batch-sizes 8,32$"),
+        ("steps", 25, "^--steps 25 is not a multiple of --eval-every 10$"),
+        ("steps", 0, "^--steps 0 is not a positive integer$"),
+        ("eval_every", 0, "^--eval-every 0 "),
+        ("long_steps", -1, "^--long-steps -1 "),
+        ("heldout", 2.5, "^--heldout 2.5 "),
+        ("workers", 0, "^--workers 0 "),
+        ("lr", 0.0, "^--lr 0.0 is not a positive finite number$"),
+        ("lr", -1e-3, "^--lr -0.001 "),
+        ("lr", math.inf, "^--lr inf "),
+        ("lr", math.nan, "^--lr nan "),
+        ("lr", True, "^--lr True "),
+        ("noise", 0, "^--noise 0 "),
+        ("loss_mult", math.inf, "^--loss-mult inf "),
+        ("init_scale", -0.1, "^--init-scale -0.1 "),
+        ("optimizer", "sgd", "^--optimizer 'sgd' is unknown; choose from "),
+        ("reduction", "max", "^--reduction 'max' "),
+        ("device", "tpu", "^--device 'tpu' "),
     ],
 )
 def test_validation_names_the_field_and_the_value(field, value, named):
@@ -181,11 +181,11 @@ def test_trace_and_extended_settings():
         ("bf16-amp", 40),
     }
     assert {j.trace_every for j in conv} == {0}
-    with pytest.raises(ValueError, match="extended_modes 'tf32'"):
+    with pytest.raises(ValueError, match=r"^--extended-modes 'tf32' is not one of --modes fp32$"):
         _cpu(modes=["fp32"], extended_modes=["tf32"], extended_steps=300)
-    with pytest.raises(ValueError, match="extended_steps 0"):
+    with pytest.raises(ValueError, match=r"^--extended-steps 0 must be positive with --extended-"):
         _cpu(extended_modes=["fp32"])
-    with pytest.raises(ValueError, match="trace_every -1"):
+    with pytest.raises(ValueError, match=r"^--trace-every -1 "):
         _cpu(trace_every=-1)
 
 
@@ -195,3 +195,12 @@ def test_a_record_older_than_the_traces_resumes_without_them():
         del record[name]
     cfg = NumericsConfig.from_record(record, workers=1)
     assert (cfg.trace_every, cfg.extended_modes, cfg.extended_steps) == (0, (), 0)
+
+
+def test_the_command_line_names_the_options(capsys):
+    from bench.cli import main
+
+    assert main(["numerics", "--device", "cpu", "--steps", "5"]) == 2
+    assert capsys.readouterr().err == (
+        "ampbench: error: --steps 5 is not a multiple of --eval-every 10\n"
+    )

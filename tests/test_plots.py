@@ -1,9 +1,12 @@
-"""Figures of a timing run from small stored rows: valid PNGs embedded in report.md, a panel per
-combination of the varying axes (a new axis included), and one colour per mode everywhere."""
+"""Figures of a timing run from small stored rows: valid PNGs of the expected size embedded in
+report.md, the rows' values drawn, a panel per combination of the varying axes (a new axis
+included), and one colour per mode everywhere."""
 
 import re
+import struct
 
 import matplotlib.figure
+import matplotlib.image
 import pandas as pd
 import pytest
 
@@ -27,10 +30,22 @@ def test_report_writes_and_embeds_every_figure(tmp_path):
     run = write_run(tmp_path / "run", small_grid() + _fused_rows())
     report.write(run)
     text = (run / results.REPORT).read_text()
+    # figsize x 100 dpi: throughput 12 x (4.2 per panel x 3 panels + 0.8) inches, one panel to a
+    # row; the others 2 panels to a row of 7 x 3.8: floor 3 panels (2 rows), phases and memory 6
+    # (one per batch size and panel: 3 rows).
+    pixels = {
+        "throughput": (1200, 1340),
+        "floor": (1400, 840),
+        "phases": (1400, 1220),
+        "memory": (1400, 1220),
+    }
     for name, file in plots.FILES.items():
         data = (run / file).read_bytes()
-        assert data.startswith(PNG), name
-        assert len(data) > 20_000, name  # bars, labels and legends, not an empty canvas
+        assert data.startswith(PNG) and data[12:16] == b"IHDR", name
+        assert struct.unpack(">II", data[16:24]) == pixels[name], name
+        image = matplotlib.image.imread(run / file)  # decodes: chunks and checksums are whole
+        assert image.shape[:2] == pixels[name][::-1], name
+        assert image[..., :3].std() > 0.05, name  # something is drawn on the white canvas
         assert f"]({file})" in text, name
     # Each figure sits in the section it belongs to.
     assert text.index("](throughput.png)") < text.index("## Where the time goes")
@@ -111,3 +126,43 @@ def test_timing_and_numerics_figures_share_the_mode_colours(tmp_path, saved_figu
     assert {ln.get_label(): ln.get_color() for ln in lines} == {
         m: palette.mode_colour(m) for m in ("fp32", "fp16-amp-noscale")
     }
+
+
+def _bars(ax, x=None):
+    """(bottom, height) of the filled bars of `ax`, left to right; only those centred at `x`."""
+    bars = sorted((p for p in ax.patches if p.get_fill()), key=lambda p: (p.get_x(), p.get_y()))
+    centred = [p for p in bars if x is None or abs(p.get_x() + p.get_width() / 2 - x) < 1e-9]
+    return [(round(p.get_y(), 6), round(p.get_height(), 6)) for p in centred]
+
+
+def test_the_figures_draw_the_rows_values(tmp_path, saved_figures):
+    # small_grid: at batch 8 with foreach Adam a step takes 10 ms in fp32, 5 in tf32 and 3.33 in
+    # bf16-amp (fused: 0.9 of that); batch 32 is 4x as long, so throughput is the same.
+    df = results.load(write_run(tmp_path / "run", small_grid()))
+    assert plots.write_all(df, tmp_path / "run") == plots.FILES
+    throughput, phases, floor, memory = saved_figures  # the order of plots.FILES
+
+    # Throughput: per panel (foreach, fused), batch 8 then 32, fp32, tf32, bf16-amp in each.
+    foreach, fused = throughput.axes[:2]
+    assert [h for _, h in _bars(foreach)] == [800.0, 1600.0, 2400.0] * 2  # 8 samples / ms
+    assert [h for _, h in _bars(fused)] == pytest.approx([8000 / 9, 16000 / 9, 24000 / 9] * 2)
+    labels = [t.get_text() for t in sorted(foreach.texts, key=lambda t: t.get_position()[0])]
+    assert labels == ["0.5× tf32", "2× fp32", "3× fp32\n1.5× tf32"] * 2
+
+    # Phases at batch 8, foreach: 30% forward, 50% backward, 20% optimizer, stacked, the total
+    # written above, and the floor (0.6 of the step) marked beside each bar.
+    first = phases.axes[0]
+    assert first.get_title() == "batch size 8, optimizer foreach"
+    assert _bars(first, x=0) == [(0.0, 3.0), (3.0, 5.0), (8.0, 2.0)]  # fp32's 10 ms
+    assert [t.get_text() for t in first.texts] == ["10", "5", "3.33"]
+    floors = [line.get_ydata()[0] for line in first.get_lines()]
+    assert floors == pytest.approx([6.0, 3.0, 2.0])
+
+    # Share of floor: every row is at 60%.
+    assert {h for ax in floor.axes for _, h in _bars(ax)} == {60.0}
+
+    # Memory: 0.25 parameters + 0.25 gradients + 0.5 Adam + 0.1 GiB saved per 8 samples.
+    assert _bars(memory.axes[0], x=0) == [(0.0, 0.25), (0.25, 0.25), (0.5, 0.5), (1.0, 0.1)]
+    assert [t.get_text() for t in memory.axes[0].texts] == ["1.1"] * 3
+    assert [t.get_text() for t in memory.axes[2].texts] == ["1.4"] * 3  # batch 32
+    assert not memory.axes[0].get_lines()  # no peak on the CPU, so no marker

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from bench.model import PRESETS, ModelSize
@@ -50,3 +52,56 @@ def test_a_row_above_its_floor_is_explained():
     (line, _) = report._above_floor(df)
     assert line.startswith("1 row(s) run faster than their floor (up to 101.2%, `b`)")
     assert report._above_floor(df.iloc[:1]) == []
+
+
+def test_each_phase_floor_is_its_own_work_over_each_linears_ceiling():
+    # Tiny at B=4, matmul FLOPs per Linear (fc1 32->64, fc2 64->64, fc3 64->10):
+    #   forward  2*B*in*out:           16384, 32768,  5120  (54272)
+    #   backward input + weight grads: 16384, 65536, 10240  (92160; fc1 has no input grad)
+    # at 1, 2 and 4 TFLOP/s (one ceiling per Linear, as a float8 recipe has):
+    #   forward  16384/1 + 32768/2 +  5120/4 = 34048 -> 34048e-12 s = 3.4048e-5 ms
+    #   backward 16384/1 + 65536/2 + 10240/4 = 51712 ->               5.1712e-5 ms
+    # Optimizer, with loss scaling: 6922 params * (7 Adam words + 1 inf check) * 4 bytes = 221504
+    # bytes at 1 GB/s = 0.221504 ms; over 2 shards, half of it.
+    cols = floor_columns(TINY, 4, scale_loss=True, matmul_tflops=[1.0, 2.0, 4.0], copy_gbps=1.0)
+    assert cols["fwd_gflop"] == pytest.approx(54272e-9)
+    assert cols["bwd_gflop"] == pytest.approx(92160e-9)
+    assert cols["step_gbytes"] == pytest.approx(221504e-9)
+    assert cols["fwd_floor_ms"] == pytest.approx(3.4048e-5)
+    assert cols["bwd_floor_ms"] == pytest.approx(5.1712e-5)
+    assert cols["step_floor_ms"] == pytest.approx(0.221504)
+    assert cols["floor_ms"] == pytest.approx(0.221504 + 3.4048e-5 + 5.1712e-5)
+    sharded = floor_columns(
+        TINY, 4, scale_loss=True, matmul_tflops=[1.0, 2.0, 4.0], copy_gbps=1.0, shards=2
+    )
+    assert sharded["step_floor_ms"] == pytest.approx(0.110752)
+    assert sharded["bwd_floor_ms"] == pytest.approx(5.1712e-5)
+
+
+def test_the_floor_at_one_ceiling_by_hand():
+    # The same step at one ceiling, 1 TFLOP/s, without scaling (7 words: 193816 bytes):
+    # 54272 + 92160 FLOPs take 1.46432e-4 ms, the optimizer 0.193816 ms.
+    cols = floor_columns(TINY, 4, scale_loss=False, matmul_tflops=1.0, copy_gbps=1.0)
+    assert cols["bwd_floor_ms"] == pytest.approx(9.216e-5)
+    assert cols["floor_ms"] == pytest.approx(0.193816 + 1.46432e-4)
+
+
+def test_a_ceiling_not_measured_gives_no_floor_never_zero():
+    # fc3's ceiling missing (NaN, as a CPU run's matmuls or a GPU without float8), then zero.
+    for missing in (math.nan, 0.0):
+        cols = floor_columns(
+            TINY, 4, scale_loss=False, matmul_tflops=[1.0, 1.0, missing], copy_gbps=1.0
+        )
+        assert math.isnan(cols["fwd_floor_ms"]) and math.isnan(cols["floor_ms"])
+        assert cols["step_floor_ms"] == pytest.approx(0.193816)  # the copy bandwidth bounds it
+    assert math.isnan(
+        floor_columns(TINY, 4, scale_loss=False, matmul_tflops=1.0, copy_gbps=0.0)["step_floor_ms"]
+    )
+
+
+def test_the_cpu_measures_no_matmul_ceiling():
+    from bench import ceilings
+
+    measured = ceilings.measure("cpu", matmul_n=16, copy_mib=1, warmup=0, steps=2)
+    assert not any(key.startswith("matmul_tflops") for key in measured)
+    assert measured["copy_gbps"] > 0 and measured["ceiling_matmul_n"] == 16

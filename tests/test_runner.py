@@ -26,6 +26,41 @@ def test_ok_row_has_the_promised_columns(cpu_ceilings):
     assert (row["tf32_matmul"], row["autocast_dtype"]) == (False, "bfloat16")
 
 
+# Tiny at batch 8: matmul FLOPs 2*8*(32*64 + 64*64 + 64*10) = 108544 forward and 184320 backward
+# (input and weight gradients, none for fc1's input); 6922 parameters.
+# (mode, matmul ceiling TFLOP/s of cpu_ceilings, optimizer bytes at 100 GB/s, cast bytes)
+BY_HAND = {
+    "fp32": (1.0, 6922 * 28, 0),
+    "tf32": (2.0, 6922 * 28, 0),
+    # Scaled: the inf check reads each float32 gradient once more, 4 bytes.
+    "fp16-amp": (4.0, 6922 * 32, 6922 * 12 + 8 * 32 * 6),
+    # Autocast casts each parameter (4 + 2 bytes) and its gradient (2 + 4), and the input batch.
+    "bf16-amp": (4.0, 6922 * 28, 6922 * 12 + 8 * 32 * 6),
+    # bf16 parameters: Adam moves 7 two-byte words per parameter, and nothing is cast.
+    "bf16-pure": (4.0, 6922 * 14, 0),
+}
+
+
+@pytest.mark.parametrize("mode", list(BY_HAND))
+def test_a_rows_work_and_floors_by_hand(mode, cpu_ceilings):
+    tflops, opt_bytes, cast_bytes = BY_HAND[mode]
+    row, _ = run_case(tiny_case(mode=mode, optimizer="fused"), cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    assert (row["fwd_gflop"], row["bwd_gflop"]) == pytest.approx((108544e-9, 184320e-9))
+    assert row["ceiling_tflops"] == tflops
+    fwd_ms, bwd_ms = 108544 / tflops * 1e-9, 184320 / tflops * 1e-9  # FLOP / (T/s), in ms
+    step_ms = opt_bytes / 100e9 * 1e3
+    assert row["fwd_floor_ms"] == pytest.approx(fwd_ms)
+    assert row["bwd_floor_ms"] == pytest.approx(bwd_ms)
+    assert row["step_floor_ms"] == pytest.approx(step_ms)
+    assert row["floor_ms"] == pytest.approx(fwd_ms + bwd_ms + step_ms)
+    assert row["cast_gbytes"] == pytest.approx(cast_bytes / 1e9)
+    # The measured figures: 292864 FLOPs and 8 samples per step, whatever the step took.
+    assert row["tflops"] * row["total_ms"] == pytest.approx(292864e-9)
+    assert row["samples_per_s"] * row["total_ms"] == pytest.approx(8e3)
+    assert row["pct_of_floor"] * row["total_ms"] == pytest.approx(100 * row["floor_ms"])
+
+
 def test_tf32_flags_recorded_as_in_force(cpu_ceilings):
     row, _ = run_case(tiny_case(mode="tf32"), cpu_ceilings)
     assert row["tf32_matmul"] is True and row["tf32_cudnn"] is True
@@ -104,6 +139,60 @@ def test_resume_runs_only_missing_cases(monkeypatch, tmp_path, cpu_ceilings):
     run_suite(cases, tmp_path, cpu_ceilings, log=ran.append)
     assert len(ran) == 2 and ran[0].startswith("[3/3] bf16-amp")  # progress line, then result
     assert list(results.load(tmp_path)["mode"]) == ["fp32", "tf32", "bf16-amp"]
+
+
+def test_repeats_are_windows_of_one_case(cpu_ceilings):
+    case = tiny_case(steps=3, repeats=2)
+    row, samples = run_case(case, cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    assert all(len(v) == 6 for v in samples.values())  # 2 windows of 3 steps, one after another
+    assert row["repeats"] == 2 and row["steps"] == 3
+    # Not an axis: the case keeps its id, and a run with more windows matches it in compare.
+    assert case.case_id == tiny_case(steps=3).case_id and "repeats" not in results.axes()
+
+
+def test_repeat_windows_are_stored_beside_the_flat_samples(monkeypatch, tmp_path, cpu_ceilings):
+    def two_windows(phases, *, warmup, steps, repeats, clock):
+        assert (steps, repeats) == (3, 2)
+        return [
+            {"fwd": [1.0, 1.0, 1.0], "bwd": [1.0] * 3, "step": [1.0] * 3, "total": [1.0, 2.0, 3.0]},
+            {"fwd": [2.0, 2.0, 2.0], "bwd": [1.0] * 3, "step": [1.0] * 3, "total": [4.0, 5.0, 6.0]},
+        ]
+
+    monkeypatch.setattr(runner, "time_repeats", two_windows)
+    run_suite([tiny_case(steps=3, repeats=2)], tmp_path, cpu_ceilings, log=lambda msg: None)
+    monkeypatch.undo()  # a case of one window, timed for real
+    run_suite([tiny_case(mode="tf32", steps=3)], tmp_path, cpu_ceilings, log=lambda msg: None)
+    first, second = results.read_rows(tmp_path / results.SAMPLES)
+    assert first["samples_ms"]["total"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert first["repeats_ms"]["total"] == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert first["repeats_ms"]["fwd"] == [[1.0] * 3, [2.0] * 3]
+    # The row's statistics are over every step of both windows.
+    assert results.load(tmp_path).loc[0, "total_ms"] == 3.5
+    assert "repeats_ms" not in second and len(second["samples_ms"]["total"]) == 3
+
+
+def test_every_window_losses_are_checked(monkeypatch, cpu_ceilings):
+    real_forward = variants.forward
+
+    def poisoned(s):
+        logits, loss = real_forward(s)
+        return logits, loss * float("nan")
+
+    monkeypatch.setattr(variants, "forward", poisoned)
+    row, _ = run_case(tiny_case(repeats=2), cpu_ceilings)
+    assert row["error"] == "7 of 7 losses were not finite"  # 1 warm-up + 2 windows of 3
+
+
+def test_a_new_grid_takes_the_default_repeats_and_an_old_record_one():
+    from bench.session import DEFAULT_REPEATS, RunConfig
+
+    cfg = RunConfig.build(device="cpu", preset="tiny", batch_sizes=[8])
+    assert cfg.repeats == DEFAULT_REPEATS == 3
+    assert {c.repeats for c in cfg.cases()} == {3}
+    assert RunConfig.build(device="cpu", preset="tiny", repeats=5).repeats == 5
+    old = {k: v for k, v in cfg.record().items() if k != "repeats"}  # env.json before --repeats
+    assert RunConfig.from_record(old).repeats == 1
 
 
 def test_overhead_measurement_compares_like_with_like():

@@ -4,7 +4,14 @@ import pytest
 import torch
 
 from bench import memory
-from bench.step import backward, build, forward, optimizer_step, train_step
+from bench.step import (
+    backward,
+    build,
+    forward,
+    optimizer_step,
+    optimizer_update,
+    train_step,
+)
 from tests.conftest import tiny_case
 
 # CPU autocast runs fp16 and bf16; the dtypes should match what CUDA autocast does.
@@ -47,6 +54,53 @@ def test_scaler_multiplies_the_loss_only_when_the_mode_scales():
     ratio = scaled.model.fc3.weight.grad.abs().sum() / plain.model.fc3.weight.grad.abs().sum()
     assert ratio.item() == pytest.approx(2.0**16, rel=1e-2)
     optimizer_step(scaled)  # unscale, skip-or-step, update: must not raise on the CPU
+
+
+def _snapshot(s):
+    """Weights, Adam's step count per parameter and its moments, as copies."""
+    params = [p.detach().clone() for p in s.model.parameters()]
+    state = s.optimizer.state
+    steps = [float(state[p]["step"]) if p in state else 0.0 for p in s.model.parameters()]
+    moments = [state[p]["exp_avg"].clone() for p in s.model.parameters() if p in state]
+    return params, steps, moments
+
+
+def _same(a, b):
+    return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("optimizer", ["foreach", "fused"])
+def test_gradscaler_skips_an_overflowed_step_and_halves_the_scale(optimizer):
+    # What GradScaler is for: a step whose gradients hold an inf is not taken (weights, Adam's
+    # moments and step count stay), and the scale halves, 2**16 -> 2**15. A clean step is taken
+    # and keeps the scale (it grows only after 2000 clean steps).
+    s = build(tiny_case(mode="fp16-amp", optimizer=optimizer))
+    assert s.scaler.get_scale() == 65536.0
+    before = _snapshot(s)
+    _, loss = forward(s)
+    backward(s, loss)
+    optimizer_update(s)
+    clean = _snapshot(s)
+    assert not any(torch.equal(b, c) for b, c in zip(before[0], clean[0], strict=True))
+    assert clean[1] == [1.0] * 6  # six tensors: three weights, three biases
+    assert s.scaler.get_scale() == 65536.0
+
+    s.optimizer.zero_grad(set_to_none=True)
+    _, loss = forward(s)
+    backward(s, loss)
+    s.model.fc2.weight.grad[0, 0] = float("inf")  # as a float16 gradient that overflowed
+    optimizer_update(s)
+    after = _snapshot(s)
+    assert _same(after[0], clean[0])  # no weight moved
+    assert after[1] == [1.0] * 6  # Adam's step count did not advance
+    assert _same(after[2], clean[2])  # nor did its first moment
+    assert s.scaler.get_scale() == 32768.0
+
+    s.optimizer.zero_grad(set_to_none=True)
+    _, loss = forward(s)
+    backward(s, loss)
+    optimizer_update(s)  # clean again, at the halved scale: taken
+    assert _snapshot(s)[1] == [2.0] * 6 and s.scaler.get_scale() == 32768.0
 
 
 def test_build_is_deterministic_from_the_seed():

@@ -1,8 +1,10 @@
-"""The timing discipline, checked with an injected clock."""
+"""The timing discipline, checked with an injected clock; and the unit of the CPU clock."""
+
+import time
 
 import pytest
 
-from bench.timing import time_phases
+from bench.timing import clock_for, time_phases, time_repeats
 
 
 class FakeClock:
@@ -63,3 +65,34 @@ def test_bad_step_count(bad):
 def test_total_is_a_reserved_phase_name():
     with pytest.raises(ValueError, match="total"):
         time_phases({"total": lambda: None}, warmup=0, steps=1, clock=FakeClock())
+
+
+def test_the_cpu_clock_reads_milliseconds():
+    # A phase that sleeps 20 ms, timed on the clock a CPU run uses: the sample is in ms. The bounds
+    # are loose (a busy machine sleeps longer); seconds (0.02) or microseconds (20000) fall outside.
+    samples = time_phases(
+        {"sleep": lambda: time.sleep(0.02)}, warmup=0, steps=2, clock=clock_for("cpu")
+    )
+    assert all(15.0 <= ms <= 200.0 for ms in samples["sleep"]), samples
+    assert all(15.0 <= ms <= 200.0 for ms in samples["total"]), samples
+
+
+def test_repeats_are_windows_after_one_warmup_each_closed_by_its_own_sync():
+    clock = FakeClock()
+    durations = iter(float(ms) for ms in range(1, 8))  # 1 warm-up step, then 2 windows of 3
+    windows = time_repeats(
+        {"p": lambda: clock.advance(next(durations))}, warmup=1, steps=3, repeats=2, clock=clock
+    )
+    assert windows == [
+        {"p": [2.0, 3.0, 4.0], "total": [2.0, 3.0, 4.0]},
+        {"p": [5.0, 6.0, 7.0], "total": [5.0, 6.0, 7.0]},
+    ]
+    # Warm-up once; each window opens on a drained device and ends with its one sync.
+    window = ["finish"] + ["mark"] * 6 + ["finish"]
+    assert clock.log == window + window
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True])
+def test_bad_repeat_count(bad):
+    with pytest.raises(ValueError, match="repeats"):
+        time_repeats({"p": lambda: None}, warmup=0, steps=1, repeats=bad, clock=FakeClock())

@@ -2,7 +2,8 @@
 the short study a timing run can begin with.
 
 Every setting is checked once, in `NumericsConfig.__post_init__`, with a `ValueError` that names
-the field and the bad value, before any folder exists. The settings go to env.json (`record`), and
+the field as the command line's option (`--eval-every` for `eval_every`) and the bad value, before
+any folder exists. The settings go to env.json (`record`), and
 a resumed study is rebuilt from there (`from_record`).
 """
 
@@ -18,12 +19,8 @@ import torch
 from bench.case import DEVICES, REDUCTIONS, Case
 from bench.model import PRESETS, ModelSize
 from bench.modes import MODES, OPTIMIZERS
+from bench.numerics.defaults import COMMON, LR, PER_DEVICE
 from bench.numerics.jobs import Job
-
-LR = 3e-4
-"""Adam's learning rate in the study: the best of the H200 sweep in results/lr-sweep/ (the
-question's 1e-3 learns the task too, but ends with a far higher loss on the 16000-wide model)."""
-
 
 RECORD_BEFORE: dict[str, object] = {"trace_every": 0, "extended_modes": (), "extended_steps": 0}
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
@@ -33,51 +30,8 @@ def defaults(device: str) -> dict[str, object]:
     """The settings of a study on `device` that the user did not give: keys are field names of
     `NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`) for the model size."""
     _choice("device", device, DEVICES)
-    common: dict[str, object] = {
-        # Every mode that can run here (the float8 ones need a float8 GPU and torchao).
-        "modes": supported_modes(device),
-        "noise": 2.0,
-        "optimizer": "fused",
-        "lr": LR,
-        "loss_mult": 1.0,
-        "reduction": "mean",
-        "init_scale": 1.0,
-        # Longer horizons are asked for, not run by default, e.g. extended_modes
-        # (fp32, fp16-amp-noscale, fp16-amp) with extended_steps 3000.
-        "extended_modes": (),
-        "extended_steps": 0,
-    }
-    if device == "cuda":
-        return {
-            "preset": "seed",
-            "census_batch_sizes": (64, 256, 1024, 4096, 8192),
-            "checkpoints": (0, 200, 1000),
-            "histogram_batch": 1024,
-            "conv_batch_sizes": (1024, 8192),
-            "seeds": (0, 1),
-            "steps": 1000,
-            # One fp16 + GradScaler run goes this long, to show the scale grow (GradScaler
-            # doubles it after 2000 clean steps in a row).
-            "long_steps": 2500,
-            "eval_every": 100,
-            "heldout": 8192,
-            "trace_every": 5,
-            **common,
-        }
-    return {  # the CPU: a smoke run, tiny sizes, a few seconds
-        "preset": "tiny",
-        "census_batch_sizes": (8, 32),
-        "checkpoints": (0, 10),
-        "histogram_batch": 32,
-        "conv_batch_sizes": (16, 32),
-        "seeds": (0, 1),
-        "steps": 40,
-        "long_steps": 60,
-        "eval_every": 10,
-        "heldout": 256,
-        "trace_every": 2,
-        **common,
-    }
+    # Every mode that can run here (the float8 ones need a float8 GPU and torchao).
+    return {**PER_DEVICE[device], "modes": supported_modes(device), **COMMON}
 
 
 def supported_modes(device: str) -> tuple[str, ...]:
@@ -85,9 +39,23 @@ def supported_modes(device: str) -> tuple[str, ...]:
     return tuple(name for name, m in MODES.items() if m.unsupported_reason(device) is None)
 
 
+def option(name: str) -> str:
+    """A setting as `python -m bench numerics` takes it: `eval_every` is `--eval-every`. Every
+    field of `NumericsConfig` (and the preset) is an option of that name, so a message names
+    both."""
+    return "--" + name.replace("_", "-")
+
+
+def _shown(value: object) -> str:
+    """A value as it would be typed: a tuple as a comma list, a name quoted."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or "''"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
 def _check(ok: bool, name: str, value: object, what: str) -> None:
     if not ok:
-        raise ValueError(f"{name} {value!r}: {what}")
+        raise ValueError(f"{option(name)} {_shown(value)} {what}")
 
 
 def _int(name: str, value: object, minimum: int) -> None:
@@ -97,12 +65,12 @@ def _int(name: str, value: object, minimum: int) -> None:
 
 
 def _choice(name: str, value: object, choices: Iterable[str]) -> None:
-    _check(value in choices, name, value, f"choose from {', '.join(choices)}")
+    _check(value in choices, name, value, f"is unknown; choose from {', '.join(choices)}")
 
 
 def _items(name: str, values: object) -> None:
     """A non-empty tuple without repeats (a repeated batch size or seed would run a job twice)."""
-    _check(isinstance(values, tuple) and len(values) > 0, name, values, "must be a non-empty tuple")
+    _check(isinstance(values, tuple) and len(values) > 0, name, values, "is not a non-empty tuple")
     repeated = next((v for v in values if values.count(v) > 1), None)
     _check(repeated is None, name, repeated, "is given twice")
 
@@ -185,24 +153,25 @@ class NumericsConfig:
             "is not a tuple",
         )
         for mode in self.extended_modes:
-            _choice("extended_modes", mode, self.modes)
+            what = f"is not one of {option('modes')} {_shown(self.modes)}"
+            _check(mode in self.modes, "extended_modes", mode, what)
         _check(
             not self.extended_modes or self.extended_steps > 0,
             "extended_steps",
             self.extended_steps,
-            f"must be positive with extended_modes {self.extended_modes}",
+            f"must be positive with {option('extended_modes')} {_shown(self.extended_modes)}",
         )
         _check(
             self.histogram_batch in self.census_batch_sizes,
             "histogram_batch",
             self.histogram_batch,
-            f"is not one of census_batch_sizes {self.census_batch_sizes}",
+            f"is not one of {option('census_batch_sizes')} {_shown(self.census_batch_sizes)}",
         )
         _check(
             self.steps % self.eval_every == 0,
             "steps",
             self.steps,
-            f"is not a multiple of eval_every {self.eval_every}",
+            f"is not a multiple of {option('eval_every')} {self.eval_every}",
         )
         for name in ("noise", "lr", "loss_mult", "init_scale"):
             value = getattr(self, name)
@@ -219,7 +188,7 @@ class NumericsConfig:
         given = defaults(device)
         unknown = sorted(set(options) - set(given))
         if unknown:
-            raise ValueError(f"unknown numerics setting {unknown[0]!r}")
+            raise ValueError(f"unknown numerics setting {unknown[0]!r} ({option(unknown[0])})")
         settings = {**given, **options}
         if "histogram_batch" not in options and "census_batch_sizes" in options:
             # The default histogram batch if it is one of the census sizes given, else the last one.
@@ -227,8 +196,7 @@ class NumericsConfig:
             if sizes and settings["histogram_batch"] not in sizes:
                 settings["histogram_batch"] = sizes[-1]
         preset = settings.pop("preset")
-        if preset not in PRESETS:
-            raise ValueError(f"preset {preset!r}: choose from {', '.join(PRESETS)}")
+        _choice("preset", preset, PRESETS)
         for name, value in settings.items():
             if isinstance(value, (list, tuple)):
                 settings[name] = tuple(sorted(value) if name == "checkpoints" else value)
@@ -318,13 +286,13 @@ def resolve_workers(device: str, workers: int | None) -> int:
         _int("workers", workers, 1)
     if device != "cuda":
         if workers not in (None, 1):
-            raise ValueError(f"workers {workers}: a CPU study runs in one process")
+            raise ValueError(f"{option('workers')} {workers}: a CPU study runs in one process")
         return 1
     visible = gpu_count()
     if workers is None:
         return max(1, visible)
     if workers > visible:
-        raise ValueError(f"workers {workers}: only {visible} GPU(s) visible")
+        raise ValueError(f"{option('workers')} {workers}: only {visible} GPU(s) visible")
     return workers
 
 

@@ -6,16 +6,18 @@ Tests here carry the `bench_suite` marker. `./run_tests.sh` runs them in a short
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 
-from bench.case import OPTIMIZERS, Case
-from bench.model import PRESETS
+from bench.case import Case
 from bench.modes import MODES
 from bench.step import TrainState, build
+from tests.conftest import suite_options
 
 PHASES = ("forward", "backward", "optimizer", "step")
 
@@ -35,10 +37,6 @@ class Spec:
         return f"{self.mode}-b{self.batch_size}-{self.phase}"
 
 
-def _list(text: str | None, default: list) -> list:
-    return [t.strip() for t in text.split(",")] if text else default
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "benchmarks" in item.path.parts:
@@ -48,12 +46,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "spec" not in metafunc.fixturenames:
         return
-    opt = metafunc.config.getoption
-    modes = _list(opt("--ampbench-modes"), list(MODES))
-    sizes = [int(b) for b in _list(opt("--ampbench-batch-sizes"), [1024 if CUDA else 8])]
-    for mode in modes:
-        if mode not in MODES:
-            raise pytest.UsageError(f"--ampbench-modes: unknown mode {mode!r}")
+    given = suite_options(metafunc.config)
+    modes = given["modes"] or list(MODES)
+    sizes = given["batch_sizes"] or [1024 if CUDA else 8]
     # Mode and batch outermost, phase innermost: the four phases of one case run back to back on
     # one train state, which is built once and dropped before the next case's.
     specs = [Spec(m, b, p) for m in modes for b in sizes for p in PHASES]
@@ -72,18 +67,12 @@ class SuiteConfig:
 
 @pytest.fixture(scope="session")
 def suite(pytestconfig: pytest.Config) -> SuiteConfig:
-    optimizer = pytestconfig.getoption("--ampbench-optimizer")
-    if optimizer not in OPTIMIZERS:
-        raise pytest.UsageError(f"--ampbench-optimizer: unknown optimizer {optimizer!r}")
-    preset = pytestconfig.getoption("--ampbench-preset") or ("seed" if CUDA else "tiny")
-    if preset not in PRESETS:
-        raise pytest.UsageError(f"--ampbench-preset: unknown preset {preset!r}")
-    rounds = pytestconfig.getoption("--ampbench-rounds") or (10 if CUDA else 2)
+    given = suite_options(pytestconfig)  # checked at start-up (tests/conftest.py)
     return SuiteConfig(
         device="cuda" if CUDA else "cpu",
-        preset=preset,
-        optimizer=optimizer,
-        rounds=rounds,
+        preset=given["preset"] or ("seed" if CUDA else "tiny"),
+        optimizer=given["optimizer"],
+        rounds=given["rounds"] or (10 if CUDA else 2),
         warmup_rounds=3 if CUDA else 1,
         iterations=5 if CUDA else 2,
     )
@@ -111,6 +100,65 @@ def state_cache() -> Iterator[_StateCache]:
     cache = _StateCache()
     yield cache
     cache.state = None
+
+
+def _storage_problem(storage: str) -> str | None:
+    """Why pytest-benchmark could not save into `storage` (`file://PATH` or a path), or None.
+
+    pytest-benchmark saves under `PATH/<machine id>/` only after the whole suite has run, and a
+    folder it cannot write there loses every timing: this is checked before anything runs."""
+    from pytest_benchmark.utils import get_machine_id
+
+    if "://" in storage and not storage.startswith("file://"):
+        return None  # elasticsearch: pytest-benchmark reports its own errors
+    folder = Path(storage.removeprefix("file://")) / get_machine_id()
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    saving = config.getoption("benchmark_save", None) or config.getoption(
+        "benchmark_autosave", None
+    )
+    if saving and not config.getoption("benchmark_disable", False):
+        storage = config.getoption("benchmark_storage")
+        problem = _storage_problem(storage)
+        if problem is not None:
+            raise pytest.UsageError(
+                f"--benchmark-storage {storage}: {problem}, so the timings could not be saved"
+            )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # pytest-benchmark loads the runs to compare with at configure time, but says that none was
+    # found only after the whole suite has run: say it before.
+    bench_session = getattr(session.config, "_benchmarksession", None)
+    if bench_session is None or not bench_session.compare_fail or bench_session.compared_mapping:
+        return
+    compare = session.config.getoption("benchmark_compare")
+    raise pytest.UsageError(
+        f"--benchmark-compare-fail needs a saved run to compare with, and --benchmark-compare"
+        f"{'' if compare is True else '=' + str(compare)} found none in {bench_session.storage}"
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterator[None]:
+    """pytest-benchmark's `--benchmark-compare-fail` gate raises from its terminal summary, which
+    pytest reports as a traceback (an INTERNALERROR on older pytest): end instead with the
+    regressions it has listed, one line, and exit status 1."""
+    from pytest_benchmark.session import PerformanceRegression
+
+    try:
+        return (yield)
+    except PerformanceRegression:
+        pytest.exit("--benchmark-compare-fail: performance has regressed (listed above)", 1)
+    except pytest.UsageError as exc:  # --benchmark-compare found no saved run to compare with
+        pytest.exit(str(exc), pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_benchmark_update_commit_info(config: pytest.Config, commit_info: dict) -> None:

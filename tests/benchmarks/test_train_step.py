@@ -4,6 +4,8 @@ pytest-benchmark reads a host clock, and CUDA work is asynchronous, so every tim
 with `torch.cuda.synchronize()`; phases that need earlier work (backward needs a forward) get it
 from an untimed `setup` that also synchronizes, so none of it spills into the timed call.
 Compare saved runs with `pytest-benchmark compare` or `--benchmark-compare` (see the README).
+After timing, each test checks what it timed: the phase ran every round, the forward's loss is
+finite, the backward left gradients, the optimizer moved the weights and dropped the gradients.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     mode = MODES[spec.mode]
     # The step's phases enter the mode's precision context (TF32, autocast) themselves.
     s = state_cache.get(case)
+    # A few weights of each tensor, to tell afterwards whether the phase moved them (a copy of
+    # all of them would hold GiB on the seed preset, inside the measured peak).
+    before = [p.detach().flatten()[:256].clone() for p in s.model.parameters()]
     _sync()
     if CUDA:
         torch.cuda.reset_peak_memory_stats()
@@ -54,15 +59,25 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         backward(s, loss)
         _sync()
 
+    calls = []
+
+    def counted(target):
+        def run(*args):
+            calls.append(spec.phase)
+            return target(*args)
+
+        return run
+
     timed = dict(rounds=suite.rounds, warmup_rounds=suite.warmup_rounds)
     if spec.phase == "forward":
-        benchmark.pedantic(lambda: (forward(s), _sync()), iterations=suite.iterations, **timed)
+        target, extra = counted(lambda: (forward(s), _sync())), dict(iterations=suite.iterations)
     elif spec.phase == "backward":
-        benchmark.pedantic(lambda loss: (backward(s, loss), _sync()), setup=fresh_loss, **timed)
+        target, extra = counted(lambda loss: (backward(s, loss), _sync())), dict(setup=fresh_loss)
     elif spec.phase == "optimizer":
-        benchmark.pedantic(lambda: (optimizer_step(s), _sync()), setup=fresh_grads, **timed)
+        target, extra = counted(lambda: (optimizer_step(s), _sync())), dict(setup=fresh_grads)
     else:
-        benchmark.pedantic(lambda: (train_step(s), _sync()), iterations=suite.iterations, **timed)
+        target, extra = counted(lambda: (train_step(s), _sync())), dict(iterations=suite.iterations)
+    result, _ = benchmark.pedantic(target, **extra, **timed)
 
     flops = matmul_flops(case.size, case.batch_size)
     phase_flops = {
@@ -73,7 +88,8 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     opt_bytes = optimizer_bytes(case.size, mode.scale_loss)
     # Under --benchmark-disable nothing is timed and there are no stats.
     median_s = benchmark.stats.stats.median if benchmark.stats else None
-    benchmark.extra_info.update(
+    info = benchmark.extra_info
+    info.update(
         mode=spec.mode,
         optimizer=suite.optimizer,
         batch_size=spec.batch_size,
@@ -88,4 +104,28 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         gpu=torch.cuda.get_device_name() if CUDA else "cpu",
         torch=torch.__version__,
     )
-    assert median_s is None or median_s > 0
+
+    # What was timed is the phase itself, on a state that trains (the timings are not checked:
+    # the suite measures, it does not judge).
+    if median_s is not None:
+        assert median_s > 0 and benchmark.stats.stats.rounds == suite.rounds
+        assert len(calls) >= suite.warmup_rounds + suite.rounds
+        assert (info["tflops"] is None) == (spec.phase == "optimizer")
+        assert (info["optimizer_gbytes_per_s"] is None) == (spec.phase != "optimizer")
+        assert all(info[k] is None or info[k] > 0 for k in ("tflops", "optimizer_gbytes_per_s"))
+    else:  # --benchmark-disable: the target runs once
+        assert calls == [spec.phase]
+    params = list(s.model.parameters())
+    moved = any(
+        not torch.equal(b, p.detach().flatten()[:256]) for b, p in zip(before, params, strict=True)
+    )
+    if spec.phase == "forward":
+        logits, loss = result
+        assert tuple(logits.shape) == (spec.batch_size, case.size.num_classes)
+        assert torch.isfinite(loss) and not moved
+    elif spec.phase == "backward":
+        assert all(p.grad is not None for p in params) and not moved
+    elif spec.phase == "optimizer":
+        assert moved and all(p.grad is None for p in params)  # updated, then grads dropped
+    else:
+        assert torch.isfinite(result) and moved and all(p.grad is None for p in params)
