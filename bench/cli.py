@@ -801,9 +801,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if study.is_study(args.run_dir):
             print(study.render(_writable(args.run_dir)))
         elif "maxbatch_config" in results.read_env(args.run_dir):
-            from bench import maxbatch  # imports torch (its search); a timing run's report not
+            from bench import maxbatch_report
 
-            print(maxbatch.render(_writable(args.run_dir)))
+            print(maxbatch_report.render(_writable(args.run_dir)))
         else:
             report.write(_writable(_run_folder(args.run_dir)))
             print(args.run_dir / results.REPORT)

@@ -189,7 +189,7 @@ def _scaling(run: Path, options: dict[str, str], link: str) -> str:
 
 def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     """The largest-batch table of a `maxbatch` folder."""
-    from bench import maxbatch
+    from bench import maxbatch_report as maxbatch
 
     if options:
         raise UsageError(f"ampbench:maxbatch takes no option, got {sorted(options)[0]}=")

@@ -586,6 +586,20 @@ def test_reading_a_folder_imports_no_torch(tmp_path):
     assert (tmp_path / "run" / results.REPORT).is_file()
 
 
+def test_reading_a_largest_batch_folder_imports_no_torch(tmp_path):
+    folder = tmp_path / "20261129T150000Z_x_maxbatch"
+    folder.mkdir()
+    cfg = {"preset": "tiny", "optimizer": "fused", "start": 8, "limit": 64, "resolution": 0.0625}
+    results.write_env(folder, {"device": "cuda", "gpu": "x", "maxbatch_config": cfg})
+    for bs, status in ((8, "ok"), (16, "oom")):
+        trial = {"mode": "fp32", "variant": "eager", "batch_size": bs, "status": status}
+        trial |= {"samples_per_s": 100.0 * bs, "peak_alloc_gib": bs / 8, "error": ""}
+        results.append_jsonl(folder / "trials.jsonl", trial)
+    assert "torch" not in _imports(f"report|{folder}")
+    text = (folder / results.REPORT).read_text()
+    assert "memory: out of memory at batch 16" in text
+
+
 # Refused up front: a grid of which nothing can run, more ranks than the machine holds.
 
 

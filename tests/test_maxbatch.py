@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from bench import maxbatch, results
-from bench.maxbatch import MaxBatchConfig, search, summarize_trials
+from bench.maxbatch import MaxBatchConfig, search
+from bench.maxbatch_report import summarize_trials
 
 
 def _fake(limit: int, status: str = "oom"):
