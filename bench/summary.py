@@ -23,7 +23,7 @@ import pandas as pd
 
 from bench.findings import contenders
 from bench.numerics.analysis import HEALTHY, NONFINITE
-from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP
+from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, bf16_against_fp16_error
 from bench.numerics.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
 from bench.tables import number
 
@@ -301,15 +301,14 @@ def bf16_line(studies: list[dict]) -> str | None:
             else f"does not end training within {LOSS_GAP:.0%} of fp32's loss"
         )
         parts.append(f"{verdict} ({losses})")
-    if len(census):
-        bf = census[census["mode"] == "bf16-amp"]["rel_err"].median()
-        fp = census[census["mode"] == "fp16-amp"]["rel_err"].median()
-        if bf == bf and fp == fp and fp > 0:
-            parts.append(
-                f"its gradients are {_n(bf / fp)}× further from fp32's than scaled fp16's "
-                f"(median relative error {_n(bf)} against {_n(fp)}): it keeps float32's range "
-                "with 3 fewer mantissa bits"
-            )
+    errors = bf16_against_fp16_error(census)
+    if errors is not None:
+        bf, fp = errors
+        parts.append(
+            f"its gradients are {_n(bf / fp)}× further from fp32's than scaled fp16's "
+            f"(median relative error {_n(bf)} against {_n(fp)}): it keeps float32's range "
+            "with 3 fewer mantissa bits"
+        )
     if not parts:
         return None
     return f"- **What bf16 gives up.** bf16 autocast {'; '.join(parts)}."

@@ -439,6 +439,16 @@ def underflow_sentences(
     return out
 
 
+def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
+    """The median relative error against fp32 of a gradient tensor under bf16 autocast and
+    under scaled fp16, over the census; None when either is not measured."""
+    if census.empty:
+        return None
+    bf = census[census["mode"] == "bf16-amp"]["rel_err"].median()
+    fp = census[census["mode"] == "fp16-amp"]["rel_err"].median()
+    return (bf, fp) if bf == bf and fp == fp and fp > 0 else None
+
+
 def cost_sentences(summary: pd.DataFrame, census: pd.DataFrame) -> list[str]:
     out = []
     ms = summary.groupby(["batch_size", "mode"])["step_ms"].mean()
@@ -453,9 +463,9 @@ def cost_sentences(summary: pd.DataFrame, census: pd.DataFrame) -> list[str]:
             f"**What GradScaler costs.** The measured step time with GradScaler, against "
             f"fp16 without it ({opt} Adam): {'; '.join(parts)}."
         )
-    bf = census[census["mode"] == "bf16-amp"]["rel_err"].median()
-    fp = census[census["mode"] == "fp16-amp"]["rel_err"].median()
-    if bf == bf and fp == fp and fp > 0:
+    errors = bf16_against_fp16_error(census)
+    if errors is not None:
+        bf, fp = errors
         out.append(
             f"**What bf16 gives up.** The median relative error of a gradient tensor against fp32 "
             f"is {bf:.2e} with bf16 and {fp:.2e} with scaled fp16, {bf / fp:.1f} times larger: "
