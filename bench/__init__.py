@@ -13,7 +13,7 @@ def __getattr__(name: str) -> object:
     # `bench.load` imports pandas when first used, not with the package: the command line
     # (`python -m bench --help`) imports this package and must answer at once.
     if name in __all__:
-        from bench import results
+        from bench.store import results
 
         return getattr(results, name)
     raise AttributeError(f"module 'bench' has no attribute {name!r}")

@@ -5,11 +5,11 @@ This module only parses: each command calls one function of the module that owns
 input ends the program with one line naming the bad value and exit status 2, before any results
 folder is created or changed; Ctrl-C ends it with one line saying what was kept (exit 130).
 
-Parsing imports no torch, pandas or matplotlib (the choices come from `bench.choices`), so
+Parsing imports no torch, pandas or matplotlib (the choices come from `bench.cases.choices`), so
 `--help` answers at once; each command imports what it needs, and the commands that only read
 folders (report, headline, index, history, export, check, compare) import no torch; only a
 largest-batch folder's tables (`report` of one, `readme` blocks of one) still do, through
-`bench.maxbatch`.
+`bench.jobs.maxbatch`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from bench import choices, paths
-from bench.case import REDUCTIONS
+from bench.cases import choices
+from bench.cases.case import REDUCTIONS
 from bench.faults import Interrupted, UsageError
 from bench.numerics import defaults as numerics_defaults
+from bench.store import paths
 
 if TYPE_CHECKING:
-    from bench import compare, distributed, session
+    from bench.execution import distributed
+    from bench.jobs import session
+    from bench.publish import compare
 
 PROG = "ampbench"
 
@@ -141,7 +144,7 @@ def _tag(text: str) -> str:
 
 
 def _pair(text: str) -> compare.Pair:
-    from bench import compare  # scipy: only when --pair is given
+    from bench.publish import compare  # scipy: only when --pair is given
 
     try:
         return compare.Pair.parse(text)
@@ -617,7 +620,7 @@ def _results_dir(args: argparse.Namespace) -> Path:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench import distributed, launch
+    from bench.execution import distributed, launch
 
     world = _world(args)
     if world is None:  # this process only launches the ranks
@@ -640,7 +643,9 @@ def _world(args: argparse.Namespace) -> distributed.World | None:
     """This process's place in the run: None when it must launch the ranks through torchrun
     (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world. Before it
     launches ranks it refuses more than the machine holds and a grid of which nothing can run."""
-    from bench import distributed, env, launch, results
+    from bench.execution import distributed, launch
+    from bench.measure import env
+    from bench.store import results
 
     gpus = args.gpus or 1
     # A resumed run's ranks run on the device the folder was made on: a relaunch after a broken
@@ -666,7 +671,7 @@ def _world(args: argparse.Namespace) -> distributed.World | None:
 
 
 def _run_session(args: argparse.Namespace, world: distributed.World) -> tuple[Path, int]:
-    from bench import session
+    from bench.jobs import session
 
     if args.resume is not None:
         _refuse_with_resume(
@@ -686,7 +691,7 @@ def _run_session(args: argparse.Namespace, world: distributed.World) -> tuple[Pa
 def _run_config(args: argparse.Namespace, device: str, world_size: int) -> session.RunConfig:
     """The grid of a new run, checked: bad values and a grid of which no case can run here are
     refused (exit 2) before any folder exists, or any rank is started."""
-    from bench import session
+    from bench.jobs import session
 
     if args.force:
         raise UsageError("--force goes with --resume")
@@ -715,7 +720,7 @@ def _run_config(args: argparse.Namespace, device: str, world_size: int) -> sessi
 
 
 def cmd_numerics(args: argparse.Namespace) -> int:
-    from bench import env
+    from bench.measure import env
     from bench.numerics import config, study
 
     if args.resume is not None:
@@ -751,7 +756,8 @@ def cmd_numerics(args: argparse.Namespace) -> int:
 
 
 def cmd_maxbatch(args: argparse.Namespace) -> int:
-    from bench import env, maxbatch
+    from bench.jobs import maxbatch
+    from bench.measure import env
 
     device = env.device(args.device)
     keys = ("modes", "variants", "optimizer", "start", "limit", "resolution", "steps", "warmup")
@@ -783,7 +789,7 @@ def _run_folder(path: Path, *, rows: bool = True) -> Path:
     """A timing run's folder, checked: one line names what is wrong with it. `rows`: it must
     hold at least one whole row (`report` and `headline` alike: neither has anything to show
     without one)."""
-    from bench import results
+    from bench.store import results
 
     if not (path / results.ROWS).is_file() or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")
@@ -794,14 +800,15 @@ def _run_folder(path: Path, *, rows: bool = True) -> Path:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from bench import report, results
     from bench.numerics import study
+    from bench.publish import report
+    from bench.store import results
 
     try:
         if study.is_study(args.run_dir):
             print(study.render(_writable(args.run_dir)))
         elif "maxbatch_config" in results.read_env(args.run_dir):
-            from bench import maxbatch_report
+            from bench.publish import maxbatch as maxbatch_report
 
             print(maxbatch_report.render(_writable(args.run_dir)))
         else:
@@ -813,7 +820,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_headline(args: argparse.Namespace) -> int:
-    from bench import report, results
+    from bench.publish import report
+    from bench.store import results
 
     df = results.load(_run_folder(args.run_dir))
     table = report.headline(df)
@@ -825,7 +833,8 @@ def cmd_headline(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from bench import compare, results
+    from bench.publish import compare
+    from bench.store import results
 
     run_a, run_b = _run_folder(args.run_a), _run_folder(args.run_b)
     if args.pair is None and compare.same_folder(run_a, run_b):
@@ -877,7 +886,7 @@ def _os_error(exc: OSError) -> UsageError:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from bench import index
+    from bench.publish import index
 
     folder = args.results_dir or paths.RESULTS
     if not folder.is_dir():
@@ -895,7 +904,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from bench import promote
+    from bench.publish import promote
 
     published = promote.promote(
         args.run_dirs,
@@ -909,7 +918,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from bench import history
+    from bench.publish import history
 
     folder = args.results_dir or paths.RESULTS
     if not folder.is_dir():
@@ -924,7 +933,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from bench import export
+    from bench.publish import export
 
     run_dir = _run_folder(args.run_dir)
     try:
@@ -940,7 +949,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
-    from bench import readme
+    from bench.publish import readme
 
     path = args.file or paths.ROOT / "README.md"
     if not path.is_file():
@@ -958,7 +967,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from bench import criteria
+    from bench.publish import criteria
 
     run_dir = _run_folder(args.run_dir)
     try:

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import torch
 
-from bench import case as case_module
-from bench.case import Case
-from bench.model import PRESETS
-from bench.modes import MODES, OPTIMIZERS
+from bench.cases import case as case_module
+from bench.cases.case import Case
+from bench.recipes.modes import MODES, OPTIMIZERS
+from bench.workloads.mlp import PRESETS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

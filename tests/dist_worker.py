@@ -14,7 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # torchrun runs a file
 
-from bench import cli, runner
+from bench import cli
+from bench.measure import runner
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import results
+from bench.store import results
 from tests.conftest import tiny_case
 
 

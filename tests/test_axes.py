@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from bench import compare, report, results
+from bench.publish import compare, report
+from bench.store import results
 from tests.conftest import tiny_case
 
 

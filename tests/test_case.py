@@ -1,7 +1,7 @@
 import pytest
 
-from bench.case import grid
-from bench.model import PRESETS
+from bench.cases.case import grid
+from bench.workloads.mlp import PRESETS
 from tests.conftest import tiny_case
 
 

@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import choices, cli, folders, index, paths, plots, report, results, runner
+from bench import cli
+from bench.cases import choices
 from bench.cli import _command_line, main
 from bench.faults import UsageError, fault_status
+from bench.measure import runner
+from bench.publish import index, plots, report
+from bench.store import folders, paths, results
 from tests.conftest import tiny_case
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -416,7 +420,7 @@ def test_more_damage_is_one_line(tmp_path, capsys):
 
 
 def test_the_overhead_check_runs_at_the_smallest_and_largest_batch_with_each_optimizer():
-    from bench.session import overhead_cases
+    from bench.jobs.session import overhead_cases
 
     cases = [
         tiny_case(mode=m, variant=v, optimizer=o, batch_size=b)
@@ -526,7 +530,10 @@ def test_a_tag_ends_the_folder_name_of_a_run_and_a_maxbatch(tmp_path):
 
 
 def test_the_parsers_choices_are_the_registries():
-    from bench import export, model, modes, parallel, variants
+    from bench.execution import parallel, variants
+    from bench.publish import export
+    from bench.recipes import modes
+    from bench.workloads import mlp as model
 
     assert tuple(modes.MODES) == choices.MODES
     assert tuple(modes.OPTIMIZERS) == choices.OPTIMIZERS
@@ -619,7 +626,7 @@ def test_a_grid_where_nothing_can_run_is_refused_before_any_folder(argv, needle,
 
 
 def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeypatch):
-    from bench import launch
+    from bench.execution import launch
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     assert main(["run", "--device", "cpu", "--gpus", "3", "--results-dir", str(tmp_path)]) == 2
@@ -636,8 +643,8 @@ def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeyp
 
 
 def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
-    from bench.modes import MODES
-    from bench.session import RunConfig
+    from bench.jobs.session import RunConfig
+    from bench.recipes.modes import MODES
 
     cfg = RunConfig.build(device="cpu", preset=None)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from bench import compare, results
 from bench.cli import main
+from bench.publish import compare
+from bench.store import results
 
 
 def _samples(rng, center, spread, n=30):

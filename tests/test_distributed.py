@@ -12,13 +12,15 @@ import pandas as pd
 import pytest
 import torch
 
-from bench import launch, readme, results, tables
 from bench.cli import main
+from bench.execution import launch
+from bench.execution.parallel import PARALLELS, collective_bytes
 from bench.faults import UsageError
-from bench.modes import MODES
-from bench.parallel import PARALLELS, collective_bytes
-from bench.ranks import merge
-from bench.roofline import comm_floor_columns
+from bench.measure.ranks import merge
+from bench.measure.roofline import comm_floor_columns
+from bench.publish import readme, tables
+from bench.recipes.modes import MODES
+from bench.store import results
 from tests.conftest import tiny_case
 
 WORKER = Path(__file__).resolve().parent / "dist_worker.py"
@@ -82,7 +84,8 @@ def test_rows_carry_the_ranks_and_the_scaling_columns(two_ranks):
     # The row is the slowest rank's, with the spread of the per-rank medians.
     assert ddp["total_ms"] == pytest.approx(ddp["rank_total_ms_max"])
     assert ddp["rank_total_ms_min"] <= ddp["rank_total_ms_max"]
-    # The CPU measures no matmul ceiling (bench/ceilings.py): a gloo row has the communication's
+    # The CPU measures no matmul ceiling (bench/measure/ceilings.py): a gloo row has the
+    # communication's
     # and the optimizer's floors, and no whole-step floor.
     assert ddp["comm_floor_ms"] > 0 and ddp["step_floor_ms"] > 0 and math.isnan(ddp["floor_ms"])
     assert not math.isnan(ddp["comm_ms"])
@@ -245,7 +248,7 @@ def test_a_ddp_case_leaves_nothing_allocated_for_the_next(tmp_path):
 
 
 def test_what_cannot_run_distributed_says_why():
-    from bench.parallel import unsupported_reason
+    from bench.execution.parallel import unsupported_reason
 
     assert unsupported_reason("none", variant="cudagraph", world_size=2) is None
     assert "several ranks" in unsupported_reason("fsdp", variant="eager", world_size=1)
@@ -290,7 +293,8 @@ def test_a_resumed_run_keeps_the_folders_device(tmp_path, monkeypatch):
     make a gloo run's ranks CUDA ones, with an NCCL group for CPU tensors."""
     import json
 
-    from bench import cli, env
+    from bench import cli
+    from bench.measure import env
 
     (tmp_path / "env.json").write_text(json.dumps({"device": "cpu"}))
     monkeypatch.setattr(env, "device", lambda requested: "cuda")  # as on a GPU machine
@@ -337,7 +341,7 @@ def test_the_readme_scaling_table_is_the_runs_scaling_efficiency(two_ranks):
 
 
 def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order():
-    from bench import report
+    from bench.publish import report
 
     rows = [
         {

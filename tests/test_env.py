@@ -1,6 +1,6 @@
 """Where a run's commit comes from."""
 
-from bench import env
+from bench.measure import env
 
 
 def test_the_commit_given_in_the_environment_wins_over_git(monkeypatch):
@@ -15,7 +15,7 @@ def test_without_it_git_or_nothing(monkeypatch):
     monkeypatch.delenv("AMPBENCH_GIT_COMMIT", raising=False)
     monkeypatch.setattr(env, "_run", lambda cmd: None)  # no git, or a copy git cannot read
     assert env.git_commit() == (None, None)
-    answers = {"rev-parse": "a" * 40, "status": " M bench/env.py"}
+    answers = {"rev-parse": "a" * 40, "status": " M bench/measure/env.py"}
     monkeypatch.setattr(env, "_run", lambda cmd: answers[cmd[3]])
     assert env.git_commit() == ("a" * 40, True)
 

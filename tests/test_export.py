@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from bench import export
 from bench.cli import main
+from bench.publish import export
 from tests.stored import small_grid, timing_row, write_run
 
 # The shape of the examples in the action's README ("Examples for custom benchmark"): a sample of

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bench import folders, results
 from bench.faults import UsageError
+from bench.store import folders, results
 
 
 def test_a_partial_last_line_is_moved_aside_before_appending(tmp_path):

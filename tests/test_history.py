@@ -3,8 +3,8 @@ commit is unknown), each point's verdict against the previous run of its case.""
 
 import pytest
 
-from bench import history
 from bench.faults import UsageError
+from bench.publish import history
 from tests.stored import timing_row, write_run
 
 GPU = "Test GPU 80GB"

@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from bench import index, paths, results
 from bench.cli import main
+from bench.publish import index
+from bench.store import paths, results
 from tests.stored import small_grid, write_maxbatch, write_numerics, write_run, write_save
 
 RECORD = "20261129T100000Z_NVIDIA-H200_nogit"

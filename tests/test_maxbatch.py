@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 import torch
 
-from bench import maxbatch, results
-from bench.maxbatch import MaxBatchConfig, search
-from bench.maxbatch_report import summarize_trials
+from bench.jobs import maxbatch
+from bench.jobs.maxbatch import MaxBatchConfig, search
+from bench.publish.maxbatch import summarize_trials
+from bench.store import results
 
 
 def _fake(limit: int, status: str = "oom"):

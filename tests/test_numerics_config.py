@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from bench.model import PRESETS
 from bench.numerics import config
 from bench.numerics.config import NumericsConfig
+from bench.workloads.mlp import PRESETS
 
 
 def _cpu(**options) -> NumericsConfig:

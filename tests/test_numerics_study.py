@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import torch
 
-from bench import folders
 from bench.faults import UsageError
-from bench.model import PRESETS
 from bench.numerics import config, jobs, study, tables, training
 from bench.numerics.config import NumericsConfig
+from bench.store import folders
+from bench.workloads.mlp import PRESETS
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "results" / "20261129T204750Z_NVIDIA-H200_35d9fdc_numerics"

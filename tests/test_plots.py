@@ -10,8 +10,10 @@ import matplotlib.image
 import pandas as pd
 import pytest
 
-from bench import palette, plots, report, results
 from bench.numerics import plots as numerics_plots
+from bench.publish import plots, report
+from bench.recipes import catalog
+from bench.store import results
 from tests.stored import small_grid, timing_row, write_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -83,14 +85,13 @@ def test_a_new_axis_gets_panels_without_a_change_here(knob, tmp_path):
     assert plots.write_all(df, tmp_path / "run") == plots.FILES
 
 
-def test_palette_is_fixed_for_known_modes_and_stable_for_others():
-    assert palette.mode_colour("bf16-amp") == palette.MODE_COLOURS["bf16-amp"]
-    for planned in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):
-        assert planned in palette.MODE_COLOURS
-    assert len(set(palette.MODE_COLOURS.values())) == len(palette.MODE_COLOURS)
-    new = palette.mode_colour("fp4-something")
-    assert re.fullmatch(r"#[0-9a-f]{6}", new) and new == palette.mode_colour("fp4-something")
-    assert new not in palette.MODE_COLOURS.values()
+def test_every_mode_has_its_own_colour_and_unknown_modes_a_stable_one():
+    colours = {name: catalog.colour(name) for name in catalog.CARDS}
+    assert colours["bf16-amp"] == catalog.CARDS["bf16-amp"].colour
+    assert len(set(colours.values())) == len(colours)
+    new = catalog.colour("fp4-something")
+    assert re.fullmatch(r"#[0-9a-f]{6}", new) and new == catalog.colour("fp4-something")
+    assert new not in colours.values()
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ def test_timing_and_numerics_figures_share_the_mode_colours(tmp_path, saved_figu
     plots.throughput(df, tmp_path / "t.png")
     bars = [p for ax in saved_figures[0].axes for p in ax.patches]
     colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in bars}
-    assert colours == {palette.mode_colour(m) for m in ("fp32", "tf32", "bf16-amp")}
+    assert colours == {catalog.colour(m) for m in ("fp32", "tf32", "bf16-amp")}
 
     steps = pd.DataFrame(
         [
@@ -124,7 +125,7 @@ def test_timing_and_numerics_figures_share_the_mode_colours(tmp_path, saved_figu
     numerics_plots.loss_curves(steps, 30, tmp_path / "loss.png")
     lines = saved_figures[1].axes[0].get_lines()
     assert {ln.get_label(): ln.get_color() for ln in lines} == {
-        m: palette.mode_colour(m) for m in ("fp32", "fp16-amp-noscale")
+        m: catalog.colour(m) for m in ("fp32", "fp16-amp-noscale")
     }
 
 

@@ -10,8 +10,10 @@ import sys
 
 import pytest
 
-from bench import cli, folders, index, paths, results
+from bench import cli
 from bench.cli import main
+from bench.publish import index
+from bench.store import folders, paths, results
 from tests.stored import small_grid, write_run
 
 H200 = "NVIDIA H200"

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from bench import paths, readme, report, results, summary
 from bench.cli import main
 from bench.faults import UsageError
 from bench.numerics import tables as study_tables
+from bench.publish import readme, report, summary
+from bench.store import paths, results
 from tests.stored import small_grid, timing_row, write_run
 
 # ---- the README itself: read, never rendered (rendering reads results/) --------------------

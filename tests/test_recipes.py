@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 import torch
 
-from bench import fp8
-from bench.model import PRESETS
-from bench.modes import MODES
+from bench.execution.variants import unsupported_reason
+from bench.measure.roofline import floor_columns, num_params, optimizer_bytes
+from bench.measure.runner import run_case
 from bench.numerics import answer, jobs, study, tables, training
 from bench.numerics.config import NumericsConfig
-from bench.roofline import floor_columns, num_params, optimizer_bytes
-from bench.runner import run_case
-from bench.step import build, train_step
-from bench.variants import unsupported_reason
+from bench.recipes import fp8
+from bench.recipes.modes import MODES
+from bench.recipes.step import build, train_step
+from bench.workloads.mlp import PRESETS
 from tests.conftest import tiny_case
 
 try:

@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from bench import folders, report, results
+from bench.publish import report
+from bench.store import folders, results
 
 
 def _row(mode, total_ms, status="ok", optimizer="fused", batch_size=64):

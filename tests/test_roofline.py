@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from bench.model import PRESETS, ModelSize
-from bench.roofline import floor_columns, matmul_flops, num_params, optimizer_bytes
+from bench.measure.roofline import floor_columns, matmul_flops, num_params, optimizer_bytes
+from bench.workloads.mlp import PRESETS, ModelSize
 
 TINY = PRESETS["tiny"]  # 32 -> 64 -> 64 -> 10
 
@@ -40,7 +40,7 @@ def test_floor_is_work_over_ceilings():
 def test_a_row_above_its_floor_is_explained():
     import pandas as pd
 
-    from bench import report
+    from bench.publish import report
 
     df = pd.DataFrame(
         {
@@ -100,7 +100,7 @@ def test_a_ceiling_not_measured_gives_no_floor_never_zero():
 
 
 def test_the_cpu_measures_no_matmul_ceiling():
-    from bench import ceilings
+    from bench.measure import ceilings
 
     measured = ceilings.measure("cpu", matmul_n=16, copy_mib=1, warmup=0, steps=2)
     assert not any(key.startswith("matmul_tflops") for key in measured)

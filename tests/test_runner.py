@@ -5,8 +5,10 @@ import math
 import pytest
 import torch
 
-from bench import results, runner, variants
-from bench.runner import run_case, run_suite
+from bench.execution import variants
+from bench.measure import runner
+from bench.measure.runner import run_case, run_suite
+from bench.store import results
 from tests.conftest import tiny_case
 
 
@@ -185,7 +187,7 @@ def test_every_window_losses_are_checked(monkeypatch, cpu_ceilings):
 
 
 def test_a_new_grid_takes_the_default_repeats_and_an_old_record_one():
-    from bench.session import DEFAULT_REPEATS, RunConfig
+    from bench.jobs.session import DEFAULT_REPEATS, RunConfig
 
     cfg = RunConfig.build(device="cpu", preset="tiny", batch_sizes=[8])
     assert cfg.repeats == DEFAULT_REPEATS == 3

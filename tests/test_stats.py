@@ -1,6 +1,6 @@
 import pytest
 
-from bench.stats import is_noisy, phase_columns, summarize
+from bench.measure.stats import is_noisy, phase_columns, summarize
 
 
 def test_summary_of_one_to_ten():

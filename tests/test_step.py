@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from bench import memory
-from bench.step import (
+from bench.measure import memory
+from bench.recipes.step import (
     backward,
     build,
     forward,

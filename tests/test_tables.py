@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from bench import tables
+from bench.publish import tables
 
 
 @pytest.mark.parametrize(

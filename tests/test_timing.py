@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from bench.timing import clock_for, time_phases, time_repeats
+from bench.measure.timing import clock_for, time_phases, time_repeats
 
 
 class FakeClock:

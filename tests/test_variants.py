@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from bench import variants
-from bench.runner import run_case
-from bench.step import build
+from bench.execution import variants
+from bench.measure.runner import run_case
+from bench.recipes.step import build
 from tests.conftest import tiny_case
 
 
@@ -92,7 +92,7 @@ def test_nothing_of_a_case_outlives_it(variant, device, monkeypatch, cpu_ceiling
     the next cases)."""
     import weakref
 
-    from bench import runner
+    from bench.measure import runner
 
     models = []
     real_build = runner.build

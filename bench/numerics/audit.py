@@ -11,9 +11,9 @@ import dataclasses
 
 import torch
 
-from bench.case import Case
+from bench.cases.case import Case
+from bench.execution.variants import unsupported_reason
 from bench.faults import error_summary
-from bench.modes import MODES, dtype_name
 from bench.numerics.grads import DtypeTrace, capture
 from bench.numerics.tables import (
     ACTIVATION,
@@ -29,8 +29,8 @@ from bench.numerics.tables import (
     PRODUCED_GRAD,
     audit_tensor,
 )
-from bench.step import backward, build, forward, optimizer_step
-from bench.variants import unsupported_reason
+from bench.recipes.modes import MODES, dtype_name
+from bench.recipes.step import backward, build, forward, optimizer_step
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:

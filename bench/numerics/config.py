@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.case import DEVICES, REDUCTIONS, Case
-from bench.model import PRESETS, ModelSize
-from bench.modes import MODES, OPTIMIZERS
+from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.numerics.defaults import COMMON, LR, PER_DEVICE
 from bench.numerics.jobs import Job
+from bench.recipes.modes import MODES, OPTIMIZERS
+from bench.workloads.mlp import PRESETS, ModelSize
 
 RECORD_BEFORE: dict[str, object] = {"trace_every": 0, "extended_modes": (), "extended_steps": 0}
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
@@ -28,7 +28,7 @@ RECORD_BEFORE: dict[str, object] = {"trace_every": 0, "extended_modes": (), "ext
 
 def defaults(device: str) -> dict[str, object]:
     """The settings of a study on `device` that the user did not give: keys are field names of
-    `NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`) for the model size."""
+    `NumericsConfig`, plus `preset` (a key of `bench.workloads.mlp.PRESETS`) for the model size."""
     _choice("device", device, DEVICES)
     # Every mode that can run here (the float8 ones need a float8 GPU and torchao).
     return {**PER_DEVICE[device], "modes": supported_modes(device), **COMMON}
@@ -81,7 +81,8 @@ class NumericsConfig:
     """`cuda` or `cpu`."""
     size: ModelSize
     modes: tuple[str, ...]
-    """Modes of the convergence runs (keys of `bench.modes.MODES`); the audit covers every mode,
+    """Modes of the convergence runs (keys of `bench.recipes.modes.MODES`); the audit covers every
+    mode,
     the census fp16 with and without a scaler and bf16."""
     census_batch_sizes: tuple[int, ...]
     """One census trajectory (fp16 + GradScaler training) per batch size."""
@@ -111,7 +112,7 @@ class NumericsConfig:
     noise: float
     """Noise of the task (`bench.numerics.task.Task`)."""
     optimizer: str
-    """Adam implementation, a key of `bench.modes.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.recipes.modes.OPTIMIZERS`."""
     lr: float
     loss_mult: float
     """Stress: multiply the loss (1/k as in gradient accumulation over k micro-batches)."""

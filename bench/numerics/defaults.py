@@ -56,4 +56,4 @@ PER_DEVICE: dict[str, dict[str, object]] = {
     },
 }
 """Settings that differ between a GPU study and a CPU smoke study: keys are field names of
-`NumericsConfig`, plus `preset` (a key of `bench.model.PRESETS`)."""
+`NumericsConfig`, plus `preset` (a key of `bench.workloads.mlp.PRESETS`)."""

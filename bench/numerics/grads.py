@@ -21,9 +21,9 @@ from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from bench.modes import dtype_name
 from bench.numerics.tables import ACTIVATIONS
-from bench.step import TrainState, backward, forward
+from bench.recipes.modes import dtype_name
+from bench.recipes.step import TrainState, backward, forward
 
 
 @dataclass

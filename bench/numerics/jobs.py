@@ -18,10 +18,10 @@ from typing import TypeVar
 
 import torch
 
-from bench.case import Case
+from bench.cases.case import Case
+from bench.execution.variants import unsupported_reason
 from bench.faults import error_summary, fault_status
 from bench.numerics import training
-from bench.variants import unsupported_reason
 
 KINDS = ("convergence", "census")
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from bench.numerics import fp16
 from bench.numerics.analysis import SMOOTH_STEPS, smoothed
-from bench.palette import mode_colour
+from bench.recipes.catalog import colour as mode_colour
 
 LINESTYLES = ("-", "--", ":", "-.")
 """Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""

@@ -7,16 +7,17 @@ import shlex
 
 import pandas as pd
 
-from bench import paths, tables
 from bench.numerics.analysis import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, SMOOTH_STEPS
 from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, NEW_RECIPES, answer
+from bench.publish import tables
+from bench.store import paths
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""
 
 
 def _md(df: pd.DataFrame, floatfmt: str = "") -> str:
-    """A readable table (`bench.tables`: at most 4 significant digits, `–` when missing);
+    """A readable table (`bench.publish.tables`: at most 4 significant digits, `–` when missing);
     `floatfmt` is kept for the callers' sake and no longer used."""
     return tables.markdown(df)
 

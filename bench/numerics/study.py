@@ -8,8 +8,9 @@ is written after its tables, so its presence means the audit is done.
 
 `render` and `is_study` read the folder's files alone and need no torch, so a report renders on a
 machine without a GPU, or without torch. The functions that run a study import what needs torch
-(the jobs, the audit, `bench.env`, and `bench.folders` and `bench.results`, which import
-`bench.case`) inside themselves, so that importing this module does not.
+(the jobs, the audit, `bench.measure.env`, and `bench.store.folders` and `bench.store.results`,
+which import
+`bench.cases.case`) inside themselves, so that importing this module does not.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
     `<stamp>_<gpu>_<sha>_numerics[_<tag>]`; returns the folder. `command` is recorded in
     env.json as the command that started it. An interruption (KeyboardInterrupt) propagates and
     leaves every finished job in the folder for `resume`."""
-    from bench import folders, index
+    from bench.publish import index
+    from bench.store import folders
 
     if tag is not None and not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
         raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
@@ -86,8 +88,10 @@ def resume(
     study made before traces existed (whose record says 0); the jobs it already has keep theirs."""
     import torch
 
-    from bench import env, folders, index, results
+    from bench.measure import env
     from bench.numerics.config import NumericsConfig, resolve_workers
+    from bench.publish import index
+    from bench.store import folders, results
 
     folders.require_dir(run_dir)
     # Locked before env.json is read, so that no other writer changes it in between.
@@ -169,7 +173,7 @@ def run_into(cfg: NumericsConfig, folder: Path, info: dict) -> None:
     wrote; then mark it ended and render it. It takes no lock: the caller holds the folder's.
     `info["tabled_jobs"]` names jobs whose rows the folder's tables already hold (a study that
     modes were added to): they are not run, and their rows are kept."""
-    from bench import folders, results
+    from bench.store import folders, results
 
     _run(cfg, folder, frozenset(info.get("tabled_jobs", ())), set(info.get("retabled", ())))
     info.pop("tabled_jobs", None)  # every job's rows are in the tables now

@@ -23,12 +23,12 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.results import read_env
+from bench.store.results import read_env
 
 ACTIVATIONS = ("fc1", "relu", "fc2", "fc3")
 """Modules whose outputs are the activations; fc3's output is the logits."""
 PARAMETERS = tuple(f"{fc}.{p}" for fc in ("fc1", "fc2", "fc3") for p in ("weight", "bias"))
-"""The MLP's parameters (`bench.model.MLP`), as `named_parameters` names them."""
+"""The MLP's parameters (`bench.workloads.mlp.MLP`), as `named_parameters` names them."""
 ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
 AUDITED_STATE_OF = "fc1.weight"
 """The parameter whose Adam state the audit records (every parameter's has the same dtypes)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.model import ModelSize
+from bench.workloads.mlp import ModelSize
 
 HELDOUT_STREAM = 2**31 - 1
 """Step index reserved for the held-out split; training steps never reach it."""

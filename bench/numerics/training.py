@@ -20,17 +20,17 @@ import dataclasses
 import torch
 import torch.nn.functional as F
 
-from bench.case import Case
+from bench.cases.case import Case
+from bench.execution.variants import unsupported_reason
 from bench.faults import error_summary, fault_status
-from bench.modes import MODES, dtype_name
+from bench.measure.stats import summarize
+from bench.measure.timing import clock_for, time_phases
 from bench.numerics.grads import capture
 from bench.numerics.tables import ACTIVATION_GRAD, ACTIVATIONS, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.task import HELDOUT_STREAM, Task
 from bench.numerics.underflow import census, fp16_fate, log2_histogram
-from bench.stats import summarize
-from bench.step import TrainState, backward, build, forward, optimizer_update, train_step
-from bench.timing import clock_for, time_phases
-from bench.variants import unsupported_reason
+from bench.recipes.modes import MODES, dtype_name
+from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
 
 CENSUS_MODES = ("fp16-amp-noscale", "fp16-amp", "bf16-amp")
 """The low-precision modes the census compares with the fp32 reference, on the trajectory's own
@@ -100,7 +100,8 @@ def update_underflow(
 
 
 def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
-    """One train step, the same phases as `bench.step.train_step`, that also reports per parameter
+    """One train step, the same phases as `bench.recipes.step.train_step`, that also reports per
+    parameter
     what a divergence is made of: the share of `param.grad` exactly zero (float16 flushes
     gradients to zero; with a scaler the grad is still scaled here, which a zero does not mind),
     Adam's second moment after the step (median, and the share below eps², where eps, not the

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.case import Case
-from bench.modes import MODES
-from bench.step import TrainState, build
+from bench.cases.case import Case
+from bench.recipes.modes import MODES
+from bench.recipes.step import TrainState, build
 from tests.conftest import suite_options
 
 PHASES = ("forward", "backward", "optimizer", "step")
@@ -162,9 +162,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> Iterat
 
 
 def pytest_benchmark_update_commit_info(config: pytest.Config, commit_info: dict) -> None:
-    """The saved run's commit as ampbench knows it (`bench.env.git_commit`): on a copied
+    """The saved run's commit as ampbench knows it (`bench.measure.env.git_commit`): on a copied
     working tree git cannot tell, and pytest-benchmark would record `unknown`."""
-    from bench.env import git_commit
+    from bench.measure.env import git_commit
 
     sha, dirty = git_commit()
     if sha is not None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.case import Case
-from bench.model import PRESETS
-from bench.modes import MODES
-from bench.roofline import matmul_flops, optimizer_bytes
-from bench.step import backward, forward, optimizer_step, train_step
-from bench.variants import unsupported_reason
+from bench.cases.case import Case
+from bench.execution.variants import unsupported_reason
+from bench.measure.roofline import matmul_flops, optimizer_bytes
+from bench.recipes.modes import MODES
+from bench.recipes.step import backward, forward, optimizer_step, train_step
+from bench.workloads.mlp import PRESETS
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 
 

@@ -1,0 +1,166 @@
+"""The ranks of a distributed run: process groups, and the exchange between ranks after a case.
+
+A run launched by torchrun (`bench.execution.launch`) has two process groups:
+- the default group, gloo, for control: the plan rank 0 sends out, and the exchange of every
+  rank's row and samples after each case (`World.exchange`, never inside a timed window);
+- a data group that DDP, FSDP2 and the collective ceilings run over: NCCL on CUDA, gloo on the
+  CPU. It is replaced after a case that failed on some rank, since a collective that one rank
+  never joined leaves the others' sequence of collectives out of step.
+
+Every collective is bounded: the data group times out after `collective_timeout_s`, the control
+group after twice that, so that a rank stuck in a data collective gives up (gloo raises; NCCL's
+watchdog ends the process) before its peers stop waiting for it. An exchange that times out
+raises `GroupBroken`, naming the ranks that never arrived; the run then ends and its launcher
+records the case and goes on (`bench.execution.launch`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+class GroupBroken(Exception):
+    """Some rank did not arrive at an exchange in time: the group cannot go on."""
+
+
+@dataclass
+class World:
+    """This process's place in the run. A one-process run is `World.single()` (rank 0 of 1)."""
+
+    rank: int = 0
+    size: int = 1
+    local_rank: int = 0
+    host: str = field(default_factory=socket.gethostname)
+    device: str = "cpu"
+    collective_timeout_s: float = 0.0
+    data: dist.ProcessGroup | None = None
+    """The group DDP, FSDP2 and the collective ceilings use (None in a one-process run)."""
+    run_dir: Path | None = None
+    """The results folder, where this rank can see it (rank 0's plan names it)."""
+    _exchanges: int = 0
+
+    @classmethod
+    def single(cls, device: str = "cpu") -> World:
+        return cls(device=device)
+
+    @property
+    def distributed(self) -> bool:
+        return self.size > 1
+
+    @property
+    def leader(self) -> bool:
+        """Rank 0: the rank that writes the results folder."""
+        return self.rank == 0
+
+    def renew(self) -> None:
+        """A fresh data group (after a case that failed on some rank)."""
+        self.data = _data_group(self.device, self.collective_timeout_s)
+
+    def drain(self) -> None:
+        """Wait on one collective of the data group, after a case every rank finished. DDP
+        chains futures on its bucket all-reduces and never waits on them, and ProcessGroupNCCL
+        keeps an unwaited collective's tensors (its guard for the caching allocator): without
+        a wait, a finished DDP case's gradient buckets were still allocated when the next case
+        began (NOTES, 2026-11-30)."""
+        if self.data is None:
+            return
+        flag = torch.zeros(1, device=self.device)
+        dist.all_reduce(flag, group=self.data, async_op=True).wait()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def exchange(self, obj: object, what: str) -> list[object]:
+        """Every rank's `obj`, in rank order, on every rank (gloo, outside any timed region).
+        Raises `GroupBroken` when some rank does not arrive within the control timeout."""
+        if not self.distributed:
+            return [obj]
+        self._exchanges += 1
+        key = f"ampbench/exchange/{self._exchanges}"
+        store = _store()
+        if store is not None:
+            store.set(f"{key}/{self.rank}", "1")
+        out: list[object] = [None] * self.size
+        try:
+            # all_gather rather than gather to rank 0: every rank must know whether the case
+            # failed anywhere, to replace the data group together.
+            dist.all_gather_object(out, obj)
+        except Exception as exc:  # a timeout or a peer gone: the group cannot go on
+            missing = _missing(store, key, self.size)
+            who = f"rank {', '.join(map(str, missing))}" if missing else "a rank"
+            raise GroupBroken(
+                f"{who} did not reach the end of {what} within {2 * self.collective_timeout_s:g} s "
+                f"({type(exc).__name__})"
+            ) from exc
+        return out
+
+    def close(self) -> None:
+        """Leave the run together: every rank waits for the others, then the groups go. Rank 0
+        then renders the report alone, with no collective left to time out."""
+        if not self.distributed or not dist.is_initialized():
+            return
+        self.exchange(None, "the run")
+        dist.destroy_process_group()
+
+    def broadcast(self, obj: object) -> object:
+        """Rank 0's `obj` on every rank (the plan of the run)."""
+        if not self.distributed:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+
+def under_torchrun() -> bool:
+    """True in a process that torchrun started (it sets these for every worker)."""
+    return "WORLD_SIZE" in os.environ and "RANK" in os.environ
+
+
+def init(device: str, collective_timeout_s: float) -> World:
+    """Join the run torchrun started: the control group and the data group, with their
+    timeouts. On CUDA each rank uses the GPU of its local rank."""
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device == "cuda":
+        torch.cuda.set_device(local_rank)
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", timeout=timedelta(seconds=2 * collective_timeout_s))
+    world = World(
+        rank=rank,
+        size=size,
+        local_rank=local_rank,
+        device=device,
+        collective_timeout_s=collective_timeout_s,
+    )
+    world.renew()
+    return world
+
+
+def _data_group(device: str, timeout_s: float) -> dist.ProcessGroup:
+    backend = "nccl" if device == "cuda" else "gloo"
+    return dist.new_group(backend=backend, timeout=timedelta(seconds=timeout_s))
+
+
+def _store() -> dist.Store | None:
+    # The rendezvous store torchrun shares with every rank. It stays reachable when a collective
+    # does not, so it says which ranks reached an exchange. A private accessor: when a torch
+    # version lacks it, the message names no rank.
+    try:
+        return dist.distributed_c10d._get_default_store()
+    except Exception:
+        return None
+
+
+def _missing(store: dist.Store | None, key: str, size: int) -> list[int]:
+    if store is None:
+        return []
+    try:
+        return [r for r in range(size) if not store.check([f"{key}/{r}"])]
+    except Exception:
+        return []

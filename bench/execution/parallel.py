@@ -1,0 +1,177 @@
+"""Parallelism as data: how one case's model is spread over the ranks of a distributed run.
+
+The `parallel` axis of a case names a row of `PARALLELS`. Everything runs on PyTorch's own
+engine, nothing home-made:
+- `none`: no communication. In a run of several ranks each rank trains its own copy of the
+  model at the case's batch size: the one-GPU baseline, measured on every GPU at once.
+- `ddp`: `DistributedDataParallel` with PyTorch's defaults. Under autocast `param.grad` is
+  float32 (AMP-FACTS.md), so DDP all-reduces float32 gradients whatever the mode.
+- `ddp-bf16`: the same with `bf16_compress_hook`: each bucket is cast to bfloat16, all-reduced,
+  and cast back, halving the bytes on the wire.
+- `fsdp`: FSDP2 `fully_shard` on each Linear and on the model, with a `MixedPrecisionPolicy`
+  that matches the mode: parameters all-gathered in the mode's compute dtype (float32 for fp32
+  and tf32), gradients reduce-scattered in float32; the optimizer steps only the local shard.
+- `fsdp-bf16`: the same with gradients reduce-scattered in bfloat16.
+
+`wrap` applies a row to a model; `gradient_sync_off` is the context in which the step runs
+without gradient synchronization, so that `comm_ms` is the difference of two timed windows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from bench.recipes.modes import Mode
+
+
+@dataclass(frozen=True, kw_only=True)
+class Parallel:
+    name: str
+    kind: str
+    """`none`, `ddp` or `fsdp`."""
+    reduce_dtype: torch.dtype | None = None
+    """float32: gradients reduced as they are (DDP) or in float32 (FSDP2); bfloat16: compressed
+    by DDP's hook, or reduced in bfloat16 by FSDP2."""
+
+    @property
+    def distributed(self) -> bool:
+        return self.kind != "none"
+
+
+PARALLELS: dict[str, Parallel] = {
+    p.name: p
+    for p in (
+        Parallel(name="none", kind="none"),
+        Parallel(name="ddp", kind="ddp", reduce_dtype=torch.float32),
+        Parallel(name="ddp-bf16", kind="ddp", reduce_dtype=torch.bfloat16),
+        Parallel(name="fsdp", kind="fsdp", reduce_dtype=torch.float32),
+        Parallel(name="fsdp-bf16", kind="fsdp", reduce_dtype=torch.bfloat16),
+    )
+}
+
+
+def unsupported_reason(parallel: str, *, variant: str, world_size: int) -> str | None:
+    """Why a parallelism cannot run in this run, or None when it can."""
+    if not PARALLELS[parallel].distributed:
+        return None
+    if world_size < 2:
+        return f"{parallel} needs several ranks (run with --gpus N, N >= 2)"
+    if variant != "eager":
+        # torch.compile under DDP (DDPOptimizer) and FSDP2, and a CUDA graph around NCCL
+        # collectives, can work, but none is validated here yet: not a row with a wrong number.
+        return f"variant {variant} with {parallel} is not supported yet (eager only)"
+    return None
+
+
+def param_dtype(mode: Mode) -> torch.dtype | None:
+    """FSDP2's `param_dtype` for this mode: its compute dtype under autocast; None otherwise,
+    which all-gathers the parameters in their own dtype (float32, or bfloat16 for a mode that
+    casts them)."""
+    return mode.autocast_dtype
+
+
+def _gathered_dtype(mode: Mode) -> torch.dtype:
+    """The dtype FSDP2's all-gathers move for this mode."""
+    return param_dtype(mode) or mode.param_dtype or torch.float32
+
+
+def _reduced_dtype(p: Parallel, mode: Mode) -> torch.dtype:
+    """The dtype the gradients travel in: DDP all-reduces `param.grad` as it is (the
+    parameters' dtype: float32 under autocast, bfloat16 for pure bf16) unless its hook
+    compresses them; FSDP2 reduce-scatters in its policy's reduce dtype."""
+    if p.kind == "ddp" and p.reduce_dtype == torch.float32:
+        return mode.param_dtype or torch.float32
+    return p.reduce_dtype or torch.float32
+
+
+def wrap(
+    model: nn.Module,
+    mode: Mode,
+    *,
+    parallel: str,
+    group: torch.distributed.ProcessGroup,
+    device: str,
+) -> nn.Module:
+    """The module the step calls: `model` under DDP or FSDP2 over `group` (a row of
+    `PARALLELS`), or `model` itself for `none`. Call it before the optimizer is built: FSDP2
+    replaces the parameters by their shards."""
+    p = PARALLELS[parallel]
+    if p.kind == "ddp":
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [torch.cuda.current_device()] if device == "cuda" else None
+        ddp = DistributedDataParallel(model, device_ids=ids, process_group=group)
+        if p.reduce_dtype == torch.bfloat16:
+            from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import (
+                bf16_compress_hook,
+            )
+
+            # The hook's state is the group it all-reduces over (None would mean the default).
+            ddp.register_comm_hook(group, bf16_compress_hook)
+        return ddp
+    if p.kind == "fsdp":
+        from torch.distributed.device_mesh import DeviceMesh
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+        mesh = DeviceMesh.from_group(group, device)
+        policy = MixedPrecisionPolicy(param_dtype=param_dtype(mode), reduce_dtype=p.reduce_dtype)
+        # Each Linear is its own unit (its all-gather and reduce-scatter overlap the others'
+        # compute), then the root, as torchtitan's parallelize does per block.
+        for layer in model.children():
+            if isinstance(layer, nn.Linear):  # a float8 Linear is one too
+                fully_shard(layer, mesh=mesh, mp_policy=policy)
+        fully_shard(model, mesh=mesh, mp_policy=policy)
+        return model
+    return model
+
+
+@contextlib.contextmanager
+def gradient_sync_off(module: nn.Module, parallel: str) -> Iterator[None]:
+    """Run the step without gradient synchronization, to time what the collectives cost.
+
+    DDP: `no_sync()`, no all-reduce at all. FSDP2: `set_requires_gradient_sync(False)`, the
+    closest equivalent: it turns off the gradient reduce-scatter, but the parameter all-gathers
+    of forward and backward still run, and the optimizer then finds no sharded gradient to step.
+    So `comm_ms` is taken from forward plus backward alone, and for FSDP it is the cost of the
+    reduce-scatter that backward could not hide."""
+    kind = PARALLELS[parallel].kind
+    if kind == "ddp":
+        with module.no_sync():
+            yield
+    elif kind == "fsdp":
+        module.set_requires_gradient_sync(False)
+        try:
+            yield
+        finally:
+            module.set_requires_gradient_sync(True)
+    else:
+        yield
+
+
+def collective_bytes(num_params: int, parallel: str, mode: Mode) -> dict[str, float]:
+    """Bytes of each collective one step must run, by collective, at the full (unsharded)
+    size as nccl-tests counts it: {"all_reduce": ..., "reduce_scatter": ..., "all_gather": ...}.
+
+    DDP all-reduces every gradient once (`_reduced_dtype`). FSDP2 all-gathers the parameters
+    twice (forward, and again in backward: every Linear reshards after forward) in
+    `_gathered_dtype`, and reduce-scatters the gradients once in its reduce dtype."""
+    p = PARALLELS[parallel]
+    out = {"all_reduce": 0.0, "reduce_scatter": 0.0, "all_gather": 0.0}
+    if not p.distributed:
+        return out
+    reduce_bytes = num_params * _itemsize(_reduced_dtype(p, mode))
+    if p.kind == "ddp":
+        out["all_reduce"] = float(reduce_bytes)
+    else:
+        out["reduce_scatter"] = float(reduce_bytes)
+        out["all_gather"] = 2.0 * num_params * _itemsize(_gathered_dtype(mode))
+    return out
+
+
+def _itemsize(dtype: torch.dtype | None) -> int:
+    return torch.empty((), dtype=dtype or torch.float32).element_size()

@@ -1,0 +1,134 @@
+"""The device's own ceilings, measured at the start of every run: no table of datasheet peaks.
+
+- On a GPU, the dense matmul rate for each dtype a mode's matmuls can run in (fp32, tf32, fp16,
+  bf16): an n*n by n*n product of random normal data (zeros run faster on some GPUs and would
+  inflate the ceiling). On the CPU no matmul ceiling is measured (`MATMUL_DEVICES`), so a CPU row
+  has no matmul floor and no share of its floor.
+- On a GPU with float8 tensor cores, the e4m3 `torch._scaled_mm` rate with one scale per tensor
+  (`fp8-tensorwise`) and one per row of A and column of B (`fp8-rowwise`), bf16 output: the
+  GEMMs torchao's float8 recipes run. A failure there is logged and leaves that ceiling out (the
+  float8 rows then have no floor), never the run.
+- Device-to-device copy bandwidth, counting bytes read plus bytes written.
+- In a run of several ranks, the bus bandwidth of the collectives DDP and FSDP2 use, at this
+  model's gradient size (`measure_collectives`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+from bench.execution.distributed import World
+from bench.faults import error_summary
+from bench.measure.roofline import BUS_FACTORS
+from bench.measure.stats import summarize
+from bench.measure.timing import clock_for, time_phases
+from bench.recipes import fp8
+from bench.recipes.modes import tf32_enabled
+
+MATMUL_DTYPES: dict[str, tuple[torch.dtype, bool]] = {
+    "fp32": (torch.float32, False),
+    "tf32": (torch.float32, True),
+    "fp16": (torch.float16, False),
+    "bf16": (torch.bfloat16, False),
+}
+"""Ceiling name -> (operand dtype, TF32 allowed)."""
+MATMUL_DEVICES = ("cuda",)
+"""Devices whose matmul ceilings are measured. A GPU's GEMM rate is a property of the chip that
+the model's large matmuls approach. A CPU's is not a ceiling of anything: it depends on the shape,
+on the instruction set (bf16 and fp16 run on AMX or AVX-512 tiles, or are converted to float32)
+and on what else the cores run, and the CPU grid's model is tiny. On a shared 2-core box the 256²
+GEMM measured fp16 at 0.001 TFLOP/s and the float32 GEMM at 0.004 one time and 0.008 the next
+(tf32 is the same float32 GEMM on a CPU), and rows ran at 154-538% of floors made from them. A
+floor above the step it bounds says nothing, so the CPU gets none (its rows show `–`); the copy
+bandwidth, which bounds the optimizer phase, is measured everywhere."""
+
+
+def _median_ms(fn: Callable[[], object], device: str, warmup: int, steps: int) -> float:
+    samples = time_phases({"op": fn}, warmup=warmup, steps=steps, clock=clock_for(device))
+    return summarize(samples["op"])["median"]
+
+
+def measure(
+    device: str, *, matmul_n: int, copy_mib: int, warmup: int = 3, steps: int = 10
+) -> dict[str, float]:
+    """{"matmul_tflops_<dtype>": ... (on a device of `MATMUL_DEVICES`), "copy_gbps": ..., and
+    the sizes used}."""
+    out: dict[str, float] = {"ceiling_matmul_n": matmul_n, "ceiling_copy_mib": copy_mib}
+    gen = torch.Generator(device=device).manual_seed(1234)
+    for name, (dtype, tf32) in MATMUL_DTYPES.items() if device in MATMUL_DEVICES else ():
+        a = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
+        b = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
+        with tf32_enabled(tf32):
+            ms = _median_ms(lambda a=a, b=b: a @ b, device, warmup, steps)
+        out[f"matmul_tflops_{name}"] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
+        del a, b
+    if fp8.gpu_unsupported_reason(device) is None:
+        for granularity in fp8.RECIPES:
+            out[f"matmul_tflops_fp8-{granularity}"] = _fp8_tflops(
+                granularity, device, matmul_n, gen, warmup, steps
+            )
+    src = torch.randn(copy_mib * 2**20 // 4, generator=gen, device=device)
+    dst = torch.empty_like(src)
+    ms = _median_ms(lambda: dst.copy_(src), device, warmup, steps)
+    out["copy_gbps"] = 2.0 * src.numel() * 4 / (ms * 1e-3) / 1e9
+    return out
+
+
+def _fp8_tflops(
+    granularity: str, device: str, n: int, gen: torch.Generator, warmup: int, steps: int
+) -> float:
+    try:
+        a, b, sa, sb = fp8.scaled_mm_operands(n, granularity, device, gen)
+        ms = _median_ms(lambda: fp8.scaled_mm(a, b, sa, sb), device, warmup, steps)
+    except Exception as exc:  # an fp8 ceiling that cannot be measured must not end the run
+        print(
+            f"ampbench: fp8-{granularity} ceiling not measured: {error_summary(exc)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return math.nan
+    return 2.0 * n**3 / (ms * 1e-3) / 1e12
+
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def measure_collectives(
+    world: World, nbytes: int, *, warmup: int = 2, steps: int = 5
+) -> dict[str, float]:
+    """Bus bandwidth of all-reduce, reduce-scatter and all-gather over the run's data group, on
+    a float32 buffer of `nbytes` (the model's gradient size), as nccl-tests reports it: algbw is
+    the buffer's bytes over the time, busbw is algbw × 2(n-1)/n for all-reduce and × (n-1)/n for
+    reduce-scatter and all-gather. A collective is as slow as its slowest rank: each rank times
+    its own, the slowest median is kept. The first calls (warm-up) set up the communicator.
+
+    Returns {"<collective>_busbw_gbps": ..., "collective_mib": ...}; nothing in a one-rank run."""
+    if not world.distributed:
+        return {}
+    n = world.size
+    numel = max(n, nbytes // 4 // n * n)  # divisible by the world size, as RS and AG need
+    full = torch.randn(numel, device=world.device)
+    shard = torch.empty(numel // n, device=world.device)
+    group = world.data
+    runs = {
+        "all_reduce": lambda: dist.all_reduce(full, group=group),
+        "reduce_scatter": lambda: dist.reduce_scatter_tensor(shard, full, group=group),
+        "all_gather": lambda: dist.all_gather_into_tensor(full, shard, group=group),
+    }
+    # Synchronous collectives: on NCCL the current stream waits for each one, so the clock's
+    # events bracket it; on gloo the call returns when it is done.
+    mine = {name: _median_ms(run, world.device, warmup, steps) for name, run in runs.items()}
+    slowest = {
+        name: max(ms[name] for ms in world.exchange(mine, "the collective ceilings"))
+        for name in COLLECTIVES
+    }
+    out: dict[str, float] = {"collective_mib": numel * 4 / 2**20}
+    for name, ms in slowest.items():
+        algbw = numel * 4 / (ms * 1e-3) / 1e9
+        out[f"{name}_busbw_gbps"] = algbw * BUS_FACTORS[name](n)
+    return out

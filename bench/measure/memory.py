@@ -1,0 +1,77 @@
+"""Memory of one train step, measured in a pass of its own (it synchronizes between phases, so it
+never runs inside the timed window), and the dtypes the step actually produced.
+
+GiB are 2**30 bytes. Peaks come from the CUDA caching allocator, reset at each phase boundary:
+- `peak_alloc_gib` / `peak_reserved_gib`: the highest allocated / reserved bytes over the step;
+- `peak_fwd_gib`, `peak_bwd_gib`, `peak_opt_gib`: the allocated peak within each phase;
+- the breakdown: `param_gib`, `grad_gib` (param.grad after backward), `optim_state_gib` (Adam's
+  exp_avg and exp_avg_sq), and `act_gib`, what the forward pass leaves allocated for backward (saved
+  activations, plus under autocast the low-precision weight copies saved for the matmul backward).
+On the CPU the peaks are not available and are left empty; the breakdown is still computed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import torch
+
+from bench.recipes.modes import dtype_name
+from bench.recipes.step import TrainState, backward, forward, optimizer_step, train_step
+
+GIB = 2**30
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """This rank's part of a tensor: the shard of an FSDP2 DTensor, the tensor itself else."""
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def _gib(tensors: Iterable[torch.Tensor]) -> float:
+    return sum(_local(t).numel() * t.element_size() for t in tensors) / GIB
+
+
+def measure(s: TrainState) -> dict[str, object]:
+    """Run two steps: the first creates Adam's state, the second is measured phase by phase."""
+    cuda = s.case.device == "cuda"
+
+    def sync_and_peak() -> tuple[float, float]:
+        if not cuda:
+            return math.nan, math.nan
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() / GIB, torch.cuda.max_memory_reserved() / GIB
+        torch.cuda.reset_peak_memory_stats()
+        return peak
+
+    def allocated() -> float:
+        return torch.cuda.memory_allocated() / GIB if cuda else math.nan
+
+    train_step(s)
+    sync_and_peak()
+    before_fwd = allocated()
+    logits, loss = forward(s)
+    peak_fwd, res_fwd = sync_and_peak()
+    act = allocated() - before_fwd
+    dtypes = {"output_dtype": dtype_name(logits.dtype), "loss_dtype": dtype_name(loss.dtype)}
+    del logits
+    backward(s, loss)
+    peak_bwd, res_bwd = sync_and_peak()
+    grad = s.model.fc1.weight.grad
+    dtypes["param_grad_dtype"] = dtype_name(grad.dtype) if grad is not None else "none"
+    grads = _gib(p.grad for p in s.model.parameters() if p.grad is not None)
+    optimizer_step(s)
+    peak_opt, res_opt = sync_and_peak()
+    state = [t for st in s.optimizer.state.values() for t in st.values() if torch.is_tensor(t)]
+    return {
+        "peak_alloc_gib": max(peak_fwd, peak_bwd, peak_opt),
+        "peak_reserved_gib": max(res_fwd, res_bwd, res_opt),
+        "peak_fwd_gib": peak_fwd,
+        "peak_bwd_gib": peak_bwd,
+        "peak_opt_gib": peak_opt,
+        "param_gib": _gib(s.model.parameters()),
+        "grad_gib": grads,
+        "optim_state_gib": _gib(state),
+        "act_gib": act,
+        **dtypes,
+    }

@@ -1,0 +1,383 @@
+"""Running cases: one case into one flat row, a list of cases into a results folder.
+
+A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
+collective that timed out `timeout`, any other exception `error` with its message, and a variant
+or parallelism that cannot run here `unsupported` with the reason; the suite goes on after each.
+In a run of several ranks every rank measures the case here, and `bench.measure.ranks` makes one
+row of
+their rows. Rows and raw samples are
+appended as each case finishes, so Ctrl-C or a kill loses only the case in flight, and a resumed
+run skips every case whose row is already there.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from bench.cases.case import Case
+from bench.execution import launch, parallel, variants
+from bench.execution.distributed import GroupBroken, World
+from bench.execution.variants import VARIANTS, unsupported_reason
+from bench.faults import error_summary, fault_status
+from bench.measure import memory
+from bench.measure.roofline import cast_columns, comm_floor_columns, floor_columns, num_params
+from bench.measure.stats import is_noisy, phase_columns, summarize
+from bench.measure.timing import clock_for, time_phases, time_repeats
+from bench.recipes import fp8
+from bench.recipes.modes import MODES, Mode, dtype_name, tf32_flags
+from bench.recipes.step import TrainState, build, train_step
+from bench.store import results
+
+
+def free_device_memory(*, compiled: bool = False) -> None:
+    """Give back what a finished case (or trial) held: collect its garbage, free cuBLAS's
+    workspaces and empty the CUDA caching allocator. `compiled`: also reset dynamo, whose cache
+    holds the compiled graph and, through it, the case's model.
+
+    cuBLAS keeps a workspace (32 MiB on an H200) per stream that ran a matmul, in the caching
+    allocator: left alone, they would be the next case's starting allocation, growing with every
+    stream a case used. The next matmul makes its workspace again, inside the case that needs it."""
+    if compiled:
+        torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+        if clear is not None:  # private, present since torch 1.13; absent: workspaces stay
+            clear()
+        torch.cuda.empty_cache()
+
+
+PHASES = ("fwd", "bwd", "step")
+PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
+
+
+def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float]) -> dict:
+    """Statistics of the samples and the figures derived from them. A phase the variant fused
+    away (no samples of its own) gets no columns: it was not measured. `tflops` is per GPU: the
+    matmul work of one rank's batch over the step."""
+    row: dict[str, object] = phase_columns(samples)
+    total_ms = row["total_ms"]
+    gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
+    row["samples_per_s"] = floor["global_batch_size"] / (total_ms * 1e-3)
+    row["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
+    row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
+    row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
+    for phase in PHASES:
+        if phase in samples:
+            row[f"{phase}_pct_of_floor"] = floor[f"{phase}_floor_ms"] / row[f"{phase}_ms"] * 100
+            row[f"{phase}_share"] = row[f"{phase}_ms"] / total_ms
+    row["noisy"] = is_noisy(samples["total"])
+    return row
+
+
+def _linear_ceilings(mode: Mode, case: Case, ceilings: dict[str, float]) -> list[float]:
+    """The matmul ceiling of each Linear: float8's for those a float8 recipe converted, the mode's
+    other matmul dtype's for the rest."""
+    other = ceilings.get(f"matmul_tflops_{mode.unconverted_matmul_dtype}", math.nan)
+    low = ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan)
+    plan = mode.fp8_plan(case.size)
+    return [low if plan.get(name) == "converted" else other for name in fp8.LINEAR_NAMES]
+
+
+def global_batch_size(case: Case, world_size: int) -> int:
+    """Samples one optimizer step consumes: every rank's batch when the ranks train one model
+    (weak scaling), the case's batch when each rank trains its own copy (`parallel=none`)."""
+    return case.batch_size * (world_size if parallel.PARALLELS[case.parallel].distributed else 1)
+
+
+def run_case(
+    case: Case, ceilings: dict[str, float], world: World | None = None
+) -> tuple[dict, dict[str, list[float]]]:
+    """Measure one case on this rank; returns its flat row and its raw per-phase samples (empty
+    on a fault): `case.repeats` timed windows of `case.steps` samples each, one after another. A
+    distributed case also times a window without gradient synchronization, whose samples come
+    back under `nosync_<phase>`."""
+    world = world or World.single(case.device)
+    mode = MODES[case.mode]
+    variant = VARIANTS[case.variant]
+    par = parallel.PARALLELS[case.parallel]
+    row: dict[str, object] = {
+        "case_id": case.case_id,
+        **case.axes(),
+        "status": "ok",
+        "error": "",
+        "world_size": world.size,
+        "host": world.host,
+        "global_batch_size": global_batch_size(case, world.size),
+        "autocast_dtype": dtype_name(mode.autocast_dtype),
+        "param_dtype": dtype_name(mode.param_dtype or torch.float32),
+        "scale_loss": mode.scale_loss,
+        "matmul_dtype": mode.matmul_dtype,
+        # A ceiling an older folder (or a GPU without float8) did not measure: no floor (NaN).
+        "ceiling_tflops": ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan),
+        "copy_gbps": ceilings["copy_gbps"],
+        "optimizer_impl": mode.optimizer_name(case.optimizer),
+        "fp8_linears": fp8.describe(mode.fp8_plan(case.size)),
+    }
+    row.update(
+        floor_columns(
+            case.size,
+            case.batch_size,
+            scale_loss=mode.scale_loss,
+            matmul_tflops=_linear_ceilings(mode, case, ceilings),
+            copy_gbps=ceilings["copy_gbps"],
+            param_bytes=mode.param_bytes,
+            shards=world.size if par.kind == "fsdp" else 1,
+        )
+    )
+    row.update(cast_columns(case.size, case.batch_size, mode, ceilings["copy_gbps"]))
+    with mode.context(case.device):
+        row.update(tf32_flags())  # as the step's phases set them
+    reason = unsupported_reason(case) or parallel.unsupported_reason(
+        case.parallel, variant=case.variant, world_size=world.size
+    )
+    if par.distributed and reason is None:
+        comm = parallel.collective_bytes(num_params(case.size), case.parallel, mode)
+        row.update(comm_floor_columns(comm, world.size, ceilings))
+        row["floor_ms"] += row["comm_floor_ms"]
+    if reason is not None:
+        row.update(status="unsupported", error=reason)
+        return row, {}
+    samples: dict[str, list[float]] = {}
+    s: TrainState | None = None
+    prepared: variants.Prepared | None = None
+    cuda = case.device == "cuda"
+    # Memory still allocated before the case is built (by the caller, or left by an earlier case)
+    # is not the case's: it is recorded, and taken out of the case's allocated peaks.
+    residue = torch.cuda.memory_allocated() / memory.GIB if cuda else math.nan
+    row["residue_gib"] = residue
+    wrap = (
+        functools.partial(
+            parallel.wrap, parallel=case.parallel, group=world.data, device=case.device
+        )
+        if par.distributed
+        else None
+    )
+    try:
+        s = build(case, capturable=variant.capture, wrap=wrap)
+        # Memory first, in an eager pass of its own: it syncs between phases.
+        row.update(memory.measure(s))
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        prepared = variants.prepare(s)
+        row["prepare_s"] = prepared.prepare_s
+        row["eager_parts"] = prepared.eager_parts
+        graphs_before = prepared.compiled_graphs()
+        windows = time_repeats(
+            prepared.phases,
+            warmup=case.warmup,
+            steps=case.steps,
+            repeats=case.repeats,
+            clock=clock_for(case.device),
+        )
+        # The row's statistics are over every step of every window, one window after another;
+        # `repeat_windows` splits them back, `case.steps` at a time.
+        samples = {name: [ms for w in windows for ms in w[name]] for name in windows[0]}
+        row["recompiled"] = prepared.compiled_graphs() != graphs_before
+        if variant.name != "eager":
+            # The eager pass's phase peaks say nothing of this variant: its own peak is the
+            # highest allocation over compiling (or capturing) and the timed window.
+            row.update(dict.fromkeys(PEAK_PHASE_COLUMNS, math.nan))
+            if cuda:
+                row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / memory.GIB
+                row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / memory.GIB
+        if cuda:
+            for key in ("peak_alloc_gib", *PEAK_PHASE_COLUMNS):
+                row[key] -= residue
+        row.update(_derived(case, samples, row))
+        # After the window: reading values back syncs, which is fine now.
+        losses = prepared.losses
+        loss_values = torch.stack(losses).float()
+        row["final_loss"] = loss_values[-1].item()
+        row["grad_scale"] = s.scaler.get_scale() if mode.scale_loss else None
+        if not torch.isfinite(loss_values).all().item():
+            n_bad = int((~torch.isfinite(loss_values)).sum().item())
+            row["status"] = "nonfinite"
+            row["error"] = f"{n_bad} of {len(losses)} losses were not finite"
+        if row["recompiled"] and row["status"] == "ok":
+            row["error"] = "recompiled during the timed window"
+        if par.distributed:
+            samples.update(_without_sync(s, prepared, row))
+    except Exception as exc:  # a fault is recorded as a row; the suite goes on
+        row["status"] = fault_status(exc)
+        row["error"] = error_summary(exc)
+    finally:
+        s = prepared = None
+        free_device_memory(compiled=variant.compile_mode is not None)
+    return row, samples
+
+
+def _without_sync(s: TrainState, prepared: variants.Prepared, row: dict) -> dict:
+    """A second window of forward and backward with gradient synchronization off
+    (`bench.execution.parallel.gradient_sync_off`): `comm_ms` is the forward-plus-backward median
+    with it
+    on less that with it off, the communication the step could not hide. The optimizer phase is
+    left out of both (with FSDP it would find no gradient to step); gradients are dropped after
+    each step, as the optimizer phase does. Its samples come back as `nosync_fwd`, ...."""
+    case = s.case
+    phases = {
+        "fwd": prepared.phases["fwd"],
+        "bwd": prepared.phases["bwd"],
+        "zero": lambda: s.optimizer.zero_grad(set_to_none=True),
+    }
+    with parallel.gradient_sync_off(s.wrapper, case.parallel):
+        nosync = time_phases(phases, warmup=1, steps=case.steps, clock=clock_for(case.device))
+    synced = row["fwd_ms"] + row["bwd_ms"]
+    unsynced = summarize(nosync["fwd"])["median"] + summarize(nosync["bwd"])["median"]
+    row["nosync_fwd_bwd_ms"] = unsynced
+    # The two windows' medians differ by noise too: communication that was all hidden reads as
+    # a small negative difference, which is none.
+    row["comm_ms"] = max(synced - unsynced, 0.0)
+    return {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
+
+
+def run_suite(
+    cases: list[Case],
+    run_dir: Path,
+    ceilings: dict[str, float],
+    *,
+    world: World | None = None,
+    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
+) -> None:
+    """Run every case not yet done in `run_dir`, appending rows and samples as it goes.
+
+    A case is done when its row is there and, for an `ok` row, its samples too: a run killed
+    between the two writes re-runs that case (the later row wins when the folder is loaded).
+    In a run of several ranks every rank calls this; rank 0 alone reads and writes the folder,
+    and marks the case in flight (`bench.execution.launch`) so that a run that ends during a case
+    still
+    leaves its row. `GroupBroken` (a rank that never answered) ends the suite with the case's
+    `timeout` row written."""
+    from bench.measure import ranks  # it builds on run_case above
+
+    world = world or World.single()
+    done = world.broadcast(done_cases(run_dir) if world.leader else None)
+    start = time.monotonic()
+    for i, case in enumerate(cases, 1):
+        if case.case_id in done:
+            continue
+        extra: dict[str, object] = {}
+        if world.leader:
+            log(f"[{i}/{len(cases)}] {case.case_id} (elapsed {time.monotonic() - start:.0f} s)")
+        if world.distributed:
+            if world.leader:
+                launch.mark_inflight(run_dir, ranks.skeleton(case, world))
+            try:
+                row, samples, extra = ranks.run_case_on_ranks(case, ceilings, world)
+            except GroupBroken as exc:
+                if world.leader:
+                    launch.complete_inflight(run_dir, str(exc))
+                raise
+        else:
+            row, samples = run_case(case, ceilings)
+        if not world.leader:
+            continue
+        row["elapsed_s"] = time.monotonic() - start
+        results.append_jsonl(run_dir / results.ROWS, row)
+        if samples:
+            results.append_jsonl(
+                run_dir / results.SAMPLES,
+                {
+                    "case_id": case.case_id,
+                    "samples_ms": samples,
+                    **repeat_windows(case, samples),
+                    **extra,
+                },
+            )
+        launch.clear_inflight(run_dir, case.case_id)
+        summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
+        log(f"    {row['status']}: {summary}")
+
+
+def repeat_windows(case: Case, samples: dict[str, list[float]]) -> dict[str, object]:
+    """samples.jsonl's `repeats_ms` (only for a case timed in more than one window): each timed
+    phase's samples split into the case's windows, `{phase: [[window 1], [window 2], ...]}`.
+    The flat `samples_ms` beside it keeps every step, as a folder without repeats has it."""
+    n = case.steps
+    if case.repeats < 2:
+        return {}
+    return {
+        "repeats_ms": {
+            name: [values[i * n : (i + 1) * n] for i in range(case.repeats)]
+            for name, values in samples.items()
+            if not name.startswith("nosync_") and len(values) == case.repeats * n
+        }
+    }
+
+
+def done_cases(run_dir: Path) -> set[str]:
+    sampled = {r["case_id"] for r in results.read_rows(run_dir / results.SAMPLES)}
+    return {
+        r["case_id"]
+        for r in results.read_rows(run_dir / results.ROWS)
+        if r.get("status") != "ok" or r["case_id"] in sampled
+    }
+
+
+def _alternate_harness_and_bare(
+    case: Case, windows: int, repeats: int
+) -> tuple[list[float], list[float], float]:
+    """Harness step times, bare-loop step times, and the bare loop's own allocated peak (GiB,
+    against the allocation before the state was built; NaN on the CPU)."""
+    clock = clock_for(case.device)
+    cuda = case.device == "cuda"
+    harness: list[float] = []
+    bare: list[float] = []
+    bare_peak = 0
+    start = torch.cuda.memory_allocated() if cuda else 0
+    state = build(case)
+    phases = variants.prepare(state).phases
+
+    def window() -> None:
+        for _ in range(case.steps):
+            train_step(state)
+
+    for _ in range(repeats):
+        timed = time_phases(phases, warmup=case.warmup, steps=case.steps, clock=clock)
+        harness.extend(timed["total"])
+        if cuda:  # the allocator's counters live on the host: no sync needed to reset or read
+            torch.cuda.reset_peak_memory_stats()
+        windowed = time_phases({"window": window}, warmup=1, steps=windows, clock=clock)
+        bare.extend(ms / case.steps for ms in windowed["window"])
+        if cuda:
+            bare_peak = max(bare_peak, torch.cuda.max_memory_allocated())
+    return harness, bare, (bare_peak - start) / memory.GIB if cuda else math.nan
+
+
+def measure_overhead(case: Case, *, windows: int = 5, repeats: int = 3) -> dict[str, object]:
+    """The harness against a bare loop of the same train step, on one state, alternated.
+
+    The bare loop records one event pair per window of `case.steps` steps and nothing per step;
+    its per-step time is the window's time over the step count. Alternating the two `repeats`
+    times keeps clock ramps and drift from favouring either. The bare loop also records its own
+    peak allocation, the plain-loop figure the case's row's `peak_alloc_gib` should match.
+    """
+    harness, bare, bare_peak = _alternate_harness_and_bare(case, windows, repeats)
+    free_device_memory()  # the state built inside is gone once that call returns
+    harness_ms, bare_ms = summarize(harness)["median"], summarize(bare)["median"]
+    harness_mean = sum(harness) / len(harness)
+    return {
+        "case_id": case.case_id,
+        "harness_ms": harness_ms,
+        "bare_ms": bare_ms,
+        # The harness's median step against the bare loop's.
+        "overhead_pct": (harness_ms / bare_ms - 1) * 100,
+        # Like with like: a window's time is a mean over its steps, so the harness's mean step is
+        # the figure that shows the cost of the instrumentation itself; the two differ when the
+        # step times have a tail, which the median leaves out.
+        "harness_mean_ms": harness_mean,
+        "mean_overhead_pct": (harness_mean / bare_ms - 1) * 100,
+        "bare_peak_alloc_gib": bare_peak,
+        "steps_per_window": case.steps,
+        "harness_samples_ms": harness,
+        "bare_window_step_ms": bare,
+    }

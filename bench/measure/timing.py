@@ -1,0 +1,124 @@
+"""The one timing function of ampbench, and the clocks it reads.
+
+`time_phases` runs a step made of named phases, marks a clock at every phase boundary, and returns
+the raw per-step samples of each phase. On CUDA a mark is an event recorded on the current stream:
+nothing inside the timed window waits for the device, and a single synchronize after the window
+resolves every event. Statistics are computed afterwards from the raw samples
+(`bench.measure.stats`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+import torch
+
+
+class Clock(Protocol):
+    def mark(self) -> object:
+        """Record a point in time (on the device's stream for device clocks)."""
+
+    def finish(self) -> None:
+        """Wait until every mark so far has a time. Called once, after the timed window."""
+
+    def elapsed_ms(self, start: object, end: object) -> float: ...
+
+
+class CudaClock:
+    """CUDA events on the current stream; elapsed times are device times."""
+
+    def mark(self) -> torch.cuda.Event:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def finish(self) -> None:
+        torch.cuda.synchronize()
+
+    def elapsed_ms(self, start: torch.cuda.Event, end: torch.cuda.Event) -> float:
+        return start.elapsed_time(end)
+
+
+class HostClock:
+    """`time.perf_counter`; right for the CPU, whose torch ops return when their work is done."""
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def finish(self) -> None:
+        pass
+
+    def elapsed_ms(self, start: float, end: float) -> float:
+        return (end - start) * 1e3
+
+
+def clock_for(device: str) -> Clock:
+    return CudaClock() if device == "cuda" else HostClock()
+
+
+def time_phases(
+    phases: Mapping[str, Callable[[], object]],
+    *,
+    warmup: int,
+    steps: int,
+    clock: Clock,
+) -> dict[str, list[float]]:
+    """Run `steps` timed steps after `warmup` untimed ones; return per-step milliseconds.
+
+    A step calls each phase in order. The result maps each phase name, and "total", to a list of
+    `steps` samples. The phases must not synchronize with the device themselves; where one has to
+    (GradScaler with a non-fused optimizer), that cost is part of what it measures.
+    """
+    if steps <= 0:
+        raise ValueError(f"steps must be positive, got {steps!r}")
+    if "total" in phases:
+        raise ValueError("'total' is reserved for the whole step; rename that phase")
+    for _ in range(warmup):
+        for run in phases.values():
+            run()
+    # Drain the warm-up before the window opens, so that its tail is not charged to step one.
+    clock.finish()
+
+    marks: list[list[object]] = []
+    for _ in range(steps):
+        row = [clock.mark()]
+        for run in phases.values():
+            run()
+            row.append(clock.mark())
+        marks.append(row)
+    clock.finish()  # the one sync: every event above now has a time
+
+    samples = {
+        name: [clock.elapsed_ms(row[i], row[i + 1]) for row in marks]
+        for i, name in enumerate(phases)
+    }
+    samples["total"] = [clock.elapsed_ms(row[0], row[-1]) for row in marks]
+    return samples
+
+
+def time_repeats(
+    phases: Mapping[str, Callable[[], object]],
+    *,
+    warmup: int,
+    steps: int,
+    repeats: int,
+    clock: Clock,
+) -> list[dict[str, list[float]]]:
+    """`repeats` timed windows of `steps` steps each, one after another on the same warm state:
+    `warmup` untimed steps before the first window only. Returns one `time_phases` result per
+    window, in order.
+
+    A window's median is one observation of the case: the spread between windows is the drift a
+    single window cannot show (clocks, temperature, other work on the machine), which `bench
+    compare` weighs against a difference between two runs. Each window is one `time_phases`
+    window, with its discipline: the syncs between windows (the one that closes a window, and the
+    drain before the next, which then finds nothing to wait for) sit outside every timed region.
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats <= 0:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    return [
+        time_phases(phases, warmup=warmup if i == 0 else 0, steps=steps, clock=clock)
+        for i in range(repeats)
+    ]

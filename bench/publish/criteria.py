@@ -1,0 +1,461 @@
+"""Checking a run against the user's own expectations: a criteria file of expressions over its
+rows, one PASS, FAIL or SKIP line per criterion (`ampbench check RUN --criteria FILE`).
+
+A report never judges a run: what counts as good enough depends on the GPU, the model and the
+user. The user writes it down in a TOML file of `[[criterion]]` tables; this module evaluates it
+against a run's rows (`results.load`) and env.json, in the manner of pytest-benchmark's
+`--benchmark-compare-fail`. Keys of a criterion:
+
+- `name` (required): what the line says.
+- `expect` (required): a `DataFrame.eval` expression that must hold (True/False per row).
+- `where`: a `DataFrame.query` expression choosing the rows (default: every row). A chosen row
+  whose status is not `ok` fails the criterion with its status (add `status == 'ok'` to `where`
+  to leave failed rows out). No row chosen fails it with "no row matches".
+- `require`: `"all"` (default: every chosen row satisfies `expect`) or `"any"` (at least one
+  does: "the best parallelism reaches ...").
+- `ratio = {numerator = "...", denominator = "...", column = "total_ms", reduce = "min"}`: instead
+  of rows, one number: `column` over the rows the numerator query chooses divided by `column` over
+  the denominator's (both among the `where` rows). `reduce` (`min`, `max`, `median`, `mean`)
+  makes each side one value; without it each side must choose one row. `expect` names the
+  number `ratio`, e.g. `"ratio >= 1.4"`.
+- `env = "overhead.overhead_pct"`: instead of the rows, the values of env.json at a dotted path,
+  one row each (a list on the way gives one per entry); `expect` names the value by the path's
+  last key, e.g. `"abs(overhead_pct) <= 2"`, and `where` and `require` apply as to rows. An entry
+  without the value fails as a row not `ok` would, named with the `error` it records; none with
+  it at all is nothing to judge (`if_missing`).
+- `gpu = "H200"`: the criterion applies only to runs whose env.json `gpu` contains this text
+  (case-insensitive); on another GPU it is skipped with a SKIP line.
+- `if_missing`: `"fail"` (default) or `"skip"`: what a criterion with nothing to judge (no row
+  matches, an env.json value absent) reports; `"skip"` suits a file shared by runs of
+  different grids.
+
+Expressions see the columns of `results.load` (axes, status, total_ms, pct_of_floor,
+speedup_vs_fp32, scaling_efficiency, ...), with pandas' syntax: `and`, `or`, `in [...]`, `abs()`.
+A value that was not measured (NaN) never satisfies `expect`.
+
+A bad file (not TOML, an unknown key, an unknown column, an expression pandas cannot evaluate)
+raises `CriteriaError` naming the criterion and the bad value, before anything is printed. The
+check only reads: importing this module needs pandas, not torch (the case's axes, which label
+rows, are read when checking, as `results.load` reads them). docs/criteria.md has examples.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from bench.publish.tables import cell
+from bench.store import results
+
+REQUIRES = ("all", "any")
+IF_MISSING = ("fail", "skip")
+REDUCES = ("min", "max", "median", "mean")
+KEYS = ("name", "expect", "where", "require", "ratio", "env", "gpu", "if_missing")
+RATIO_KEYS = ("numerator", "denominator", "column", "reduce")
+SHOWN_ROWS = 6
+"""Rows a line lists before it says how many more there are."""
+
+
+class CriteriaError(ValueError):
+    """A criteria file that cannot be checked: one line naming the criterion and the bad value."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ratio:
+    """`column` over the numerator's rows divided by `column` over the denominator's."""
+
+    numerator: str
+    denominator: str
+    column: str
+    reduce: str | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("numerator", "denominator", "column"):
+            _require_text(f"ratio.{key}", getattr(self, key))
+        if self.reduce is not None and self.reduce not in REDUCES:
+            raise ValueError(
+                f"ratio.reduce must be one of {', '.join(REDUCES)}, got {self.reduce!r}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Criterion:
+    """One `[[criterion]]` table of a criteria file (the module docstring lists its keys)."""
+
+    name: str
+    expect: str
+    where: str | None = None
+    require: str = "all"
+    ratio: Ratio | None = None
+    env: str | None = None
+    gpu: str | None = None
+    if_missing: str = "fail"
+
+    def __post_init__(self) -> None:
+        _require_text("name", self.name)
+        _require_text("expect", self.expect)
+        for key in ("where", "env", "gpu"):
+            if getattr(self, key) is not None:
+                _require_text(key, getattr(self, key))
+        if self.require not in REQUIRES:
+            raise ValueError(f"require must be one of {', '.join(REQUIRES)}, got {self.require!r}")
+        if self.if_missing not in IF_MISSING:
+            raise ValueError(
+                f"if_missing must be one of {', '.join(IF_MISSING)}, got {self.if_missing!r}"
+            )
+        if self.env is not None and self.ratio is not None:
+            raise ValueError("a criterion judges either env or a ratio, not both")
+        if self.require != "all" and self.ratio is not None:
+            raise ValueError("require applies to rows; a ratio criterion judges one value")
+
+    @classmethod
+    def from_table(cls, table: object) -> Criterion:
+        if not isinstance(table, dict):
+            raise ValueError(f"a criterion must be a table, got {table!r}")
+        unknown = [k for k in table if k not in KEYS]
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r}; the keys are {', '.join(KEYS)}")
+        for key in ("name", "expect"):
+            if key not in table:
+                raise ValueError(f"no {key!r}")
+        fields = dict(table)
+        if "ratio" in fields:
+            ratio = fields["ratio"]
+            if not isinstance(ratio, dict):
+                raise ValueError(f"ratio must be a table, got {ratio!r}")
+            unknown = [k for k in ratio if k not in RATIO_KEYS]
+            if unknown:
+                raise ValueError(
+                    f"unknown key ratio.{unknown[0]}; the keys are {', '.join(RATIO_KEYS)}"
+                )
+            missing = [k for k in RATIO_KEYS[:3] if k not in ratio]
+            if missing:
+                raise ValueError(f"ratio has no {missing[0]!r}")
+            fields["ratio"] = Ratio(**ratio)
+        return cls(**fields)
+
+    def applies_to(self, env: dict) -> bool:
+        return self.gpu is None or self.gpu.lower() in str(env.get("gpu") or "").lower()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One criterion's verdict (`PASS`, `FAIL` or `SKIP`) and the measured values behind it."""
+
+    name: str
+    verdict: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.verdict} {self.name}: {self.detail}"
+
+
+@dataclass
+class Checked:
+    """Every criterion's outcome, in file order."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def count(self, verdict: str) -> int:
+        return sum(o.verdict == verdict for o in self.outcomes)
+
+    @property
+    def failed(self) -> bool:
+        return self.count("FAIL") > 0
+
+    def render(self) -> str:
+        summary = f"{self.count('PASS')} passed, {self.count('FAIL')} failed"
+        if self.count("SKIP"):
+            summary += f", {self.count('SKIP')} skipped"
+        return "\n".join([*(o.line() for o in self.outcomes), summary])
+
+
+def _require_text(key: str, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{key} must be a non-empty string, got {value!r}")
+
+
+def _toml():
+    try:
+        import tomllib  # Python 3.11+
+    except ModuleNotFoundError:
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError as exc:
+            raise CriteriaError(
+                "reading a criteria file needs tomli on Python < 3.11 (pip install tomli)"
+            ) from exc
+    return tomllib
+
+
+def read(path: Path) -> list[Criterion]:
+    """The criteria of a TOML file, validated; `CriteriaError` names what is wrong."""
+    tomllib = _toml()
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise CriteriaError(f"criteria file {path}: no such file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CriteriaError(f"criteria file {path} cannot be read ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CriteriaError(f"{path} is not valid TOML ({exc})") from exc
+    unknown = [k for k in data if k != "criterion"]
+    if unknown:
+        raise CriteriaError(f"{path}: unknown key {unknown[0]!r}; write [[criterion]] tables")
+    tables = data.get("criterion")
+    if not isinstance(tables, list) or not tables:
+        raise CriteriaError(f"{path} has no [[criterion]] table")
+    out = []
+    for i, table in enumerate(tables, start=1):
+        try:
+            out.append(Criterion.from_table(table))
+        except (TypeError, ValueError) as exc:
+            name = f" ({table['name']!r})" if isinstance(table, dict) and "name" in table else ""
+            raise CriteriaError(f"{path}: criterion {i}{name}: {exc}") from exc
+    return out
+
+
+def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
+    """Every criterion's outcome against a run's rows and env.json. Each is evaluated even where
+    its GPU differs (a bad expression is named whatever the run), then skipped there."""
+    checked = Checked()
+    for c in criteria:
+        if c.env is not None:
+            outcome = _judge_env(c, env)
+        elif c.ratio is not None:
+            outcome = _judge_ratio(c, df)
+        else:
+            outcome = _judge_rows(c, df)
+        if not c.applies_to(env):
+            device = env.get("gpu") or env.get("device") or "an unnamed device"
+            outcome = Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
+        checked.outcomes.append(outcome)
+    return checked
+
+
+def check_folder(run_dir: Path, criteria_path: Path) -> Checked:
+    """`check` of a criteria file against a run folder's rows and env.json."""
+    criteria = read(criteria_path)
+    return check(criteria, results.load(run_dir), results.read_env(run_dir))
+
+
+# --- evaluating expressions -------------------------------------------------------------------
+
+
+_BAD_EXPRESSION = (
+    SyntaxError,
+    tokenize.TokenError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    NotImplementedError,
+)
+"""What pandas raises for an expression it cannot evaluate (an unknown column is a NameError)."""
+
+
+def _evaluate(c: Criterion, df: pd.DataFrame, key: str, expr: str) -> pd.Series:
+    """`expr` per row of `df`, True or False, with pandas' errors as one `CriteriaError` line.
+
+    `where` goes through `DataFrame.eval` too, not `query`: `query` takes a non-boolean result
+    for index labels, so a `where` naming a number column would silently choose rows by label.
+    NaN compares False, so a value that was not measured never satisfies `expect`."""
+    try:
+        value = df.eval(expr, engine="python")
+    except NameError as exc:  # pandas' UndefinedVariableError: a column the rows do not have
+        match = re.search(r"name '([^']+)' is not defined", str(exc))
+        bad = match.group(1) if match else str(exc)
+        close = difflib.get_close_matches(bad, [str(col) for col in df.columns], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise CriteriaError(
+            f"criterion {c.name!r}: unknown column {bad!r} in {key} {expr!r}{hint}"
+        ) from exc
+    except _BAD_EXPRESSION as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CriteriaError(
+            f"criterion {c.name!r}: bad {key} expression {expr!r} ({reason})"
+        ) from exc
+    if pd.api.types.is_bool(value):  # an expression of no column: the same for every row
+        return pd.Series(bool(value), index=df.index)
+    if isinstance(value, pd.Series) and pd.api.types.is_bool_dtype(value):
+        return value.fillna(False).astype(bool)
+    raise CriteriaError(f"criterion {c.name!r}: {key} {expr!r} does not give True or False")
+
+
+def _select(c: Criterion, df: pd.DataFrame, key: str, expr: str | None) -> pd.DataFrame:
+    """The rows of `df` where `expr` holds (every row for no expression)."""
+    return df if expr is None else df[_evaluate(c, df, key, expr)]
+
+
+def _holds(c: Criterion, df: pd.DataFrame) -> pd.Series:
+    return _evaluate(c, df, "expect", c.expect)
+
+
+def _names(expr: str, columns: pd.Index) -> list[str]:
+    """The columns an expression names, in order (quoted strings left out)."""
+    bare = re.sub(r"'[^']*'|\"[^\"]*\"", "", expr)
+    found = re.findall(r"[A-Za-z_]\w*", bare)
+    return list(dict.fromkeys(n for n in found if n in columns))
+
+
+# --- the three kinds of criterion ---------------------------------------------------------------
+
+
+def _missing(c: Criterion, why: str) -> Outcome:
+    return Outcome(c.name, "SKIP" if c.if_missing == "skip" else "FAIL", why)
+
+
+def _no_row(c: Criterion) -> Outcome:
+    return _missing(c, f"no row matches (where {c.where})" if c.where else "the run has no rows")
+
+
+def _label_axes(rows: pd.DataFrame) -> list[str]:
+    """The axes that tell `rows` apart (those with more than one value among them)."""
+    axes = [a for a in results.axes() if a in rows.columns]
+    varying = [a for a in axes if rows[a].astype(str).nunique() > 1]
+    return varying or (["case_id"] if "case_id" in rows.columns and len(rows) > 1 else [])
+
+
+def _label(row: pd.Series, axes: list[str]) -> str:
+    return " ".join(f"{a}={cell(row[a])}" for a in axes)
+
+
+def _values(row: pd.Series, columns: list[str]) -> str:
+    return ", ".join(f"{col} {cell(row[col])}" for col in columns)
+
+
+def _listed(rows: pd.DataFrame, axes: list[str], show) -> str:
+    """`show(row)` for each row, prefixed with its label, at most `SHOWN_ROWS` of them."""
+    parts = [" ".join(filter(None, (_label(r, axes), show(r)))) for _, r in rows.iterrows()]
+    more = len(parts) - SHOWN_ROWS
+    return "; ".join(parts[:SHOWN_ROWS]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _judge_rows(c: Criterion, df: pd.DataFrame) -> Outcome:
+    chosen = _select(c, df, "where", c.where)
+    held = _holds(c, chosen)  # also on no rows: a bad expect is named whatever the run holds
+    if chosen.empty:
+        return _no_row(c)
+    axes = _label_axes(chosen)
+    bad = chosen[chosen["status"] != "ok"]
+    if not bad.empty:
+        listed = _listed(bad, axes, lambda r: f"status {r['status']}")
+        count = f"{len(bad)} of {len(chosen)} rows not ok: " if len(chosen) > 1 else ""
+        return Outcome(c.name, "FAIL", f"{count}{listed}")
+    if c.require == "all":
+        passed = bool(held.all())
+        deciding = chosen if passed else chosen[~held]
+    else:
+        passed = bool(held.any())
+        deciding = chosen[held] if passed else chosen
+    columns = _names(c.expect, chosen.columns)
+    listed = _listed(deciding, axes, lambda r: _values(r, columns))
+    if len(chosen) > 1 and not passed and c.require == "all":
+        listed = f"{len(deciding)} of {len(chosen)} rows miss: {listed}"
+    suffix = ""
+    if len(chosen) > 1:
+        suffix = " in every row" if c.require == "all" else " in some row"
+    verdict = "PASS" if passed else "FAIL"
+    return Outcome(
+        c.name, verdict, f"{listed or f'{len(chosen)} rows'} (expect {c.expect}{suffix})"
+    )
+
+
+def _judge_ratio(c: Criterion, df: pd.DataFrame) -> Outcome:
+    ratio = c.ratio
+    assert ratio is not None
+    if ratio.column not in df.columns:
+        close = difflib.get_close_matches(ratio.column, [str(col) for col in df.columns], n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise CriteriaError(f"criterion {c.name!r}: unknown column {ratio.column!r} in ratio{hint}")
+    if not pd.api.types.is_numeric_dtype(df[ratio.column]):
+        raise CriteriaError(f"criterion {c.name!r}: ratio column {ratio.column!r} is not a number")
+    base = _select(c, df, "where", c.where)
+    sides = {
+        side: _select(c, base, f"ratio.{side}", getattr(ratio, side))
+        for side in ("numerator", "denominator")
+    }
+    _holds(c, pd.DataFrame({"ratio": pd.Series([], dtype=float)}))  # a bad expect, named now
+    if base.empty:
+        return _no_row(c)
+    axes = _label_axes(pd.concat(list(sides.values())))
+    values, shown = [], []
+    for side, rows in sides.items():
+        if rows.empty:
+            return _missing(c, f"no row matches the {side} ({getattr(ratio, side)})")
+        bad = rows[rows["status"] != "ok"]
+        if not bad.empty:
+            listed = _listed(bad, axes, lambda r: f"status {r['status']}")
+            return Outcome(c.name, "FAIL", f"{side}: {listed}")
+        column = rows[ratio.column].astype(float)
+        if ratio.reduce is None and len(rows) > 1:
+            return Outcome(
+                c.name, "FAIL", f"the {side} matches {len(rows)} rows; give ratio.reduce"
+            )
+        if ratio.reduce in (None, "min", "max"):  # one row's value: say which row
+            row = rows.iloc[0]
+            if len(rows) > 1 and column.notna().any():
+                row = rows.loc[column.idxmax() if ratio.reduce == "max" else column.idxmin()]
+            values.append(float(row[ratio.column]))
+            label = _label(row, axes)
+            shown.append(cell(values[-1]) + (f" ({label})" if label else ""))
+        else:
+            values.append(float(getattr(column, ratio.reduce)()))
+            shown.append(f"{cell(values[-1])} ({ratio.reduce} of {len(rows)} rows)")
+    value = values[0] / values[1] if values[1] else float("nan")
+    passed = bool(_holds(c, pd.DataFrame({"ratio": [value]})).iloc[0])
+    detail = f"ratio {cell(value)} = {ratio.column} {shown[0]} / {shown[1]} (expect {c.expect})"
+    return Outcome(c.name, "PASS" if passed else "FAIL", detail)
+
+
+def _env_rows(c: Criterion, env: dict) -> tuple[pd.DataFrame, list[str]]:
+    """The values at `c.env`'s dotted path as rows of one column named by the path's last key,
+    and why the entries that lack it have none.
+
+    A list on the way gives one row per entry, labelled by its `case_id`: the harness overhead is
+    one dict in older folders and a list of them (one per case measured) in newer ones, and
+    `overhead.overhead_pct` reads both. An entry without the value is a row `not measured`, with
+    the `error` the entry records."""
+    keys = str(c.env).split(".")
+    nodes: list[tuple[object, object]] = [(env, None)]  # (value, label)
+    missing: list[tuple[object, str | None]] = []  # (label, the error it records)
+    for depth, key in enumerate(keys):
+        found = []
+        for node, label in nodes:
+            entries = node if isinstance(node, list) else [node]
+            for entry in entries:
+                here = entry.get("case_id", label) if isinstance(entry, dict) else label
+                if isinstance(entry, dict) and key in entry:
+                    found.append((entry[key], here))
+                    continue
+                error = entry.get("error") if isinstance(entry, dict) else None
+                place = ".".join(keys[:depth]) or "env.json"
+                missing.append((here, f"{place}: {error}" if error else None))
+        nodes = found
+    if any(isinstance(value, (dict, list)) for value, _ in nodes):
+        raise CriteriaError(
+            f"criterion {c.name!r}: env {c.env!r} is not a single value in env.json"
+        )
+    rows = [{"case_id": label, "status": "ok", keys[-1]: value} for value, label in nodes]
+    rows += [
+        {"case_id": label, "status": f"not measured ({why})" if why else "not measured"}
+        for label, why in missing
+    ]
+    whys = list(dict.fromkeys(why for _, why in missing if why))
+    return pd.DataFrame(rows, columns=["case_id", "status", keys[-1]]), whys
+
+
+def _judge_env(c: Criterion, env: dict) -> Outcome:
+    frame, whys = _env_rows(c, env)
+    if (frame["status"] != "ok").all():  # nothing measured: nothing to judge
+        _holds(c, frame.iloc[:0].astype({frame.columns[-1]: float}))  # a bad expect, named
+        reason = f" ({'; '.join(whys)})" if whys else ""
+        return _missing(c, f"env.json has no {c.env}{reason}")
+    if frame["case_id"].isna().all():  # one value, not a list's entries: no label
+        frame = frame.drop(columns="case_id")
+    return _judge_rows(c, frame)

@@ -1,0 +1,118 @@
+"""A run's timings in other tools' formats: `python -m bench export RUN --format FORMAT`.
+
+`github-action-benchmark`: the JSON that github-action-benchmark's `customSmallerIsBetter` tool
+reads (benchmark-action/github-action-benchmark, `src/extract.ts`): an array, not empty, of
+objects with `name` (string), `unit` (string), `value` (number) and, optionally, `range` and
+`extra` (strings); the tool keeps those five fields and drops any other. The action parses
+`range` as `±` or `+-`, then a number (`src/extractRangeInfo.ts`), and converts between the time
+units s, ms, us and ns (`src/normalizeValueByUnit.ts`), so the unit here is `ms`.
+
+One entry per passing case and measured phase (forward, backward, optimizer step, whole step;
+a variant that fuses the phases has only the whole step): value = the median, range = ± half
+the interquartile range, both from the run's rows; extra = the case's axes and the machine. The
+name is the case id and the phase, stable from run to run, which is how the action matches a
+benchmark with its earlier values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from bench.store import results
+
+PHASES = {"fwd": "forward", "bwd": "backward", "step": "optimizer step", "total": "whole step"}
+FORMATS = ("github-action-benchmark",)
+FIELDS = {"name": str, "unit": str, "value": (int, float), "range": str, "extra": str}
+REQUIRED = ("name", "unit", "value")
+RANGE = re.compile(r"^(\+-|±)\s*\d.+$")
+"""What `extractRangeInfo` accepts, with the number checked apart (it must parse)."""
+
+
+def _extra(r: dict, phase: str, env: dict) -> str:
+    axes = " ".join(f"{a}={r[a]}" for a in results.axes())
+    return (
+        f"{PHASES[phase]}: median of {r.get('steps')} timed steps, range half the IQR\n{axes}\n"
+        f"gpu={env.get('gpu')} torch={env.get('torch')} "
+        f"commit={(env.get('commit') or 'unknown')[:12]} run={env.get('run_name', '')}"
+    )
+
+
+def github_action_benchmark(run_dir: Path) -> list[dict[str, object]]:
+    """The entries of a run for `customSmallerIsBetter`, in the run's case order."""
+    env = results.read_env(run_dir)
+    df = results.load(run_dir)
+    out = []
+    for r in df[df["status"] == "ok"].to_dict("records"):
+        for phase in PHASES:
+            value, iqr = r.get(f"{phase}_ms"), r.get(f"{phase}_ms_iqr")
+            if value is None or not math.isfinite(value):
+                continue  # this phase was not timed apart (a fused variant)
+            entry: dict[str, object] = {
+                "name": f"{r['case_id']} {phase}",
+                "unit": "ms",
+                "value": float(value),
+            }
+            if iqr is not None and math.isfinite(iqr):
+                # `#` keeps a decimal point, so the action's range pattern (a digit, then at
+                # least one more character) matches even a whole number.
+                entry["range"] = f"± {iqr / 2:#.4g}"
+            entry["extra"] = _extra(r, phase, env)
+            out.append(entry)
+    return out
+
+
+def validate(data: object) -> None:
+    """Raise ValueError, naming the entry and the field, unless `data` is what
+    `customSmallerIsBetter` accepts: a non-empty JSON array of objects with a string `name` and
+    `unit`, a finite number `value`, optional string `range` (`± number`) and `extra`, no other
+    field, and no name twice (the action tells benchmarks apart by name)."""
+    if not isinstance(data, list):
+        raise ValueError(f"the top level must be a JSON array, got {type(data).__name__}")
+    if not data:
+        raise ValueError("the array is empty; the action fails on a file without results")
+    names = set()
+    for i, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise ValueError(f"entry {i} must be an object, got {type(entry).__name__}")
+        for key in REQUIRED:
+            if key not in entry:
+                raise ValueError(f"entry {i} has no {key!r}")
+        for key, value in entry.items():
+            if key not in FIELDS:
+                raise ValueError(f"entry {i}: unknown field {key!r} (the action drops it)")
+            kind = FIELDS[key]
+            if isinstance(value, bool) or not isinstance(value, kind):
+                raise ValueError(f"entry {i}: {key!r} must be a {_type_name(kind)}, got {value!r}")
+        if not math.isfinite(entry["value"]):
+            raise ValueError(f"entry {i}: 'value' must be finite, got {entry['value']!r}")
+        if "range" in entry:
+            m = RANGE.match(entry["range"])
+            number = re.sub(r"^(\+-|±)\s*", "", entry["range"])
+            try:
+                float(number)
+            except ValueError:
+                m = None
+            if m is None:
+                raise ValueError(f"entry {i}: 'range' must be '± NUMBER', got {entry['range']!r}")
+        if entry["name"] in names:
+            raise ValueError(f"entry {i}: name {entry['name']!r} appears twice")
+        names.add(entry["name"])
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    return "number" if kind == (int, float) else "string"
+
+
+def export(run_dir: Path, fmt: str) -> str:
+    """The run in format `fmt` as text, checked against the format before it is returned."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    entries = github_action_benchmark(run_dir)
+    if not entries:
+        raise ValueError(f"{run_dir} has no passing case to export")
+    validate(entries)
+    # allow_nan=False: NaN is not JSON, and the action's JSON.parse would reject the file.
+    return json.dumps(entries, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,0 +1,109 @@
+"""The lines that open a run's report: what this run found, in a few sentences, and how the
+harness compared with a plain training loop in the same run. Pure: reads a run's rows and
+env.json, measures nothing, and judges nothing against expectations (those are the user's:
+`ampbench check`, `bench.publish.criteria`).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.publish import tables
+
+
+def contenders(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that may win a speed table: passed, and not recompiled during timing (such a
+    window did not time the compiled step alone)."""
+    ok = df[df["status"] == "ok"]
+    if "recompiled" in ok:
+        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
+    return ok
+
+
+def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
+    """One bullet per batch size (the fastest recipe, against eager fp32 where the run has it),
+    then the dtypes of the parameters' gradients and the range of peak memory. Every figure is a
+    column of the run's rows."""
+    ok = contenders(df)
+    ok = ok[(ok["optimizer"] == optimizer) & (ok["parallel"] == "none")]
+    if ok.empty:
+        return []
+    c = tables.cell
+    lines = []
+    for bs, g in ok.groupby("batch_size", sort=True):
+        best = g.loc[g["total_ms"].idxmin()]
+        line = (
+            f"- Batch {bs}, {optimizer} Adam: the fastest is {best['mode']} ({best['variant']}), "
+            f"{c(best['total_ms'])} ms per step"
+        )
+        if pd.notna(best.get("speedup_vs_fp32")):
+            line += f", {c(best['speedup_vs_fp32'])}× fp32 at the same variant"
+        peak = g["peak_alloc_gib"].dropna()
+        if len(peak):
+            low, high = g.loc[peak.idxmin()], g.loc[peak.idxmax()]
+            line += (
+                f"; peak memory from {c(low['peak_alloc_gib'])} GiB ({low['mode']}, "
+                f"{low['variant']}) to {c(high['peak_alloc_gib'])} GiB ({high['mode']}, "
+                f"{high['variant']})"
+            )
+        lines.append(line + ".")
+    if "param_grad_dtype" in ok:
+        by_dtype = ok.drop_duplicates("mode").groupby("param_grad_dtype", sort=False)["mode"]
+        parts = [f"{dtype} in {', '.join(modes)}" for dtype, modes in by_dtype]
+        if parts:
+            lines.append(f"- The parameters' gradients (`param.grad`) are {'; '.join(parts)}.")
+    return lines
+
+
+def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
+    """The harness against a plain loop, per case it was measured on: step times (median of the
+    harness, mean step of the bare loop's windows) and peak allocation (the case's row against
+    the bare loop's own). Older folders kept one measurement as a dict, newer a list."""
+    measured = env.get("overhead") or []
+    if isinstance(measured, dict):
+        measured = [measured]
+    rows = []
+    has_peaks = {"case_id", "peak_alloc_gib"} <= set(df.columns)
+    peaks = df.set_index("case_id")["peak_alloc_gib"] if has_peaks else pd.Series(dtype=float)
+    for ov in measured:
+        if "error" in ov:
+            rows.append({"case": ov.get("case_id", "–"), "note": ov["error"]})
+            continue
+        peak = peaks.get(ov["case_id"], float("nan"))
+        bare_peak = ov.get("bare_peak_alloc_gib", float("nan"))
+        rows.append(
+            {
+                "case": ov["case_id"],
+                "harness ms": ov["harness_ms"],
+                "plain loop ms": ov["bare_ms"],
+                "time Δ %": ov["overhead_pct"],
+                "harness mean ms": ov["harness_mean_ms"],
+                "mean Δ %": ov["mean_overhead_pct"],
+                "row peak GiB": peak,
+                "plain loop peak GiB": bare_peak,
+                "peak Δ %": (peak / bare_peak - 1) * 100,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def overhead_section(df: pd.DataFrame, env: dict) -> list[str]:
+    """The harness-against-a-plain-loop section, or nothing when the run did not measure it."""
+    table = overhead_rows(df, env)
+    if table.empty:
+        return []
+    out = [
+        "## The harness against a plain loop",
+        "",
+        "The same train step on one state, alternating the harness's timed window (an event "
+        "pair per phase) with a plain loop that records one event pair per window of steps. "
+        "`time Δ %`: the harness's median step against the loop's mean step; `mean Δ %`: the "
+        "harness's mean step against it (like with like; the two differ by the tail of the step "
+        "times). `row peak GiB`: the case's row (its own memory pass, against the allocation at "
+        "the case's start); `plain loop peak GiB`: the highest allocation over the loop's "
+        "windows, against the allocation before its state was built.",
+        "",
+    ]
+    if "note" in table:
+        table["note"] = table["note"].fillna("")
+    return [*out, tables.markdown(table), ""]

@@ -1,0 +1,57 @@
+"""Rendering a folder of any kind from its files alone: what `ampbench report` does, and what a
+command does after its job has written a folder.
+
+A job (`bench.jobs`) measures and writes; it never renders. The command that ran it then calls
+`after_job`, which renders the folder, prints what a user wants to see first, and refreshes the
+project's index when the folder is in results/.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from bench.faults import UsageError
+from bench.store import results, schema
+
+
+def kind(run_dir: Path) -> str:
+    """The folder's kind (`bench.store.schema.KINDS`); one line when it is not a results folder."""
+    if not (run_dir / results.ENV).is_file() and not (run_dir / schema.AUDIT_JSON).is_file():
+        raise UsageError(f"{run_dir} is not a results folder (no {results.ENV})")
+    env = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else {}
+    found = schema.kind_of(env, run_dir)
+    if found is None:
+        raise UsageError(f"{run_dir}: its {results.ENV} does not say what kind of run it is")
+    return found
+
+
+def render(run_dir: Path) -> Path:
+    """Re-render the folder's report (and figures) from its files; returns the report's path."""
+    found = kind(run_dir)
+    if found == "numerics":
+        from bench.numerics import study
+
+        return study.render(run_dir)
+    if found == "maxbatch":
+        from bench.publish import maxbatch
+
+        return maxbatch.render(run_dir)
+    from bench.publish import report
+
+    report.write(run_dir)
+    return run_dir / results.REPORT
+
+
+def after_job(run_dir: Path) -> None:
+    """After a job wrote `run_dir`: render it, show its headline (a timing run's), and refresh
+    the project's index when the folder is in results/."""
+    from bench.publish import index
+
+    path = render(run_dir)
+    if kind(run_dir) == "timing":
+        from bench.publish import report
+
+        print(report.headline(results.load(run_dir)), file=sys.stderr)
+    print(f"ampbench: wrote {path}", file=sys.stderr, flush=True)
+    index.refresh(run_dir)

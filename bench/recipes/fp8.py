@@ -1,0 +1,139 @@
+"""What the recipes beyond autocast need from outside torch: torchao (optional, the `[fp8]` extra)
+and a GPU with float8 tensor cores, which Linears a float8 recipe converts and why, and the float8
+matmul ceiling.
+
+- `torchao_version`, `capability` and `recipe_unsupported_reason` say whether a recipe can run
+  here; the tests fake the last two.
+- `plan` decides per Linear whether a float8 recipe converts it, with the reason, from the model's
+  sizes alone (so a report can print it even for a row that could not run). The rules are
+  torchao's own auto-filter (`torchao.float8.float8_linear_utils._auto_filter_for_recipe`,
+  thresholds from its H100 benchmarks), restated here so that each decision carries its reason.
+- `convert` swaps the chosen Linears for torchao's `Float8Linear`.
+- `scaled_mm_operands` and `scaled_mm`: one e4m3 `torch._scaled_mm` in the layouts it requires,
+  which `bench.measure.ceilings` times for the float8 matmul ceiling.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from bench.workloads.mlp import ModelSize
+
+RECIPES = ("tensorwise", "rowwise")
+"""torchao's float8 training recipes that ampbench runs (`Float8LinearConfig.from_recipe_name`)."""
+MIN_CAPABILITY = (8, 9)
+"""float8 tensor cores: Ada (8.9) and Hopper (9.0) onwards; `torch._scaled_mm` refuses below."""
+LINEAR_NAMES = ("fc1", "fc2", "fc3")
+"""The MLP's Linears, in the order of `ModelSize.linears`."""
+
+
+def torchao_version() -> str | None:
+    """torchao's version if it imports, else None."""
+    try:
+        importlib.import_module("torchao")
+    except Exception:  # not installed, or built against another torch: either way not usable
+        return None
+    try:
+        return importlib.metadata.version("torchao")
+    except importlib.metadata.PackageNotFoundError:  # on sys.path without metadata (--target)
+        return str(getattr(importlib.import_module("torchao"), "__version__", "unknown"))
+
+
+def capability(device: str) -> tuple[int, int] | None:
+    """The CUDA compute capability of the current GPU, or None on the CPU."""
+    if device != "cuda" or not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_capability()
+
+
+def gpu_unsupported_reason(device: str) -> str | None:
+    """Why float8 matmuls cannot run on `device` here, or None when they can."""
+    if device != "cuda":
+        return "float8 matmuls need a CUDA GPU of compute capability 8.9 or newer"
+    cap = capability(device)
+    if cap is None or cap < MIN_CAPABILITY:
+        found = "none" if cap is None else f"{cap[0]}.{cap[1]}"
+        return f"float8 matmuls need compute capability 8.9 or newer (this GPU: {found})"
+    return None
+
+
+def recipe_unsupported_reason(*, device: str, torchao: bool, fp8: bool) -> str | None:
+    """Why a recipe that needs torchao (`torchao`) and, for float8, a float8 GPU (`fp8`) cannot
+    run here, or None when it can."""
+    if fp8 and (reason := gpu_unsupported_reason(device)) is not None:
+        return reason
+    if (torchao or fp8) and torchao_version() is None:
+        return "needs torchao (pip install -e '.[fp8]'), which is not installed or does not import"
+    return None
+
+
+def plan(size: ModelSize, recipe: str) -> dict[str, str]:
+    """Linear name -> `converted` or `kept: <why>`, for a float8 `recipe` on a model of `size`."""
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown float8 recipe {recipe!r}; choose from {', '.join(RECIPES)}")
+    out = {}
+    for name, (k, n) in zip(LINEAR_NAMES, size.linears(), strict=True):
+        out[name] = _decide(recipe, n=n, k=k)
+    return out
+
+
+def _decide(recipe: str, *, n: int, k: int) -> str:
+    """torchao's auto-filter for one Linear of weight shape (N, K) = (out, in)."""
+    if k % 16 or n % 16:
+        return f"kept: in {k} × out {n} not both divisible by 16 (float8 GEMMs need it)"
+    # Below these sizes torchao measured float8 slower than bf16 (casting and scaling cost more
+    # than the faster GEMM saves).
+    if recipe == "tensorwise" and k <= 4096 and n <= 1024:
+        return f"kept: too small for tensorwise (in {k} ≤ 4096 and out {n} ≤ 1024)"
+    if recipe == "rowwise":
+        if n <= 2048:
+            return f"kept: too small for rowwise (out {n} ≤ 2048)"
+        if k <= 1024:
+            return f"kept: too small for rowwise (in {k} ≤ 1024)"
+        if n <= 4096 and k <= 2048:
+            return f"kept: too small for rowwise (out {n} ≤ 4096 and in {k} ≤ 2048)"
+    return "converted"
+
+
+def describe(decisions: dict[str, str]) -> str:
+    """One line for a row or a report: `fc1 converted; fc3 kept: ...`."""
+    return "; ".join(f"{name} {what}" for name, what in decisions.items())
+
+
+def convert(model: nn.Module, size: ModelSize, recipe: str) -> nn.Module:
+    """`model` with the Linears `plan` chooses swapped for torchao's Float8Linear (in place)."""
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    chosen = {name for name, what in plan(size, recipe).items() if what == "converted"}
+    keep: Callable[[nn.Module, str], bool] = lambda mod, fqn: fqn in chosen  # noqa: E731
+    config = Float8LinearConfig.from_recipe_name(recipe)
+    return convert_to_float8_training(model, config=config, module_filter_fn=keep)
+
+
+def scaled_mm_operands(
+    n: int, granularity: str, device: str, gen: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """(a, b, scale_a, scale_b) of an n × n e4m3 `_scaled_mm`, in the layouts it requires: `a`
+    row-major, `b` column-major; scales float32, one each (`tensorwise`) or per row of `a`
+    (n, 1) and per column of `b` (1, n) (`rowwise`)."""
+    a = torch.randn(n, n, generator=gen, device=device).to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, generator=gen, device=device).to(torch.float8_e4m3fn).t()
+    if granularity == "tensorwise":
+        sa = torch.ones((), device=device)
+        sb = torch.ones((), device=device)
+    elif granularity == "rowwise":
+        sa = torch.ones(n, 1, device=device)
+        sb = torch.ones(1, n, device=device)
+    else:
+        raise ValueError(f"unknown scale granularity {granularity!r}; choose from {RECIPES}")
+    return a, b, sa, sb
+
+
+def scaled_mm(a: torch.Tensor, b: torch.Tensor, sa: torch.Tensor, sb: torch.Tensor) -> torch.Tensor:
+    """The float8 GEMM torchao's Float8Linear runs, with a bf16 output as it asks for."""
+    return torch._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)

@@ -1,0 +1,206 @@
+"""Precision modes as data: each row of `MODES` owns its whole recipe.
+
+A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
+conversion of its Linears), which context each phase of the step runs in (TF32 for float32
+matmuls, and autocast around the forward pass), whether the loss is scaled by
+`torch.amp.GradScaler`, and it builds the optimizer (from `OPTIMIZERS`, or torchao's AdamW with
+stochastic rounding), and says why it cannot run on a machine (torchao missing, no float8 GPU). The
+one train step (`bench.recipes.step`) and every caller use only these methods: adding a mode is
+adding a row:
+its card in `bench.recipes.catalog` (the torch-free table every mode is defined in) and, where
+the card's fields do not say it, its torch details here. Nothing else branches on a mode's name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from bench.recipes import fp8
+from bench.recipes.catalog import CARDS, ModeCard
+from bench.workloads.mlp import ModelSize
+
+OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
+    # PyTorch's default multi-tensor kernels. With GradScaler, scaler.step() reads found_inf on
+    # the host before calling step(): a device sync that real training pays too.
+    "foreach": lambda params, lr, capturable: torch.optim.Adam(
+        params, lr=lr, foreach=True, capturable=capturable
+    ),
+    # One kernel per group of tensors; it takes GradScaler's scale and found_inf as tensors,
+    # unscales and skips on the device, with no host sync. Its step counters live on the device
+    # already, but a CUDA graph capture of step() still asks for capturable=True.
+    "fused": lambda params, lr, capturable: torch.optim.Adam(
+        params, lr=lr, fused=True, capturable=capturable
+    ),
+}
+"""Adam implementations by name: `optimizer` axis of a case -> a factory (params, lr,
+capturable). `capturable` keeps every piece of optimizer state on the device, as a CUDA graph
+capture of the step needs."""
+
+
+def dtype_name(dtype: torch.dtype | None) -> str:
+    """`float16` for torch.float16; `none` for None (as rows and reports write dtypes)."""
+    return str(dtype).removeprefix("torch.") if dtype is not None else "none"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mode:
+    name: str
+    """The name used on the command line and in every row."""
+    autocast_dtype: torch.dtype | None
+    """dtype autocast runs its low-precision ops in; None leaves autocast off."""
+    scale_loss: bool
+    """Multiply the loss by GradScaler's scale before backward (float16 needs this to keep small
+    gradients above its smallest subnormal, 2**-24)."""
+    tf32: bool
+    """Allow TF32 for float32 matmuls and cuDNN convolutions (10-bit mantissa products)."""
+    param_dtype: torch.dtype | None = None
+    """Cast the model's parameters (and so their gradients and Adam's state) to this dtype before
+    the optimizer is built; None keeps float32 parameters. The input batch is cast to it too (no
+    autocast does it)."""
+    stochastic_round: bool = False
+    """Adam's update rounded stochastically into the (bf16) parameters: torchao's `_AdamW` with
+    `bf16_stochastic_round=True` replaces the case's Adam. Rounding to nearest drops every update
+    below half an ulp of its weight; stochastic rounding keeps it in expectation."""
+    fp8_recipe: str | None = None
+    """torchao float8 training recipe (`tensorwise`, `rowwise`) for the Linears that
+    `bench.recipes.fp8.plan` chooses; None: no float8."""
+    card: ModeCard | None = None
+    """What the mode is, as data without torch (`bench.recipes.catalog`): its kind, words,
+    colour and roles. None for a mode made outside the table (tests)."""
+
+    @property
+    def matmul_dtype(self) -> str:
+        """Which measured matmul ceiling bounds this mode's matmuls: fp32, tf32, fp16, bf16, or
+        fp8-tensorwise / fp8-rowwise (for the Linears converted to float8; the others run at
+        the autocast dtype's)."""
+        if self.fp8_recipe is not None:
+            return f"fp8-{self.fp8_recipe}"
+        return self.unconverted_matmul_dtype
+
+    @property
+    def unconverted_matmul_dtype(self) -> str:
+        """The ceiling of the matmuls that are not float8."""
+        low = self.autocast_dtype or self.param_dtype
+        if low is not None and low != torch.float32:
+            return {torch.float16: "fp16", torch.bfloat16: "bf16"}[low]
+        return "tf32" if self.tf32 else "fp32"
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes per element of the parameters, their gradients and Adam's moments."""
+        return (self.param_dtype or torch.float32).itemsize
+
+    def fp8_plan(self, size: ModelSize) -> dict[str, str]:
+        """Per Linear: `converted` to float8, or `kept: <why>`; empty without a float8 recipe."""
+        return fp8.plan(size, self.fp8_recipe) if self.fp8_recipe is not None else {}
+
+    def unsupported_reason(self, device: str) -> str | None:
+        """Why this recipe cannot run on `device` here (torchao missing, no float8 GPU)."""
+        return fp8.recipe_unsupported_reason(
+            device=device, torchao=self.stochastic_round, fp8=self.fp8_recipe is not None
+        )
+
+    def optimizer_name(self, name: str) -> str:
+        """The Adam a case of this mode with optimizer axis `name` actually runs."""
+        return "torchao _AdamW (bf16 stochastic rounding)" if self.stochastic_round else name
+
+    def prepare(self, model: nn.Module, size: ModelSize | None = None) -> nn.Module:
+        """The model as this mode trains it (in place, before the optimizer sees it). `size`
+        (the model's) is needed by a float8 recipe, to choose its Linears."""
+        if self.param_dtype is not None:
+            model.to(self.param_dtype)
+        if self.fp8_recipe is not None:
+            if size is None:
+                raise ValueError(f"mode {self.name!r} needs the model's size to convert it")
+            model = fp8.convert(model, size, self.fp8_recipe)
+        return model
+
+    def cast_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The input batch in the dtype of the parameters, when no autocast casts it."""
+        return x.to(self.param_dtype) if self.param_dtype is not None else x
+
+    def optimizer(
+        self, name: str, params: Iterable[nn.Parameter], lr: float, *, capturable: bool = False
+    ) -> torch.optim.Optimizer:
+        if self.stochastic_round:
+            from torchao.optim import _AdamW  # optional dependency: imported only when used
+
+            # weight_decay 0: the same update as torch's Adam, which the other modes run.
+            return _AdamW(params, lr=lr, weight_decay=0.0, bf16_stochastic_round=True)
+        return OPTIMIZERS[name](params, lr, capturable)
+
+    def scaler(self, device: str) -> torch.amp.GradScaler:
+        """GradScaler, enabled only when the mode scales the loss (otherwise scale() returns the
+        loss and step() calls optimizer.step() unchanged)."""
+        return torch.amp.GradScaler(device, enabled=self.scale_loss)
+
+    @contextlib.contextmanager
+    def context(self, device: str, *, forward: bool = False, cache: bool = True) -> Iterator[None]:
+        """The precision context of one phase of the step: TF32 as the mode wants it, and, for the
+        forward pass only, autocast. Autocast wraps the forward and the loss alone, as its
+        docstring asks: backward ops then run in the dtype autocast chose for the forward ops.
+        `cache=False` turns off autocast's cache of weight casts, as a CUDA graph capture needs
+        (PyTorch's CUDA graph notes)."""
+        dtype = self.autocast_dtype
+        with (
+            tf32_enabled(self.tf32),
+            torch.autocast(
+                device,
+                dtype=dtype or torch.float32,
+                enabled=forward and dtype is not None,
+                cache_enabled=cache,
+            ),
+        ):
+            yield
+
+
+_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+"""A card's dtype names -> torch dtypes."""
+
+
+def _recipe(card: ModeCard) -> Mode:
+    """The torch side of a mode, from its card (`bench.recipes.catalog`)."""
+    return Mode(
+        name=card.name,
+        autocast_dtype=_DTYPES.get(card.autocast_dtype or ""),
+        scale_loss=card.scale_loss,
+        tf32=card.tf32,
+        param_dtype=_DTYPES.get(card.param_dtype or ""),
+        stochastic_round=card.stochastic_round,
+        fp8_recipe=card.fp8_recipe,
+        card=card,
+    )
+
+
+MODES: dict[str, Mode] = {name: _recipe(c) for name, c in CARDS.items()}
+"""Every mode's recipe, in the catalog's order."""
+
+
+def tf32_flags() -> dict[str, bool]:
+    """The TF32 switches in force right now, as recorded in every row."""
+    return {
+        "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+    }
+
+
+@contextlib.contextmanager
+def tf32_enabled(enabled: bool) -> Iterator[None]:
+    """Set both TF32 switches for the duration of a region and restore them afterwards.
+
+    The legacy `allow_tf32` flags are used for both setting and reading: newer torch versions
+    refuse to mix them with the `fp32_precision` API in one process.
+    """
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul
+        torch.backends.cudnn.allow_tf32 = cudnn

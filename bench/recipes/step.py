@@ -1,0 +1,137 @@
+"""The one train step every mode runs, split into its three timed phases.
+
+A mode's recipe (`bench.recipes.modes.Mode`) decides everything that differs between modes: the
+model's
+preparation, the precision context of each phase, the scaler and the optimizer. GradScaler is a
+no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss and
+`scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from bench.recipes.modes import MODES, Mode
+from bench.workloads.mlp import MLP, make_batch
+
+if TYPE_CHECKING:  # bench.cases.case imports the variant table, which imports this module
+    from bench.cases.case import Case
+
+
+@dataclass
+class TrainState:
+    """Everything one case trains: model, optimizer, scaler and the current batch.
+
+    `mode` is the recipe the state was built with and is never changed; `as_mode` gives a second
+    state over the same model and batch for another mode (the numerics census compares modes on
+    the same weights)."""
+
+    case: Case
+    mode: Mode
+    model: MLP
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    x: torch.Tensor
+    y: torch.Tensor
+    compute: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+    """(x, y) -> (logits, loss): the model and the loss, the part an execution variant may
+    compile (`bench.execution.variants`)."""
+    autocast_cache: bool = True
+    """Autocast's cache of weight casts; off inside a CUDA graph capture."""
+    wrapper: nn.Module | None = None
+    """The DDP or FSDP2 module that `compute` calls in a distributed case
+    (`bench.execution.parallel`);
+    `model` is the MLP inside it."""
+
+    def as_mode(self, name: str, scaler: torch.amp.GradScaler | None = None) -> TrainState:
+        """A view of this state under another mode of `MODES`, sharing model, optimizer and batch;
+        its scaler is `scaler`, or a fresh one of that mode."""
+        mode = MODES[name]
+        return dataclasses.replace(
+            self,
+            case=dataclasses.replace(self.case, mode=name),
+            mode=mode,
+            scaler=scaler if scaler is not None else mode.scaler(self.case.device),
+        )
+
+
+def build(
+    case: Case,
+    mode: Mode | None = None,
+    *,
+    capturable: bool = False,
+    wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
+) -> TrainState:
+    """Model, optimizer (case.lr), scaler and a synthetic batch for one case, seeded.
+
+    `mode` replaces the case's own recipe (`MODES[case.mode]`); the numerics audit uses it for
+    recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
+    state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
+    prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the optimizer sees
+    its
+    parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
+    so ranks of a distributed case train on equal batches, which is all a timing needs."""
+    torch.manual_seed(case.seed)
+    mode = mode or MODES[case.mode]
+    model = MLP(case.size, device=case.device)
+    if case.init_scale != 1.0:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(case.init_scale)
+    model = mode.prepare(model, case.size)
+    net = wrap(model, mode) if wrap is not None else model
+    optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr, capturable=capturable)
+    x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
+    loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
+
+    def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = net(mode.cast_input(x))
+        loss = loss_fn(logits, y)
+        if case.loss_mult != 1.0:
+            loss = loss * case.loss_mult
+        return logits, loss
+
+    scaler = mode.scaler(case.device)
+    wrapper = net if wrap is not None else None
+    return TrainState(case, mode, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
+
+
+def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward pass and loss in the mode's forward context; returns (logits, loss)."""
+    with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
+        return s.compute(s.x, s.y)
+
+
+def backward(s: TrainState, loss: torch.Tensor) -> None:
+    # scale() multiplies by the current scale on the device: no host sync.
+    with s.mode.context(s.case.device):
+        s.scaler.scale(loss).backward()
+
+
+def optimizer_update(s: TrainState) -> None:
+    """GradScaler's unscale and inf check, Adam's step (skipped after an overflow), the scale's
+    update. With a scaler and a foreach Adam, scaler.step() reads found_inf on the host: a device
+    sync that real training pays too, so it stays in the measured phase. Fused Adam takes the
+    scale and found_inf as tensors and skips that sync."""
+    s.scaler.step(s.optimizer)
+    s.scaler.update()
+
+
+def optimizer_step(s: TrainState) -> None:
+    """The optimizer phase: the update, then the gradients dropped for the next backward."""
+    optimizer_update(s)
+    s.optimizer.zero_grad(set_to_none=True)
+
+
+def train_step(s: TrainState) -> torch.Tensor:
+    """One whole step (forward, backward, optimizer); returns the loss tensor, unsynchronized."""
+    _, loss = forward(s)
+    backward(s, loss)
+    optimizer_step(s)
+    return loss

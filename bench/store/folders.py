@@ -1,0 +1,197 @@
+"""Results folders: naming and creating one, locking it while a process writes it, and checking
+one that a process is about to resume. Both jobs (a timing session, a numerics study) use this
+module and no other way to make or reopen a folder.
+
+A folder is never reused for another run: a new run gets a new name. A resumed folder must have
+been made by the same code on the same kind of machine (commit, dirty flag, torch version, GPU
+model): mixing rows from two machines in one folder is the worst silent error a benchmark can
+make, so a mismatch is refused unless `--force` is given, and then the mismatch is recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.faults import UsageError
+from bench.store import paths, results
+
+LOCK = ".lock"
+KINDS = {
+    "config": "a timing run",
+    "numerics_config": "a numerics study",
+    "maxbatch_config": "a largest-batch search",
+}
+"""env.json key of a job's settings -> what the folder is, in words."""
+COMPATIBLE = ("commit", "dirty", "torch", "gpu")
+"""What must match between the machine that started a folder and the one that resumes it."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime | None = None) -> str:
+    """A UTC time as env.json records it: 2026-11-30T08:26:06+00:00."""
+    return (moment or utc_now()).isoformat(timespec="seconds")
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC time as a folder name starts: 20261130T082606Z."""
+    return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def run_dir_name(started: datetime, gpu: str, commit: str | None, suffix: str = "") -> str:
+    gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
+    sha = re.sub(r"[^0-9a-fA-F]", "", commit or "")[:7] or "nogit"
+    return f"{stamp(started)}_{gpu_slug}_{sha}{suffix}"
+
+
+def tagged(suffix: str, tag: str | None) -> str:
+    """A folder name's `suffix` (`_maxbatch`, or empty for a timing run) with the user's `--tag`
+    after it: `_maxbatch_h200-pcie`, `_lr-sweep`."""
+    if tag is None:
+        return suffix
+    if not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
+        raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
+    return f"{suffix}_{tag}"
+
+
+def open_new(
+    results_dir: Path,
+    *,
+    device: str,
+    kind: str,
+    settings: dict,
+    command: str,
+    suffix: str = "",
+) -> tuple[Path, dict]:
+    """A new folder for a job under `results_dir`, with its env.json written: this machine
+    (`bench.measure.env.collect`), the start time, the command, and the job's settings under `kind`
+    (`config`, `numerics_config`, `maxbatch_config`). Returns (folder, env). The caller locks
+    the folder while it writes it."""
+    from bench.measure import env  # here: reading and checking folders needs no torch
+
+    check_parent(results_dir)  # before anything is measured or collected
+    info = env.collect(device)
+    now = utc_now()
+    info.update(started=iso(now), command=command, **{kind: settings})
+    run_dir = create(results_dir, run_dir_name(now, str(info["gpu"]), info["commit"], suffix))
+    info["run_name"] = run_dir.name
+    results.write_env(run_dir, info)
+    return run_dir, info
+
+
+def check_parent(parent: Path) -> None:
+    """Refuse, before any work, a results directory that cannot hold new folders."""
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"--results-dir {parent} is not a directory")
+    probe = parent if parent.exists() else next((p for p in parent.parents if p.exists()), None)
+    if probe is None or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"--results-dir {parent} is not writable")
+
+
+def create(parent: Path, name: str) -> Path:
+    """A fresh folder under `parent`; an existing one is never reused or overwritten."""
+    check_parent(parent)
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 1000):
+            path = parent / (name if n == 1 else f"{name}-{n}")
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            return path
+    except OSError as exc:
+        raise UsageError(f"--results-dir {parent}: cannot create a folder there ({exc})") from exc
+    raise UsageError(f"no free folder name under {parent} for {name}")
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Hold the folder's lock while writing it; a second process gets a one-line refusal.
+
+    An advisory `flock` on `.lock`: the kernel releases it when the process dies, however it dies,
+    so a killed run never leaves a folder locked."""
+    try:
+        handle = (run_dir / LOCK).open("a+")
+    except OSError as exc:  # a read-only folder or file system, no permission
+        raise UsageError(f"{run_dir} is not writable: cannot open {LOCK} ({exc.strerror})") from exc
+    with handle as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise UsageError(f"{run_dir} is being written by {holder}; wait for it to end") from exc
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}\n")
+        f.flush()
+        try:
+            yield
+        finally:
+            f.seek(0)
+            f.truncate()
+
+
+def require_dir(run_dir: Path) -> None:
+    """A folder to resume must exist and hold env.json: checked before it is locked, so that a
+    wrong path gets no lock file."""
+    if not run_dir.is_dir():
+        raise UsageError(f"--resume {run_dir}: no such folder")
+    if not (run_dir / results.ENV).is_file():
+        raise UsageError(f"--resume {run_dir}: no {results.ENV} there, so not a results folder")
+    if not os.access(run_dir, os.W_OK | os.X_OK):  # before any work: resuming writes rows there
+        raise UsageError(f"--resume {run_dir}: the folder is not writable")
+
+
+def reopen(
+    run_dir: Path, *, kind: str, here: dict, force: bool, allow: tuple[str, ...] = ()
+) -> dict:
+    """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
+
+    `kind` is the env.json key that marks the folder's job (a key of `KINDS`); `here` is
+    `bench.measure.env.collect()` of this machine. Call it holding the folder's lock, so that no
+    other
+    writer changes env.json between this read and the caller's writes. Bad input ends here,
+    before anything in the folder changes. `allow`: keys of `COMPATIBLE` that may differ without
+    `force` (adding modes to a study is done at a later commit by design); a difference there is
+    recorded as `differs`."""
+    require_dir(run_dir)
+    info = results.read_env(run_dir)
+    if kind not in info:
+        found = [name for key, name in KINDS.items() if key in info]
+        what = f"that folder is {found[0]}" if found else f"that folder is not {KINDS[kind]}"
+        raise UsageError(f"--resume {run_dir}: {what}; resume it with its own command")
+    if info.get("device") == "cuda" and here.get("device") != "cuda":
+        raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")
+    differs = [
+        f"{key} {info.get(key)!r} there, {here.get(key)!r} here"
+        for key in COMPATIBLE
+        if info.get(key) != here.get(key) and key in allow
+    ]
+    mismatches = [
+        f"{key} {info.get(key)!r} there, {here.get(key)!r} here"
+        for key in COMPATIBLE
+        if info.get(key) != here.get(key) and key not in allow
+    ]
+    if mismatches and not force:
+        raise UsageError(
+            f"--resume {run_dir}: made elsewhere ({'; '.join(mismatches)}); "
+            "give --force to mix them anyway"
+        )
+    entry: dict[str, object] = {"at": iso(), "argv": paths.shown_argv(sys.argv)}
+    if mismatches:
+        entry["forced"] = mismatches
+    if differs:
+        entry["differs"] = differs
+    info.setdefault("resumed", []).append(entry)
+    return info

@@ -1,0 +1,303 @@
+"""The files of a results folder, and reading them back.
+
+`results/<UTC timestamp>_<gpu>_<git short sha>/` holds:
+- `env.json`: what the run ran on, its configuration and ceilings (`bench.measure.env`);
+- `rows.jsonl`: one flat JSON object per case, appended and flushed as each case finishes, so a
+  killed run keeps every finished case;
+- `samples.jsonl`: the raw per-step milliseconds of each phase of each case, for later tools
+  (`bench compare` reads them);
+- `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`).
+
+Derived columns (speedups) are computed when rows are loaded, from the measured columns. The
+columns that identify a case are the axes of `bench.cases.case.Case`, read from the dataclass
+itself.
+Reading a folder's files needs no torch; only the axes (`axes()`, `load`) import the case.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from bench.faults import UsageError
+
+ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
+CSV, REPORT = "results.csv", "report.md"
+
+METRIC_COLUMNS = [
+    "status",
+    "fwd_ms",
+    "bwd_ms",
+    "step_ms",
+    "total_ms",
+    "total_ms_iqr",
+    "samples_per_s",
+    "world_size",
+    "global_batch_size",
+    "samples_per_s_per_gpu",
+    "scaling_efficiency",
+    "tflops",
+    "floor_ms",
+    "pct_of_floor",
+    "peak_alloc_gib",
+    "peak_reserved_gib",
+    "speedup_vs_fp32",
+    "speedup_vs_tf32",
+    "output_dtype",
+    "loss_dtype",
+    "param_grad_dtype",
+]
+"""Measured and derived columns other tools may rely on, by these names, after the axes."""
+
+
+class CorruptFolder(UsageError):
+    """A results file that cannot be read: named in one line, never repaired silently."""
+
+
+def _axis_defaults() -> dict[str, object]:
+    # Imported here, not at the top: the case's validation imports torch, and reading a folder's
+    # files (env.json, the JSON lines) must work without it.
+    from bench.cases import case
+
+    return case.axis_defaults()
+
+
+def axes() -> list[str]:
+    """The columns that identify a case: the axes of `Case`, in field order."""
+    return list(_axis_defaults())
+
+
+def leading_columns() -> list[str]:
+    """Axes, then the metric columns: the first columns of every table."""
+    return [*axes(), *METRIC_COLUMNS]
+
+
+def append_jsonl(path: Path, obj: dict) -> None:
+    with path.open("a") as f:
+        f.write(json.dumps(obj, default=str) + "\n")
+        f.flush()
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every object of a JSON-lines file. A truncated last line (a run killed mid-write) is left
+    out; any other line that is not a JSON object is damage and raises `CorruptFolder`."""
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if i == len(lines) - 1:
+                continue
+            raise CorruptFolder(f"{path}: line {i + 1} is not JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise CorruptFolder(f"{path}: line {i + 1} is not a JSON object")
+        out.append(obj)
+    return out
+
+
+def read_rows(path: Path) -> list[dict]:
+    """`read_jsonl` of a file of case rows (rows.jsonl, samples.jsonl): each names its case."""
+    rows = read_jsonl(path)
+    for i, row in enumerate(rows):
+        if "case_id" not in row:
+            raise CorruptFolder(f"{path}: row {i + 1} has no case_id")
+    return rows
+
+
+def repair_jsonl(path: Path) -> str | None:
+    """Before appending to a file that a killed run may have left half-written: move a partial
+    last line (no newline, or not JSON) into `<file>.partial` and cut the file after the last
+    whole line. Returns a sentence saying what was moved, or None. Damage before the last line
+    raises `CorruptFolder`, as reading does."""
+    if not path.exists():
+        return None
+    lines = path.read_bytes().splitlines(keepends=True)
+    good = 0
+    for i, line in enumerate(lines):
+        try:
+            json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if i != len(lines) - 1:
+                raise CorruptFolder(f"{path}: line {i + 1} is not JSON") from exc
+            break
+        if not line.endswith(b"\n"):
+            break
+        good += len(line)
+    tail = b"".join(lines)[good:]
+    if not tail:
+        return None
+    with (path.parent / (path.name + ".partial")).open("ab") as f:
+        f.write(tail.rstrip(b"\n") + b"\n")
+    with path.open("r+b") as f:
+        f.truncate(good)
+    return f"{path.name}: moved a partial last line ({len(tail)} bytes) to {path.name}.partial"
+
+
+def write_env(run_dir: Path, env: dict) -> None:
+    # Written whole to a temporary file and renamed: a kill never leaves half an env.json.
+    tmp = run_dir / f".{ENV}.tmp"
+    tmp.write_text(json.dumps(env, indent=2, default=str) + "\n")
+    tmp.replace(run_dir / ENV)
+
+
+def read_env(run_dir: Path) -> dict:
+    path = Path(run_dir) / ENV
+    try:
+        env = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise CorruptFolder(f"{run_dir} is not a results folder (no {ENV})") from exc
+    except OSError as exc:  # a file where a folder should be, no permission, ...
+        raise CorruptFolder(f"{run_dir} is not a readable results folder ({exc.strerror})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptFolder(f"{path} is not valid JSON ({exc})") from exc
+    if not isinstance(env, dict):
+        raise CorruptFolder(f"{path} does not hold a JSON object")
+    return env
+
+
+def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
+    """speedup_vs_<base> = the base mode's total_ms / this row's total_ms, matched on every other
+    axis; above 1 means faster than the base. Empty where the base did not run or did not pass."""
+    others = [a for a in axes() if a != "mode"]
+    for base in ("fp32", "tf32"):
+        ok_base = df[(df["mode"] == base) & (df["status"] == "ok")]
+        ref = ok_base[[*others, "total_ms"]].rename(columns={"total_ms": "_base_ms"})
+        merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
+        df[f"speedup_vs_{base}"] = merged["_base_ms"].to_numpy() / df["total_ms"].to_numpy()
+        df.loc[df["status"] != "ok", f"speedup_vs_{base}"] = math.nan
+    return df
+
+
+def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
+    """model_state_gib = params + grads + Adam's state; model_state_saved_vs_fp32 = fp32's minus
+    this row's; peak_vs_bf16_amp = this row's allocated peak over bf16-amp's, matched on every
+    other axis (what a recipe beyond autocast saves)."""
+    parts = ("param_gib", "grad_gib", "optim_state_gib")
+    if not set(parts) <= set(df.columns):
+        return df
+    df["model_state_gib"] = df[list(parts)].sum(axis=1, min_count=len(parts))
+    others = [a for a in axes() if a != "mode"]
+    for base, col, new, how in (
+        ("fp32", "model_state_gib", "model_state_saved_vs_fp32", "minus"),
+        ("bf16-amp", "peak_alloc_gib", "peak_vs_bf16_amp", "over"),
+    ):
+        if col not in df.columns:
+            continue
+        ref = df[(df["mode"] == base) & (df["status"] == "ok")][[*others, col]]
+        merged = df[others].merge(ref.rename(columns={col: "_b"}), on=others, how="left")
+        mine, theirs = df[col].to_numpy(float), merged["_b"].to_numpy(float)
+        df[new] = theirs - mine if how == "minus" else mine / theirs
+    return df
+
+
+RESIDUE_LIMIT_GIB = 0.25
+"""Memory still allocated when a case starts that is more than a library's workspaces (cuBLAS's
+and the ceilings', some 0.03 to 0.06 GiB on an H200): memory of an earlier case. The runner
+takes it out of the case's peaks, which is right only while it stays allocated; on the H200s,
+after DDP cases, up to 9.6 GiB was freed during the next case, leaving its peaks too low (even
+negative). Above this limit a row's peaks are not read as measured."""
+
+PEAK_COLUMNS = (
+    "peak_alloc_gib",
+    "peak_reserved_gib",
+    "peak_fwd_gib",
+    "peak_bwd_gib",
+    "peak_opt_gib",
+    "peak_alloc_gib_spread",
+    "peak_reserved_gib_spread",
+)
+
+
+def _with_clean_peaks(df: pd.DataFrame) -> pd.DataFrame:
+    """No peak memory for a row that began with more than `RESIDUE_LIMIT_GIB` of an earlier
+    case's memory still allocated (the largest over its ranks); its error says so."""
+    if "residue_gib" not in df:
+        return df
+    unclean = df["residue_gib"].astype(float) > RESIDUE_LIMIT_GIB
+    if not unclean.any():
+        return df
+    peaks = [c for c in PEAK_COLUMNS if c in df]
+    df[peaks] = df[peaks].astype(float)
+    df.loc[unclean, peaks] = math.nan
+    # The note goes on measured rows; a failed row's error already says what went wrong.
+    noted = unclean & df["status"].isin(["ok", "nonfinite"])
+    note = df.loc[noted, "residue_gib"].map(
+        lambda gib: (
+            f"peak memory not measured: {gib:.2f} GiB of an earlier case was still "
+            "allocated at the start"
+        )
+    )
+    errors = df["error"] if "error" in df else pd.Series("", index=df.index)
+    df["error"] = errors.astype(object).where(errors.notna(), "").astype(str)
+    old = df.loc[noted, "error"]
+    df.loc[noted, "error"] = (old + "; ").where(old != "", "") + note
+    return df
+
+
+def _with_ranks(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns of a run of several ranks, for rows of one-process folders that predate
+    them: one rank, the global batch is the batch, all throughput is one GPU's."""
+    if "world_size" not in df:
+        df["world_size"] = 1
+    df["world_size"] = df["world_size"].fillna(1).astype(int)
+    if "global_batch_size" not in df:
+        df["global_batch_size"] = df["batch_size"]
+    df["global_batch_size"] = df["global_batch_size"].fillna(df["batch_size"])
+    if "samples_per_s_per_gpu" not in df:
+        df["samples_per_s_per_gpu"] = df.get("samples_per_s", math.nan)
+    return df
+
+
+def _with_scaling(df: pd.DataFrame) -> pd.DataFrame:
+    """scaling_efficiency = a distributed row's samples/s per GPU over that of the same case
+    with `parallel=none` (every other axis equal) in the same run: 1 is perfect weak scaling.
+    Empty for the `none` rows themselves and where the baseline did not pass."""
+    others = [a for a in axes() if a != "parallel"]
+    base = df[(df["parallel"] == "none") & (df["status"] == "ok")]
+    ref = base[[*others, "samples_per_s_per_gpu"]].rename(
+        columns={"samples_per_s_per_gpu": "_base"}
+    )
+    merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
+    df["scaling_efficiency"] = df["samples_per_s_per_gpu"].to_numpy(dtype=float) / merged[
+        "_base"
+    ].to_numpy(dtype=float)
+    df.loc[(df["status"] != "ok") | (df["parallel"] == "none"), "scaling_efficiency"] = math.nan
+    return df
+
+
+def load(run_dir: str | Path) -> pd.DataFrame:
+    """A run's rows as a DataFrame, with derived speedups; the last row of a case wins.
+
+    An axis that a row lacks (a folder older than the axis) takes the axis's default."""
+    rows = read_rows(Path(run_dir) / ROWS)
+    if not rows:
+        return pd.DataFrame(columns=leading_columns())
+    df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
+    for name, default in _axis_defaults().items():
+        if name not in df.columns:
+            df[name] = default
+    df = _with_ranks(df)
+    for col in METRIC_COLUMNS:
+        if col not in df.columns:
+            df[col] = math.nan
+    df = _with_memory(_with_speedups(_with_clean_peaks(df)))
+    df = _with_scaling(df)
+    lead = leading_columns()
+    return df[lead + [c for c in df.columns if c not in lead]]
+
+
+def load_samples(run_dir: str | Path) -> pd.DataFrame:
+    """Raw samples in long form: one row per (case_id, phase, step) with the value in `ms`."""
+    records = [
+        {"case_id": rec["case_id"], "phase": phase, "step": i, "ms": ms}
+        for rec in read_rows(Path(run_dir) / SAMPLES)
+        for phase, values in rec["samples_ms"].items()
+        for i, ms in enumerate(values)
+    ]
+    return pd.DataFrame(records, columns=["case_id", "phase", "step", "ms"])
