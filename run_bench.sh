@@ -38,8 +38,8 @@ case "${1:-}" in
         if [[ -n "${AMPBENCH_BENCH_STORAGE:-}" && "$storage" != /* && "$storage" != *://* ]]; then
             storage="$AMPBENCH_CWD/$storage"
         fi
-        # Saved under the commit (bench.env), so `pytest-benchmark compare` shows commits.
-        name=$("$PY" -c 'from bench.env import benchmark_save_name; print(benchmark_save_name())')
+        # Saved under the commit (bench.measure.env), so `pytest-benchmark compare` shows commits.
+        name=$("$PY" -c 'from bench.measure.env import benchmark_save_name; print(benchmark_save_name())')
         exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
             --benchmark-storage="file://$storage" --benchmark-save="$name" \
             --benchmark-sort=name --benchmark-columns=median,iqr,min,max,rounds,iterations "$@"

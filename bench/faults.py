@@ -38,3 +38,12 @@ def fault_status(exc: BaseException) -> str:
 
 class Interrupted(Exception):
     """Ctrl-C during a job: the message says what was kept and the command that goes on."""
+
+
+def by_reason(reasons: dict[str, str]) -> str:
+    """Names grouped by why they cannot run: `fp8-tensorwise, fp8-rowwise: float8 matmuls need
+    a CUDA GPU ...; bf16-pure-sr: needs torchao ...`."""
+    return "; ".join(
+        f"{', '.join(n for n, r in reasons.items() if r == reason)}: {reason}"
+        for reason in dict.fromkeys(reasons.values())
+    )

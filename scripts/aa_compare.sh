@@ -45,7 +45,7 @@ copy_run() {  # copy_run SRC DST FACTOR|none: SRC's samples scaled by FACTOR, or
 import sys
 from pathlib import Path
 
-from bench import results
+from bench.store import results
 
 src, dst, how = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 k = 1.0 if how == "none" else float(how)

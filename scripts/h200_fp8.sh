@@ -35,12 +35,12 @@ import traceback
 
 import torch
 
-from bench import fp8
-from bench.case import Case
-from bench.model import PRESETS
-from bench.modes import MODES
-from bench.step import build, train_step
-from bench.variants import unsupported_reason
+from bench.recipes import fp8
+from bench.cases.case import Case
+from bench.workloads.mlp import PRESETS
+from bench.recipes.modes import MODES
+from bench.recipes.step import build, train_step
+from bench.execution.variants import unsupported_reason
 
 print("torch", torch.__version__, "torchao", fp8.torchao_version(), "capability", fp8.capability("cuda"))
 for name in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):

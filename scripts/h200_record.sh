@@ -51,7 +51,7 @@ if [ -d .old ] && [ -n "${OLD_COMMIT:-}" ]; then
     (cd .old && AMPBENCH_GIT_COMMIT="$OLD_COMMIT" AMPBENCH_GIT_DIRTY=0 \
         ./run_bench.sh pytest --benchmark-save="${OLD_COMMIT:0:7}") >>"$out/record.log" 2>&1
     log "old pytest exit $?"
-    new=$(python3 -c 'from bench.env import benchmark_save_name; print(benchmark_save_name())')
+    new=$(python3 -c 'from bench.measure.env import benchmark_save_name; print(benchmark_save_name())')
     python3 -m pytest_benchmark --storage "file://$AMPBENCH_BENCH_STORAGE" compare \
         "*${OLD_COMMIT:0:7}*" "*${new}*" --columns=median,iqr,rounds --sort=name --group-by=name \
         >"results_new/pytest-benchmark/compare_${OLD_COMMIT:0:7}_${new}.txt" 2>&1

@@ -14,7 +14,8 @@ import torch
 
 from bench import cli
 from bench.cases import choices
-from bench.cli import _command_line, main
+from bench.cli import command_line as _command_line
+from bench.cli import main
 from bench.faults import UsageError, fault_status
 from bench.measure import runner
 from bench.publish import index, plots, report
@@ -450,7 +451,7 @@ def test_the_overhead_check_runs_at_the_smallest_and_largest_batch_with_each_opt
     ],
 )
 def test_no_command_runs_run(argv, expected):
-    assert cli._with_command(argv) == expected
+    assert cli.with_command(argv) == expected
 
 
 def test_options_alone_run_a_run_and_usage_says_ampbench(tmp_path, capsys):
@@ -488,10 +489,10 @@ def test_new_folders_go_to_the_projects_folder_from_any_directory(tmp_path, monk
     monkeypatch.delenv("AMPBENCH_CWD", raising=False)
     for command in ("run", "numerics", "maxbatch"):
         args = cli.build_parser().parse_args([command])
-        default = cli._results_dir(args)
+        default = cli.results_dir(args)
         assert default == paths.default_results() and default.parent == paths.ROOT
     args = cli.build_parser().parse_args(["run", "--results-dir", "here"])
-    assert cli._results_dir(args).resolve() == tmp_path / "here"
+    assert cli.results_dir(args).resolve() == tmp_path / "here"
 
 
 # Option names agree across commands; old spellings still parse.

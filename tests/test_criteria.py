@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from bench.cli import main
-from bench.publish import criteria
+from bench.publish import criteria_file
 from bench.store import paths, results
 from tests.stored import small_grid, timing_row, write_run
 
@@ -322,5 +322,5 @@ def test_the_module_entry_point_gives_the_exit_codes(run, tmp_path):
 
 
 def test_a_file_with_no_criterion_is_refused(tmp_path):
-    with pytest.raises(criteria.CriteriaError, match="no \\[\\[criterion\\]\\]"):
-        criteria.read(toml(tmp_path, "# nothing yet\n"))
+    with pytest.raises(criteria_file.CriteriaError, match="no \\[\\[criterion\\]\\]"):
+        criteria_file.read(toml(tmp_path, "# nothing yet\n"))

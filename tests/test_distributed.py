@@ -299,7 +299,7 @@ def test_a_resumed_run_keeps_the_folders_device(tmp_path, monkeypatch):
     (tmp_path / "env.json").write_text(json.dumps({"device": "cpu"}))
     monkeypatch.setattr(env, "device", lambda requested: "cuda")  # as on a GPU machine
     args = cli.build_parser().parse_args(["run", "--resume", str(tmp_path)])
-    assert cli._world(args).device == "cpu"
+    assert cli.ranks.world(args).device == "cpu"
 
 
 def test_a_run_stopped_from_outside_leaves_no_row_for_its_case(tmp_path, monkeypatch):
@@ -341,7 +341,7 @@ def test_the_readme_scaling_table_is_the_runs_scaling_efficiency(two_ranks):
 
 
 def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order():
-    from bench.publish import report
+    from bench.publish import ranks
 
     rows = [
         {
@@ -359,7 +359,7 @@ def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order
         for mode in ("fp32", "bf16-amp")
         for par in ("ddp", "fsdp")
     ]
-    lines = report.scaling_table(pd.DataFrame(rows)).splitlines()
+    lines = ranks.scaling_table(pd.DataFrame(rows)).splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     assert head == [
         "mode",

@@ -64,8 +64,8 @@ def test_reopen_refuses_a_folder_of_another_commit_unless_forced(tmp_path):
     _env(tmp_path, config={})
     here = {"device": "cpu", "commit": "bbb", "dirty": False, "torch": "2.9", "gpu": "cpu"}
     with pytest.raises(UsageError, match=r"commit 'aaa' there, 'bbb' here.*--force"):
-        folders.reopen(tmp_path, kind="config", here=here, force=False)
-    info = folders.reopen(tmp_path, kind="config", here=here, force=True)
+        folders.reopen(tmp_path, kind="timing", here=here, force=False)
+    info = folders.reopen(tmp_path, kind="timing", here=here, force=True)
     assert info["resumed"][-1]["forced"] == ["commit 'aaa' there, 'bbb' here"]
 
 
@@ -73,7 +73,7 @@ def test_reopen_refuses_the_other_kind_of_folder(tmp_path):
     _env(tmp_path, numerics_config={})
     here = {"device": "cpu", "commit": "aaa", "dirty": False, "torch": "2.9", "gpu": "cpu"}
     with pytest.raises(UsageError, match="numerics study"):
-        folders.reopen(tmp_path, kind="config", here=here, force=False)
+        folders.reopen(tmp_path, kind="timing", here=here, force=False)
 
 
 def test_a_results_dir_that_is_a_file_is_refused(tmp_path):

@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
+from bench.cases.grid import GRID_WIDTH
 from bench.cli import main
-from bench.publish import index
+from bench.publish import grid_text, index, index_check, runs
 from bench.store import paths, results
 from tests.stored import small_grid, write_maxbatch, write_numerics, write_run, write_save
 
@@ -60,11 +61,11 @@ def project(tmp_path):
     )
     write_save(res / "pytest-benchmark" / "Linux-CPython-3.12-64bit" / "0001_x.json")
     (res / "pytest-benchmark" / "compare_0001_0002.txt").write_text("table\n")
-    (res / index.SESSIONS_DIR).mkdir()
-    (res / index.SESSIONS_DIR / "session_x.log").write_text("log\n")
-    (res / index.SESSIONS_DIR / index.NOTES).write_text("# Notes\n")
-    (res / index.HISTORY_DIR).mkdir()
-    (res / index.HISTORY_DIR / "cpu.md").write_text("# history\n")
+    (res / runs.SESSIONS_DIR).mkdir()
+    (res / runs.SESSIONS_DIR / "session_x.log").write_text("log\n")
+    (res / runs.SESSIONS_DIR / runs.NOTES).write_text("# Notes\n")
+    (res / runs.HISTORY_DIR).mkdir()
+    (res / runs.HISTORY_DIR / "cpu.md").write_text("# history\n")
     (tmp_path / "README.md").write_text(HEADLINE)
     return tmp_path
 
@@ -116,27 +117,29 @@ def test_the_index_of_a_small_tree_is_word_for_word_what_the_folders_say(project
 
 
 def test_a_grid_gives_its_longest_values_way_to_counts_and_is_cut_last():
-    modes = index._axis(["fp32", "tf32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"], "mode")
-    batches = index._batches([256, 1024, 4096])
+    modes = grid_text.axis(["fp32", "tf32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"], "mode")
+    batches = grid_text.batches([256, 1024, 4096])
     # 65 characters with every value: the modes (the longest) become a count.
-    assert index.grid([modes, batches]) == "5 modes × batch 256,1024,4096"
-    optimizers = index._axis(["foreach", "fused"], "optimizer")
-    variants = index._axis(["eager", "compile", "cudagraph"], "variant")
+    assert grid_text.line([modes, batches]) == "5 modes × batch 256,1024,4096"
+    optimizers = grid_text.axis(["foreach", "fused"], "optimizer")
+    variants = grid_text.axis(["eager", "compile", "cudagraph"], "variant")
     # 71 with the modes counted: the variants (23, the longest left) go next, to 58.
-    assert index.grid([modes, batches, optimizers, variants]) == (
+    assert grid_text.line([modes, batches, optimizers, variants]) == (
         "5 modes × batch 256,1024,4096 × foreach,fused × 3 variants"
     )
     # 66 with an extra: the batch sizes become a range (61), the optimizers a count (60).
-    assert index.grid([modes, batches, optimizers, variants], extras=("seed 1",)) == (
+    assert grid_text.line([modes, batches, optimizers, variants], extras=("seed 1",)) == (
         "5 modes × batch 256–4096 × 2 optimizers × 3 variants, seed 1"
     )
-    short = index._axis(["fp32", "bf16-amp"], "mode")
-    assert index.grid([short, index._batches([8])]) == "fp32,bf16-amp × batch 8"
-    assert index.grid([short, None], extras=("lr 3e-4",)) == "fp32,bf16-amp, lr 3e-4"
-    cut = index.grid([index._axis(["x" * 70], "mode")])
-    assert len(cut) == index.GRID_WIDTH and cut.endswith("…")
+    short = grid_text.axis(["fp32", "bf16-amp"], "mode")
+    assert grid_text.line([short, grid_text.batches([8])]) == "fp32,bf16-amp × batch 8"
+    assert grid_text.line([short, None], extras=("lr 3e-4",)) == "fp32,bf16-amp, lr 3e-4"
+    cut = grid_text.line([grid_text.axis(["x" * 70], "mode")])
+    assert len(cut) == GRID_WIDTH and cut.endswith("…")
     assert (
-        index._lr(3e-4) == "3e-4" and index._lr(0.001) == "1e-3" and index._lr(2.5e-5) == "2.5e-5"
+        grid_text.lr(3e-4) == "3e-4"
+        and grid_text.lr(0.001) == "1e-3"
+        and grid_text.lr(2.5e-5) == "2.5e-5"
     )
 
 
@@ -172,7 +175,7 @@ def test_the_index_links_the_sessions_in_one_line_and_lists_no_log(project):
     text = index.render(project / "results")
     assert sum("sessions/" in line for line in text.splitlines()) == 1
     assert "session_x.log" not in text
-    shutil.rmtree(project / "results" / index.SESSIONS_DIR)
+    shutil.rmtree(project / "results" / runs.SESSIONS_DIR)
     assert "sessions/" not in index.render(project / "results")
 
 
@@ -247,7 +250,7 @@ def test_check_names_the_first_line_edited_by_hand(repo, capsys):
 
 
 def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monkeypatch):
-    monkeypatch.setattr(index, "tracked_files", lambda folder: None)
+    monkeypatch.setattr(index_check, "tracked_files", lambda folder: None)
     index.write(project / "results")
     code, err = _check(project, capsys)
     assert code == 0 and "git cannot list" in err[0] and "every folder" in err[0]
@@ -258,11 +261,11 @@ def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monk
 
 def test_a_read_only_results_folder_is_one_line_naming_it(project, read_only, capsys):
     res = project / "results"
-    before = (res / index.HISTORY_DIR / "cpu.md").read_text()
+    before = (res / runs.HISTORY_DIR / "cpu.md").read_text()
     read_only(res)
     assert main(["index", "--results-dir", str(res)]) == 2
     assert capsys.readouterr().err.strip() == f"ampbench: error: {res} is not writable"
-    assert (res / index.HISTORY_DIR / "cpu.md").read_text() == before
+    assert (res / runs.HISTORY_DIR / "cpu.md").read_text() == before
 
 
 def test_a_folder_with_a_bad_env_json_is_skipped_with_a_warning(project, capsys):

@@ -7,6 +7,7 @@ import torch
 
 from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig, search
+from bench.publish import render
 from bench.publish.maxbatch import summarize_trials
 from bench.store import results
 
@@ -73,18 +74,19 @@ def test_end_to_end_against_a_fake_allocator(monkeypatch, tmp_path):
         device="cpu", preset="tiny", modes=("fp32", "bf16-amp"), start=8, limit=256
     )
     run_dir = maxbatch.start(cfg, results_dir=tmp_path, command="test")
+    render.render(run_dir)  # as the command does after the job
     table = pd.read_csv(run_dir / results.CSV)
     # 8, 16, 32 train; 64 fails; bisection: 48 fails, 40 trains, 44 and 42 fail.
     assert list(table["largest_batch"]) == [40, 40]
     assert list(table["first_failing_batch"]) == [42, 42]
     assert all(s.startswith("memory: out of memory at batch") for s in table["limited_by"])
-    trials = results.read_jsonl(run_dir / maxbatch.TRIALS)
+    trials = results.read_jsonl(run_dir / results.TRIALS)
     assert {t["status"] for t in trials} == {"ok", "oom"}
     assert "Largest batch per mode" in (run_dir / results.REPORT).read_text()
 
 
 def test_bad_settings_name_the_value():
-    with pytest.raises(ValueError, match=r"got 0\.0"):
+    with pytest.raises(ValueError, match=r"resolution 0\.0 is not"):
         MaxBatchConfig(device="cpu", preset="tiny", resolution=0.0)
 
 
@@ -112,11 +114,12 @@ def test_an_unsupported_mode_or_variant_renders_with_its_reason(tmp_path, mode, 
         device="cpu", preset="tiny", modes=(mode,), variants=(variant,), start=8, limit=16
     )
     run_dir = maxbatch.start(cfg, results_dir=tmp_path, command="test")
+    render.render(run_dir)  # as the command does after the job
     table = pd.read_csv(run_dir / results.CSV)
     assert table.loc[0, "limited_by"].startswith("unsupported: ")
     assert pd.isna(table.loc[0, "largest_batch"])
     assert "unsupported" in (run_dir / results.REPORT).read_text()
-    assert maxbatch.render(run_dir) == run_dir / results.REPORT  # `report` on the folder
+    assert render.render(run_dir) == run_dir / results.REPORT  # `report` on the folder
 
 
 def test_an_unsupported_mode_beside_one_that_trains():

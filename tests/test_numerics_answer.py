@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from bench.numerics import analysis, answer, tables
+from bench.numerics import answer, run_summary, tables
 
 
 def _audit_rows():
@@ -203,7 +203,7 @@ def test_summary_time_to_target_by_hand():
             for m, ms in (("fp32", 10.0), ("bf16-amp", 2.0), ("fp16-amp-noscale", 1.0))
         ]
     )
-    summary = analysis.summarize_runs(steps, evals, runs, horizon=40)
+    summary = run_summary.summarize_runs(steps, evals, runs, horizon=40)
     assert list(summary.columns) == list(tables.TABLES["summary"].columns)
     s = summary.set_index("mode")
     # fp32's 20-step mean at the end is 1.0. bf16's running mean over steps 0..t (t < 20) is
@@ -220,12 +220,12 @@ def test_summary_time_to_target_by_hand():
 
 
 def test_summary_of_no_runs_is_empty_with_its_columns():
-    out = analysis.summarize_runs(_empty("steps"), _empty("evals"), _empty("runs"), horizon=10)
+    out = run_summary.summarize_runs(_empty("steps"), _empty("evals"), _empty("runs"), horizon=10)
     assert out.empty and list(out.columns) == list(tables.TABLES["summary"].columns)
 
 
 def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
-    from bench.numerics.answer import recipe_census_sentences
+    from bench.numerics.answer_recipes import recipe_census_sentences
 
     rows = []
     for mode, err in (("bf16-amp", 0.01), ("bf16-pure", 0.01), ("fp8-rowwise", 0.05)):

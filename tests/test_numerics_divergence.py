@@ -8,8 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.numerics import analysis, answer, report, tables, training
-from bench.numerics.analysis import BLOWUP, DIVERGE_FACTOR, DIVERGE_STEPS, NONFINITE, divergence
+from bench.numerics import (
+    analysis,
+    answer_divergence,
+    answer_scaler,
+    report_training,
+    run_summary,
+    tables,
+    training,
+)
+from bench.numerics.run_summary import BLOWUP, DIVERGE_FACTOR, DIVERGE_STEPS, NONFINITE, divergence
 from tests.conftest import tiny_case
 
 HEALTHY = list(np.geomspace(2.0, 1e-3, 300))
@@ -85,7 +93,7 @@ def _summary() -> pd.DataFrame:
     steps = pd.DataFrame(rows)
     runs = steps[["mode", "batch_size", "seed"]].drop_duplicates().assign(step_ms=1.0)
     evals = pd.DataFrame(columns=list(tables.TABLES["evals"].columns))
-    return analysis.summarize_runs(steps, evals, runs, horizon=300)
+    return run_summary.summarize_runs(steps, evals, runs, horizon=300)
 
 
 def test_the_summary_holds_each_runs_event():
@@ -96,13 +104,13 @@ def test_the_summary_holds_each_runs_event():
     assert set(ns["divergence"]) == {BLOWUP}
     healthy = s[~((s["mode"] == "fp16-amp-noscale") & (s["batch_size"] == 8))]
     assert (
-        set(healthy["divergence"]) == {analysis.HEALTHY}
+        set(healthy["divergence"]) == {run_summary.HEALTHY}
         and healthy["diverged_at_step"].isna().all()
     )
 
 
 def _divergence_text(summary: pd.DataFrame) -> str:
-    return "\n".join(answer.divergence_sentences(summary))
+    return "\n".join(answer_divergence.divergence_sentences(summary))
 
 
 def test_the_answer_names_the_divergence_from_the_table():
@@ -116,17 +124,20 @@ def test_the_answer_names_the_divergence_from_the_table():
     # The sentence follows the table: change the cell, the sentence changes.
     s.loc[
         (s["mode"] == "fp16-amp-noscale") & (s["seed"] == 1) & (s["batch_size"] == 8), "divergence"
-    ] = analysis.HEALTHY
+    ] = run_summary.HEALTHY
     assert "diverged at step 200 in 1 of 2 seeds at batch 8" in _divergence_text(s)
-    s["divergence"] = analysis.HEALTHY
+    s["divergence"] = run_summary.HEALTHY
     assert "fp16 without a scaler did not diverge in the runs measured" in _divergence_text(s)
 
 
 def test_a_summary_older_than_divergence_says_nothing_of_it():
     s = _summary()
     s["divergence"] = math.nan  # how `tables.load` reads a folder older than the column
-    assert answer.divergence_sentences(s) == []
-    assert answer.divergence_sentences(s.drop(columns=["divergence", "diverged_at_step"])) == []
+    assert answer_divergence.divergence_sentences(s) == []
+    assert (
+        answer_divergence.divergence_sentences(s.drop(columns=["divergence", "diverged_at_step"]))
+        == []
+    )
 
 
 def test_the_scaled_flush_is_stated_in_context():
@@ -143,12 +154,12 @@ def test_the_scaled_flush_is_stated_in_context():
             }
         ]
     )
-    text = answer._in_context(census, _summary())
+    text = answer_scaler._in_context(census, _summary())
     assert text == (
         " (grad of logits at batch 8, step 10, training loss 0.0123, loss scale 65536; "
         "no fp16-amp run at that batch size diverged)"
     )
-    assert answer._in_context(census.drop(columns="loss"), _summary()) == ""
+    assert answer_scaler._in_context(census.drop(columns="loss"), _summary()) == ""
 
 
 def _trace_rows(mode: str, seed: int, steps: range) -> list[dict]:
@@ -181,7 +192,7 @@ def test_the_report_shows_the_traces_around_each_event(tmp_path):
         _trace_rows("fp16-amp-noscale", 0, range(0, 300, 5))
         + _trace_rows("fp32", 0, range(0, 300, 5))
     )
-    lines = report._traces({"traces": traces, "summary": _summary()})
+    lines = report_training.traces_section({"traces": traces, "summary": _summary()})
     text = "\n".join(lines)
     assert "`fp16-amp-noscale`, batch 8, seed 0: blowup at step 200" in text
     assert "`fp16-amp-noscale`, batch 8, seed 1" not in text  # no traces of that run
@@ -193,7 +204,7 @@ def test_the_report_shows_the_traces_around_each_event(tmp_path):
 
     plots.traces(traces, tmp_path / "traces.png")
     assert (tmp_path / "traces.png").stat().st_size > 0
-    assert report._traces({"traces": traces.iloc[:0], "summary": _summary()}) == []
+    assert report_training.traces_section({"traces": traces.iloc[:0], "summary": _summary()}) == []
 
 
 @pytest.mark.parametrize("mode", ["fp16-amp", "fp32"])
@@ -264,7 +275,7 @@ def test_the_mechanism_is_read_from_the_traces():
 
 def test_the_answer_states_the_mechanism_the_traces_show():
     traces, s = _mechanism_traces(), _summary()
-    (text,) = answer.mechanism_sentences(traces, s)
+    (text,) = answer_divergence.mechanism_sentences(traces, s)
     assert "traced every 5 steps" in text
     assert "batch 8, seed 0, event at step 200" in text and "seed 1" not in text
     assert "60.0% of fc3.weight's gradient elements were zero on average" in text
@@ -275,7 +286,7 @@ def test_the_answer_states_the_mechanism_the_traces_show():
     )
     assert "had not decayed against fp32's" in text and "10× or more" in text
     # Without fp32's traces nothing is said of fp32.
-    (alone,) = answer.mechanism_sentences(traces[traces["mode"] != "fp32"], s)
+    (alone,) = answer_divergence.mechanism_sentences(traces[traces["mode"] != "fp32"], s)
     assert (
         "flushed to zero for many steps before each event" in alone and "fp32's were" not in alone
     )
@@ -283,7 +294,7 @@ def test_the_answer_states_the_mechanism_the_traces_show():
     calm = pd.DataFrame(_trace_rows("fp16-amp-noscale", 0, range(0, 300, 5))).assign(
         batch_size=32, grad_zero_share=1.0
     )
-    (text,) = answer.mechanism_sentences(pd.concat([traces, calm]), s)
+    (text,) = answer_divergence.mechanism_sentences(pd.concat([traces, calm]), s)
     assert (
         ". At batch 32, where fp16 without a scaler did not diverge, 100.0% of fc1.weight's "
         "gradient elements were zero on average after step 100 (mean over 1 seeds)." in text
@@ -292,9 +303,9 @@ def test_the_answer_states_the_mechanism_the_traces_show():
     noscale = traces["mode"] == "fp16-amp-noscale"
     traces.loc[noscale, "exp_avg_sq_median"] = 1e-14
     traces.loc[noscale, "update_rms_ratio"] = 1e-3
-    (text,) = answer.mechanism_sentences(traces, s)
+    (text,) = answer_divergence.mechanism_sentences(traces, s)
     assert "had decayed below fp32's" in text and "10× or more" not in text
-    assert answer.mechanism_sentences(traces.iloc[:0], s) == []
+    assert answer_divergence.mechanism_sentences(traces.iloc[:0], s) == []
 
 
 def test_the_longer_horizon_is_stated_where_runs_went_longer():
@@ -306,8 +317,8 @@ def test_the_longer_horizon_is_stated_where_runs_went_longer():
             rows.append(r)
     steps = pd.DataFrame(rows)
     runs = steps[["mode", "batch_size", "seed", "steps"]].drop_duplicates()
-    (text,) = answer.horizon_sentences(steps, runs)
+    (text,) = answer_divergence.horizon_sentences(steps, runs)
     assert text.startswith("**Longer horizon** (300 steps")
     assert "fp16 with GradScaler ends at" in text and "fp32" not in text.split(")", 1)[1]
     assert "from 65536 to 131072, changing after step 200; 0 steps skipped" in text
-    assert answer.horizon_sentences(steps[steps["mode"] == "fp32"], runs) == []
+    assert answer_divergence.horizon_sentences(steps[steps["mode"] == "fp32"], runs) == []

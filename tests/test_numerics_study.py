@@ -13,10 +13,26 @@ import pytest
 import torch
 
 from bench.faults import UsageError
+from bench.jobs import numerics as study_job
 from bench.numerics import config, jobs, study, tables, training
 from bench.numerics.config import NumericsConfig
 from bench.store import folders
 from bench.workloads.mlp import PRESETS
+
+
+def _then_render(job):
+    """A study job, then its rendering, as the `numerics` command runs them."""
+
+    def run(*args, **kwargs):
+        folder = job(*args, **kwargs)
+        study.render(folder)
+        return folder
+
+    return run
+
+
+start_study, resume_study = _then_render(study_job.start), _then_render(study_job.resume)
+
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "results" / "20261129T204750Z_NVIDIA-H200_35d9fdc_numerics"
@@ -43,7 +59,7 @@ def _cfg(**options) -> NumericsConfig:
 
 
 def _start(results_dir: Path, tag: str | None = None, **options) -> Path:
-    return study.start(_cfg(**options), results_dir=results_dir, command="ampbench test", tag=tag)
+    return start_study(_cfg(**options), results_dir=results_dir, command="ampbench test", tag=tag)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +71,7 @@ def test_a_study_writes_its_folder(small_study):
     assert small_study.name.endswith("_numerics")
     for name in [t.file for t in tables.TABLES.values()] + ["audit.json", "report.md", *FIGURES]:
         assert (small_study / name).is_file(), name
-    assert not (small_study / study.JOBS_DIR).exists()
+    assert not (small_study / study_job.JOBS_DIR).exists()
     info = json.loads((small_study / "env.json").read_text())
     assert info["command"] == "ampbench test" and info["run_name"] == small_study.name
     assert info["numerics_config"]["lr"] == 3e-4 and "started" in info and "ended" in info
@@ -193,27 +209,27 @@ def test_an_interrupted_study_resumes_where_it_stopped(small_study, tmp_path, mo
     with pytest.raises(KeyboardInterrupt):
         _start(tmp_path / "results")
     (cut,) = (tmp_path / "results").iterdir()
-    assert sorted(f.stem for f in (cut / study.JOBS_DIR).glob("*.json")) == sorted(ran)
+    assert sorted(f.stem for f in (cut / study_job.JOBS_DIR).glob("*.json")) == sorted(ran)
     assert not (cut / "summary.csv").exists()
 
     with pytest.raises(UsageError, match="complete"):
-        study.resume(small_study, workers=None, force=False)
+        resume_study(small_study, workers=None, force=False)
     with pytest.raises(UsageError, match=r"no env\.json"):
-        study.resume(tmp_path, workers=None, force=False)
+        resume_study(tmp_path, workers=None, force=False)
     with pytest.raises(UsageError, match="no such folder"):
-        study.resume(tmp_path / "nothing", workers=None, force=False)
+        resume_study(tmp_path / "nothing", workers=None, force=False)
     with pytest.raises(UsageError, match="workers 2"):
-        study.resume(cut, workers=2, force=False)
+        resume_study(cut, workers=2, force=False)
     with folders.locked(cut), pytest.raises(UsageError, match="being written"):
-        study.resume(cut, workers=None, force=False)
+        resume_study(cut, workers=None, force=False)
     assert len(json.loads((cut / "env.json").read_text()).get("resumed", [])) == 0
 
     before, ran = ran, []
     monkeypatch.setattr(jobs, "run_job", lambda job: ran.append(job.key) or real_job(job))
     monkeypatch.setattr(sys, "argv", ["bench", "numerics", "--resume", str(cut)])  # as recorded
-    assert study.resume(cut, workers=None, force=False) == cut
+    assert resume_study(cut, workers=None, force=False) == cut
     assert len(ran) == 2 and not set(ran) & set(before)
-    assert not (cut / study.JOBS_DIR).exists()
+    assert not (cut / study_job.JOBS_DIR).exists()
     # The CPU is deterministic, so the resumed study's tables are those of the whole one.
     for name in ("steps", "evals", "census", "histogram", "audit"):
         file = tables.TABLES[name].file
@@ -237,7 +253,8 @@ def test_a_timing_run_can_run_a_short_study_into_its_folder(tmp_path):
     folder.mkdir(parents=True)
     info = {"device": "cpu", "run_name": "RUN/numerics", "numerics_config": cfg.record()}
     (folder / "env.json").write_text(json.dumps(info))
-    study.run_into(cfg, folder, info)
+    study_job.run_into(cfg, folder, info)
+    study.render(folder)
     assert "ended" in json.loads((folder / "env.json").read_text())
     assert "## 5. Answer" in (folder / "report.md").read_text()
     census = pd.read_csv(folder / "census.csv")

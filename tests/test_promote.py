@@ -12,7 +12,7 @@ import pytest
 
 from bench import cli
 from bench.cli import main
-from bench.publish import index
+from bench.publish import index, runs
 from bench.store import folders, paths, results
 from tests.stored import small_grid, write_run
 
@@ -62,9 +62,9 @@ def test_a_run_lands_in_runs_by_default_and_leaves_results_alone(project, capsys
     # The studies and the searches go there too; an explicit --results-dir still wins.
     parser = cli.build_parser()
     for command in ("run", "numerics", "maxbatch"):
-        assert cli._results_dir(parser.parse_args([command])) == project / "runs"
+        assert cli.results_dir(parser.parse_args([command])) == project / "runs"
         given = parser.parse_args([command, "--results-dir", str(project / "x")])
-        assert cli._results_dir(given) == project / "x"
+        assert cli.results_dir(given) == project / "x"
 
 
 def test_promote_copies_a_run_into_results_and_indexes_it(project, capsys):
@@ -158,7 +158,7 @@ def test_the_index_leaves_cpu_folders_out(project):
     gpu = _gpu_run(res)
     write_run(res / "20261201T010000Z_cpu_nogit", small_grid()[:2])  # a CPU timing run
     nested = write_run(res / "sweep" / "20261201T020000Z_cpu_nogit", small_grid()[:2])
-    assert [r.path for r in index.run_folders(res)] == [gpu]
+    assert [r.path for r in runs.run_folders(res)] == [gpu]
     # The README's run of record is a CPU run: the index names none, and does not fail.
     record = "<!-- ampbench:headline results/20261201T010000Z_cpu_nogit -->\n"
     (project / "README.md").write_text(record)

@@ -10,7 +10,7 @@ import pytest
 from bench.cli import main
 from bench.faults import UsageError
 from bench.numerics import tables as study_tables
-from bench.publish import readme, report, summary
+from bench.publish import readme, report, summary, summary_studies
 from bench.store import paths, results
 from tests.stored import small_grid, timing_row, write_run
 
@@ -343,7 +343,7 @@ def test_float16_that_trains_well_without_a_scaler_needs_none(answered):
     census.loc[census["mode"] == "fp16-amp-noscale", "flushed"] = 0.001
     noscale = runs["mode"] == "fp16-amp-noscale"
     runs.loc[noscale, ["final_loss", "divergence", "diverged_at_step"]] = [0.1, "none", None]
-    assert summary.scaler_line([study]) == (
+    assert summary_studies.scaler_line([study]) == (
         "- **GradScaler: not needed with float16 on this model** at batch 64 and 1024: at most "
         "0.1% of any gradient underflowed to zero and training ended within 10% of fp32's loss."
     )
@@ -353,7 +353,7 @@ def test_a_study_that_traced_divergence_is_preferred_for_training(answered):
     old = study_tables.load(answered / "results" / "study1")
     new = study_tables.load(answered / "results" / "study1")
     old["summary"] = old["summary"].assign(divergence=float("nan"), diverged_at_step=float("nan"))
-    vs = summary.against_fp32([old, new], "fp16-amp-noscale")
+    vs = summary_studies.against_fp32([old, new], "fp16-amp-noscale")
     assert vs.to_dict("records") == [
         {
             "batch_size": 1024,
@@ -366,4 +366,4 @@ def test_a_study_that_traced_divergence_is_preferred_for_training(answered):
             "runs": 2,
         }
     ]
-    assert summary.against_fp32([old], "fp16-amp-noscale")["diverged"].tolist() == [0]
+    assert summary_studies.against_fp32([old], "fp16-amp-noscale")["diverged"].tolist() == [0]

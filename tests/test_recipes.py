@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from bench.execution.variants import unsupported_reason
+from bench.jobs import numerics as study_job
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes
 from bench.measure.runner import run_case
 from bench.numerics import answer, jobs, study, tables, training
@@ -21,6 +22,21 @@ from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
 from bench.workloads.mlp import PRESETS
 from tests.conftest import tiny_case
+
+
+def _then_render(job):
+    """A study job, then its rendering, as the `numerics` command runs them."""
+
+    def run(*args, **kwargs):
+        folder = job(*args, **kwargs)
+        study.render(folder)
+        return folder
+
+    return run
+
+
+start_study, resume_study = _then_render(study_job.start), _then_render(study_job.resume)
+
 
 try:
     import torchao  # noqa: F401
@@ -195,7 +211,7 @@ def _fp32_study(parent: Path, **options: object) -> Path:
         **options,
     }
     cfg = NumericsConfig.build(device="cpu", options=options, workers=None)
-    return study.start(cfg, results_dir=parent, command="ampbench test", tag=None)
+    return start_study(cfg, results_dir=parent, command="ampbench test", tag=None)
 
 
 def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
@@ -210,7 +226,7 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     env = json.loads((run_dir / "env.json").read_text())
     (run_dir / "env.json").write_text(json.dumps({**env, "commit": "0" * 40}))
     added = ("bf16-pure", "bf16-pure-sr")
-    study.resume(run_dir, workers=None, force=False, add_modes=added, trace_every=5)
+    resume_study(run_dir, workers=None, force=False, add_modes=added, trace_every=5)
 
     assert sorted(ran) == ["convergence_bf16-pure-sr_b16_s0_10", "convergence_bf16-pure_b16_s0_10"]
     info = json.loads((run_dir / "env.json").read_text())
@@ -233,7 +249,7 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     assert "**Do the recipes beyond autocast converge?** `bf16-pure` at batch 16" in report
 
     with pytest.raises(Exception, match="already has"):
-        study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+        resume_study(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
 
 
 def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, no_torchao):
@@ -241,7 +257,7 @@ def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, n
     census = tables.read(run_dir, "census")
     # As a study made before bf16-pure existed: its census has no bf16-pure rows.
     tables.write(run_dir, "census", census[census["mode"] != "bf16-pure"])
-    study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+    resume_study(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
     again = tables.read(run_dir, "census")
     assert "bf16-pure" in set(again["mode"])
     assert len(again) == len(census)  # the old census rows were replaced, not kept twice
@@ -249,7 +265,7 @@ def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, n
     assert "retabled" not in info and info["resumed"][-1]["census_again_for"] == ["bf16-pure"]
     # A mode added before the census knew it: asking again runs only the census.
     tables.write(run_dir, "census", census[census["mode"] != "bf16-pure"])
-    study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+    resume_study(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
     assert len(tables.read(run_dir, "census")) == len(census)
     assert json.loads((run_dir / "env.json").read_text())["resumed"][-1]["added_modes"] == []
     report = (run_dir / "report.md").read_text()
@@ -259,7 +275,7 @@ def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, n
     last = report.rindex("The census ran again")
     assert report.index("every census row (all modes) is from this run") > last
     with pytest.raises(Exception, match="already has"):
-        study.resume(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
+        resume_study(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
 
 
 def test_new_modes_stay_out_of_the_default_cpu_study_where_they_cannot_run(no_torchao):

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from bench.execution import variants
-from bench.measure import runner
-from bench.measure.runner import run_case, run_suite
+from bench.jobs.suite import run_suite
+from bench.measure import overhead, runner
+from bench.measure.runner import run_case
 from bench.store import results
 from tests.conftest import tiny_case
 
@@ -174,6 +175,72 @@ def test_repeat_windows_are_stored_beside_the_flat_samples(monkeypatch, tmp_path
     assert "repeats_ms" not in second and len(second["samples_ms"]["total"]) == 3
 
 
+def test_rounds_interleave_the_cases_and_pool_their_windows(monkeypatch, tmp_path, cpu_ceilings):
+    # Each call to the clock's window gives the next of these step times: case A gets 1 then 3,
+    # case B 2 then 4, because the second round comes after a whole pass over the grid.
+    order, base = [], iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+
+    real_windows = runner.time_repeats
+
+    def windows(phases, **kwargs):
+        ms = next(base)  # the steps run for real (losses are checked); their times are scripted
+        timed = real_windows(phases, **kwargs)
+        return [
+            {name: [ms * (3 if name == "total" else 1)] * len(v) for name, v in w.items()}
+            for w in timed
+        ]
+
+    real = runner.run_case
+
+    def logged(case, ceilings, world=None):
+        order.append(case.mode)
+        return real(case, ceilings, world)
+
+    monkeypatch.setattr(runner, "time_repeats", windows)
+    monkeypatch.setattr(runner, "run_case", logged)
+    cases = [tiny_case(mode="fp32", steps=2), tiny_case(mode="tf32", steps=2)]
+    run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
+    assert order == ["fp32", "tf32", "fp32", "tf32"]
+    kept = results.read_rows(tmp_path / results.ROUNDS)
+    assert [(r["round"], r["repeats_ms"]["total"]) for r in kept] == [
+        (1, [[3.0, 3.0]]),
+        (1, [[6.0, 6.0]]),
+    ]
+    rows = {r["mode"]: r for r in results.read_rows(tmp_path / results.ROWS)}
+    # Statistics over both rounds' windows: fp32's steps 3, 3 then 9, 9 have median 6.
+    assert rows["fp32"]["total_ms"] == 6.0 and rows["fp32"]["rounds"] == 2
+    assert rows["tf32"]["total_ms"] == 9.0
+    samples = {r["case_id"]: r for r in results.read_rows(tmp_path / results.SAMPLES)}
+    assert samples[cases[0].case_id]["repeats_ms"]["total"] == [[3.0, 3.0], [9.0, 9.0]]
+
+
+def test_a_resumed_run_keeps_the_rounds_it_had(monkeypatch, tmp_path, cpu_ceilings):
+    cases = [tiny_case(mode="fp32", steps=2), tiny_case(mode="tf32", steps=2)]
+    real = runner.run_case
+    calls = []
+
+    def killed_in_round_two(case, ceilings, world=None):
+        calls.append(case.mode)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(case, ceilings, world)
+
+    monkeypatch.setattr(runner, "run_case", killed_in_round_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
+    # fp32 finished both rounds; tf32 has its first round on disk, and only its second runs now.
+    calls.clear()
+    run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
+    assert calls == ["tf32"]
+    samples = results.read_rows(tmp_path / results.SAMPLES)
+    assert [len(s["repeats_ms"]["total"]) for s in samples] == [2, 2]
+
+
+def test_rounds_must_be_positive(tmp_path, cpu_ceilings):
+    with pytest.raises(ValueError, match="rounds must be a positive integer, got 0"):
+        run_suite([tiny_case()], tmp_path, cpu_ceilings, rounds=0)
+
+
 def test_every_window_losses_are_checked(monkeypatch, cpu_ceilings):
     real_forward = variants.forward
 
@@ -198,7 +265,7 @@ def test_a_new_grid_takes_the_default_repeats_and_an_old_record_one():
 
 
 def test_overhead_measurement_compares_like_with_like():
-    out = runner.measure_overhead(tiny_case(steps=4), windows=2, repeats=2)
+    out = overhead.measure_overhead(tiny_case(steps=4), windows=2, repeats=2)
     assert len(out["harness_samples_ms"]) == 8 and len(out["bare_window_step_ms"]) == 4
     assert out["harness_ms"] > 0 and out["bare_ms"] > 0
     assert out["overhead_pct"] == pytest.approx((out["harness_ms"] / out["bare_ms"] - 1) * 100)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-# The registries (and ModelSize) import torch: they are imported where a case is built or
-# sized, so that reading a folder (`bench.store.results`, which needs only the fields) and the
-# command
-# line's parser import no torch.
+from bench.cases import checks, choices
+
+# ModelSize imports torch: it is imported where a case is sized, so that reading a folder
+# (`bench.store.results`, which needs only the fields) and the command line's parser import no
+# torch. Names are checked against `bench.cases.choices`, which tests/test_cli.py holds equal to
+# the registries' keys.
 if TYPE_CHECKING:
     from bench.workloads.mlp import ModelSize
 
@@ -39,84 +41,98 @@ _ID_FIELDS = (
 """The axes every case id spells out, in the order of the first runs' ids; any other axis joins
 the id as `name=value` only when it is not at its default."""
 
-_MEASURE = {"measure": True}
+
+@dataclass(frozen=True)
+class Sweep:
+    """How a timing run sweeps an axis of `Case` over several values (`RunConfig`)."""
+
+    plural: str
+    """The name of the axis's values in a run's config and in env.json (`modes`)."""
+    noun: str
+    """The axis in words, in the index's grid line (`2 modes`, `batch 256–4096`)."""
+    option: str | None = None
+    """The run's option, when it is not `--` and `plural` (`--parallel`)."""
+    aliases: tuple[str, ...] = ()
+    """Other spellings of the option (`--optimizer`)."""
+    help: str | None = None
+    """What the option's help says of the axis, where the field's docstring does not fit."""
+
+    @property
+    def flag(self) -> str:
+        return self.option or "--" + self.plural.replace("_", "-")
 
 
-def _positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def _axis(check: checks.Check, sweep: Sweep | None = None) -> dict[str, object]:
+    """A field's metadata: its check, and how a timing run sweeps it (None: it does not)."""
+    return {"check": check, "sweep": sweep}
 
 
-def _positive_finite(name: str, value: object) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not 0 < value < float("inf")
-    ):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+def _measure(check: checks.Check) -> dict[str, object]:
+    """A measurement setting's metadata: not an axis (see the module's docstring)."""
+    return {"check": check, "measure": True}
 
 
-def _choice(name: str, value: object, choices: Iterable[str]) -> None:
-    choices = tuple(choices)
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; choose from {', '.join(choices)}")
+_POSITIVE = _axis(checks.POSITIVE_INT)
+
+
+_MODES_HELP = "precision modes (on the CPU, by default only those that can run there)"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Case:
-    mode: str
+    mode: str = field(
+        metadata=_axis(checks.choice(choices.MODES), Sweep("modes", "mode", help=_MODES_HELP))
+    )
     """Key of `bench.recipes.modes.MODES`."""
-    optimizer: str
+    optimizer: str = field(
+        metadata=_axis(
+            checks.choice(choices.OPTIMIZERS),
+            Sweep("optimizers", "optimizer", aliases=("--optimizer",)),
+        )
+    )
     """Adam implementation, a key of `bench.recipes.modes.OPTIMIZERS`."""
-    variant: str = "eager"
+    variant: str = field(
+        default="eager",
+        metadata=_axis(checks.choice(choices.VARIANTS), Sweep("variants", "variant")),
+    )
     """How the step is executed, a key of `bench.execution.variants.VARIANTS`."""
-    parallel: str = "none"
+    parallel: str = field(
+        default="none",
+        metadata=_axis(
+            checks.choice(choices.PARALLELS),
+            Sweep("parallels", "parallelism", option="--parallel"),
+        ),
+    )
     """How the model is spread over the ranks of a distributed run, a key of
     `bench.execution.parallel.PARALLELS` (`none`: one GPU, no communication)."""
-    batch_size: int
-    input_size: int
-    hidden_size: int
-    num_classes: int
-    device: str = "cuda"
-    seed: int = 0
+    batch_size: int = field(metadata=_axis(checks.POSITIVE_INT, Sweep("batch_sizes", "batch")))
+    """Samples per step, per GPU."""
+    input_size: int = field(metadata=_POSITIVE)
+    hidden_size: int = field(metadata=_POSITIVE)
+    num_classes: int = field(metadata=_POSITIVE)
+    device: str = field(default="cuda", metadata=_axis(checks.choice(DEVICES)))
+    seed: int = field(default=0, metadata=_axis(checks.NON_NEGATIVE_INT))
     """Seeds the weights and the synthetic batch."""
-    lr: float = 1e-3
+    lr: float = field(default=1e-3, metadata=_axis(checks.POSITIVE_FINITE))
     """Adam's learning rate (the question's 1e-3)."""
     # Stress settings: where fp16's margins for underflow and overflow show.
-    loss_mult: float = 1.0
+    loss_mult: float = field(default=1.0, metadata=_axis(checks.POSITIVE_FINITE))
     """Multiply the loss by this (gradient accumulation over k micro-batches uses 1/k)."""
-    reduction: str = "mean"
+    reduction: str = field(default="mean", metadata=_axis(checks.choice(REDUCTIONS)))
     """CrossEntropyLoss reduction: `sum` makes gradients B times larger than `mean`."""
-    init_scale: float = 1.0
+    init_scale: float = field(default=1.0, metadata=_axis(checks.POSITIVE_FINITE))
     """Multiply every initial weight and bias by this (small values shrink every gradient)."""
-    warmup: int = field(default=5, metadata=_MEASURE)
+    warmup: int = field(default=5, metadata=_measure(checks.NON_NEGATIVE_INT))
     """Untimed steps before the timed window (allocator, cuBLAS handles, autocast caches)."""
-    steps: int = field(default=30, metadata=_MEASURE)
+    steps: int = field(default=30, metadata=_measure(checks.POSITIVE_INT))
     """Timed steps per window; statistics come from these samples."""
-    repeats: int = field(default=1, metadata=_MEASURE)
+    repeats: int = field(default=1, metadata=_measure(checks.POSITIVE_INT))
     """Timed windows of `steps` steps, one after another after the one warm-up; each window's
     median is one observation of the case for `bench compare`. Not an axis: a case measured with
     more windows is the same case (1, the default, is how runs before this field measured)."""
 
     def __post_init__(self) -> None:
-        from bench.execution.parallel import PARALLELS
-        from bench.execution.variants import VARIANTS
-        from bench.recipes.modes import MODES, OPTIMIZERS
-
-        _choice("mode", self.mode, MODES)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("variant", self.variant, VARIANTS)
-        _choice("parallel", self.parallel, PARALLELS)
-        _choice("device", self.device, DEVICES)
-        _choice("reduction", self.reduction, REDUCTIONS)
-        for name in ("batch_size", "input_size", "hidden_size", "num_classes", "steps", "repeats"):
-            _positive_int(name, getattr(self, name))
-        for name in ("seed", "warmup"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-        for name in ("lr", "loss_mult", "init_scale"):
-            _positive_finite(name, getattr(self, name))
+        checks.fields(self)
 
     @classmethod
     def of(cls, size: ModelSize, **axes: object) -> Case:
@@ -159,6 +175,29 @@ def axis_defaults(cls: type[Case] | None = None) -> dict[str, object]:
     }
 
 
+def swept(cls: type[Case] | None = None) -> dict[str, Sweep]:
+    """The axes a timing run sweeps (field name -> how), in field order."""
+    return {
+        f.name: f.metadata["sweep"]
+        for f in dataclasses.fields(cls or Case)
+        if f.metadata.get("sweep") is not None
+    }
+
+
+def sweep(
+    values: Mapping[str, Iterable[object]], *, size: ModelSize, **fixed: object
+) -> list[Case]:
+    """Every combination of the swept axes' `values` (field name -> values), later fields
+    outermost: batch size outermost, so that a report grouped by batch size fills in as the run
+    goes; within a batch size the one-GPU baseline (`parallel=none`) comes before the
+    parallelisms measured against it. `fixed` sets the other fields."""
+    names = list(reversed(values))
+    return [
+        Case.of(size, **dict(zip(names, combo, strict=True)), **fixed)
+        for combo in itertools.product(*(values[name] for name in names))
+    ]
+
+
 def grid(
     *,
     modes: Iterable[str],
@@ -169,14 +208,12 @@ def grid(
     parallels: Iterable[str] = ("none",),
     **fixed: object,
 ) -> list[Case]:
-    """Every combination of the given axes, batch size outermost so that a report grouped by
-    batch size fills in as the run goes; within a batch size the one-GPU baseline
-    (`parallel=none`) comes before the parallelisms measured against it."""
-    return [
-        Case.of(
-            size, mode=mode, optimizer=opt, variant=variant, parallel=par, batch_size=bs, **fixed
-        )
-        for bs, par, variant, opt, mode in itertools.product(
-            batch_sizes, parallels, variants, optimizers, modes
-        )
-    ]
+    """`sweep` over the five axes of the first runs, by their plural names."""
+    values = {
+        "mode": modes,
+        "optimizer": optimizers,
+        "variant": variants,
+        "parallel": parallels,
+        "batch_size": batch_sizes,
+    }
+    return sweep(values, size=size, **fixed)

@@ -16,70 +16,23 @@ memory behind that the next one would miss without the row saying so.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from bench.cases.case import Case
+from bench.cases.maxbatch import MaxBatchConfig
 from bench.execution.variants import VARIANTS, prepare, unsupported_reason
 from bench.faults import error_summary, fault_status
+from bench.jobs import base
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
-from bench.publish import index
-from bench.publish.maxbatch import TRIALS, render
-from bench.recipes.modes import MODES
 from bench.recipes.step import build
 from bench.store import folders, results
-from bench.workloads.mlp import PRESETS
-
-
-@dataclass(frozen=True, kw_only=True)
-class MaxBatchConfig:
-    device: str
-    preset: str
-    modes: tuple[str, ...] = tuple(MODES)
-    variants: tuple[str, ...] = ("eager",)
-    optimizer: str = "fused"
-    start: int = 1024
-    """The first batch size tried; the search doubles from here."""
-    limit: int = 2**20
-    """The largest batch size tried: the search stops there even if it still trains."""
-    resolution: float = 1 / 16
-    """Bisection stops when the gap between the last good and the first bad batch size is at
-    most this share of the good one."""
-    warmup: int = 1
-    steps: int = 2
-
-    def __post_init__(self) -> None:
-        if not 0 < self.start <= self.limit:
-            raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
-        if not 0 < self.resolution < 1:
-            raise ValueError(f"resolution must be between 0 and 1, got {self.resolution!r}")
-        for mode in self.modes:
-            for variant in self.variants:
-                self.case(mode, variant, self.start)  # validates every field
-
-    def case(self, mode: str, variant: str, batch_size: int) -> Case:
-        return Case.of(
-            PRESETS[self.preset],
-            mode=mode,
-            variant=variant,
-            optimizer=self.optimizer,
-            batch_size=batch_size,
-            device=self.device,
-            warmup=self.warmup,
-            steps=self.steps,
-        )
-
-    def record(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
 
 
 def _cleanup(case: Case) -> float:
@@ -165,32 +118,24 @@ def search(
 def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | None = None) -> Path:
     """Run the search for every mode and variant into a new folder (`<stamp>_<gpu>_<sha>
     _maxbatch[_<tag>]`); returns the folder."""
-    run_dir, info = folders.open_new(
+    with base.new_folder(
         results_dir,
+        kind="maxbatch",
         device=cfg.device,
-        kind="maxbatch_config",
         settings=cfg.record(),
         command=command,
         suffix=folders.tagged("_maxbatch", tag),
-    )
-    print(f"ampbench: largest-batch folder {run_dir}", file=sys.stderr, flush=True)
-    with folders.locked(run_dir):
+    ) as folder:
+        base.log(f"largest-batch folder {folder.path}")
         for mode in cfg.modes:
             for variant in cfg.variants:
 
                 def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
                     row = trial(cfg.case(mode, variant, batch))
-                    results.append_jsonl(run_dir / TRIALS, row)
-                    print(
-                        f"ampbench: {mode}/{variant} batch {batch}: {row['status']}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    results.append_jsonl(folder.path / results.TRIALS, row)
+                    base.log(f"{mode}/{variant} batch {batch}: {row['status']}")
                     return row
 
                 search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
-        info["ended"] = folders.iso()
-        results.write_env(run_dir, info)
-        render(run_dir)
-    index.refresh(run_dir)  # only when the search is in the project's results/
-    return run_dir
+        folder.finish()
+    return folder.path

@@ -3,7 +3,7 @@ rendered results folder.
 
 A session creates its folder (`bench.store.folders`), records the machine and the grid in env.json,
 measures the ceilings, optionally runs a short numerics study, times every case
-(`bench.measure.runner.run_suite`), measures the harness's overhead, and renders the report. A
+(`bench.jobs.suite.run_suite`), measures the harness's overhead, and renders the report. A
 resumed
 session (`--resume RUN`) reopens the folder after the compatibility check, repairs a half-written
 last line, and runs only the cases that are not done. The folder is locked while a process
@@ -20,186 +20,34 @@ short numerics study are one-process measurements and are not made there.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
-from bench.cases.case import Case, grid
-from bench.cases.choices import DEFAULT_BATCH_SIZES
+from bench.cases.case import Case
+from bench.cases.grid import DEFAULT_REPEATS, RunConfig  # noqa: F401 (re-exported)
 from bench.execution import launch
-from bench.execution import parallel as parallelisms
-from bench.execution import variants as execution_variants
 from bench.execution.distributed import World
-from bench.execution.parallel import PARALLELS
-from bench.execution.variants import DEFAULT_VARIANTS
-from bench.faults import Interrupted, UsageError, error_summary
-from bench.measure import ceilings, env
+from bench.faults import Interrupted, UsageError, by_reason, error_summary
+from bench.jobs import base
+from bench.jobs.suite import done_cases, run_suite
+from bench.measure import ceilings
+from bench.measure.overhead import measure_overhead
 from bench.measure.roofline import num_params
-from bench.measure.runner import done_cases, free_device_memory, measure_overhead, run_suite
-from bench.publish import index, report
-from bench.recipes.modes import MODES, OPTIMIZERS
+from bench.measure.runner import free_device_memory
+from bench.recipes import catalog
 from bench.store import folders, results
-from bench.workloads.mlp import PRESETS, ModelSize
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
     "cpu": {"matmul_n": 256, "copy_mib": 16},
 }
 """Ceiling problem sizes: on the GPU large enough to fill the chip and spill the L2 many times."""
-DEFAULT_REPEATS = 3
-"""Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
-to see run-to-run drift at all, and 3 against 3 give its t-interval 4 degrees of freedom
-(t = 2.78) where 2 against 2 give 2 (t = 4.30): in a simulation with 1% drift between windows
-and 2% noise between steps, 3 windows call a 5% slowdown `slower` 98% of the time, 2 windows
-66%. The two extra windows add 60 steps to a case: under a second for most cases of the default
-CUDA grid, 9 s for the slowest (fp32 at batch 4096, 147 ms a step on an H200), milliseconds on
-the CPU's tiny preset."""
 NUMERICS_DIR = "numerics"
-"""Where `run --numerics` puts its short study, inside the run folder."""
-_AXIS_OPTIONS = {"parallels": "--parallel", "variants": "--variants", "modes": "--modes"}
-"""The grid's axes that can leave nothing to run, with the option that sets each."""
-_FALLBACK = {"parallels": ("none",), "variants": ("eager",), "modes": ("fp32",)}
-"""A value of each of those axes that runs anywhere: the axis whose values, swapped for this,
-would let a case run is the one a refusal names."""
+"""Where `run --numerics` puts its short study, inside the run folder (the same name as
+`bench.publish.render.NUMERICS_DIR`, which renders it; a job imports no publishing)."""
 
 
-def unsupported_reason(case: Case, world_size: int) -> str | None:
-    """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
-    None."""
-    return execution_variants.unsupported_reason(case) or parallelisms.unsupported_reason(
-        case.parallel, variant=case.variant, world_size=world_size
-    )
-
-
-def _first_unsupported(cfg: RunConfig) -> str | None:
-    """None when some case of `cfg` can run here, else the first case's reason. A reason depends
-    on the mode, the variant and the parallelism alone: each such triple is asked once."""
-    reasons: dict[tuple[str, str, str], str | None] = {}
-    for case in cfg.cases():
-        key = (case.mode, case.variant, case.parallel)
-        if key not in reasons:
-            reasons[key] = unsupported_reason(case, cfg.world_size)
-            if reasons[key] is None:
-                return None
-    return next(iter(reasons.values()), None)
-
-
-def log(message: str) -> None:
-    print(f"ampbench: {message}", file=sys.stderr, flush=True)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunConfig:
-    """The grid of a timing session, as env.json keeps it (`config`) for --resume."""
-
-    device: str
-    preset: str
-    input_size: int
-    hidden_size: int
-    num_classes: int
-    modes: tuple[str, ...] = tuple(MODES)
-    optimizers: tuple[str, ...] = tuple(OPTIMIZERS)
-    variants: tuple[str, ...] = ("eager",)
-    parallels: tuple[str, ...] = ("none",)
-    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
-    steps: int = 30
-    warmup: int = 5
-    repeats: int = 1
-    """Timed windows of `steps` steps per case (`--repeats`). 1 here, so that a folder recorded
-    before the field resumes as it was measured; a new run takes `DEFAULT_REPEATS`."""
-    seed: int = 0
-    overhead: bool = True
-    numerics: bool = False
-    world_size: int = 1
-    """Ranks of the run (`--gpus`): a resumed run must have as many."""
-    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
-    """Modes a CPU run's default grid left out, each with why it cannot run there (float8 needs
-    a CUDA GPU; torchao's modes need torchao). A mode asked for with --modes is always in the
-    grid, and a row (`unsupported`, with the reason, where it cannot run)."""
-
-    def __post_init__(self) -> None:
-        if self.world_size > 1 and self.numerics:
-            raise ValueError("--numerics runs in a one-process run; drop it or --gpus")
-        for name in ("modes", "optimizers", "variants", "parallels", "batch_sizes"):
-            values = getattr(self, name)
-            if not values:
-                raise ValueError(f"{name} is empty")
-            dupes = sorted({v for v in values if values.count(v) > 1}, key=str)
-            if dupes:
-                raise ValueError(f"{name} lists {dupes[0]!r} twice")
-        self.cases()  # every case validates its own fields
-
-    @classmethod
-    def build(cls, *, device: str, preset: str | None, **given: object) -> RunConfig:
-        """The grid from the options the user gave (None: not given) and the defaults."""
-        preset = preset or ("seed" if device == "cuda" else "tiny")
-        size = dataclasses.asdict(PRESETS[preset])
-        chosen = {k: v for k, v in given.items() if v is not None}
-        chosen.setdefault("variants", DEFAULT_VARIANTS if device == "cuda" else ("eager",))
-        chosen.setdefault("repeats", DEFAULT_REPEATS)
-        several = int(chosen.get("world_size", 1)) > 1
-        chosen.setdefault("parallels", tuple(PARALLELS) if several else ("none",))
-        if device == "cpu" and "modes" not in chosen:
-            # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
-            # would be a row per batch size and optimizer saying the same thing (a third of the
-            # grid). They are named in the log and the report instead; --modes asks for them.
-            why = {name: mode.unsupported_reason(device) for name, mode in MODES.items()}
-            chosen["modes"] = tuple(name for name, reason in why.items() if reason is None)
-            chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
-        for key in ("modes", "optimizers", "variants", "parallels", "batch_sizes"):
-            if key in chosen:
-                chosen[key] = tuple(chosen[key])
-        cfg = cls(device=device, preset=preset, **{**size, **chosen})
-        refusal = cfg.nothing_runs()
-        if refusal is not None:
-            raise ValueError(refusal)
-        return cfg
-
-    def nothing_runs(self) -> str | None:
-        """None when some case of the grid can run here. Otherwise one line that names the
-        option and value that leave nothing to run, and why (`--variants cudagraph: CUDA graphs
-        need a CUDA device`): a new run of such a grid is refused before it makes a folder of
-        `unsupported` rows."""
-        reason = _first_unsupported(self)
-        if reason is None:
-            return None
-        for name, option in _AXIS_OPTIONS.items():
-            if _first_unsupported(dataclasses.replace(self, **{name: _FALLBACK[name]})) is None:
-                value = ",".join(getattr(self, name))
-                return f"{option} {value}: {reason}; no case of this grid can run here"
-        return f"no case of this grid can run here: {reason}"
-
-    @classmethod
-    def from_record(cls, record: dict) -> RunConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kept = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in names}
-        return cls(**kept)
-
-    def record(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
-
-    @property
-    def size(self) -> ModelSize:
-        return ModelSize.of(self)
-
-    def cases(self) -> list[Case]:
-        return grid(
-            modes=self.modes,
-            optimizers=self.optimizers,
-            variants=self.variants,
-            parallels=self.parallels,
-            batch_sizes=self.batch_sizes,
-            size=self.size,
-            device=self.device,
-            seed=self.seed,
-            warmup=self.warmup,
-            steps=self.steps,
-            repeats=self.repeats,
-        )
+log = base.log
 
 
 def start(
@@ -216,24 +64,26 @@ def start(
     world = world or World.single(cfg.device)
     if not world.leader:
         return follow(world)
-    with _plan_errors(world):
-        run_dir, info = folders.open_new(
-            results_dir,
-            device=cfg.device,
-            kind="config",
-            settings=cfg.record(),
-            command=command,
-            suffix=folders.tagged("", tag),
-        )
-    launch.record_run_dir(run_dir)
-    log(f"run folder {run_dir}")
-    if cfg.device == "cpu":
-        log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
-    if cfg.left_out:
-        log(f"left out of the CPU grid, as they cannot run here: {report.left_out(cfg.left_out)}")
-    with folders.locked(run_dir):
-        info["expected_cases"] = len(cfg.cases())
-        return run_dir, _execute(cfg, run_dir, info, world)
+    with contextlib.ExitStack() as stack:
+        with _plan_errors(world):
+            folder = stack.enter_context(
+                base.new_folder(
+                    results_dir,
+                    kind="timing",
+                    device=cfg.device,
+                    settings=cfg.record(),
+                    command=command,
+                    suffix=folders.tagged("", tag),
+                )
+            )
+        launch.record_run_dir(folder.path)
+        log(f"run folder {folder.path}")
+        if cfg.device == "cpu":
+            log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
+        if cfg.left_out:
+            log(f"left out of the CPU grid, as they cannot run here: {by_reason(cfg.left_out)}")
+        folder.info["expected_cases"] = len(cfg.cases())
+        return folder.path, _execute(cfg, folder, world)
 
 
 def resume(run_dir: Path, *, force: bool, world: World | None = None) -> tuple[Path, int]:
@@ -243,14 +93,9 @@ def resume(run_dir: Path, *, force: bool, world: World | None = None) -> tuple[P
         return follow(world)
     with contextlib.ExitStack() as stack:
         with _plan_errors(world):
-            folders.require_dir(run_dir)
-            stack.enter_context(folders.locked(run_dir))
-            recorded = results.read_env(run_dir)
-            device = recorded.get("device", "cpu")
-            here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
-            info = folders.reopen(run_dir, kind="config", here=here, force=force)
+            folder = stack.enter_context(base.resumed_folder(run_dir, kind="timing", force=force))
             try:
-                cfg = RunConfig.from_record(info["config"])
+                cfg = RunConfig.from_record(folder.settings)
             except (TypeError, ValueError, KeyError) as exc:
                 raise UsageError(
                     f"--resume {run_dir}: its recorded grid is not usable ({exc})"
@@ -260,10 +105,10 @@ def resume(run_dir: Path, *, force: bool, world: World | None = None) -> tuple[P
                     f"--resume {run_dir}: it ran on {cfg.world_size} rank(s); give --gpus "
                     f"{cfg.world_size}"
                 )
-            info.setdefault("expected_cases", len(cfg.cases()))
+            folder.info.setdefault("expected_cases", len(cfg.cases()))
         log(f"resuming {run_dir}")
         launch.record_run_dir(run_dir)
-        return run_dir, _execute(cfg, run_dir, info, world)
+        return run_dir, _execute(cfg, folder, world)
 
 
 @contextlib.contextmanager
@@ -290,9 +135,11 @@ def follow(world: World) -> tuple[Path, int]:
     return run_dir, 0
 
 
-def _execute(cfg: RunConfig, run_dir: Path, info: dict, world: World) -> int:
-    """Measure what is not done yet and render the report; the caller holds the folder's lock."""
-    for path in (run_dir / results.ROWS, run_dir / results.SAMPLES):
+def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
+    """Measure what is not done yet; the caller holds the folder's lock. Exit status 1 when no
+    case passed."""
+    run_dir, info = folder.path, folder.info
+    for path in (run_dir / results.ROWS, run_dir / results.SAMPLES, run_dir / results.ROUNDS):
         repaired = results.repair_jsonl(path)
         if repaired:
             log(repaired)
@@ -301,7 +148,7 @@ def _execute(cfg: RunConfig, run_dir: Path, info: dict, world: World) -> int:
         info.setdefault("ranks", []).append(
             {"world_size": world.size, "collective_timeout_s": world.collective_timeout_s}
         )
-    results.write_env(run_dir, info)
+    folder.save()
     world.broadcast(
         {"run_dir": str(run_dir), "config": cfg.record(), "ceilings": info.get("ceilings")}
     )
@@ -316,14 +163,10 @@ def _execute(cfg: RunConfig, run_dir: Path, info: dict, world: World) -> int:
             f"interrupted: {kept} of {len(cases)} cases are kept in {run_dir}; "
             f"finish with: ./run_bench.sh --resume {run_dir}"
         ) from None
-    info["ended"] = folders.iso()
-    results.write_env(run_dir, info)
-    df = report.write(run_dir)
-    print(report.headline(df), file=sys.stderr)
-    log(f"wrote {run_dir / results.REPORT}")
-    index.refresh(run_dir)  # only when the run is in the project's results/
-    ok = int((df["status"] == "ok").sum())
-    if ok == 0:
+    folder.finish()
+    rows = results.read_rows(run_dir / results.ROWS)
+    ids = {c.case_id for c in cases}
+    if not any(r.get("status") == "ok" for r in rows if r.get("case_id") in ids):
         log(f"no case of {len(cases)} passed")
         return 1
     return 0
@@ -343,11 +186,11 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
             results.write_env(run_dir, info)
     if cfg.numerics:
         _short_numerics(cfg, run_dir / NUMERICS_DIR, info)
-    run_suite(cases, run_dir, info["ceilings"], world=world)
+    run_suite(cases, run_dir, info["ceilings"], world=world, rounds=cfg.rounds)
     if not world.leader:
         return
     if world.distributed and cfg.overhead and "overhead" not in info:
-        info["overhead"] = {"error": "not measured in a run of several ranks"}
+        info["overhead"] = [{"error": "not measured in a run of several ranks"}]
         results.write_env(run_dir, info)
     elif cfg.overhead and "overhead" not in info:
         chosen = overhead_cases(cases)
@@ -365,7 +208,8 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
 
 
 def overhead_cases(cases: list[Case]) -> list[Case]:
-    """The eager cases the overhead check runs on: bf16-amp (or the grid's first mode) at the
+    """The eager cases the overhead check runs on: the headline mode (bf16-amp; or the grid's
+    first mode) at the
     smallest and the largest eager batch size, with each optimizer of the grid; none without an
     eager case (the bare loop it is compared with is the eager step). The smallest batch is
     where per-step host work (launches, GradScaler's sync) weighs most."""
@@ -373,7 +217,7 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
     if not eager:
         return []
     modes = {c.mode for c in eager}
-    mode = "bf16-amp" if "bf16-amp" in modes else eager[0].mode
+    mode = catalog.headline() if catalog.headline() in modes else eager[0].mode
     sizes = sorted({c.batch_size for c in eager})
     wanted = {sizes[0], sizes[-1]}
     return [c for c in eager if c.mode == mode and c.batch_size in wanted]
@@ -381,7 +225,8 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
 
 def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
-    from bench.numerics import config, study  # the study's code loads only when asked for
+    from bench.jobs import numerics  # the study's code loads only when asked for
+    from bench.numerics import config
 
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return
@@ -402,4 +247,4 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
         sub.pop(key, None)
     results.write_env(folder, sub)
     log(f"short numerics study into {folder}")
-    study.run_into(ncfg, folder, sub)
+    numerics.run_into(ncfg, folder, sub)

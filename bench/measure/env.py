@@ -20,7 +20,7 @@ from bench.faults import UsageError
 from bench.recipes.modes import tf32_flags
 from bench.store import paths
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.ROOT
 
 
 def _run(cmd: list[str]) -> str | None:

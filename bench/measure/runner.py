@@ -1,13 +1,10 @@
-"""Running cases: one case into one flat row, a list of cases into a results folder.
+"""Running one case into one flat row and its raw samples.
 
 A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
 collective that timed out `timeout`, any other exception `error` with its message, and a variant
-or parallelism that cannot run here `unsupported` with the reason; the suite goes on after each.
-In a run of several ranks every rank measures the case here, and `bench.measure.ranks` makes one
-row of
-their rows. Rows and raw samples are
-appended as each case finishes, so Ctrl-C or a kill loses only the case in flight, and a resumed
-run skips every case whose row is already there.
+or parallelism that cannot run here `unsupported` with the reason. In a run of several ranks
+every rank measures the case here, and `bench.measure.ranks` makes one row of their rows; the
+loop over a grid's cases, which writes them into a folder, is the job's (`bench.jobs.suite`).
 """
 
 from __future__ import annotations
@@ -15,16 +12,12 @@ from __future__ import annotations
 import functools
 import gc
 import math
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import torch
 
 from bench.cases.case import Case
-from bench.execution import launch, parallel, variants
-from bench.execution.distributed import GroupBroken, World
+from bench.execution import parallel, variants
+from bench.execution.distributed import World
 from bench.execution.variants import VARIANTS, unsupported_reason
 from bench.faults import error_summary, fault_status
 from bench.measure import memory
@@ -33,8 +26,9 @@ from bench.measure.stats import is_noisy, phase_columns, summarize
 from bench.measure.timing import clock_for, time_phases, time_repeats
 from bench.recipes import fp8
 from bench.recipes.modes import MODES, Mode, dtype_name, tf32_flags
-from bench.recipes.step import TrainState, build, train_step
+from bench.recipes.step import TrainState, build
 from bench.store import results
+from bench.store.schema import Row
 
 
 def free_device_memory(*, compiled: bool = False) -> None:
@@ -56,7 +50,7 @@ def free_device_memory(*, compiled: bool = False) -> None:
         torch.cuda.empty_cache()
 
 
-PHASES = ("fwd", "bwd", "step")
+PHASES = tuple(results.PHASES)
 PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
 
 
@@ -96,7 +90,7 @@ def global_batch_size(case: Case, world_size: int) -> int:
 
 def run_case(
     case: Case, ceilings: dict[str, float], world: World | None = None
-) -> tuple[dict, dict[str, list[float]]]:
+) -> tuple[Row, dict[str, list[float]]]:
     """Measure one case on this rank; returns its flat row and its raw per-phase samples (empty
     on a fault): `case.repeats` timed windows of `case.steps` samples each, one after another. A
     distributed case also times a window without gradient synchronization, whose samples come
@@ -105,7 +99,7 @@ def run_case(
     mode = MODES[case.mode]
     variant = VARIANTS[case.variant]
     par = parallel.PARALLELS[case.parallel]
-    row: dict[str, object] = {
+    row: Row = {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
         "case_id": case.case_id,
         **case.axes(),
         "status": "ok",
@@ -240,144 +234,8 @@ def _without_sync(s: TrainState, prepared: variants.Prepared, row: dict) -> dict
     return {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
 
 
-def run_suite(
-    cases: list[Case],
-    run_dir: Path,
-    ceilings: dict[str, float],
-    *,
-    world: World | None = None,
-    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
-) -> None:
-    """Run every case not yet done in `run_dir`, appending rows and samples as it goes.
-
-    A case is done when its row is there and, for an `ok` row, its samples too: a run killed
-    between the two writes re-runs that case (the later row wins when the folder is loaded).
-    In a run of several ranks every rank calls this; rank 0 alone reads and writes the folder,
-    and marks the case in flight (`bench.execution.launch`) so that a run that ends during a case
-    still
-    leaves its row. `GroupBroken` (a rank that never answered) ends the suite with the case's
-    `timeout` row written."""
-    from bench.measure import ranks  # it builds on run_case above
-
-    world = world or World.single()
-    done = world.broadcast(done_cases(run_dir) if world.leader else None)
-    start = time.monotonic()
-    for i, case in enumerate(cases, 1):
-        if case.case_id in done:
-            continue
-        extra: dict[str, object] = {}
-        if world.leader:
-            log(f"[{i}/{len(cases)}] {case.case_id} (elapsed {time.monotonic() - start:.0f} s)")
-        if world.distributed:
-            if world.leader:
-                launch.mark_inflight(run_dir, ranks.skeleton(case, world))
-            try:
-                row, samples, extra = ranks.run_case_on_ranks(case, ceilings, world)
-            except GroupBroken as exc:
-                if world.leader:
-                    launch.complete_inflight(run_dir, str(exc))
-                raise
-        else:
-            row, samples = run_case(case, ceilings)
-        if not world.leader:
-            continue
-        row["elapsed_s"] = time.monotonic() - start
-        results.append_jsonl(run_dir / results.ROWS, row)
-        if samples:
-            results.append_jsonl(
-                run_dir / results.SAMPLES,
-                {
-                    "case_id": case.case_id,
-                    "samples_ms": samples,
-                    **repeat_windows(case, samples),
-                    **extra,
-                },
-            )
-        launch.clear_inflight(run_dir, case.case_id)
-        summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
-        log(f"    {row['status']}: {summary}")
-
-
-def repeat_windows(case: Case, samples: dict[str, list[float]]) -> dict[str, object]:
-    """samples.jsonl's `repeats_ms` (only for a case timed in more than one window): each timed
-    phase's samples split into the case's windows, `{phase: [[window 1], [window 2], ...]}`.
-    The flat `samples_ms` beside it keeps every step, as a folder without repeats has it."""
-    n = case.steps
-    if case.repeats < 2:
-        return {}
-    return {
-        "repeats_ms": {
-            name: [values[i * n : (i + 1) * n] for i in range(case.repeats)]
-            for name, values in samples.items()
-            if not name.startswith("nosync_") and len(values) == case.repeats * n
-        }
-    }
-
-
-def done_cases(run_dir: Path) -> set[str]:
-    sampled = {r["case_id"] for r in results.read_rows(run_dir / results.SAMPLES)}
-    return {
-        r["case_id"]
-        for r in results.read_rows(run_dir / results.ROWS)
-        if r.get("status") != "ok" or r["case_id"] in sampled
-    }
-
-
-def _alternate_harness_and_bare(
-    case: Case, windows: int, repeats: int
-) -> tuple[list[float], list[float], float]:
-    """Harness step times, bare-loop step times, and the bare loop's own allocated peak (GiB,
-    against the allocation before the state was built; NaN on the CPU)."""
-    clock = clock_for(case.device)
-    cuda = case.device == "cuda"
-    harness: list[float] = []
-    bare: list[float] = []
-    bare_peak = 0
-    start = torch.cuda.memory_allocated() if cuda else 0
-    state = build(case)
-    phases = variants.prepare(state).phases
-
-    def window() -> None:
-        for _ in range(case.steps):
-            train_step(state)
-
-    for _ in range(repeats):
-        timed = time_phases(phases, warmup=case.warmup, steps=case.steps, clock=clock)
-        harness.extend(timed["total"])
-        if cuda:  # the allocator's counters live on the host: no sync needed to reset or read
-            torch.cuda.reset_peak_memory_stats()
-        windowed = time_phases({"window": window}, warmup=1, steps=windows, clock=clock)
-        bare.extend(ms / case.steps for ms in windowed["window"])
-        if cuda:
-            bare_peak = max(bare_peak, torch.cuda.max_memory_allocated())
-    return harness, bare, (bare_peak - start) / memory.GIB if cuda else math.nan
-
-
-def measure_overhead(case: Case, *, windows: int = 5, repeats: int = 3) -> dict[str, object]:
-    """The harness against a bare loop of the same train step, on one state, alternated.
-
-    The bare loop records one event pair per window of `case.steps` steps and nothing per step;
-    its per-step time is the window's time over the step count. Alternating the two `repeats`
-    times keeps clock ramps and drift from favouring either. The bare loop also records its own
-    peak allocation, the plain-loop figure the case's row's `peak_alloc_gib` should match.
-    """
-    harness, bare, bare_peak = _alternate_harness_and_bare(case, windows, repeats)
-    free_device_memory()  # the state built inside is gone once that call returns
-    harness_ms, bare_ms = summarize(harness)["median"], summarize(bare)["median"]
-    harness_mean = sum(harness) / len(harness)
-    return {
-        "case_id": case.case_id,
-        "harness_ms": harness_ms,
-        "bare_ms": bare_ms,
-        # The harness's median step against the bare loop's.
-        "overhead_pct": (harness_ms / bare_ms - 1) * 100,
-        # Like with like: a window's time is a mean over its steps, so the harness's mean step is
-        # the figure that shows the cost of the instrumentation itself; the two differ when the
-        # step times have a tail, which the median leaves out.
-        "harness_mean_ms": harness_mean,
-        "mean_overhead_pct": (harness_mean / bare_ms - 1) * 100,
-        "bare_peak_alloc_gib": bare_peak,
-        "steps_per_window": case.steps,
-        "harness_samples_ms": harness,
-        "bare_window_step_ms": bare,
-    }
+def rederive(case: Case, row: Row, samples: dict[str, list[float]]) -> Row:
+    """`row` with its statistics and the figures derived from them recomputed over `samples`:
+    a case timed in several rounds (`bench.jobs.suite`) gets its row from its last round and
+    its statistics from the windows of every round."""
+    return {**row, **_derived(case, samples, row)}

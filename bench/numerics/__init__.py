@@ -15,7 +15,13 @@ A study writes one folder, `results/<UTC stamp>_<gpu>_<sha>_numerics[_<tag>]/`:
 Modules, in the order a study runs them: `config` (the settings, validated), `study` (a folder:
 start, resume, render), `audit` and `grads` (dtypes), `jobs` (units of work over the GPUs),
 `training` and `task` (the trajectories), `underflow` (the census); and, without torch, `tables`
-(the files and their columns), `analysis`, `answer`, `report`, `plots`, `fp16`.
+(the files and their columns), `run_summary` (summary.csv, one row per run), `fp16`.
+
+Publishing, without torch, from a finished folder: `analysis` (what the summary and traces show),
+`answer` (the Answer, by section: `answer_dtypes`, `answer_scaler`, `answer_divergence`,
+`answer_bf16`, `answer_recipes`), `report` (report.md, by section: `report_dtypes`,
+`report_underflow`, `report_training`, `report_recipes`, with `report_format`) and `plots`.
+Measuring never imports publishing; modes are asked of `bench.recipes.catalog`, never named.
 
 Nothing of the study runs inside a timed region of the core harness.
 """

@@ -29,6 +29,7 @@ from bench.numerics.tables import (
     PRODUCED_GRAD,
     audit_tensor,
 )
+from bench.recipes.catalog import fp16_pair
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import backward, build, forward, optimizer_step
 
@@ -122,16 +123,17 @@ ERROR_PATHS = [
 def error_paths(case: Case) -> list[dict]:
     """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step; one row
     per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised."""
+    scaled, _ = fp16_pair()
     out = []
     for param_dtype, autocast_dtype, optimizer in ERROR_PATHS:
         # Not a mode of the benchmark: a recipe users try, run through the same one step.
         mode = dataclasses.replace(
-            MODES["fp16-amp"],
+            MODES[scaled],
             name=f"{dtype_name(param_dtype)}-params-scaled",
             autocast_dtype=autocast_dtype,
             param_dtype=param_dtype,
         )
-        s = build(dataclasses.replace(case, mode="fp16-amp", optimizer=optimizer), mode)
+        s = build(dataclasses.replace(case, mode=scaled, optimizer=optimizer), mode)
         row = {
             "param_dtype": dtype_name(param_dtype),
             "autocast_dtype": dtype_name(autocast_dtype),

@@ -10,17 +10,20 @@ a resumed study is rebuilt from there (`from_record`).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
-
+from bench.cases import checks, choices
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.numerics.defaults import COMMON, LR, PER_DEVICE
-from bench.numerics.jobs import Job
-from bench.recipes.modes import MODES, OPTIMIZERS
-from bench.workloads.mlp import PRESETS, ModelSize
+from bench.recipes import catalog
+
+# Importable without torch, so that `numerics --help` makes its options from the fields: the
+# registries, the model sizes and the jobs import torch, and are imported where they are used.
+if TYPE_CHECKING:
+    from bench.numerics.jobs import Job
+    from bench.workloads.mlp import ModelSize
 
 RECORD_BEFORE: dict[str, object] = {"trace_every": 0, "extended_modes": (), "extended_steps": 0}
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
@@ -36,6 +39,8 @@ def defaults(device: str) -> dict[str, object]:
 
 def supported_modes(device: str) -> tuple[str, ...]:
     """The modes of `MODES` whose recipe can run on `device` here."""
+    from bench.recipes.modes import MODES
+
     return tuple(name for name, m in MODES.items() if m.unsupported_reason(device) is None)
 
 
@@ -46,107 +51,87 @@ def option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _shown(value: object) -> str:
-    """A value as it would be typed: a tuple as a comma list, a name quoted."""
-    if isinstance(value, tuple):
-        return ",".join(map(str, value)) or "''"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
 def _check(ok: bool, name: str, value: object, what: str) -> None:
     if not ok:
-        raise ValueError(f"{option(name)} {_shown(value)} {what}")
+        raise checks.refuse(option(name), value, what)
 
 
 def _int(name: str, value: object, minimum: int) -> None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-    what = "is not a positive integer" if minimum == 1 else f"is not an integer >= {minimum}"
-    _check(ok, name, value, what)
+    (checks.POSITIVE_INT if minimum == 1 else checks.NON_NEGATIVE_INT)(option(name), value)
 
 
-def _choice(name: str, value: object, choices: Iterable[str]) -> None:
-    _check(value in choices, name, value, f"is unknown; choose from {', '.join(choices)}")
+def _choice(name: str, value: object, names: Iterable[str]) -> None:
+    checks.choice(names)(option(name), value)
 
 
-def _items(name: str, values: object) -> None:
-    """A non-empty tuple without repeats (a repeated batch size or seed would run a job twice)."""
-    _check(isinstance(values, tuple) and len(values) > 0, name, values, "is not a non-empty tuple")
-    repeated = next((v for v in values if values.count(v) > 1), None)
-    _check(repeated is None, name, repeated, "is given twice")
+def _setting(check: checks.Check, **more: object) -> dict[str, object]:
+    return {"check": check, **more}
+
+
+_POSITIVE, _NON_NEGATIVE = _setting(checks.POSITIVE_INT), _setting(checks.NON_NEGATIVE_INT)
+_FINITE = _setting(checks.POSITIVE_FINITE)
+_MODES = _setting(checks.choice(choices.MODES), items=True)
 
 
 @dataclass(frozen=True, kw_only=True)
 class NumericsConfig:
-    device: str
+    device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
     """`cuda` or `cpu`."""
-    size: ModelSize
-    modes: tuple[str, ...]
+    size: ModelSize = field(metadata={"cli": False})
+    modes: tuple[str, ...] = field(metadata=_MODES)
     """Modes of the convergence runs (keys of `bench.recipes.modes.MODES`); the audit covers every
     mode,
     the census fp16 with and without a scaler and bf16."""
-    census_batch_sizes: tuple[int, ...]
+    census_batch_sizes: tuple[int, ...] = field(metadata={**_POSITIVE, "items": True})
     """One census trajectory (fp16 + GradScaler training) per batch size."""
-    checkpoints: tuple[int, ...]
+    checkpoints: tuple[int, ...] = field(metadata={**_NON_NEGATIVE, "items": True})
     """Steps of each census trajectory at which every gradient is compared with fp32's."""
-    histogram_batch: int
+    histogram_batch: int = field(metadata=_POSITIVE)
     """The census batch size whose trajectory also records the activation-gradient histogram."""
-    conv_batch_sizes: tuple[int, ...]
-    seeds: tuple[int, ...]
+    conv_batch_sizes: tuple[int, ...] = field(metadata={**_POSITIVE, "items": True})
+    """Batch sizes of the convergence runs."""
+    seeds: tuple[int, ...] = field(metadata={**_NON_NEGATIVE, "items": True})
     """Seeds of the convergence runs (the census runs the first): weights and batches."""
-    steps: int
+    steps: int = field(metadata=_POSITIVE)
     """Training steps of every convergence run; the summary compares runs at this step."""
-    long_steps: int
+    long_steps: int = field(metadata=_NON_NEGATIVE)
     """One fp16-amp run (first batch size and seed) goes this long if it exceeds `steps`."""
-    eval_every: int
+    eval_every: int = field(metadata=_POSITIVE)
     """Held-out evaluation period, in steps; `steps` is a multiple of it."""
-    heldout: int
+    heldout: int = field(metadata=_POSITIVE)
     """Held-out samples."""
-    trace_every: int
+    trace_every: int = field(metadata=_NON_NEGATIVE)
     """Trace period of the convergence runs, in steps (`bench.numerics.training.trace`): gradient
     zeros, Adam's state, the update's size and the loss scale per parameter; 0 turns it off."""
-    extended_modes: tuple[str, ...]
+    extended_modes: tuple[str, ...] = field(metadata={**_MODES, "items": "maybe none"})
     """Modes (of `modes`) whose every convergence run, at every batch size and seed, goes
     `extended_steps` steps: the long horizons a divergence question needs. Empty: none."""
-    extended_steps: int
+    extended_steps: int = field(metadata=_NON_NEGATIVE)
     """Steps of the runs of `extended_modes`, if more than `steps`; 0 with no extended modes."""
-    noise: float
+    noise: float = field(metadata=_FINITE)
     """Noise of the task (`bench.numerics.task.Task`)."""
-    optimizer: str
+    optimizer: str = field(
+        metadata=_setting(checks.choice(choices.OPTIMIZERS), aliases=("--optimizers",))
+    )
     """Adam implementation, a key of `bench.recipes.modes.OPTIMIZERS`."""
-    lr: float
-    loss_mult: float
+    lr: float = field(metadata=_FINITE)
+    """Adam's learning rate."""
+    loss_mult: float = field(metadata=_FINITE)
     """Stress: multiply the loss (1/k as in gradient accumulation over k micro-batches)."""
-    reduction: str
+    reduction: str = field(metadata=_setting(checks.choice(REDUCTIONS)))
     """Stress: CrossEntropyLoss reduction, `mean` or `sum`."""
-    init_scale: float
+    init_scale: float = field(metadata=_FINITE)
     """Stress: multiply every initial weight and bias."""
-    workers: int
+    workers: int = field(metadata=_POSITIVE)
     """Worker processes, one per GPU (1 on the CPU)."""
 
     def __post_init__(self) -> None:
-        _choice("device", self.device, DEVICES)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _choice("reduction", self.reduction, REDUCTIONS)
+        from bench.workloads.mlp import ModelSize
+
         _check(isinstance(self.size, ModelSize), "size", self.size, "is not a ModelSize")
         for f in dataclasses.fields(ModelSize):
             _int(f.name, getattr(self.size, f.name), 1)
-        _items("modes", self.modes)
-        for mode in self.modes:
-            _choice("modes", mode, MODES)
-        for name, minimum in (
-            ("census_batch_sizes", 1),
-            ("conv_batch_sizes", 1),
-            ("checkpoints", 0),
-            ("seeds", 0),
-        ):
-            _items(name, getattr(self, name))
-            for value in getattr(self, name):
-                _int(name, value, minimum)
-        for name in ("histogram_batch", "steps", "eval_every", "heldout", "workers"):
-            _int(name, getattr(self, name), 1)
-        _int("long_steps", self.long_steps, 0)
-        _int("trace_every", self.trace_every, 0)
-        _int("extended_steps", self.extended_steps, 0)
+        checks.fields(self, option)
         _check(
             isinstance(self.extended_modes, tuple),
             "extended_modes",
@@ -154,19 +139,19 @@ class NumericsConfig:
             "is not a tuple",
         )
         for mode in self.extended_modes:
-            what = f"is not one of {option('modes')} {_shown(self.modes)}"
+            what = f"is not one of {option('modes')} {checks.shown(self.modes)}"
             _check(mode in self.modes, "extended_modes", mode, what)
         _check(
             not self.extended_modes or self.extended_steps > 0,
             "extended_steps",
             self.extended_steps,
-            f"must be positive with {option('extended_modes')} {_shown(self.extended_modes)}",
+            f"must be positive with {option('extended_modes')} {checks.shown(self.extended_modes)}",
         )
         _check(
             self.histogram_batch in self.census_batch_sizes,
             "histogram_batch",
             self.histogram_batch,
-            f"is not one of {option('census_batch_sizes')} {_shown(self.census_batch_sizes)}",
+            f"is not one of {option('census_batch_sizes')} {checks.shown(self.census_batch_sizes)}",
         )
         _check(
             self.steps % self.eval_every == 0,
@@ -174,10 +159,6 @@ class NumericsConfig:
             self.steps,
             f"is not a multiple of {option('eval_every')} {self.eval_every}",
         )
-        for name in ("noise", "lr", "loss_mult", "init_scale"):
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            _check(ok and 0 < value < math.inf, name, value, "is not a positive finite number")
 
     @classmethod
     def build(
@@ -196,6 +177,8 @@ class NumericsConfig:
             sizes = tuple(settings["census_batch_sizes"])
             if sizes and settings["histogram_batch"] not in sizes:
                 settings["histogram_batch"] = sizes[-1]
+        from bench.workloads.mlp import PRESETS
+
         preset = settings.pop("preset")
         _choice("preset", preset, PRESETS)
         for name, value in settings.items():
@@ -217,6 +200,8 @@ class NumericsConfig:
     @classmethod
     def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
         """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
+        from bench.workloads.mlp import ModelSize
+
         size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
         names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
         # A folder older than a setting ran without it: no traces, no extended runs.
@@ -240,14 +225,18 @@ class NumericsConfig:
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""
-        return self.case("fp32", min(self.census_batch_sizes), self.seeds[0])
+        return self.case(catalog.reference(), min(self.census_batch_sizes), self.seeds[0])
 
     def jobs(self) -> list[Job]:
-        """Every job of the study: the census trajectories, then the convergence runs."""
+        """Every job of the study: the census trajectories (fp16 with GradScaler), then the
+        convergence runs; one fp16-with-GradScaler run goes `long_steps`."""
+        from bench.numerics.jobs import Job
+
+        scaled_fp16 = catalog.fp16_pair()[0]
         out = [
             Job(
                 kind="census",
-                case=self.case("fp16-amp", b, self.seeds[0]),
+                case=self.case(scaled_fp16, b, self.seeds[0]),
                 steps=0,
                 noise=self.noise,
                 checkpoints=self.checkpoints,
@@ -258,7 +247,8 @@ class NumericsConfig:
         for b in self.conv_batch_sizes:
             for mode in self.modes:
                 for seed in self.seeds:
-                    long = (mode, b, seed) == ("fp16-amp", self.conv_batch_sizes[0], self.seeds[0])
+                    first = (scaled_fp16, self.conv_batch_sizes[0], self.seeds[0])
+                    long = (mode, b, seed) == first
                     steps = max(self.steps, self.long_steps) if long else self.steps
                     if mode in self.extended_modes:
                         steps = max(steps, self.extended_steps)
@@ -277,6 +267,8 @@ class NumericsConfig:
 
 
 def gpu_count() -> int:
+    import torch
+
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 

@@ -22,6 +22,7 @@ from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import error_summary, fault_status
 from bench.numerics import training
+from bench.recipes import catalog
 
 KINDS = ("convergence", "census")
 
@@ -63,7 +64,9 @@ class Job:
     @property
     def cost(self) -> float:
         """Rough relative cost, to hand the longest jobs out first."""
-        speed = {"fp32": 8.0, "tf32": 1.5}.get(self.case.mode, 1.0)
+        card = catalog.card(self.case.mode)
+        # float32 matmuls run without tensor cores (about 8× a low-precision step); TF32's use them.
+        speed = (1.5 if card.tf32 else 8.0) if card and card.kind == "float32" else 1.0
         return self.steps * self.case.batch_size * speed
 
 

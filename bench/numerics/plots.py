@@ -13,8 +13,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from bench.numerics import fp16
-from bench.numerics.analysis import SMOOTH_STEPS, smoothed
+from bench.numerics.run_summary import SMOOTH_STEPS, smoothed
 from bench.recipes.catalog import colour as mode_colour
+from bench.recipes.catalog import fp16_pair, reference
 
 LINESTYLES = ("-", "--", ":", "-.")
 """Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""
@@ -26,6 +27,7 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
     scale's shift shown as a second outline."""
     if hist.empty:
         return
+    scaled, _ = fp16_pair()  # the census trajectory's recipe, whose scale the histogram shows
     steps = sorted(hist["step"].unique())
     fig, axes = plt.subplots(len(steps), 1, figsize=(9, 3.2 * len(steps)), squeeze=False)
     for ax, step in zip(axes[:, 0], steps, strict=True):
@@ -38,15 +40,15 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
             h["share"],
             width=1.0,
             align="edge",
-            color=mode_colour("fp32"),
+            color=mode_colour(reference()),
             label="fp32 reference, unscaled",
         )
         ax.step(
             h["log2_lo"] + shift,
             h["share"],
             where="post",
-            color=mode_colour("fp16-amp"),
-            label=f"× loss scale {scale:g} (fp16-amp's GradScaler)",
+            color=mode_colour(scaled),
+            label=f"× loss scale {scale:g} ({scaled}'s GradScaler)",
         )
         for x, label, style in (
             (fp16.SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
@@ -93,14 +95,14 @@ def scale(steps: pd.DataFrame, path: Path) -> None:
     none does, as in a study of fp32 alone)."""
     if steps.empty:
         return
-    d = steps.dropna(subset=["scale"])
+    d = steps.dropna(subset=["scale"])  # a mode that does not scale has no scale
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    for i, ((bs, seed), g) in enumerate(d.groupby(["batch_size", "seed"])):
+    for i, ((mode, bs, seed), g) in enumerate(d.groupby(["mode", "batch_size", "seed"])):
         ax.plot(
             g["step"],
             g["scale"],
-            label=f"fp16-amp, batch {bs}, seed {seed}",
-            color=mode_colour("fp16-amp"),
+            label=f"{mode}, batch {bs}, seed {seed}",
+            color=mode_colour(mode),
             linestyle=LINESTYLES[i % len(LINESTYLES)],
             linewidth=1.2,
         )

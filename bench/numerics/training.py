@@ -29,12 +29,14 @@ from bench.numerics.grads import capture
 from bench.numerics.tables import ACTIVATION_GRAD, ACTIVATIONS, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.task import HELDOUT_STREAM, Task
 from bench.numerics.underflow import census, fp16_fate, log2_histogram
+from bench.recipes.catalog import autocast_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
 
-CENSUS_MODES = ("fp16-amp-noscale", "fp16-amp", "bf16-amp")
+CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
 """The low-precision modes the census compares with the fp32 reference, on the trajectory's own
-model (they share its float32 weights)."""
+model (they share its float32 weights): fp16 without a scaler, then the autocast recipes as AMP
+documents them (fp16 with GradScaler, bf16)."""
 OWN_MODEL_CENSUS_MODES = tuple(
     name
     for name, m in MODES.items()
@@ -232,10 +234,12 @@ def convergence(
 def census_trajectory(
     case: Case, *, noise: float, checkpoints: tuple[int, ...], histogram: bool
 ) -> dict[str, list[dict]]:
-    """Train `case` (fp16-amp) up to the last checkpoint; rows of `census` at every checkpoint,
-    and, with `histogram`, of `histogram` and `fp16_fate` at the first and last."""
-    if case.mode != "fp16-amp":
-        raise ValueError(f"the census trajectory trains with fp16-amp, got mode {case.mode!r}")
+    """Train `case` (fp16 autocast with GradScaler) up to the last checkpoint; rows of `census`
+    at every checkpoint, and, with `histogram`, of `histogram` and `fp16_fate` at the first and
+    last."""
+    scaled, _ = fp16_pair()
+    if case.mode != scaled:
+        raise ValueError(f"the census trajectory trains with {scaled}, got mode {case.mode!r}")
     task = Task(size=case.size, seed=case.seed, noise=noise, device=case.device)
     protos = task.prototypes()
     s = build(case)
@@ -249,7 +253,7 @@ def census_trajectory(
             with torch.no_grad():
                 _, loss = forward(s)
             axes = {"batch_size": case.batch_size, "step": step, "loss_scale": scale}
-            ref = capture(s.as_mode("fp32"))
+            ref = capture(s.as_mode(reference()))
             for name in CENSUS_MODES:
                 # The scaled mode uses the trajectory's scaler, so its current scale; the others
                 # get a scaler of their own mode, which does not scale.

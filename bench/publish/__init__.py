@@ -1,8 +1,19 @@
-"""Publishing: everything that reads results folders and writes what people read. Reports
-(`report`, `findings`, `maxbatch`), tables (`tables`: the one cell formatter), plots (`plots`;
-each mode's colour is its card's), the index of results/ (`index`), the README's generated blocks
-(`readme`, `summary`), other tools' formats (`export`), comparisons across runs (`compare`,
-`history`), a user's criteria (`criteria`) and publishing runs into results/ (`promote`).
+"""Publishing: everything that reads results folders and writes what people read.
 
-May import: `bench.store`, `bench.cases`, `bench.faults`, `bench.numerics`' reading modules;
-pandas, tabulate, matplotlib, scipy. No torch: publishing works from folders alone."""
+- A folder's report: `render` (any kind of folder), `report` (a timing run: its sections in
+  order and the headline), with `columns` (each table's column catalog), `findings` (the opening
+  lines, the harness against a plain loop), `ranks` (several GPUs), `variants` (execution
+  variants, the fastest recipe), `method` (how the run was made), `plots` (each mode's colour is
+  its card's); `maxbatch` (a largest-batch folder); `tables` (the one cell formatter).
+- results/ as a whole: `runs` (its run folders and saves), `index` (results/README.md, with
+  `grid_text` for a grid in one line), `index_check` (is the committed index fresh),
+  `promote` (publishing a run into it), `history` (step time across runs).
+- The README's generated blocks: `readme`, and `summary` with `summary_studies` and `prose`.
+- Other tools and the user's own expectations: `export`, `compare`, `criteria` with
+  `criteria_file`.
+
+Modes are named through the mode table (`bench.recipes.catalog`), never by a literal name.
+
+May import: `bench.store`, `bench.cases`, `bench.faults`, `bench.recipes.catalog` (torch-free),
+`bench.numerics`' reading modules; pandas, tabulate, matplotlib, scipy. No torch: publishing
+works from folders alone (tests/test_publish_imports.py)."""

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from bench.store import results
 
-PHASES = {"fwd": "forward", "bwd": "backward", "step": "optimizer step", "total": "whole step"}
+EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
+"""The phases exported, in words: the timed phases (`bench.store.results.PHASES`) and the whole
+step."""
 FORMATS = ("github-action-benchmark",)
 FIELDS = {"name": str, "unit": str, "value": (int, float), "range": str, "extra": str}
 REQUIRED = ("name", "unit", "value")
@@ -34,7 +36,8 @@ RANGE = re.compile(r"^(\+-|±)\s*\d.+$")
 def _extra(r: dict, phase: str, env: dict) -> str:
     axes = " ".join(f"{a}={r[a]}" for a in results.axes())
     return (
-        f"{PHASES[phase]}: median of {r.get('steps')} timed steps, range half the IQR\n{axes}\n"
+        f"{EXPORTED_PHASES[phase]}: median of {r.get('steps')} timed steps, "
+        f"range half the IQR\n{axes}\n"
         f"gpu={env.get('gpu')} torch={env.get('torch')} "
         f"commit={(env.get('commit') or 'unknown')[:12]} run={env.get('run_name', '')}"
     )
@@ -46,7 +49,7 @@ def github_action_benchmark(run_dir: Path) -> list[dict[str, object]]:
     df = results.load(run_dir)
     out = []
     for r in df[df["status"] == "ok"].to_dict("records"):
-        for phase in PHASES:
+        for phase in EXPORTED_PHASES:
             value, iqr = r.get(f"{phase}_ms"), r.get(f"{phase}_ms_iqr")
             if value is None or not math.isfinite(value):
                 continue  # this phase was not timed apart (a fused variant)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.publish import tables
+from bench.recipes import catalog
+from bench.store import results
 
 
 def contenders(df: pd.DataFrame) -> pd.DataFrame:
@@ -21,7 +23,8 @@ def contenders(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
-    """One bullet per batch size (the fastest recipe, against eager fp32 where the run has it),
+    """One bullet per batch size (the fastest recipe, against the reference mode at the same
+    variant where the run has it),
     then the dtypes of the parameters' gradients and the range of peak memory. Every figure is a
     column of the run's rows."""
     ok = contenders(df)
@@ -29,6 +32,8 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     if ok.empty:
         return []
     c = tables.cell
+    ref = catalog.reference()
+    speedup = results.SPEEDUP_COLUMNS[ref]
     lines = []
     for bs, g in ok.groupby("batch_size", sort=True):
         best = g.loc[g["total_ms"].idxmin()]
@@ -36,8 +41,8 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
             f"- Batch {bs}, {optimizer} Adam: the fastest is {best['mode']} ({best['variant']}), "
             f"{c(best['total_ms'])} ms per step"
         )
-        if pd.notna(best.get("speedup_vs_fp32")):
-            line += f", {c(best['speedup_vs_fp32'])}× fp32 at the same variant"
+        if pd.notna(best.get(speedup)):
+            line += f", {c(best[speedup])}× {ref} at the same variant"
         peak = g["peak_alloc_gib"].dropna()
         if len(peak):
             low, high = g.loc[peak.idxmin()], g.loc[peak.idxmax()]

@@ -1,22 +1,21 @@
 """Step time across runs, per GPU model: `python -m bench history [--gpu NAME]`.
 
-For one GPU model, every timing run in results/ (`bench.publish.index.run_folders`), ordered by the
-date
-of the commit it ran (env.json's `started` where the commit is unknown or not in this repository's
-history; runs of one commit by their start). For each case, matched across runs by `case_id`: its
-median step time (`total_ms`) in each run, and a verdict against the previous run that has the
-case, computed by `bench.publish.compare.verdict` from the two runs' raw per-step samples:
-`faster`, `slower`, `same` or `unclear` (`missing` where the case did not pass in one of them,
-`first` in the first run that has it). A regression is then a `slower` in the table and a large
-up-pointing marker in the figure.
+For one GPU model, every timing run in results/ (`bench.publish.runs.run_folders`), ordered by the
+date of the commit it ran (env.json's `started` where the commit is unknown or not in this
+repository's history; runs of one commit by their start). For each case, matched across runs by
+`case_id`: its median step time (`total_ms`) in each run, and a verdict against the previous run
+that has the case, computed by `bench.publish.compare.verdict` from the two runs' raw per-step
+samples: `faster`, `slower`, `same` or `unclear` (`missing` where the case did not pass in one
+of them, `first` in the first run that has it). A regression is then a `slower` in the table and
+a large up-pointing marker in the figure.
 
-Writes results/history/<gpu-slug>.md and .png (the slug as run folder names spell the GPU).
+Writes results/history/<gpu-slug>.md and .png (the slug as run folder names spell the GPU:
+`bench.store.folders.gpu_slug`).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -30,11 +29,14 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
-from bench.publish import compare, index, tables
+from bench.publish import compare, tables
+from bench.publish.runs import HISTORY_DIR, run_folders
 from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
+from bench.store.folders import gpu_slug
 
-HISTORY_DIR = index.HISTORY_DIR
+TIMING = "timing"
+"""The kind of folder a history reads (`bench.store.schema.KINDS`)."""
 VERDICT_MARKERS = {
     # verdict: (marker, size, legend text)
     "slower": ("^", 11, "slower than the run before"),
@@ -45,11 +47,6 @@ VERDICT_MARKERS = {
     "first": ("s", 5, "first run of the case"),
 }
 LINESTYLES = ("-", "--", ":", "-.")
-
-
-def gpu_slug(gpu: str) -> str:
-    """The GPU's name as run folder names spell it (`bench.store.folders.run_dir_name`)."""
-    return re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
 
 
 def commit_date(sha: str | None, root: Path = paths.ROOT) -> str | None:
@@ -72,24 +69,20 @@ def commit_date(sha: str | None, root: Path = paths.ROOT) -> str | None:
 
 def gpu_models(results_dir: Path = paths.RESULTS) -> list[str]:
     """The GPU models of the timing runs in `results_dir` (`cpu` for CPU runs)."""
-    runs = index.run_folders(results_dir)
-    return sorted({str(r.env.get("gpu")) for r in runs if r.kind == index.TIMING})
+    found = run_folders(results_dir)
+    return sorted({str(r.env.get("gpu")) for r in found if r.kind == TIMING})
 
 
 def _runs(results_dir: Path, gpu: str) -> pd.DataFrame:
     """The timing runs of one GPU model, in history order, with the date that orders them."""
-    runs = [
-        r
-        for r in index.run_folders(results_dir)
-        if r.kind == index.TIMING and r.env.get("gpu") == gpu
-    ]
-    if not runs:
+    found = [r for r in run_folders(results_dir) if r.kind == TIMING and r.env.get("gpu") == gpu]
+    if not found:
         known = ", ".join(gpu_models(results_dir)) or "none"
         raise UsageError(
             f"--gpu {gpu!r}: no timing run of that GPU in {results_dir} (there: {known})"
         )
     out = []
-    for r in runs:
+    for r in found:
         committed = commit_date(r.env.get("commit"))
         started = str(r.env.get("started", ""))
         out.append(

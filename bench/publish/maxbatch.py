@@ -13,7 +13,7 @@ import pandas as pd
 from bench.publish import tables
 from bench.store import paths, results
 
-TRIALS = "trials.jsonl"
+TRIALS = results.TRIALS
 
 
 def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:

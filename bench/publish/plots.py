@@ -1,8 +1,9 @@
 """Figures of a timing run, drawn with matplotlib from its DataFrame alone (nothing measures).
 
 Four PNGs are written next to report.md and embedded in it (`bench.publish.report.write`):
-- `throughput.png`: samples/s per mode, grouped by batch size, with the speedup over fp32 and over
-  tf32 (`speedup_vs_fp32`, `speedup_vs_tf32`) written on each bar;
+- `throughput.png`: samples/s per mode, grouped by batch size, with the speedup over each speedup
+  baseline of the mode table (fp32 and tf32: `speedup_vs_fp32`, `speedup_vs_tf32`) written on
+  each bar;
 - `phases.png`: time per phase (forward, backward, optimizer step) per mode, stacked, with the
   floor from the measured ceilings (`floor_ms`) drawn as a marker beside each bar; a variant that
   fuses the phases (no `fwd_ms`, `bwd_ms`, `step_ms`) shows one hatched `whole step` bar;
@@ -14,8 +15,7 @@ Every axis of the case other than mode and batch size that takes several values 
 (optimizer, variant, and any later one: read from the case's fields by `bench.store.results.axes`)
 gets a panel of its own per combination of values, so a new axis shows without a change here.
 Each mode has one colour in every figure of the project (`bench.recipes.catalog`); shading and
-hatching
-tell the parts of a stacked bar apart.
+hatching tell the parts of a stacked bar apart.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
 from bench.recipes.catalog import colour as mode_colour
+from bench.recipes.catalog import speedup_baselines
 from bench.store import results
 
 FILES = {
@@ -46,11 +47,12 @@ FILES = {
     "memory": "memory.png",
 }
 """Figure name -> file name in the run folder."""
-PHASES = {
+PHASE_STYLES = {"fwd": (1.0, ""), "bwd": (0.6, "//"), "step": (0.3, "xx")}
+"""Each timed phase (`bench.store.results.PHASES`) -> (opacity, hatch) of its part of a bar."""
+PHASE_PARTS = {
     # column: (legend name, opacity, hatch)
-    "fwd_ms": ("forward", 1.0, ""),
-    "bwd_ms": ("backward", 0.6, "//"),
-    "step_ms": ("optimizer step", 0.3, "xx"),
+    f"{phase}_ms": (name, *PHASE_STYLES[phase])
+    for phase, name in results.PHASES.items()
 }
 WHOLE_STEP = ("whole step (phases fused, timed together)", 0.8, "..")
 MEMORY_PARTS = {
@@ -172,19 +174,20 @@ def _grouped_bars(
 
 def _speedups(r: pd.Series) -> str:
     return "\n".join(
-        f"{r[f'speedup_vs_{base}']:.3g}× {base}"
-        for base in ("fp32", "tf32")
-        if r["mode"] != base and _finite(r.get(f"speedup_vs_{base}"))
+        f"{r[column]:.3g}× {base}"
+        for base, column in results.SPEEDUP_COLUMNS.items()
+        if r["mode"] != base and _finite(r.get(column))
     )
 
 
 def throughput(df: pd.DataFrame, path: Path) -> None:
-    """Samples/s per mode, grouped by batch size, with the speedups over fp32 and tf32."""
+    """Samples/s per mode, grouped by batch size, with the speedups over the speedup baselines."""
     panels = _panels(df)
     # One panel to a row: each bar needs the width of its speedups written above it.
     fig, axes = _figure(
         len(panels),
-        "Throughput per mode (median step); above each bar its speedup over fp32 and tf32",
+        "Throughput per mode (median step); above each bar its speedup over "
+        + " and ".join(speedup_baselines()),
         width=12.0,
         height=4.2,
         cols=1,
@@ -263,8 +266,8 @@ def phases(df: pd.DataFrame, path: Path) -> None:
         modes = _modes(g)
         for i, mode in enumerate(modes):
             r = g[g["mode"] == mode].iloc[0]
-            if any(_finite(r.get(k)) for k in PHASES):
-                top = _stack(ax, i, r, PHASES)
+            if any(_finite(r.get(k)) for k in PHASE_PARTS):
+                top = _stack(ax, i, r, PHASE_PARTS)
             else:  # the variant fused the phases: only the whole step was timed
                 top = _stack(ax, i, r, {"total_ms": WHOLE_STEP})
                 fused = True
@@ -272,7 +275,7 @@ def phases(df: pd.DataFrame, path: Path) -> None:
                 _mark(ax, i, r["floor_ms"])
             ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "ms per step", title)
-    parts = [*PHASES.values(), *([WHOLE_STEP] if fused else [])]
+    parts = [*PHASE_PARTS.values(), *([WHOLE_STEP] if fused else [])]
     _legend(fig, _parts_handles(parts, "floor (measured ceilings)"))
     _save(fig, path)
 

@@ -9,7 +9,7 @@ Every folder is checked before any is copied, and a refusal is one line naming t
 run folder (no env.json, or a damaged one), already in the destination, a name the destination
 already holds, a folder a process is writing, or a CPU run. A CPU run is a smoke test of the
 harness, not a result: it is refused unless `allow_cpu`, and the index leaves CPU runs out even
-then (`bench.publish.index.run_folders`), so a folder copied that way is kept but not listed.
+then (`bench.publish.runs.run_folders`), so a folder copied that way is kept but not listed.
 """
 
 from __future__ import annotations

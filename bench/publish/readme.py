@@ -21,7 +21,8 @@ from docs/), so the marker is the one place that names it. KIND is
 - `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
   `with=RUN2+RUN3` adds runs of other variants, folders beside RUN);
 - `maxbatch`: the largest-batch table of a `maxbatch` folder;
-- `recipes`: the fastest mode and variant per batch size of a timing run (`optimizer=NAME`);
+- `recipes`: the fastest mode and variant per batch size of a timing run (`optimizer=NAME`;
+  `bench.publish.variants`);
 - `scaling`: the scaling efficiency per mode and parallelism of a run of several ranks
   (`optimizer=NAME`; `with=RUN2` adds a run on another GPU count as columns).
 
@@ -44,7 +45,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import report, tables
+from bench.publish import columns, ranks, report, tables, variants
 from bench.store import paths, results
 
 # Markers count only at the start of a line, so that prose may quote them (`<!-- ampbench:...`).
@@ -137,15 +138,15 @@ def _answer(run: Path, options: dict[str, str], link: str) -> str:
 
 def _rows_table(run: Path, options: dict[str, str], link: str) -> str:
     df = results.load(run)
-    columns = options.pop("columns", ",".join(report.HEADLINE_COLUMNS)).split(",")
+    shown = options.pop("columns", ",".join(columns.HEADLINE)).split(",")
     for key, value in options.items():
         if key not in df.columns:
             raise UsageError(f"ampbench:table {run.name}: no column {key!r}")
         df = df[df[key].astype(str) == value]
-    missing = [c for c in columns if c not in df.columns]
+    missing = [c for c in shown if c not in df.columns]
     if missing:
         raise UsageError(f"ampbench:table {run.name}: no column {missing[0]!r}")
-    return tables.markdown(df[columns])
+    return tables.markdown(df[shown])
 
 
 def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
@@ -165,7 +166,7 @@ def _variants(run: Path, options: dict[str, str], link: str) -> str:
     """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
     (variants measured in a folder of their own)."""
     df = _rows_with("variants", run, options)
-    return report.best_variant_table(df, options.get("optimizer", "fused"))
+    return variants.best_variant_table(df, options.get("optimizer", "fused"))
 
 
 def _recipes(run: Path, options: dict[str, str], link: str) -> str:
@@ -173,7 +174,7 @@ def _recipes(run: Path, options: dict[str, str], link: str) -> str:
     unknown = set(options) - {"optimizer"}
     if unknown:
         raise UsageError(f"ampbench:recipes takes optimizer=, not {sorted(unknown)[0]}=")
-    return report.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
+    return variants.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
 
 
 def _scaling(run: Path, options: dict[str, str], link: str) -> str:
@@ -182,7 +183,7 @@ def _scaling(run: Path, options: dict[str, str], link: str) -> str:
     df = _rows_with("scaling", run, options)
     optimizer = options.get("optimizer", "fused")
     try:
-        table = report.scaling_table(df, optimizer)
+        table = ranks.scaling_table(df, optimizer)
     except ValueError as exc:
         raise UsageError(f"ampbench:scaling {run.name}: {exc}") from exc
     return f"Scaling efficiency (%), {optimizer} Adam:\n\n{table}"
@@ -198,14 +199,14 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     table = maxbatch.summarize_trials(
         pd.DataFrame(results.read_jsonl(run / maxbatch.TRIALS)), limit
     )
-    columns = {
+    headers = {
         "mode": "mode",
         "largest_batch": "largest batch",
         "samples_per_s": "samples/s there",
         "peak_alloc_gib": "peak GiB there",
         "limited_by": "limited by",
     }
-    return tables.markdown(table[list(columns)].rename(columns=columns))
+    return tables.markdown(table[list(headers)].rename(columns=headers))
 
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:

@@ -14,6 +14,9 @@ from pathlib import Path
 from bench.faults import UsageError
 from bench.store import results, schema
 
+NUMERICS_DIR = "numerics"
+"""Where `run --numerics` puts its short study, inside the run folder."""
+
 
 def kind(run_dir: Path) -> str:
     """The folder's kind (`bench.store.schema.KINDS`); one line when it is not a results folder."""
@@ -43,6 +46,12 @@ def render(run_dir: Path) -> Path:
     return run_dir / results.REPORT
 
 
+def _nested_study(run_dir: Path) -> Path | None:
+    """The short numerics study a timing run made in its folder (`run --numerics`), if any."""
+    sub = run_dir / NUMERICS_DIR
+    return sub if (sub / results.ENV).is_file() else None
+
+
 def after_job(run_dir: Path) -> None:
     """After a job wrote `run_dir`: render it, show its headline (a timing run's), and refresh
     the project's index when the folder is in results/."""
@@ -52,6 +61,9 @@ def after_job(run_dir: Path) -> None:
     if kind(run_dir) == "timing":
         from bench.publish import report
 
+        sub = _nested_study(run_dir)
+        if sub is not None:
+            print(f"ampbench: wrote {render(sub)}", file=sys.stderr, flush=True)
         print(report.headline(results.load(run_dir)), file=sys.stderr)
     print(f"ampbench: wrote {path}", file=sys.stderr, flush=True)
     index.refresh(run_dir)

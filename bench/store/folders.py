@@ -1,6 +1,6 @@
 """Results folders: naming and creating one, locking it while a process writes it, and checking
-one that a process is about to resume. Both jobs (a timing session, a numerics study) use this
-module and no other way to make or reopen a folder.
+one that a process is about to resume. Every job opens its folder through
+`bench.jobs.base`, which uses this module and no other way to make or reopen a folder.
 
 A folder is never reused for another run: a new run gets a new name. A resumed folder must have
 been made by the same code on the same kind of machine (commit, dirty flag, torch version, GPU
@@ -20,15 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.faults import UsageError
-from bench.store import paths, results
+from bench.store import paths, results, schema
 
 LOCK = ".lock"
-KINDS = {
-    "config": "a timing run",
-    "numerics_config": "a numerics study",
-    "maxbatch_config": "a largest-batch search",
-}
-"""env.json key of a job's settings -> what the folder is, in words."""
 COMPATIBLE = ("commit", "dirty", "torch", "gpu")
 """What must match between the machine that started a folder and the one that resumes it."""
 
@@ -47,10 +41,18 @@ def stamp(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
+TAG = re.compile(r"[A-Za-z0-9.-]+")
+"""What a `--tag` may hold: it becomes part of a folder's name."""
+
+
+def gpu_slug(gpu: str) -> str:
+    """A GPU's name as folder and file names spell it: `NVIDIA H200` -> `NVIDIA-H200`."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
+
+
 def run_dir_name(started: datetime, gpu: str, commit: str | None, suffix: str = "") -> str:
-    gpu_slug = re.sub(r"[^A-Za-z0-9]+", "-", gpu).strip("-") or "unknown"
     sha = re.sub(r"[^0-9a-fA-F]", "", commit or "")[:7] or "nogit"
-    return f"{stamp(started)}_{gpu_slug}_{sha}{suffix}"
+    return f"{stamp(started)}_{gpu_slug(gpu)}_{sha}{suffix}"
 
 
 def tagged(suffix: str, tag: str | None) -> str:
@@ -58,34 +60,9 @@ def tagged(suffix: str, tag: str | None) -> str:
     after it: `_maxbatch_h200-pcie`, `_lr-sweep`."""
     if tag is None:
         return suffix
-    if not re.fullmatch(r"[A-Za-z0-9.-]+", tag):
+    if not TAG.fullmatch(tag):
         raise UsageError(f"tag {tag!r}: use letters, digits, '.' and '-' only")
     return f"{suffix}_{tag}"
-
-
-def open_new(
-    results_dir: Path,
-    *,
-    device: str,
-    kind: str,
-    settings: dict,
-    command: str,
-    suffix: str = "",
-) -> tuple[Path, dict]:
-    """A new folder for a job under `results_dir`, with its env.json written: this machine
-    (`bench.measure.env.collect`), the start time, the command, and the job's settings under `kind`
-    (`config`, `numerics_config`, `maxbatch_config`). Returns (folder, env). The caller locks
-    the folder while it writes it."""
-    from bench.measure import env  # here: reading and checking folders needs no torch
-
-    check_parent(results_dir)  # before anything is measured or collected
-    info = env.collect(device)
-    now = utc_now()
-    info.update(started=iso(now), command=command, **{kind: settings})
-    run_dir = create(results_dir, run_dir_name(now, str(info["gpu"]), info["commit"], suffix))
-    info["run_name"] = run_dir.name
-    results.write_env(run_dir, info)
-    return run_dir, info
 
 
 def check_parent(parent: Path) -> None:
@@ -158,7 +135,7 @@ def reopen(
 ) -> dict:
     """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
 
-    `kind` is the env.json key that marks the folder's job (a key of `KINDS`); `here` is
+    `kind` is the folder's job (a key of `bench.store.schema.KINDS`); `here` is
     `bench.measure.env.collect()` of this machine. Call it holding the folder's lock, so that no
     other
     writer changes env.json between this read and the caller's writes. Bad input ends here,
@@ -167,9 +144,13 @@ def reopen(
     recorded as `differs`."""
     require_dir(run_dir)
     info = results.read_env(run_dir)
-    if kind not in info:
-        found = [name for key, name in KINDS.items() if key in info]
-        what = f"that folder is {found[0]}" if found else f"that folder is not {KINDS[kind]}"
+    found = schema.kind_of(info, run_dir)
+    if found != kind:
+        what = (
+            f"that folder is {schema.describe(found)}"
+            if found
+            else f"that folder is not {schema.describe(kind)}"
+        )
         raise UsageError(f"--resume {run_dir}: {what}; resume it with its own command")
     if info.get("device") == "cuda" and here.get("device") != "cuda":
         raise UsageError(f"--resume {run_dir} is a CUDA run, but no GPU is available here")

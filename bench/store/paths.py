@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 """The project's root: the folder that holds `bench/`."""
 RESULTS = ROOT / "results"
 """The project's own results folder: the one its index (results/README.md) describes."""

@@ -23,9 +23,27 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
+from bench.recipes import catalog
+from bench.store import schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
+TRIALS = "trials.jsonl"
+"""A largest-batch search's rows: one per batch size tried."""
+ROUNDS = "rounds.jsonl"
+"""The windows of a case's rounds before its last (`run --rounds`), until its row is written."""
+
+PHASES = {"fwd": "forward", "bwd": "backward", "step": "optimizer step"}
+"""The timed phases of a train step, in order (`<phase>_ms` columns, samples.jsonl's keys), with
+their names in words; samples.jsonl adds `total`, the whole step."""
 CSV, REPORT = "results.csv", "report.md"
+
+SPEEDUP_COLUMNS = {base: f"speedup_vs_{base}" for base in catalog.speedup_baselines()}
+"""Each speedup baseline (`bench.recipes.catalog.speedup_baselines`) -> its derived column: the
+base mode's total_ms over a row's."""
+STATE_SAVED_COLUMN = f"model_state_saved_vs_{catalog.reference()}"
+"""The reference mode's params + grads + Adam state less a row's (GiB)."""
+PEAK_VS_HEADLINE_COLUMN = f"peak_vs_{catalog.headline().replace('-', '_')}"
+"""A row's allocated peak over the headline mode's: what a recipe beyond autocast saves."""
 
 METRIC_COLUMNS = [
     "status",
@@ -44,8 +62,7 @@ METRIC_COLUMNS = [
     "pct_of_floor",
     "peak_alloc_gib",
     "peak_reserved_gib",
-    "speedup_vs_fp32",
-    "speedup_vs_tf32",
+    *SPEEDUP_COLUMNS.values(),
     "output_dtype",
     "loss_dtype",
     "param_grad_dtype",
@@ -158,34 +175,34 @@ def read_env(run_dir: Path) -> dict:
         raise CorruptFolder(f"{path} is not valid JSON ({exc})") from exc
     if not isinstance(env, dict):
         raise CorruptFolder(f"{path} does not hold a JSON object")
-    return env
+    return schema.migrate_env(env, Path(run_dir))
 
 
 def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
     """speedup_vs_<base> = the base mode's total_ms / this row's total_ms, matched on every other
     axis; above 1 means faster than the base. Empty where the base did not run or did not pass."""
     others = [a for a in axes() if a != "mode"]
-    for base in ("fp32", "tf32"):
+    for base, column in SPEEDUP_COLUMNS.items():
         ok_base = df[(df["mode"] == base) & (df["status"] == "ok")]
         ref = ok_base[[*others, "total_ms"]].rename(columns={"total_ms": "_base_ms"})
         merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
-        df[f"speedup_vs_{base}"] = merged["_base_ms"].to_numpy() / df["total_ms"].to_numpy()
-        df.loc[df["status"] != "ok", f"speedup_vs_{base}"] = math.nan
+        df[column] = merged["_base_ms"].to_numpy() / df["total_ms"].to_numpy()
+        df.loc[df["status"] != "ok", column] = math.nan
     return df
 
 
 def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
-    """model_state_gib = params + grads + Adam's state; model_state_saved_vs_fp32 = fp32's minus
-    this row's; peak_vs_bf16_amp = this row's allocated peak over bf16-amp's, matched on every
-    other axis (what a recipe beyond autocast saves)."""
+    """model_state_gib = params + grads + Adam's state; `STATE_SAVED_COLUMN` = the reference
+    mode's minus this row's; `PEAK_VS_HEADLINE_COLUMN` = this row's allocated peak over the
+    headline mode's, matched on every other axis (what a recipe beyond autocast saves)."""
     parts = ("param_gib", "grad_gib", "optim_state_gib")
     if not set(parts) <= set(df.columns):
         return df
     df["model_state_gib"] = df[list(parts)].sum(axis=1, min_count=len(parts))
     others = [a for a in axes() if a != "mode"]
     for base, col, new, how in (
-        ("fp32", "model_state_gib", "model_state_saved_vs_fp32", "minus"),
-        ("bf16-amp", "peak_alloc_gib", "peak_vs_bf16_amp", "over"),
+        (catalog.reference(), "model_state_gib", STATE_SAVED_COLUMN, "minus"),
+        (catalog.headline(), "peak_alloc_gib", PEAK_VS_HEADLINE_COLUMN, "over"),
     ):
         if col not in df.columns:
             continue
@@ -209,9 +226,10 @@ PEAK_COLUMNS = (
     "peak_fwd_gib",
     "peak_bwd_gib",
     "peak_opt_gib",
-    "peak_alloc_gib_spread",
-    "peak_reserved_gib_spread",
 )
+"""A row's peaks as the CUDA allocator counts them: none on the CPU."""
+PEAK_SPREAD_COLUMNS = ("peak_alloc_gib_spread", "peak_reserved_gib_spread")
+"""Over the ranks of a run of several, the highest peak less the lowest."""
 
 
 def _with_clean_peaks(df: pd.DataFrame) -> pd.DataFrame:
@@ -222,7 +240,7 @@ def _with_clean_peaks(df: pd.DataFrame) -> pd.DataFrame:
     unclean = df["residue_gib"].astype(float) > RESIDUE_LIMIT_GIB
     if not unclean.any():
         return df
-    peaks = [c for c in PEAK_COLUMNS if c in df]
+    peaks = [c for c in (*PEAK_COLUMNS, *PEAK_SPREAD_COLUMNS) if c in df]
     df[peaks] = df[peaks].astype(float)
     df.loc[unclean, peaks] = math.nan
     # The note goes on measured rows; a failed row's error already says what went wrong.

@@ -3,24 +3,29 @@
 env.json records `schema` (`SCHEMA_VERSION`) and `kind` (a key of `KINDS`) from this version on.
 A folder from before carries neither: its kind is read from the key that holds its job's settings
 (`config`, `maxbatch_config`, `numerics_config`) or, for a numerics study older than those, from
-its audit.json. Every reading of an older folder's layout lives here (`migrate_env`,
-`migrate_row`), so the rest of the code sees one shape.
+its audit.json. Every reading of an older folder's layout lives here (`migrate_env`, and
+`bench.store.results.load` for the axes a row lacks), so the rest of the code sees one shape.
+`Row` is the typed shape of a timing run's row.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 SCHEMA_VERSION = 2
 """1: every folder written before env.json recorded a version (the key is absent). 2: env.json
 has `schema` and `kind`; `overhead` is a list of checks."""
 
 KINDS = {
-    "timing": ("config", "a timing run"),
-    "maxbatch": ("maxbatch_config", "a largest-batch search"),
     "numerics": ("numerics_config", "a numerics study"),
+    "maxbatch": ("maxbatch_config", "a largest-batch search"),
+    "timing": ("config", "a timing run"),
 }
-"""A folder's kind -> (the env.json key of its job's settings, what it is in words)."""
+"""A folder's kind -> (the env.json key of its job's settings, what it is in words). In this
+order a folder of version 1 is told by its keys: the short study a timing run made inside its
+folder (`run --numerics`) copied the run's env.json, `config` included, before it added its own
+`numerics_config`."""
 
 AUDIT_JSON = "audit.json"
 """The file that marks a numerics study older than `numerics_config`."""
@@ -66,3 +71,78 @@ def migrate_env(env: dict, folder: Path | None = None) -> dict:
     if isinstance(out.get("overhead"), dict):
         out["overhead"] = [out["overhead"]]
     return out
+
+
+class Row(TypedDict, total=False):
+    """One case of a timing run, as rows.jsonl holds it (one JSON object per line). The axes of
+    the case (`bench.cases.case.Case`'s fields) come first and are not listed here: they follow
+    from Case. Times in ms, memory in GiB (2**30 bytes), work in GFLOP and GB (10**9)."""
+
+    case_id: str
+    status: str
+    """`ok`, `unsupported`, `oom`, `nonfinite`, `timeout`, `error` (`bench.faults`)."""
+    error: str
+    """Why a row is not `ok` (or a note on an `ok` one, e.g. a recompilation)."""
+    world_size: int
+    host: str
+    global_batch_size: int
+    # The recipe as it ran.
+    autocast_dtype: str
+    param_dtype: str
+    scale_loss: bool
+    matmul_dtype: str
+    optimizer_impl: str
+    fp8_linears: str
+    tf32_matmul: bool
+    tf32_cudnn: bool
+    # The floor: counted work over the GPU's measured ceilings (`bench.measure.roofline`).
+    ceiling_tflops: float
+    copy_gbps: float
+    fwd_gflop: float
+    bwd_gflop: float
+    step_gbytes: float
+    cast_gbytes: float
+    cast_ms_at_copy_bw: float
+    fwd_floor_ms: float
+    bwd_floor_ms: float
+    step_floor_ms: float
+    floor_ms: float
+    comm_floor_ms: float
+    # Memory (`bench.measure.memory`), each peak against the allocation at the case's start.
+    residue_gib: float
+    peak_alloc_gib: float
+    peak_reserved_gib: float
+    peak_fwd_gib: float
+    peak_bwd_gib: float
+    peak_opt_gib: float
+    param_gib: float
+    grad_gib: float
+    optim_state_gib: float
+    act_gib: float
+    output_dtype: str
+    loss_dtype: str
+    param_grad_dtype: str
+    # Execution.
+    prepare_s: float
+    eager_parts: str
+    recompiled: bool
+    # Statistics of the samples (`bench.measure.stats.phase_columns`: `<phase>_ms` is the
+    # median, with `_iqr`, `_p10`, `_p90` beside it) and what is derived from them.
+    fwd_ms: float
+    bwd_ms: float
+    step_ms: float
+    total_ms: float
+    total_ms_iqr: float
+    samples_per_s: float
+    samples_per_s_per_gpu: float
+    tflops: float
+    pct_of_floor: float
+    noisy: bool
+    comm_ms: float
+    nosync_fwd_bwd_ms: float
+    # After the timed window.
+    final_loss: float
+    grad_scale: float | None
+    rounds: int
+    """Passes over the grid the case's windows come from (`run --rounds`), when more than 1."""
+    elapsed_s: float

@@ -1,0 +1,128 @@
+"""The one set of validators: every setting of a case or a job, and every option of the command
+line, is checked by one of these, so that a bad value is refused in the same words wherever it
+comes from.
+
+A check takes the name to blame (a field, or an option such as `--eval-every`) and the value, and
+raises `ValueError("NAME VALUE is not ...")` in one line; `parse` does the same for text typed on
+the command line, which it converts first and shows as typed. Imports nothing of the project.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+def shown(value: object) -> str:
+    """A value as it would be typed: a tuple as a comma list (`''` when empty), a name quoted."""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value)) or "''"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def refuse(name: str, value: object, what: str) -> ValueError:
+    """The one-line error of a bad value: `NAME VALUE WHAT`."""
+    return ValueError(" ".join(part for part in (name, shown(value), what) if part))
+
+
+@dataclass(frozen=True)
+class Check:
+    """A validator of one value: `what` it must be, how text converts to it, and the test."""
+
+    what: str
+    """The end of the error: `is not a positive integer`."""
+    convert: Callable[[str], object]
+    ok: Callable[[object], bool]
+    choices: tuple[str, ...] | None = None
+    """The names a choice accepts (None for any other check)."""
+
+    def __call__(self, name: str, value: object) -> object:
+        if not self.ok(value):
+            raise refuse(name, value, self.what)
+        return value
+
+    def parse(self, name: str, text: str) -> object:
+        """`text` from the command line, converted and checked; an error shows it as typed."""
+        try:
+            value = self.convert(text)
+        except ValueError:
+            raise refuse(name, text, self.what) from None
+        if not self.ok(value):
+            raise refuse(name, text, self.what)
+        return value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+POSITIVE_INT = Check("is not a positive integer", int, lambda v: _is_int(v) and v > 0)
+NON_NEGATIVE_INT = Check("is not an integer >= 0", int, lambda v: _is_int(v) and v >= 0)
+POSITIVE_FINITE = Check(
+    "is not a positive finite number", float, lambda v: _is_number(v) and 0 < v < math.inf
+)
+FRACTION = Check("is not a number between 0 and 1", float, lambda v: _is_number(v) and 0 < v < 1)
+TAG = Check(
+    "is not a tag: use letters, digits, '.' and '-' only",
+    str,
+    lambda v: isinstance(v, str) and re.fullmatch(r"[A-Za-z0-9.-]+", v) is not None,
+)
+
+
+def choice(choices: Iterable[str]) -> Check:
+    """One of `choices`."""
+    names = tuple(choices)
+    return Check(f"is unknown; choose from {', '.join(names)}", str, lambda v: v in names, names)
+
+
+def items(name: str, values: object, each: Check | None = None) -> tuple:
+    """A non-empty tuple without repeats (a repeated batch size or seed would run a case twice),
+    each item checked by `each`."""
+    if not isinstance(values, tuple) or not values:
+        raise refuse(name, values, "is not a non-empty tuple")
+    repeated = next((v for v in values if values.count(v) > 1), None)
+    if repeated is not None:
+        raise refuse(name, repeated, "is given twice")
+    for value in values:
+        if each is not None:
+            each(name, value)
+    return values
+
+
+def parse_items(name: str, text: str, each: Check) -> list:
+    """A comma list typed on the command line: not empty, no item twice, each item checked."""
+    words = [t.strip() for t in text.split(",") if t.strip()]
+    if not words:
+        raise refuse(name, text, "is an empty list")
+    values = [each.parse(name, word) for word in words]
+    repeated = next((w for w, v in zip(words, values, strict=True) if values.count(v) > 1), None)
+    if repeated is not None:
+        raise refuse(name, repeated, f"is listed twice in {text!r}")
+    return values
+
+
+def fields(obj: object, blame: Callable[[str], str] = str) -> None:
+    """Run the `check` of every field of the dataclass `obj` that has one in its metadata (with
+    `items` in it too, the check applies to each item of a non-empty tuple without repeats;
+    `items: "maybe none"` allows the empty tuple); `blame(field name)` is the
+    name an error gives."""
+    import dataclasses
+
+    for f in dataclasses.fields(obj):
+        check = f.metadata.get("check")
+        if check is None:
+            continue
+        value = getattr(obj, f.name)
+        name = blame(f.name)
+        if f.metadata.get("items") == "maybe none" and value == ():
+            continue
+        if f.metadata.get("items"):
+            items(name, value, check)
+        else:
+            check(name, value)

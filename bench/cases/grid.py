@@ -1,0 +1,280 @@
+"""The grid of a timing run (`RunConfig`): the values of each swept axis of `Case`, the model
+size, and how each case is measured; and the line the index describes a grid with.
+
+Importable without torch: names come from `bench.cases.choices`, and the registries a case is
+checked against are imported where the cases are built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from bench.cases import case as cases
+from bench.cases import checks, choices
+from bench.cases.case import Case
+from bench.recipes import catalog
+
+if TYPE_CHECKING:
+    from bench.workloads.mlp import ModelSize
+
+DEFAULT_REPEATS = 3
+"""Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
+to see run-to-run drift at all, and 3 against 3 give its t-interval 4 degrees of freedom
+(t = 2.78) where 2 against 2 give 2 (t = 4.30): in a simulation with 1% drift between windows
+and 2% noise between steps, 3 windows call a 5% slowdown `slower` 98% of the time, 2 windows
+66%. The two extra windows add 60 steps to a case: under a second for most cases of the default
+CUDA grid, 9 s for the slowest (fp32 at batch 4096, 147 ms a step on an H200), milliseconds on
+the CPU's tiny preset."""
+_FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}
+"""The axes that can leave nothing to run, each with a value that runs anywhere: the axis whose
+values, swapped for this, would let a case run is the one a refusal names."""
+DESCRIBED_FIRST = ("mode", "batch_size", "optimizer")
+"""The axes the index's grid line always shows, in the order of its first rows; every other
+swept axis follows, in field order, where its values are not just its default."""
+GRID_WIDTH = 60
+"""Most characters of a grid line; a longer one shows counts instead of values."""
+
+
+def unsupported_reason(case: Case, world_size: int) -> str | None:
+    """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
+    None."""
+    from bench.execution import parallel as parallelisms
+    from bench.execution import variants as execution_variants
+
+    return execution_variants.unsupported_reason(case) or parallelisms.unsupported_reason(
+        case.parallel, variant=case.variant, world_size=world_size
+    )
+
+
+def _first_unsupported(cfg: RunConfig) -> str | None:
+    """None when some case of `cfg` can run here, else the first case's reason. A reason depends
+    on the mode, the variant and the parallelism alone: each such triple is asked once."""
+    reasons: dict[tuple[str, str, str], str | None] = {}
+    for case in cfg.cases():
+        key = (case.mode, case.variant, case.parallel)
+        if key not in reasons:
+            reasons[key] = unsupported_reason(case, cfg.world_size)
+            if reasons[key] is None:
+                return None
+    return next(iter(reasons.values()), None)
+
+
+def new_run_default(name: str, device: str, world_size: int = 1) -> tuple:
+    """The values a new run on `device` sweeps axis `name` over when none are given: every
+    choice of an axis without a default, else the field's default alone, but where a run's
+    defaults are wider (the CPU's modes are narrowed further by `RunConfig.build`, which needs
+    torch to ask each recipe)."""
+    wider = {
+        "batch_size": choices.DEFAULT_BATCH_SIZES,
+        "variant": choices.DEFAULT_VARIANTS if device == "cuda" else ("eager",),
+        "parallel": choices.PARALLELS if world_size > 1 else ("none",),
+    }
+    if name in wider:
+        return tuple(wider[name])
+    f = _field(name)
+    if f.default is not dataclasses.MISSING:
+        return (f.default,)
+    return tuple(f.metadata["check"].choices or ())
+
+
+def _field(name: str) -> dataclasses.Field:
+    return next(f for f in dataclasses.fields(cases.Case) if f.name == name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """The grid of a timing session, as env.json keeps it (`config`) for --resume: the values of
+    every swept axis of `Case` (`cases.swept()`), the model size, and how each case is measured.
+    The record keeps each axis's values under its plural name (`modes`, `batch_sizes`), as the
+    folders made before this class existed do."""
+
+    device: str = field(metadata={"check": checks.choice(cases.DEVICES), "cli": False})
+    preset: str = field(metadata={"check": checks.choice(choices.PRESETS), "cli": False})
+    input_size: int = field(metadata={"check": checks.POSITIVE_INT})
+    """Override the preset's input size."""
+    hidden_size: int = field(metadata={"check": checks.POSITIVE_INT})
+    """Override the preset's hidden size."""
+    num_classes: int = field(metadata={"check": checks.POSITIVE_INT})
+    """Override the preset's class count."""
+    axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
+    """Field name of `Case` -> the values swept; an axis left out takes `new_run_default`."""
+    steps: int = field(default=30, metadata={"check": checks.POSITIVE_INT})
+    """Timed steps per case."""
+    warmup: int = field(default=5, metadata={"check": checks.NON_NEGATIVE_INT})
+    """Untimed steps per case."""
+    repeats: int = field(
+        default=1, metadata={"check": checks.POSITIVE_INT, "new_run": DEFAULT_REPEATS}
+    )
+    """Timed windows of --steps steps per case, after one warm-up; compare weighs the spread
+    between them. A folder recorded before the field resumes with 1, as it was measured."""
+    rounds: int = field(default=1, metadata={"check": checks.POSITIVE_INT})
+    """Passes over the grid, each case's windows interleaved with the others' (as asv's rounds),
+    so that drift over the run spreads over every case; a one-process run's option."""
+    seed: int = field(default=0, metadata={"check": checks.NON_NEGATIVE_INT})
+    """Seed for weights and data."""
+    overhead: bool = field(default=True, metadata={"option": "--no-overhead"})
+    """Measure the harness against a bare loop (`--no-overhead` skips it)."""
+    numerics: bool = False
+    """First run a short numerics study in this process into RUN/numerics/ (outside every
+    timed region)."""
+    world_size: int = field(default=1, metadata={"check": checks.POSITIVE_INT, "option": "--gpus"})
+    """Ranks: N > 1 relaunches the run through torchrun, one process per GPU with NCCL (at most
+    the GPUs visible); on the CPU, N gloo processes (for tests, not speed; at most the CPU
+    cores, unless --oversubscribe). A resumed run must have as many."""
+    left_out: dict[str, str] = field(default_factory=dict, metadata={"cli": False})
+    """Modes a CPU run's default grid left out, each with why it cannot run there (float8 needs
+    a CUDA GPU; torchao's modes need torchao). A mode asked for with --modes is always in the
+    grid, and a row (`unsupported`, with the reason, where it cannot run)."""
+
+    def __post_init__(self) -> None:
+        checks.fields(self)
+        if self.world_size > 1 and self.numerics:
+            raise ValueError("--numerics runs in a one-process run; drop it or --gpus")
+        if self.world_size > 1 and self.rounds > 1:
+            raise ValueError("--rounds is for a one-process run; a run of several ranks has 1")
+        swept = cases.swept()
+        unknown = sorted(set(self.axes) - set(swept))
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a swept axis of a case")
+        for name, how in swept.items():
+            values = tuple(self.axes.get(name) or new_run_default(name, self.device))
+            self.axes[name] = checks.items(how.plural, values)
+        self.cases()  # every case validates its own fields
+
+    def __getattr__(self, name: str) -> tuple:
+        """An axis's values by its plural name: `cfg.modes`, `cfg.batch_sizes`."""
+        if name != "axes":
+            for axis, how in cases.swept().items():
+                if how.plural == name:
+                    return self.axes[axis]
+        raise AttributeError(name)
+
+    @classmethod
+    def build(cls, *, device: str, preset: str | None, **given: object) -> RunConfig:
+        """The grid from the options the user gave (None: not given) and the defaults. Each
+        axis's values are given by its plural name (`modes=...`)."""
+        from bench.recipes import modes as recipes
+        from bench.workloads.mlp import PRESETS
+
+        preset = preset or ("seed" if device == "cuda" else "tiny")
+        checks.choice(choices.PRESETS)("--preset", preset)
+        chosen = {k: v for k, v in given.items() if v is not None}
+        chosen.setdefault("repeats", DEFAULT_REPEATS)
+        world_size = int(chosen.get("world_size", 1))
+        axes = {}
+        for name, how in cases.swept().items():
+            values = chosen.pop(how.plural, None)
+            axes[name] = tuple(values or new_run_default(name, device, world_size))
+        if device == "cpu" and given.get("modes") is None:
+            # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
+            # would be a row per batch size and optimizer saying the same thing (a third of the
+            # grid). They are named in the log and the report instead; --modes asks for them.
+            why = {name: m.unsupported_reason(device) for name, m in recipes.MODES.items()}
+            axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
+            chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
+        size = dataclasses.asdict(PRESETS[preset])
+        cfg = cls(device=device, preset=preset, axes=axes, **{**size, **chosen})
+        refusal = cfg.nothing_runs()
+        if refusal is not None:
+            raise ValueError(refusal)
+        return cfg
+
+    def nothing_runs(self) -> str | None:
+        """None when some case of the grid can run here. Otherwise one line that names the
+        option and value that leave nothing to run, and why (`--variants cudagraph: CUDA graphs
+        need a CUDA device`): a new run of such a grid is refused before it makes a folder of
+        `unsupported` rows."""
+        reason = _first_unsupported(self)
+        if reason is None:
+            return None
+        swept = cases.swept()
+        for name in ("parallel", "variant", "mode"):
+            fallback = dataclasses.replace(self, axes={**self.axes, name: _FALLBACK[name]})
+            if _first_unsupported(fallback) is None:
+                value = ",".join(self.axes[name])
+                return f"{swept[name].flag} {value}: {reason}; no case of this grid can run here"
+        return f"no case of this grid can run here: {reason}"
+
+    @classmethod
+    def from_record(cls, record: dict) -> RunConfig:
+        """The grid of env.json's `config`: each axis under its plural name; an axis newer than
+        the record takes its default (one value: the field's default)."""
+        names = {f.name for f in dataclasses.fields(cls)} - {"axes"}
+        kept = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in names}
+        axes = {}
+        for name, how in cases.swept().items():
+            if how.plural in record:
+                axes[name] = tuple(record[how.plural])
+            elif _field(name).default is not dataclasses.MISSING:
+                axes[name] = (_field(name).default,)
+        return cls(axes=axes, **kept)
+
+    def record(self) -> dict[str, object]:
+        """The grid as env.json keeps it: flat, each axis's values under its plural name."""
+        flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del flat["axes"]
+        swept = cases.swept()
+        return {**{swept[n].plural: list(v) for n, v in self.axes.items()}, **flat}
+
+    @property
+    def size(self) -> ModelSize:
+        from bench.workloads.mlp import ModelSize
+
+        return ModelSize.of(self)
+
+    def cases(self) -> list[Case]:
+        return cases.sweep(
+            self.axes,
+            size=self.size,
+            device=self.device,
+            seed=self.seed,
+            warmup=self.warmup,
+            steps=self.steps,
+            repeats=self.repeats,
+        )
+
+
+def describe(record: dict) -> str:
+    """A timing run's grid in one line of at most GRID_WIDTH characters, from its env.json
+    `config`, as the index shows it: `fp32,bf16-amp × batch 256,1024 × fused`. Each swept axis
+    of `Case` is its values or, where the line is too long, its count (`2 modes`, a batch range);
+    the longest gives way first, and a line that still does not fit is cut with `…`."""
+    swept = cases.swept()
+    shown = [n for n in DESCRIBED_FIRST if n in swept]
+    for name in swept:
+        default = _field(name).default
+        if name not in shown and record.get(swept[name].plural, [default]) != [default]:
+            shown.append(name)
+    forms: list[tuple[str, str]] = []  # (values, count) of each axis with values
+    for name in shown:
+        values, noun = list(record.get(swept[name].plural) or []), swept[name].noun
+        if not values:
+            continue  # a folder older than the axis
+        if _field(name).type in ("int", int):  # numbers: `batch 256,1024`, a range for many
+            text = f"{noun} {','.join(map(str, values))}"
+            count = f"{noun} {min(values)}–{max(values)}" if len(values) > 2 else text
+        else:
+            text = ",".join(map(str, values))
+            count = f"{len(values)} {noun}s" if len(values) > 1 else text
+        forms.append((text, count))
+    return fit(forms)
+
+
+def fit(forms: list[tuple[str, str]], extras: tuple[str, ...] = ()) -> str:
+    """`a × b × c, extra` from each axis's (values, count): the longest axis still shown by its
+    values gives way to its count until the line fits GRID_WIDTH; then it is cut with `…`."""
+    shown = [values for values, _ in forms]
+
+    def text() -> str:
+        return ", ".join([" × ".join(shown), *extras])
+
+    while len(text()) > GRID_WIDTH:
+        longer = [i for i, (_, count) in enumerate(forms) if len(count) < len(shown[i])]
+        if not longer:
+            break
+        i = max(longer, key=lambda i: len(shown[i]))
+        shown[i] = forms[i][1]
+    line = text()
+    return line if len(line) <= GRID_WIDTH else line[: GRID_WIDTH - 1] + "…"

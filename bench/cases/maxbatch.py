@@ -1,0 +1,79 @@
+"""The settings of a largest-batch search (`python -m bench maxbatch`): which modes and
+variants, with which Adam, from which batch size up to which, and how finely it bisects.
+
+Importable without torch: the mode names come from the torch-free table, and the presets are
+imported where a case is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from bench.cases import checks, choices
+from bench.cases.case import DEVICES, Case
+
+CPU_DEFAULTS = {"start": 8, "limit": 4096}
+"""A search on the CPU (tiny preset) starts and stops lower."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxBatchConfig:
+    device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
+    preset: str = field(metadata={"check": checks.choice(choices.PRESETS), "cli": False})
+    modes: tuple[str, ...] = field(
+        default=choices.MODES, metadata={"check": checks.choice(choices.MODES), "items": True}
+    )
+    """Comma list of modes searched."""
+    variants: tuple[str, ...] = field(
+        default=("eager",), metadata={"check": checks.choice(choices.VARIANTS), "items": True}
+    )
+    """Comma list of execution variants searched."""
+    optimizer: str = field(
+        default="fused",
+        metadata={"check": checks.choice(choices.OPTIMIZERS), "aliases": ("--optimizers",)},
+    )
+    """Adam implementation."""
+    start: int = field(default=1024, metadata={"check": checks.POSITIVE_INT})
+    """The first batch size tried; the search doubles from here."""
+    limit: int = field(default=2**20, metadata={"check": checks.POSITIVE_INT})
+    """The largest batch size tried: the search stops there even if it still trains."""
+    resolution: float = field(default=1 / 16, metadata={"check": checks.FRACTION})
+    """Bisection stops when the gap between the last good and the first bad batch size is at
+    most this share of the good one."""
+    warmup: int = field(default=1, metadata={"check": checks.NON_NEGATIVE_INT})
+    """Untimed steps per trial."""
+    steps: int = field(default=2, metadata={"check": checks.POSITIVE_INT})
+    """Timed steps per trial."""
+
+    def __post_init__(self) -> None:
+        checks.fields(self)
+        if not self.start <= self.limit:
+            raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
+        for mode in self.modes:
+            for variant in self.variants:
+                self.case(mode, variant, self.start)  # validates every field
+
+    @classmethod
+    def build(cls, *, device: str, preset: str | None, **given: object) -> MaxBatchConfig:
+        """The search from the options the user gave and the defaults of `device`."""
+        defaults = CPU_DEFAULTS if device == "cpu" else {}
+        preset = preset or ("seed" if device == "cuda" else "tiny")
+        return cls(device=device, preset=preset, **{**defaults, **given})
+
+    def case(self, mode: str, variant: str, batch_size: int) -> Case:
+        from bench.workloads.mlp import PRESETS
+
+        return Case.of(
+            PRESETS[self.preset],
+            mode=mode,
+            variant=variant,
+            optimizer=self.optimizer,
+            batch_size=batch_size,
+            device=self.device,
+            warmup=self.warmup,
+            steps=self.steps,
+        )
+
+    def record(self) -> dict[str, object]:
+        return dataclasses.asdict(self)

@@ -1,0 +1,93 @@
+"""What a command line says beyond its values: the command it names (`with_command`), the
+command env.json records (`command_line`), the options given that a resume refuses
+(`refuse_with_resume`), and where new folders go (`results_dir`)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from bench.cli.options import path
+from bench.faults import UsageError
+from bench.store import paths
+
+
+def with_command(argv: list[str]) -> list[str]:
+    """`argv` with its command: `run` when none is given (no argument, or options first), as
+    `./run_bench.sh` does. `--help` and `--version` alone stay the program's own."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        return ["run", *argv]
+    return list(argv)
+
+
+def results_dir(args: argparse.Namespace) -> Path:
+    """Where a command's folders are: `--results-dir` when given, else the default of its kind
+    of command: the project's git-ignored runs/ for a command that makes a new folder (run,
+    numerics, maxbatch), the published results/ for one that reads or writes the published runs
+    (index, promote, history; `PUBLISHES` below)."""
+    if args.results_dir is not None:
+        return args.results_dir
+    return paths.RESULTS if args.command in PUBLISHES else paths.default_results()
+
+
+PUBLISHES = ("index", "promote", "history")
+"""The commands whose --results-dir is the published results/ by default."""
+
+
+def _subparser(command: str) -> argparse.ArgumentParser | None:
+    from bench.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices.get(command)
+
+
+def refuse_with_resume(args: argparse.Namespace, allowed: tuple[str, ...]) -> None:
+    """A resume takes its settings from the folder: refuse any option of the command, but
+    `allowed`, that was given a value other than its default (one line naming the first)."""
+    parser = _subparser(args.command)
+    defaults = {a.dest: a.default for a in parser._actions} if parser else {}
+    for action in parser._actions if parser else []:
+        key = action.dest
+        if key in (*allowed, "help") or not action.option_strings:
+            continue
+        if getattr(args, key, None) != defaults.get(key):
+            raise UsageError(
+                "--resume takes its settings from the folder's env.json; drop "
+                + action.option_strings[0]
+            )
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command as env.json records it, so that it re-runs as written from the project root:
+    the command named (`run` when it was left out), and every path option's value as
+    `paths.recorded` gives it: relative to the project root where it lies inside the project (a
+    path of the machine that ran it means nothing in a committed folder), absolute elsewhere.
+    Options may be abbreviated (`--results`) or joined to their value (`--results-dir=x`), as
+    argparse allows."""
+    argv = with_command(sys.argv[1:] if argv is None else argv)
+    parser = _subparser(argv[0]) if argv else None
+    actions = [a for a in (parser._actions if parser else []) if a.type is path]
+    names = tuple(name for a in actions for name in a.option_strings)
+
+    def path_option(token: str) -> str | None:
+        if not token.startswith("--"):
+            return None
+        matches = [o for o in names if o == token or o.startswith(token)]
+        return matches[0] if len(matches) == 1 else None
+
+    out: list[str] = []
+    value_next = False
+    for token in argv:
+        if value_next:
+            out.append(paths.recorded(path(token)))
+            value_next = False
+            continue
+        name, eq, value = token.partition("=")
+        if path_option(name) and eq:
+            out.append(f"{name}={paths.recorded(path(value))}")
+        else:
+            out.append(token)
+            value_next = path_option(token) is not None
+    return shlex.join(["python", "-m", "bench", *out])

@@ -1,0 +1,73 @@
+"""`ampbench compare A B`: two run folders case by case (A the baseline, B the new one)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from bench.cli import folders
+from bench.cli.options import FRACTION, path
+
+if TYPE_CHECKING:
+    from bench.publish.compare import Pair
+
+NAME = "compare"
+
+
+def _pair(text: str) -> Pair:
+    from bench.publish import compare  # scipy: only when --pair is given
+
+    try:
+        return compare.Pair.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser(NAME, help="compare two run folders case by case (A baseline, B new)")
+    c.add_argument("run_a", type=path)
+    c.add_argument("run_b", type=path)
+    c.add_argument(
+        "--pair",
+        type=_pair,
+        metavar="AXIS=A:B",
+        help="compare across one axis, e.g. optimizer=foreach:fused (A and B may be the same run)",
+    )
+    c.add_argument(
+        "--min-effect",
+        type=FRACTION,
+        default=0.02,
+        help="smallest relative change reported as faster/slower (default 0.02)",
+    )
+    c.add_argument("--confidence", type=FRACTION, default=0.95, help="default 0.95")
+    c.add_argument(
+        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
+    )
+    c.add_argument("--no-write", action="store_true", help="print only; write no file")
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.faults import UsageError
+    from bench.publish import compare
+    from bench.store import results
+
+    run_a, run_b = folders.run_folder(args.run_a), folders.run_folder(args.run_b)
+    if args.pair is None and compare.same_folder(run_a, run_b):
+        print(f"A and B are the same folder ({run_a}): nothing to compare")
+        return 0
+    settings = {"pair": args.pair, "min_effect": args.min_effect, "confidence": args.confidence}
+    table = compare.compare(run_a, run_b, **settings)
+    if table.empty:  # nothing in common: a mistake in the folders or the --pair
+        raise UsageError(f"no case of {run_a} matches a case of {run_b}")
+    warnings = compare.env_differences(results.read_env(run_a), results.read_env(run_b))
+    for line in warnings:
+        print(f"ampbench: warning: environments differ: {line}", file=sys.stderr)
+    text = compare.render(table, run_a=run_a, run_b=run_b, warnings=warnings, **settings)
+    print(text)
+    if not args.no_write:
+        out = compare.output_path(run_a, run_b, args.pair)
+        folders.write(out, text)
+        print(f"ampbench: wrote {out}", file=sys.stderr)
+    slower = int((table["verdict"] == "slower").sum())
+    return 1 if args.fail_on_slower and slower else 0

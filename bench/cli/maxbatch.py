@@ -1,0 +1,42 @@
+"""`ampbench maxbatch`: the largest batch each mode trains, doubling and then bisecting."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
+from bench.cli import argv, fields
+from bench.cli import options as o
+
+NAME = "maxbatch"
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    m = sub.add_parser(NAME, help="the largest batch each mode trains: doubling, then bisection")
+    o.add_preset(m)
+    o.add_device(m)
+    gpu = {f.name: fields.shown_default(f) for f in dataclasses.fields(MaxBatchConfig)}
+    on_cpu = {k: f"{gpu[k]} on a GPU, {v} on the CPU" for k, v in CPU_DEFAULTS.items()}
+    fields.add(m, MaxBatchConfig, defaults=on_cpu)
+    o.add_results_dir(m)
+    o.add_tag(m)
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.jobs import maxbatch
+    from bench.measure import env
+    from bench.publish import render
+
+    with o.settings():
+        cfg = MaxBatchConfig.build(
+            device=env.device(args.device),
+            preset=args.preset,
+            **fields.given(args, MaxBatchConfig),
+        )
+    run_dir = maxbatch.start(
+        cfg, results_dir=argv.results_dir(args), command=argv.command_line(args.argv), tag=args.tag
+    )
+    render.after_job(run_dir)
+    print(run_dir)
+    return 0

@@ -1,0 +1,92 @@
+"""`ampbench numerics`: the numerics study (dtype audit, underflow census, histogram,
+convergence, the Answer), or the finish of an interrupted one (`--resume`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.cases import checks, choices
+from bench.cli import argv, fields
+from bench.cli import options as o
+from bench.faults import UsageError
+from bench.numerics import defaults
+
+NAME = "numerics"
+
+
+def shown(key: str) -> str:
+    """A setting's default as help shows it: both devices' where they differ (knowing which
+    device this machine has would mean importing torch)."""
+    if key in defaults.COMMON:
+        return checks.shown(defaults.COMMON[key])
+    gpu, cpu = (checks.shown(defaults.PER_DEVICE[d][key]) for d in ("cuda", "cpu"))
+    return f"{gpu} on a GPU, {cpu} on the CPU"
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    from bench.numerics.config import NumericsConfig
+
+    n = sub.add_parser(
+        NAME,
+        help="dtype audit, underflow census, histogram, convergence, the Answer",
+        description="A study on a GPU, or a smoke study of tiny sizes on the CPU: where their "
+        "defaults differ, both are shown.",
+    )
+    o.add_preset(n, shown("preset"))
+    o.add_device(n)
+    settings = {k: shown(k) for k in (*defaults.COMMON, *defaults.PER_DEVICE["cpu"])}
+    settings.update(modes="every mode that can run on the device", workers="all")
+    fields.add(n, NumericsConfig, defaults=settings)
+    o.add_results_dir(n)
+    o.add_tag(n)
+    o.add_resume(
+        n,
+        "finish an interrupted study in its folder, with its settings (only --workers and "
+        "--force may be given with it)",
+    )
+    n.add_argument(
+        "--add-modes",
+        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        help="with --resume: add these convergence modes to the study (finished or not) and run "
+        "only their jobs and their dtype audit, keeping every job it has; another commit is "
+        "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.measure import env
+    from bench.numerics import study
+    from bench.numerics.config import NumericsConfig
+    from bench.publish import render
+
+    if args.resume is not None:
+        added = tuple(args.add_modes or ())
+        # With --add-modes, --trace-every may set the added jobs' trace period (a study older
+        # than the traces recorded 0).
+        extra = ("add_modes", "trace_every") if added else ("add_modes",)
+        argv.refuse_with_resume(args, ("resume", "force", "workers", *extra))
+        trace_every = args.trace_every if added else None
+        run_dir = study.resume(
+            args.resume, workers=args.workers, force=args.force, add_modes=added,
+            trace_every=trace_every,
+        )  # fmt: skip
+    else:
+        if args.force:
+            raise UsageError("--force goes with --resume")
+        if args.add_modes:
+            raise UsageError("--add-modes goes with --resume")
+        given = fields.given(args, NumericsConfig)
+        workers = given.pop("workers", None)
+        if args.preset is not None:
+            given["preset"] = args.preset
+        with o.settings():
+            cfg = NumericsConfig.build(
+                device=env.device(args.device), options=given, workers=workers
+            )
+        run_dir = study.start(
+            cfg, results_dir=argv.results_dir(args), command=argv.command_line(args.argv),
+            tag=args.tag,
+        )  # fmt: skip
+    render.after_job(run_dir)
+    print(run_dir)
+    return 0

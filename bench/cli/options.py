@@ -1,0 +1,129 @@
+"""Options that several commands share, spelled and explained once, and the converters that
+turn their text into values through `bench.cases.checks`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NoReturn
+
+from bench.cases import checks, choices
+from bench.faults import UsageError
+from bench.store import paths
+
+PROG = "ampbench"
+PUBLISHED = "the project's results/"
+"""The default of --results-dir for the commands that read or write the published runs."""
+
+
+class Parser(argparse.ArgumentParser):
+    """Bad input is a `UsageError`: one line, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def version() -> str:
+    """The installed package's version; from pyproject.toml when bench runs from a checkout
+    that was never installed."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("ampbench")
+    except importlib.metadata.PackageNotFoundError:
+        text = (paths.ROOT / "pyproject.toml").read_text()
+        found = re.search(r'^version\s*=\s*"([^"]+)"', text, flags=re.MULTILINE)
+        return found.group(1) if found else "unknown"
+
+
+class Version(argparse.Action):
+    """`--version`: `ampbench X.Y.Z`, looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
+        print(f"{PROG} {version()}")
+        parser.exit()
+
+
+def path(text: str) -> Path:
+    """A path as the user typed it: relative to the directory the command was run in."""
+    return paths.from_user(text)
+
+
+def converter(check: checks.Check, noun: str = "", *, items: bool = False) -> Callable:
+    """An argparse `type` from a check: one value, or (`items`) a comma list of them; `noun`
+    names an item in an error (`batch '0' is not a positive integer`)."""
+
+    def parse(text: str) -> object:
+        try:
+            return checks.parse_items(noun, text, check) if items else check.parse(noun, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = noun or "value"
+    return parse
+
+
+POSITIVE = converter(checks.POSITIVE_INT)
+NON_NEGATIVE = converter(checks.NON_NEGATIVE_INT)
+POSITIVE_FLOAT = converter(checks.POSITIVE_FINITE)
+FRACTION = converter(checks.FRACTION)
+
+
+def add_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--device",
+        choices=("auto", "cuda", "cpu"),
+        default="auto",
+        help="where to run: auto (the default) is cuda when a GPU is visible, else cpu",
+    )
+
+
+def add_preset(p: argparse.ArgumentParser, default: str = "seed on CUDA, tiny on CPU") -> None:
+    p.add_argument("--preset", choices=choices.PRESETS, help=f"model size (default: {default})")
+
+
+def add_results_dir(
+    p: argparse.ArgumentParser,
+    what: str = "parent of new folders",
+    default: str = "the project's runs/, git-ignored; `promote` publishes a run",
+) -> None:
+    p.add_argument("--results-dir", type=path, help=f"{what} (default: {default})")
+
+
+def add_tag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tag",
+        type=converter(checks.TAG),
+        help="appended to the new folder's name (letters, digits, '.', '-')",
+    )
+
+
+def add_resume(p: argparse.ArgumentParser, what: str) -> None:
+    """`--resume RUN_DIR` and `--force`."""
+    p.add_argument("--resume", type=path, metavar="RUN_DIR", help=what)
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --resume: go on although the folder was made at another commit, torch "
+        "version or GPU model (recorded in env.json)",
+    )
+
+
+def add_run_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_dir", type=path)
+
+
+@contextlib.contextmanager
+def settings() -> Iterator[None]:
+    """Around building a job's config: a `ValueError` of its checks is bad input (one line,
+    exit status 2), before any folder exists."""
+    try:
+        yield
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc

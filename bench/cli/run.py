@@ -1,0 +1,84 @@
+"""`ampbench run` (the default command): time every case of a grid into a new results folder,
+or finish an interrupted one (`--resume`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from bench.cases import grid
+from bench.cli import argv, fields, ranks
+from bench.cli import options as o
+
+NAME = "run"
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser(NAME, help="time every case of a grid into a new results folder (default)")
+    o.add_preset(r)
+    fields.add(r, grid.RunConfig, ("input_size", "hidden_size", "num_classes"))
+    fields.add_axes(r)
+    fields.add(r, grid.RunConfig, ("world_size",))
+    r.add_argument(
+        "--oversubscribe",
+        action="store_true",
+        help="with --gpus N on the CPU: start N gloo processes although N exceeds the CPU cores",
+    )
+    r.add_argument(
+        "--collective-timeout",
+        type=o.POSITIVE_FLOAT,
+        default=300.0,
+        help="seconds a collective may take before the case fails as `timeout` (default 300)",
+    )
+    o.add_device(r)
+    fields.add(
+        r, grid.RunConfig, ("steps", "warmup", "repeats", "rounds", "seed", "overhead", "numerics")
+    )
+    o.add_results_dir(r, "parent folder of run folders")
+    o.add_tag(r)
+    o.add_resume(
+        r,
+        "finish an interrupted run with its recorded grid: run only its missing cases "
+        "(no other option may be given, but --force, --gpus and --oversubscribe)",
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.execution import distributed, launch
+
+    world = ranks.world(args)
+    if world is None:  # this process only launches the ranks
+        keep = ["--collective-timeout", str(args.collective_timeout)]
+        return launch.launch(args.world_size, args.argv, keep=keep)
+    try:
+        run_dir, code = _session(args, world)
+    except distributed.GroupBroken as exc:
+        # The group cannot go on; the launcher records the case and resumes. No cleanup: a
+        # communicator stuck in a collective could hang it.
+        print(f"ampbench: rank {world.rank}: {exc}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(3)
+    if world.leader:
+        from bench.publish import render
+
+        if code != 2 and run_dir.is_dir():
+            render.after_job(run_dir)
+        print(run_dir)
+    return code
+
+
+def _session(args: argparse.Namespace, world: object) -> tuple:
+    from bench.jobs import session
+
+    if args.resume is not None:
+        allowed = ("resume", "force", "world_size", "oversubscribe", "collective_timeout")
+        argv.refuse_with_resume(args, allowed)
+        return session.resume(args.resume, force=args.force, world=world)
+    return session.start(
+        ranks.run_config(args, world.device, world.size),
+        results_dir=argv.results_dir(args),
+        command=argv.command_line(args.argv),
+        tag=args.tag,
+        world=world,
+    )

@@ -1,0 +1,109 @@
+"""A results folder's life, written once for every job: open a new one or reopen one to resume,
+hold its lock while the job writes, record the machine and the job's settings, and mark the end.
+
+A job (a timing session, a largest-batch search, a numerics study) gets a `Folder` from
+`new_folder` or `resumed_folder`, measures into it, and calls `Folder.finish`. It renders
+nothing: the command that ran it does (`bench.publish.render.after_job`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.faults import UsageError
+from bench.store import folders, results, schema
+
+
+def log(message: str) -> None:
+    print(f"ampbench: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Folder:
+    """A folder a job holds the lock of, with its env.json as the job keeps it (`info`)."""
+
+    path: Path
+    info: dict
+    kind: str
+    here: dict = field(default_factory=dict)
+    """This machine (`bench.measure.env.collect`), as the folder was opened or resumed on it."""
+
+    @property
+    def settings(self) -> dict:
+        """The job's settings as env.json records them."""
+        return self.info[schema.settings_key(self.kind)]
+
+    def save(self) -> None:
+        """Write env.json as it stands (each write replaces the file whole)."""
+        results.write_env(self.path, self.info)
+
+    def finish(self) -> None:
+        """Mark the job's end in env.json."""
+        self.info["ended"] = folders.iso()
+        self.save()
+
+
+def _machine(device: str) -> dict:
+    from bench.measure import env  # torch: only once a job runs
+
+    return env.collect(device)
+
+
+@contextlib.contextmanager
+def new_folder(
+    results_dir: Path,
+    *,
+    kind: str,
+    device: str,
+    settings: dict,
+    command: str,
+    suffix: str = "",
+) -> Iterator[Folder]:
+    """A new folder under `results_dir` for a job of `kind` (a key of
+    `bench.store.schema.KINDS`), with env.json written (this machine, the start time, the
+    command, the settings, the schema version and the kind), locked while the caller writes."""
+    folders.check_parent(results_dir)  # before anything is measured or collected
+    info = schema.stamp(_machine(device), kind)
+    now = folders.utc_now()
+    info.update(started=folders.iso(now), command=command, **{schema.settings_key(kind): settings})
+    path = folders.create(
+        results_dir, folders.run_dir_name(now, str(info["gpu"]), info["commit"], suffix)
+    )
+    info["run_name"] = path.name
+    folder = Folder(path=path, info=info, kind=kind, here=dict(info))
+    folder.save()
+    with folders.locked(path):
+        yield folder
+
+
+@contextlib.contextmanager
+def resumed_folder(
+    run_dir: Path,
+    *,
+    kind: str,
+    force: bool,
+    allow: tuple[str, ...] = (),
+    refuse_finished: bool = False,
+) -> Iterator[Folder]:
+    """An existing folder of a job of `kind`, locked, after the checks that must pass before
+    anything in it changes (`bench.store.folders.reopen`): it exists, is of this kind, was made
+    by the same code on the same kind of machine (unless `force`; `allow` names what may
+    differ), and, with `refuse_finished`, has not ended. The resumption is recorded in `info`
+    (written by the caller's first `save`)."""
+    import torch  # the machine this resumes on: a CUDA folder needs a GPU here
+
+    folders.require_dir(run_dir)
+    with folders.locked(run_dir):  # before env.json is read: no other writer changes it between
+        recorded = results.read_env(run_dir)
+        device = recorded.get("device", "cpu")
+        # Described as the folder's device where it can be: a CUDA folder on a machine without a
+        # GPU is then refused by `reopen`, by name.
+        here = _machine(device if device != "cuda" or torch.cuda.is_available() else "cpu")
+        info = folders.reopen(run_dir, kind=kind, here=here, force=force, allow=allow)
+        if refuse_finished and "ended" in info:
+            raise UsageError(f"--resume {run_dir}: it is complete; `report` re-renders it")
+        yield Folder(path=run_dir, info=info, kind=kind, here=here)

@@ -1,0 +1,125 @@
+"""Counted FLOPs of one train step of any model, by `torch.utils.flop_counter.FlopCounterMode`.
+
+The floor of a step (`bench.measure.roofline`) needs the matmul work of its forward and its
+backward. Hand formulas exist for the MLP only; the counter counts what the model actually
+dispatches, for any workload. It counts matmul-like ops only (mm, addmm, bmm, convolutions and
+the fused attention kernels); elementwise work, norms, softmax and the loss count zero, which
+keeps the floor a lower bound, as the roofline's own formulas do.
+
+Where to count. On the meta device a model has shapes and no storage: counting a 1.3B-parameter
+model at its full batch costs no memory and well under a second, so that is the intended use
+(build the model and the batch with `device="meta"`). This works for
+`F.scaled_dot_product_attention`: on meta it runs its math decomposition, whose two batched
+matmuls (QKᵀ and the weights times V) are counted, and backward is counted through their
+gradients. No small-batch run scaled up linearly is needed.
+
+On the CPU the counter would miss attention: SDPA dispatches to
+`_scaled_dot_product_flash_attention_for_cpu`, which has no FLOP formula and counts zero. `count`
+therefore runs CPU inputs under the math backend (`sdpa_kernel(SDPBackend.MATH)`), which counts
+the same bmms as meta. On CUDA the flash and memory-efficient kernels have formulas of their own
+and run as they are.
+
+Attention is counted dense, as the full seq × seq score matrix (4·batch·seq²·width per layer
+forward), also for a causal mask: that is the convention of the counter's formulas for every
+kernel. A causal kernel that skips the masked half does about half of that work, so for long
+contexts the floor's attention share is an upper bound on the work done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
+
+MODEL = "<model>"
+"""Key of `*_by_module` for work done inside the model but outside any of its submodules."""
+OUTSIDE = "<outside>"
+"""Key of `*_by_module` for work done outside the model (the loss function)."""
+
+
+def count(
+    model: nn.Module,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> dict[str, int | dict[str, int]]:
+    """FLOPs of one step's forward (model and `loss_fn(model(inputs), targets)`) and backward
+    (the gradients of every parameter that requires grad), counted separately.
+
+    Returns `fwd_flop`, `bwd_flop`, `step_flop` (their sum), and `fwd_flop_by_module` and
+    `bwd_flop_by_module`: module name (as in `model.named_modules()`) -> the FLOPs of that
+    module's own ops, its submodules' excluded, so each dict sums to its phase's total and a
+    Linear's entry is that one matmul. Only modules that did counted work appear.
+
+    One counter spans both phases, and the forward's counts are read before the backward runs:
+    a counter that saw the forward is the one whose module tracker attributes the backward's
+    matmuls to modules; a fresh counter for the backward would count the same total but only
+    globally. The backward uses `torch.autograd.grad`, so the model's `.grad` fields are left as
+    they were. The inputs' own gradient is not computed unless they require grad (the first
+    layer's input gradient, which training never needs, is then not counted, as in the
+    roofline's formulas)."""
+    inputs, targets = batch
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("count needs a model with parameters that require grad")
+    # The CPU's fused attention has no FLOP formula: count it through the math backend instead.
+    backend = (
+        sdpa_kernel(SDPBackend.MATH) if inputs.device.type == "cpu" else contextlib.nullcontext()
+    )
+    with backend, FlopCounterMode(display=False) as counter:
+        loss = loss_fn(model(inputs), targets)
+        fwd = _self_flops(counter.get_flop_counts())
+        torch.autograd.grad(loss, params)
+        both = _self_flops(counter.get_flop_counts())
+    bwd = {name: both[name] - fwd.get(name, 0) for name in both}
+    bwd = {name: flops for name, flops in bwd.items() if flops}
+    fwd_total, bwd_total = sum(fwd.values()), sum(bwd.values())
+    return {
+        "fwd_flop": fwd_total,
+        "bwd_flop": bwd_total,
+        "step_flop": fwd_total + bwd_total,
+        "fwd_flop_by_module": fwd,
+        "bwd_flop_by_module": bwd,
+    }
+
+
+def _self_flops(counts: dict[str, dict[object, int]]) -> dict[str, int]:
+    """FlopCounterMode's per-module counts -> module name -> FLOPs of its own ops.
+
+    The counter reports each module's total including its submodules, under names prefixed by
+    the root module's class name (`GPT.blocks.0.attn`), plus `Global` for everything. A module's
+    own share is its total less those of its nearest counted descendants (a container that is
+    never called, such as a ModuleList, does not appear, so the nearest counted ancestor stands
+    in for the parent)."""
+    totals = {name: sum(ops.values()) for name, ops in counts.items()}
+    own = dict(totals)
+    for name, flops in totals.items():
+        if name == "Global":
+            continue
+        parent = _nearest_ancestor(name, totals)
+        own[parent] -= flops
+    out: dict[str, int] = {}
+    for name, flops in own.items():
+        if not flops:
+            continue
+        if name == "Global":
+            key = OUTSIDE
+        elif "." not in name:
+            key = MODEL
+        else:
+            key = name.split(".", 1)[1]  # drop the root's class name: named_modules() spelling
+        out[key] = flops
+    return out
+
+
+def _nearest_ancestor(name: str, present: dict[str, int]) -> str:
+    """The longest proper prefix of `name` at a dot that the counter reported, else `Global`."""
+    parts = name.split(".")
+    for n in range(len(parts) - 1, 0, -1):
+        candidate = ".".join(parts[:n])
+        if candidate in present:
+            return candidate
+    return "Global"

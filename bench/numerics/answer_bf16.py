@@ -1,0 +1,34 @@
+"""The Answer on bfloat16: what bf16 autocast gives up against scaled fp16, the median relative
+error of a gradient against the fp32 reference in the census. The README's summary quotes the
+same figure (`bench.publish.summary`), through `bf16_against_fp16_error`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.recipes.catalog import autocast_modes
+
+
+def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
+    """The median relative error against fp32 of a gradient tensor under bf16 autocast and
+    under scaled fp16, over the census; None when either is not measured."""
+    if census.empty:
+        return None
+    # The autocast recipes as AMP documents them: fp16 with a scaler, bf16 without.
+    mode_of = {dtype: mode for mode, dtype in autocast_modes().items()}
+    bf = census[census["mode"] == mode_of["bfloat16"]]["rel_err"].median()
+    fp = census[census["mode"] == mode_of["float16"]]["rel_err"].median()
+    return (bf, fp) if bf == bf and fp == fp and fp > 0 else None
+
+
+def bf16_sentences(census: pd.DataFrame) -> list[str]:
+    """bf16's gradient error against scaled fp16's, and why: its range, and its mantissa."""
+    errors = bf16_against_fp16_error(census)
+    if errors is None:
+        return []
+    bf, fp = errors
+    return [
+        f"**What bf16 gives up.** The median relative error of a gradient tensor against fp32 "
+        f"is {bf:.2e} with bf16 and {fp:.2e} with scaled fp16, {bf / fp:.1f} times larger: "
+        f"bf16 keeps float32's range, so it needs no scaler, but has 3 fewer mantissa bits."
+    ]

@@ -1,0 +1,229 @@
+"""The Answer on divergence: which runs diverged and where, what the traces show around each
+event (flushed gradients, Adam's second moment against the reference's, the update's jump), and
+where the runs longer than the common horizon ended.
+
+The divergence rule is `bench.numerics.run_summary`'s and the trace windows
+`bench.numerics.analysis`'s; the two thresholds
+the mechanism's verdict tests are stated here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from bench.numerics.analysis import (
+    MECHANISM_WINDOW,
+    ZERO_LIMIT,
+    diverged,
+    flushed_most,
+    measured,
+    mechanism,
+    run_ends,
+)
+from bench.numerics.run_summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
+from bench.recipes.catalog import fp16_pair, label
+
+V_DECAY = 0.5
+"""Adam's second moment counts as decayed before an event where its median, for some parameter,
+is below half of fp32's at the same step."""
+UPDATE_JUMP = 10.0
+"""The update jumped at an event where its largest RMS over the weights' RMS after it is 10 times
+or more its largest before it."""
+
+
+def _named(mode: str, *, code: bool = True) -> str:
+    """A mode as a sentence names it: the fp16 pair the question asks about in its cards' words,
+    any other mode by its name (in code font unless `code` is False)."""
+    if mode in fp16_pair():
+        return label(mode)
+    return f"`{mode}`" if code else mode
+
+
+def divergence_sentences(summary: pd.DataFrame) -> list[str]:
+    """Per mode that diverged, per batch size: the steps and the share of seeds; and whether fp16
+    without a scaler diverged. Nothing for a folder whose summary predates divergence."""
+    runs = measured(summary)
+    if runs.empty:
+        return []
+    _, bare = fp16_pair()
+    parts = []
+    for mode, g in runs.groupby("mode", sort=False):
+        if diverged(g).empty and mode != bare:
+            continue
+        name = _named(mode)
+        if diverged(g).empty:
+            parts.append(f"{name} did not diverge in the runs measured")
+            continue
+        at = []
+        for bs, b in g.groupby("batch_size"):
+            bad = diverged(b).sort_values("diverged_at_step")
+            if bad.empty:
+                at.append(f"did not diverge in {len(b)} seeds at batch {int(bs)}")
+                continue
+            where = " and ".join(
+                f"{int(step)}" + (" (a non-finite loss)" if kind == NONFINITE else "")
+                for step, kind in zip(bad["diverged_at_step"], bad["divergence"], strict=True)
+            )
+            steps = "steps" if len(bad) > 1 else "step"
+            at.append(
+                f"diverged at {steps} {where} in {len(bad)} of {len(b)} seeds at batch {int(bs)}"
+            )
+        parts.append(f"{name} {'; '.join(at)}")
+    calm = sorted(
+        set(runs["mode"]) - set(diverged(runs)["mode"]) - {bare},
+        key=list(runs["mode"]).index,
+    )
+    if calm:
+        parts.append(f"no run of {', '.join(calm)} diverged")
+    rule = (
+        f"the training loss above {DIVERGE_FACTOR:g}× its running minimum for {DIVERGE_STEPS} "
+        "steps in a row, or non-finite"
+    )
+    text = "; ".join(parts)
+    if text.startswith("no run"):
+        text = "N" + text[1:]
+    return [f"**Divergence** ({rule}). {text}."]
+
+
+def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Per divergence event with traces: what the traces show before and after it (see
+    `analysis.mechanism`), then what all events share, by the thresholds above. Nothing where no
+    traced run diverged."""
+    if traces.empty:
+        return []
+    events = diverged(measured(summary)).sort_values(["batch_size", "mode", "seed"])
+    found = []
+    for _, e in events.iterrows():
+        at = int(e["diverged_at_step"])
+        m = mechanism(traces, e["mode"], int(e["batch_size"]), int(e["seed"]), at)
+        if m is not None:
+            found.append((e, at, m))
+    if not found:
+        return []
+    keys = ["mode", "batch_size", "seed"]
+    traced = traces[[*keys, "step"]].drop_duplicates().sort_values([*keys, "step"])
+    every = traced.groupby(keys)["step"].diff().dropna()
+    stride = int(every.min()) if len(every) else 1
+    parts = []
+    for e, at, m in found:
+        since = (
+            f"more than {ZERO_LIMIT:.0%} of some gradient was exactly zero at every traced step "
+            f"from step {m['zero_since']} on; "
+            if m["zero_since"] is not None
+            else ""
+        )
+        early = (
+            f", up from {m['zero_early']:.1%} over its first {MECHANISM_WINDOW} steps"
+            if m["zero_early"] == m["zero_early"]
+            else ""
+        )
+        ref = (
+            f" (fp32 at the same steps: {m['ref_zero_before']:.2%})"
+            if m["ref_zero_before"] == m["ref_zero_before"]
+            else ""
+        )
+        loss = f"a median training loss of {m['loss_before']:.3g} in the window before it" + (
+            f" (fp32's: {m['ref_loss_before']:.3g})"
+            if m["ref_loss_before"] == m["ref_loss_before"]
+            else ""
+        )
+        v = (
+            f"Adam's second-moment median {m['v_ratio_min']:.2f}–{m['v_ratio_max']:.2f}× fp32's "
+            "just before"
+            if m["v_ratio_min"] == m["v_ratio_min"]
+            else "Adam's second moment not compared (no fp32 traces)"
+        )
+        jump = m["update_after"] / m["update_before"] if m["update_before"] > 0 else math.inf
+        parts.append(
+            f"{_named(e['mode'], code=False)}, batch {int(e['batch_size'])}, seed "
+            f"{int(e['seed'])}, event at step {at}, {loss}: {since}over the {MECHANISM_WINDOW} "
+            f"steps before it, {m['zero_before']:.1%} of {m['zero_module']}'s gradient elements "
+            f"were zero on average{early}{ref}; {v}, {m['below_eps2_before']:.2%} of it below "
+            f"eps²; the update's RMS over the weights' at most {m['update_before']:.3g} before "
+            f"and {m['update_after']:.3g} after ({jump:.0f}×), its largest element "
+            f"{m['update_abs_after']:.3g}"
+        )
+    ms = [m for _, _, m in found]
+    flushed = all(m["zero_before"] > ZERO_LIMIT for m in ms)
+    # A reference that was not traced (NaN) says nothing: the claim about fp32 needs its traces.
+    ref_clean = all(m["ref_zero_before"] <= ZERO_LIMIT for m in ms)
+    decayed = any(m["v_ratio_min"] < V_DECAY for m in ms)
+    compared = all(m["v_ratio_min"] == m["v_ratio_min"] for m in ms)
+    jumped = all(m["update_after"] >= UPDATE_JUMP * m["update_before"] for m in ms)
+    shown = []
+    if flushed:
+        shown.append(
+            "gradients were flushed to zero for many steps before each event"
+            + (", where fp32's were not" if ref_clean else "")
+        )
+    if compared:
+        shown.append(
+            "Adam's second moment had decayed below fp32's before it"
+            if decayed
+            else f"Adam's second moment had not decayed against fp32's (within {1 / V_DECAY:g}×)"
+        )
+    if jumped:
+        shown.append(
+            f"the updates after each event were {UPDATE_JUMP:g}× or more the largest before it"
+        )
+    _, bare = fp16_pair()
+    calm = []
+    healthy = measured(summary)
+    healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == bare)]
+    for bs, g in healthy.groupby("batch_size"):
+        found_runs = [flushed_most(traces, bare, int(bs), int(sd)) for sd in g["seed"]]
+        traced = [t for t in found_runs if t is not None]
+        if traced:
+            module = max(traced, key=lambda t: t[1])[0]
+            share = sum(t[1] for t in traced) / len(traced)
+            calm.append(
+                f"at batch {int(bs)}, where fp16 without a scaler did not diverge, "
+                f"{share:.1%} of {module}'s gradient elements were zero on average after step "
+                f"{MECHANISM_WINDOW} (mean over {len(traced)} seeds)"
+            )
+    also = "; ".join(calm)
+    also = f" {also[0].upper()}{also[1:]}." if also else ""
+    lead = (
+        f"**Why it diverged** (traced every {stride} steps; the window: {MECHANISM_WINDOW} steps "
+        "either side of each event). "
+    )
+    verdict = f" So the traces show: {'; '.join(shown)}." if shown else ""
+    return [lead + "; ".join(parts) + "." + also + verdict]
+
+
+def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Where the runs longer than the common horizon ended: per mode and batch size the mean
+    final loss over seeds, and for a scaled run how its loss scale moved and what it skipped.
+    Nothing where no run went longer."""
+    if steps.empty or runs.empty:
+        return []
+    horizon = int(runs["steps"].min())
+    ends = run_ends(steps)
+    long = ends[ends["last_step"] > horizon]
+    if long.empty:
+        return []
+    parts = []
+    for mode, g in long.groupby("mode", sort=False):
+        at = "; ".join(
+            f"{b['final_loss'].mean():.3g} at batch {int(bs)}" for bs, b in g.groupby("batch_size")
+        )
+        text = f"{_named(mode)} ends at {at}"
+        scaled = g[g["first_scale"].notna()]
+        if len(scaled):
+            changes = sorted({s for c in scaled["scale_changes"] for s in c})
+            moved = (
+                f"its loss scale went from {scaled['first_scale'].iloc[0]:g} to "
+                f"{', '.join(f'{v:g}' for v in sorted(set(scaled['final_scale'])))}, changing "
+                f"after step {', '.join(str(c + 1) for c in changes)}"
+                if changes
+                else f"its loss scale stayed at {scaled['first_scale'].iloc[0]:g}"
+            )
+            text += f" ({moved}; {int(scaled['skipped_steps'].sum())} steps skipped in all)"
+        parts.append(text)
+    n = int(long["last_step"].max())
+    return [
+        f"**Longer horizon** ({n} steps, the mean smoothed training loss over seeds at the last "
+        f"step). {'; '.join(parts)}."
+    ]

@@ -1,0 +1,154 @@
+"""The Answer on the recipes beyond autocast (those that change the model: parameters cast to
+bf16, float8 Linears): which recipe is fastest, whether each converges like fp32 (within the
+scaler section's LOSS_GAP), how its gradients compare with the reference's in the census, and how
+much of the pure-bf16 recipes' Adam update rounds away."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from bench.numerics.answer_scaler import LOSS_GAP
+from bench.numerics.tables import ACTIVATION_GRAD, PRODUCED_GRAD
+from bench.recipes.catalog import beyond_autocast, card, headline, reference
+
+LARGEST_PARAM = "fc2.weight"
+"""The parameter the update-underflow sentence quotes: 256M of the seed model's 290M elements."""
+
+
+def cast_modes() -> tuple[str, ...]:
+    """The recipes beyond autocast that cast the parameters to their low dtype (pure bf16, with
+    and without stochastic rounding): no float32 master weights, so an update can round away."""
+    return tuple(m for m in beyond_autocast() if card(m).param_dtype is not None)
+
+
+def _means(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per batch size and mode, the mean over seeds of the figures the recipe section quotes."""
+    cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in summary]
+    return summary.groupby(["batch_size", "mode"], sort=False)[cols].mean()
+
+
+def recipe_sentences(summary: pd.DataFrame) -> list[str]:
+    """Per batch size: the fastest recipe (the study's measured step time), its final loss and
+    held-out accuracy against fp32's and the memory it saves (parameters, gradients and Adam's
+    state); then a convergence verdict per recipe beyond autocast."""
+    recipes = beyond_autocast()
+    if summary.empty or not set(recipes) & set(summary["mode"]):
+        return []
+    ref_mode = reference()
+    m = _means(summary)
+    parts = []
+    for bs in sorted(summary["batch_size"].unique()):
+        g = m.loc[bs]
+        if "step_ms" not in g or g["step_ms"].isna().all():
+            continue
+        best = g["step_ms"].idxmin()
+        b = g.loc[best]
+        text = f"at batch {int(bs)}, `{best}` ({b['step_ms']:.3g} ms per step"
+        if ref_mode in g.index:
+            f = g.loc[ref_mode]
+            text += (
+                f", {f['step_ms'] / b['step_ms']:.2f}× fp32; final loss {b['final_loss']:.3g} "
+                f"against fp32's {f['final_loss']:.3g}, held-out accuracy "
+                f"{b['heldout_acc']:.1%} against {f['heldout_acc']:.1%}"
+            )
+            saved = f.get("model_state_gib", float("nan")) - b.get("model_state_gib", float("nan"))
+            if saved == saved:
+                text += f"; it saves {saved:.3g} GiB of parameters, gradients and Adam state"
+        parts.append(text + ")")
+    out = []
+    if parts:
+        out.append(
+            "**Which recipe is fastest** (the eager step time each convergence run measured, mean "
+            "over seeds; float8 is fast only compiled, which the timing runs measure): "
+            f"{'; '.join(parts)}."
+        )
+    verdicts = []
+    for mode in recipes:
+        for bs in sorted(summary["batch_size"].unique()):
+            if (bs, mode) not in m.index:
+                continue
+            loss = m.loc[(bs, mode), "final_loss"]
+            ref = m.loc[(bs, ref_mode), "final_loss"] if (bs, ref_mode) in m.index else math.nan
+            if ref != ref:
+                verdicts.append(f"`{mode}` at batch {int(bs)}: no fp32 run to compare with")
+                continue
+            within = loss == loss and loss <= ref * (1 + LOSS_GAP)
+            verdicts.append(
+                f"`{mode}` at batch {int(bs)} ends at {loss:.3g} against fp32's {ref:.3g}: "
+                + (f"within {LOSS_GAP:.0%}" if within else f"**not** within {LOSS_GAP:.0%}")
+            )
+    if verdicts:
+        out.append(f"**Do the recipes beyond autocast converge?** {'; '.join(verdicts)}.")
+    return out
+
+
+def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
+    """The census's verdict on the recipes beyond autocast: per recipe and checkpoint, the
+    median relative error against fp32 of its activation gradients and of its weight and bias
+    gradients as their matmuls produced them, beside the headline autocast mode's (same weights,
+    same batch)."""
+    if census.empty:
+        return []
+    recipes = [m for m in beyond_autocast() if m in set(census["mode"])]
+    if not recipes:
+        return []
+    beside = headline()
+    kinds = census[census["kind"].isin([ACTIVATION_GRAD, PRODUCED_GRAD])]
+    med = kinds.groupby(["batch_size", "mode", "step", "kind"])["rel_err"].median()
+
+    def figures(bs: int, mode: str) -> str:
+        steps = sorted(med.loc[(bs, mode)].index.get_level_values("step").unique())
+        return ", ".join(
+            f"step {int(st)}: {med.get((bs, mode, st, ACTIVATION_GRAD), math.nan):.3g} / "
+            f"{med.get((bs, mode, st, PRODUCED_GRAD), math.nan):.3g}"
+            for st in steps
+        )
+
+    parts = []
+    for bs in sorted(kinds["batch_size"].unique()):
+        modes = set(med.loc[bs].index.get_level_values("mode"))
+        here = [m for m in recipes if m in modes]
+        for mode in here:
+            text = f"`{mode}` at batch {int(bs)}: {figures(bs, mode)}"
+            if beside in modes:
+                same = med.loc[(bs, mode)].equals(med.loc[(bs, beside)])
+                text += f" (equal to {beside}'s)" if same else ""
+            parts.append(text)
+        if here and beside in modes:
+            parts.append(f"{beside} at batch {int(bs)}: {figures(bs, beside)}")
+    if not parts:  # the recipes' census rows hold no gradient
+        return []
+    return [
+        "**The recipes' gradients against fp32** (the census: each recipe on the trajectory's "
+        "weights at each checkpoint; the median relative error of the activation gradients / "
+        f"of the weight and bias gradients as their matmuls produced them): {'; '.join(parts)}."
+    ]
+
+
+def update_underflow_sentences(traces: pd.DataFrame) -> list[str]:
+    """How much of the largest weight's Adam update rounds away in bf16, for the pure-bf16
+    recipes, from the traces (nothing for a folder without the column)."""
+    if traces.empty or "update_underflow_share" not in traces:
+        return []
+    tr = traces[traces["mode"].isin(cast_modes()) & (traces["module"] == LARGEST_PARAM)].dropna(
+        subset=["update_underflow_share"]
+    )
+    if tr.empty:
+        return []
+    parts = []
+    for (mode, bs), g in tr.groupby(["mode", "batch_size"], sort=False):
+        last = g[g["step"] == g["step"].max()]
+        parts.append(
+            f"`{mode}` at batch {int(bs)}: {g['update_underflow_share'].mean():.1%} of "
+            f"{LARGEST_PARAM}'s elements on average over the traced steps "
+            f"({last['update_underflow_share'].mean():.1%} at step {int(g['step'].max())}), "
+            f"and the step left {g['unchanged_share'].mean():.1%} unchanged"
+        )
+    return [
+        "**Update underflow** (Adam's update smaller than half a bf16 ulp of its weight, so "
+        f"rounding to nearest drops it): {'; '.join(parts)}. With stochastic rounding an update "
+        "that small still moves its weight with a probability proportional to its size, so the "
+        "unchanged share falls below the underflow share."
+    ]

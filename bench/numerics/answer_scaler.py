@@ -1,0 +1,193 @@
+"""The Answer on GradScaler: how much of each gradient float16 flushes to zero with and without
+it (the census), whether training without it ends worse than fp32 (the convergence runs), the
+verdict those two tests give on the question, and what the scaler costs in step time.
+
+The two tests' thresholds are stated here and nowhere else; the recipes beyond autocast are held
+to the same loss gap (`bench.numerics.answer_recipes`).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.numerics.analysis import diverged, measured
+from bench.recipes.catalog import fp16_pair, reference
+
+FLUSH_LIMIT = 0.01
+"""fp16 without a scaler 'flushes' a tensor when more than 1% of its elements become zero that are
+nonzero in the fp32 reference."""
+LOSS_GAP = 0.10
+"""A final training loss more than 10% above fp32's at the same batch size counts as worse."""
+
+
+def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
+    """(batch size, its most flushed row) of fp16 without a scaler, where more than FLUSH_LIMIT
+    of some tensor was flushed."""
+    _, bare = fp16_pair()
+    out = []
+    for bs, g in census[census["mode"] == bare].groupby("batch_size"):
+        worst = g.loc[g["flushed"].idxmax()]
+        if worst["flushed"] > FLUSH_LIMIT:
+            out.append((int(bs), worst))
+    return out
+
+
+def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, float, float]]]:
+    """(batch sizes where both fp32 and fp16 without a scaler were trained, and those of them
+    where fp16 without a scaler ended worse, with its final loss and fp32's)."""
+    _, bare = fp16_pair()
+    compared, worse = [], []
+    means = summary.groupby(["batch_size", "mode"])["final_loss"].mean()
+    for bs in sorted(summary["batch_size"].unique()):
+        ref, ns = means.get((bs, reference())), means.get((bs, bare))
+        if ref is None or ns is None:
+            continue  # only batch sizes where both were trained are compared
+        compared.append(int(bs))
+        if ns != ns or ns > ref * (1 + LOSS_GAP):  # NaN (diverged) counts as worse
+            worse.append((int(bs), ns, ref))
+    return compared, worse
+
+
+def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """Where the scaled fp16 run flushed most: its step, training loss and loss scale (from the
+    census row), and whether any run of the scaled mode at that batch size diverged; empty for a
+    folder whose census predates the training-loss column."""
+    scaled_mode, _ = fp16_pair()
+    scaled = census[census["mode"] == scaled_mode]
+    if scaled.empty or "loss" not in scaled or scaled["loss"].isna().all():
+        return ""
+    w = scaled.loc[scaled["flushed"].idxmax()]
+    out = (
+        f" ({w['tensor']} at batch {int(w['batch_size'])}, step {int(w['step'])}, training loss "
+        f"{w['loss']:.3g}, loss scale {w['loss_scale']:g}"
+    )
+    runs = measured(summary)
+    runs = runs[(runs["mode"] == scaled_mode) & (runs["batch_size"] == w["batch_size"])]
+    if len(runs):
+        bad = diverged(runs)
+        out += (
+            f"; {len(bad)} of {len(runs)} {scaled_mode} runs at that batch size diverged"
+            if len(bad)
+            else f"; no {scaled_mode} run at that batch size diverged"
+        )
+    return out + ")"
+
+
+def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """The two tests: where fp16 without a scaler flushes more than FLUSH_LIMIT of a gradient
+    (beside the worst share with GradScaler), and where it ends more than LOSS_GAP above fp32's
+    training loss."""
+    scaled_mode, bare = fp16_pair()
+    noscale = census[census["mode"] == bare]
+    scaled = census[census["mode"] == scaled_mode]
+    flushing = _flushing(census)
+    worst_scaled = scaled["flushed"].max() if len(scaled) else float("nan")
+    context = _in_context(census, summary)
+    sizes = ", ".join(str(b) for b in sorted(noscale["batch_size"].unique()))
+    out = []
+    if noscale.empty:
+        out.append(
+            "**Underflow.** Not measured: the census has no rows of fp16 without a scaler "
+            "(see the jobs that failed)."
+        )
+    elif flushing:
+        where = "; ".join(
+            f"{bs} ({w['flushed']:.1%} of {w['tensor']} at step {int(w['step'])})"
+            for bs, w in flushing
+        )
+        out.append(
+            f"**Underflow.** Without a scaler, float16 flushes more than {FLUSH_LIMIT:.0%} of some "
+            f"gradient tensor to zero at batch size {where}, of the batch sizes "
+            f"measured ({sizes}). With GradScaler the worst share flushed anywhere is "
+            f"{worst_scaled:.2%}{context}."
+        )
+    else:
+        out.append(
+            f"**Underflow.** Without a scaler, float16 flushes no more than {FLUSH_LIMIT:.0%} of "
+            f"any gradient tensor at any batch size measured ({sizes}); the worst share is "
+            f"{noscale['flushed'].max():.2%}. With GradScaler it is {worst_scaled:.2%}{context}."
+        )
+    compared, worse = _worse(summary)
+    if worse:
+        where = "; ".join(f"{bs} ({ns:.3g} against fp32's {ref:.3g})" for bs, ns, ref in worse)
+        out.append(
+            f"**Convergence.** fp16 without a scaler ends with a training loss more than "
+            f"{LOSS_GAP:.0%} above fp32's at batch size {where}."
+        )
+    elif compared:
+        out.append(
+            f"**Convergence.** fp16 without a scaler ends within {LOSS_GAP:.0%} of fp32's "
+            f"training loss at every batch size where both were trained "
+            f"({', '.join(map(str, compared))})."
+        )
+    else:
+        out.append("**Convergence.** This run did not train both fp32 and fp16 without a scaler.")
+    return out
+
+
+def _then_diverged(summary: pd.DataFrame) -> str:
+    """The verdict's last clause: where fp16 without a scaler trained and then diverged."""
+    runs = measured(summary)
+    if runs.empty:
+        return ""
+    _, bare = fp16_pair()
+    bad = diverged(runs[runs["mode"] == bare])
+    if bad.empty:
+        return ""
+    where = "; ".join(
+        f"at batch {int(bs)}, step "
+        + " and ".join(str(int(v)) for v in sorted(b["diverged_at_step"]))
+        for bs, b in bad.groupby("batch_size")
+    )
+    return f" Without one, training learned at first and then diverged ({where})."
+
+
+def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """The answer to the question, from the two tests of `underflow_sentences`: GradScaler is
+    needed at the batch sizes where either test fails; where a test has no rows, the verdict says
+    what this run cannot tell."""
+    _, bare = fp16_pair()
+    noscale = census[census["mode"] == bare]
+    compared, worse = _worse(summary)
+    need = sorted({bs for bs, _ in _flushing(census)} | {bs for bs, _, _ in worse})
+    question = "**So is GradScaler needed with float16?**"
+    if need:
+        return [
+            f"{question} On this model, yes at batch size {', '.join(map(str, need))}: float32 "
+            f"`param.grad` does not help, because the gradients are rounded to float16 before the "
+            f"cast makes them float32.{_then_diverged(summary)}"
+        ]
+    if not noscale.empty and compared:
+        return [
+            f"{question} Not on this model at the batch sizes measured, by the two tests above."
+        ]
+    if not noscale.empty:
+        return [
+            f"{question} Not by the underflow test at the batch sizes measured; convergence was "
+            "not compared, so this run cannot say more."
+        ]
+    if compared:
+        return [
+            f"{question} Not by the convergence test at the batch sizes trained; underflow was not "
+            "measured, so this run cannot say more."
+        ]
+    return [f"{question} This run cannot say: it has neither test's results."]
+
+
+def cost_sentences(summary: pd.DataFrame) -> list[str]:
+    """The measured step time with GradScaler against fp16 without it, per batch size where both
+    ran."""
+    scaled, bare = fp16_pair()
+    ms = summary.groupby(["batch_size", "mode"])["step_ms"].mean()
+    parts = []
+    for bs in sorted(summary["batch_size"].unique()):
+        a, b = ms.get((bs, scaled)), ms.get((bs, bare))
+        if a is not None and b is not None:
+            parts.append(f"{(a / b - 1):+.1%} at batch {bs} ({a:.3g} against {b:.3g} ms)")
+    if not parts:
+        return []
+    opt = summary["optimizer"].iloc[0] if "optimizer" in summary else "the chosen"
+    return [
+        f"**What GradScaler costs.** The measured step time with GradScaler, against "
+        f"fp16 without it ({opt} Adam): {'; '.join(parts)}."
+    ]

@@ -1,0 +1,50 @@
+"""Section 1 of the numerics report, the dtype audit: every tensor's dtype per mode, the autograd
+chain to fc1.weight, and what GradScaler did with parameters cast to a low-precision dtype."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.numerics.report_format import markdown
+
+
+def audit_section(t: dict) -> list[str]:
+    """Every audited tensor's dtype per mode, each mode's autograd chain to fc1.weight, and the
+    GradScaler error paths."""
+    audit = t["audit"]
+    order = list(dict.fromkeys(audit["tensor"]))
+    pivot = audit.pivot(index="tensor", columns="mode", values="dtype").reindex(order)
+    pivot = pivot[list(dict.fromkeys(audit["mode"]))].reset_index()
+    chains = t["audit_json"]["chain_to_fc1_weight"]
+    errors = pd.DataFrame(t["audit_json"]["error_paths"])
+    return [
+        "## 1. dtype audit",
+        "",
+        "Every tensor of one forward and backward pass and the optimizer step, as the step "
+        "produced it (hooks on the activations and on the cast nodes of the parameters; the full "
+        "op trace, aten op by aten op, is in `audit_ops.csv`).",
+        "",
+        markdown(pivot),
+        "",
+        "Autograd chain from the loss back to `fc1.weight`:",
+        "",
+        *[f"- `{mode}`: {' → '.join(chain)}" for mode, chain in chains.items()],
+        "",
+        "Parameters cast to a low-precision dtype, with GradScaler on (expected outcomes, "
+        "recorded as observed):",
+        "",
+        markdown(
+            errors[
+                [
+                    "param_dtype",
+                    "optimizer",
+                    "outcome",
+                    "exception",
+                    "message",
+                    "raised_in",
+                    "torch",
+                ]
+            ]
+        ),
+        "",
+    ]

@@ -1,0 +1,134 @@
+"""Section 4 of the numerics report, convergence: per batch size and mode the final and
+held-out losses, the time to fp32's final loss and the seeds that diverged, the loss-curve and
+loss-scale figures, and the traces around each divergence event."""
+
+from __future__ import annotations
+
+from bench.numerics.analysis import diverged, measured
+from bench.numerics.report_format import markdown, percent
+from bench.numerics.run_summary import SMOOTH_STEPS
+
+TRACE_WINDOW = 50
+"""The traces shown around a divergence event: this many steps either side of it."""
+
+
+def convergence_section(t: dict, env: dict) -> list[str]:
+    """The task and its settings, the runs' figures per batch size and mode (means over seeds),
+    the loss-curve and loss-scale figures, then the traces (`traces_section`)."""
+    s = t["summary"]
+    cfg = env.get("numerics_config", {})
+    if s.empty:
+        return [
+            "## 4. Convergence",
+            "",
+            "No rows: every convergence job failed (see the jobs that failed above).",
+            "",
+        ]
+    agg = (
+        s.groupby(["batch_size", "mode"], sort=False)
+        .agg(
+            seeds=("seed", "count"),
+            final_loss=("final_loss", "mean"),
+            final_loss_min=("final_loss", "min"),
+            final_loss_max=("final_loss", "max"),
+            heldout_loss=("heldout_loss", "mean"),
+            heldout_acc=("heldout_acc", "mean"),
+            nonfinite_steps=("nonfinite_steps", "sum"),
+            skipped_steps=("skipped_steps", "sum"),
+            step_ms=("step_ms", "mean"),
+            target_loss=("target_loss", "mean"),
+            reached=("steps_to_target", lambda v: int(v.notna().sum())),
+            time_to_target_s=("time_to_target_s", "mean"),
+        )
+        .reset_index()
+    )
+    agg["time to fp32's final loss"] = [
+        f"{tt:.3g} s" if r == n else f"not reached by {n - r} of {n} seeds"
+        for tt, r, n in zip(agg["time_to_target_s"], agg["reached"], agg["seeds"], strict=True)
+    ]
+    agg = agg.drop(columns=["reached", "time_to_target_s"])
+    looked = measured(s)
+    if len(looked):  # a folder older than the column has empty cells: not shown
+        counts = diverged(looked).groupby(["batch_size", "mode"]).size()
+        agg["diverged seeds"] = [
+            int(counts.get((b, m), 0)) for b, m in zip(agg["batch_size"], agg["mode"], strict=True)
+        ]
+    chance = 1 / cfg["num_classes"] if cfg.get("num_classes") else float("nan")
+    return [
+        "## 4. Convergence",
+        "",
+        f"Task: {cfg.get('num_classes')} Gaussian classes in {cfg.get('input_size')} dimensions "
+        f"(each class a random prototype; a sample is prototype + {cfg.get('noise')} × N(0, I), "
+        f"normalized to unit variance; fresh batches every step, a held-out split of "
+        f"{cfg.get('heldout')} samples). Adam, lr {cfg.get('lr')}, {cfg.get('optimizer')}; "
+        f"{cfg.get('steps')} steps per run, seeds {cfg.get('seeds')}. Chance accuracy "
+        f"{chance:.2%}. `final_loss`: the training loss's {SMOOTH_STEPS}-step mean at step "
+        f"{cfg.get('steps')}, mean over seeds (min and max beside it); time to target: steps to "
+        "reach the final loss of fp32 with the same batch size and seed, × the run's step time "
+        "measured apart with the harness's timing function.",
+        "",
+        markdown(agg),
+        "",
+        "![loss curves](loss_curves.png)",
+        "",
+        "![loss scale](scale.png)",
+        "",
+        *traces_section(t),
+    ]
+
+
+def traces_section(t: dict) -> list[str]:
+    """The traced mechanism: the figure, and per diverging run the traces within TRACE_WINDOW
+    steps of its event, the parameters folded (the largest share of zero gradients and update,
+    the smallest median second moment). Nothing for a folder without traces."""
+    tr, s = t["traces"], t["summary"]
+    if tr.empty:
+        return []
+    out = [
+        "### Traces",
+        "",
+        "Every traced step of each run, per parameter (`convergence_traces.csv`), outside any "
+        "timed region: the share of `param.grad` exactly zero, Adam's second moment (median, "
+        "share below eps²) and first moment (median |exp_avg|), the update's RMS over the weights' "
+        "RMS and its largest element, and the loss scale. The figure folds the parameters "
+        "(largest zero share and update, smallest median second moment); one colour per mode, "
+        "one line style per batch size and seed.",
+        "",
+        "![traces](traces.png)",
+        "",
+    ]
+    events = diverged(measured(s))
+    if events.empty:
+        looked = len(measured(s)) > 0
+        what = "No run diverged" if looked else "Divergence was not looked for in this folder"
+        return [*out, f"{what}: no traces around a divergence to show.", ""]
+    keys = ["mode", "batch_size", "seed"]
+    for _, e in events.sort_values(["batch_size", "mode", "seed"]).iterrows():
+        at = int(e["diverged_at_step"])
+        run = tr[(tr[keys] == e[keys]).all(axis=1) & ((tr["step"] - at).abs() <= TRACE_WINDOW)]
+        if run.empty:
+            continue
+        folded = (
+            run.groupby("step")
+            .agg(
+                loss=("loss", "first"),
+                scale=("scale", "first"),
+                skipped=("skipped", "first"),
+                max_grad_zero=("grad_zero_share", "max"),
+                min_exp_avg_sq_median=("exp_avg_sq_median", "min"),
+                max_below_eps2=("exp_avg_sq_below_eps2_share", "max"),
+                max_update_rms_ratio=("update_rms_ratio", "max"),
+                max_update_abs=("update_max_abs", "max"),
+            )
+            .reset_index()
+        )
+        folded = percent(folded, ["max_grad_zero", "max_below_eps2"])
+        out += [
+            f"`{e['mode']}`, batch {int(e['batch_size'])}, seed {int(e['seed'])}: "
+            f"{e['divergence']} at step {at}; traces from step {at - TRACE_WINDOW} to "
+            f"{at + TRACE_WINDOW}, the parameters folded:",
+            "",
+            markdown(folded),
+            "",
+        ]
+    return out

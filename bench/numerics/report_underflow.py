@@ -1,0 +1,116 @@
+"""Sections 2 and 3 of the numerics report: the underflow census (every gradient against the
+fp32 reference, per batch size, checkpoint and mode) and the activation-gradient histogram with
+what a cast to float16 does to it."""
+
+from __future__ import annotations
+
+from bench.numerics.report_format import markdown, percent
+from bench.recipes.catalog import fp16_pair
+
+
+def census_section(t: dict) -> list[str]:
+    """The census: the worst tensor per batch size, checkpoint and mode, then every tensor at
+    the largest batch size's last checkpoint."""
+    c = t["census"]
+    if c.empty:
+        return [
+            "## 2. Underflow census",
+            "",
+            "No rows: every census job failed (see the jobs that failed above).",
+            "",
+        ]
+    keys = ["batch_size", "step", "loss_scale", "mode"]
+    worst = c.loc[c.groupby(keys)["flushed"].idxmax(), [*keys, "tensor", "flushed"]]
+    agg = (
+        c.groupby(keys)
+        .agg(
+            max_subnormal=("subnormal", "max"),
+            max_rel_err=("rel_err", "max"),
+            median_rel_err=("rel_err", "median"),
+        )
+        .reset_index()
+    )
+    table = worst.merge(agg, on=keys).rename(
+        columns={"tensor": "most flushed tensor", "flushed": "max flushed"}
+    )
+    table = percent(table, ["max flushed", "max_subnormal"])
+    big = c["batch_size"].max()
+    last = c[c["batch_size"] == big]["step"].max()
+    detail = c[(c["batch_size"] == big) & (c["step"] == last)]
+    detail = percent(
+        detail[["mode", "tensor", "dtype", "flushed", "subnormal", "nonfinite", "rel_err"]],
+        ["flushed", "subnormal", "nonfinite"],
+    )
+    scaled, _ = fp16_pair()
+    return [
+        "## 2. Underflow census",
+        "",
+        "Against an fp32 reference on the same weights and batch. The weights come from a training "
+        "trajectory with fp16 autocast and GradScaler at each batch size (fused Adam, the "
+        f"learnable task of section 4); `{scaled}` uses that trajectory's current loss scale. "
+        "`flushed`: zero where the reference is not; `subnormal`: nonzero but below the smallest "
+        "normal of the gradient's dtype; `rel_err`: ‖g/scale − g_fp32‖ / ‖g_fp32‖. Weight and "
+        "bias gradients are taken as their matmul produced them, before the cast to float32. The "
+        "gradient of the fc1 output is zero wherever the ReLU is off, so where a low-precision fc1 "
+        "output lands on the other side of zero than the fp32 one, that element counts as flushed "
+        "although nothing underflowed: a small floor under that row in every mode.",
+        "",
+        "Worst tensor per batch size, checkpoint and mode:",
+        "",
+        markdown(table),
+        "",
+        f"Every tensor at batch {big}, step {last}:",
+        "",
+        markdown(detail),
+        "",
+    ]
+
+
+def histogram_section(t: dict) -> list[str]:
+    """The fp32 reference's activation gradients in power-of-two bins (the figure, and the bins
+    in a folded table), and what a cast to float16 does to them; nothing without a histogram."""
+    h, fate = t["histogram"], t["fp16_fate"]
+    if h.empty:
+        return []
+    wide = h.pivot_table(
+        index=["bin", "log2_lo"], columns="step", values="share", aggfunc="sum"
+    ).reset_index()
+    wide = wide.sort_values("log2_lo", na_position="first").drop(columns="log2_lo")
+    wide.columns = [str(c) if c == "bin" else f"share at step {c}" for c in wide.columns]
+    fate = percent(
+        fate[
+            [
+                "step",
+                "tensor",
+                "shift",
+                "multiplier",
+                "fp16_flushed",
+                "fp16_subnormal",
+                "fp16_overflow",
+            ]
+        ],
+        ["fp16_flushed", "fp16_subnormal", "fp16_overflow"],
+    )
+    bs = int(h["batch_size"].iloc[0])
+    return [
+        "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)",
+        "",
+        f"log2|g| of the fp32 reference's activation gradients (logits, fc2, ReLU and fc1 outputs "
+        f"pooled) at batch {bs}, in one-power-of-two bins (bin e holds 2^e ≤ |g| < 2^(e+1)) with "
+        "a separate zero bin. Lines: 2^-24 (float16's smallest subnormal), 2^-14 (smallest "
+        "normal), 65504 (largest finite).",
+        "",
+        "![histogram](histogram.png)",
+        "",
+        "What a cast to float16 does to these values, unscaled and multiplied by the loss scale "
+        "in use (computed by the cast itself):",
+        "",
+        markdown(fate),
+        "",
+        "<details><summary>Bins</summary>",
+        "",
+        markdown(wide),
+        "",
+        "</details>",
+        "",
+    ]

@@ -1,0 +1,134 @@
+"""What a results directory holds, as publishing reads it: its run folders (each with its kind,
+`bench.store.schema.kind_of`, and its env.json) and its pytest-benchmark saves, seen either as
+every file on disk or as only the files git tracks (`Tree`), which is how `index --check` sees
+the committed results/.
+
+A run folder lies directly in the directory or one level below (results/lr-sweep/RUN). The
+history and the session logs hold no runs. CPU runs are smoke tests of the harness, never
+results, and folders whose env.json is damaged are named apart (`damaged_folders`), so that one
+bad folder costs nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.store import paths, results, schema
+
+SESSIONS_DIR, NOTES = "sessions", "NOTES.md"
+"""Session logs and the hand-written notes on the runs (results/sessions/NOTES.md)."""
+HISTORY_DIR = "history"
+"""Where `bench history` writes (results/history/)."""
+DAMAGED = "damaged"
+"""The kind of a folder whose env.json cannot be read: warned about, and left out."""
+UNKNOWN = "unknown"
+"""The kind of a folder whose env.json does not say what made it."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run folder: where it is, what kind of run made it (a key of `bench.store.schema.KINDS`,
+    `UNKNOWN` or `DAMAGED`), and its env.json."""
+
+    path: Path
+    kind: str
+    env: dict
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What publishing sees of a results folder: every file on disk, or (`files` given) only
+    those files, as `index --check` uses it with the files git tracks (`tracked_files`)."""
+
+    root: Path
+    files: frozenset[Path] | None = None
+
+    def has(self, path: Path) -> bool:
+        if not path.exists():
+            return False
+        if self.files is None:
+            return True
+        return path in self.files or any(path in f.parents for f in self.files)
+
+
+def tracked_files(folder: Path) -> frozenset[Path] | None:
+    """The files under `folder` that git tracks (staged ones included), or None when git cannot
+    say (git missing, or `folder` not in a repository)."""
+    try:
+        out = subprocess.run(
+            ["git", "-c", "safe.directory=*", "ls-files", "-z", "--", "."],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return frozenset(folder / p for p in out.stdout.split("\0") if p)
+
+
+def run_at(path: Path, tree: Tree) -> Run | None:
+    """The run in folder `path`, or None where it holds no env.json. A damaged env.json makes a
+    run of kind `DAMAGED` whose env holds the one line that names the damage: one bad folder
+    must not cost the index of every other."""
+    if not tree.has(path / results.ENV):
+        return None
+    try:
+        env = results.read_env(path)
+    except results.CorruptFolder as exc:
+        return Run(path=path, kind=DAMAGED, env={"damage": str(exc)})
+    return Run(path=path, kind=schema.kind_of(env, path) or UNKNOWN, env=env)
+
+
+def subfolders(tree: Tree) -> list[Path]:
+    """Folders of `tree` other than the history and the sessions, which hold no runs."""
+    skip = {HISTORY_DIR, SESSIONS_DIR}
+    return sorted(
+        p for p in tree.root.iterdir() if p.is_dir() and p.name not in skip and tree.has(p)
+    )
+
+
+def run_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) -> list[Run]:
+    """Every run folder directly in `results_dir` or one level below (results/lr-sweep/RUN),
+    oldest first. A CPU run (env.json's `device` is `cpu`) is a smoke test of the harness, not a
+    result: it is left out, even where `promote --allow-cpu` copied it in. So is a folder whose
+    env.json is damaged (`damaged_folders`)."""
+    found = [r for r in _folders(results_dir, tree) if r.kind != DAMAGED]
+    found = [r for r in found if r.env.get("device") != "cpu"]
+    return sorted(found, key=lambda r: (str(r.env.get("started", "")), r.path.name))
+
+
+def damaged_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) -> list[Run]:
+    """The run folders that `run_folders` leaves out because their env.json is damaged."""
+    return [r for r in _folders(results_dir, tree) if r.kind == DAMAGED]
+
+
+def _folders(results_dir: Path, tree: Tree | None) -> list[Run]:
+    tree = tree or Tree(results_dir)
+    found = []
+    for child in subfolders(tree):
+        run = run_at(child, tree)
+        if run is not None:
+            found.append(run)
+        else:
+            found += [r for r in (run_at(p, tree) for p in sorted(child.iterdir())) if r]
+    return found
+
+
+def saves(folder: Path, tree: Tree) -> list[tuple[Path, dict]]:
+    """pytest-benchmark saves under `folder` (one machine folder deep): (path, its JSON)."""
+    out = []
+    for path in sorted(folder.glob("*/*.json")) + sorted(folder.glob("*.json")):
+        if not tree.has(path):
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict) and {"benchmarks", "machine_info"} <= data.keys():
+            out.append((path, data))
+    return out

@@ -1,0 +1,240 @@
+"""The summary's lines from numerics studies (`bench.numerics.tables.load`): which dtype the
+gradients have, whether float16 needs GradScaler (its measured underflow and divergence), what
+bf16 gives up, and how a mode trains against the float32 reference, which the lines from a timing
+run (`bench.publish.summary`) quote for the fastest recipes.
+
+Several studies: each line reads the first study (in the order given) that has its data; a line
+about training prefers the first study that looked for divergence. A comparison with the
+reference always uses the reference of the same study (same weights, same batches). The
+thresholds are the numerics Answer's (`bench.numerics.answer`), so the two never disagree. The
+modes are the mode table's (`bench.recipes.catalog`): its reference, its fp16 pair, its autocast
+modes and its headline. Pure: pandas only, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from bench.numerics.analysis import HEALTHY, NONFINITE
+from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, bf16_against_fp16_error
+from bench.numerics.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
+from bench.publish.prose import batch_sizes, figure, joined
+from bench.recipes import catalog
+
+
+def _autocast(dtype: str) -> str:
+    """The autocast mode of `dtype` as PyTorch's AMP documents it (fp16 with a scaler, bf16
+    without): `bench.recipes.catalog.autocast_modes`."""
+    return next(mode for mode, d in catalog.autocast_modes().items() if d == dtype)
+
+
+def _first(studies: list[dict], name: str, has: Callable[[pd.DataFrame], bool]) -> pd.DataFrame:
+    """Table `name` of the first study for which `has(table)` holds; empty if none."""
+    for study in studies:
+        table = study[name]
+        if len(table) and has(table):
+            return table
+    return pd.DataFrame()
+
+
+def _measured(summary: pd.DataFrame) -> pd.DataFrame:
+    """Summary rows whose divergence was looked for (older studies leave the cell empty)."""
+    if "divergence" not in summary:
+        return summary.iloc[:0]
+    return summary[summary["divergence"].isin([HEALTHY, "blowup", NONFINITE])]
+
+
+def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
+    """Per batch size of one study that trained both `mode` and the reference mode (fp32): the
+    mean final training loss of each over seeds (`loss`, `fp32_loss`), their ratio, whether it is
+    within LOSS_GAP, and the mode's runs that diverged (`diverged`, at `steps`). The study is the
+    first that looked for divergence, else the first at all: a study that traced divergence says
+    more about the same runs."""
+    reference = catalog.reference()
+    both = [s for s in studies if {mode, reference} <= set(s["summary"]["mode"])]
+    both.sort(key=lambda s: _measured(s["summary"]).empty)  # stable: the given order otherwise
+    if not both:
+        return pd.DataFrame()
+    rows = []
+    for bs, g in both[0]["summary"].groupby("batch_size", sort=True):
+        mine, ref = g[g["mode"] == mode], g[g["mode"] == reference]
+        if mine.empty or ref.empty:
+            continue
+        bad = _measured(mine)
+        bad = bad[bad["divergence"] != HEALTHY]
+        loss, ref_loss = mine["final_loss"].mean(), ref["final_loss"].mean()
+        rows.append(
+            {
+                "batch_size": int(bs),
+                "loss": loss,
+                "fp32_loss": ref_loss,
+                "ratio": loss / ref_loss,
+                # A NaN loss (a run that went non-finite) is not within.
+                "within": bool(loss <= ref_loss * (1 + LOSS_GAP)),
+                "diverged": len(bad),
+                "steps": sorted(int(s) for s in bad["diverged_at_step"]),
+                "runs": len(mine),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def trains_like_fp32(studies: list[dict], mode: str) -> bool | None:
+    """Whether `mode` ended within LOSS_GAP of the reference's (fp32's) final loss at every batch
+    size trained, without a divergence; None where no study trained it beside the reference."""
+    if mode == catalog.reference():
+        return True
+    vs = against_fp32(studies, mode)
+    if vs.empty:
+        return None
+    return bool(vs["within"].all() and (vs["diverged"] == 0).all())
+
+
+def training_cost(studies: list[dict], mode: str) -> str:
+    """What `mode` did to training against the reference (fp32), as a clause."""
+    reference = catalog.reference()
+    if mode == reference:
+        return "it is the reference the numerics study compares with"
+    vs = against_fp32(studies, mode)
+    if vs.empty:
+        return "no numerics study trained it"
+    first, *rest = vs.itertuples()
+    parts = [f"{figure(first.ratio)}× {reference}'s at batch {first.batch_size}"]
+    parts += [f"{figure(r.ratio)}× at {r.batch_size}" for r in rest]
+    text = f"in training its final loss is {joined(parts)}"
+    bad = vs[vs["diverged"] > 0]
+    if len(bad):
+        text += f", and it diverged at batch {batch_sizes(bad['batch_size'].tolist())}"
+    return text
+
+
+def _dtypes(audit: pd.DataFrame, mode: str, kind: str) -> str:
+    dtypes = sorted(set(audit[(audit["mode"] == mode) & (audit["kind"] == kind)]["dtype"]))
+    return " and ".join(dtypes) or "not observed"
+
+
+def gradients_line(studies: list[dict]) -> str | None:
+    """The dtype of the activation gradients, of each weight gradient as its matmul produced it,
+    and of `param.grad`, under each autocast mode of the first audit that has scaled fp16."""
+    scaled, _ = catalog.fp16_pair()
+    audit = _first(studies, "audit", lambda a: scaled in set(a["mode"]))
+    if audit.empty:
+        return None
+    parts = []
+    for mode, dtype in catalog.autocast_modes().items():
+        if mode not in set(audit["mode"]):
+            continue
+        act, made, kept = (
+            _dtypes(audit, mode, k) for k in (ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD)
+        )
+        if parts and act == made:
+            parts.append(f"Under {dtype} autocast they are {act}, and `param.grad` is {kept}.")
+            continue
+        text = (
+            f"Under {dtype} autocast the activation gradients are {act} and each weight "
+            f"gradient leaves its matmul as {made}; `param.grad` is {kept}"
+        )
+        if made != kept:
+            # The cast that fed the float32 weight to the low-precision matmul has a backward:
+            # it casts the gradient up after it was rounded, which restores no precision.
+            text += " only because autograd casts that gradient back to the weight's dtype"
+        parts.append(text + ".")
+    return f"- **Gradients.** {' '.join(parts)}"
+
+
+def _underflow(census: pd.DataFrame) -> tuple[list[int], str]:
+    """(the batch sizes the census measured fp16 without a scaler at, and a clause on where it
+    flushed more than FLUSH_LIMIT of some gradient to zero; empty where it did not)."""
+    _, bare = catalog.fp16_pair()
+    noscale = census[census["mode"] == bare]
+    sizes = sorted(int(b) for b in noscale["batch_size"].unique())
+    worst = {int(bs): g.loc[g["flushed"].idxmax()] for bs, g in noscale.groupby("batch_size")}
+    flushing = [bs for bs in sizes if worst[bs]["flushed"] > FLUSH_LIMIT]
+    if not flushing:
+        return sizes, ""
+    w = worst[flushing[0]]
+    where = (
+        f"every batch size measured, {batch_sizes(sizes)}"
+        if flushing == sizes
+        else f"batch {batch_sizes(flushing)} of {batch_sizes(sizes)}"
+    )
+    return sizes, (
+        f"more than {FLUSH_LIMIT:.0%} of some gradient underflows to zero at {where} "
+        f"({w['flushed']:.1%} of {w['tensor']} at batch {flushing[0]})"
+    )
+
+
+def scaler_line(studies: list[dict]) -> str | None:
+    """Whether float16 needs GradScaler: its measured underflow (the first census with fp16
+    without a scaler) and training (against fp32, divergence where a study looked for it)."""
+    reference, (_, bare) = catalog.reference(), catalog.fp16_pair()
+    census = _first(studies, "census", lambda c: bare in set(c["mode"]))
+    vs = against_fp32(studies, bare)
+    if census.empty and vs.empty:
+        return None
+    sizes, flushed = _underflow(census) if len(census) else ([], "")
+    training = []
+    for r in vs.itertuples() if len(vs) else ():
+        if r.diverged:
+            steps = joined([str(s) for s in r.steps])
+            training.append(
+                f"diverged at batch {r.batch_size} (step{'s' if len(r.steps) > 1 else ''} "
+                f"{steps}, {r.diverged} of {r.runs} seeds)"
+            )
+        elif not r.within:
+            training.append(
+                f"ended at {figure(r.loss)} against {reference}'s {figure(r.fp32_loss)} "
+                f"at batch {r.batch_size}"
+            )
+    evidence = [flushed] if flushed else []
+    evidence += [f"training {joined(training)}"] if training else []
+    if evidence:
+        return (
+            f"- **GradScaler: needed with float16.** Without it {'; '.join(evidence)}. A float32 "
+            "`param.grad` does not help: the gradients are rounded to float16 before that cast."
+        )
+    measured = []
+    if len(census):
+        top = census[census["mode"] == bare]["flushed"].max()
+        measured.append(f"at most {top:.1%} of any gradient underflowed to zero")
+    if len(vs):
+        measured.append(f"training ended within {LOSS_GAP:.0%} of {reference}'s loss")
+    where = batch_sizes(sizes or vs["batch_size"].tolist())
+    return (
+        f"- **GradScaler: not needed with float16 on this model** at batch {where}: "
+        f"{' and '.join(measured)}."
+    )
+
+
+def bf16_line(studies: list[dict]) -> str | None:
+    """bf16 autocast against fp32 in training, and its gradient error against scaled fp16's."""
+    reference, bf16, fp16 = catalog.reference(), _autocast("bfloat16"), _autocast("float16")
+    vs = against_fp32(studies, bf16)
+    census = _first(studies, "census", lambda c: {bf16, fp16} <= set(c["mode"]))
+    parts = []
+    if len(vs):
+        losses = joined(
+            [
+                f"{figure(r.loss)} against {figure(r.fp32_loss)} at batch {r.batch_size}"
+                for r in vs.itertuples()
+            ]
+        )
+        verdict = (
+            f"ends training within {LOSS_GAP:.0%} of {reference}'s loss"
+            if trains_like_fp32(studies, bf16)
+            else f"does not end training within {LOSS_GAP:.0%} of {reference}'s loss"
+        )
+        parts.append(f"{verdict} ({losses})")
+    errors = bf16_against_fp16_error(census)
+    if errors is not None:
+        bf, fp = errors
+        parts.append(
+            f"its gradients are {figure(bf / fp)}× further from {reference}'s than scaled "
+            f"fp16's (median relative error {figure(bf)} against {figure(fp)}): it keeps "
+            "float32's range with 3 fewer mantissa bits"
+        )
+    if not parts:
+        return None
+    return f"- **What bf16 gives up.** bf16 autocast {'; '.join(parts)}."

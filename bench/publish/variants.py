@@ -1,0 +1,158 @@
+"""Execution variants against eager, and the fastest recipe: a timing run's report section on its
+variants (`section`), and the two tables README blocks quote, the fastest variant per mode
+(`best_variant_table`) and the fastest mode and variant per batch size (`fastest_recipe_table`).
+Pure: reads a run's rows.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.publish import findings, tables
+from bench.recipes import catalog
+from bench.store import results
+
+
+def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
+    """Per mode, optimizer and batch size: eager's time, the fastest variant and its time."""
+    ok = findings.contenders(df)
+    keys = [a for a in results.axes() if a != "variant"]
+    rows = []
+    for key, g in ok.groupby(keys, sort=False):
+        eager = g[g["variant"] == "eager"]
+        best = g.loc[g["total_ms"].idxmin()]
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "eager_ms": eager["total_ms"].iloc[0] if len(eager) else float("nan"),
+                "best_variant": best["variant"],
+                "best_ms": best["total_ms"],
+                "best_pct_of_floor": best["pct_of_floor"],
+            }
+        )
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["best_vs_eager"] = out["eager_ms"] / out["best_ms"]
+    return out
+
+
+def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
+    """Per mode (rows) and batch size (columns): the fastest variant, eager's time over its time,
+    and both times, with the given optimizer."""
+    best = _best_variants(df)
+    best = best[best["optimizer"] == optimizer]
+    if best.empty:
+        return f"(no successful cases with {optimizer} Adam)"
+    table = {
+        mode: {
+            f"batch {r.batch_size}": f"{r.best_variant}, {r.best_vs_eager:.3f}× "
+            f"({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
+            for r in g.itertuples()
+        }
+        for mode, g in best.groupby("mode", sort=False)
+    }
+    wide = pd.DataFrame.from_dict(table, orient="index")
+    return f"{optimizer} Adam; fastest variant, × eager (eager ms → its ms):\n\n" + (
+        tables.markdown(wide.rename_axis("mode").reset_index())
+    )
+
+
+def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
+    """Per batch size (rows): the fastest mode and variant, its step time, how many times faster it
+    is than the headline mode's fastest variant, the eager headline mode and the eager reference
+    mode, its peak memory over the headline mode's (the same variant), and the runner-up (another
+    mode) with its time."""
+    head, ref = catalog.headline(), catalog.reference()
+    ok = findings.contenders(df)
+    ok = ok[ok["optimizer"] == optimizer]
+    if "parallel" in ok:
+        ok = ok[ok["parallel"] == "none"]
+    if ok.empty:
+        return f"(no successful cases with {optimizer} Adam)"
+    rows = []
+    for bs, g in ok.groupby("batch_size"):
+        ranked = g.sort_values("total_ms")
+        best = ranked.iloc[0]
+        second = ranked[ranked["mode"] != best["mode"]].head(1)
+        amp = g[g["mode"] == head]
+        amp_eager = amp[amp["variant"] == "eager"]["total_ms"]
+        fp32 = g[(g["mode"] == ref) & (g["variant"] == "eager")]["total_ms"]
+        amp_same = amp[amp["variant"] == best["variant"]]["peak_alloc_gib"]
+        nan = float("nan")
+        rows.append(
+            {
+                "batch": int(bs),
+                "fastest": f"{best['mode']} ({best['variant']})",
+                "ms": best["total_ms"],
+                f"× best {head}": amp["total_ms"].min() / best["total_ms"] if len(amp) else nan,
+                f"× eager {head}": (
+                    amp_eager.iloc[0] / best["total_ms"] if len(amp_eager) else nan
+                ),
+                f"× eager {ref}": fp32.iloc[0] / best["total_ms"] if len(fp32) else nan,
+                f"peak / {head}'s": (
+                    best["peak_alloc_gib"] / amp_same.iloc[0] if len(amp_same) else nan
+                ),
+                "runner-up": (
+                    f"{second['mode'].iloc[0]} ({second['variant'].iloc[0]}), "
+                    f"{second['total_ms'].iloc[0]:.3g} ms"
+                    if len(second)
+                    else ""
+                ),
+            }
+        )
+    return f"{optimizer} Adam; the fastest recipe and variant per batch size:\n\n" + pd.DataFrame(
+        rows
+    ).pipe(tables.markdown)
+
+
+def section(df: pd.DataFrame) -> list[str]:
+    """Each variant's step time against eager's, per mode, optimizer and batch size, and the
+    price paid before timing (compilation or capture); nothing for a run of eager alone."""
+    if set(df["variant"]) <= {"eager"}:
+        return []
+    ok = df[df["status"] == "ok"]
+    out = [
+        "## Execution variants",
+        "",
+        "Median step time (ms) of each variant; `best` is the fastest, `× eager` eager's time "
+        "over the best's. `prepare s`: host seconds spent compiling or capturing before the "
+        "timed window (never inside it).",
+        "",
+    ]
+    for bs, group in ok.groupby("batch_size", sort=True):
+        wide = group.pivot_table(
+            index=["mode", "optimizer"], columns="variant", values="total_ms", sort=False
+        )
+        best = _best_variants(group).set_index(["mode", "optimizer"])
+        wide["best"] = best["best_variant"]
+        wide["× eager"] = best["best_vs_eager"]
+        out += [
+            f"### Batch size {bs}",
+            "",
+            tables.markdown(wide.reset_index()),
+            "",
+        ]
+    if "prepare_s" not in ok or ok.empty:
+        return out
+    prep = ok.pivot_table(
+        index=["mode", "optimizer", "batch_size"], columns="variant", values="prepare_s", sort=False
+    )
+    out += [
+        "### Preparation (s)",
+        "",
+        tables.markdown(prep.reset_index()),
+        "",
+    ]
+    notes = df[df.get("eager_parts", pd.Series("", index=df.index)).fillna("").astype(bool)]
+    if not notes.empty:
+        out += ["Parts of the step that ran outside the graph:", ""]
+        out += [f"- `{r.case_id}`: {r.eager_parts}" for r in notes.itertuples()]
+        out.append("")
+    if "recompiled" in df:
+        again = df[df["recompiled"].fillna(False).astype(bool)]
+        out += [
+            f"Cases that compiled again during the timed window: {len(again)}"
+            + (": " + ", ".join(f"`{c}`" for c in again["case_id"]) if len(again) else "."),
+            "",
+        ]
+    return out

@@ -1,0 +1,152 @@
+"""The layout the architecture doc promises (docs/architecture.md): packages by role that import
+only downwards, no import circles, modules small enough to read top to bottom."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+ORDER = [
+    "faults",
+    "cases",
+    "store",
+    "workloads",
+    "recipes",
+    "execution",
+    "measure",
+    "numerics",
+    "jobs",
+    "publish",
+    "cli",
+]
+"""The packages from the bottom up: a module may import its own package and those before it.
+`numerics` holds both the study's measuring and its rendering; its own rule is below."""
+
+ALLOWED_UP = {
+    # The torch-free mode table is data every layer reads, the store's loader included (the
+    # speedup columns divide by the modes whose card says so).
+    ("store", "recipes.catalog"),
+    ("cases", "recipes.catalog"),
+    # The study's report formats its cells as every report does (its measuring modules may not:
+    # `test_the_study_measures_without_its_rendering`).
+    ("numerics", "publish.tables"),
+    # A case's fields are checked against the registries' names where a case is built
+    # (function-level imports in Case.__post_init__ are not module imports and not listed).
+}
+
+COMMANDS = {
+    "run",
+    "report",
+    "headline",
+    "compare",
+    "numerics",
+    "maxbatch",
+    "index",
+    "promote",
+    "history",
+    "export",
+    "readme",
+    "check",
+}
+"""The command modules of `bench.cli`: each parses nothing but its own options."""
+
+NUMERICS_MEASURING = {"training", "audit", "grads", "underflow", "task", "jobs", "fp16", "config"}
+NUMERICS_PUBLISHING = {"analysis", "answer", "report", "plots", "study"}
+
+
+def _modules() -> dict[str, Path]:
+    return {
+        ".".join(p.relative_to(BENCH.parent).with_suffix("").parts): p for p in BENCH.rglob("*.py")
+    }
+
+
+def _imports(path: Path, *, top_level_only: bool) -> set[str]:
+    """The bench modules `path` imports (module-level statements only, when asked)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bench"):
+            for alias in node.names:
+                found.add(f"{node.module}.{alias.name}")
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("bench")}
+    modules = _modules()
+    return {name for name in found if name in modules and name != "bench"}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_no_module_imports_a_package_above_its_own():
+    rank = {name: i for i, name in enumerate(ORDER)}
+    wrong = []
+    for module, path in _modules().items():
+        mine = _package(module)
+        if mine not in rank:
+            continue
+        for target in _imports(path, top_level_only=True):
+            theirs = _package(target)
+            sub = ".".join(target.split(".")[1:])
+            if theirs in rank and rank[theirs] > rank[mine] and (mine, sub) not in ALLOWED_UP:
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, wrong
+
+
+def test_measuring_never_imports_publishing():
+    """At any depth of a function, too: jobs write folders, publishing reads them."""
+    wrong = []
+    for module, path in _modules().items():
+        if _package(module) not in ("measure", "jobs", "execution", "recipes", "workloads"):
+            continue
+        for target in _imports(path, top_level_only=False):
+            if _package(target) in ("publish", "cli"):
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, wrong
+
+
+def test_the_study_measures_without_its_rendering():
+    wrong = []
+    for name in NUMERICS_MEASURING:
+        path = BENCH / "numerics" / f"{name}.py"
+        for target in _imports(path, top_level_only=False):
+            if target.split(".")[-1] in NUMERICS_PUBLISHING and _package(target) == "numerics":
+                wrong.append(f"numerics.{name} -> {target}")
+    assert not wrong, wrong
+
+
+def test_no_import_circles():
+    graph = {m: _imports(p, top_level_only=True) for m, p in _modules().items()}
+
+    def visit(node: str, stack: list[str], seen: set[str]) -> list[str] | None:
+        if node in stack:
+            return [*stack[stack.index(node) :], node]
+        if node in seen:
+            return None
+        seen.add(node)
+        for nxt in graph.get(node, ()):
+            # A package's __init__ is imported with any of its modules: not an edge of its own.
+            if not nxt.endswith(".__init__"):
+                cycle = visit(nxt, [*stack, node], seen)
+                if cycle:
+                    return cycle
+        return None
+
+    seen: set[str] = set()
+    for start in graph:
+        cycle = visit(start, [], seen)
+        assert cycle is None, " -> ".join(cycle)
+
+
+@pytest.mark.parametrize(
+    "path", sorted(BENCH.rglob("*.py")), ids=lambda p: str(p.relative_to(BENCH))
+)
+def test_modules_stay_readable(path):
+    lines = len(path.read_text().splitlines())
+    limit = 100 if path.parent.name == "cli" and path.stem in COMMANDS else 400
+    assert lines <= limit, f"{path.relative_to(BENCH)}: {lines} lines (at most {limit})"

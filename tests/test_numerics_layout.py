@@ -1,0 +1,51 @@
+"""The numerics package keeps its layout: modules a reader can take in whole, modes asked of the
+mode table rather than named, and measuring that never imports publishing (read from the source,
+no torch involved)."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.recipes import catalog
+
+PACKAGE = Path(__file__).resolve().parent.parent / "bench" / "numerics"
+MODULES = sorted(PACKAGE.glob("*.py"))
+MEASURING = ("training", "audit", "grads", "underflow", "task", "jobs", "fp16", "run_summary")
+"""The modules that measure, or derive what a job writes (`run_summary`)."""
+PUBLISHING = ("analysis", "answer", "report", "plots")
+"""The modules that read a finished folder (and the `answer_*`, `report_*` sections)."""
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_no_module_is_over_400_lines(path):
+    assert len(path.read_text().splitlines()) <= 400
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_no_module_names_a_mode(path):
+    names = "|".join(re.escape(name) for name in catalog.CARDS)
+    quoted = [m[1] for m in re.findall(rf"""(["'])({names})\1""", path.read_text())]
+    assert quoted == [], f"{path.name} names modes {quoted}: ask `bench.recipes.catalog`"
+
+
+@pytest.mark.parametrize("name", MEASURING)
+def test_measuring_never_imports_publishing(name):
+    published = re.compile(
+        rf"^bench\.(publish|numerics\.({'|'.join(PUBLISHING)}|answer_\w+|report_\w+))(\.|$)"
+    )
+    bad = sorted(m for m in _imports(PACKAGE / f"{name}.py") if published.match(m))
+    assert bad == [], f"{name} imports {bad}"
