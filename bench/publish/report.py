@@ -59,6 +59,18 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | N
     return out
 
 
+def _headline_or_why(df: pd.DataFrame, optimizer: str) -> str:
+    """The headline table, or, for a run without an eager case that passed (one that timed
+    only compiled or graphed variants), why it has none: its tables are further down."""
+    eager = df[(df["variant"] == "eager") & (df["parallel"] == "none") & (df["status"] == "ok")]
+    if eager.empty:
+        return (
+            "No headline table: it shows the eager step on one GPU, and this run has no such "
+            "case that passed. What it ran is in the tables below."
+        )
+    return headline(df, optimizer=optimizer)
+
+
 def _above_floor(df: pd.DataFrame) -> list[str]:
     """A sentence for rows above 100% of floor: the floor is built from ceilings measured on one
     GEMM size, and a step whose own matmuls run faster than that GEMM beats it."""
@@ -140,7 +152,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     found = findings.findings(df, optimizer)
     if found:
         out += ["## What this run found", "", *found, ""]
-        out += [headline(df, optimizer=optimizer), ""]
+        out += [_headline_or_why(df, optimizer), ""]
         out += _figure(figures, "throughput", "throughput per mode and batch size")
     if env.get("config", {}).get("numerics"):
         out += [
