@@ -8,22 +8,33 @@ class UsageError(Exception):
     """Bad input or an unusable folder: reported as one line naming the value, exit status 2."""
 
 
+class Unsupported(Exception):
+    """A combination this machine cannot run, found only when it was tried (a backend without a
+    dtype's collectives): the case's row is `unsupported`, its error the message."""
+
+
 def error_summary(exc: BaseException, limit: int = 500) -> str:
-    """`Type: first line of the message`, the one line a row or a log keeps of an exception."""
+    """`Type: first line of the message`, the one line a row or a log keeps of an exception;
+    for `Unsupported`, the message alone (the reason, as every unsupported row gives it)."""
     first_line = (str(exc).splitlines() or [""])[0]
+    if isinstance(exc, Unsupported):
+        return first_line[:limit]
     return f"{type(exc).__name__}: {first_line}"[:limit]
 
 
 def fault_status(exc: BaseException) -> str:
     """`oom` for an out-of-memory error on any device, `timeout` for a collective that timed
     out (gloo raises `RuntimeError: ... Timed out waiting ...`; NCCL's watchdog reports a
-    `DistBackendError` naming the timeout), `error` for anything else.
+    `DistBackendError` naming the timeout), `unsupported` for `Unsupported`, `error` for
+    anything else.
 
     A CPU allocation failure surfaces as a plain `RuntimeError` ("DefaultCPUAllocator: can't
     allocate memory") or as Python's `MemoryError`; CUDA's as `torch.cuda.OutOfMemoryError`.
     """
     import torch  # here, not at the top: report code imports this module without torch
 
+    if isinstance(exc, Unsupported):
+        return "unsupported"
     if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
         return "oom"
     text = str(exc)

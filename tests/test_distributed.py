@@ -372,3 +372,23 @@ def test_the_scaling_table_puts_gpu_counts_and_batch_sizes_side_by_side_in_order
     first = [c.strip() for c in lines[2].strip("|").split("|")]
     assert first == ["fp32", "ddp", "22.56", "30.24", "42.56", "50.24"]
     assert [c.strip() for c in lines[3].strip("|").split("|")][:2] == ["fp32", "fsdp"]
+
+
+def test_a_backend_that_cannot_reduce_bf16_makes_the_case_unsupported(monkeypatch):
+    # gloo's bfloat16 support depends on the torch version: where it has none, the all-reduce
+    # raises, and the case is a row that says so, not an error.
+    from bench.execution import parallel
+    from bench.faults import Unsupported, error_summary, fault_status
+
+    def no_bf16(tensor, group=None):
+        raise TypeError("Invalid scalar type")
+
+    monkeypatch.setattr(torch.distributed, "get_backend", lambda group=None: "gloo")
+    monkeypatch.setattr(torch.distributed, "all_reduce", no_bf16)
+    with pytest.raises(Unsupported) as caught:
+        parallel.check_reduces(None, torch.bfloat16, "cpu")
+    assert fault_status(caught.value) == "unsupported"
+    assert error_summary(caught.value).startswith(f"gloo in torch {torch.__version__} cannot")
+    assert "bfloat16 (TypeError: Invalid scalar type)" in error_summary(caught.value)
+    monkeypatch.setattr(torch.distributed, "get_backend", lambda group=None: "nccl")
+    parallel.check_reduces(None, torch.bfloat16, "cuda")  # NCCL is not asked

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from bench.recipes.modes import Mode
+from bench.faults import Unsupported, error_summary
+from bench.recipes.modes import Mode, dtype_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +90,23 @@ def _reduced_dtype(p: Parallel, mode: Mode) -> torch.dtype:
     return p.reduce_dtype or torch.float32
 
 
+def check_reduces(group: torch.distributed.ProcessGroup, dtype: torch.dtype, device: str) -> None:
+    """Raise `Unsupported` when `group` cannot all-reduce `dtype`. gloo's support for bfloat16
+    depends on the torch version ("Invalid scalar type" or a TypeError where it has none), so it
+    is tried, once per case, with one element, on every rank alike; NCCL reduces bfloat16 on any
+    GPU that has it and is not asked."""
+    backend = torch.distributed.get_backend(group)
+    if backend != "gloo":
+        return
+    try:
+        torch.distributed.all_reduce(torch.zeros(1, dtype=dtype, device=device), group=group)
+    except (RuntimeError, TypeError) as exc:
+        raise Unsupported(
+            f"{backend} in torch {torch.__version__} cannot all-reduce {dtype_name(dtype)} "
+            f"({error_summary(exc)})"
+        ) from exc
+
+
 def wrap(
     model: nn.Module,
     mode: Mode,
@@ -107,6 +125,7 @@ def wrap(
         ids = [torch.cuda.current_device()] if device == "cuda" else None
         ddp = DistributedDataParallel(model, device_ids=ids, process_group=group)
         if p.reduce_dtype == torch.bfloat16:
+            check_reduces(group, torch.bfloat16, device)
             from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import (
                 bf16_compress_hook,
             )
