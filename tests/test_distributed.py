@@ -21,6 +21,7 @@ from bench.measure.roofline import comm_floor_columns
 from bench.publish import readme, tables
 from bench.recipes.modes import MODES
 from bench.store import results
+from bench.workloads import gpt
 from tests.conftest import tiny_case
 
 WORKER = Path(__file__).resolve().parent / "dist_worker.py"
@@ -134,6 +135,36 @@ def test_the_report_has_the_several_gpus_section(two_ranks):
     text = (run_dir / results.REPORT).read_text()
     assert "## Several GPUs" in text and "### What bfloat16 reduction saves" in text
     assert "all-reduce bus bandwidth" in text
+
+
+def test_a_gpt_trains_on_two_ranks_with_ddp_and_fsdp_per_block(tmp_path):
+    # FSDP2 shards each transformer block, then the root (embeddings, final norm, head).
+    code = launch.launch(
+        2,
+        [
+            *("run", "--gpus", "2", "--device", "cpu", "--model", "gpt", "--preset", "tiny"),
+            *("--modes", "fp32", "--optimizers", "fused", "--parallel", "none,ddp,fsdp"),
+            *("--batch-sizes", "2", "--steps", "2", "--warmup", "1", "--repeats", "1"),
+            "--no-overhead",
+            *("--collective-timeout", "30", "--results-dir", str(tmp_path)),
+        ],
+        keep=["--collective-timeout", "30"],
+        worker=[str(WORKER)],
+        log=lambda msg: None,
+    )
+    assert code == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    df = results.load(run_dir).set_index("parallel")
+    assert set(df["status"]) == {"ok"}, df["error"].to_dict()
+    assert set(df["model"]) == {"gpt"}
+    ddp, fsdp = df.loc["ddp"], df.loc["fsdp"]
+    assert ddp["tokens_per_s"] == pytest.approx(ddp["samples_per_s"] * 32)
+    assert ddp["global_batch_size"] == 4
+    # Each rank holds half of every sharded parameter (a dimension of odd size splits unevenly).
+    assert fsdp["param_gib"] == pytest.approx(df.loc["none", "param_gib"] / 2, rel=0.05)
+    # The collectives' bytes come from the parameter count (counted on the meta model).
+    params = gpt.num_params(gpt.PRESETS["tiny"])
+    assert ddp["comm_gbytes"] == pytest.approx(params * 4 / 1e9)  # 2(n-1)/n = 1 on 2 ranks
 
 
 def test_parallel_on_one_rank_is_unsupported(tmp_path):

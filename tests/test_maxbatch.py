@@ -85,6 +85,17 @@ def test_end_to_end_against_a_fake_allocator(monkeypatch, tmp_path):
     assert "Largest batch per mode" in (run_dir / results.REPORT).read_text()
 
 
+def test_a_gpt_trial_trains_its_model_and_counts_tokens():
+    cfg = MaxBatchConfig(
+        device="cpu", preset="tiny", model="gpt", modes=("fp32",), start=2, limit=2
+    )
+    case = cfg.case("fp32", "eager", 2)
+    assert (case.model, case.preset) == ("gpt", "tiny")
+    row = maxbatch.trial(case)
+    assert row["status"] == "ok", row["error"]
+    assert row["model"] == "gpt" and row["tokens_per_s"] == row["samples_per_s"] * 32
+
+
 def test_bad_settings_name_the_value():
     with pytest.raises(ValueError, match=r"resolution 0\.0 is not"):
         MaxBatchConfig(device="cpu", preset="tiny", resolution=0.0)

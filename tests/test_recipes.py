@@ -13,7 +13,7 @@ import torch
 
 from bench.execution.variants import unsupported_reason
 from bench.jobs import numerics as study_job
-from bench.measure.roofline import floor_columns, num_params, optimizer_bytes
+from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.measure.runner import run_case
 from bench.numerics import answer, jobs, study, tables, training
 from bench.numerics.config import NumericsConfig
@@ -21,6 +21,7 @@ from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
 from bench.workloads.mlp import PRESETS
+from bench.workloads.registry import MLP
 from tests.conftest import tiny_case
 
 
@@ -116,23 +117,28 @@ def test_bf16_pure_sr_runs_with_torchao(cpu_ceilings):
 
 def test_which_linears_each_fp8_recipe_converts():
     seed = PRESETS["seed"]
-    assert set(fp8.plan(seed, "tensorwise").values()) == {"converted"}
-    rowwise = fp8.plan(seed, "rowwise")
+    assert set(fp8.plan(MLP, seed, "tensorwise").values()) == {"converted"}
+    rowwise = fp8.plan(MLP, seed, "rowwise")
     assert rowwise["fc2"] == "converted"
     assert rowwise["fc1"] == "kept: too small for rowwise (in 1024 ≤ 1024)"
     assert rowwise["fc3"] == "kept: too small for rowwise (out 2000 ≤ 2048)"
-    assert "divisible by 16" in fp8.plan(PRESETS["tiny"], "tensorwise")["fc3"]
-    assert MODES["bf16-amp"].fp8_plan(seed) == {}
+    assert "divisible by 16" in fp8.plan(MLP, PRESETS["tiny"], "tensorwise")["fc3"]
+    assert MODES["bf16-amp"].fp8_plan(MLP, seed) == {}
     with pytest.raises(ValueError, match="blockwise"):
-        fp8.plan(seed, "blockwise")
+        fp8.plan(MLP, seed, "blockwise")
 
 
 def test_pure_bf16_adam_moves_half_the_bytes_and_fp8_floors_go_per_linear():
     size = PRESETS["tiny"]
-    assert optimizer_bytes(size, False, param_bytes=2) == optimizer_bytes(size, False) / 2
-    assert optimizer_bytes(size, False, param_bytes=2) == num_params(size) * 14
-    one = floor_columns(size, 4, scale_loss=False, matmul_tflops=1.0, copy_gbps=1.0)
-    mixed = floor_columns(size, 4, scale_loss=False, matmul_tflops=[2.0, 2.0, 1.0], copy_gbps=1.0)
+    n = num_params(MLP, size)
+    assert optimizer_bytes(n, False, param_bytes=2) == optimizer_bytes(n, False) / 2
+    assert optimizer_bytes(n, False, param_bytes=2) == n * 14
+    work = step_work(MLP, size, 4)
+    one = floor_columns(work, scale_loss=False, matmul_tflops=1.0, copy_gbps=1.0)
+    fast = {"fc1": 2.0, "fc2": 2.0}
+    mixed = floor_columns(
+        work, scale_loss=False, matmul_tflops=1.0, linear_tflops=fast, copy_gbps=1.0
+    )
     # fc1 and fc2 at twice the rate: their FLOPs take half the time.
     fc3_fwd = 2.0 * 4 * 64 * 10 / 1e12 * 1e3
     assert mixed["fwd_floor_ms"] == pytest.approx((one["fwd_floor_ms"] - fc3_fwd) / 2 + fc3_fwd)

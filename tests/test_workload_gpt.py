@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from bench.measure import flops
-from bench.measure.roofline import matmul_flops
 from bench.workloads import gpt, mlp
+from tests.mlp_by_hand import matmul_flops
 
 TINY = gpt.PRESETS["tiny"]  # 2 layers, width 64, 4 heads, context 32, vocabulary 128
 

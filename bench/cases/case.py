@@ -23,6 +23,7 @@ from bench.cases import checks, choices
 # torch. Names are checked against `bench.cases.choices`, which tests/test_cli.py holds equal to
 # the registries' keys.
 if TYPE_CHECKING:
+    from bench.workloads.base import Workload
     from bench.workloads.mlp import ModelSize
 
 DEVICES = ("cuda", "cpu")
@@ -108,8 +109,21 @@ class Case:
     batch_size: int = field(metadata=_axis(checks.POSITIVE_INT, Sweep("batch_sizes", "batch")))
     """Samples per step, per GPU."""
     input_size: int = field(metadata=_POSITIVE)
+    """The MLP's input size; for another model, the first of the three sizes its id spells out
+    (a transformer's context)."""
     hidden_size: int = field(metadata=_POSITIVE)
+    """The MLP's hidden size; for another model, its width."""
     num_classes: int = field(metadata=_POSITIVE)
+    """The MLP's classes; for another model, the third size its id spells out (a vocabulary)."""
+    model: str = field(default="mlp", metadata=_axis(checks.MODEL))
+    """The workload (`bench.workloads.registry`): `mlp`, the question's MLP; `gpt`, a GPT-style
+    transformer; or a user's own, as `package.module:factory`."""
+    preset: str = field(
+        default="",
+        metadata=_axis(checks.Check("is not a preset name", str, lambda v: isinstance(v, str))),
+    )
+    """The workload's size preset. Empty for the MLP, whose sizes are the three fields above (as
+    every case before workloads); another workload's sizes come from its preset."""
     device: str = field(default="cuda", metadata=_axis(checks.choice(DEVICES)))
     seed: int = field(default=0, metadata=_axis(checks.NON_NEGATIVE_INT))
     """Seeds the weights and the synthetic batch."""
@@ -133,17 +147,49 @@ class Case:
 
     def __post_init__(self) -> None:
         checks.fields(self)
+        if self.model == "mlp" and self.preset:
+            raise ValueError(
+                f"preset {self.preset!r}: the MLP's sizes are its fields; leave it empty"
+            )
+        if self.model != "mlp" and self.model in choices.WORKLOADS:
+            checks.choice(choices.WORKLOADS[self.model])(f"--preset of {self.model}", self.preset)
 
     @classmethod
     def of(cls, size: ModelSize, **axes: object) -> Case:
-        """A case of the given model size; `axes` are the other fields."""
+        """A case of the given MLP size; `axes` are the other fields."""
         return cls(**dataclasses.asdict(size), **axes)
 
-    @property
-    def size(self) -> ModelSize:
-        from bench.workloads.mlp import ModelSize
+    @classmethod
+    def of_model(cls, model: str, preset: str, **axes: object) -> Case:
+        """A case of workload `model` at `preset`; `axes` are the other fields. The MLP's
+        preset becomes its three sizes (and the case's preset stays empty, as before workloads);
+        another workload's three id sizes come from its preset."""
+        from bench.workloads.registry import get
 
-        return ModelSize.of(self)
+        workload = get(model)
+        size = workload.size(preset)
+        dims = dict(
+            zip(("input_size", "hidden_size", "num_classes"), workload.dims(size), strict=True)
+        )
+        if model == "mlp":
+            return cls(**dims, **axes)
+        return cls(**dims, model=model, preset=preset, **axes)
+
+    @property
+    def workload(self) -> Workload:
+        from bench.workloads.registry import get
+
+        return get(self.model)
+
+    @property
+    def size(self) -> object:
+        """The workload's size object: the MLP's `ModelSize` from the three fields, another
+        workload's from its preset."""
+        if self.model == "mlp":
+            from bench.workloads.mlp import ModelSize
+
+            return ModelSize.of(self)
+        return self.workload.size(self.preset)
 
     @property
     def case_id(self) -> str:

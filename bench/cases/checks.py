@@ -75,6 +75,18 @@ TAG = Check(
 )
 
 
+def _is_model(value: object) -> bool:
+    from bench.cases import choices  # the built-in names; a user's model is its factory's spec
+
+    return isinstance(value, str) and (
+        value in choices.WORKLOADS
+        or re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", value) is not None
+    )
+
+
+MODEL = Check("is not a workload (mlp, gpt) or a user's package.module:factory", str, _is_model)
+
+
 def choice(choices: Iterable[str]) -> Check:
     """One of `choices`."""
     names = tuple(choices)

@@ -21,6 +21,8 @@ OPTIMIZERS = ("foreach", "fused")
 """Keys of `bench.recipes.modes.OPTIMIZERS`."""
 PRESETS = ("seed", "tiny")
 """Keys of `bench.workloads.mlp.PRESETS`."""
+WORKLOADS = {"mlp": PRESETS, "gpt": ("gpt2-124m", "gpt-1.3b", "tiny")}
+"""Keys of `bench.workloads.registry.WORKLOADS`, each with its presets' names."""
 VARIANTS = ("eager", "compile", "compile-max", "compile-graphs", "cudagraph")
 """Keys of `bench.execution.variants.VARIANTS`."""
 DEFAULT_VARIANTS = ("eager", "compile", "cudagraph")

@@ -91,13 +91,16 @@ class RunConfig:
     folders made before this class existed do."""
 
     device: str = field(metadata={"check": checks.choice(cases.DEVICES), "cli": False})
-    preset: str = field(metadata={"check": checks.choice(choices.PRESETS), "cli": False})
+    preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
+    model: str = field(default="mlp", metadata={"check": checks.MODEL, "option": "--model"})
+    """The workload: mlp (the question's MLP), gpt (a GPT-style transformer, batch sizes in
+    sequences), or your own as package.module:factory (docs/own-model.md)."""
     input_size: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the preset's input size."""
+    """Override the MLP preset's input size."""
     hidden_size: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the preset's hidden size."""
+    """Override the MLP preset's hidden size."""
     num_classes: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the preset's class count."""
+    """Override the MLP preset's class count."""
     axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
     """Field name of `Case` -> the values swept; an axis left out takes `new_run_default`."""
     steps: int = field(default=30, metadata={"check": checks.POSITIVE_INT})
@@ -130,6 +133,12 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         checks.fields(self)
+        if self.model in choices.WORKLOADS:
+            checks.choice(choices.WORKLOADS[self.model])("--preset", self.preset)
+        if self.model != "mlp" and self.numerics:
+            raise ValueError(
+                f"--numerics: the short study is the MLP's; drop it for --model {self.model}"
+            )
         if self.world_size > 1 and self.numerics:
             raise ValueError("--numerics runs in a one-process run; drop it or --gpus")
         if self.world_size > 1 and self.rounds > 1:
@@ -156,11 +165,27 @@ class RunConfig:
         """The grid from the options the user gave (None: not given) and the defaults. Each
         axis's values are given by its plural name (`modes=...`)."""
         from bench.recipes import modes as recipes
-        from bench.workloads.mlp import PRESETS
+        from bench.workloads.registry import get
 
-        preset = preset or ("seed" if device == "cuda" else "tiny")
-        checks.choice(choices.PRESETS)("--preset", preset)
         chosen = {k: v for k, v in given.items() if v is not None}
+        model = str(chosen.pop("model", "mlp"))
+        checks.MODEL("--model", model)
+        workload = get(model)  # a user's factory is imported here: its errors are one line
+        preset = preset or workload.default_preset[device]
+        checks.choice(tuple(workload.presets))("--preset", preset)
+        dims = dict(
+            zip(
+                ("input_size", "hidden_size", "num_classes"),
+                workload.dims(workload.size(preset)),
+                strict=True,
+            )
+        )
+        if model != "mlp":
+            for name in dims:
+                if name in chosen:
+                    raise ValueError(
+                        f"--{name.replace('_', '-')} sizes the MLP; --model {model} takes --preset"
+                    )
         chosen.setdefault("repeats", DEFAULT_REPEATS)
         world_size = int(chosen.get("world_size", 1))
         axes = {}
@@ -174,8 +199,7 @@ class RunConfig:
             why = {name: m.unsupported_reason(device) for name, m in recipes.MODES.items()}
             axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
             chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
-        size = dataclasses.asdict(PRESETS[preset])
-        cfg = cls(device=device, preset=preset, axes=axes, **{**size, **chosen})
+        cfg = cls(device=device, preset=preset, model=model, axes=axes, **{**dims, **chosen})
         refusal = cfg.nothing_runs()
         if refusal is not None:
             raise ValueError(refusal)
@@ -225,9 +249,13 @@ class RunConfig:
         return ModelSize.of(self)
 
     def cases(self) -> list[Case]:
+        # The MLP's cases carry its sizes alone (their ids are those of every run before
+        # workloads); another workload's carry its name and preset.
+        named = {} if self.model == "mlp" else {"model": self.model, "preset": self.preset}
         return cases.sweep(
             self.axes,
             size=self.size,
+            **named,
             device=self.device,
             seed=self.seed,
             warmup=self.warmup,

@@ -20,7 +20,9 @@ CPU_DEFAULTS = {"start": 8, "limit": 4096}
 @dataclass(frozen=True, kw_only=True)
 class MaxBatchConfig:
     device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
-    preset: str = field(metadata={"check": checks.choice(choices.PRESETS), "cli": False})
+    preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
+    model: str = field(default="mlp", metadata={"check": checks.MODEL})
+    """The workload: mlp, gpt (batch sizes in sequences), or package.module:factory."""
     modes: tuple[str, ...] = field(
         default=choices.MODES, metadata={"check": checks.choice(choices.MODES), "items": True}
     )
@@ -48,6 +50,8 @@ class MaxBatchConfig:
 
     def __post_init__(self) -> None:
         checks.fields(self)
+        if self.model in choices.WORKLOADS:
+            checks.choice(choices.WORKLOADS[self.model])("--preset", self.preset)
         if not self.start <= self.limit:
             raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
         for mode in self.modes:
@@ -57,15 +61,18 @@ class MaxBatchConfig:
     @classmethod
     def build(cls, *, device: str, preset: str | None, **given: object) -> MaxBatchConfig:
         """The search from the options the user gave and the defaults of `device`."""
+        from bench.workloads.registry import get
+
         defaults = CPU_DEFAULTS if device == "cpu" else {}
-        preset = preset or ("seed" if device == "cuda" else "tiny")
-        return cls(device=device, preset=preset, **{**defaults, **given})
+        model = str(given.pop("model", None) or "mlp")
+        checks.MODEL("--model", model)
+        preset = preset or get(model).default_preset[device]
+        return cls(device=device, preset=preset, model=model, **{**defaults, **given})
 
     def case(self, mode: str, variant: str, batch_size: int) -> Case:
-        from bench.workloads.mlp import PRESETS
-
-        return Case.of(
-            PRESETS[self.preset],
+        return Case.of_model(
+            self.model,
+            self.preset,
             mode=mode,
             variant=variant,
             optimizer=self.optimizer,

@@ -84,8 +84,12 @@ def add_device(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_preset(p: argparse.ArgumentParser, default: str = "seed on CUDA, tiny on CPU") -> None:
-    p.add_argument("--preset", choices=choices.PRESETS, help=f"model size (default: {default})")
+def add_preset(
+    p: argparse.ArgumentParser,
+    default: str = "the model's own: seed for mlp and gpt2-124m for gpt on CUDA, tiny on the CPU",
+) -> None:
+    named = "; ".join(f"{model}: {', '.join(names)}" for model, names in choices.WORKLOADS.items())
+    p.add_argument("--preset", help=f"the model's size preset ({named}; default: {default})")
 
 
 def add_results_dir(

@@ -8,7 +8,8 @@ engine, nothing home-made:
   float32 (AMP-FACTS.md), so DDP all-reduces float32 gradients whatever the mode.
 - `ddp-bf16`: the same with `bf16_compress_hook`: each bucket is cast to bfloat16, all-reduced,
   and cast back, halving the bytes on the wire.
-- `fsdp`: FSDP2 `fully_shard` on each Linear and on the model, with a `MixedPrecisionPolicy`
+- `fsdp`: FSDP2 `fully_shard` on each of the workload's blocks (`Workload.blocks`: a
+  transformer's blocks, the MLP's Linears) and on the model, with a `MixedPrecisionPolicy`
   that matches the mode: parameters all-gathered in the mode's compute dtype (float32 for fp32
   and tf32), gradients reduce-scattered in float32; the optimizer steps only the local shard.
 - `fsdp-bf16`: the same with gradients reduce-scattered in bfloat16.
@@ -20,7 +21,7 @@ without gradient synchronization, so that `comm_ms` is the difference of two tim
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -114,10 +115,12 @@ def wrap(
     parallel: str,
     group: torch.distributed.ProcessGroup,
     device: str,
+    blocks: Callable[[nn.Module], list[nn.Module]],
 ) -> nn.Module:
     """The module the step calls: `model` under DDP or FSDP2 over `group` (a row of
-    `PARALLELS`), or `model` itself for `none`. Call it before the optimizer is built: FSDP2
-    replaces the parameters by their shards."""
+    `PARALLELS`), or `model` itself for `none`. `blocks` gives the modules of the (prepared)
+    model that FSDP2 shards one by one before the root (`Workload.blocks`). Call it before the
+    optimizer is built: FSDP2 replaces the parameters by their shards."""
     p = PARALLELS[parallel]
     if p.kind == "ddp":
         from torch.nn.parallel import DistributedDataParallel
@@ -139,11 +142,11 @@ def wrap(
 
         mesh = DeviceMesh.from_group(group, device)
         policy = MixedPrecisionPolicy(param_dtype=param_dtype(mode), reduce_dtype=p.reduce_dtype)
-        # Each Linear is its own unit (its all-gather and reduce-scatter overlap the others'
-        # compute), then the root, as torchtitan's parallelize does per block.
-        for layer in model.children():
-            if isinstance(layer, nn.Linear):  # a float8 Linear is one too
-                fully_shard(layer, mesh=mesh, mp_policy=policy)
+        # Each block is its own unit (its all-gather and reduce-scatter overlap the others'
+        # compute), then the root, which holds what no block does, as torchtitan's
+        # parallelize does.
+        for block in blocks(model):
+            fully_shard(block, mesh=mesh, mp_policy=policy)
         fully_shard(model, mesh=mesh, mp_policy=policy)
         return model
     return model
@@ -177,7 +180,7 @@ def collective_bytes(num_params: int, parallel: str, mode: Mode) -> dict[str, fl
     size as nccl-tests counts it: {"all_reduce": ..., "reduce_scatter": ..., "all_gather": ...}.
 
     DDP all-reduces every gradient once (`_reduced_dtype`). FSDP2 all-gathers the parameters
-    twice (forward, and again in backward: every Linear reshards after forward) in
+    twice (forward, and again in backward: every block reshards after forward) in
     `_gathered_dtype`, and reduce-scatters the gradients once in its reduce dtype."""
     p = PARALLELS[parallel]
     out = {"all_reduce": 0.0, "reduce_scatter": 0.0, "all_gather": 0.0}

@@ -3,10 +3,11 @@
 For each mode (and variant where asked), the largest batch size that trains a few full steps
 without failing: doubling from `start` until a trial fails or `limit` is reached, then bisection
 between the last batch that trained and the first that did not, until the gap is at most
-`resolution` of the batch. Every trial is a row of `trials.jsonl` (batch size, status, samples/s,
-peak memory); the report gives each mode's largest batch, its throughput there, and what stopped
-the search: memory (`oom`), another error (its message, for example an indexing limit), or the
-search's own limit.
+`resolution` of the batch (counted in samples: sequences for a transformer). Every trial is a
+row of `trials.jsonl` (batch size, status, samples/s and tokens/s where the workload counts
+tokens, peak memory); the report gives each mode's largest batch, its throughput there, and what
+stopped the search: memory (`oom`), another error (its message, for example an indexing limit),
+or the search's own limit.
 
 Trials run one after another in this process. Each one is isolated by a full cleanup: its state
 is dropped, the garbage collector runs and the CUDA caching allocator is emptied, and the memory
@@ -54,6 +55,8 @@ def _train(case: Case) -> dict[str, object]:
         "total_ms": total_ms,
         "samples_per_s": case.batch_size / (total_ms * 1e-3),
     }
+    if case.workload.unit == "tokens":  # as a timing row has it (`bench.measure.runner`)
+        out["tokens_per_s"] = out["samples_per_s"] * case.workload.per_sample(case.size)
     if not all(math.isfinite(v) for v in torch.stack(prepared.losses).float().tolist()):
         out.update(status="nonfinite", error="a loss was not finite")
     return out

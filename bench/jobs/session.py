@@ -32,7 +32,6 @@ from bench.jobs import base
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
-from bench.measure.roofline import num_params
 from bench.measure.runner import free_device_memory
 from bench.recipes import catalog
 from bench.store import folders, results
@@ -179,7 +178,7 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
         mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
-        found.update(ceilings.measure_collectives(world, num_params(cfg.size) * 4))
+        found.update(ceilings.measure_collectives(world, cases[0].workload, cases[0].size))
         free_device_memory()  # the buffers' cached blocks would count in the first case's peak
         info["ceilings"] = found
         if world.leader:

@@ -10,7 +10,7 @@
   float8 rows then have no floor), never the run.
 - Device-to-device copy bandwidth, counting bytes read plus bytes written.
 - In a run of several ranks, the bus bandwidth of the collectives DDP and FSDP2 use, at this
-  model's gradient size (`measure_collectives`).
+  model's float32 gradient size, from its parameter count (`measure_collectives`).
 """
 
 from __future__ import annotations
@@ -18,17 +18,21 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 
 from bench.execution.distributed import World
 from bench.faults import error_summary
-from bench.measure.roofline import BUS_FACTORS
+from bench.measure.roofline import BUS_FACTORS, num_params
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.recipes import fp8
 from bench.recipes.modes import tf32_enabled
+
+if TYPE_CHECKING:
+    from bench.workloads.base import Workload
 
 MATMUL_DTYPES: dict[str, tuple[torch.dtype, bool]] = {
     "fp32": (torch.float32, False),
@@ -99,10 +103,11 @@ COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather")
 
 
 def measure_collectives(
-    world: World, nbytes: int, *, warmup: int = 2, steps: int = 5
+    world: World, workload: Workload, size: object, *, warmup: int = 2, steps: int = 5
 ) -> dict[str, float]:
     """Bus bandwidth of all-reduce, reduce-scatter and all-gather over the run's data group, on
-    a float32 buffer of `nbytes` (the model's gradient size), as nccl-tests reports it: algbw is
+    a float32 buffer of the size of `workload`'s gradients at `size` (its parameter count,
+    counted on its meta model: what DDP all-reduces), as nccl-tests reports it: algbw is
     the buffer's bytes over the time, busbw is algbw × 2(n-1)/n for all-reduce and × (n-1)/n for
     reduce-scatter and all-gather. A collective is as slow as its slowest rank: each rank times
     its own, the slowest median is kept. The first calls (warm-up) set up the communicator.
@@ -111,7 +116,8 @@ def measure_collectives(
     if not world.distributed:
         return {}
     n = world.size
-    numel = max(n, nbytes // 4 // n * n)  # divisible by the world size, as RS and AG need
+    # One float32 word per parameter, divisible by the world size, as RS and AG need.
+    numel = max(n, num_params(workload, size) // n * n)
     full = torch.randn(numel, device=world.device)
     shard = torch.empty(numel // n, device=world.device)
     group = world.data

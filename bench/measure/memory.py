@@ -57,7 +57,9 @@ def measure(s: TrainState) -> dict[str, object]:
     del logits
     backward(s, loss)
     peak_bwd, res_bwd = sync_and_peak()
-    grad = s.model.fc1.weight.grad
+    # The gradient of the model's first parameter (the first Linear's weight of the MLP): every
+    # `param.grad` has its parameter's dtype, so one stands for all of them.
+    grad = next((p.grad for p in s.model.parameters() if p.grad is not None), None)
     dtypes["param_grad_dtype"] = dtype_name(grad.dtype) if grad is not None else "none"
     grads = _gib(p.grad for p in s.model.parameters() if p.grad is not None)
     optimizer_step(s)

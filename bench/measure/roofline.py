@@ -1,24 +1,31 @@
 """Counted work per step and the time floor it implies on the measured ceilings.
 
 The floor of a phase is its counted work over the measured rate of the unit that does it: matmul
-FLOPs over the matmul ceiling of the dtype the mode's matmuls run in, and the optimizer's bytes over
-the measured copy bandwidth. No version of the step can run much faster; `pct_of_floor` says how
-close a measured step comes. Elementwise work (ReLU, casts, bias gradients, the loss) is not
-counted: it is small beside the matmuls, and leaving it out keeps the floor a lower bound.
-A ceiling that was not measured (NaN: a CPU's matmul rate, a float8 rate on a GPU without float8)
-gives no floor (NaN, shown `–`), never a floor of zero or a division by zero.
+FLOPs over the matmul ceiling of the dtype they run in, and the optimizer's bytes over the
+measured copy bandwidth. No version of the step can run much faster; `pct_of_floor` says how
+close a measured step comes. The FLOPs are counted, for any workload, by
+`torch.utils.flop_counter.FlopCounterMode` (`bench.measure.flops`) on a model made on the meta
+device: no hand formula per model. It counts matmul-like ops only; elementwise work (activations,
+casts, bias gradients, norms, the loss) counts zero: it is small beside the matmuls, and leaving
+it out keeps the floor a lower bound. A ceiling that was not measured (NaN: a CPU's matmul rate,
+a float8 rate on a GPU without float8) gives no floor (NaN, shown `–`), never a floor of zero or
+a division by zero.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.workloads.mlp import ModelSize
+from torch import nn
+
+from bench.measure import flops
 
 if TYPE_CHECKING:
     from bench.recipes.modes import Mode
+    from bench.workloads.base import Workload
 
 ADAM_WORDS_PER_PARAM = 7
 """Adam reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq: seven words
@@ -31,66 +38,132 @@ SCALER_BYTES_PER_PARAM = 4
 """With loss scaling every gradient must also be read once to look for inf/NaN before the step may
 be taken (fused Adam does that inside its kernel; foreach Adam in a pass of its own)."""
 
-
-def num_params(size: ModelSize) -> int:
-    return sum(i * o + o for i, o in size.linears())
-
-
-def matmul_flops_per_linear(size: ModelSize, batch_size: int) -> list[dict[str, float]]:
-    """Matmul FLOPs of one step per Linear (fc1, fc2, fc3) and phase.
-
-    Forward: 2*B*in*out per Linear. Backward: the input gradient and the weight gradient, 2*B*in*out
-    each, except fc1's input gradient, which nothing needs (the data does not require grad).
-    """
-    out = []
-    for n, (i, o) in enumerate(size.linears()):
-        fwd = 2.0 * batch_size * i * o
-        out.append({"fwd": fwd, "bwd": fwd if n == 0 else 2.0 * fwd})
-    return out
+_AUTOCAST_CAST = (nn.Linear, nn.modules.conv._ConvNd)
+"""Modules whose parameters autocast casts to its low dtype on every forward: linear and
+convolutions are on its lower-precision list. Embeddings and norms run on their float32
+parameters as they are."""
 
 
-def matmul_flops(size: ModelSize, batch_size: int) -> dict[str, float]:
-    """Matmul FLOPs of one step, per phase: {"fwd": ..., "bwd": ...}."""
-    per_linear = matmul_flops_per_linear(size, batch_size)
-    return {phase: sum(f[phase] for f in per_linear) for phase in ("fwd", "bwd")}
+@dataclass(frozen=True)
+class Work:
+    """The counted work of one train step of a model at one batch size (one rank's batch)."""
+
+    fwd_flop_by_module: Mapping[str, int]
+    """Module name (as `named_modules()` spells it) -> the forward FLOPs of its own ops
+    (`bench.measure.flops.count`); a Linear's entry is its one matmul."""
+    bwd_flop_by_module: Mapping[str, int]
+    """The same for the backward (input and weight gradients)."""
+    num_params: int
+    """Parameters of the model: Adam steps each, DDP and FSDP2 reduce each gradient."""
+    cast_params: int
+    """Parameters autocast casts on every forward (those of Linears and convolutions)."""
+    input_float_elements: int
+    """Floating-point elements of the batch's inputs (0 for token ids), which autocast casts."""
+
+    @property
+    def fwd_flop(self) -> int:
+        return sum(self.fwd_flop_by_module.values())
+
+    @property
+    def bwd_flop(self) -> int:
+        return sum(self.bwd_flop_by_module.values())
 
 
-def optimizer_bytes(size: ModelSize, scale_loss: bool, param_bytes: int = 4) -> float:
-    """Adam's bytes per step over parameters of `param_bytes` bytes (the scaler's inf check reads
-    the gradients, whose dtype is the parameters')."""
+def step_work(workload: Workload, size: object, batch_size: int) -> Work:
+    """The counted work of one step of `workload` at `size` and `batch_size`, cached per
+    (model name, size, batch size): a grid's cases of one model and batch size count once."""
+    key = (workload.name, _size_key(size), batch_size)
+    if key not in _WORK:
+        _WORK[key] = _count(workload, size, batch_size)
+    return _WORK[key]
+
+
+_WORK: dict[tuple[str, object, int], Work] = {}
+
+
+def _size_key(size: object) -> object:
+    """The size itself where it hashes (the built-in sizes are frozen dataclasses), else its repr
+    (a user's size object that does not hash)."""
+    try:
+        hash(size)
+    except TypeError:
+        return repr(size)
+    return size
+
+
+def _count(workload: Workload, size: object, batch_size: int) -> Work:
+    """Count on the meta device, where a model has shapes and no storage, so counting costs no
+    memory and little time at any size (the MLP and the GPT build and run there). A user's
+    workload that cannot (an op without a meta kernel, a batch drawn from a generator, a value
+    read back with `.item()`) is counted on the CPU instead, at the full batch: that costs its
+    memory and time, once per (model, size, batch size), and gives the same counts."""
+    try:
+        return _count_on("meta", workload, size, batch_size)
+    except (RuntimeError, NotImplementedError):
+        return _count_on("cpu", workload, size, batch_size)
+
+
+def _count_on(device: str, workload: Workload, size: object, batch_size: int) -> Work:
+    model = workload.build(size, device, 0)
+    batch = workload.make_batch(size, batch_size, device, 0)
+    counted = flops.count(model, batch, lambda out, y: workload.loss(out, y, "mean"))
+    inputs = batch[0]
+    return Work(
+        fwd_flop_by_module=counted["fwd_flop_by_module"],
+        bwd_flop_by_module=counted["bwd_flop_by_module"],
+        num_params=sum(p.numel() for p in model.parameters()),
+        cast_params=sum(
+            p.numel()
+            for m in model.modules()
+            if isinstance(m, _AUTOCAST_CAST)
+            for p in m.parameters(recurse=False)
+        ),
+        input_float_elements=inputs.numel() if inputs.is_floating_point() else 0,
+    )
+
+
+def num_params(workload: Workload, size: object) -> int:
+    """Parameters of `workload`'s model at `size`, counted on its meta model."""
+    return step_work(workload, size, 1).num_params
+
+
+def optimizer_bytes(num_params: int, scale_loss: bool, param_bytes: int = 4) -> float:
+    """Adam's bytes per step over `num_params` parameters of `param_bytes` bytes (the scaler's
+    inf check reads the gradients, whose dtype is the parameters')."""
     per_param = ADAM_WORDS_PER_PARAM * param_bytes + (param_bytes if scale_loss else 0)
-    return float(num_params(size) * per_param)
+    return float(num_params * per_param)
 
 
 def floor_columns(
-    size: ModelSize,
-    batch_size: int,
+    work: Work,
     *,
     scale_loss: bool,
-    matmul_tflops: float | Sequence[float],
+    matmul_tflops: float,
+    linear_tflops: Mapping[str, float] | None = None,
     copy_gbps: float,
     param_bytes: int = 4,
     shards: int = 1,
 ) -> dict[str, float]:
     """Flat row columns: counted work and the floor of each phase and of the step, in ms.
 
-    `matmul_tflops` is one ceiling for every matmul, or one per Linear (fc1, fc2, fc3): a float8
-    recipe runs the Linears it converted at the float8 ceiling and the others at bf16's.
+    Every matmul runs at `matmul_tflops` except the modules of `linear_tflops` (module name ->
+    ceiling): a float8 recipe runs the Linears it converted at the float8 ceiling, and every
+    other FLOP (the other Linears, attention's matmuls) at its unconverted dtype's.
     `shards`: the ranks the optimizer state is split over (FSDP), each stepping its part."""
-    per_linear = matmul_flops_per_linear(size, batch_size)
-    rates = (
-        [float(matmul_tflops)] * len(per_linear)
-        if isinstance(matmul_tflops, (int, float))
-        else list(matmul_tflops)
-    )
-    flops = matmul_flops(size, batch_size)
-    opt_bytes = optimizer_bytes(size, scale_loss, param_bytes) / shards
-    fwd_floor = sum(_ms(f["fwd"], r * 1e12) for f, r in zip(per_linear, rates, strict=True))
-    bwd_floor = sum(_ms(f["bwd"], r * 1e12) for f, r in zip(per_linear, rates, strict=True))
+    rates = linear_tflops or {}
+
+    def floor_ms(by_module: Mapping[str, int]) -> float:
+        return sum(
+            _ms(flop, rates.get(name, matmul_tflops) * 1e12) for name, flop in by_module.items()
+        )
+
+    opt_bytes = optimizer_bytes(work.num_params, scale_loss, param_bytes) / shards
+    fwd_floor = floor_ms(work.fwd_flop_by_module)
+    bwd_floor = floor_ms(work.bwd_flop_by_module)
     step_floor = _ms(opt_bytes, copy_gbps * 1e9)
     return {
-        "fwd_gflop": flops["fwd"] / 1e9,
-        "bwd_gflop": flops["bwd"] / 1e9,
+        "fwd_gflop": work.fwd_flop / 1e9,
+        "bwd_gflop": work.bwd_flop / 1e9,
         "step_gbytes": opt_bytes / 1e9,
         "fwd_floor_ms": fwd_floor,
         "bwd_floor_ms": bwd_floor,
@@ -132,19 +205,17 @@ def comm_floor_columns(
     return {"comm_gbytes": gbytes, "comm_floor_ms": total_ms}
 
 
-def cast_columns(
-    size: ModelSize, batch_size: int, mode: Mode, copy_gbps: float
-) -> dict[str, float]:
+def cast_columns(work: Work, mode: Mode, copy_gbps: float) -> dict[str, float]:
     """Bytes the autocast casts move per step, which the floor does not count, and their time at
     the copy bandwidth: they explain part of the distance between a step and its floor.
 
-    With float32 parameters under autocast, each weight and bias is cast to the low-precision
-    dtype once per forward (read 4 bytes, write 2), each gradient leaves its matmul in that dtype
-    and is cast back to float32 for `param.grad` (read 2, write 4), and the float32 input batch is
-    cast once (read 4, write 2). Modes without autocast, or with low-precision parameters, cast
-    nothing."""
+    With float32 parameters under autocast, each weight and bias of a Linear or convolution is
+    cast to the low-precision dtype once per forward (read 4 bytes, write 2), each of their
+    gradients leaves its matmul in that dtype and is cast back to float32 for `param.grad` (read
+    2, write 4), and a float32 input batch is cast once (read 4, write 2; token ids are not
+    cast). Modes without autocast, or with low-precision parameters, cast nothing."""
     casts = mode.autocast_dtype is not None and mode.param_dtype is None
-    params = num_params(size) * 12 if casts else 0
-    inputs = batch_size * size.input_size * 6 if casts else 0
+    params = work.cast_params * 12 if casts else 0
+    inputs = work.input_float_elements * 6 if casts else 0
     total = float(params + inputs)
     return {"cast_gbytes": total / 1e9, "cast_ms_at_copy_bw": total / (copy_gbps * 1e9) * 1e3}

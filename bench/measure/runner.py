@@ -21,7 +21,7 @@ from bench.execution.distributed import World
 from bench.execution.variants import VARIANTS, unsupported_reason
 from bench.faults import error_summary, fault_status
 from bench.measure import memory
-from bench.measure.roofline import cast_columns, comm_floor_columns, floor_columns, num_params
+from bench.measure.roofline import cast_columns, comm_floor_columns, floor_columns, step_work
 from bench.measure.stats import is_noisy, phase_columns, summarize
 from bench.measure.timing import clock_for, time_phases, time_repeats
 from bench.recipes import fp8
@@ -62,6 +62,9 @@ def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float
     total_ms = row["total_ms"]
     gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
     row["samples_per_s"] = floor["global_batch_size"] / (total_ms * 1e-3)
+    workload = case.workload
+    if workload.unit == "tokens":  # a sample of a token workload is a sequence of them
+        row["tokens_per_s"] = row["samples_per_s"] * workload.per_sample(case.size)
     row["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
     row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
     row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
@@ -73,13 +76,14 @@ def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float
     return row
 
 
-def _linear_ceilings(mode: Mode, case: Case, ceilings: dict[str, float]) -> list[float]:
-    """The matmul ceiling of each Linear: float8's for those a float8 recipe converted, the mode's
-    other matmul dtype's for the rest."""
+def _matmul_ceilings(
+    mode: Mode, plan: dict[str, str], ceilings: dict[str, float]
+) -> tuple[float, dict[str, float]]:
+    """The ceiling of every matmul (the mode's unconverted matmul dtype's), and those of the
+    Linears a float8 recipe converted, by module name (float8's)."""
     other = ceilings.get(f"matmul_tflops_{mode.unconverted_matmul_dtype}", math.nan)
     low = ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan)
-    plan = mode.fp8_plan(case.size)
-    return [low if plan.get(name) == "converted" else other for name in fp8.LINEAR_NAMES]
+    return other, {name: low for name, what in plan.items() if what == "converted"}
 
 
 def global_batch_size(case: Case, world_size: int) -> int:
@@ -99,6 +103,7 @@ def run_case(
     mode = MODES[case.mode]
     variant = VARIANTS[case.variant]
     par = parallel.PARALLELS[case.parallel]
+    plan = mode.fp8_plan(case.workload, case.size)
     row: Row = {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
         "case_id": case.case_id,
         **case.axes(),
@@ -115,27 +120,33 @@ def run_case(
         "ceiling_tflops": ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan),
         "copy_gbps": ceilings["copy_gbps"],
         "optimizer_impl": mode.optimizer_name(case.optimizer),
-        "fp8_linears": fp8.describe(mode.fp8_plan(case.size)),
+        "fp8_linears": fp8.describe(plan),
     }
+    try:
+        work = step_work(case.workload, case.size, case.batch_size)
+    except Exception as exc:  # a user's model that cannot run even to be counted: a row
+        row.update(status=fault_status(exc), error=error_summary(exc))
+        return row, {}
+    matmul_tflops, linear_tflops = _matmul_ceilings(mode, plan, ceilings)
     row.update(
         floor_columns(
-            case.size,
-            case.batch_size,
+            work,
+            matmul_tflops=matmul_tflops,
+            linear_tflops=linear_tflops,
             scale_loss=mode.scale_loss,
-            matmul_tflops=_linear_ceilings(mode, case, ceilings),
             copy_gbps=ceilings["copy_gbps"],
             param_bytes=mode.param_bytes,
             shards=world.size if par.kind == "fsdp" else 1,
         )
     )
-    row.update(cast_columns(case.size, case.batch_size, mode, ceilings["copy_gbps"]))
+    row.update(cast_columns(work, mode, ceilings["copy_gbps"]))
     with mode.context(case.device):
         row.update(tf32_flags())  # as the step's phases set them
     reason = unsupported_reason(case) or parallel.unsupported_reason(
         case.parallel, variant=case.variant, world_size=world.size
     )
     if par.distributed and reason is None:
-        comm = parallel.collective_bytes(num_params(case.size), case.parallel, mode)
+        comm = parallel.collective_bytes(work.num_params, case.parallel, mode)
         row.update(comm_floor_columns(comm, world.size, ceilings))
         row["floor_ms"] += row["comm_floor_ms"]
     if reason is not None:
@@ -151,7 +162,11 @@ def run_case(
     row["residue_gib"] = residue
     wrap = (
         functools.partial(
-            parallel.wrap, parallel=case.parallel, group=world.data, device=case.device
+            parallel.wrap,
+            parallel=case.parallel,
+            group=world.data,
+            device=case.device,
+            blocks=case.workload.blocks,
         )
         if par.distributed
         else None

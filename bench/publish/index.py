@@ -93,7 +93,10 @@ def _gpu(env: dict, used: int) -> str:
 
 
 def _preset(cfg: dict) -> str:
-    """The preset whose sizes a run used, else the sizes themselves."""
+    """The preset whose sizes a run used, else the sizes themselves; with the model's name when
+    it is not the MLP (every run's model before workloads)."""
+    if cfg.get("model", "mlp") != "mlp":
+        return f"{cfg['model']} {cfg.get('preset', '')}".strip()
     if cfg.get("preset"):
         return str(cfg["preset"])
     from bench.workloads.mlp import PRESETS  # here: the model module imports torch

@@ -105,6 +105,11 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
         lines.append("**This run did not finish** (no end time in env.json).")
     if ok == 0:
         lines.append("**No case passed**: every figure below is missing; see the failures.")
+    models = sorted(set(df["model"])) if "model" in df else []
+    if models and models != ["mlp"]:
+        presets = sorted(set(df["preset"])) if "preset" in df else []
+        unit = " Throughput is also in tokens/s." if "tokens_per_s" in df else ""
+        lines.append(f"Model: {', '.join(models)}, preset {', '.join(presets)}.{unit}")
     return [*lines, ""]
 
 

@@ -4,11 +4,13 @@ matmul ceiling.
 
 - `torchao_version`, `capability` and `recipe_unsupported_reason` say whether a recipe can run
   here; the tests fake the last two.
-- `plan` decides per Linear whether a float8 recipe converts it, with the reason, from the model's
-  sizes alone (so a report can print it even for a row that could not run). The rules are
-  torchao's own auto-filter (`torchao.float8.float8_linear_utils._auto_filter_for_recipe`,
-  thresholds from its H100 benchmarks), restated here so that each decision carries its reason.
-- `convert` swaps the chosen Linears for torchao's `Float8Linear`.
+- `plan` decides per Linear of a workload whether a float8 recipe converts it, with the reason,
+  from the model's sizes alone (so a report can print it even for a row that could not run). A
+  Linear the workload keeps in higher precision (`Workload.fp8_excluded`: a transformer's
+  vocabulary head) is kept with the workload's reason; for the rest the rules are torchao's own
+  auto-filter (`torchao.float8.float8_linear_utils._auto_filter_for_recipe`, thresholds from its
+  H100 benchmarks), restated here so that each decision carries its reason.
+- `convert` swaps exactly the planned Linears, by module name, for torchao's `Float8Linear`.
 - `scaled_mm_operands` and `scaled_mm`: one e4m3 `torch._scaled_mm` in the layouts it requires,
   which `bench.measure.ceilings` times for the float8 matmul ceiling.
 """
@@ -18,18 +20,18 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from bench.workloads.mlp import ModelSize
+if TYPE_CHECKING:
+    from bench.workloads.base import Workload
 
 RECIPES = ("tensorwise", "rowwise")
 """torchao's float8 training recipes that ampbench runs (`Float8LinearConfig.from_recipe_name`)."""
 MIN_CAPABILITY = (8, 9)
 """float8 tensor cores: Ada (8.9) and Hopper (9.0) onwards; `torch._scaled_mm` refuses below."""
-LINEAR_NAMES = ("fc1", "fc2", "fc3")
-"""The MLP's Linears, in the order of `ModelSize.linears`."""
 
 
 def torchao_version() -> str | None:
@@ -72,14 +74,17 @@ def recipe_unsupported_reason(*, device: str, torchao: bool, fp8: bool) -> str |
     return None
 
 
-def plan(size: ModelSize, recipe: str) -> dict[str, str]:
-    """Linear name -> `converted` or `kept: <why>`, for a float8 `recipe` on a model of `size`."""
+def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
+    """Linear module name -> `converted` or `kept: <why>`, for a float8 `recipe` on `workload`
+    at `size`, in the workload's forward order: the workload's own exclusions first, then
+    torchao's rules."""
     if recipe not in RECIPES:
         raise ValueError(f"unknown float8 recipe {recipe!r}; choose from {', '.join(RECIPES)}")
-    out = {}
-    for name, (k, n) in zip(LINEAR_NAMES, size.linears(), strict=True):
-        out[name] = _decide(recipe, n=n, k=k)
-    return out
+    excluded = workload.fp8_excluded(size)
+    return {
+        name: f"kept: {excluded[name]}" if name in excluded else _decide(recipe, n=n, k=k)
+        for name, (k, n) in workload.linears(size).items()
+    }
 
 
 def _decide(recipe: str, *, n: int, k: int) -> str:
@@ -101,15 +106,16 @@ def _decide(recipe: str, *, n: int, k: int) -> str:
 
 
 def describe(decisions: dict[str, str]) -> str:
-    """One line for a row or a report: `fc1 converted; fc3 kept: ...`."""
+    """One line for a row or a report: `blocks.0.attn.qkv converted; head kept: ...`."""
     return "; ".join(f"{name} {what}" for name, what in decisions.items())
 
 
-def convert(model: nn.Module, size: ModelSize, recipe: str) -> nn.Module:
-    """`model` with the Linears `plan` chooses swapped for torchao's Float8Linear (in place)."""
+def convert(model: nn.Module, workload: Workload, size: object, recipe: str) -> nn.Module:
+    """`model` with the Linears `plan` chooses swapped for torchao's Float8Linear (in place),
+    chosen by module name (torchao's filter sees each Linear's fully qualified name)."""
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
-    chosen = {name for name, what in plan(size, recipe).items() if what == "converted"}
+    chosen = {name for name, what in plan(workload, size, recipe).items() if what == "converted"}
     keep: Callable[[nn.Module, str], bool] = lambda mod, fqn: fqn in chosen  # noqa: E731
     config = Float8LinearConfig.from_recipe_name(recipe)
     return convert_to_float8_training(model, config=config, module_filter_fn=keep)

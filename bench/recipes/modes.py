@@ -16,13 +16,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from bench.recipes import fp8
 from bench.recipes.catalog import CARDS, ModeCard
-from bench.workloads.mlp import ModelSize
+
+if TYPE_CHECKING:
+    from bench.workloads.base import Workload
 
 OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
     # PyTorch's default multi-tensor kernels. With GradScaler, scaler.step() reads found_inf on
@@ -95,9 +98,12 @@ class Mode:
         """Bytes per element of the parameters, their gradients and Adam's moments."""
         return (self.param_dtype or torch.float32).itemsize
 
-    def fp8_plan(self, size: ModelSize) -> dict[str, str]:
-        """Per Linear: `converted` to float8, or `kept: <why>`; empty without a float8 recipe."""
-        return fp8.plan(size, self.fp8_recipe) if self.fp8_recipe is not None else {}
+    def fp8_plan(self, workload: Workload, size: object) -> dict[str, str]:
+        """Per Linear of `workload` at `size`: `converted` to float8, or `kept: <why>`; empty
+        without a float8 recipe."""
+        if self.fp8_recipe is None:
+            return {}
+        return fp8.plan(workload, size, self.fp8_recipe)
 
     def unsupported_reason(self, device: str) -> str | None:
         """Why this recipe cannot run on `device` here (torchao missing, no float8 GPU)."""
@@ -109,20 +115,25 @@ class Mode:
         """The Adam a case of this mode with optimizer axis `name` actually runs."""
         return "torchao _AdamW (bf16 stochastic rounding)" if self.stochastic_round else name
 
-    def prepare(self, model: nn.Module, size: ModelSize | None = None) -> nn.Module:
-        """The model as this mode trains it (in place, before the optimizer sees it). `size`
-        (the model's) is needed by a float8 recipe, to choose its Linears."""
+    def prepare(
+        self, model: nn.Module, workload: Workload | None = None, size: object | None = None
+    ) -> nn.Module:
+        """The model as this mode trains it (in place, before the optimizer sees it). The
+        workload and its `size` are needed by a float8 recipe, to choose its Linears."""
         if self.param_dtype is not None:
             model.to(self.param_dtype)
         if self.fp8_recipe is not None:
-            if size is None:
-                raise ValueError(f"mode {self.name!r} needs the model's size to convert it")
-            model = fp8.convert(model, size, self.fp8_recipe)
+            if workload is None or size is None:
+                raise ValueError(f"mode {self.name!r} needs the workload and size to convert it")
+            model = fp8.convert(model, workload, size, self.fp8_recipe)
         return model
 
     def cast_input(self, x: torch.Tensor) -> torch.Tensor:
-        """The input batch in the dtype of the parameters, when no autocast casts it."""
-        return x.to(self.param_dtype) if self.param_dtype is not None else x
+        """The input batch in the dtype of the parameters, when no autocast casts it. Only a
+        floating-point input is cast: token ids stay integers (an embedding looks them up)."""
+        if self.param_dtype is None or not x.is_floating_point():
+            return x
+        return x.to(self.param_dtype)
 
     def optimizer(
         self, name: str, params: Iterable[nn.Parameter], lr: float, *, capturable: bool = False

@@ -1,10 +1,10 @@
 """The one train step every mode runs, split into its three timed phases.
 
-A mode's recipe (`bench.recipes.modes.Mode`) decides everything that differs between modes: the
-model's
-preparation, the precision context of each phase, the scaler and the optimizer. GradScaler is a
-no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss and
-`scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
+The case's workload (`bench.workloads`) gives the model, its synthetic batch and its loss; a
+mode's recipe (`bench.recipes.modes.Mode`) decides everything that differs between modes: the
+model's preparation, the precision context of each phase, the scaler and the optimizer.
+GradScaler is a no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss
+and `scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 from bench.recipes.modes import MODES, Mode
-from bench.workloads.mlp import MLP, make_batch
 
 if TYPE_CHECKING:  # bench.cases.case imports the variant table, which imports this module
     from bench.cases.case import Case
@@ -34,20 +33,23 @@ class TrainState:
 
     case: Case
     mode: Mode
-    model: MLP
+    model: nn.Module
+    """The workload's model as the mode prepared it (a float8 recipe's Linears converted),
+    outside any DDP or FSDP2 wrapper."""
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     x: torch.Tensor
+    """The batch's inputs (float features, or int64 token ids)."""
     y: torch.Tensor
+    """The batch's targets."""
     compute: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-    """(x, y) -> (logits, loss): the model and the loss, the part an execution variant may
+    """(x, y) -> (output, loss): the model and the loss, the part an execution variant may
     compile (`bench.execution.variants`)."""
     autocast_cache: bool = True
     """Autocast's cache of weight casts; off inside a CUDA graph capture."""
     wrapper: nn.Module | None = None
     """The DDP or FSDP2 module that `compute` calls in a distributed case
-    (`bench.execution.parallel`);
-    `model` is the MLP inside it."""
+    (`bench.execution.parallel`); `model` is the workload's model inside it."""
 
     def as_mode(self, name: str, scaler: torch.amp.GradScaler | None = None) -> TrainState:
         """A view of this state under another mode of `MODES`, sharing model, optimizer and batch;
@@ -68,34 +70,36 @@ def build(
     capturable: bool = False,
     wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
 ) -> TrainState:
-    """Model, optimizer (case.lr), scaler and a synthetic batch for one case, seeded.
+    """The workload's model, optimizer (case.lr), scaler and a synthetic batch for one case,
+    seeded.
 
     `mode` replaces the case's own recipe (`MODES[case.mode]`); the numerics audit uses it for
     recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
     state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
     prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the optimizer sees
-    its
-    parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
+    its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
     so ranks of a distributed case train on equal batches, which is all a timing needs."""
+    # First, before anything draws: a workload whose init uses the global generator (the MLP,
+    # through torch's default init) gets the same weights as every run before workloads.
     torch.manual_seed(case.seed)
     mode = mode or MODES[case.mode]
-    model = MLP(case.size, device=case.device)
+    workload, size = case.workload, case.size
+    model = workload.build(size, case.device, case.seed)
     if case.init_scale != 1.0:
         with torch.no_grad():
             for p in model.parameters():
                 p.mul_(case.init_scale)
-    model = mode.prepare(model, case.size)
+    model = mode.prepare(model, workload, size)
     net = wrap(model, mode) if wrap is not None else model
     optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr, capturable=capturable)
-    x, y = make_batch(case.size, case.batch_size, case.seed, case.device)
-    loss_fn = nn.CrossEntropyLoss(reduction=case.reduction)
+    x, y = workload.make_batch(size, case.batch_size, case.device, case.seed)
 
     def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = net(mode.cast_input(x))
-        loss = loss_fn(logits, y)
+        output = net(mode.cast_input(x))
+        loss = workload.loss(output, y, case.reduction)
         if case.loss_mult != 1.0:
             loss = loss * case.loss_mult
-        return logits, loss
+        return output, loss
 
     scaler = mode.scaler(case.device)
     wrapper = net if wrap is not None else None
@@ -103,7 +107,7 @@ def build(
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
-    """Forward pass and loss in the mode's forward context; returns (logits, loss)."""
+    """Forward pass and loss in the mode's forward context; returns (output, loss)."""
     with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
         return s.compute(s.x, s.y)
 

@@ -62,7 +62,11 @@ def make_batch(
     size: ModelSize, batch_size: int, seed: int, device: torch.device | str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A deterministic synthetic batch, generated on the device: standard normal inputs and
-    uniformly drawn class labels. Nothing is downloaded."""
+    uniformly drawn class labels. Nothing is downloaded. On the meta device (FLOP counting) the
+    batch has shapes and no values: meta has no generator to draw from."""
+    if torch.device(device).type == "meta":
+        x = torch.empty(batch_size, size.input_size, device=device)
+        return x, torch.empty(batch_size, dtype=torch.long, device=device)
     gen = torch.Generator(device=device).manual_seed(seed)
     x = torch.randn(batch_size, size.input_size, generator=gen, device=device)
     y = torch.randint(0, size.num_classes, (batch_size,), generator=gen, device=device)

@@ -15,7 +15,7 @@ import torch
 
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
-from bench.measure.roofline import matmul_flops, optimizer_bytes
+from bench.measure.roofline import optimizer_bytes, step_work
 from bench.recipes.modes import MODES
 from bench.recipes.step import backward, forward, optimizer_step, train_step
 from bench.workloads.mlp import PRESETS
@@ -79,13 +79,13 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         target, extra = counted(lambda: (train_step(s), _sync())), dict(iterations=suite.iterations)
     result, _ = benchmark.pedantic(target, **extra, **timed)
 
-    flops = matmul_flops(case.size, case.batch_size)
+    work = step_work(case.workload, case.size, case.batch_size)
     phase_flops = {
-        "forward": flops["fwd"],
-        "backward": flops["bwd"],
-        "step": flops["fwd"] + flops["bwd"],
+        "forward": work.fwd_flop,
+        "backward": work.bwd_flop,
+        "step": work.fwd_flop + work.bwd_flop,
     }.get(spec.phase)
-    opt_bytes = optimizer_bytes(case.size, mode.scale_loss)
+    opt_bytes = optimizer_bytes(work.num_params, mode.scale_loss)
     # Under --benchmark-disable nothing is timed and there are no stats.
     median_s = benchmark.stats.stats.median if benchmark.stats else None
     info = benchmark.extra_info

@@ -1,0 +1,114 @@
+"""The workloads by name: the MLP of the seed question (`mlp`, the default), a GPT-style
+transformer (`gpt`), and a user's own model given as `package.module:factory`.
+
+A user's factory is called with no arguments and returns a `Workload`
+(`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
+process of a run (a numerics worker, a torchrun rank) finds it the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.faults import UsageError
+from bench.store import paths
+from bench.workloads import gpt, mlp
+from bench.workloads.base import Workload
+
+
+def _mlp_build(size: mlp.ModelSize, device: str, seed: int) -> nn.Module:
+    # torch's default init draws from the global generator, which `bench.recipes.step.build`
+    # seeds with the case's seed before this call: the MLP's weights are those of every run
+    # before workloads existed.
+    return mlp.MLP(size, device=device)
+
+
+MLP = Workload(
+    name="mlp",
+    description="Linear(in, hidden) → ReLU → Linear(hidden, hidden) → Linear(hidden, classes)",
+    presets=mlp.PRESETS,
+    default_preset={"cuda": "seed", "cpu": "tiny"},
+    build=_mlp_build,
+    make_batch=lambda size, batch, device, seed: mlp.make_batch(size, batch, seed, device),
+    loss=lambda out, y, reduction: F.cross_entropy(out, y, reduction=reduction),
+    linears=lambda size: dict(zip(("fc1", "fc2", "fc3"), size.linears(), strict=True)),
+    fp8_excluded=lambda size: {},
+    # Each Linear is its own FSDP2 unit (a float8 Linear is an nn.Linear too); ReLU has nothing
+    # to shard.
+    blocks=lambda model: [m for m in model.children() if isinstance(m, nn.Linear)],
+    observed=lambda model: {"fc1": model.fc1, "fc2": model.fc2, "fc3": model.fc3},
+    dims=lambda size: (size.input_size, size.hidden_size, size.num_classes),
+)
+
+
+def _gpt_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction=reduction)
+
+
+GPT = Workload(
+    name="gpt",
+    description="a GPT-2-style decoder: pre-LayerNorm blocks, causal SDPA, GELU MLP, vocab head",
+    presets=gpt.PRESETS,
+    default_preset={"cuda": "gpt2-124m", "cpu": "tiny"},
+    build=lambda size, device, seed: gpt.build(size, device, seed),
+    make_batch=gpt.make_batch,
+    loss=_gpt_loss,
+    linears=gpt.linear_shapes,
+    fp8_excluded=lambda size: {
+        name: why.removeprefix("kept: ")
+        for name, why in gpt.fp8_plan(size).items()
+        if why != "converted"
+    },
+    blocks=gpt.blocks,
+    observed=gpt.observed,
+    dims=lambda size: (size.context, size.width, size.vocab),
+    unit="tokens",
+    per_sample=lambda size: size.context,
+)
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT)}
+"""The built-in workloads; `get` also resolves a user's `package.module:factory`."""
+
+
+def is_spec(name: str) -> bool:
+    """A user's own model, named by the factory that makes it."""
+    return ":" in name
+
+
+@functools.cache
+def get(name: str) -> Workload:
+    """The workload named `name`: a built-in one, or the one a user's factory returns. Bad input
+    is one line (`UsageError`) naming the spec and what is wrong."""
+    if name in WORKLOADS:
+        return WORKLOADS[name]
+    if not is_spec(name):
+        raise UsageError(
+            f"--model {name}: not a workload; choose from {', '.join(WORKLOADS)}, "
+            "or give package.module:factory"
+        )
+    module_name, _, attr = name.partition(":")
+    # The module is the user's: looked up from the directory the command was run in (which
+    # run_bench.sh leaves for the project's) as well as the project and the installed packages.
+    user_dir = str(paths.from_user("."))
+    if user_dir not in sys.path:
+        sys.path.append(user_dir)
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise UsageError(f"--model {name}: cannot import it ({type(exc).__name__}: {exc})") from exc
+    try:
+        made = factory()
+    except Exception as exc:  # the user's code: whatever it raises is named in one line
+        raise UsageError(f"--model {name}: the factory raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(made, Workload):
+        raise UsageError(
+            f"--model {name}: the factory returned {type(made).__name__}, not a "
+            "bench.workloads.base.Workload"
+        )
+    return made
