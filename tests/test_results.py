@@ -212,3 +212,40 @@ def test_run_folders_are_never_reused(tmp_path):
     second = folders.create(tmp_path, name)
     assert second != first and second.name == name + "-2"
     assert (first / "rows.jsonl").read_text() == "keep me"
+
+
+def test_float8_is_set_against_the_headline_mode_at_each_ones_fastest_variant():
+    import pandas as pd
+
+    from bench.publish import findings
+
+    rows = [
+        # (mode, variant, total_ms): bf16-amp's best is 8 ms (compile), fp8-tensorwise's 6 ms
+        # (compile) and fp8-rowwise's 10 ms (eager).
+        ("bf16-amp", "eager", 10.0),
+        ("bf16-amp", "compile", 8.0),
+        ("fp8-tensorwise", "eager", 12.0),
+        ("fp8-tensorwise", "compile", 6.0),
+        ("fp8-rowwise", "eager", 10.0),
+    ]
+    df = pd.DataFrame(
+        [
+            {
+                "mode": m,
+                "variant": v,
+                "total_ms": ms,
+                "status": "ok",
+                "batch_size": 64,
+                "optimizer": "fused",
+                "parallel": "none",
+                "peak_alloc_gib": float("nan"),
+            }
+            for m, v, ms in rows
+        ]
+    )
+    line = next(x for x in findings.findings(df, "fused") if "float8" in x)
+    assert line == (
+        "- Batch 64, float8 against bf16-amp (8.000 ms), each at its fastest variant: "
+        "fp8-tensorwise 1.333× (compile, 6.000 ms); fp8-rowwise 0.8000× (eager, 10.00 ms). "
+        "Below 1× float8 does not pay here."
+    )

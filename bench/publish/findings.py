@@ -22,6 +22,35 @@ def contenders(df: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
+def _float8(ok: pd.DataFrame) -> list[str]:
+    """Per batch size, each float8 recipe against the headline mode, each at its fastest
+    variant in the run: above 1 float8 is faster, below 1 it does not pay there."""
+    c = tables.cell
+    head = catalog.headline()
+    float8 = [name for name, card in catalog.CARDS.items() if card.kind == "float8"]
+    lines = []
+    for bs, g in ok.groupby("batch_size", sort=True):
+        base = g[g["mode"] == head]
+        if base.empty:
+            continue
+        base_ms = float(base["total_ms"].min())
+        parts = []
+        for mode in float8:
+            mine = g[g["mode"] == mode]
+            if not mine.empty:
+                best = mine.loc[mine["total_ms"].idxmin()]
+                parts.append(
+                    f"{mode} {c(base_ms / best['total_ms'])}× ({best['variant']}, "
+                    f"{c(best['total_ms'])} ms)"
+                )
+        if parts:
+            lines.append(
+                f"- Batch {bs}, float8 against {head} ({c(base_ms)} ms), each at its fastest "
+                f"variant: {'; '.join(parts)}. Below 1× float8 does not pay here."
+            )
+    return lines
+
+
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     """One bullet per batch size (the fastest recipe, against the reference mode at the same
     variant where the run has it),
@@ -52,6 +81,7 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
                 f"{high['variant']})"
             )
         lines.append(line + ".")
+    lines += _float8(ok)
     if "param_grad_dtype" in ok:
         by_dtype = ok.drop_duplicates("mode").groupby("param_grad_dtype", sort=False)["mode"]
         parts = [f"{dtype} in {', '.join(modes)}" for dtype, modes in by_dtype]

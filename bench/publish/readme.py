@@ -45,7 +45,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import columns, ranks, report, tables, variants
+from bench.publish import columns, findings, ranks, report, tables, variants
 from bench.store import paths, results
 
 # Markers count only at the start of a line, so that prose may quote them (`<!-- ampbench:...`).
@@ -241,8 +241,17 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
     return "\n".join(lines)
 
 
+def _found(run: Path, options: dict[str, str], link: str) -> str:
+    """The bullets of "What this run found" in the run's report."""
+    if options:
+        raise UsageError(f"ampbench:found takes no options, got {sorted(options)[0]}=")
+    df = results.load(run)
+    return "\n".join(findings.findings(df, report.headline_optimizer(df)))
+
+
 KINDS = {
     "summary": _summary,
+    "found": _found,
     "headline": _headline,
     "answer": _answer,
     "table": _rows_table,
