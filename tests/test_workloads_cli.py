@@ -68,3 +68,20 @@ def test_the_mlp_sizes_are_refused_for_another_model(tmp_path, capsys):
     argv = ["run", "--device", "cpu", "--model", "gpt", "--input-size", "8"]
     assert main([*argv, "--results-dir", str(tmp_path / "out")]) == 2
     assert "--input-size sizes the MLP; --model gpt takes --preset" in capsys.readouterr().err
+
+
+def test_the_example_own_model_runs_through_the_command_line(tmp_path):
+    from bench.store import results
+
+    out = tmp_path / "out"
+    argv = ["run", "--device", "cpu", "--model", "examples.own_model:workload"]
+    argv += ["--modes", "fp32,bf16-amp", "--optimizers", "fused", "--batch-sizes", "4"]
+    argv += ["--steps", "2", "--repeats", "2", "--no-overhead", "--results-dir", str(out)]
+    assert main(argv) == 0
+    (run,) = out.iterdir()
+    rows = results.load(run)
+    assert list(rows["status"]) == ["ok", "ok"]
+    assert set(rows["model"]) == {"examples.own_model:workload"}
+    assert set(rows["preset"]) == {"default"}
+    assert (rows["fwd_gflop"] > 0).all()  # counted from the model, as for any workload
+    assert "Model: examples.own_model:workload, preset default." in (run / "report.md").read_text()
