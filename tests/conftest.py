@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from bench.cases import case as case_module
+from bench.cases import choices
 from bench.cases.case import Case
 from bench.recipes.modes import MODES, OPTIMIZERS
 from bench.workloads.mlp import PRESETS
@@ -24,9 +25,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # Options of the pytest-benchmark suite in tests/benchmarks; registered here because pytest
     # reads options only from the conftest files it loads at start-up.
     group = parser.getgroup("ampbench", "ampbench benchmark suite (tests/benchmarks)")
-    group.addoption("--ampbench-preset", help="model size (default: seed on CUDA, tiny on CPU)")
+    group.addoption(
+        "--ampbench-models", help="comma list of workloads (default: every built-in one)"
+    )
+    group.addoption(
+        "--ampbench-preset",
+        help="the MLP's size (default: seed on CUDA, tiny on CPU); other workloads take their own",
+    )
     group.addoption("--ampbench-modes", help="comma list of modes (default: all)")
-    group.addoption("--ampbench-batch-sizes", help="comma list (default: 1024 on CUDA, 8 on CPU)")
+    group.addoption(
+        "--ampbench-batch-sizes",
+        help="comma list (default: the MLP 1024 on CUDA, 8 on CPU; gpt 8 sequences, 2 on CPU)",
+    )
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
     group.addoption("--ampbench-rounds", help="rounds (default: 10 on CUDA, 2 on CPU)")
 
@@ -62,6 +72,10 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
         raise pytest.UsageError(
             f"--ampbench-preset {out['preset']!r}: choose from {', '.join(PRESETS)}"
         )
+    models = opt("--ampbench-models")
+    out["models"] = (
+        _names("--ampbench-models", models, choices.WORKLOADS) if models is not None else None
+    )
     modes = opt("--ampbench-modes")
     out["modes"] = _names("--ampbench-modes", modes, MODES) if modes is not None else None
     sizes = opt("--ampbench-batch-sizes")

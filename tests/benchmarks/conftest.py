@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from bench.cases import choices
 from bench.cases.case import Case
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, build
@@ -24,8 +25,14 @@ PHASES = ("forward", "backward", "optimizer", "step")
 CUDA = torch.cuda.is_available()
 
 
+DEFAULT_BATCH = {"mlp": 1024 if CUDA else 8, "gpt": 8 if CUDA else 2}
+"""Each workload's batch when --ampbench-batch-sizes is not given: samples for the MLP,
+sequences of its context for gpt (1024 tokens each at gpt2-124m)."""
+
+
 @dataclass(frozen=True)
 class Spec:
+    model: str
     mode: str
     batch_size: int
     phase: str
@@ -33,8 +40,10 @@ class Spec:
     @property
     def id(self) -> str:
         # The optimizer is left out of the name on purpose: two saved runs, one per optimizer
-        # (or one per commit), then compare benchmark by benchmark.
-        return f"{self.mode}-b{self.batch_size}-{self.phase}"
+        # (or one per commit), then compare benchmark by benchmark. The MLP's names are those
+        # of the saves made before workloads, so that they compare with them.
+        name = f"{self.mode}-b{self.batch_size}-{self.phase}"
+        return name if self.model == "mlp" else f"{self.model}-{name}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,11 +56,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "spec" not in metafunc.fixturenames:
         return
     given = suite_options(metafunc.config)
+    models = given["models"] or list(choices.WORKLOADS)
     modes = given["modes"] or list(MODES)
-    sizes = given["batch_sizes"] or [1024 if CUDA else 8]
-    # Mode and batch outermost, phase innermost: the four phases of one case run back to back on
-    # one train state, which is built once and dropped before the next case's.
-    specs = [Spec(m, b, p) for m in modes for b in sizes for p in PHASES]
+    # Model, mode and batch outermost, phase innermost: the four phases of one case run back to
+    # back on one train state, which is built once and dropped before the next case's.
+    specs = [
+        Spec(w, m, b, p)
+        for w in models
+        for m in modes
+        for b in given["batch_sizes"] or [DEFAULT_BATCH[w]]
+        for p in PHASES
+    ]
     metafunc.parametrize("spec", specs, ids=[s.id for s in specs])
 
 

@@ -18,7 +18,7 @@ from bench.execution.variants import unsupported_reason
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.recipes.modes import MODES
 from bench.recipes.step import backward, forward, optimizer_step, train_step
-from bench.workloads.mlp import PRESETS
+from bench.workloads.registry import get
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 
 
@@ -28,8 +28,11 @@ def _sync() -> None:
 
 
 def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> None:
-    case = Case.of(
-        PRESETS[suite.preset],
+    workload = get(spec.model)
+    preset = suite.preset if spec.model == "mlp" else workload.default_preset[suite.device]
+    case = Case.of_model(
+        spec.model,
+        preset,
         mode=spec.mode,
         optimizer=suite.optimizer,
         batch_size=spec.batch_size,
@@ -90,11 +93,12 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     median_s = benchmark.stats.stats.median if benchmark.stats else None
     info = benchmark.extra_info
     info.update(
+        model=spec.model,
         mode=spec.mode,
         optimizer=suite.optimizer,
         batch_size=spec.batch_size,
         phase=spec.phase,
-        preset=suite.preset,
+        preset=preset,
         device=suite.device,
         tflops=phase_flops / median_s / 1e12 if median_s and phase_flops else None,
         optimizer_gbytes_per_s=(
@@ -121,7 +125,8 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     )
     if spec.phase == "forward":
         logits, loss = result
-        assert tuple(logits.shape) == (spec.batch_size, case.size.num_classes)
+        # One row of outputs per sample (per token of each sequence for gpt), classes last.
+        assert logits.shape[0] == spec.batch_size and logits.shape[-1] == case.num_classes
         assert torch.isfinite(loss) and not moved
     elif spec.phase == "backward":
         assert all(p.grad is not None for p in params) and not moved
