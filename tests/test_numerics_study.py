@@ -18,21 +18,7 @@ from bench.numerics import config, jobs, study, tables, training
 from bench.numerics.config import NumericsConfig
 from bench.store import folders
 from bench.workloads.mlp import PRESETS
-
-
-def _then_render(job):
-    """A study job, then its rendering, as the `numerics` command runs them."""
-
-    def run(*args, **kwargs):
-        folder = job(*args, **kwargs)
-        study.render(folder)
-        return folder
-
-    return run
-
-
-start_study, resume_study = _then_render(study_job.start), _then_render(study_job.resume)
-
+from tests.studies import resume_study, start_study
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "results" / "20261129T204750Z_NVIDIA-H200_35d9fdc_numerics"

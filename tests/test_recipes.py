@@ -12,10 +12,9 @@ import pytest
 import torch
 
 from bench.execution.variants import unsupported_reason
-from bench.jobs import numerics as study_job
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.measure.runner import run_case
-from bench.numerics import answer, jobs, study, tables, training
+from bench.numerics import answer, jobs, tables, training
 from bench.numerics.config import NumericsConfig
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
@@ -23,21 +22,7 @@ from bench.recipes.step import build, train_step
 from bench.workloads.mlp import PRESETS
 from bench.workloads.registry import MLP
 from tests.conftest import tiny_case
-
-
-def _then_render(job):
-    """A study job, then its rendering, as the `numerics` command runs them."""
-
-    def run(*args, **kwargs):
-        folder = job(*args, **kwargs)
-        study.render(folder)
-        return folder
-
-    return run
-
-
-start_study, resume_study = _then_render(study_job.start), _then_render(study_job.resume)
-
+from tests.studies import resume_study, start_study
 
 try:
     import torchao  # noqa: F401

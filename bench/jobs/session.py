@@ -41,9 +41,6 @@ CEILING_SIZES = {
     "cpu": {"matmul_n": 256, "copy_mib": 16},
 }
 """Ceiling problem sizes: on the GPU large enough to fill the chip and spill the L2 many times."""
-NUMERICS_DIR = "numerics"
-"""Where `run --numerics` puts its short study, inside the run folder (the same name as
-`bench.publish.render.NUMERICS_DIR`, which renders it; a job imports no publishing)."""
 
 
 log = base.log
@@ -184,7 +181,7 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
         if world.leader:
             results.write_env(run_dir, info)
     if cfg.numerics:
-        _short_numerics(cfg, run_dir / NUMERICS_DIR, info)
+        _short_numerics(cfg, run_dir / results.NUMERICS_DIR, info)
     run_suite(cases, run_dir, info["ceilings"], world=world, rounds=cfg.rounds)
     if not world.leader:
         return
@@ -239,7 +236,7 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     folder.mkdir(exist_ok=True)
     sub = {
         **info,
-        "run_name": f"{info['run_name']}/{NUMERICS_DIR}",
+        "run_name": f"{info['run_name']}/{results.NUMERICS_DIR}",
         "numerics_config": ncfg.record(),
     }
     for key in ("ceilings", "config", "expected_cases"):

@@ -93,10 +93,9 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
 def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
     """The harness against a plain loop, per case it was measured on: step times (median of the
     harness, mean step of the bare loop's windows) and peak allocation (the case's row against
-    the bare loop's own). Older folders kept one measurement as a dict, newer a list."""
+    the bare loop's own). A folder that kept one measurement as a dict reads as a list of one
+    (`bench.store.schema.migrate_env`)."""
     measured = env.get("overhead") or []
-    if isinstance(measured, dict):
-        measured = [measured]
     rows = []
     has_peaks = {"case_id", "peak_alloc_gib"} <= set(df.columns)
     peaks = df.set_index("case_id")["peak_alloc_gib"] if has_peaks else pd.Series(dtype=float)

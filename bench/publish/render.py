@@ -14,9 +14,6 @@ from pathlib import Path
 from bench.faults import UsageError
 from bench.store import results, schema
 
-NUMERICS_DIR = "numerics"
-"""Where `run --numerics` puts its short study, inside the run folder."""
-
 
 def kind(run_dir: Path) -> str:
     """The folder's kind (`bench.store.schema.KINDS`); one line when it is not a results folder."""
@@ -48,7 +45,7 @@ def render(run_dir: Path) -> Path:
 
 def _nested_study(run_dir: Path) -> Path | None:
     """The short numerics study a timing run made in its folder (`run --numerics`), if any."""
-    sub = run_dir / NUMERICS_DIR
+    sub = run_dir / results.NUMERICS_DIR
     return sub if (sub / results.ENV).is_file() else None
 
 

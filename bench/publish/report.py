@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.faults import by_reason
 from bench.publish import columns, findings, method, plots, ranks, tables, variants
 from bench.store import results
 
@@ -118,15 +119,6 @@ def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:
     return [f"![{alt}]({figures[name]})", ""] if name in figures else []
 
 
-def left_out(modes: dict[str, str]) -> str:
-    """Modes left out of a grid, grouped by why: `fp8-tensorwise, fp8-rowwise: float8 matmuls
-    need a CUDA GPU ...; bf16-pure-sr: needs torchao ...`."""
-    reasons = dict.fromkeys(modes.values())
-    return "; ".join(
-        f"{', '.join(m for m, r in modes.items() if r == reason)}: {reason}" for reason in reasons
-    )
-
-
 def _cpu_note(left: dict[str, str]) -> str:
     """What a CPU run does not measure, said once (its cells are `–`), and what its default
     grid left out."""
@@ -137,7 +129,7 @@ def _cpu_note(left: dict[str, str]) -> str:
         "matmul rate bounds nothing: bench/measure/ceilings.py); the optimizer's floor is measured."
     )
     if left:
-        note += f" Left out of the default grid, as they cannot run here: {left_out(left)}."
+        note += f" Left out of the default grid, as they cannot run here: {by_reason(left)}."
     return note
 
 

@@ -27,6 +27,8 @@ from bench.recipes import catalog
 from bench.store import schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
+NUMERICS_DIR = "numerics"
+"""Where `run --numerics` puts its short study, inside the run folder."""
 TRIALS = "trials.jsonl"
 """A largest-batch search's rows: one per batch size tried."""
 ROUNDS = "rounds.jsonl"
