@@ -17,6 +17,7 @@
 #   ./run_bench.sh export RUN_DIR --format github-action-benchmark [--output FILE]
 #                                       a run's timings as JSON for github-action-benchmark
 #   ./run_bench.sh readme [--check]     fill (or check) README.md's generated tables
+#   ./run_bench.sh publish [--output DIR]  the results as a static site in site/ (docs/site.md)
 #   ./run_bench.sh check RUN_DIR --criteria FILE   PASS/FAIL per criterion (docs/criteria.md)
 #   ./run_bench.sh --help               list the commands; `COMMAND --help` lists its options
 # Everything but `pytest` is `ampbench` (`python -m bench`) with the same arguments. Paths are

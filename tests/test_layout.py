@@ -48,11 +48,12 @@ COMMANDS = {
     "history",
     "export",
     "readme",
+    "publish",
     "check",
 }
 """The command modules of `bench.cli`: each parses nothing but its own options."""
 
-NUMERICS_MEASURING = {"training", "audit", "grads", "underflow", "task", "jobs", "fp16", "config"}
+NUMERICS_MEASURING = {"training", "audit", "grads", "underflow", "jobs", "fp16", "config"}
 NUMERICS_PUBLISHING = {"analysis", "answer", "report", "plots", "study"}
 
 

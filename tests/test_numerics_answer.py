@@ -74,7 +74,8 @@ def _tables(flushed_noscale, noscale_loss):
         "census": pd.DataFrame(_census_rows(flushed_noscale)),
         "summary": summary,
         "audit_json": {
-            "chain_to_fc1_weight": {"fp16-amp": ["A", "B"]},
+            "chained": "fc1.weight",
+            "chains": {"fp16-amp": ["A", "B"]},
             "error_paths": [
                 {
                     "param_dtype": "float16",
@@ -98,7 +99,7 @@ def test_dtypes_come_from_the_columns():
     text = _text(_tables({1024: 0.0}, 0.1))
     assert (
         "the loss is float32 (the log-softmax inside cross_entropy ran in float16), the "
-        "activations (fc1, ReLU, fc2, logits) are float16, the gradients with respect to them are "
+        "activations (fc1, fc3) are float16, the gradients with respect to them are "
         "float16, every weight and bias gradient leaves its matmul as float16, and `param.grad` "
         "is float32 (Adam's state: float32)" in text  # Adam's int64 step count is not its state
     )

@@ -220,7 +220,8 @@ def test_the_trace_of_a_tiny_run(mode):
     tr = tables.frame("traces", out["traces"])
     assert list(tr.columns) == list(tables.TABLES["traces"].columns)
     assert sorted(tr["step"].unique()) == [0, 2, 4]
-    assert set(tr["module"]) == set(tables.PARAMETERS) and len(tr) == 3 * len(tables.PARAMETERS)
+    params = {f"{fc}.{p}" for fc in ("fc1", "fc2", "fc3") for p in ("weight", "bias")}
+    assert set(tr["module"]) == params and len(tr) == 3 * len(params)
     for col in ("grad_zero_share", "exp_avg_sq_below_eps2_share"):
         assert tr[col].between(0, 1).all(), col
     numbers = [

@@ -12,7 +12,7 @@ from bench.recipes import catalog
 
 PACKAGE = Path(__file__).resolve().parent.parent / "bench" / "numerics"
 MODULES = sorted(PACKAGE.glob("*.py"))
-MEASURING = ("training", "audit", "grads", "underflow", "task", "jobs", "fp16", "run_summary")
+MEASURING = ("training", "audit", "grads", "underflow", "jobs", "fp16", "run_summary")
 """The modules that measure, or derive what a job writes (`run_summary`)."""
 PUBLISHING = ("analysis", "answer", "report", "plots")
 """The modules that read a finished folder (and the `answer_*`, `report_*` sections)."""

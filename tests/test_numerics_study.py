@@ -88,7 +88,10 @@ def test_rows_carry_what_they_are(small_study):
     logits = audit[(audit["kind"] == tables.ACTIVATION) & (audit["module"] == "fc3")]
     assert dict(zip(logits["mode"], logits["dtype"], strict=True))["fp16-amp"] == "float16"
     assert set(census["kind"]) == {tables.ACTIVATION_GRAD, tables.PRODUCED_GRAD}
-    assert set(census["module"]) == {*tables.ACTIVATIONS, *tables.PARAMETERS}
+    observed = ("fc1", "relu", "fc2", "fc3")  # the MLP's observed outputs, the ReLU's among them
+    params = {f"{fc}.{p}" for fc in ("fc1", "fc2", "fc3") for p in ("weight", "bias")}
+    assert set(census["module"]) == {*observed, *params}
+    assert set(logits["tensor"]) == {"logits (fc3 output)"}
 
 
 def test_old_folders_get_the_columns_from_their_labels(small_study, tmp_path):
@@ -113,9 +116,9 @@ def test_an_unknown_old_label_is_named(small_study, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(small_study, old)
     audit = pd.read_csv(old / "audit.csv").drop(columns=list(tables.TENSOR_COLUMNS))
-    audit.loc[0, "tensor"] = "fc9 output"
+    audit.loc[0, "tensor"] = "a tensor nobody wrote"
     audit.to_csv(old / "audit.csv", index=False)
-    with pytest.raises(UsageError, match="'fc9 output'"):
+    with pytest.raises(UsageError, match="'a tensor nobody wrote'"):
         study.render(old)
 
 

@@ -253,7 +253,7 @@ def write_study(folder):
         if not table.optional:
             study_tables.write(folder, name, study_tables.frame(name, given.get(name, [])))
     (folder / study_tables.AUDIT_JSON).write_text(
-        json.dumps({"chain_to_fc1_weight": {}, "error_paths": []})
+        json.dumps({"chained": "fc1.weight", "chains": {}, "error_paths": []})
     )
     results.write_env(folder, {"gpu": "cpu", "torch": "2.99.0"})
     return folder

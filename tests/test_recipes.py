@@ -232,7 +232,7 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     kept = t["steps"][t["steps"]["mode"] == "fp32"].reset_index(drop=True)
     pd.testing.assert_frame_equal(kept, fp32_steps, check_dtype=False)
     assert t["failed"]["status"].tolist() == ["unsupported"]  # bf16-pure-sr without torchao
-    assert "bf16-pure" in t["audit_json"]["chain_to_fc1_weight"]
+    assert "bf16-pure" in t["audit_json"]["chains"]
     assert "needs torchao" in t["audit_json"]["unsupported"]["bf16-pure-sr"]
     assert set(t["audit"]["mode"]) >= {"fp32", "bf16-pure"}
     report = (run_dir / "report.md").read_text()

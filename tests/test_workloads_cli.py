@@ -43,7 +43,7 @@ def user_module(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("model", "preset", "message"),
     [
-        ("transformer", None, "--model: 'transformer' is not a workload (mlp, gpt) or a user's"),
+        ("transformer", None, "--model: 'transformer' is not a workload (mlp, gpt, resnet50) or a"),
         ("no_such_module:f", None, "--model no_such_module:f: cannot import it"),
         ("my_models:missing", None, "--model my_models:missing: cannot import it"),
         ("my_models:raises", None, "the factory raised RuntimeError: no weights here"),

@@ -84,7 +84,9 @@ def _is_model(value: object) -> bool:
     )
 
 
-MODEL = Check("is not a workload (mlp, gpt) or a user's package.module:factory", str, _is_model)
+MODEL = Check(
+    "is not a workload (mlp, gpt, resnet50) or a user's package.module:factory", str, _is_model
+)
 
 
 def choice(choices: Iterable[str]) -> Check:

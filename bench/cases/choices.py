@@ -21,7 +21,11 @@ OPTIMIZERS = ("foreach", "fused")
 """Keys of `bench.recipes.modes.OPTIMIZERS`."""
 PRESETS = ("seed", "tiny")
 """Keys of `bench.workloads.mlp.PRESETS`."""
-WORKLOADS = {"mlp": PRESETS, "gpt": ("gpt2-124m", "gpt-1.3b", "tiny")}
+WORKLOADS = {
+    "mlp": PRESETS,
+    "gpt": ("gpt2-124m", "gpt-1.3b", "tiny"),
+    "resnet50": ("resnet50", "tiny"),
+}
 """Keys of `bench.workloads.registry.WORKLOADS`, each with its presets' names."""
 VARIANTS = ("eager", "compile", "compile-max", "compile-graphs", "cudagraph")
 """Keys of `bench.execution.variants.VARIANTS`."""

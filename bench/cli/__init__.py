@@ -1,10 +1,10 @@
 """The command line: `ampbench COMMAND ...` (the same as `python -m bench` and
 `./run_bench.sh`). It owns parsing only: `main` builds the parser from one module per command
 (`run`, `report`, `headline`, `compare`, `numerics`, `maxbatch`, `index`, `promote`, `history`,
-`export`, `readme`, `check`), each of which adds its options and calls one function of the module
-that owns the job; the options of a job's settings are made from the fields of its config
-dataclass (`fields`), and `argv` holds what a command line says beyond its values (the command
-env.json records, the options given, the results folder). May import `bench.cases`,
+`export`, `readme`, `publish`, `check`), each of which adds its options and calls one function
+of the module that owns the job; the options of a job's settings are made from the fields of its
+config dataclass (`fields`), and `argv` holds what a command line says beyond its values (the
+command env.json records, the options given, the results folder). May import `bench.cases`,
 `bench.faults`, `bench.store.paths` and `bench.numerics.defaults` at module level; everything
 else inside a command. Parsing imports no torch, pandas or matplotlib, so `--help` answers at
 once."""

@@ -26,13 +26,13 @@ def results_dir(args: argparse.Namespace) -> Path:
     """Where a command's folders are: `--results-dir` when given, else the default of its kind
     of command: the project's git-ignored runs/ for a command that makes a new folder (run,
     numerics, maxbatch), the published results/ for one that reads or writes the published runs
-    (index, promote, history; `PUBLISHES` below)."""
+    (index, promote, history, publish; `PUBLISHES` below)."""
     if args.results_dir is not None:
         return args.results_dir
     return paths.RESULTS if args.command in PUBLISHES else paths.default_results()
 
 
-PUBLISHES = ("index", "promote", "history")
+PUBLISHES = ("index", "promote", "history", "publish")
 """The commands whose --results-dir is the published results/ by default."""
 
 

@@ -16,6 +16,7 @@ from bench.cli import (
     maxbatch,
     numerics,
     promote,
+    publish,
     readme,
     report,
 )
@@ -38,6 +39,7 @@ COMMANDS = {
         history,
         export,
         readme,
+        publish,
         check,
     )
 }

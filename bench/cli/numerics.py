@@ -35,7 +35,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     o.add_preset(n, shown("preset"))
     o.add_device(n)
     settings = {k: shown(k) for k in (*defaults.COMMON, *defaults.PER_DEVICE["cpu"])}
-    settings.update(modes="every mode that can run on the device", workers="all")
+    settings.update(modes="every mode that can run on the device", workers="all", model="mlp")
     fields.add(n, NumericsConfig, defaults=settings)
     o.add_results_dir(n)
     o.add_tag(n)
@@ -54,8 +54,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    from bench.jobs import numerics as study
     from bench.measure import env
-    from bench.numerics import study
     from bench.numerics.config import NumericsConfig
     from bench.publish import render
 

@@ -86,7 +86,10 @@ def add_device(p: argparse.ArgumentParser) -> None:
 
 def add_preset(
     p: argparse.ArgumentParser,
-    default: str = "the model's own: seed for mlp and gpt2-124m for gpt on CUDA, tiny on the CPU",
+    default: str = (
+        "the model's own: seed for mlp, gpt2-124m for gpt and resnet50 for resnet50 on CUDA, "
+        "tiny on the CPU"
+    ),
 ) -> None:
     named = "; ".join(f"{model}: {', '.join(names)}" for model, names in choices.WORKLOADS.items())
     p.add_argument("--preset", help=f"the model's size preset ({named}; default: {default})")

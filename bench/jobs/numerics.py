@@ -227,8 +227,8 @@ def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     their rows to the audit tables and audit.json."""
     from bench.numerics import audit
 
-    found = json.loads((run_dir / tables.AUDIT_JSON).read_text())
-    seen = set(found.get("chain_to_fc1_weight", {})) | set(found.get("unsupported", {}))
+    found = tables.audit_json(json.loads((run_dir / tables.AUDIT_JSON).read_text()))
+    seen = set(found["chains"]) | set(found["unsupported"])
     missing = tuple(m for m in cfg.modes if m not in seen)
     if not missing:
         return
@@ -236,8 +236,8 @@ def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     for name, new_rows in (("audit", tensor_rows), ("audit_ops", op_rows)):
         old = tables.read(run_dir, name)
         tables.write(run_dir, name, pd.concat([old, tables.frame(name, new_rows)]))
-    found.setdefault("chain_to_fc1_weight", {}).update(more["chain_to_fc1_weight"])
-    found.setdefault("unsupported", {}).update(more["unsupported"])
+    found["chains"].update(more["chains"])
+    found["unsupported"].update(more["unsupported"])
     (run_dir / tables.AUDIT_JSON).write_text(json.dumps(found, indent=2) + "\n")
     print(f"ampbench: dtype audit of {', '.join(missing)} added", file=sys.stderr, flush=True)
 

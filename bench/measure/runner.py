@@ -1,10 +1,11 @@
 """Running one case into one flat row and its raw samples.
 
 A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
-collective that timed out `timeout`, any other exception `error` with its message, and a variant
-or parallelism that cannot run here `unsupported` with the reason. In a run of several ranks
-every rank measures the case here, and `bench.measure.ranks` makes one row of their rows; the
-loop over a grid's cases, which writes them into a folder, is the job's (`bench.jobs.suite`).
+collective that timed out `timeout`, any other exception `error` with its message, and a
+workload, variant or parallelism that cannot run here `unsupported` with the reason. In a run of
+several ranks every rank measures the case here, and `bench.measure.ranks` makes one row of their
+rows; the loop over a grid's cases, which writes them into a folder, is the job's
+(`bench.jobs.suite`).
 """
 
 from __future__ import annotations
@@ -103,7 +104,10 @@ def run_case(
     mode = MODES[case.mode]
     variant = VARIANTS[case.variant]
     par = parallel.PARALLELS[case.parallel]
-    plan = mode.fp8_plan(case.workload, case.size)
+    # A workload that cannot be built here (a package it needs is missing) has no plan, no
+    # counted work and no floors: its row is its reason alone.
+    missing = case.workload.unsupported_reason() is not None
+    plan = {} if missing else mode.fp8_plan(case.workload, case.size)
     row: Row = {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
         "case_id": case.case_id,
         **case.axes(),
@@ -122,6 +126,9 @@ def run_case(
         "optimizer_impl": mode.optimizer_name(case.optimizer),
         "fp8_linears": fp8.describe(plan),
     }
+    if missing:
+        row.update(status="unsupported", error=unsupported_reason(case))
+        return row, {}
     try:
         work = step_work(case.workload, case.size, case.batch_size)
     except Exception as exc:  # a user's model that cannot run even to be counted: a row

@@ -46,14 +46,15 @@ thresholds and bf16's error, so that the two never disagree."""
 def answer(tables: dict, torch_version: str) -> list[str]:
     """The Answer's paragraphs, from the tables of `bench.numerics.tables.load`."""
     scaled, _ = fp16_pair()
-    chain = tables["audit_json"]["chain_to_fc1_weight"].get(scaled, [])
+    found = tables["audit_json"]
+    chain, chained = found["chains"].get(scaled, []), found.get("chained", "")
     census, summary = tables["census"], tables["summary"]
     # Tables a caller may leave out (a test's tables; `load` always gives them): empty.
     traces, steps, runs = (
         t if t is not None else pd.DataFrame() for t in map(tables.get, ("traces", "steps", "runs"))
     )
     return [
-        *dtype_sentences(tables["audit"], chain, torch_version),
+        *dtype_sentences(tables["audit"], chain, chained, torch_version),
         *underflow_sentences(census, summary),
         *divergence_sentences(summary),
         *mechanism_sentences(traces, summary),
@@ -64,5 +65,5 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         *error_sentences(tables["audit_json"]["error_paths"]),
         *recipe_sentences(summary),
         *recipe_census_sentences(census),
-        *update_underflow_sentences(traces),
+        *update_underflow_sentences(traces, census),
     ]

@@ -29,10 +29,22 @@ def _dtypes(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] =
     return " and ".join(sorted(set(rows["dtype"]))) or "not observed"
 
 
-def dtype_sentences(audit: pd.DataFrame, chain: list[str], torch_version: str) -> list[str]:
+def observed_outputs(audit: pd.DataFrame, mode: str) -> str:
+    """The observed activations as a sentence names them: each module, or the first and last of
+    a long list."""
+    rows = audit[(audit["mode"] == mode) & (audit["kind"] == ACTIVATION)]
+    names = list(dict.fromkeys(rows["module"]))
+    if len(names) <= 6:
+        return ", ".join(names)
+    return f"{len(names)} observed outputs, {names[0]} to {names[-1]}"
+
+
+def dtype_sentences(
+    audit: pd.DataFrame, chain: list[str], chained: str, torch_version: str
+) -> list[str]:
     """The dtypes of fp16 autocast with GradScaler (the recipe the question is about), and
     whether the claims that its loss is float16 and that backward upcasts every gradient to
-    float32 are borne out. `chain`: its autograd chain from the loss to fc1.weight."""
+    float32 are borne out. `chain`: its autograd chain from the loss to parameter `chained`."""
     m, _ = fp16_pair()
     loss = _dtypes(audit, m, LOSS)
     log_softmax = _dtypes(audit, m, LOG_SOFTMAX)
@@ -43,12 +55,12 @@ def dtype_sentences(audit: pd.DataFrame, chain: list[str], torch_version: str) -
     adam = _dtypes(audit, m, OPTIM_STATE, MOMENTS)
     out = [
         f"**dtypes.** Under float16 autocast on torch {torch_version}, the loss is {loss} (the "
-        f"log-softmax inside cross_entropy ran in {log_softmax}), the activations (fc1, ReLU, "
-        f"fc2, logits) are {acts}, the gradients with respect to them are "
+        f"log-softmax inside cross_entropy ran in {log_softmax}), the activations "
+        f"({observed_outputs(audit, m)}) are {acts}, the gradients with respect to them are "
         f"{act_grads}, every weight and bias gradient leaves its matmul as {produced}, and "
         f"`param.grad` is {param_grads} (Adam's state: {adam}). The float32 `param.grad` is made "
         f"by the backward of the cast that fed the float32 parameter to the float16 matmul: the "
-        f"autograd chain from the loss to fc1.weight is {' → '.join(chain)}."
+        f"autograd chain from the loss to {chained} is {' → '.join(chain)}."
     ]
     claim_loss = loss == "float16"
     claim_grads = act_grads == "float32"

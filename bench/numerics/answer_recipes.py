@@ -13,8 +13,14 @@ from bench.numerics.answer_scaler import LOSS_GAP
 from bench.numerics.tables import ACTIVATION_GRAD, PRODUCED_GRAD
 from bench.recipes.catalog import beyond_autocast, card, headline, reference
 
-LARGEST_PARAM = "fc2.weight"
-"""The parameter the update-underflow sentence quotes: 256M of the seed model's 290M elements."""
+
+def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
+    """The parameter the update-underflow sentence quotes: the one with the most elements (the
+    census counts them); the first traced one where the census has none."""
+    grads = census[census["kind"] == PRODUCED_GRAD] if len(census) else census
+    if len(grads):
+        return str(grads.loc[grads["numel"].idxmax(), "module"])
+    return str(traces["module"].iloc[0]) if len(traces) else None
 
 
 def cast_modes() -> tuple[str, ...]:
@@ -127,12 +133,13 @@ def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
     ]
 
 
-def update_underflow_sentences(traces: pd.DataFrame) -> list[str]:
+def update_underflow_sentences(traces: pd.DataFrame, census: pd.DataFrame) -> list[str]:
     """How much of the largest weight's Adam update rounds away in bf16, for the pure-bf16
     recipes, from the traces (nothing for a folder without the column)."""
     if traces.empty or "update_underflow_share" not in traces:
         return []
-    tr = traces[traces["mode"].isin(cast_modes()) & (traces["module"] == LARGEST_PARAM)].dropna(
+    largest = largest_parameter(census, traces)
+    tr = traces[traces["mode"].isin(cast_modes()) & (traces["module"] == largest)].dropna(
         subset=["update_underflow_share"]
     )
     if tr.empty:
@@ -142,7 +149,7 @@ def update_underflow_sentences(traces: pd.DataFrame) -> list[str]:
         last = g[g["step"] == g["step"].max()]
         parts.append(
             f"`{mode}` at batch {int(bs)}: {g['update_underflow_share'].mean():.1%} of "
-            f"{LARGEST_PARAM}'s elements on average over the traced steps "
+            f"{largest}'s elements on average over the traced steps "
             f"({last['update_underflow_share'].mean():.1%} at step {int(g['step'].max())}), "
             f"and the step left {g['unchanged_share'].mean():.1%} unchanged"
         )

@@ -14,12 +14,10 @@ import torch
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import error_summary
-from bench.numerics.grads import DtypeTrace, capture
+from bench.numerics.grads import DtypeTrace, capture, chained
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
-    ACTIVATIONS,
-    AUDITED_STATE_OF,
     FP8_GEMM,
     INPUT,
     LOG_SOFTMAX,
@@ -64,7 +62,7 @@ def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
 
 
 def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
-    """(tensor rows, op rows, autograd chain to fc1.weight) for `case.mode`.
+    """(tensor rows, op rows, autograd chain to the chained parameter) for `case.mode`.
 
     A tensor row is {mode, kind, module, state, phase, tensor, dtype} (`bench.numerics.tables`);
     an op row is {mode, phase, op, inputs, outputs}, one per aten op of a whole step."""
@@ -79,18 +77,25 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         optimizer_step(s)
     ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
     params = dict(s.model.named_parameters())
-    state = s.optimizer.state[params[AUDITED_STATE_OF]]
+    audited = chained(s)
+    state = s.optimizer.state[params[audited]]
+    names = cap.observed
+    logits = names[-1]
     rows = [(audit_tensor(INPUT), dtype_name(s.x.dtype))]
     rows += [
-        (audit_tensor(ACTIVATION, n), dtype_name(cap.activations[n].dtype)) for n in ACTIVATIONS
+        (audit_tensor(ACTIVATION, n, logits=n == logits), dtype_name(cap.activations[n].dtype))
+        for n in names
     ]
     rows += [
         (audit_tensor(LOG_SOFTMAX), _first_output(ops, "aten._log_softmax.", "forward")),
         (audit_tensor(LOSS), dtype_name(cap.loss.dtype)),
     ]
     rows += [
-        (audit_tensor(ACTIVATION_GRAD, n), dtype_name(cap.activation_grads[n].dtype))
-        for n in reversed(ACTIVATIONS)
+        (
+            audit_tensor(ACTIVATION_GRAD, n, logits=n == logits),
+            dtype_name(cap.activation_grads[n].dtype),
+        )
+        for n in reversed(names)
     ]
     rows += [
         (audit_tensor(PRODUCED_GRAD, n), dtype_name(g.dtype))
@@ -101,14 +106,14 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         for n, g in sorted(cap.param_grads.items())
     ]
     rows += [
-        (audit_tensor(OPTIM_STATE, AUDITED_STATE_OF, k), dtype_name(v.dtype))
+        (audit_tensor(OPTIM_STATE, audited, k), dtype_name(v.dtype))
         for k, v in state.items()
         if torch.is_tensor(v)
     ]
     rows += fp8_gemms(ops)
     tensor_rows = [{"mode": case.mode, **tensor, "dtype": d} for tensor, d in rows]
     op_rows = [{"mode": case.mode, **o} for o in ops]
-    return tensor_rows, op_rows, cap.chain_to_fc1_weight
+    return tensor_rows, op_rows, cap.chain
 
 
 ERROR_PATHS = [
@@ -164,7 +169,8 @@ def error_paths(case: Case) -> list[dict]:
 
 def run(case: Case) -> tuple[list[dict], list[dict], dict]:
     """The whole audit on `case`'s model and batch: (tensor rows and op rows of every mode of
-    `MODES`, audit.json's content: the chain to fc1.weight per mode and the error paths)."""
+    `MODES`, audit.json's content: the chained parameter, its chain per mode and the error
+    paths)."""
     tensor_rows, op_rows, found = run_modes(case, tuple(MODES))
     found["error_paths"] = error_paths(case)
     if torch.cuda.is_available():
@@ -173,8 +179,9 @@ def run(case: Case) -> tuple[list[dict], list[dict], dict]:
 
 
 def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict], dict]:
-    """The audit of `modes` alone: (tensor rows, op rows, {"chain_to_fc1_weight": per mode,
-    "unsupported": mode -> why it could not run here}). A mode that cannot run here (torchao
+    """The audit of `modes` alone: (tensor rows, op rows, {"chained": the parameter the chains
+    end at, "chains": its autograd chain per mode, "unsupported": mode -> why it could not run
+    here}). A mode that cannot run here (torchao
     missing, no float8 GPU) is named with its reason, not audited; one that fails is named with
     its error."""
     tensor_rows, op_rows, chains, skipped = [], [], {}, {}
@@ -192,4 +199,6 @@ def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict
         tensor_rows += t
         op_rows += o
         chains[mode] = chain
-    return tensor_rows, op_rows, {"chain_to_fc1_weight": chains, "unsupported": skipped}
+    first = next(iter(case.workload.linears(case.size)))
+    found = {"chained": f"{first}.weight", "chains": chains, "unsupported": skipped}
+    return tensor_rows, op_rows, found

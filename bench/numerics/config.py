@@ -25,16 +25,26 @@ if TYPE_CHECKING:
     from bench.numerics.jobs import Job
     from bench.workloads.mlp import ModelSize
 
-RECORD_BEFORE: dict[str, object] = {"trace_every": 0, "extended_modes": (), "extended_steps": 0}
+RECORD_BEFORE: dict[str, object] = {
+    "trace_every": 0,
+    "extended_modes": (),
+    "extended_steps": 0,
+    "model": "mlp",
+}
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
 
 
-def defaults(device: str) -> dict[str, object]:
-    """The settings of a study on `device` that the user did not give: keys are field names of
-    `NumericsConfig`, plus `preset` (a key of `bench.workloads.mlp.PRESETS`) for the model size."""
+def defaults(device: str, model: str = "mlp") -> dict[str, object]:
+    """The settings of a study of workload `model` on `device` that the user did not give: keys
+    are field names of `NumericsConfig` (`preset` among them: the workload's default there)."""
+    from bench.workloads.registry import get
+
     _choice("device", device, DEVICES)
+    workload = get(model)
+    own = dict(workload.numerics.get(device, {}))
+    preset = {"model": model, "preset": workload.default_preset[device]}
     # Every mode that can run here (the float8 ones need a float8 GPU and torchao).
-    return {**PER_DEVICE[device], "modes": supported_modes(device), **COMMON}
+    return {**PER_DEVICE[device], **own, **preset, "modes": supported_modes(device), **COMMON}
 
 
 def supported_modes(device: str) -> tuple[str, ...]:
@@ -77,7 +87,13 @@ _MODES = _setting(checks.choice(choices.MODES), items=True)
 class NumericsConfig:
     device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
     """`cuda` or `cpu`."""
-    size: ModelSize = field(metadata={"cli": False})
+    model: str = field(metadata={"check": checks.MODEL, "option": "--model"})
+    """The workload the study trains: mlp (the default), gpt, or your own as
+    package.module:factory (docs/own-model.md)."""
+    preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
+    """The workload's size preset (`--preset`)."""
+    size: object = field(metadata={"cli": False})
+    """The workload's size object for the preset (the MLP's `ModelSize`)."""
     modes: tuple[str, ...] = field(metadata=_MODES)
     """Modes of the convergence runs (keys of `bench.recipes.modes.MODES`); the audit covers every
     mode,
@@ -109,7 +125,8 @@ class NumericsConfig:
     extended_steps: int = field(metadata=_NON_NEGATIVE)
     """Steps of the runs of `extended_modes`, if more than `steps`; 0 with no extended modes."""
     noise: float = field(metadata=_FINITE)
-    """Noise of the task (`bench.numerics.task.Task`)."""
+    """Noise of the task (`bench.workloads.tasks`: the MLP's prototype noise, the transformer's
+    successor temperature)."""
     optimizer: str = field(
         metadata=_setting(checks.choice(choices.OPTIMIZERS), aliases=("--optimizers",))
     )
@@ -128,9 +145,10 @@ class NumericsConfig:
     def __post_init__(self) -> None:
         from bench.workloads.mlp import ModelSize
 
-        _check(isinstance(self.size, ModelSize), "size", self.size, "is not a ModelSize")
-        for f in dataclasses.fields(ModelSize):
-            _int(f.name, getattr(self.size, f.name), 1)
+        if self.model == "mlp":
+            _check(isinstance(self.size, ModelSize), "size", self.size, "is not a ModelSize")
+            for f in dataclasses.fields(ModelSize):
+                _int(f.name, getattr(self.size, f.name), 1)
         checks.fields(self, option)
         _check(
             isinstance(self.extended_modes, tuple),
@@ -164,10 +182,15 @@ class NumericsConfig:
     def build(
         cls, *, device: str, options: dict[str, object], workers: int | None
     ) -> NumericsConfig:
-        """The settings of a new study: `options` holds only what the user gave (field names, and
-        `preset` for the model size), the rest comes from `defaults(device)`. A list may be any
-        sequence; checkpoints are sorted. `workers` None means every visible GPU."""
-        given = defaults(device)
+        """The settings of a new study: `options` holds only what the user gave (field names,
+        `model` and `preset` among them), the rest comes from `defaults(device, model)`. A list
+        may be any sequence; checkpoints are sorted. `workers` None means every visible GPU."""
+        from bench.workloads.registry import get
+
+        model = str(options.get("model", "mlp"))
+        checks.MODEL("--model", model)
+        workload = get(model)  # a user's factory is imported here: its errors are one line
+        given = defaults(device, model)
         unknown = sorted(set(options) - set(given))
         if unknown:
             raise ValueError(f"unknown numerics setting {unknown[0]!r} ({option(unknown[0])})")
@@ -177,51 +200,64 @@ class NumericsConfig:
             sizes = tuple(settings["census_batch_sizes"])
             if sizes and settings["histogram_batch"] not in sizes:
                 settings["histogram_batch"] = sizes[-1]
-        from bench.workloads.mlp import PRESETS
-
-        preset = settings.pop("preset")
-        _choice("preset", preset, PRESETS)
+        _choice("preset", settings["preset"], workload.presets)
         for name, value in settings.items():
             if isinstance(value, (list, tuple)):
                 settings[name] = tuple(sorted(value) if name == "checkpoints" else value)
         return cls(
             device=device,
-            size=PRESETS[preset],
+            size=workload.size(str(settings["preset"])),
             workers=resolve_workers(device, workers),
             **settings,
         )
 
     def record(self) -> dict[str, object]:
-        """The settings as env.json keeps them: flat, the model size's fields inline."""
+        """The settings as env.json keeps them: flat, the MLP size's fields inline (another
+        workload's size is its preset's), and what the task is, in words, for the report."""
+        from bench.workloads.registry import get
+
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         del flat["size"]
-        return {**flat, **dataclasses.asdict(self.size)}
+        # Describing a task builds nothing: its tables are made when it first samples.
+        task = get(self.model).make_task(self.size, self.seeds[0], self.noise, "cpu")
+        flat["task"] = task.description
+        if self.model == "mlp":
+            return {**flat, **dataclasses.asdict(self.size)}
+        return flat
 
     @classmethod
     def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
         """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
-        from bench.workloads.mlp import ModelSize
+        from bench.workloads.mlp import PRESETS, ModelSize
+        from bench.workloads.registry import get
 
-        size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
-        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
-        # A folder older than a setting ran without it: no traces, no extended runs.
+        # A folder older than a setting ran without it: no traces, no extended runs, the MLP.
         record = {**RECORD_BEFORE, **record}
+        if record["model"] == "mlp":
+            size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
+            named = [name for name, preset in PRESETS.items() if preset == size]
+            record.setdefault("preset", named[0] if named else "custom")
+        else:
+            size = get(record["model"]).size(record["preset"])
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
         kept = {n: tuple(record[n]) if isinstance(record[n], list) else record[n] for n in names}
         return cls(size=size, workers=workers, **kept)
 
     def case(self, mode: str, batch_size: int, seed: int) -> Case:
-        return Case.of(
-            self.size,
-            mode=mode,
-            optimizer=self.optimizer,
-            batch_size=batch_size,
-            device=self.device,
-            seed=seed,
-            lr=self.lr,
-            loss_mult=self.loss_mult,
-            reduction=self.reduction,
-            init_scale=self.init_scale,
-        )
+        axes = {
+            "mode": mode,
+            "optimizer": self.optimizer,
+            "batch_size": batch_size,
+            "device": self.device,
+            "seed": seed,
+            "lr": self.lr,
+            "loss_mult": self.loss_mult,
+            "reduction": self.reduction,
+            "init_scale": self.init_scale,
+        }
+        if self.model == "mlp":  # the MLP's size may be any, not only a preset's
+            return Case.of(self.size, **axes)
+        return Case.of_model(self.model, self.preset, **axes)
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""
@@ -296,8 +332,13 @@ def short_config(
     run's batch sizes at steps 0 and 100, and 200 convergence steps of every mode at the smallest
     batch size, one seed, in the timing process itself (workers=1), so that anything it left
     behind would show in the timings that follow."""
+    from bench.workloads.mlp import PRESETS
+
+    named = [name for name, preset in PRESETS.items() if preset == size]
     return NumericsConfig(
         device=device,
+        model="mlp",
+        preset=named[0] if named else "custom",
         size=size,
         modes=tuple(modes),
         census_batch_sizes=tuple(batch_sizes),

@@ -1,12 +1,14 @@
 """What one forward and backward pass produces, tensor by tensor, for the numerics study.
 
 `capture` runs the harness's own forward and backward (no optimizer step) and keeps:
-- the activations: the outputs of fc1, relu, fc2 and fc3 (the logits), and the loss;
+- the activations: the outputs of the modules the workload observes (`Workload.observed`, in
+  forward order; the last one's is the logits), and the loss;
 - the gradient with respect to each activation, through tensor hooks;
 - each weight and bias gradient *as its matmul produced it*: under autocast a float32 parameter
   reaches the matmul through a cast (`_to_copy`), and the gradient arriving at that cast's backward
   node is the low-precision one; the cast's backward then returns it in float32 (`param.grad`);
-- `param.grad` itself, and the chain of autograd nodes from the loss back to fc1.weight.
+- `param.grad` itself, and the chain of autograd nodes from the loss back to the first Linear's
+  weight (`chained`).
 
 `DtypeTrace` records every aten op of a region with its input and output dtypes.
 """
@@ -21,7 +23,6 @@ from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from bench.numerics.tables import ACTIVATIONS
 from bench.recipes.modes import dtype_name
 from bench.recipes.step import TrainState, backward, forward
 
@@ -34,7 +35,33 @@ class Capture:
     produced_grads: dict[str, torch.Tensor] = field(default_factory=dict)
     """Parameter name -> gradient as the matmul produced it, before any cast to the param dtype."""
     param_grads: dict[str, torch.Tensor] = field(default_factory=dict)
-    chain_to_fc1_weight: list[str] = field(default_factory=list)
+    chain: list[str] = field(default_factory=list)
+    """The autograd nodes from the loss to the AccumulateGrad of `chained(s)`."""
+
+    @property
+    def observed(self) -> list[str]:
+        """The observed modules' names, in forward order; the last one's output is the logits."""
+        return list(self.activations)
+
+
+def chained(s: TrainState) -> str:
+    """The parameter whose autograd chain and Adam state the audit records: the weight of the
+    workload's first Linear (every parameter's Adam state has the same dtypes)."""
+    first = next(iter(s.case.workload.linears(s.case.size)))
+    return f"{first}.weight"
+
+
+def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
+    """The modules whose outputs the study observes, by name, in forward order, found on the
+    state's model by name (a float8 recipe swaps Linears for its own, a compiled or wrapped
+    model keeps the names under a prefix)."""
+    names = list(s.case.workload.observed(_unwrapped(s.model)))
+    modules = dict(_unwrapped(s.model).named_modules())
+    return {n: modules[n] for n in names}
+
+
+def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
+    return getattr(model, "_orig_mod", model)
 
 
 def _leaf_ptr(node: Node | None) -> int | None:
@@ -114,12 +141,12 @@ def capture(s: TrainState) -> Capture:
 
         return hook
 
-    handles = [getattr(s.model, n).register_forward_hook(keep(n)) for n in ACTIVATIONS]
+    handles = [m.register_forward_hook(keep(n)) for n, m in observed_modules(s).items()]
     try:
         _, loss = forward(s)
         produced: dict[str, torch.Tensor] = {}
         handles += _hook_produced_grads(loss, s, produced)
-        chain = _chain_to(loss.grad_fn, s.model.fc1.weight)
+        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s)])
         backward(s, loss)
     finally:
         for h in handles:

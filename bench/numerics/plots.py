@@ -14,6 +14,7 @@ import pandas as pd
 
 from bench.numerics import fp16
 from bench.numerics.run_summary import SMOOTH_STEPS, smoothed
+from bench.numerics.tables import POOLED
 from bench.recipes.catalog import colour as mode_colour
 from bench.recipes.catalog import fp16_pair, reference
 
@@ -22,47 +23,57 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def histogram(hist: pd.DataFrame, path: Path) -> None:
-    """log2|g| of the fp32 reference's activation gradients, one panel per checkpoint, with
-    float16's smallest subnormal, smallest normal and largest finite value marked, and the loss
-    scale's shift shown as a second outline."""
+    """log2|g| of the fp32 reference's activation gradients, one row of panels per checkpoint
+    (pooled over every observed output; beside it the logits' alone where the folder has them),
+    with float16's smallest subnormal, smallest normal and largest finite value marked, and the
+    loss scale's shift shown as a second outline."""
     if hist.empty:
         return
     scaled, _ = fp16_pair()  # the census trajectory's recipe, whose scale the histogram shows
     steps = sorted(hist["step"].unique())
-    fig, axes = plt.subplots(len(steps), 1, figsize=(9, 3.2 * len(steps)), squeeze=False)
-    for ax, step in zip(axes[:, 0], steps, strict=True):
-        h = hist[(hist["step"] == step) & (hist["bin"] != "zero")]
-        zero = hist[(hist["step"] == step) & (hist["bin"] == "zero")]["share"].sum()
-        scale = float(h["loss_scale"].iloc[0]) if len(h) else 1.0
-        shift = math.log2(scale)
-        ax.bar(
-            h["log2_lo"],
-            h["share"],
-            width=1.0,
-            align="edge",
-            color=mode_colour(reference()),
-            label="fp32 reference, unscaled",
-        )
-        ax.step(
-            h["log2_lo"] + shift,
-            h["share"],
-            where="post",
-            color=mode_colour(scaled),
-            label=f"× loss scale {scale:g} ({scaled}'s GradScaler)",
-        )
-        for x, label, style in (
-            (fp16.SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
-            (fp16.SMALLEST_NORMAL_LOG2, "2^-14 fp16 min normal", "--"),
-            (math.log2(fp16.MAX), "65504 fp16 max", "-."),
-        ):
-            ax.axvline(x, color="k", linestyle=style, linewidth=1, label=label)
-        ax.set_title(
-            f"batch {int(h['batch_size'].iloc[0])}, step {step}: "
-            f"{zero:.1%} of values are exactly zero (not shown)"
-        )
-        ax.set_xlabel("log2 |gradient|")
-        ax.set_ylabel("share of values")
-        ax.legend(fontsize=7, loc="upper left")
+    # Folders older than the module column hold the pooled gradients only ("").
+    pooled = hist["module"].isin(["", POOLED])
+    panels = [("every observed output", hist[pooled])]
+    for module, rows in hist[~pooled].groupby("module", sort=False):
+        panels.append((f"logits ({module} output)", rows))
+    fig, axes = plt.subplots(
+        len(steps), len(panels), figsize=(9 * len(panels), 3.2 * len(steps)), squeeze=False
+    )
+    for row, step in zip(axes, steps, strict=True):
+        for ax, (what, rows) in zip(row, panels, strict=True):
+            h = rows[(rows["step"] == step) & (rows["bin"] != "zero")]
+            zero = rows[(rows["step"] == step) & (rows["bin"] == "zero")]["share"].sum()
+            scale = float(h["loss_scale"].iloc[0]) if len(h) else 1.0
+            shift = math.log2(scale)
+            ax.bar(
+                h["log2_lo"],
+                h["share"],
+                width=1.0,
+                align="edge",
+                color=mode_colour(reference()),
+                label="fp32 reference, unscaled",
+            )
+            ax.step(
+                h["log2_lo"] + shift,
+                h["share"],
+                where="post",
+                color=mode_colour(scaled),
+                label=f"× loss scale {scale:g} ({scaled}'s GradScaler)",
+            )
+            for x, label, style in (
+                (fp16.SMALLEST_SUBNORMAL_LOG2, "2^-24 fp16 min subnormal", ":"),
+                (fp16.SMALLEST_NORMAL_LOG2, "2^-14 fp16 min normal", "--"),
+                (math.log2(fp16.MAX), "65504 fp16 max", "-."),
+            ):
+                ax.axvline(x, color="k", linestyle=style, linewidth=1, label=label)
+            title = (
+                f"batch {int(h['batch_size'].iloc[0])}, step {step}" if len(h) else f"step {step}"
+            )
+            suffix = f": {what}" if len(panels) > 1 else ""
+            ax.set_title(f"{title}{suffix}: {zero:.1%} of values are exactly zero (not shown)")
+            ax.set_xlabel("log2 |gradient|")
+            ax.set_ylabel("share of values")
+            ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -75,8 +75,7 @@ def render(t: dict) -> str:
         ),
         *_provenance(env),
         f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s), torch {env.get('torch')}, CUDA "
-        f"{env.get('cuda')}, commit `{env.get('commit')}`{dirty}. Model {cfg.get('input_size')} → "
-        f"{cfg.get('hidden_size')} → {cfg.get('hidden_size')} → {cfg.get('num_classes')}. Stress "
+        f"{env.get('cuda')}, commit `{env.get('commit')}`{dirty}. {_model(cfg)}. Stress "
         f"settings: {stress}.",
         "",
     ]
@@ -100,3 +99,14 @@ def render(t: dict) -> str:
     ]
     out += [f"{sentence}\n" for sentence in answer(t, str(env.get("torch")))]
     return "\n".join(out)
+
+
+def _model(cfg: dict) -> str:
+    """The study's model: the MLP by its sizes (a folder older than workloads is the MLP),
+    another workload by its name and preset."""
+    if cfg.get("model", "mlp") == "mlp":
+        return (
+            f"Model {cfg.get('input_size')} → {cfg.get('hidden_size')} → "
+            f"{cfg.get('hidden_size')} → {cfg.get('num_classes')}"
+        )
+    return f"Model {cfg['model']}, preset {cfg.get('preset')}"

@@ -1,21 +1,24 @@
 """Section 1 of the numerics report, the dtype audit: every tensor's dtype per mode, the autograd
-chain to fc1.weight, and what GradScaler did with parameters cast to a low-precision dtype."""
+chain to the first Linear's weight, and what GradScaler did with parameters cast to a low-precision
+dtype. A transformer's blocks repeat: rows that differ only in a block's index and have the same
+dtypes in every mode are shown once, as `blocks.*`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.report_format import markdown
+from bench.numerics.report_format import fold_blocks, markdown
 
 
 def audit_section(t: dict) -> list[str]:
-    """Every audited tensor's dtype per mode, each mode's autograd chain to fc1.weight, and the
-    GradScaler error paths."""
+    """Every audited tensor's dtype per mode, each mode's autograd chain to the chained
+    parameter, and the GradScaler error paths."""
     audit = t["audit"]
     order = list(dict.fromkeys(audit["tensor"]))
     pivot = audit.pivot(index="tensor", columns="mode", values="dtype").reindex(order)
-    pivot = pivot[list(dict.fromkeys(audit["mode"]))].reset_index()
-    chains = t["audit_json"]["chain_to_fc1_weight"]
+    pivot = fold_blocks(pivot[list(dict.fromkeys(audit["mode"]))].reset_index(), "tensor")
+    chains = t["audit_json"]["chains"]
+    chained = t["audit_json"].get("chained", "")
     errors = pd.DataFrame(t["audit_json"]["error_paths"])
     return [
         "## 1. dtype audit",
@@ -26,7 +29,7 @@ def audit_section(t: dict) -> list[str]:
         "",
         markdown(pivot),
         "",
-        "Autograd chain from the loss back to `fc1.weight`:",
+        f"Autograd chain from the loss back to `{chained}`:",
         "",
         *[f"- `{mode}`: {' → '.join(chain)}" for mode, chain in chains.items()],
         "",

@@ -3,6 +3,8 @@ significant digits, `–` when missing), with shares shown as percentages."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from bench.publish import tables
@@ -20,3 +22,51 @@ def percent(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     for c in cols:
         df[c] = df[c].map(lambda v: f"{v:.3%}" if pd.notna(v) else "")
     return df
+
+
+_BLOCK_INDEX = re.compile(r"\.\d+\.")
+"""A block's index inside a module path (`blocks.3.attn`): what repeats in a transformer."""
+
+
+def block_key(label: str) -> str:
+    """`label` with every block index written `*` (`blocks.*.attn`)."""
+    return _BLOCK_INDEX.sub(".*.", label)
+
+
+def fold_blocks(df: pd.DataFrame, label: str) -> pd.DataFrame:
+    """`df` with the rows whose `label` differs only in block indices, and whose other cells
+    are all equal, shown once (`blocks.*.attn output ×12`); any group whose cells differ keeps
+    its rows. A model without blocks is returned as it is."""
+    keys = df[label].map(block_key)
+    if keys.equals(df[label]):
+        return df
+    others = [c for c in df.columns if c != label]
+    out = []
+    for key, group in df.groupby(keys, sort=False):
+        if len(group) > 1 and len(group[others].astype(str).drop_duplicates()) == 1:
+            out.append(group.iloc[[0]].assign(**{label: f"{key} ×{len(group)}"}))
+        else:
+            out.append(group)
+    return pd.concat(out, ignore_index=True)
+
+
+def fold_shares(
+    df: pd.DataFrame, by: list[str], label: str, shares: list[str], worst: list[str]
+) -> pd.DataFrame:
+    """Census rows of repeated blocks as one row per `by` group and block key: the `shares`
+    (fractions of elements) averaged with the tensors' sizes (`numel`) as weights, the `worst`
+    columns (relative errors) at their maximum. A model without blocks is returned as it is."""
+    keys = df[label].map(block_key)
+    if keys.equals(df[label]):
+        return df
+    df = df.assign(**{label: keys})
+    counts = df.groupby([*by, label], sort=False)[label].transform("size")
+    df[label] = [f"{k} ×{n}" if n > 1 else k for k, n in zip(df[label], counts, strict=True)]
+    weighted = df[shares].mul(df["numel"], axis=0)
+    grouped = pd.concat([df[[*by, label]], weighted, df[["numel", *worst]]], axis=1).groupby(
+        [*by, label], sort=False
+    )
+    out = grouped[[*shares, "numel"]].sum()
+    out[shares] = out[shares].div(out["numel"], axis=0)
+    out[worst] = grouped[worst].max()
+    return out.reset_index()

@@ -4,6 +4,8 @@ loss-scale figures, and the traces around each divergence event."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from bench.numerics.analysis import diverged, measured
 from bench.numerics.report_format import markdown, percent
 from bench.numerics.run_summary import SMOOTH_STEPS
@@ -53,16 +55,12 @@ def convergence_section(t: dict, env: dict) -> list[str]:
         agg["diverged seeds"] = [
             int(counts.get((b, m), 0)) for b, m in zip(agg["batch_size"], agg["mode"], strict=True)
         ]
-    chance = 1 / cfg["num_classes"] if cfg.get("num_classes") else float("nan")
     return [
         "## 4. Convergence",
         "",
-        f"Task: {cfg.get('num_classes')} Gaussian classes in {cfg.get('input_size')} dimensions "
-        f"(each class a random prototype; a sample is prototype + {cfg.get('noise')} × N(0, I), "
-        f"normalized to unit variance; fresh batches every step, a held-out split of "
-        f"{cfg.get('heldout')} samples). Adam, lr {cfg.get('lr')}, {cfg.get('optimizer')}; "
-        f"{cfg.get('steps')} steps per run, seeds {cfg.get('seeds')}. Chance accuracy "
-        f"{chance:.2%}. `final_loss`: the training loss's {SMOOTH_STEPS}-step mean at step "
+        f"{task_sentence(cfg, t.get('runs'))} Adam, lr {cfg.get('lr')}, {cfg.get('optimizer')}; "
+        f"{cfg.get('steps')} steps per run, seeds {cfg.get('seeds')}. "
+        f"`final_loss`: the training loss's {SMOOTH_STEPS}-step mean at step "
         f"{cfg.get('steps')}, mean over seeds (min and max beside it); time to target: steps to "
         "reach the final loss of fp32 with the same batch size and seed, × the run's step time "
         "measured apart with the harness's timing function.",
@@ -132,3 +130,27 @@ def traces_section(t: dict) -> list[str]:
             "",
         ]
     return out
+
+
+def task_sentence(cfg: dict, runs: pd.DataFrame | None) -> str:
+    """What the runs trained on, from the study's record, and the held-out loss a perfect model
+    reaches where the task's process gives it (the runs' `true_heldout_loss`)."""
+    model = cfg.get("model", "mlp")
+    if "task" in cfg:
+        what = f"Task ({model}, preset {cfg.get('preset')}): {cfg['task']}"
+    else:  # a folder older than the record's task: the MLP's prototype task
+        what = (
+            f"Task: {cfg.get('num_classes')} Gaussian classes in {cfg.get('input_size')} "
+            f"dimensions (each class a random prototype; a sample is prototype + "
+            f"{cfg.get('noise')} × N(0, I), normalized to unit variance)"
+        )
+    what += f"; fresh batches every step, a held-out split of {cfg.get('heldout')} samples."
+    if cfg.get("num_classes"):
+        what += f" Chance accuracy {1 / cfg['num_classes']:.2%}."
+    true = runs["true_heldout_loss"].dropna() if runs is not None and len(runs) else None
+    if true is not None and len(true):
+        what += (
+            f" A perfect model's held-out loss (the task's own process on the split): "
+            f"{true.mean():.4g}, mean over the runs' splits."
+        )
+    return what

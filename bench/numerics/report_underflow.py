@@ -4,7 +4,8 @@ what a cast to float16 does to it."""
 
 from __future__ import annotations
 
-from bench.numerics.report_format import markdown, percent
+from bench.numerics.report_format import fold_shares, markdown, percent
+from bench.numerics.tables import POOLED
 from bench.recipes.catalog import fp16_pair
 
 
@@ -37,10 +38,15 @@ def census_section(t: dict) -> list[str]:
     big = c["batch_size"].max()
     last = c[c["batch_size"] == big]["step"].max()
     detail = c[(c["batch_size"] == big) & (c["step"] == last)]
-    detail = percent(
-        detail[["mode", "tensor", "dtype", "flushed", "subnormal", "nonfinite", "rel_err"]],
-        ["flushed", "subnormal", "nonfinite"],
+    shares = ["flushed", "subnormal", "nonfinite"]
+    detail = fold_shares(
+        detail[["mode", "tensor", "dtype", *shares, "rel_err", "numel"]],
+        ["mode", "dtype"],
+        "tensor",
+        shares,
+        ["rel_err"],
     )
+    detail = percent(detail[["mode", "tensor", "dtype", *shares, "rel_err"]], shares)
     scaled, _ = fp16_pair()
     return [
         "## 2. Underflow census",
@@ -50,10 +56,12 @@ def census_section(t: dict) -> list[str]:
         f"learnable task of section 4); `{scaled}` uses that trajectory's current loss scale. "
         "`flushed`: zero where the reference is not; `subnormal`: nonzero but below the smallest "
         "normal of the gradient's dtype; `rel_err`: ‖g/scale − g_fp32‖ / ‖g_fp32‖. Weight and "
-        "bias gradients are taken as their matmul produced them, before the cast to float32. The "
-        "gradient of the fc1 output is zero wherever the ReLU is off, so where a low-precision fc1 "
-        "output lands on the other side of zero than the fp32 one, that element counts as flushed "
-        "although nothing underflowed: a small floor under that row in every mode.",
+        "bias gradients are taken as their matmul produced them, before the cast to float32. "
+        "Where an observed output feeds a ReLU, its gradient is zero wherever the ReLU is off, so "
+        "where a low-precision output lands on the other side of zero than the fp32 one, that "
+        "element counts as flushed although nothing underflowed: a small floor under that row in "
+        "every mode. Repeated blocks (`blocks.*`) are pooled: shares weighted by the tensors' "
+        "sizes, the largest relative error.",
         "",
         "Worst tensor per batch size, checkpoint and mode:",
         "",
@@ -72,31 +80,29 @@ def histogram_section(t: dict) -> list[str]:
     h, fate = t["histogram"], t["fp16_fate"]
     if h.empty:
         return []
+    # Folders older than the module column histogrammed the pooled gradients only.
+    logits = h[~h["module"].isin(["", POOLED])]
+    h = h[h["module"].isin(["", POOLED])]
+    observed = list(dict.fromkeys(fate.loc[fate["module"] != POOLED, "module"]))
     wide = h.pivot_table(
         index=["bin", "log2_lo"], columns="step", values="share", aggfunc="sum"
     ).reset_index()
     wide = wide.sort_values("log2_lo", na_position="first").drop(columns="log2_lo")
     wide.columns = [str(c) if c == "bin" else f"share at step {c}" for c in wide.columns]
-    fate = percent(
-        fate[
-            [
-                "step",
-                "tensor",
-                "shift",
-                "multiplier",
-                "fp16_flushed",
-                "fp16_subnormal",
-                "fp16_overflow",
-            ]
-        ],
-        ["fp16_flushed", "fp16_subnormal", "fp16_overflow"],
-    )
+    fates = ["fp16_flushed", "fp16_subnormal", "fp16_overflow"]
+    every = percent(fate[["step", "tensor", "shift", "multiplier", *fates]], fates)
+    # A transformer observes dozens of outputs: the pooled gradients, the first and the logits
+    # here, every one in the folded table below.
+    shown = [POOLED, *observed[:1], *observed[-1:]] if len(observed) > 6 else None
+    fate = every if shown is None else every[fate["module"].isin(shown).to_numpy()]
     bs = int(h["batch_size"].iloc[0])
     return [
         "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)",
         "",
-        f"log2|g| of the fp32 reference's activation gradients (logits, fc2, ReLU and fc1 outputs "
-        f"pooled) at batch {bs}, in one-power-of-two bins (bin e holds 2^e ≤ |g| < 2^(e+1)) with "
+        f"log2|g| of the fp32 reference's activation gradients (the outputs of "
+        f"{_named(observed)}, pooled"
+        + (f"; and the logits' alone, {logits['module'].iloc[0]}" if len(logits) else "")
+        + f") at batch {bs}, in one-power-of-two bins (bin e holds 2^e ≤ |g| < 2^(e+1)) with "
         "a separate zero bin. Lines: 2^-24 (float16's smallest subnormal), 2^-14 (smallest "
         "normal), 65504 (largest finite).",
         "",
@@ -107,6 +113,18 @@ def histogram_section(t: dict) -> list[str]:
         "",
         markdown(fate),
         "",
+        *(
+            []
+            if shown is None
+            else [
+                "<details><summary>Every observed output</summary>",
+                "",
+                markdown(every),
+                "",
+                "</details>",
+                "",
+            ]
+        ),
         "<details><summary>Bins</summary>",
         "",
         markdown(wide),
@@ -114,3 +132,10 @@ def histogram_section(t: dict) -> list[str]:
         "</details>",
         "",
     ]
+
+
+def _named(names: list[str]) -> str:
+    """Observed modules as a sentence lists them: each, or the first and last of many."""
+    if len(names) <= 6:
+        return ", ".join(names)
+    return f"{len(names)} observed modules, {names[0]} to {names[-1]}"

@@ -2,11 +2,11 @@
 
 A row says which tensor it is about in columns, not in its label: `kind` (what the tensor is:
 input, activation, log_softmax, loss, activation_grad, produced_grad, param_grad, optim_state),
-`module` (fc1, relu, fc2, fc3 for activations and their gradients, the parameter's name for
-parameter gradients and Adam's state), `state` (Adam's state key) and, in the audit, `phase`
-(forward, backward, optimizer). `tensor` is a label for people and is never parsed, except once:
-`load` derives the columns for folders written before they existed, from the labels those folders
-used, which the label functions below still produce.
+`module` (the observed module's name for activations and their gradients: the workload names
+them; the parameter's name for parameter gradients and Adam's state), `state` (Adam's state key)
+and, in the audit, `phase` (forward, backward, optimizer). `tensor` is a label for people and is
+never parsed, except once: `load` derives the columns for folders written before they existed,
+from the labels those folders used (`legacy_tensor`).
 
 Columns and optional tables a folder predates read as empty (NaN cells, no rows), which readers
 take as "not measured".
@@ -17,6 +17,7 @@ Nothing here imports torch: a folder renders on a machine without it.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +26,7 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.store.results import read_env
 
-ACTIVATIONS = ("fc1", "relu", "fc2", "fc3")
-"""Modules whose outputs are the activations; fc3's output is the logits."""
-PARAMETERS = tuple(f"{fc}.{p}" for fc in ("fc1", "fc2", "fc3") for p in ("weight", "bias"))
-"""The MLP's parameters (`bench.workloads.mlp.MLP`), as `named_parameters` names them."""
 ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
-AUDITED_STATE_OF = "fc1.weight"
-"""The parameter whose Adam state the audit records (every parameter's has the same dtypes)."""
 
 INPUT, ACTIVATION, LOG_SOFTMAX, LOSS = "input", "activation", "log_softmax", "loss"
 ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD = "activation_grad", "produced_grad", "param_grad"
@@ -56,18 +51,19 @@ POOLED = "all"
 TENSOR_COLUMNS = ("kind", "module", "state", "phase")
 """The columns that say which tensor a row is about (a table has those that apply to it)."""
 
-_OUTPUT_LABEL = {
-    "fc1": "fc1 output",
-    "relu": "ReLU output",
-    "fc2": "fc2 output",
-    "fc3": "logits (fc3 output)",
-}
+
+def output_label(module: str, *, logits: bool = False) -> str:
+    """An observed module's output as a report names it; the last one's is the logits."""
+    return f"logits ({module} output)" if logits else f"{module} output"
 
 
-def audit_tensor(kind: str, module: str = "", state: str = "") -> dict[str, str]:
-    """The columns of an audit row that say which tensor it is, with its display label."""
+def audit_tensor(
+    kind: str, module: str = "", state: str = "", *, logits: bool = False
+) -> dict[str, str]:
+    """The columns of an audit row that say which tensor it is, with its display label;
+    `logits`: the module's output is the model's logits."""
     if kind in (ACTIVATION, ACTIVATION_GRAD):
-        label = _OUTPUT_LABEL[module]
+        label = output_label(module, logits=logits)
         label = label if kind == ACTIVATION else f"grad of {label}"
     else:
         label = {
@@ -92,25 +88,38 @@ def grad_tensor(kind: str, module: str) -> dict[str, str]:
     return {"kind": kind, "module": module, "tensor": label}
 
 
-def _known_audit() -> list[dict[str, str]]:
-    return [
-        audit_tensor(INPUT),
-        *(audit_tensor(ACTIVATION, m) for m in ACTIVATIONS),
-        audit_tensor(LOG_SOFTMAX),
-        audit_tensor(LOSS),
-        *(audit_tensor(ACTIVATION_GRAD, m) for m in ACTIVATIONS),
-        *(audit_tensor(PRODUCED_GRAD, p) for p in PARAMETERS),
-        *(audit_tensor(PARAM_GRAD, p) for p in PARAMETERS),
-        *(audit_tensor(OPTIM_STATE, AUDITED_STATE_OF, s) for s in ADAM_STATE),
-    ]
+_LEGACY = [
+    # (label pattern, kind): the labels of folders written before the tensor columns existed,
+    # most specific first. The module is the pattern's group, as those folders named it.
+    (r"input x", INPUT),
+    (r"log-softmax output", LOG_SOFTMAX),
+    (r"loss", LOSS),
+    (r"all activation grads", ACTIVATION_GRAD),
+    (r"grad of logits \((.+) output\)", ACTIVATION_GRAD),
+    (r"grad of (.+) output", ACTIVATION_GRAD),
+    (r"logits \((.+) output\)", ACTIVATION),
+    (r"(.+) grad as its matmul produced it", PRODUCED_GRAD),
+    (r"Adam (.+)", OPTIM_STATE),
+    (r"(.+)\.grad", PARAM_GRAD),
+    (r"(.+) grad", PRODUCED_GRAD),
+    (r"(.+) output", ACTIVATION),
+]
 
 
-def _known_grads() -> list[dict[str, str]]:
-    return [
-        grad_tensor(ACTIVATION_GRAD, POOLED),
-        *(grad_tensor(ACTIVATION_GRAD, m) for m in ACTIVATIONS),
-        *(grad_tensor(PRODUCED_GRAD, p) for p in PARAMETERS),
-    ]
+def legacy_tensor(label: str) -> dict[str, str] | None:
+    """The tensor columns of a label an older folder used; None for one this version does not
+    know. Adam's state rows get the module `""`, which `_derive_tensor_columns` fills in."""
+    for pattern, kind in _LEGACY:
+        m = re.fullmatch(pattern, label)
+        if m is None:
+            continue
+        group = m.group(1) if m.groups() else ""
+        if label == "all activation grads":
+            group = POOLED
+        # Those folders wrote the ReLU's module as "ReLU": its module name is "relu".
+        module, state = ("", group) if kind == OPTIM_STATE else (group.lower(), "")
+        return {"kind": kind, "module": module, "state": state, "phase": PHASE[kind]}
+    return None
 
 
 @dataclass(frozen=True)
@@ -119,16 +128,15 @@ class Table:
     columns: tuple[str, ...]
     """Every column, in order: what an empty table's file holds, so that readers of a study
     whose jobs all failed still find the columns."""
-    labels: tuple[dict[str, str], ...] = ()
-    """The tensor columns of every label this table has used, to read folders older than them."""
+    labelled: bool = False
+    """Rows say which tensor they are about: folders older than the tensor columns have only
+    the label, from which `load` derives them."""
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
 
 
 TABLES: dict[str, Table] = {
-    "audit": Table(
-        "audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), tuple(_known_audit())
-    ),
+    "audit": Table("audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), labelled=True),
     "audit_ops": Table(
         "audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs", "input_shapes")
     ),
@@ -138,10 +146,11 @@ TABLES: dict[str, Table] = {
             *("batch_size", "step", "loss_scale", "mode", "kind", "module", "tensor", "dtype"),
             *("numel", "flushed", "subnormal", "nonfinite", "ref_zero", "rel_err", "loss"),
         ),
-        tuple(_known_grads()),
+        labelled=True,
     ),
     "histogram": Table(
-        "histogram.csv", ("batch_size", "step", "loss_scale", "bin", "log2_lo", "count", "share")
+        "histogram.csv",
+        ("batch_size", "step", "loss_scale", "module", "bin", "log2_lo", "count", "share"),
     ),
     "fp16_fate": Table(
         "fp16_fate.csv",
@@ -149,7 +158,7 @@ TABLES: dict[str, Table] = {
             *("batch_size", "step", "loss_scale", "kind", "module", "tensor", "shift"),
             *("multiplier", "fp16_flushed", "fp16_subnormal", "fp16_overflow"),
         ),
-        tuple(_known_grads()),
+        labelled=True,
     ),
     "steps": Table(
         "convergence_steps.csv",
@@ -161,7 +170,10 @@ TABLES: dict[str, Table] = {
     ),
     "runs": Table(
         "convergence_runs.csv",
-        ("mode", "batch_size", "seed", "optimizer", "steps", "step_ms", "model_state_gib"),
+        (
+            *("mode", "batch_size", "seed", "optimizer", "steps", "step_ms", "model_state_gib"),
+            "true_heldout_loss",
+        ),
     ),
     "summary": Table(
         "summary.csv",
@@ -212,9 +224,24 @@ def load(run_dir: Path) -> dict[str, object]:
             "finishes it"
         )
     out: dict[str, object] = {name: _read(run_dir, name) for name in TABLES}
-    out["audit_json"] = json.loads((run_dir / AUDIT_JSON).read_text())
+    out["audit_json"] = audit_json(json.loads((run_dir / AUDIT_JSON).read_text()))
     out["env"] = read_env(run_dir)
     return out
+
+
+def audit_json(found: dict) -> dict:
+    """audit.json's content as this version reads it: `chains` (mode -> the autograd chain from
+    the loss to the parameter `chained`) and `unsupported`. Older folders kept the chains under
+    `chain_to_<parameter with _ for .>`."""
+    found = dict(found)
+    for key in [k for k in found if k.startswith("chain_to_")]:
+        name = key.removeprefix("chain_to_")
+        module, _, param = name.rpartition("_")
+        found.setdefault("chains", found.pop(key))
+        found.setdefault("chained", f"{module}.{param}")
+    found.setdefault("chains", {})
+    found.setdefault("unsupported", {})
+    return found
 
 
 def read(run_dir: Path, name: str) -> pd.DataFrame:
@@ -233,7 +260,7 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
         df = pd.DataFrame()
     if df.empty:
         return pd.DataFrame(columns=list(table.columns))
-    if table.labels and "kind" not in df.columns:
+    if table.labelled and "kind" not in df.columns:
         df = _derive_tensor_columns(df, table, path)
     for col in table.columns:
         if col not in df.columns:  # a column the folder predates: empty, as if not measured
@@ -245,12 +272,27 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
 
 
 def _derive_tensor_columns(df: pd.DataFrame, table: Table, path: Path) -> pd.DataFrame:
-    by_label = {t["tensor"]: t for t in table.labels}
-    unknown = sorted(set(df["tensor"]) - set(by_label))
+    by_label = {label: legacy_tensor(label) for label in set(df["tensor"])}
+    unknown = sorted(label for label, t in by_label.items() if t is None)
     if unknown:
         raise UsageError(f"{path}: tensor label {unknown[0]!r} is not one this version knows")
+    # Those folders audited the Adam state of their first weight, as this version does.
+    first = next(
+        (
+            t["module"]
+            for label in df["tensor"]
+            if (t := by_label[label])["kind"] == PARAM_GRAD and t["module"].endswith(".weight")
+        ),
+        "",
+    )
     derived = [c for c in table.columns if c in TENSOR_COLUMNS]
     for col in derived:
-        df[col] = df["tensor"].map(lambda label, col=col: by_label[label][col])
+        df[col] = df["tensor"].map(
+            lambda label, col=col: (
+                first
+                if col == "module" and by_label[label]["kind"] == OPTIM_STATE
+                else by_label[label][col]
+            )
+        )
     lead = [c for c in table.columns if c in df.columns]
     return df[lead + [c for c in df.columns if c not in lead]]

@@ -1,4 +1,5 @@
-"""Training runs of the numerics study: the learnable task (`bench.numerics.task`), the one step.
+"""Training runs of the numerics study: the workload's learnable task (`bench.workloads.tasks`), the
+one step.
 
 - `convergence`: train one case for N steps, keeping every step's loss and GradScaler scale, and
   evaluating on the held-out split every `eval_every` steps; the step time used for time-to-target
@@ -7,7 +8,7 @@
 - `census_trajectory`: train with fp16 autocast and GradScaler (the recommended fp16 recipe), and at
   each checkpoint compare, on the current weights and batch, the gradients of fp16 without scaling,
   fp16 at the scaler's current scale and bf16 against an fp32 reference; at the first and last
-  checkpoint also histogram the reference's activation gradients.
+  checkpoint also histogram the reference's activation gradients (pooled, and the logits' alone).
 
 Each returns plain lists of flat dict rows by table name (`bench.numerics.tables`), so that a
 worker process can hand them back.
@@ -18,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-import torch.nn.functional as F
 
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
@@ -26,12 +26,12 @@ from bench.faults import error_summary, fault_status
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.numerics.grads import capture
-from bench.numerics.tables import ACTIVATION_GRAD, ACTIVATIONS, POOLED, PRODUCED_GRAD, grad_tensor
-from bench.numerics.task import HELDOUT_STREAM, Task
+from bench.numerics.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.underflow import census, fp16_fate, log2_histogram
 from bench.recipes.catalog import autocast_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
+from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
 """The low-precision modes the census compares with the fp32 reference, on the trajectory's own
@@ -155,15 +155,23 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 
 
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Held-out mean cross-entropy and accuracy, the forward pass in the mode's context."""
+    """Held-out mean loss (the workload's, mean over every prediction) and accuracy (of the
+    last dimension's argmax), the forward pass in the mode's context, in chunks of the case's
+    batch size: a transformer's logits for a whole held-out split would not fit."""
+    loss_sum, correct, count = 0.0, 0.0, 0
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
-        logits = s.model(s.mode.cast_input(x))
-    return F.cross_entropy(logits.float(), y).item(), (logits.argmax(1) == y).float().mean().item()
+        for xs, ys in zip(x.split(s.case.batch_size), y.split(s.case.batch_size), strict=True):
+            logits = s.model(s.mode.cast_input(xs))
+            n = ys.numel()
+            loss_sum += s.case.workload.loss(logits.float(), ys, "mean").item() * n
+            correct += (logits.argmax(-1) == ys).float().sum().item()
+            count += n
+    return loss_sum / count, correct / count
 
 
-def _step_ms(case: Case, task: Task, prototypes: torch.Tensor) -> float:
+def _step_ms(case: Case, task: Task) -> float:
     s = build(case)
-    s.x, s.y = task.sample(case.batch_size, 0, prototypes)
+    s.x, s.y = task.sample(case.batch_size, 0)
     samples = time_phases(
         {"step": lambda: train_step(s)}, warmup=5, steps=20, clock=clock_for(case.device)
     )
@@ -188,7 +196,7 @@ def convergence(
 ) -> dict[str, list[dict]]:
     """`steps` training steps of `case` on the task; rows of `steps`, `evals`, `runs` and, every
     `trace_every` steps (0: never), `traces`."""
-    task = Task(size=case.size, seed=case.seed, noise=noise, device=case.device)
+    task = case.workload.make_task(case.size, case.seed, noise, case.device)
     axes = {
         "mode": case.mode,
         "batch_size": case.batch_size,
@@ -196,9 +204,8 @@ def convergence(
         "optimizer": case.optimizer,
         "steps": steps,
     }
-    protos = task.prototypes()
-    step_ms = _step_ms(case, task, protos)
-    xh, yh = task.sample(heldout, HELDOUT_STREAM, protos)
+    step_ms = _step_ms(case, task)
+    xh, yh = task.sample(heldout, HELDOUT_STREAM)
     s = build(case)
     init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
     losses, scales, evals, traces = [], [], [], []
@@ -208,7 +215,7 @@ def convergence(
             evals.append({**axes, "step": step, "heldout_loss": loss, "heldout_acc": acc})
         if step == steps:
             break
-        s.x, s.y = task.sample(case.batch_size, step, protos)
+        s.x, s.y = task.sample(case.batch_size, step)
         if trace_every and step % trace_every == 0:
             loss, rows = traced_step(s)
             traces += [{**axes, "step": step, **row} for row in rows]
@@ -226,7 +233,15 @@ def convergence(
     return {
         "steps": rows,
         "evals": evals,
-        "runs": [{**axes, "step_ms": step_ms, "model_state_gib": model_state_gib(s)}],
+        "runs": [
+            {
+                **axes,
+                "step_ms": step_ms,
+                "model_state_gib": model_state_gib(s),
+                # The held-out loss a perfect model reaches: the task's own process on the split.
+                "true_heldout_loss": task.true_loss((xh, yh)),
+            }
+        ],
         "traces": traces,
     }
 
@@ -240,13 +255,12 @@ def census_trajectory(
     scaled, _ = fp16_pair()
     if case.mode != scaled:
         raise ValueError(f"the census trajectory trains with {scaled}, got mode {case.mode!r}")
-    task = Task(size=case.size, seed=case.seed, noise=noise, device=case.device)
-    protos = task.prototypes()
+    task = case.workload.make_task(case.size, case.seed, noise, case.device)
     s = build(case)
     census_rows, hist_rows, fate_rows, failed_rows = [], [], [], []
     last = max(checkpoints)
     for step in range(last + 1):
-        s.x, s.y = task.sample(case.batch_size, step, protos)
+        s.x, s.y = task.sample(case.batch_size, step)
         if step in checkpoints:
             scale = s.scaler.get_scale()
             # The trajectory's training loss on this step's batch, to read a census row against.
@@ -280,11 +294,16 @@ def census_trajectory(
                     continue
                 census_rows += _census_rows(cap, ref, {**axes, "mode": name}, 1.0, loss)
             if histogram and step in (min(checkpoints), last):
-                pooled = torch.cat([ref.activation_grads[n].flatten() for n in ACTIVATIONS])
-                for row in log2_histogram(pooled):
-                    hist_rows.append({**axes, **row})
+                names = ref.observed
+                pooled = torch.cat([ref.activation_grads[n].flatten() for n in names])
+                for module, values in (
+                    (POOLED, pooled),
+                    (names[-1], ref.activation_grads[names[-1]]),
+                ):
+                    for row in log2_histogram(values):
+                        hist_rows.append({**axes, "module": module, **row})
                 for module, values in [(POOLED, pooled)] + [
-                    (n, ref.activation_grads[n]) for n in ACTIVATIONS
+                    (n, ref.activation_grads[n]) for n in names
                 ]:
                     for shift, used in (("unscaled", 1.0), ("scaled", scale)):
                         fate_rows.append(
@@ -326,7 +345,7 @@ def _census_rows(cap, ref, axes: dict, used: float, loss: torch.Tensor) -> list[
     of every activation and every parameter's gradient as its matmul produced it."""
     pairs = [
         (grad_tensor(ACTIVATION_GRAD, n), cap.activation_grads[n], ref.activation_grads[n])
-        for n in ACTIVATIONS
+        for n in ref.observed
     ]
     pairs += [
         (grad_tensor(PRODUCED_GRAD, n), g, ref.produced_grads[n])

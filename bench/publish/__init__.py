@@ -11,9 +11,12 @@
 - The README's generated blocks: `readme`, and `summary` with `summary_studies` and `prose`.
 - Other tools and the user's own expectations: `export`, `compare`, `criteria` with
   `criteria_file`.
+- The results as a static site: the `site` package (`ampbench publish`), pages from the reports
+  and history charts that work offline.
 
 Modes are named through the mode table (`bench.recipes.catalog`), never by a literal name.
 
 May import: `bench.store`, `bench.cases`, `bench.faults`, `bench.recipes.catalog` (torch-free),
-`bench.numerics`' reading modules; pandas, tabulate, matplotlib, scipy. No torch: publishing
+`bench.numerics`' reading modules; pandas, tabulate, matplotlib, scipy; markdown and plotly in
+`site` only (the `site` extra, imported after `site.deps` checked them). No torch: publishing
 works from folders alone (tests/test_publish_imports.py)."""

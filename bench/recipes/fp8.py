@@ -87,6 +87,20 @@ def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
     }
 
 
+def convertible(workload: Workload, size: object) -> list[str]:
+    """The Linears of `workload` at `size` that float8 can run at all: not kept by the workload
+    and both dimensions multiples of 16. torchao's size thresholds are left out: they say whether
+    float8 pays at this size, not whether it applies to the model, and a row whose Linears are
+    all below them runs and says so in its plan. None convertible (ResNet-50, whose one Linear
+    is its head; a model without a Linear): a float8 recipe has nothing to do on this model."""
+    excluded = workload.fp8_excluded(size)
+    return [
+        name
+        for name, (k, n) in workload.linears(size).items()
+        if name not in excluded and not (k % 16 or n % 16)
+    ]
+
+
 def _decide(recipe: str, *, n: int, k: int) -> str:
     """torchao's auto-filter for one Linear of weight shape (N, K) = (out, in)."""
     if k % 16 or n % 16:

@@ -30,6 +30,9 @@ RUNS = ROOT / "runs"
 """Where a run, study or search lands unless `--results-dir` says otherwise: git-ignored, so a
 user's own runs never show in `git status` or in the published index. `ampbench promote RUN`
 copies a run from here into RESULTS."""
+SITE = ROOT / "site"
+"""Where `ampbench publish` writes the static site unless `--output` says otherwise: git-ignored,
+made again from results/ whenever it is wanted."""
 CWD_VAR = "AMPBENCH_CWD"
 """Environment variable: the directory the user ran the command in (set by run_bench.sh)."""
 

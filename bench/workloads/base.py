@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from bench.workloads.tasks import PoolTask, Task
+
 Batch = tuple[torch.Tensor, torch.Tensor]
 """(inputs, targets), both on the case's device."""
 
@@ -51,6 +53,24 @@ class Workload:
     """What the throughput counts per second: `samples`, or `tokens` where samples have them."""
     per_sample: Callable[[object], int] = field(default=lambda size: 1)
     """Units of throughput in one sample (tokens per sequence); 1 for samples."""
+    task: Callable[[object, int, float, str], Task] | None = None
+    """(size, seed, noise, device) -> the learnable task the numerics study trains on
+    (`bench.workloads.tasks`); None: a pool of the workload's own batches (`tasks.PoolTask`)."""
+    numerics: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    """Device -> numerics study settings that differ for this workload from
+    `bench.numerics.defaults.PER_DEVICE` (batch sizes in the workload's samples, held-out size)."""
+    unsupported_reason: Callable[[], str | None] = field(default=lambda: None)
+    """Why no case of this workload can run here (an optional package it needs is missing), or
+    None. Asked before anything of the model is built: each case is then an `unsupported` row
+    with this reason (`bench.execution.variants.unsupported_reason`)."""
+
+    def make_task(self, size: object, seed: int, noise: float, device: str) -> Task:
+        """The task the numerics study trains this workload on."""
+        if self.task is not None:
+            return self.task(size, seed, noise, device)
+        return PoolTask(
+            make=lambda n, batch_seed: self.make_batch(size, n, device, batch_seed), seed=seed
+        )
 
     def size(self, preset: str) -> object:
         if preset not in self.presets:

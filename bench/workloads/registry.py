@@ -1,5 +1,6 @@
 """The workloads by name: the MLP of the seed question (`mlp`, the default), a GPT-style
-transformer (`gpt`), and a user's own model given as `package.module:factory`.
+transformer (`gpt`), torchvision's ResNet-50 (`resnet50`, when torchvision is installed), and a
+user's own model given as `package.module:factory`.
 
 A user's factory is called with no arguments and returns a `Workload`
 (`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
@@ -18,7 +19,7 @@ from torch import nn
 
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import gpt, mlp
+from bench.workloads import gpt, mlp, resnet, tasks
 from bench.workloads.base import Workload
 
 
@@ -42,8 +43,17 @@ MLP = Workload(
     # Each Linear is its own FSDP2 unit (a float8 Linear is an nn.Linear too); ReLU has nothing
     # to shard.
     blocks=lambda model: [m for m in model.children() if isinstance(m, nn.Linear)],
-    observed=lambda model: {"fc1": model.fc1, "fc2": model.fc2, "fc3": model.fc3},
+    # The ReLU's output too: the gradient of fc1's output is zero wherever it is off.
+    observed=lambda model: {
+        "fc1": model.fc1,
+        "relu": model.relu,
+        "fc2": model.fc2,
+        "fc3": model.fc3,
+    },
     dims=lambda size: (size.input_size, size.hidden_size, size.num_classes),
+    task=lambda size, seed, noise, device: tasks.PrototypeTask(
+        features=size.input_size, classes=size.num_classes, seed=seed, noise=noise, device=device
+    ),
 )
 
 
@@ -70,9 +80,42 @@ GPT = Workload(
     dims=lambda size: (size.context, size.width, size.vocab),
     unit="tokens",
     per_sample=lambda size: size.context,
+    task=lambda size, seed, noise, device: tasks.MarkovTask(
+        vocab=size.vocab, context=size.context, seed=seed, noise=noise, device=device
+    ),
+    # Batch sizes in sequences of 1024 tokens: an MLP sample is one vector, a sequence a
+    # thousand positions, each its own prediction. The held-out split is evaluated in chunks.
+    numerics={
+        "cuda": {
+            "census_batch_sizes": (2, 8),
+            "histogram_batch": 8,
+            "conv_batch_sizes": (1, 2),
+            "long_steps": 3000,
+            "heldout": 32,
+            # A traced step copies every weight (163M for gpt2-124m): every 20th, not every 5th.
+            "trace_every": 20,
+        },
+    },
 )
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT)}
+RESNET = Workload(
+    name="resnet50",
+    description="torchvision's ResNet-50 on synthetic images, channels-last",
+    presets=resnet.PRESETS,
+    default_preset={"cuda": "resnet50", "cpu": "tiny"},
+    build=resnet.build,
+    make_batch=resnet.make_batch,
+    loss=resnet.loss,
+    linears=resnet.linear_shapes,
+    fp8_excluded=resnet.fp8_excluded,
+    blocks=resnet.blocks,
+    observed=resnet.observed,
+    dims=lambda size: (size.image, resnet.FEATURES, size.classes),
+    # torchvision is an optional extra: without it every case is an `unsupported` row.
+    unsupported_reason=resnet.unsupported_reason,
+)
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}
 """The built-in workloads; `get` also resolves a user's `package.module:factory`."""
 
 

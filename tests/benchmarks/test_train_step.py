@@ -123,6 +123,9 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     moved = any(
         not torch.equal(b, p.detach().flatten()[:256]) for b, p in zip(before, params, strict=True)
     )
+    # GradScaler skips a step whose gradients overflowed and lowers its scale: a convolutional
+    # network's first steps at the initial scale of 2**16 can (resnet50's BatchNorm gradients).
+    stepped = moved or (mode.scale_loss and s.scaler.get_scale() < 2.0**16)
     if spec.phase == "forward":
         logits, loss = result
         # One row of outputs per sample (per token of each sequence for gpt), classes last.
@@ -131,6 +134,6 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     elif spec.phase == "backward":
         assert all(p.grad is not None for p in params) and not moved
     elif spec.phase == "optimizer":
-        assert moved and all(p.grad is None for p in params)  # updated, then grads dropped
+        assert stepped and all(p.grad is None for p in params)  # updated, then grads dropped
     else:
-        assert torch.isfinite(result) and moved and all(p.grad is None for p in params)
+        assert torch.isfinite(result) and stepped and all(p.grad is None for p in params)

@@ -1,0 +1,144 @@
+"""The history's interactive charts: one plotly chart per case of a GPU model's history
+(`bench.publish.history.collect`), its median step time in each run that has it, runs in
+history order (by the date of their commit).
+
+Each point's marker is its verdict against the previous run that has the case, as the
+history's figure draws it (`history.VERDICT_MARKERS`): a regression (`slower`) is a large red
+up-pointing triangle, and its chart is framed in red and listed first among its mode's. The
+hover names the run, its commit and date, the median and the verdict with its ratio. A case
+measured in one run only has no history to draw: the tables below the charts hold it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.utils import PlotlyJSONEncoder
+
+from bench.publish import history
+from bench.recipes.catalog import colour
+
+SYMBOLS = {"^": "triangle-up", "v": "triangle-down", "o": "circle", "x": "x", "s": "square"}
+VERDICT_COLOURS = {"slower": "#cf222e", "faster": "#1a7f37"}
+HEIGHT = 250
+TICKS_WITH_COMMITS = 7
+MIN_SPAN = 0.10
+"""The least a chart's y axis spans, relative to the middle of its values: noise of a fraction
+of a percent stays flat, and a change the verdicts call real shows as one."""
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One case's chart: where the page anchors it, its title, and its plotly figure (JSON)."""
+
+    case_id: str
+    mode: str
+    title: str
+    regressed: bool
+    figure: str
+
+    @property
+    def anchor(self) -> str:
+        return anchor(self.case_id)
+
+
+def anchor(case_id: str) -> str:
+    """The id of a case's chart on its history page."""
+    return "case-" + re.sub(r"[^A-Za-z0-9]+", "-", case_id).strip("-")
+
+
+def _shared(case_ids: list[str]) -> set[str]:
+    """The parts of a case id (`fp32/fused/b256/1024x16000x2000/cuda/s0`) every case shares:
+    left out of the titles, which then say what tells the cases apart."""
+    parts = [set(c.split("/")) for c in case_ids]
+    return set.intersection(*parts) if parts else set()
+
+
+def _title(case_id: str, mode: str, shared: set[str]) -> str:
+    kept = [p for p in case_id.split("/") if p not in shared and p != mode]
+    return " · ".join(kept) or case_id
+
+
+def _y_range(ms: pd.Series) -> list[float]:
+    lo, hi = float(ms.min()), float(ms.max())
+    mid, half = (lo + hi) / 2, max(hi - lo, MIN_SPAN * (lo + hi) / 2) / 2
+    return [mid - 1.15 * half, mid + 1.15 * half]
+
+
+def _figure(case: pd.DataFrame, runs: pd.DataFrame, line: str) -> str:
+    run = runs.set_index("label")
+    # Each run's commit under its label, while they fit side by side; the hover has it always.
+    ticks = [
+        f"{lab}<br>{run.loc[lab, 'commit']}" if len(case) <= TICKS_WITH_COMMITS else lab
+        for lab in case["label"]
+    ]
+    markers = [history.VERDICT_MARKERS[v] for v in case["verdict"]]
+    verdicts = [
+        v + (f" {r:.3f}× against {p}" if pd.notna(r) else "")
+        for v, r, p in zip(case["verdict"], case["ratio"], case["previous"], strict=True)
+    ]
+    custom = [
+        [run.loc[lab, "run"], run.loc[lab, "commit"], f"{run.loc[lab, 'date']:%Y-%m-%d}", text]
+        for lab, text in zip(case["label"], verdicts, strict=True)
+    ]
+    symbols = [
+        SYMBOLS[m] + ("-open" if v == "unclear" else "")
+        for (m, _, _), v in zip(markers, case["verdict"], strict=True)
+    ]
+    fig = go.Figure(
+        go.Scatter(
+            x=ticks,
+            y=case["median_ms"],
+            mode="lines+markers",
+            line={"color": line, "width": 1.5},
+            marker={
+                "symbol": symbols,
+                "size": [size * 1.4 for _, size, _ in markers],
+                "color": [VERDICT_COLOURS.get(v, line) for v in case["verdict"]],
+                "line": {
+                    "color": ["black" if v in VERDICT_COLOURS else line for v in case["verdict"]],
+                    "width": 1,
+                },
+            },
+            customdata=custom,
+            hovertemplate="%{customdata[0]}<br>commit %{customdata[1]}, %{customdata[2]}"
+            "<br>%{y:.4g} ms<br>%{customdata[3]}<extra></extra>",
+        ),
+        layout={
+            "template": "none",  # no theme: each figure's JSON stays small
+            "height": HEIGHT,
+            "margin": {"l": 56, "r": 12, "t": 8, "b": 48},
+            "font": {"size": 11},
+            "showlegend": False,
+            "xaxis": {"type": "category", "showgrid": False},
+            "yaxis": {
+                "title": {"text": "median step ms"},
+                "gridcolor": "#eaeef2",
+                "range": _y_range(case["median_ms"]),
+            },
+        },
+    )
+    return json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder)
+
+
+def charts(runs: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
+    """A chart per case measured in two runs or more, grouped by mode in the history's order,
+    within a mode the cases that got slower first."""
+    ok = points[points["median_ms"].notna()]
+    shared = _shared(list(dict.fromkeys(ok["case_id"])))
+    out = []
+    for mode, of_mode in ok.groupby("mode", sort=False):
+        found = []
+        for case_id, case in of_mode.groupby("case_id", sort=True):
+            if len(case) < 2:
+                continue
+            regressed = bool((case["verdict"] == "slower").any())
+            figure = _figure(case, runs, colour(str(mode)))
+            title = _title(str(case_id), str(mode), shared)
+            found.append(Chart(str(case_id), str(mode), title, regressed, figure))
+        out += sorted(found, key=lambda c: not c.regressed)  # stable: ids in order otherwise
+    return out

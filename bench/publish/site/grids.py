@@ -1,0 +1,91 @@
+"""Consecutive runs of one grid: for each timing run, the run before it (by start) that measured
+the same grid on the same GPU model, and the compare verdicts between the two
+(`bench.publish.compare`): what changed since the last time this grid was run.
+
+Two runs measure the same grid when they agree on the GPU model, the model and its sizes, the
+number of ranks and the values of every swept axis of `Case` (an axis a folder predates counts
+as its default).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import pandas as pd
+
+from bench.cases import case
+from bench.faults import UsageError
+from bench.publish import compare
+from bench.publish.runs import Run
+
+MIN_EFFECT, CONFIDENCE = 0.02, 0.95
+"""`ampbench compare`'s defaults: the smallest change reported, the interval's level."""
+SIZES = ("model", "preset", "input_size", "hidden_size", "num_classes")
+
+
+def grid_key(env: dict) -> tuple:
+    """What a timing run's env.json says of its grid, in a form two runs can be matched on."""
+    cfg = env.get("config", {})
+    defaults = case.axis_defaults()
+    swept = tuple(
+        (sweep.plural, tuple(sorted(map(str, cfg.get(sweep.plural) or [defaults[name]]))))
+        for name, sweep in case.swept().items()
+    )
+    sizes = tuple(str(cfg.get(k, "mlp" if k == "model" else None)) for k in SIZES)
+    return (str(env.get("gpu")), int(cfg.get("world_size") or 1), *sizes, *swept)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A timing run and the run before it on the same grid, with the verdicts between them."""
+
+    before: Run
+    after: Run
+    table: pd.DataFrame
+    """`compare.compare(before, after)`: one row per case of both, with its verdict."""
+
+    def counts(self) -> dict[str, int]:
+        """How many cases got each verdict, slower first."""
+        found = self.table["verdict"].value_counts() if len(self.table) else pd.Series()
+        order = ["slower", "faster", "same", "unclear", "missing"]
+        return {v: int(found[v]) for v in order if v in found}
+
+    def words(self) -> str:
+        """The counts in words: `2 slower, 63 same`."""
+        return ", ".join(f"{n} {v}" for v, n in self.counts().items()) or "no case in both"
+
+    def markdown(self) -> str:
+        """The comparison as `ampbench compare` writes it, without its title."""
+        text = compare.render(
+            self.table,
+            run_a=self.before.path,
+            run_b=self.after.path,
+            pair=None,
+            min_effect=MIN_EFFECT,
+            confidence=CONFIDENCE,
+            warnings=compare.env_differences(self.before.env, self.after.env),
+        )
+        return text.split("\n", 1)[1].lstrip("\n")  # the title is the page's
+
+
+def pairs(timing: list[Run]) -> dict[str, Pair]:
+    """Each timing run (by folder) that has a run before it on its grid: that pair. `timing` is
+    in start order, as `bench.publish.runs.run_folders` gives it."""
+    last: dict[tuple, Run] = {}
+    found = {}
+    for run in timing:
+        key = grid_key(run.env)
+        if key in last and "ended" in run.env and "ended" in last[key].env:
+            before = last[key]
+            try:
+                table = compare.compare(
+                    before.path, run.path, min_effect=MIN_EFFECT, confidence=CONFIDENCE
+                )
+            except (UsageError, OSError) as exc:  # one damaged folder costs its comparison only
+                print(f"ampbench: warning: {run.path.name} not compared: {exc}", file=sys.stderr)
+            else:
+                found[str(run.path)] = Pair(before, run, table)
+        if "ended" in run.env:
+            last[key] = run
+    return found
