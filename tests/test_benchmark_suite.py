@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from bench.workloads.registry import get
 from tests.benchmarks.conftest import _storage_problem
 from tests.conftest import suite_options
 
@@ -47,9 +49,12 @@ def test_saved_runs_carry_extra_info_and_compare(tmp_path):
     # Every built-in workload by default (on the CPU resnet50 only when named: its step takes
     # seconds); the MLP's names are those of the saves made before workloads existed, another
     # workload's start with its name.
+    prefixes = ["", "gpt-"]
+    if torch.cuda.is_available() and get("resnet50").unsupported_reason() is None:
+        prefixes.append("resnet50-")  # named by default on a GPU
     assert names == {
         f"test_train_step[{w}{m}-b8-{p}]"
-        for w in ("", "gpt-")
+        for w in prefixes
         for m in ("fp32", "bf16-amp")
         for p in ("forward", "backward", "optimizer", "step")
     }
