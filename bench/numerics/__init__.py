@@ -3,7 +3,8 @@ float16 flushes to zero with and without GradScaler, and whether training conver
 
 A study writes one folder, `results/<UTC stamp>_<gpu>_<sha>_numerics[_<tag>]/`:
 - `audit.csv` (tensor x mode dtypes), `audit_ops.csv` (every aten op with its dtypes),
-  `audit.json` (the autograd chain to fc1.weight per mode, and the GradScaler error paths);
+  `audit.json` (the autograd chain to the first Linear's weight per mode, and the GradScaler
+  error paths);
 - `census.csv`: underflow of every gradient tensor against an fp32 reference, per batch size,
   mode and checkpoint of an fp16 + GradScaler training trajectory;
 - `histogram.csv`, `fp16_fate.csv`, `histogram.png`: the Micikevicius et al. histogram;

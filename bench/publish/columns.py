@@ -83,7 +83,7 @@ DTYPE = {
     "tf32_cudnn": "TF32 cuDNN",
     "output_dtype": "logits",
     "loss_dtype": "loss",
-    "param_grad_dtype": "fc1.weight.grad",
+    "param_grad_dtype": "param.grad",
     "param_dtype": "params",
     "optimizer_impl": "Adam",
     "fp8_linears": "float8 Linears (torchao's size rules)",

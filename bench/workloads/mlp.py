@@ -1,4 +1,5 @@
-"""The workload: the MLP from the original question, its named sizes, and its synthetic data.
+"""The workload: the MLP from the original question, its named sizes, its synthetic data, and the
+`Workload` the registry names `mlp` (`WORKLOAD`).
 
 Linear(input_size, hidden) -> ReLU -> Linear(hidden, hidden) -> Linear(hidden, num_classes), trained
 with CrossEntropyLoss (mean) and Adam. There is deliberately no activation between fc2 and fc3: the
@@ -11,7 +12,11 @@ import dataclasses
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from bench.workloads.base import Workload
+from bench.workloads.tasks import PrototypeTask
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,3 +76,37 @@ def make_batch(
     x = torch.randn(batch_size, size.input_size, generator=gen, device=device)
     y = torch.randint(0, size.num_classes, (batch_size,), generator=gen, device=device)
     return x, y
+
+
+def _mlp_build(size: ModelSize, device: str, seed: int) -> nn.Module:
+    # torch's default init draws from the global generator, which `bench.recipes.step.build`
+    # seeds with the case's seed before this call: the MLP's weights are those of every run
+    # before workloads existed.
+    return MLP(size, device=device)
+
+
+WORKLOAD = Workload(
+    name="mlp",
+    description="Linear(in, hidden) → ReLU → Linear(hidden, hidden) → Linear(hidden, classes)",
+    presets=PRESETS,
+    default_preset={"cuda": "seed", "cpu": "tiny"},
+    build=_mlp_build,
+    make_batch=lambda size, batch, device, seed: make_batch(size, batch, seed, device),
+    loss=lambda out, y, reduction: F.cross_entropy(out, y, reduction=reduction),
+    linears=lambda size: dict(zip(("fc1", "fc2", "fc3"), size.linears(), strict=True)),
+    fp8_excluded=lambda size: {},
+    # Each Linear is its own FSDP2 unit (a float8 Linear is an nn.Linear too); ReLU has nothing
+    # to shard.
+    blocks=lambda model: [m for m in model.children() if isinstance(m, nn.Linear)],
+    # The ReLU's output too: the gradient of fc1's output is zero wherever it is off.
+    observed=lambda model: {
+        "fc1": model.fc1,
+        "relu": model.relu,
+        "fc2": model.fc2,
+        "fc3": model.fc3,
+    },
+    dims=lambda size: (size.input_size, size.hidden_size, size.num_classes),
+    task=lambda size, seed, noise, device: PrototypeTask(
+        features=size.input_size, classes=size.num_classes, seed=seed, noise=noise, device=device
+    ),
+)

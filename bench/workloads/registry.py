@@ -15,46 +15,13 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from bench.faults import UsageError
 from bench.store import paths
 from bench.workloads import gpt, mlp, resnet, tasks
 from bench.workloads.base import Workload
 
-
-def _mlp_build(size: mlp.ModelSize, device: str, seed: int) -> nn.Module:
-    # torch's default init draws from the global generator, which `bench.recipes.step.build`
-    # seeds with the case's seed before this call: the MLP's weights are those of every run
-    # before workloads existed.
-    return mlp.MLP(size, device=device)
-
-
-MLP = Workload(
-    name="mlp",
-    description="Linear(in, hidden) → ReLU → Linear(hidden, hidden) → Linear(hidden, classes)",
-    presets=mlp.PRESETS,
-    default_preset={"cuda": "seed", "cpu": "tiny"},
-    build=_mlp_build,
-    make_batch=lambda size, batch, device, seed: mlp.make_batch(size, batch, seed, device),
-    loss=lambda out, y, reduction: F.cross_entropy(out, y, reduction=reduction),
-    linears=lambda size: dict(zip(("fc1", "fc2", "fc3"), size.linears(), strict=True)),
-    fp8_excluded=lambda size: {},
-    # Each Linear is its own FSDP2 unit (a float8 Linear is an nn.Linear too); ReLU has nothing
-    # to shard.
-    blocks=lambda model: [m for m in model.children() if isinstance(m, nn.Linear)],
-    # The ReLU's output too: the gradient of fc1's output is zero wherever it is off.
-    observed=lambda model: {
-        "fc1": model.fc1,
-        "relu": model.relu,
-        "fc2": model.fc2,
-        "fc3": model.fc3,
-    },
-    dims=lambda size: (size.input_size, size.hidden_size, size.num_classes),
-    task=lambda size, seed, noise, device: tasks.PrototypeTask(
-        features=size.input_size, classes=size.num_classes, seed=seed, noise=noise, device=device
-    ),
-)
+MLP = mlp.WORKLOAD
 
 
 def _gpt_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -113,6 +80,15 @@ RESNET = Workload(
     dims=lambda size: (size.image, resnet.FEATURES, size.classes),
     # torchvision is an optional extra: without it every case is an `unsupported` row.
     unsupported_reason=resnet.unsupported_reason,
+    # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out.
+    numerics={
+        "cuda": {
+            "census_batch_sizes": (32, 128),
+            "histogram_batch": 128,
+            "conv_batch_sizes": (32, 128),
+            "heldout": 256,
+        },
+    },
 )
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}
