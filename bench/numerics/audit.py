@@ -77,7 +77,7 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         optimizer_step(s)
     ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
     params = dict(s.model.named_parameters())
-    audited = chained(s)
+    audited = chained(case)
     state = s.optimizer.state[params[audited]]
     names = cap.observed
     logits = names[-1]
@@ -199,6 +199,5 @@ def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict
         tensor_rows += t
         op_rows += o
         chains[mode] = chain
-    first = next(iter(case.workload.linears(case.size)))
-    found = {"chained": f"{first}.weight", "chains": chains, "unsupported": skipped}
+    found = {"chained": chained(case), "chains": chains, "unsupported": skipped}
     return tensor_rows, op_rows, found

@@ -23,6 +23,7 @@ from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from bench.cases.case import Case
 from bench.recipes.modes import dtype_name
 from bench.recipes.step import TrainState, backward, forward
 
@@ -44,20 +45,18 @@ class Capture:
         return list(self.activations)
 
 
-def chained(s: TrainState) -> str:
+def chained(case: Case) -> str:
     """The parameter whose autograd chain and Adam state the audit records: the weight of the
     workload's first Linear (every parameter's Adam state has the same dtypes)."""
-    first = next(iter(s.case.workload.linears(s.case.size)))
+    first = next(iter(case.workload.linears(case.size)))
     return f"{first}.weight"
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
-    """The modules whose outputs the study observes, by name, in forward order, found on the
-    state's model by name (a float8 recipe swaps Linears for its own, a compiled or wrapped
-    model keeps the names under a prefix)."""
-    names = list(s.case.workload.observed(_unwrapped(s.model)))
-    modules = dict(_unwrapped(s.model).named_modules())
-    return {n: modules[n] for n in names}
+    """The modules whose outputs the study observes, by name, in forward order, asked of the
+    state's own model (a float8 recipe has swapped its Linears for its own; a compiled model is
+    asked through the module it wraps)."""
+    return dict(s.case.workload.observed(_unwrapped(s.model)))
 
 
 def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
@@ -146,7 +145,7 @@ def capture(s: TrainState) -> Capture:
         _, loss = forward(s)
         produced: dict[str, torch.Tensor] = {}
         handles += _hook_produced_grads(loss, s, produced)
-        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s)])
+        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.case)])
         backward(s, loss)
     finally:
         for h in handles:
