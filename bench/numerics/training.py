@@ -157,16 +157,16 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
     """Held-out mean loss (the workload's, mean over every prediction) and accuracy (of the
     last dimension's argmax), the forward pass in the mode's context, in chunks of the case's
-    batch size: a transformer's logits for a whole held-out split would not fit."""
-    loss_sum, correct, count = 0.0, 0.0, 0
+    batch size: a transformer's logits for a whole held-out split would not fit. The sums stay
+    on the device (float64) and are read once, not synced per chunk."""
+    sums = torch.zeros(2, dtype=torch.float64, device=x.device)  # loss × predictions, correct
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
         for xs, ys in zip(x.split(s.case.batch_size), y.split(s.case.batch_size), strict=True):
             logits = s.model(s.mode.cast_input(xs))
-            n = ys.numel()
-            loss_sum += s.case.workload.loss(logits.float(), ys, "mean").item() * n
-            correct += (logits.argmax(-1) == ys).float().sum().item()
-            count += n
-    return loss_sum / count, correct / count
+            sums[0] += s.case.workload.loss(logits.float(), ys, "mean").double() * ys.numel()
+            sums[1] += (logits.argmax(-1) == ys).sum()
+    loss_sum, correct = sums.tolist()
+    return loss_sum / y.numel(), correct / y.numel()
 
 
 def _step_ms(case: Case, task: Task) -> float:
