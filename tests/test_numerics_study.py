@@ -55,8 +55,11 @@ def small_study(tmp_path_factory) -> Path:
 
 def test_a_study_writes_its_folder(small_study):
     assert small_study.name.endswith("_numerics")
-    for name in [t.file for t in tables.TABLES.values()] + ["audit.json", "report.md", *FIGURES]:
-        assert (small_study / name).is_file(), name
+    files = [t.path(small_study) for t in tables.TABLES.values()]
+    files += [small_study / name for name in ("audit.json", "report.md", *FIGURES)]
+    for path in files:
+        assert path.is_file(), path.name
+    assert (small_study / "convergence_traces.csv.gz").is_file()  # the traces, compressed
     assert not (small_study / study_job.JOBS_DIR).exists()
     info = json.loads((small_study / "env.json").read_text())
     assert info["command"] == "ampbench test" and info["run_name"] == small_study.name
@@ -68,7 +71,7 @@ def test_a_study_writes_its_folder(small_study):
         "fp32": 19,
     }
     assert pd.read_csv(small_study / "failed.csv").empty
-    traces = pd.read_csv(small_study / "convergence_traces.csv")
+    traces = tables.read(small_study, "traces")
     assert sorted(traces["step"].unique())[:3] == [0, 2, 4]  # trace_every 2 on the CPU
     summary = pd.read_csv(small_study / "summary.csv")
     assert set(summary["divergence"]) <= {"none", "blowup", "nonfinite"}

@@ -5,6 +5,7 @@ README against the committed runs."""
 
 import json
 
+import pandas as pd
 import pytest
 
 from bench.cli import main
@@ -122,7 +123,7 @@ def test_a_readme_brings_the_docs_pages_beside_it(project, capsys):
         ),
         (
             "<!-- ampbench:summary results/run1 seed=1 -->\n<!-- /ampbench:summary -->",
-            "takes numerics= and optimizer=",
+            "takes numerics=, optimizer= and skip=",
         ),
     ],
 )
@@ -280,7 +281,7 @@ SUMMARY = [
     "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 8 and 10.0% at 32 "
     "(22.0 against 20.0 ms at 32; eager, fused Adam); bf16 autocast needs no scaler and takes "
     "16.0 ms there.",
-    "- **What bf16 gives up.** bf16 autocast ends training within 10% of fp32's loss (0.100 "
+    "- **What bf16 gives up.** bf16 autocast ends training within 10% of fp32's worst seed (0.100 "
     "against 0.100 at batch 1024); its gradients are 8.00× further from fp32's than scaled fp16's "
     "(median relative error 0.00800 against 0.00100): it keeps float32's range with 3 fewer "
     "mantissa bits.",
@@ -288,8 +289,9 @@ SUMMARY = [
     "10.0× eager fp32); in training its final loss is 3.00× fp32's at batch 1024.",
     "- **Fastest at batch 32** (any variant, fused Adam): `bf16-amp` at batch 32 (eager, 16.0 ms, "
     "10.0× eager fp32); in training its final loss is 1.00× fp32's at batch 1024.",
-    "- **Fastest that trains like fp32** (final loss within 10% of fp32's at every batch size "
-    "trained, no divergence; no study trained tf32): `bf16-amp` at batch 8 (eager, 5.00 ms, 8.00× "
+    "- **Fastest that trains like fp32** (each seed's final loss within 10% of fp32's worst at "
+    "every batch size trained, no divergence; no study trained tf32): `bf16-amp` at batch 8 "
+    "(eager, 5.00 ms, 8.00× "
     "eager fp32) and 32 (eager, 16.0 ms, 10.0× eager fp32).",
     "- **Memory** (peak allocated at batch 32, eager): fp32 6.00 GiB, bf16-amp 5.50 GiB and "
     "bf16-pure 3.00 GiB. Autocast keeps the weights, gradients and Adam state in float32 (1.00 "
@@ -361,9 +363,58 @@ def test_a_study_that_traced_divergence_is_preferred_for_training(answered):
             "fp32_loss": 0.1,
             "ratio": pytest.approx(50.0),
             "within": False,
+            "worse": 2,
+            "fp32_low": 0.1,
+            "fp32_high": 0.1,
             "diverged": 2,
             "steps": [700, 900],
             "runs": 2,
         }
     ]
     assert summary_studies.against_fp32([old], "fp16-amp-noscale")["diverged"].tolist() == [0]
+
+
+def test_a_summary_block_can_skip_bullets_and_names_a_stale_skip(answered):
+    block = (
+        "<!-- ampbench:summary ../results/run1 numerics=study1 skip=Memory,Fastest -->\n"
+        "<!-- /ampbench:summary -->"
+    )
+    (answered / "docs").mkdir(exist_ok=True)
+    text, _ = readme.regenerate(block, answered / "docs")
+    assert "**Speed.**" in text and "**Memory**" not in text and "**Fastest" not in text
+    with pytest.raises(UsageError, match="no bullet 'Nope' to skip"):
+        readme.regenerate(block.replace("Memory,Fastest", "Nope"), answered / "docs")
+
+
+def test_the_learning_line_counts_the_runs_left_on_the_plateau():
+    s = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 2, "seed": i, "final_loss": v, "heldout_loss": v}
+            for m, vals in (("fp32", (1.3, 6.0)), ("bf16-amp", (1.4, 1.35)))
+            for i, v in enumerate(vals)
+        ]
+    )
+    runs = s[["mode", "batch_size", "seed"]].assign(true_heldout_loss=1.1)
+    study = {"summary": s, "runs": runs, "env": {"numerics_config": {"steps": 1000}}}
+    line = summary_studies.learning_line([study])
+    assert "Runs still on the plateau by step 1000: batch 2: fp32 1 of 2; every other" in line
+    everyone = {**study, "summary": s.assign(heldout_loss=1.2)}
+    assert summary_studies.learning_line([everyone]) is None
+
+
+def test_the_float8_line_says_where_float8_pays_and_what_it_did_not_convert():
+    rows = pd.DataFrame(
+        [
+            {"mode": "bf16-amp", "batch_size": 8, "variant": "compile", "total_ms": 20.0},
+            {"mode": "fp8-tensorwise", "batch_size": 8, "variant": "compile", "total_ms": 40.0}
+            | {"fp8_linears": "a converted; b kept: too small for tensorwise (in 768 ≤ 4096)"},
+            {"mode": "fp8-rowwise", "batch_size": 8, "variant": "eager", "total_ms": 19.0}
+            | {"fp8_linears": "a kept: too small for rowwise (in 768 ≤ 1024); head kept: x"},
+        ]
+    )
+    line = summary.float8_line(rows)
+    assert "at batch 8 against 20.0 ms: fp8-tensorwise 0.5000× (compile, 40.00 ms);" in line
+    assert (
+        "fp8-rowwise 1.053× (eager, 19.00 ms; it converted no Linear of the model, so this is "
+        "bf16-amp's step)" in line
+    )

@@ -1,12 +1,17 @@
 """What the convergence runs' summary and traces show, for the report and the Answer (no torch,
 no measuring): which runs were looked at for divergence and which diverged (`measured`,
-`diverged`), what the traces show around a divergence event (`mechanism`), where each run ended
-(`run_ends`) and which gradient a run flushed most (`flushed_most`).
+`diverged`), how a mode's final losses compare with the reference's seed by seed (`versus`),
+how many runs learned a task whose perfect loss is known (`learned`), what the traces show around
+a divergence event (`mechanism`), where each run ended (`run_ends`) and which gradient a run
+flushed most (`flushed_most`).
 
 The summary itself, and the divergence rule, are `bench.numerics.run_summary`'s.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -25,6 +30,90 @@ def measured(summary: pd.DataFrame) -> pd.DataFrame:
 def diverged(runs: pd.DataFrame) -> pd.DataFrame:
     """The rows of `measured` runs that diverged."""
     return runs[runs["divergence"] != HEALTHY]
+
+
+LOSS_GAP = 0.10
+"""A final training loss more than 10% above the reference's (fp32's) at the same batch size
+counts as worse."""
+LEARNED_RATIO = 1.5
+"""A run has learned a task whose perfect held-out loss is known when its own held-out loss at the
+end is within 1.5× of it: on the transformer's Markov task a run sits on a plateau near
+log(states) and then drops to near the perfect loss, so the two are far apart."""
+
+
+@dataclass(frozen=True)
+class Versus:
+    """A mode's final training losses at one batch size against the reference's, seed by seed.
+    Learning can be a jump from a plateau (the transformer's task) whose timing varies from seed
+    to seed by more than any recipe's effect, so the means alone would call a recipe worse for
+    one seed's late jump, or better for the reference's: a seed is worse when it ends more than
+    LOSS_GAP above the reference's worst seed (or is not finite)."""
+
+    loss: float
+    """The mode's mean final loss over seeds (NaN when a seed went non-finite)."""
+    ref: float
+    ref_low: float
+    ref_high: float
+    seeds: int
+    worse: int
+    """The mode's seeds that ended more than LOSS_GAP above the reference's worst seed."""
+
+    @property
+    def within(self) -> bool:
+        return self.worse == 0
+
+    def describe(self, reference: str) -> str:
+        """The verdict as a clause: `within 10%`, or `**not** within 10% in 1 of 2 seeds`, with
+        the reference's seeds' range where they differ by more than the gap."""
+        gap = f"{LOSS_GAP:.0%}"
+        spread = self.ref_high > self.ref_low * (1 + LOSS_GAP)
+        ref_seeds = (
+            f" ({reference}'s own seeds end between {self.ref_low:.3g} and {self.ref_high:.3g})"
+            if spread
+            else ""
+        )
+        if self.worse:
+            return f"**not** within {gap} in {self.worse} of {self.seeds} seeds{ref_seeds}"
+        if self.loss <= self.ref * (1 + LOSS_GAP):
+            return f"within {gap}{ref_seeds}"
+        return f"within {gap} of {reference}'s worst seed{ref_seeds}"
+
+
+def versus(summary: pd.DataFrame, mode: str, batch_size: int, reference: str) -> Versus | None:
+    """`mode`'s final losses at `batch_size` against `reference`'s in the same study; None where
+    either was not trained at that batch size."""
+    at = summary[summary["batch_size"] == batch_size]
+    mine = at.loc[at["mode"] == mode, "final_loss"].astype(float)
+    ref = at.loc[at["mode"] == reference, "final_loss"].astype(float)
+    if mine.empty or ref.empty:
+        return None
+    high = float(ref.max())
+    worse = sum(1 for v in mine if not math.isfinite(v) or v > high * (1 + LOSS_GAP))
+    return Versus(
+        loss=float(mine.mean()),
+        ref=float(ref.mean()),
+        ref_low=float(ref.min()),
+        ref_high=high,
+        seeds=len(mine),
+        worse=worse,
+    )
+
+
+def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per batch size and mode, how many seeds learned the task (held-out loss at the end within
+    LEARNED_RATIO of the perfect model's on the same split) of how many ran: columns
+    batch_size, mode, learned, seeds. Empty where the task's perfect loss is not known."""
+    cols = ["batch_size", "mode", "learned", "seeds"]
+    if runs is None or runs.empty or "true_heldout_loss" not in runs:
+        return pd.DataFrame(columns=cols)
+    true = runs.dropna(subset=["true_heldout_loss"])[[*RUN_KEYS, "true_heldout_loss"]]
+    if true.empty:
+        return pd.DataFrame(columns=cols)
+    both = summary.merge(true, on=RUN_KEYS)
+    both["ok"] = both["heldout_loss"] <= LEARNED_RATIO * both["true_heldout_loss"]
+    out = both.groupby(["batch_size", "mode"], sort=False)["ok"].agg(["sum", "count"])
+    out.columns = ["learned", "seeds"]
+    return out.reset_index().astype({"learned": int, "seeds": int})
 
 
 MECHANISM_WINDOW = 100

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.numerics.analysis import LOSS_GAP
 from bench.numerics.answer_bf16 import bf16_against_fp16_error, bf16_sentences
 from bench.numerics.answer_divergence import (
     divergence_sentences,
     horizon_sentences,
+    learning_sentences,
     mechanism_sentences,
 )
 from bench.numerics.answer_dtypes import dtype_sentences, error_sentences
@@ -31,7 +33,6 @@ from bench.numerics.answer_recipes import (
 )
 from bench.numerics.answer_scaler import (
     FLUSH_LIMIT,
-    LOSS_GAP,
     cost_sentences,
     underflow_sentences,
     verdict_sentences,
@@ -56,6 +57,7 @@ def answer(tables: dict, torch_version: str) -> list[str]:
     return [
         *dtype_sentences(tables["audit"], chain, chained, torch_version),
         *underflow_sentences(census, summary),
+        *learning_sentences(summary, runs),
         *divergence_sentences(summary),
         *mechanism_sentences(traces, summary),
         *horizon_sentences(steps, runs),

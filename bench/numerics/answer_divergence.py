@@ -14,10 +14,12 @@ import math
 import pandas as pd
 
 from bench.numerics.analysis import (
+    LEARNED_RATIO,
     MECHANISM_WINDOW,
     ZERO_LIMIT,
     diverged,
     flushed_most,
+    learned,
     measured,
     mechanism,
     run_ends,
@@ -226,4 +228,24 @@ def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return [
         f"**Longer horizon** ({n} steps, the mean smoothed training loss over seeds at the last "
         f"step). {'; '.join(parts)}."
+    ]
+
+
+def learning_sentences(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Where the task's perfect loss is known and some mode's seeds disagree on whether they
+    learned it (a plateau, then a jump whose timing varies with the seed): how many seeds of each
+    mode learned it at each batch size, so that a mean over seeds is read as the mix it is."""
+    counts = learned(summary, runs)
+    if counts.empty or counts["learned"].eq(counts["seeds"]).all():
+        return []  # every run learned it: the means say it all
+    parts = []
+    for bs, g in counts.groupby("batch_size", sort=True):
+        each = ", ".join(f"{r.mode} {r.learned}/{r.seeds}" for r in g.itertuples())
+        parts.append(f"at batch {int(bs)}: {each}")
+    return [
+        f"**Learning the task.** A run counts as having learned the task when its held-out loss "
+        f"at the end is within {LEARNED_RATIO:g}× the perfect model's. Not every run did by the "
+        f"last step: the seeds that learned it, of those run, {'; '.join(parts)}. A mean over "
+        "seeds mixes runs that learned with runs still on the plateau, so each comparison with "
+        "fp32 in this Answer is made seed by seed, against fp32's worst seed."
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.numerics.report_format import chain_text
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
@@ -60,7 +61,7 @@ def dtype_sentences(
         f"{act_grads}, every weight and bias gradient leaves its matmul as {produced}, and "
         f"`param.grad` is {param_grads} (Adam's state: {adam}). The float32 `param.grad` is made "
         f"by the backward of the cast that fed the float32 parameter to the float16 matmul: the "
-        f"autograd chain from the loss to {chained} is {' → '.join(chain)}."
+        f"autograd chain from the loss to {chained} is {chain_text(chain)}."
     ]
     claim_loss = loss == "float16"
     claim_grads = act_grads == "float32"

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import shlex
 
+from bench.numerics.analysis import LOSS_GAP
 from bench.numerics.answer import answer
-from bench.numerics.answer_scaler import FLUSH_LIMIT, LOSS_GAP
+from bench.numerics.answer_scaler import FLUSH_LIMIT
 from bench.numerics.report_dtypes import audit_section
 from bench.numerics.report_format import markdown
 from bench.numerics.report_recipes import recipes_section
@@ -88,7 +89,7 @@ def render(t: dict) -> str:
         "",
         f"Computed from the tables above by `bench/numerics/answer.py` (thresholds: more than "
         f"{FLUSH_LIMIT:.0%} of a tensor flushed; a final loss more than {LOSS_GAP:.0%} above "
-        "fp32's"
+        "fp32's worst seed"
         + (
             f"; divergence: the loss above {DIVERGE_FACTOR:g}× its running minimum for "
             f"{DIVERGE_STEPS} steps, or non-finite)."

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.report_format import fold_blocks, markdown
+from bench.numerics.report_format import chain_text, fold_blocks, markdown
 
 
 def audit_section(t: dict) -> list[str]:
@@ -31,7 +31,7 @@ def audit_section(t: dict) -> list[str]:
         "",
         f"Autograd chain from the loss back to `{chained}`:",
         "",
-        *[f"- `{mode}`: {' → '.join(chain)}" for mode, chain in chains.items()],
+        *[f"- `{mode}`: {chain_text(chain)}" for mode, chain in chains.items()],
         "",
         "Parameters cast to a low-precision dtype, with GradScaler on (expected outcomes, "
         "recorded as observed):",

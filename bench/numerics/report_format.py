@@ -3,6 +3,7 @@ significant digits, `–` when missing), with shares shown as percentages."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pandas as pd
@@ -70,3 +71,19 @@ def fold_shares(
     out[shares] = out[shares].div(out["numel"], axis=0)
     out[worst] = grouped[worst].max()
     return out.reset_index()
+
+
+def chain_text(chain: list[str]) -> str:
+    """An autograd chain as `A → B ×24 → C`: a transformer's residual stream repeats its
+    AddBackward0 once per block and sublayer, which written out would hide the chain's shape."""
+    parts = []
+    for node, run in itertools.groupby(chain):
+        n = len(list(run))
+        parts.append(f"{node} ×{n}" if n > 1 else node)
+    return " → ".join(parts)
+
+
+def traces_file(t: dict) -> str:
+    """The name of the traces table's file in the study's folder (compressed since the
+    transformer's traces; plain in older folders)."""
+    return t.get("files", {}).get("traces", "convergence_traces.csv")

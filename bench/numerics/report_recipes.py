@@ -4,8 +4,10 @@ how much of the pure-bf16 recipes' Adam update rounds away over training."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from bench.numerics.answer_recipes import cast_modes
-from bench.numerics.report_format import markdown, percent
+from bench.numerics.report_format import block_key, markdown, percent, traces_file
 from bench.recipes.catalog import beyond_autocast
 
 
@@ -40,24 +42,49 @@ def recipes_section(t: dict) -> list[str]:
     if not tr.empty and "update_underflow_share" in tr:
         pure = tr[tr["mode"].isin(cast_modes())].dropna(subset=["update_underflow_share"])
         if not pure.empty:
-            steps = sorted(pure["step"].unique())
-            shown = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
-            view = pure[pure["step"].isin(shown)]
-            view = view.groupby(["mode", "batch_size", "step", "module"], sort=False)[
-                ["update_underflow_share", "unchanged_share"]
-            ].mean()
+            table = update_underflow_table(pure)
+            folded = table["module"].str.contains(" ×").any()
+            blocks = (
+                ", and over the blocks where a parameter repeats (`blocks.*`)" if folded else ""
+            )
             out += [
                 "### Update underflow",
                 "",
                 "Share of each parameter's elements whose Adam update (lr·m̂/(√v̂+eps), from "
                 "the optimizer's state after the step) is smaller than half an ulp of the weight "
-                "in its dtype, so that rounding to nearest leaves the weight unchanged, and the "
-                "share the step actually left unchanged; at the first, middle and last traced "
-                "step, mean over seeds (every traced step is in `convergence_traces.csv`).",
+                "in its dtype, so that rounding to nearest leaves the weight unchanged, at the "
+                "first, middle and last traced step, and the share the last step actually left "
+                f"unchanged; mean over seeds{blocks} (every traced step of every parameter is in "
+                f"`{traces_file(t)}`).",
                 "",
-                markdown(
-                    percent(view.reset_index(), ["update_underflow_share", "unchanged_share"])
-                ),
+                markdown(table),
                 "",
             ]
     return out
+
+
+def update_underflow_table(pure: pd.DataFrame) -> pd.DataFrame:
+    """The update-underflow traces of the pure-bf16 runs as one row per mode, batch size and
+    parameter (repeated blocks folded: their parameters have the same shapes, so a plain mean
+    is the elements' mean), the underflow share at the first, middle and last traced step in
+    columns, and the share the last step left unchanged."""
+    steps = sorted(pure["step"].unique())
+    shown = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
+    keys = ["mode", "batch_size", "step", "module"]
+    cols = ["update_underflow_share", "unchanged_share"]
+    seeds = pure[pure["step"].isin(shown)].groupby(keys, sort=False)[cols].mean().reset_index()
+    seeds["module"] = seeds["module"].map(block_key)
+    grouped = seeds.groupby(keys, sort=False)
+    folded = grouped[cols].mean().assign(blocks=grouped.size()).reset_index()
+    folded["module"] = [
+        f"{m} ×{n}" if n > 1 else m for m, n in zip(folded["module"], folded["blocks"], strict=True)
+    ]
+    rows = ["mode", "batch_size", "module"]
+    wide = folded.pivot_table(
+        index=rows, columns="step", values="update_underflow_share", sort=False
+    )
+    wide.columns = [f"underflow at step {int(st)}" for st in wide.columns]
+    last = folded[folded["step"] == shown[-1]].set_index(rows)["unchanged_share"]
+    wide[f"unchanged at step {int(shown[-1])}"] = last
+    wide = wide.reset_index()
+    return percent(wide, [c for c in wide.columns if c not in rows])

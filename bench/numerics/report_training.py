@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.analysis import diverged, measured
-from bench.numerics.report_format import markdown, percent
+from bench.numerics.analysis import LEARNED_RATIO, diverged, learned, measured
+from bench.numerics.report_format import markdown, percent, traces_file
 from bench.numerics.run_summary import SMOOTH_STEPS
 
 TRACE_WINDOW = 50
@@ -55,6 +55,18 @@ def convergence_section(t: dict, env: dict) -> list[str]:
         agg["diverged seeds"] = [
             int(counts.get((b, m), 0)) for b, m in zip(agg["batch_size"], agg["mode"], strict=True)
         ]
+    taught = learned(s, t.get("runs"))
+    learned_note = ""
+    if len(taught):
+        done = taught.set_index(["batch_size", "mode"])["learned"]
+        agg["learned"] = [
+            f"{done.get((b, m), 0)}/{n}"
+            for b, m, n in zip(agg["batch_size"], agg["mode"], agg["seeds"], strict=True)
+        ]
+        learned_note = (
+            f" `learned`: the seeds whose held-out loss at the end is within {LEARNED_RATIO:g}× "
+            "the perfect model's."
+        )
     return [
         "## 4. Convergence",
         "",
@@ -63,7 +75,7 @@ def convergence_section(t: dict, env: dict) -> list[str]:
         f"`final_loss`: the training loss's {SMOOTH_STEPS}-step mean at step "
         f"{cfg.get('steps')}, mean over seeds (min and max beside it); time to target: steps to "
         "reach the final loss of fp32 with the same batch size and seed, × the run's step time "
-        "measured apart with the harness's timing function.",
+        f"measured apart with the harness's timing function.{learned_note}",
         "",
         markdown(agg),
         "",
@@ -85,7 +97,7 @@ def traces_section(t: dict) -> list[str]:
     out = [
         "### Traces",
         "",
-        "Every traced step of each run, per parameter (`convergence_traces.csv`), outside any "
+        f"Every traced step of each run, per parameter (`{traces_file(t)}`), outside any "
         "timed region: the share of `param.grad` exactly zero, Adam's second moment (median, "
         "share below eps²) and first moment (median |exp_avg|), the update's RMS over the weights' "
         "RMS and its largest element, and the loss scale. The figure folds the parameters "

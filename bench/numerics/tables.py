@@ -133,6 +133,17 @@ class Table:
     the label, from which `load` derives them."""
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
+    compressed: bool = False
+    """Written gzip-compressed (`<file>.gz`): a transformer's per-parameter traces run to tens of
+    MB of CSV. Read either way, so folders written before keep their plain file."""
+
+    def path(self, run_dir: Path) -> Path:
+        """The table's file in `run_dir`: the plain CSV where the folder has it (an older
+        folder), else the file this version writes."""
+        plain = run_dir / self.file
+        if not self.compressed or plain.is_file():
+            return plain
+        return run_dir / f"{self.file}.gz"
 
 
 TABLES: dict[str, Table] = {
@@ -193,6 +204,7 @@ TABLES: dict[str, Table] = {
             *("update_max_abs", "update_underflow_share", "unchanged_share"),
         ),
         optional=True,
+        compressed=True,
     ),
     "failed": Table("failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error")),
 }
@@ -209,13 +221,22 @@ def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
     """A table's CSV file; an empty table still gets its header."""
     if df.empty and not len(df.columns):
         df = frame(name, [])
-    df.to_csv(run_dir / TABLES[name].file, index=False)
+    table = TABLES[name]
+    if table.compressed:
+        (run_dir / table.file).unlink(missing_ok=True)  # a resumed older folder's plain file
+        # mtime 0: the same rows make the same bytes, so a re-render does not change the file.
+        df.to_csv(
+            run_dir / f"{table.file}.gz", index=False, compression={"method": "gzip", "mtime": 0}
+        )
+    else:
+        df.to_csv(run_dir / table.file, index=False)
 
 
 def load(run_dir: Path) -> dict[str, object]:
     """Every table of a finished study's folder as a DataFrame by table name, with `audit_json`
-    and `env` (the parsed JSON files). The one place that reads a study's tables: columns a folder
-    predates are derived here from its labels, and an empty table gets its columns."""
+    and `env` (the parsed JSON files) and `files` (each table's file name in this folder). The
+    one place that reads a study's tables: columns a folder predates are derived here from its
+    labels, and an empty table gets its columns."""
     files = [t.file for t in TABLES.values() if not t.optional] + [AUDIT_JSON]
     missing = [f for f in files if not (run_dir / f).is_file()]
     if missing:
@@ -225,6 +246,7 @@ def load(run_dir: Path) -> dict[str, object]:
         )
     out: dict[str, object] = {name: _read(run_dir, name) for name in TABLES}
     out["audit_json"] = audit_json(json.loads((run_dir / AUDIT_JSON).read_text()))
+    out["files"] = {name: table.path(run_dir).name for name, table in TABLES.items()}
     out["env"] = read_env(run_dir)
     return out
 
@@ -251,7 +273,7 @@ def read(run_dir: Path, name: str) -> pd.DataFrame:
 
 def _read(run_dir: Path, name: str) -> pd.DataFrame:
     table = TABLES[name]
-    path = run_dir / table.file
+    path = table.path(run_dir)
     try:
         df = pd.read_csv(path)
     except pd.errors.EmptyDataError:  # an empty table of an older folder: not even a header

@@ -10,7 +10,8 @@ RUN is a run folder, relative to the file's folder (the project root for README.
 from docs/), so the marker is the one place that names it. KIND is
 - `summary`: the answer in a few lines (`bench.publish.summary`), from a timing run and the numerics
   studies that `numerics=NAME+NAME` names (folders beside RUN; each line reads the first study
-  with its data), with links to their reports (option `optimizer=NAME`);
+  with its data), with links to their reports (options `optimizer=NAME`, and `skip=Word,Word`,
+  which leaves out the bullets whose bold lead starts with one of those words: `skip=Memory`);
 - `headline`: the timing headline of a run, `bench.publish.report.headline` (options `batch_size=N`,
   `optimizer=NAME`);
 - `answer`: the Answer of a numerics study, as its report renders it (`bench.numerics.answer`),
@@ -214,10 +215,10 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
     from bench.numerics import tables as study_tables
     from bench.publish import summary
 
-    unknown = set(options) - {"numerics", "optimizer"}
+    unknown = set(options) - {"numerics", "optimizer", "skip"}
     if unknown:
         raise UsageError(
-            f"ampbench:summary takes numerics= and optimizer=, not {sorted(unknown)[0]}="
+            f"ampbench:summary takes numerics=, optimizer= and skip=, not {sorted(unknown)[0]}="
         )
     names = [n for n in options.get("numerics", "").split("+") if n]
     for name in names:
@@ -238,6 +239,12 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
         sources,
         optimizer=options.get("optimizer", "fused"),
     )
+    skipped = [w for w in options.get("skip", "").split(",") if w]
+    for word in skipped:
+        # A lead the summary lacks is an error, as for `answer`'s only=: a stale marker says so.
+        if not any(line.startswith(f"- **{word}") for line in lines):
+            raise UsageError(f"ampbench:summary {run.name}: no bullet {word!r} to skip")
+    lines = [ln for ln in lines if not any(ln.startswith(f"- **{w}") for w in skipped)]
     return "\n".join(lines)
 
 

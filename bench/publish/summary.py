@@ -20,12 +20,19 @@ import math
 import pandas as pd
 
 from bench.numerics.answer import LOSS_GAP
-from bench.publish.findings import contenders
+from bench.publish.findings import (
+    contenders,
+    converted_nothing,
+    float8_against_headline,
+    float8_ratio,
+)
 from bench.publish.prose import batch_sizes, figure, joined
 from bench.publish.summary_studies import (
     bf16_line,
     gradients_line,
+    learning_line,
     scaler_line,
+    scaler_needed,
     training_cost,
     trains_like_fp32,
 )
@@ -126,7 +133,12 @@ def _at(ok: pd.DataFrame, group: list[tuple[int, pd.Series]]) -> str:
     for bs, row in group:
         fp32 = _eager(ok, ref, bs)
         vs = f", {figure(fp32 / row['total_ms'])}× eager {ref}" if not math.isnan(fp32) else ""
-        parts.append(f"{bs} ({row['variant']}, {figure(row['total_ms'])} ms{vs})")
+        same = (
+            f"; it converted no Linear, so this is {catalog.headline()}'s step"
+            if converted_nothing(row)
+            else ""
+        )
+        parts.append(f"{bs} ({row['variant']}, {figure(row['total_ms'])} ms{vs}{same})")
     return f"`{group[0][1]['mode']}` at batch {joined(parts)}"
 
 
@@ -152,12 +164,33 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
         return lines
     untested = sorted(m for m, v in like.items() if v is None)
     note = f"; no study trained {', '.join(untested)}" if untested else ""
+    _, bare = catalog.fp16_pair()
+    if bare in {r["mode"] for _, r in safe_winners} and scaler_needed(studies):
+        note += f"; {bare} trained like {ref} in these runs, though it needs GradScaler (above)"
     lines.append(
-        f"- **Fastest that trains like {ref}** (final loss within {LOSS_GAP:.0%} of {ref}'s at "
-        f"every batch size trained, no divergence{note}): "
+        f"- **Fastest that trains like {ref}** (each seed's final loss within {LOSS_GAP:.0%} of "
+        f"{ref}'s worst at every batch size trained, no divergence{note}): "
         f"{'; '.join(_at(ok, g) for g in _regimes(safe_winners))}."
     )
     return lines
+
+
+def float8_line(ok: pd.DataFrame) -> str | None:
+    """Each float8 recipe against the headline mode (bf16 autocast) per batch size, each at its
+    fastest variant: where float8 pays and where it does not."""
+    per = float8_against_headline(ok)
+    if not per:
+        return None
+    head = catalog.headline()
+    parts = [
+        f"at batch {bs} against {figure(base_ms)} ms: "
+        + "; ".join(float8_ratio(base_ms, r) for r in rows)
+        for bs, base_ms, rows in per
+    ]
+    return (
+        f"- **Float8** against {head}, each at its fastest variant ({head} too; below 1× float8 "
+        f"does not pay): {'; '.join(parts)}."
+    )
 
 
 def memory_line(ok: pd.DataFrame) -> str | None:
@@ -221,7 +254,9 @@ def summary(
         scaler_line(studies),
         scaler_cost_line(ok, optimizer),
         bf16_line(studies),
+        learning_line(studies),
         *fastest_lines(ok, studies, optimizer),
+        float8_line(ok),
         memory_line(ok),
     ]
     return [heading(env, sources), "", *(line for line in lines if line)]

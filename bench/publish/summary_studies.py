@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from bench.numerics.analysis import HEALTHY, NONFINITE
+from bench.numerics.analysis import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
 from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, bf16_against_fp16_error
 from bench.numerics.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
 from bench.publish.prose import batch_sizes, figure, joined
@@ -48,8 +48,9 @@ def _measured(summary: pd.DataFrame) -> pd.DataFrame:
 
 def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
     """Per batch size of one study that trained both `mode` and the reference mode (fp32): the
-    mean final training loss of each over seeds (`loss`, `fp32_loss`), their ratio, whether it is
-    within LOSS_GAP, and the mode's runs that diverged (`diverged`, at `steps`). The study is the
+    mean final training loss of each over seeds (`loss`, `fp32_loss`), their ratio, whether every
+    seed ended within LOSS_GAP of the reference's worst seed (`bench.numerics.analysis.versus`),
+    and the mode's runs that diverged (`diverged`, at `steps`). The study is the
     first that looked for divergence, else the first at all: a study that traced divergence says
     more about the same runs."""
     reference = catalog.reference()
@@ -64,15 +65,17 @@ def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
             continue
         bad = _measured(mine)
         bad = bad[bad["divergence"] != HEALTHY]
-        loss, ref_loss = mine["final_loss"].mean(), ref["final_loss"].mean()
+        vs = versus(g, mode, bs, reference)
         rows.append(
             {
                 "batch_size": int(bs),
-                "loss": loss,
-                "fp32_loss": ref_loss,
-                "ratio": loss / ref_loss,
-                # A NaN loss (a run that went non-finite) is not within.
-                "within": bool(loss <= ref_loss * (1 + LOSS_GAP)),
+                "loss": vs.loss,
+                "fp32_loss": vs.ref,
+                "ratio": vs.loss / vs.ref,
+                "within": vs.within,  # a seed that went non-finite is not within
+                "worse": vs.worse,
+                "fp32_low": vs.ref_low,
+                "fp32_high": vs.ref_high,
                 "diverged": len(bad),
                 "steps": sorted(int(s) for s in bad["diverged_at_step"]),
                 "runs": len(mine),
@@ -81,8 +84,25 @@ def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _seeds(r, nested: bool = False) -> str:
+    """What a mean over seeds hides, for one row of `against_fp32`: the mode's seeds that ended
+    more than LOSS_GAP above the reference's worst, and the reference's own range where its seeds
+    differ by more than the gap (a plateau left at a seed-dependent step). `nested`: as a
+    clause for a list already in parentheses."""
+    notes = []
+    if r.worse and r.worse < r.runs:
+        notes.append(f"{r.worse} of {r.runs} seeds more than {LOSS_GAP:.0%} above fp32's worst")
+    if r.fp32_high > r.fp32_low * (1 + LOSS_GAP):
+        notes.append(f"fp32's own seeds {figure(r.fp32_low)}–{figure(r.fp32_high)}")
+    if not notes:
+        return ""
+    # Inside a parenthesis already (the bf16 line's list of losses): a clause, not another one.
+    return f", {', '.join(notes)}" if nested else f" ({'; '.join(notes)})"
+
+
 def trains_like_fp32(studies: list[dict], mode: str) -> bool | None:
-    """Whether `mode` ended within LOSS_GAP of the reference's (fp32's) final loss at every batch
+    """Whether every seed of `mode` ended within LOSS_GAP of the reference's (fp32's) worst seed
+    at every batch
     size trained, without a divergence; None where no study trained it beside the reference."""
     if mode == catalog.reference():
         return True
@@ -101,8 +121,8 @@ def training_cost(studies: list[dict], mode: str) -> str:
     if vs.empty:
         return "no numerics study trained it"
     first, *rest = vs.itertuples()
-    parts = [f"{figure(first.ratio)}× {reference}'s at batch {first.batch_size}"]
-    parts += [f"{figure(r.ratio)}× at {r.batch_size}" for r in rest]
+    parts = [f"{figure(first.ratio)}× {reference}'s at batch {first.batch_size}{_seeds(first)}"]
+    parts += [f"{figure(r.ratio)}× at {r.batch_size}{_seeds(r)}" for r in rest]
     text = f"in training its final loss is {joined(parts)}"
     bad = vs[vs["diverged"] > 0]
     if len(bad):
@@ -166,14 +186,15 @@ def _underflow(census: pd.DataFrame) -> tuple[list[int], str]:
     )
 
 
-def scaler_line(studies: list[dict]) -> str | None:
-    """Whether float16 needs GradScaler: its measured underflow (the first census with fp16
-    without a scaler) and training (against fp32, divergence where a study looked for it)."""
+def _scaler_evidence(
+    studies: list[dict],
+) -> tuple[pd.DataFrame, pd.DataFrame, list[int], list[str]]:
+    """(the census and the training comparison the scaler line reads, the batch sizes the census
+    measured, and the evidence that float16 needs GradScaler: where it flushed, diverged or ended
+    worse without one; empty where neither test says so)."""
     reference, (_, bare) = catalog.reference(), catalog.fp16_pair()
     census = _first(studies, "census", lambda c: bare in set(c["mode"]))
     vs = against_fp32(studies, bare)
-    if census.empty and vs.empty:
-        return None
     sizes, flushed = _underflow(census) if len(census) else ([], "")
     training = []
     for r in vs.itertuples() if len(vs) else ():
@@ -190,6 +211,25 @@ def scaler_line(studies: list[dict]) -> str | None:
             )
     evidence = [flushed] if flushed else []
     evidence += [f"training {joined(training)}"] if training else []
+    return census, vs, sizes, evidence
+
+
+def scaler_needed(studies: list[dict]) -> bool | None:
+    """Whether the studies say float16 needs GradScaler; None where they measured neither
+    underflow nor training without it."""
+    census, vs, _, evidence = _scaler_evidence(studies)
+    if census.empty and vs.empty:
+        return None
+    return bool(evidence)
+
+
+def scaler_line(studies: list[dict]) -> str | None:
+    """Whether float16 needs GradScaler: its measured underflow (the first census with fp16
+    without a scaler) and training (against fp32, divergence where a study looked for it)."""
+    reference, (_, bare) = catalog.reference(), catalog.fp16_pair()
+    census, vs, sizes, evidence = _scaler_evidence(studies)
+    if census.empty and vs.empty:
+        return None
     if evidence:
         return (
             f"- **GradScaler: needed with float16.** Without it {'; '.join(evidence)}. A float32 "
@@ -215,16 +255,17 @@ def bf16_line(studies: list[dict]) -> str | None:
     census = _first(studies, "census", lambda c: {bf16, fp16} <= set(c["mode"]))
     parts = []
     if len(vs):
-        losses = joined(
-            [
-                f"{figure(r.loss)} against {figure(r.fp32_loss)} at batch {r.batch_size}"
-                for r in vs.itertuples()
-            ]
-        )
+        each = [
+            f"{figure(r.loss)} against {figure(r.fp32_loss)} at batch {r.batch_size}"
+            f"{_seeds(r, nested=True)}"
+            for r in vs.itertuples()
+        ]
+        # A clause on the reference's seeds has commas of its own: the items are then set apart.
+        losses = "; ".join(each) if any("," in e for e in each) else joined(each)
         verdict = (
-            f"ends training within {LOSS_GAP:.0%} of {reference}'s loss"
+            f"ends training within {LOSS_GAP:.0%} of {reference}'s worst seed"
             if trains_like_fp32(studies, bf16)
-            else f"does not end training within {LOSS_GAP:.0%} of {reference}'s loss"
+            else f"does not end training within {LOSS_GAP:.0%} of {reference}'s worst seed"
         )
         parts.append(f"{verdict} ({losses})")
     errors = bf16_against_fp16_error(census)
@@ -238,3 +279,29 @@ def bf16_line(studies: list[dict]) -> str | None:
     if not parts:
         return None
     return f"- **What bf16 gives up.** bf16 autocast {'; '.join(parts)}."
+
+
+def learning_line(studies: list[dict]) -> str | None:
+    """Where a study's task has a known perfect loss and its runs disagree on whether they learned
+    it (`bench.numerics.analysis.learned`): how many seeds of each mode did, per batch size, so
+    that the loss comparisons beside it are read as per seed."""
+    for study in studies:
+        counts = learned(study["summary"], study["runs"])
+        if counts.empty or counts["learned"].eq(counts["seeds"]).all():
+            continue
+        steps = study["env"].get("numerics_config", {}).get("steps")
+        at = f" by step {steps}" if steps else ""
+        behind = counts[counts["learned"] < counts["seeds"]]
+        parts = [
+            f"batch {int(bs)}: "
+            + ", ".join(f"{r.mode} {r.seeds - r.learned} of {r.seeds}" for r in g.itertuples())
+            for bs, g in behind.groupby("batch_size", sort=True)
+        ]
+        return (
+            f"- **Learning the task.** A run stays on a plateau until it learns the task (held-out "
+            f"loss within {LEARNED_RATIO:g}× a perfect model's), at a step that varies with the "
+            f"seed. Runs still on the plateau{at}: {'; '.join(parts)}; every other run learned "
+            f"it. So a recipe trains like fp32 here when each of its seeds ends within "
+            f"{LOSS_GAP:.0%} of fp32's worst."
+        )
+    return None
