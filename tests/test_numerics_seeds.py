@@ -123,3 +123,17 @@ def test_a_run_of_other_variants_alone_has_a_headline_of_its_first(tmp_path):
     write_run(tmp_path / "run1", small_grid(variant="cudagraph"))
     text = report.headline(results.load(tmp_path / "run1"))
     assert "Adam, cudagraph:" in text and "| fp32" in text
+
+
+def test_parameters_sparse_in_fp32_are_left_out_of_the_traces_folds():
+    rows = []
+    for mode in ("fp32", "fp16-amp-noscale"):
+        for step in (0, 20):
+            for module, zero in (("embed.tok.weight", 0.98), ("head.weight", 0.0)):
+                flushed = 0.9 if mode != "fp32" and module == "head.weight" else zero
+                rows.append(
+                    {"mode": mode, "step": step, "module": module} | {"grad_zero_share": flushed}
+                )
+    tr = pd.DataFrame(rows)
+    assert analysis.sparse_parameters(tr) == {"embed.tok.weight"}  # by fp32's zeros alone
+    assert analysis.sparse_parameters(tr[tr["mode"] != "fp32"]) == set()  # no reference: none

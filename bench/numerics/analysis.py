@@ -116,6 +116,24 @@ def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index().astype({"learned": int, "seeds": int})
 
 
+SPARSE_SHARE = 0.5
+"""A parameter whose fp32 gradient is exactly zero in more than half its elements, on average
+over the traced steps, is sparse by construction (an embedding's rows for tokens a batch does not
+hold), not flushed."""
+
+
+def sparse_parameters(traces: pd.DataFrame) -> set[str]:
+    """The parameters whose reference (fp32) gradient is mostly zero by construction
+    (SPARSE_SHARE): folded with the others, their zeros would hide every other parameter's in the
+    traces' largest zero share, and their zero second moments the smallest median. Empty where the
+    study has no reference traces."""
+    ref = traces[traces["mode"] == catalog.reference()]
+    if ref.empty:
+        return set()
+    share = ref.groupby("module")["grad_zero_share"].mean()
+    return set(share[share > SPARSE_SHARE].index)
+
+
 MECHANISM_WINDOW = 100
 """The traces read before and after a divergence event: this many steps either side of it."""
 ZERO_LIMIT = 0.01

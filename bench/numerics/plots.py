@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from bench.numerics import fp16
+from bench.numerics.analysis import sparse_parameters
 from bench.numerics.run_summary import SMOOTH_STEPS, smoothed
 from bench.numerics.tables import POOLED
 from bench.recipes.catalog import colour as mode_colour
@@ -142,9 +143,13 @@ TRACE_PANELS = (
 def traces(tr: pd.DataFrame, path: Path) -> None:
     """The traced mechanism per step, one column of panels per batch size: zero gradients, Adam's
     second moment, the update's relative size and the loss; one colour per mode, one line style
-    per seed."""
+    per seed. Parameters sparse by construction (`bench.numerics.analysis.sparse_parameters`)
+    are left out of the folds."""
     if tr.empty:
         return
+    sparse = sparse_parameters(tr)
+    if sparse and len(sparse) < tr["module"].nunique():
+        tr = tr[~tr["module"].isin(sparse)]
     sizes = sorted(tr["batch_size"].unique())
     fig, axes = plt.subplots(
         len(TRACE_PANELS),
@@ -173,7 +178,9 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
             ax.set_yscale(yscale)
             ax.set_title(f"batch {bs}: {title}", fontsize=9)
         axes[-1, col].set_xlabel("step")
-        axes[0, col].legend(fontsize=7)
+        # Two columns past 16 runs: a one-column legend that long spills over the panel below.
+        runs = d.groupby(["mode", "seed"]).ngroups
+        axes[0, col].legend(fontsize=7, ncol=2 if runs > 16 else 1)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

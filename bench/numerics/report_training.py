@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.analysis import LEARNED_RATIO, diverged, learned, measured
+from bench.numerics.analysis import LEARNED_RATIO, diverged, learned, measured, sparse_parameters
 from bench.numerics.report_format import markdown, percent, traces_file
 from bench.numerics.run_summary import SMOOTH_STEPS
 
@@ -101,8 +101,8 @@ def traces_section(t: dict) -> list[str]:
         "timed region: the share of `param.grad` exactly zero, Adam's second moment (median, "
         "share below eps²) and first moment (median |exp_avg|), the update's RMS over the weights' "
         "RMS and its largest element, and the loss scale. The figure folds the parameters "
-        "(largest zero share and update, smallest median second moment); one colour per mode, "
-        "one line style per batch size and seed.",
+        "(largest zero share and update, smallest median second moment)"
+        f"{_sparse_note(tr)}; one colour per mode, one line style per batch size and seed.",
         "",
         "![traces](traces.png)",
         "",
@@ -142,6 +142,17 @@ def traces_section(t: dict) -> list[str]:
             "",
         ]
     return out
+
+
+def _sparse_note(tr: pd.DataFrame) -> str:
+    """What the traces figure leaves out of its folds, as a clause; empty where nothing."""
+    sparse = sparse_parameters(tr)
+    if not sparse or len(sparse) >= tr["module"].nunique():
+        return ""
+    return (
+        f", leaving out {', '.join(sorted(sparse))}, whose fp32 gradient is mostly zero by "
+        "construction (more than half its elements, on average)"
+    )
 
 
 def task_sentence(cfg: dict, runs: pd.DataFrame | None) -> str:
