@@ -5,7 +5,7 @@ torch."""
 import pandas as pd
 import pytest
 
-from bench.numerics import analysis, answer_divergence, answer_recipes, tables
+from bench.numerics import analysis, answer_divergence, answer_recipes, run_summary, tables
 from bench.numerics.report_format import chain_text
 from bench.numerics.report_recipes import update_underflow_table
 from bench.publish import report
@@ -137,3 +137,28 @@ def test_parameters_sparse_in_fp32_are_left_out_of_the_traces_folds():
     tr = pd.DataFrame(rows)
     assert analysis.sparse_parameters(tr) == {"embed.tok.weight"}  # by fp32's zeros alone
     assert analysis.sparse_parameters(tr[tr["mode"] != "fp32"]) == set()  # no reference: none
+
+
+def test_the_answer_says_what_fp16_flushed_in_runs_that_did_not_diverge():
+    rows = []
+    for mode in ("fp32", "fp16-amp-noscale"):
+        for seed in (0, 1):
+            for step in (0, 100, 200):
+                for module, zero in (("embed.tok.weight", 0.98), ("head.weight", 0.0)):
+                    if mode != "fp32" and module == "head.weight" and step >= 100:
+                        zero = 0.9 + 0.02 * seed
+                    rows.append(
+                        {"mode": mode, "batch_size": 2, "seed": seed, "step": step}
+                        | {"module": module, "grad_zero_share": zero}
+                    )
+    traces = pd.DataFrame(rows)
+    summary = traces[["mode", "batch_size", "seed"]].drop_duplicates()
+    summary = summary.assign(divergence=run_summary.HEALTHY, diverged_at_step=float("nan"))
+    (text,) = answer_divergence.calm_sentences(traces, summary)
+    # The embedding's zeros are by construction (fp32 has them too): not what fp16 flushed.
+    assert (
+        "At batch 2, where fp16 without a scaler did not diverge, 91.0% of head.weight's gradient "
+        "elements were zero on average after step 100 (mean over 2 seeds; fp32's: 0.00%)" in text
+    )
+    blown = summary.assign(divergence=run_summary.BLOWUP)
+    assert answer_divergence.calm_sentences(traces, blown) == []  # the mechanism says it there

@@ -242,10 +242,25 @@ def flushed_most(
     traces: pd.DataFrame, mode: str, batch_size: int, seed: int
 ) -> tuple[str, float] | None:
     """The parameter whose gradient was exactly zero most often over one run's traced steps after
-    its first MECHANISM_WINDOW, and its mean share of zero elements there; None for a run
-    without such traces."""
+    its first MECHANISM_WINDOW, and its mean share of zero elements there (parameters sparse by
+    construction left out); None for a run without such traces."""
     run = _run(traces, mode, batch_size, seed)
+    sparse = sparse_parameters(traces)  # zero by construction, in every mode: not flushed
+    if sparse and len(sparse) < run["module"].nunique():
+        run = run[~run["module"].isin(sparse)]
     zero = run[run["step"] >= MECHANISM_WINDOW].groupby("module")["grad_zero_share"].mean()
     if zero.empty:
         return None
     return str(zero.idxmax()), float(zero.max())
+
+
+def zero_share_after(traces: pd.DataFrame, mode: str, batch_size: int, module: str) -> float:
+    """The mean share of `module`'s gradient elements exactly zero after the first
+    MECHANISM_WINDOW steps, over the seeds of `mode` at `batch_size`; NaN where not traced."""
+    sel = traces[
+        (traces["mode"] == mode)
+        & (traces["batch_size"] == batch_size)
+        & (traces["module"] == module)
+        & (traces["step"] >= MECHANISM_WINDOW)
+    ]
+    return float(sel["grad_zero_share"].mean()) if len(sel) else float("nan")

@@ -20,6 +20,7 @@ import pandas as pd
 from bench.numerics.analysis import LOSS_GAP
 from bench.numerics.answer_bf16 import bf16_against_fp16_error, bf16_sentences
 from bench.numerics.answer_divergence import (
+    calm_sentences,
     divergence_sentences,
     horizon_sentences,
     learning_sentences,
@@ -60,6 +61,7 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         *learning_sentences(summary, runs),
         *divergence_sentences(summary),
         *mechanism_sentences(traces, summary),
+        *calm_sentences(traces, summary),
         *horizon_sentences(steps, runs),
         *verdict_sentences(census, summary),
         *cost_sentences(summary),

@@ -23,9 +23,10 @@ from bench.numerics.analysis import (
     measured,
     mechanism,
     run_ends,
+    zero_share_after,
 )
 from bench.numerics.run_summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
-from bench.recipes.catalog import fp16_pair, label
+from bench.recipes.catalog import fp16_pair, label, reference
 
 V_DECAY = 0.5
 """Adam's second moment counts as decayed before an event where its median, for some parameter,
@@ -170,22 +171,7 @@ def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str
         shown.append(
             f"the updates after each event were {UPDATE_JUMP:g}× or more the largest before it"
         )
-    _, bare = fp16_pair()
-    calm = []
-    healthy = measured(summary)
-    healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == bare)]
-    for bs, g in healthy.groupby("batch_size"):
-        found_runs = [flushed_most(traces, bare, int(bs), int(sd)) for sd in g["seed"]]
-        traced = [t for t in found_runs if t is not None]
-        if traced:
-            module = max(traced, key=lambda t: t[1])[0]
-            share = sum(t[1] for t in traced) / len(traced)
-            calm.append(
-                f"at batch {int(bs)}, where fp16 without a scaler did not diverge, "
-                f"{share:.1%} of {module}'s gradient elements were zero on average after step "
-                f"{MECHANISM_WINDOW} (mean over {len(traced)} seeds)"
-            )
-    also = "; ".join(calm)
+    also = _calm(traces, summary)
     also = f" {also[0].upper()}{also[1:]}." if also else ""
     lead = (
         f"**Why it diverged** (traced every {stride} steps; the window: {MECHANISM_WINDOW} steps "
@@ -193,6 +179,46 @@ def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str
     )
     verdict = f" So the traces show: {'; '.join(shown)}." if shown else ""
     return [lead + "; ".join(parts) + "." + also + verdict]
+
+
+def _calm(traces: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """Per batch size where fp16 without a scaler trained without diverging: the parameter whose
+    gradient it flushed most after the first MECHANISM_WINDOW steps, its mean share of zero
+    elements over the seeds, and fp32's share of the same parameter (a clause; empty where none
+    was traced)."""
+    _, bare = fp16_pair()
+    healthy = measured(summary)
+    healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == bare)]
+    calm = []
+    for bs, g in healthy.groupby("batch_size"):
+        found_runs = [flushed_most(traces, bare, int(bs), int(sd)) for sd in g["seed"]]
+        traced = [t for t in found_runs if t is not None]
+        if not traced:
+            continue
+        module = max(traced, key=lambda t: t[1])[0]
+        share = sum(t[1] for t in traced) / len(traced)
+        ref = zero_share_after(traces, reference(), int(bs), module)
+        ref_text = f"; fp32's: {ref:.2%}" if ref == ref else ""
+        calm.append(
+            f"at batch {int(bs)}, where fp16 without a scaler did not diverge, "
+            f"{share:.1%} of {module}'s gradient elements were zero on average after step "
+            f"{MECHANISM_WINDOW} (mean over {len(traced)} seeds{ref_text})"
+        )
+    return "; ".join(calm)
+
+
+def calm_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Where no traced run diverged: what fp16 without a scaler flushed in training all the
+    same (`_calm`); nothing where a run diverged (`mechanism_sentences` says it there)."""
+    if traces.empty or not diverged(measured(summary)).empty:
+        return []
+    calm = _calm(traces, summary)
+    if not calm:
+        return []
+    return [
+        f"**What the traces show** (no run diverged). {calm[0].upper()}{calm[1:]}: without a "
+        "scaler training went on with that gradient flushed."
+    ]
 
 
 def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
