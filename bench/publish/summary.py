@@ -166,7 +166,7 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
     note = f"; no study trained {', '.join(untested)}" if untested else ""
     _, bare = catalog.fp16_pair()
     if bare in {r["mode"] for _, r in safe_winners} and scaler_needed(studies):
-        note += f"; {bare} trained like {ref} in these runs, though it needs GradScaler (above)"
+        note += f"; {bare} trained like {ref} in these runs, though its underflow needs GradScaler"
     lines.append(
         f"- **Fastest that trains like {ref}** (each seed's final loss within {LOSS_GAP:.0%} of "
         f"{ref}'s worst at every batch size trained, no divergence{note}): "
