@@ -418,3 +418,31 @@ def test_the_float8_line_says_where_float8_pays_and_what_it_did_not_convert():
         "fp8-rowwise 1.053× (eager, 19.00 ms; it converted no Linear of the model, so this is "
         "bf16-amp's step)" in line
     )
+
+
+def test_fp16_without_a_scaler_that_trains_like_fp32_is_flagged_where_it_flushes():
+    ok = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 8, "variant": "eager", "total_ms": ms}
+            for m, ms in (("fp32", 40.0), ("fp16-amp-noscale", 5.0), ("bf16-pure", 4.0))
+        ]
+    )
+    summary_rows = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 1024, "seed": s, "final_loss": loss}
+            | {"divergence": "none", "diverged_at_step": float("nan")}
+            for m, loss in (("fp32", 0.1), ("fp16-amp-noscale", 0.1), ("bf16-pure", 0.5))
+            for s in (0, 1)
+        ]
+    )
+    census = pd.DataFrame(
+        [{"mode": "fp16-amp-noscale", "batch_size": 64, "flushed": 0.5, "tensor": "grad of x"}]
+    )
+    study = {"summary": summary_rows, "census": census}
+    *_, line = summary.fastest_lines(ok, [study], "fused")
+    assert line.startswith("- **Fastest that trains like fp32**")
+    assert "fp16-amp-noscale trained like fp32 in these runs, though its underflow needs" in line
+    assert "`fp16-amp-noscale` at batch 8" in line
+    study["census"] = census.assign(flushed=0.001)  # no underflow: nothing to flag
+    *_, line = summary.fastest_lines(ok, [study], "fused")
+    assert "though its underflow" not in line
