@@ -126,12 +126,13 @@ def sparse_parameters(traces: pd.DataFrame) -> set[str]:
     """The parameters whose reference (fp32) gradient is mostly zero by construction
     (SPARSE_SHARE): folded with the others, their zeros would hide every other parameter's in the
     traces' largest zero share, and their zero second moments the smallest median. Empty where the
-    study has no reference traces."""
+    study has no reference traces, or where every parameter is sparse (nothing would be left)."""
     ref = traces[traces["mode"] == catalog.reference()]
     if ref.empty:
         return set()
     share = ref.groupby("module")["grad_zero_share"].mean()
-    return set(share[share > SPARSE_SHARE].index)
+    sparse = set(share[share > SPARSE_SHARE].index)
+    return sparse if len(sparse) < traces["module"].nunique() else set()
 
 
 MECHANISM_WINDOW = 100
@@ -245,9 +246,7 @@ def flushed_most(
     its first MECHANISM_WINDOW, and its mean share of zero elements there (parameters sparse by
     construction left out); None for a run without such traces."""
     run = _run(traces, mode, batch_size, seed)
-    sparse = sparse_parameters(traces)  # zero by construction, in every mode: not flushed
-    if sparse and len(sparse) < run["module"].nunique():
-        run = run[~run["module"].isin(sparse)]
+    run = run[~run["module"].isin(sparse_parameters(traces))]  # zero by construction: not flushed
     zero = run[run["step"] >= MECHANISM_WINDOW].groupby("module")["grad_zero_share"].mean()
     if zero.empty:
         return None

@@ -147,9 +147,7 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
     are left out of the folds."""
     if tr.empty:
         return
-    sparse = sparse_parameters(tr)
-    if sparse and len(sparse) < tr["module"].nunique():
-        tr = tr[~tr["module"].isin(sparse)]
+    tr = tr[~tr["module"].isin(sparse_parameters(tr))]
     sizes = sorted(tr["batch_size"].unique())
     fig, axes = plt.subplots(
         len(TRACE_PANELS),

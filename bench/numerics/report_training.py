@@ -147,7 +147,7 @@ def traces_section(t: dict) -> list[str]:
 def _sparse_note(tr: pd.DataFrame) -> str:
     """What the traces figure leaves out of its folds, as a clause; empty where nothing."""
     sparse = sparse_parameters(tr)
-    if not sparse or len(sparse) >= tr["module"].nunique():
+    if not sparse:
         return ""
     return (
         f", leaving out {', '.join(sorted(sparse))}, whose fp32 gradient is mostly zero by "
