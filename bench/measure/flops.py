@@ -23,6 +23,9 @@ Attention is counted dense, as the full seq × seq score matrix (4·batch·seq²
 forward), also for a causal mask: that is the convention of the counter's formulas for every
 kernel. A causal kernel that skips the masked half does about half of that work, so for long
 contexts the floor's attention share is an upper bound on the work done.
+
+Convolutions are counted by torch's formulas, except the backward of a grouped or depthwise one
+(`conv_backward_flop`): torch's counts its weight gradient as if the convolution were dense.
 """
 
 from __future__ import annotations
@@ -33,12 +36,51 @@ from collections.abc import Callable
 import torch
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
 
 MODEL = "<model>"
 """Key of `*_by_module` for work done inside the model but outside any of its submodules."""
 OUTSIDE = "<outside>"
 """Key of `*_by_module` for work done outside the model (the loss function)."""
+
+
+def conv_backward_flop(
+    grad_out_shape: torch.Size,
+    x_shape: torch.Size,
+    w_shape: torch.Size,
+    _bias_sizes: object,
+    _stride: object,
+    _padding: object,
+    _dilation: object,
+    transposed: bool,
+    _output_padding: object,
+    _groups: int,
+    output_mask: list[bool],
+    out_shape: object = None,
+    **kwargs: object,
+) -> int:
+    """FLOPs of `aten.convolution_backward`: the forward convolution's count for each of the input
+    gradient (`output_mask[0]`) and the weight gradient (`output_mask[1]`) it computes; the bias
+    gradient, a sum, counts zero, as elementwise work does everywhere in the counter.
+
+    Arguments are the op's, as shapes (FlopCounterMode's `custom_mapping` passes formulas through
+    its shape wrapper). The forward, `2·N·C_out·prod(out spatial)·(C_in/groups)·prod(kernel)`, is
+    torch's own `conv_flop_count` (for a transposed convolution the input and the output swap
+    roles), which reads the channels per group off the weight's shape, so it is right for
+    grouped and transposed convolutions alike.
+
+    Why not torch's `conv_backward_flop` (torch 2.14.1): it counts the weight gradient as a
+    convolution of the input with the output gradient over all `C_in × C_out` channel pairs,
+    ignoring `groups`, so a grouped convolution's weight gradient is counted `groups` times
+    over (a 64-channel depthwise 7×7 convolution's backward came to 65× its forward, not 2×).
+    For `groups=1`, dense or transposed, both formulas give the same number, so dense models'
+    counts (ResNet-50's among them) are unchanged."""
+    forward = conv_flop_count(list(x_shape), list(w_shape), list(grad_out_shape), transposed)
+    return forward * (int(output_mask[0]) + int(output_mask[1]))
+
+
+FORMULAS = {torch.ops.aten.convolution_backward: conv_backward_flop}
+"""FLOP formulas that replace torch's, as `FlopCounterMode(custom_mapping=FORMULAS)` takes them."""
 
 
 def count(
@@ -69,7 +111,7 @@ def count(
     backend = (
         sdpa_kernel(SDPBackend.MATH) if inputs.device.type == "cpu" else contextlib.nullcontext()
     )
-    with backend, FlopCounterMode(display=False) as counter:
+    with backend, FlopCounterMode(display=False, custom_mapping=FORMULAS) as counter:
         loss = loss_fn(model(inputs), targets)
         fwd = _self_flops(counter.get_flop_counts())
         torch.autograd.grad(loss, params)
