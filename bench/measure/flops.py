@@ -100,9 +100,10 @@ def count(
     a counter that saw the forward is the one whose module tracker attributes the backward's
     matmuls to modules; a fresh counter for the backward would count the same total but only
     globally. The backward uses `torch.autograd.grad`, so the model's `.grad` fields are left as
-    they were. The inputs' own gradient is not computed unless they require grad (the first
-    layer's input gradient, which training never needs, is then not counted, as in the
-    roofline's formulas)."""
+    they were. Only the parameters' gradients are asked for, so the inputs' own gradient is not
+    computed even where they require grad: the first layer's input gradient, which training
+    never needs, is not counted (a first convolution's backward counts 1× its forward, a later
+    one's 2×), as in the roofline's formulas."""
     inputs, targets = batch
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
