@@ -1,9 +1,10 @@
 # Sourced by run_bench.sh and run_tests.sh: sets PY to a Python that can import what ampbench
 # needs. The current python3 is used as it is when it already has the packages (an offline GPU box
 # needs no network); otherwise a project virtualenv in .venv is created and filled from
-# pyproject.toml, with the test tools and torchvision (the resnet50 workload). torchvision is not
-# among the modules a caller requires: without it the resnet50 rows are `unsupported` and its
-# tests skip. Set PYTHON to use another interpreter.
+# pyproject.toml, with the test tools, torchvision (the resnet50 workload and torchvision:NAME)
+# and the model zoos (transformers, timm: hf:NAME, timm:NAME). None of these is among the modules
+# a caller requires: without them their rows are `unsupported` and their tests skip. Set PYTHON
+# to use another interpreter.
 
 ampbench_python() {
     local modules="$1"
@@ -27,6 +28,6 @@ ampbench_python() {
     PY=.venv/bin/python
     if ! "$PY" -c "import $modules" 2>/dev/null; then
         echo "ampbench: installing ampbench and its dependencies into .venv" >&2
-        "$PY" -m pip install --quiet --disable-pip-version-check -e ".[test,vision,site]" || return 1
+        "$PY" -m pip install --quiet --disable-pip-version-check -e ".[test,vision,zoo,site]" || return 1
     fi
 }

@@ -39,6 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
     group.addoption("--ampbench-rounds", help="rounds (default: 10 on CUDA, 2 on CPU)")
+    parser.addoption(
+        "--zoo",
+        action="store_true",
+        help="run the whole model-zoo conformance suite (tests/test_zoo.py), not only CI's part",
+    )
 
 
 def _names(option: str, text: str, choices: Iterable[str]) -> list[str]:
@@ -104,12 +109,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    no_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+    not_asked = pytest.mark.skip(reason="the rest of the model zoo runs with --zoo")
     for item in items:
-        if "cuda" in item.keywords:
-            item.add_marker(skip)
+        if "cuda" in item.keywords and not torch.cuda.is_available():
+            item.add_marker(no_gpu)
+        if "zoo" in item.keywords and not config.getoption("--zoo"):
+            item.add_marker(not_asked)
 
 
 def tiny_case(**overrides: object) -> Case:

@@ -80,12 +80,16 @@ def _is_model(value: object) -> bool:
 
     return isinstance(value, str) and (
         value in choices.WORKLOADS
+        or re.fullmatch(r"(hf|timm|torchvision):\S+", value) is not None
         or re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", value) is not None
     )
 
 
 MODEL = Check(
-    "is not a workload (mlp, gpt, resnet50) or a user's package.module:factory", str, _is_model
+    "is not a workload (mlp, gpt, resnet50), a zoo model (hf:NAME, timm:NAME, torchvision:NAME) "
+    "or a user's package.module:factory",
+    str,
+    _is_model,
 )
 
 

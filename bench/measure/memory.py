@@ -19,6 +19,7 @@ import torch
 
 from bench.recipes.modes import dtype_name
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, train_step
+from bench.workloads import outputs
 
 GIB = 2**30
 
@@ -50,11 +51,12 @@ def measure(s: TrainState) -> dict[str, object]:
     train_step(s)
     sync_and_peak()
     before_fwd = allocated()
-    logits, loss = forward(s)
+    output, loss = forward(s)
     peak_fwd, res_fwd = sync_and_peak()
     act = allocated() - before_fwd
+    logits = outputs.tensor(output)  # the model's output may be a tuple, a dict, a ModelOutput
     dtypes = {"output_dtype": dtype_name(logits.dtype), "loss_dtype": dtype_name(loss.dtype)}
-    del logits
+    del output, logits
     backward(s, loss)
     peak_bwd, res_bwd = sync_and_peak()
     # The gradient of the model's first parameter (the first Linear's weight of the MLP): every

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from torch import nn
 
 from bench.measure import flops
+from bench.workloads.base import size_key
 
 if TYPE_CHECKING:
     from bench.recipes.modes import Mode
@@ -69,38 +70,30 @@ class Work:
         return sum(self.bwd_flop_by_module.values())
 
 
-def step_work(workload: Workload, size: object, batch_size: int) -> Work:
+def step_work(workload: Workload, size: object, batch_size: int, device: str = "cpu") -> Work:
     """The counted work of one step of `workload` at `size` and `batch_size`, cached per
-    (model name, size, batch size): a grid's cases of one model and batch size count once."""
-    key = (workload.name, _size_key(size), batch_size)
+    (model name, size, batch size): a grid's cases of one model and batch size count once.
+    `device` is where to count a model that cannot be counted on the meta device (`_count`)."""
+    key = (workload.name, size_key(size), batch_size)
     if key not in _WORK:
-        _WORK[key] = _count(workload, size, batch_size)
+        _WORK[key] = _count(workload, size, batch_size, device)
     return _WORK[key]
 
 
 _WORK: dict[tuple[str, object, int], Work] = {}
 
 
-def _size_key(size: object) -> object:
-    """The size itself where it hashes (the built-in sizes are frozen dataclasses), else its repr
-    (a user's size object that does not hash)."""
-    try:
-        hash(size)
-    except TypeError:
-        return repr(size)
-    return size
-
-
-def _count(workload: Workload, size: object, batch_size: int) -> Work:
+def _count(workload: Workload, size: object, batch_size: int, device: str) -> Work:
     """Count on the meta device, where a model has shapes and no storage, so counting costs no
-    memory and little time at any size (the MLP and the GPT build and run there). A user's
-    workload that cannot (an op without a meta kernel, a batch drawn from a generator, a value
-    read back with `.item()`) is counted on the CPU instead, at the full batch: that costs its
-    memory and time, once per (model, size, batch size), and gives the same counts."""
+    memory and little time at any size (the MLP, the GPT and most zoo models build and run
+    there). A model that cannot (an op without a meta kernel, a batch drawn from a generator, a
+    value read back with `.item()`, as transformers' BART masks do) is counted on `device`
+    instead, the case's own, at the full batch: that costs a step's memory and time, once per
+    (model, size, batch size), and gives the same counts."""
     try:
         return _count_on("meta", workload, size, batch_size)
-    except (RuntimeError, NotImplementedError):
-        return _count_on("cpu", workload, size, batch_size)
+    except (RuntimeError, NotImplementedError, TypeError, ValueError):
+        return _count_on(device, workload, size, batch_size)
 
 
 def _count_on(device: str, workload: Workload, size: object, batch_size: int) -> Work:

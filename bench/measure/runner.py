@@ -130,7 +130,7 @@ def run_case(
         row.update(status="unsupported", error=unsupported_reason(case))
         return row, {}
     try:
-        work = step_work(case.workload, case.size, case.batch_size)
+        work = step_work(case.workload, case.size, case.batch_size, case.device)
     except Exception as exc:  # a user's model that cannot run even to be counted: a row
         row.update(status=fault_status(exc), error=error_summary(exc))
         return row, {}
@@ -173,7 +173,7 @@ def run_case(
             parallel=case.parallel,
             group=world.data,
             device=case.device,
-            blocks=case.workload.blocks,
+            blocks=lambda model: case.workload.blocks_of(model, case.size),
         )
         if par.distributed
         else None

@@ -26,6 +26,7 @@ from torch.utils._pytree import tree_flatten
 from bench.cases.case import Case
 from bench.recipes.modes import dtype_name
 from bench.recipes.step import TrainState, backward, forward
+from bench.workloads import outputs
 
 
 @dataclass
@@ -46,17 +47,17 @@ class Capture:
 
 
 def chained(case: Case) -> str:
-    """The parameter whose autograd chain and Adam state the audit records: the weight of the
-    workload's first Linear (every parameter's Adam state has the same dtypes)."""
-    first = next(iter(case.workload.linears(case.size)))
-    return f"{first}.weight"
+    """The parameter whose autograd chain and Adam state the audit records: the workload's
+    (`Workload.audited_of`: the weight of the first matmul to run, unless the workload names
+    one; every parameter's Adam state has the same dtypes)."""
+    return case.workload.audited_of(case.size, case.device)
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
     """The modules whose outputs the study observes, by name, in forward order, asked of the
     state's own model (a float8 recipe has swapped its Linears for its own; a compiled model is
     asked through the module it wraps)."""
-    return dict(s.case.workload.observed(_unwrapped(s.model)))
+    return s.case.workload.observed_of(_unwrapped(s.model), s.case.size)
 
 
 def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
@@ -104,21 +105,31 @@ def _chain_to(root: Node, target: torch.Tensor) -> list[str]:
 
 
 def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch.Tensor]) -> list:
-    """Hook, for every parameter, the place where its gradient leaves the matmul."""
+    """Hook, for every parameter, the place where its gradient leaves the matmul. A parameter
+    used in several places (a weight tied to an embedding: its lookup and the head's matmul)
+    has no one such place: its gradient is the sum AccumulateGrad forms, hooked at the leaf."""
     names = {p.data_ptr(): n for n, p in s.model.named_parameters()}
-    handles, via_cast = [], set()
+    uses: dict[int, int] = {}
+    casts: list[tuple[Node, int]] = []
     for node, nxt in _edges(loss.grad_fn):
         ptr = _leaf_ptr(nxt)
-        if ptr in names and node.name() == "ToCopyBackward0":
-            name = names[ptr]
-            via_cast.add(name)
+        if ptr in names:
+            uses[ptr] = uses.get(ptr, 0) + 1
+            if node.name() == "ToCopyBackward0":
+                casts.append((node, ptr))
+    handles, via_cast = [], set()
+    for node, ptr in casts:
+        if uses[ptr] > 1:
+            continue
+        name = names[ptr]
+        via_cast.add(name)
 
-            def on_cast(grad_inputs, grad_outputs, name=name):
-                out[name] = grad_outputs[0]  # the low-precision gradient, before the cast
+        def on_cast(grad_inputs, grad_outputs, name=name):
+            out[name] = grad_outputs[0]  # the low-precision gradient, before the cast
 
-            handles.append(node.register_hook(on_cast))
+        handles.append(node.register_hook(on_cast))
     for name, p in s.model.named_parameters():
-        if name not in via_cast:  # no cast: the gradient reaching the leaf is the matmul's own
+        if name not in via_cast:  # no cast, or several uses: the gradient reaching the leaf
 
             def on_leaf(grad, name=name):
                 out[name] = grad
@@ -135,8 +146,11 @@ def capture(s: TrainState) -> Capture:
 
     def keep(name: str):
         def hook(module, inputs, output):
-            acts[name] = output
-            output.register_hook(lambda g: act_grads.__setitem__(name, g))
+            # A block may return a tuple, the model a ModelOutput: its tensor is what flows on.
+            out = outputs.tensor(output)
+            acts[name] = out
+            if out.requires_grad:
+                out.register_hook(lambda g: act_grads.__setitem__(name, g))
 
         return hook
 

@@ -31,6 +31,7 @@ from bench.numerics.underflow import census, fp16_fate, log2_histogram
 from bench.recipes.catalog import autocast_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
+from bench.workloads import heads, outputs
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
@@ -159,14 +160,18 @@ def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, fl
     last dimension's argmax), the forward pass in the mode's context, in chunks of the case's
     batch size: a transformer's logits for a whole held-out split would not fit. The sums stay
     on the device (float64) and are read once, not synced per chunk."""
-    sums = torch.zeros(2, dtype=torch.float64, device=x.device)  # loss × predictions, correct
+    # loss × predictions, correct predictions, predictions
+    sums = torch.zeros(3, dtype=torch.float64, device=x.device)
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
         for xs, ys in zip(x.split(s.case.batch_size), y.split(s.case.batch_size), strict=True):
-            logits = s.model(s.mode.cast_input(xs))
-            sums[0] += s.case.workload.loss(logits.float(), ys, "mean").double() * ys.numel()
-            sums[1] += (logits.argmax(-1) == ys).sum()
-    loss_sum, correct = sums.tolist()
-    return loss_sum / y.numel(), correct / y.numel()
+            output = outputs.to_float(s.model(s.mode.cast_input(xs)))
+            # A masked LM's unmasked positions are no predictions: counted out of both sums.
+            counted = (ys != heads.IGNORE).sum()
+            sums[0] += s.case.workload.loss(output, ys, "mean").double() * counted
+            sums[1] += (outputs.tensor(output).argmax(-1) == ys).sum()
+            sums[2] += counted
+    loss_sum, correct, total = sums.tolist()
+    return loss_sum / total, correct / total
 
 
 def _step_ms(case: Case, task: Task) -> float:

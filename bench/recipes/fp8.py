@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from bench.workloads import structure
+
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
 
@@ -126,13 +128,33 @@ def describe(decisions: dict[str, str]) -> str:
 
 def convert(model: nn.Module, workload: Workload, size: object, recipe: str) -> nn.Module:
     """`model` with the Linears `plan` chooses swapped for torchao's Float8Linear (in place),
-    chosen by module name (torchao's filter sees each Linear's fully qualified name)."""
+    chosen by module name (torchao's filter sees each Linear's fully qualified name). A chosen
+    transformers `Conv1D` (GPT-2's projections) first becomes the `nn.Linear` it is
+    (`as_linear`): torchao converts `nn.Linear` modules only."""
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
     chosen = {name for name, what in plan(workload, size, recipe).items() if what == "converted"}
+    for name in chosen:
+        module = model.get_submodule(name)
+        if structure.is_conv1d(module):
+            model.set_submodule(name, as_linear(module))
     keep: Callable[[nn.Module, str], bool] = lambda mod, fqn: fqn in chosen  # noqa: E731
     config = Float8LinearConfig.from_recipe_name(recipe)
     return convert_to_float8_training(model, config=config, module_filter_fn=keep)
+
+
+def as_linear(conv1d: nn.Module) -> nn.Linear:
+    """transformers' `Conv1D(nf, nx)` (y = x @ W + b, W stored (in, out)) as the `nn.Linear`
+    computing the same function: its weight the transpose, a new parameter of the same values
+    (made before the optimizer sees the model; a Conv1D's weight is never tied)."""
+    k, n = conv1d.weight.shape
+    weight = conv1d.weight
+    linear = nn.Linear(k, n, bias=conv1d.bias is not None, device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        linear.weight.copy_(weight.t())
+        if conv1d.bias is not None:
+            linear.bias.copy_(conv1d.bias)
+    return linear
 
 
 def scaled_mm_operands(

@@ -119,12 +119,13 @@ class Mode:
         self, model: nn.Module, workload: Workload | None = None, size: object | None = None
     ) -> nn.Module:
         """The model as this mode trains it (in place, before the optimizer sees it). The
-        workload and its `size` are needed by a float8 recipe, to choose its Linears."""
+        workload and its `size` are needed by a float8 recipe, to choose its Linears (a size
+        may be None: a user's model of one preset has no size object)."""
         if self.param_dtype is not None:
             model.to(self.param_dtype)
         if self.fp8_recipe is not None:
-            if workload is None or size is None:
-                raise ValueError(f"mode {self.name!r} needs the workload and size to convert it")
+            if workload is None:
+                raise ValueError(f"mode {self.name!r} needs the workload to convert its model")
             model = fp8.convert(model, workload, size, self.fp8_recipe)
         return model
 

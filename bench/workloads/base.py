@@ -10,16 +10,36 @@ for every workload.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from bench.workloads import heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 """(inputs, targets), both on the case's device."""
+
+
+def size_key(size: object) -> object:
+    """A size as a cache key: itself where it hashes (the built-in sizes are frozen
+    dataclasses), else its repr (a user's size object that does not hash)."""
+    try:
+        hash(size)
+    except TypeError:
+        return repr(size)
+    return size
+
+
+def _device_of(model: nn.Module) -> str:
+    first = next(model.parameters(), None)
+    return first.device.type if first is not None else "cpu"
+
+
+_STRUCTURES: dict[tuple[str, object, str], structure.Structure] = {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,17 +56,24 @@ class Workload:
     """(size, device, seed) -> the model on the device, initialised from the seed."""
     make_batch: Callable[[object, int, str, int], Batch]
     """(size, batch_size, device, seed) -> a deterministic synthetic batch made on the device."""
-    loss: Callable[[torch.Tensor, torch.Tensor, str], torch.Tensor]
-    """(output, targets, reduction) -> the loss (`mean`, or `sum` for the numerics' stress)."""
+    loss: Callable[[object, torch.Tensor, str], torch.Tensor]
+    """(output as the model returned it, targets, reduction) -> the loss (`mean`, or `sum` for
+    the numerics' stress). What measures an output asks `bench.workloads.outputs.tensor`."""
     linears: Callable[[object], dict[str, tuple[int, int]]]
     """size -> every Linear by module name, as (in_features, out_features), in forward order."""
     fp8_excluded: Callable[[object], dict[str, str]]
     """size -> the Linears a float8 recipe must leave in higher precision, each with why (the
     recipe's own size thresholds apply to the rest: `bench.recipes.fp8.plan`)."""
-    blocks: Callable[[nn.Module], list[nn.Module]]
-    """The modules FSDP2 shards one by one before the root (a transformer's blocks)."""
-    observed: Callable[[nn.Module], dict[str, nn.Module]]
-    """Module name -> module whose output the numerics study observes, in forward order."""
+    blocks: Callable[[nn.Module], list[nn.Module]] | None = None
+    """The modules FSDP2 shards one by one before the root (a transformer's blocks); None:
+    found in the module tree (`bench.workloads.structure`). Ask `blocks_of`."""
+    observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None
+    """Name -> module whose output the numerics study observes, in forward order, the last
+    one's output the logits; None: found in the module tree. Ask `observed_of`."""
+    audited: Callable[[object], str] | None = None
+    """size -> the parameter whose autograd chain and Adam state the numerics audit records (as
+    `named_parameters()` names it); None: the weight of the first matmul to run, found in the
+    module tree. Ask `audited_of`."""
     dims: Callable[[object], tuple[int, int, int]]
     """Three sizes a case id spells out (`input x hidden x classes` for the MLP)."""
     unit: str = "samples"
@@ -72,6 +99,50 @@ class Workload:
             make=lambda n, batch_seed: self.make_batch(size, n, device, batch_seed), seed=seed
         )
 
+    def structure(self, size: object, device: str) -> structure.Structure:
+        """What `bench.workloads.structure.find` finds in this workload's model at `size`, from
+        one forward of a batch of one, cached per (workload, size, device). The probe runs on
+        the meta device, where it costs nothing, unless the model cannot run there (a value
+        read back with `.item()`): then on `device`, once."""
+        key = (self.name, size_key(size), device)
+        if key not in _STRUCTURES:
+            _STRUCTURES[key] = self._probe(size, device)
+        return _STRUCTURES[key]
+
+    def _probe(self, size: object, device: str) -> structure.Structure:
+        try:
+            return self._find_on("meta", size)
+        except Exception:  # no meta kernel, a data-dependent branch: probe where it trains
+            return self._find_on(device, size)
+
+    def _find_on(self, device: str, size: object) -> structure.Structure:
+        model = self.build(size, device, 0)
+        inputs, _ = self.make_batch(size, 1, device, 0)
+        return structure.find(model, inputs)
+
+    def blocks_of(self, model: nn.Module, size: object) -> list[nn.Module]:
+        """The modules of `model` (as a mode prepared it) that FSDP2 shards one by one."""
+        if self.blocks is not None:
+            return list(self.blocks(model))
+        found = self.structure(size, _device_of(model)).blocks
+        return [model.get_submodule(name) for name in found]
+
+    def observed_of(self, model: nn.Module, size: object) -> dict[str, nn.Module]:
+        """Name -> module of `model` whose output the numerics study observes, in forward
+        order; the last is the one whose output's tensor is the logits (the model itself, under
+        its class's name, when found in the module tree)."""
+        if self.observed is not None:
+            return dict(self.observed(model))
+        found = self.structure(size, _device_of(model)).observed
+        return {name or type(model).__name__: model.get_submodule(name) for name in found}
+
+    def audited_of(self, size: object, device: str) -> str:
+        """The name (as `named_parameters()` gives it) of the parameter the audit follows, in
+        this workload's model at `size` (`device`: where to look if not on the meta device)."""
+        if self.audited is not None:
+            return self.audited(size)
+        return self.structure(size, device).audited
+
     def size(self, preset: str) -> object:
         if preset not in self.presets:
             raise ValueError(
@@ -85,27 +156,34 @@ def from_model(
     name: str,
     model: Callable[[str], nn.Module],
     batch: Callable[[int, str, torch.Generator], Batch],
-    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    loss: Callable[[object, torch.Tensor], torch.Tensor] | None = None,
     *,
     description: str = "",
+    blocks: Callable[[nn.Module], list[nn.Module]] | None = None,
+    observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None,
 ) -> Workload:
     """A workload from the three things a training script already has: `model(device)` builds
     the model on a device, `batch(batch_size, device, generator)` makes a synthetic batch on it
-    (draw from `generator`, which ampbench seeds), and `loss(output, targets)` (default: mean
-    cross-entropy). It has one preset, `default`, and no Linear that float8 must leave out
-    beyond its recipe's size rule; FSDP2 shards its top-level children.
+    (draw from `generator`, which ampbench seeds), and `loss(output, targets)`, which gets the
+    output as the model returns it (a tensor, a tuple, a dict, a Hugging Face `ModelOutput`:
+    read `.logits` there as a training script does). The default loss is mean cross-entropy of
+    the output's logits (`bench.workloads.outputs.tensor`), over every position of a sequence.
+    It has one preset, `default`.
+
+    The model's structure is found in its module tree (`bench.workloads.structure`): the
+    repeated blocks FSDP2 shards, the points the numerics study observes, the weight it audits,
+    and the output head and tied weights float8 leaves in higher precision. `blocks` and
+    `observed` replace the search for a model it gets wrong: `blocks(model)` returns the modules
+    to shard one by one, `observed(model)` a dict name -> module in forward order whose last
+    module's output holds the logits.
 
     A case id spells out three sizes; this workload's are 1 × 1 × 1, and the model's spec and
     its preset say what it is."""
 
-    def linears(size: object) -> dict[str, tuple[int, int]]:
+    @functools.cache
+    def on_meta() -> nn.Module:
         with torch.device("meta"):
-            built = model("meta")
-        return {
-            n: (m.in_features, m.out_features)
-            for n, m in built.named_modules()
-            if isinstance(m, nn.Linear)
-        }
+            return model("meta")
 
     def make(size: object, batch_size: int, device: str, seed: int) -> Batch:
         # The meta device (counting FLOPs) has no generator and draws nothing.
@@ -113,12 +191,12 @@ def from_model(
         gen = None if meta else torch.Generator(device=device).manual_seed(seed)
         return batch(batch_size, device, gen)
 
-    def reduced(out: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
+    def reduced(out: object, targets: torch.Tensor, reduction: str) -> torch.Tensor:
         if loss is not None:
             if reduction != "mean":
                 raise ValueError(f"{name}: its loss is its own; reduction {reduction!r} is not")
             return loss(out, targets)
-        return torch.nn.functional.cross_entropy(out, targets, reduction=reduction)
+        return heads.loss(out, targets, reduction)
 
     return Workload(
         name=name,
@@ -128,9 +206,9 @@ def from_model(
         build=lambda size, device, seed: model(device),
         make_batch=make,
         loss=reduced,
-        linears=linears,
-        fp8_excluded=lambda size: {},
-        blocks=lambda m: list(m.children()),
-        observed=lambda m: dict(m.named_children()),
+        linears=lambda size: structure.linears(on_meta()),
+        fp8_excluded=lambda size: structure.fp8_excluded(on_meta()),
+        blocks=blocks,
+        observed=observed,
         dims=lambda size: (1, 1, 1),
     )

@@ -105,6 +105,8 @@ WORKLOAD = Workload(
         "fc2": model.fc2,
         "fc3": model.fc3,
     },
+    # The question's own parameter: fc1.weight, whose .grad it asked about.
+    audited=lambda size: "fc1.weight",
     dims=lambda size: (size.input_size, size.hidden_size, size.num_classes),
     task=lambda size, seed, noise, device: PrototypeTask(
         features=size.input_size, classes=size.num_classes, seed=seed, noise=noise, device=device

@@ -1,5 +1,6 @@
 """The workloads by name: the MLP of the seed question (`mlp`, the default), a GPT-style
-transformer (`gpt`), torchvision's ResNet-50 (`resnet50`, when torchvision is installed), and a
+transformer (`gpt`), torchvision's ResNet-50 (`resnet50`, when torchvision is installed), a
+zoo model by name (`hf:NAME`, `timm:NAME`, `torchvision:NAME`: `bench.workloads.zoo`), and a
 user's own model given as `package.module:factory`.
 
 A user's factory is called with no arguments and returns a `Workload`
@@ -18,7 +19,7 @@ import torch.nn.functional as F
 
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import gpt, mlp, resnet, tasks
+from bench.workloads import gpt, mlp, resnet, tasks, zoo
 from bench.workloads.base import Workload
 
 MLP = mlp.WORKLOAD
@@ -44,6 +45,7 @@ GPT = Workload(
     },
     blocks=gpt.blocks,
     observed=gpt.observed,
+    audited=lambda size: "blocks.0.attn.qkv.weight",
     dims=lambda size: (size.context, size.width, size.vocab),
     unit="tokens",
     per_sample=lambda size: size.context,
@@ -77,6 +79,8 @@ RESNET = Workload(
     fp8_excluded=resnet.fp8_excluded,
     blocks=resnet.blocks,
     observed=resnet.observed,
+    # Its one Linear, the head, as the audits published before the module-tree search.
+    audited=lambda size: "fc.weight",
     dims=lambda size: (size.image, resnet.FEATURES, size.classes),
     # torchvision is an optional extra: without it every case is an `unsupported` row.
     unsupported_reason=resnet.unsupported_reason,
@@ -97,7 +101,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}
 
 def is_spec(name: str) -> bool:
     """A user's own model, named by the factory that makes it."""
-    return ":" in name
+    return ":" in name and not zoo.is_zoo(name)
 
 
 @functools.cache
@@ -106,10 +110,12 @@ def get(name: str) -> Workload:
     is one line (`UsageError`) naming the spec and what is wrong."""
     if name in WORKLOADS:
         return WORKLOADS[name]
+    if zoo.is_zoo(name):
+        return zoo.get(name)
     if not is_spec(name):
         raise UsageError(
             f"--model {name}: not a workload; choose from {', '.join(WORKLOADS)}, "
-            "or give package.module:factory"
+            "a zoo model (hf:NAME, timm:NAME, torchvision:NAME) or package.module:factory"
         )
     module_name, _, attr = name.partition(":")
     # The module is the user's: looked up from the directory the command was run in (which

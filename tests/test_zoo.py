@@ -1,0 +1,136 @@
+"""Conformance: real architectures from the three zoos, by name, at their tiny configs on the CPU,
+through every stage a user runs: `run` (every mode the CPU can run, the others `unsupported`
+rows with their reasons), DDP and FSDP2 on two gloo ranks, a short `numerics` study (its report
+checked for a non-empty audit, observed logits and an Answer without placeholders), and
+`maxbatch`.
+
+CI runs every stage on `EVERY_STAGE` and `run` + `numerics` on `RUN_AND_NUMERICS` as well (one
+step per case, to stay within minutes); `./run_tests.sh --zoo` runs every architecture of `ZOO`
+through every stage."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.cli.main import main
+from bench.execution import launch
+from bench.numerics import tables
+from bench.store import results
+
+pytest.importorskip("transformers", reason="transformers is not installed (the [zoo] extra)")
+pytest.importorskip("timm", reason="timm is not installed (the [zoo] extra)")
+pytest.importorskip("torchvision", reason="torchvision is not installed (the [vision] extra)")
+
+EVERY_STAGE = (
+    "hf:gpt2",  # a decoder with its head tied to the token embedding; Conv1D projections
+    "hf:llama",  # grouped-query attention, RMSNorm, SwiGLU
+    "hf:bert",  # an encoder, masked LM
+    "hf:t5",  # an encoder-decoder
+    "timm:convnext_atto",  # depthwise convolutions
+    "torchvision:resnet18",
+)
+RUN_AND_NUMERICS = (
+    "hf:mistral",
+    "hf:qwen2",
+    "hf:roberta",
+    "hf:bart",
+    "hf:vit",
+    "torchvision:mobilenet_v3_small",
+)
+EXTENDED = (
+    "hf:opt",
+    "hf:distilbert",
+    "hf:swin",
+    "hf:deit",
+    "hf:bert:seq-cls",
+    "timm:vit_tiny_patch16_224",
+    "timm:resnet18",
+    "timm:efficientnet_b0",
+    "timm:mobilenetv3_small_050",
+    "torchvision:efficientnet_b0",
+    "torchvision:regnet_y_400mf",
+    "torchvision:shufflenet_v2_x0_5",
+    "torchvision:squeezenet1_1",
+    "torchvision:mnasnet0_5",
+)
+ZOO = EVERY_STAGE + RUN_AND_NUMERICS + EXTENDED
+WORKER = Path(__file__).resolve().parent / "dist_worker.py"
+
+
+def _marked(specs: tuple[str, ...]) -> list:
+    return [pytest.param(s, marks=pytest.mark.zoo) if s in EXTENDED else s for s in specs]
+
+
+ONE_STEP = ("--steps", "1", "--warmup", "0", "--repeats", "1", "--no-overhead")
+TINY = ("--device", "cpu", "--preset", "tiny")
+
+
+def _folder(parent: Path) -> Path:
+    (folder,) = [p for p in parent.iterdir() if p.is_dir()]
+    return folder
+
+
+@pytest.mark.parametrize("spec", _marked(ZOO))
+def test_every_cpu_mode_runs_and_the_rest_are_unsupported_rows(spec, tmp_path):
+    argv = ["run", *TINY, "--model", spec, "--batch-sizes", "2", "--optimizers", "foreach"]
+    assert main([*argv, "--variants", "eager", *ONE_STEP, "--results-dir", str(tmp_path)]) == 0
+    df = results.load(_folder(tmp_path))
+    assert set(df["status"]) <= {"ok", "unsupported"}, df[["mode", "status", "error"]]
+    ok = df[df["status"] == "ok"]
+    assert {"fp32", "bf16-amp", "fp16-amp"} <= set(ok["mode"])
+    # The logits' dtype was found in whatever the model returned.
+    assert dict(zip(ok["mode"], ok["output_dtype"], strict=True))["bf16-amp"] == "bfloat16"
+    assert (df.loc[df["status"] == "unsupported", "error"].str.len() > 0).all()
+    assert (ok["fwd_gflop"] > 0).all() and (ok["bwd_gflop"] > ok["fwd_gflop"]).all()
+
+
+SHORT_STUDY = (
+    *("numerics", *TINY, "--modes", "fp32,fp16-amp,fp16-amp-noscale,bf16-amp"),
+    *("--census-batch-sizes", "2", "--checkpoints", "0,2", "--histogram-batch", "2"),
+    *("--conv-batch-sizes", "2", "--seeds", "0", "--steps", "4", "--long-steps", "0"),
+    *("--eval-every", "2", "--heldout", "4", "--trace-every", "2"),
+)
+PLACEHOLDERS = ("not observed (", "ran in not observed", "() are not observed", " is .")
+
+
+@pytest.mark.parametrize("spec", _marked(ZOO))
+def test_a_short_study_audits_observes_the_logits_and_answers(spec, tmp_path):
+    assert main([*SHORT_STUDY, "--model", spec, "--results-dir", str(tmp_path)]) == 0
+    folder = _folder(tmp_path)
+    t = tables.load(folder)
+    audit = t["audit"]
+    assert len(audit) and set(audit["mode"]) >= {"fp32", "fp16-amp", "bf16-amp"}
+    acts = audit[audit["kind"] == tables.ACTIVATION]
+    assert acts["tensor"].str.startswith("logits (").any()
+    census = t["census"]
+    assert len(census) and (census["kind"] == tables.ACTIVATION_GRAD).any()
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    assert re.search(r"^## \d+\. Answer", report, flags=re.M), "the report has no Answer"
+    for text in PLACEHOLDERS:
+        assert text not in report
+    headings = [int(n) for n in re.findall(r"^## (\d+)\.", report, flags=re.M)]
+    assert headings == list(range(1, len(headings) + 1))
+
+
+@pytest.mark.parametrize("spec", _marked(EVERY_STAGE + EXTENDED))
+def test_ddp_and_fsdp_on_two_gloo_ranks(spec, tmp_path):
+    argv = ["run", "--gpus", "2", *TINY, "--model", spec, "--modes", "fp32"]
+    argv += ["--optimizers", "foreach", "--parallel", "ddp,fsdp", "--batch-sizes", "2"]
+    argv += [*ONE_STEP, "--collective-timeout", "60", "--results-dir", str(tmp_path)]
+    code = launch.launch(2, argv, keep=[], worker=[str(WORKER)], log=lambda msg: None)
+    df = results.load(_folder(tmp_path))
+    assert code == 0, df[["parallel", "status", "error"]]
+    assert list(df["status"]) == ["ok", "ok"] and set(df["world_size"]) == {2}
+
+
+@pytest.mark.parametrize("spec", _marked(EVERY_STAGE + EXTENDED))
+def test_the_largest_batch_search_trains_it(spec, tmp_path):
+    argv = ["maxbatch", *TINY, "--model", spec, "--modes", "fp32", "--start", "2"]
+    argv += ["--limit", "4", "--steps", "1", "--warmup", "0", "--results-dir", str(tmp_path)]
+    assert main(argv) == 0
+    text = (_folder(tmp_path) / "report.md").read_text(encoding="utf-8")
+    # Both trials trained: the search reached its limit.
+    assert re.search(r"\| fp32 +\| eager +\| +4 \| ok ", text), text
