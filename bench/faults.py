@@ -1,7 +1,9 @@
 """How ampbench names what went wrong: bad input (one line, exit status 2) and a case's fault
-(a status in its row, and the run goes on)."""
+(a status in its row, its full traceback kept in the folder, and the run goes on)."""
 
 from __future__ import annotations
+
+import traceback
 
 
 class UsageError(Exception):
@@ -45,6 +47,21 @@ def fault_status(exc: BaseException) -> str:
     if isinstance(exc, RuntimeError) and ("timed out" in text.lower() or "timeout" in text.lower()):
         return "timeout"
     return "error"
+
+
+TRACEBACK_TEXT = "traceback_text"
+"""A row's key for its fault's full traceback while the row is in memory; the job that writes the
+row saves the text in its folder and puts the file's path in the row's `traceback` column
+instead (`bench.store.errors.keep`)."""
+
+
+def fault(exc: BaseException, *, prefix: str = "") -> dict[str, str]:
+    """The columns an exception gives the row of the case (trial, job, audited mode) it ended:
+    `status`, `error` (one line, after `prefix`) and its full traceback (`TRACEBACK_TEXT`): the
+    one place a caught fault becomes data."""
+    status = fault_status(exc)
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"status": status, "error": prefix + error_summary(exc), TRACEBACK_TEXT: text}
 
 
 class Interrupted(Exception):

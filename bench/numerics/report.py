@@ -17,7 +17,7 @@ from bench.numerics.report_recipes import recipes_section
 from bench.numerics.report_training import convergence_section
 from bench.numerics.report_underflow import census_section, histogram_section
 from bench.numerics.run_summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
-from bench.store import paths
+from bench.store import errors, paths
 
 
 def _provenance(env: dict) -> list[str]:
@@ -82,6 +82,8 @@ def render(t: dict) -> str:
     ]
     if not t["failed"].empty:
         out += ["## Jobs that failed", "", markdown(t["failed"]), ""]
+    tracebacks = t["audit_json"].get("tracebacks", {})  # of the modes the audit failed on
+    out += errors.where([*t["failed"].get(errors.COLUMN, []), *tracebacks.values()])
     out += audit_section(t) + census_section(t) + histogram_section(t)
     out += convergence_section(t, env) + recipes_section(t)
     out += [

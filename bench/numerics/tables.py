@@ -206,7 +206,9 @@ TABLES: dict[str, Table] = {
         optional=True,
         compressed=True,
     ),
-    "failed": Table("failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error")),
+    "failed": Table(
+        "failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error", "traceback")
+    ),
 }
 """The study's CSV files by table name (the names job outputs use)."""
 AUDIT_JSON, ENV, REPORT = "audit.json", "env.json", "report.md"
@@ -263,6 +265,7 @@ def audit_json(found: dict) -> dict:
         found.setdefault("chained", f"{module}.{param}")
     found.setdefault("chains", {})
     found.setdefault("unsupported", {})
+    found.setdefault("tracebacks", {})
     return found
 
 

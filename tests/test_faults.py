@@ -1,0 +1,131 @@
+"""Failures a user can act on: every row a fault ended keeps its full traceback in its folder
+(`errors/`) and the report says where."""
+
+from bench.execution import launch
+from bench.faults import TRACEBACK_TEXT, fault
+from bench.jobs import maxbatch
+from bench.jobs.maxbatch import MaxBatchConfig
+from bench.jobs.suite import run_suite
+from bench.measure import ranks, runner
+from bench.numerics import training
+from bench.publish import render
+from bench.publish import report as timing_report
+from bench.store import errors, results
+from tests.conftest import tiny_case
+
+
+def _raise(exc: BaseException):
+    def fail(*args, **kwargs):
+        raise exc
+
+    return fail
+
+
+def test_a_fault_is_its_status_its_line_and_its_traceback():
+    try:
+        _raise(RuntimeError("cuBLAS said no\nsecond line"))()
+    except RuntimeError as exc:
+        out = fault(exc, prefix="step 3: ")
+    assert out["status"] == "error" and out["error"] == "step 3: RuntimeError: cuBLAS said no"
+    text = out[TRACEBACK_TEXT]
+    assert text.startswith("Traceback (most recent call last):")
+    assert "in fail" in text and text.rstrip().endswith("second line")
+
+
+def test_a_row_keeps_its_traceback_in_a_file_it_names(tmp_path):
+    row = {"case_id": "fp32/foreach/b8/pkg.mod:make/cpu/s0", "status": "error", "error": "E: x"}
+    kept = errors.keep(tmp_path, {**row, TRACEBACK_TEXT: "Traceback ...\nE: x\n"}, row["case_id"])
+    assert kept == {**row, "traceback": "errors/fp32_foreach_b8_pkg.mod_make_cpu_s0.txt"}
+    assert (tmp_path / kept["traceback"]).read_text() == "Traceback ...\nE: x\n"
+    assert errors.keep(tmp_path, row, "x") == row  # nothing to keep
+    assert errors.where([float("nan"), ""]) == []
+    assert "`errors/`" in errors.where([float("nan"), kept["traceback"]])[0]
+
+
+def test_a_failed_case_keeps_its_traceback_in_the_run_folder(monkeypatch, tmp_path, cpu_ceilings):
+    real_build = runner.build
+
+    def broken_for_bf16(case, **kwargs):
+        if case.mode == "bf16-amp":
+            raise RuntimeError("cuBLAS said no\nsecond line")
+        return real_build(case, **kwargs)
+
+    monkeypatch.setattr(runner, "build", broken_for_bf16)
+    cases = [tiny_case(mode=m) for m in ("fp32", "bf16-amp")]
+    logged = []
+    run_suite(cases, tmp_path, cpu_ceilings, log=logged.append)
+    ok, bad = results.read_rows(tmp_path / results.ROWS)
+    assert "traceback" not in ok and TRACEBACK_TEXT not in bad
+    assert (bad["status"], bad["error"]) == ("error", "RuntimeError: cuBLAS said no")
+    assert bad["traceback"] == "errors/bf16-amp_foreach_b8_32x64x10_cpu_s0.txt"
+    text = (tmp_path / bad["traceback"]).read_text()
+    assert "in broken_for_bf16" in text and "runner.py" in text
+    assert str(tmp_path / bad["traceback"]) in logged[-1]
+    env = {"device": "cpu", "gpu": "cpu", "config": {}, "ceilings": cpu_ceilings}
+    page = timing_report.render(results.load(tmp_path), env, {})
+    assert "The full traceback of each failure is in `errors/`" in page
+
+
+def test_a_case_that_failed_on_several_ranks_keeps_each_ranks_traceback(tmp_path):
+    rows = [
+        {"case_id": "c", "status": "timeout", "error": "T: a", TRACEBACK_TEXT: "tb of 0\n"},
+        {"case_id": "c", "status": "error", "error": "E: b", TRACEBACK_TEXT: "tb of 1\n"},
+    ]
+    row, _, _ = ranks.merge([(r, {}) for r in rows])
+    assert row["error"] == "rank 1: E: b; rank 0: T: a"  # the real failure first
+    assert row[TRACEBACK_TEXT] == "rank 1:\ntb of 1\n\nrank 0:\ntb of 0\n"
+    # A run that ended during the case: the launcher writes it from the ranks' notes.
+    launch.mark_inflight(tmp_path, {"case_id": "a/b", "status": "timeout", "error": ""})
+    launch.note_fault(tmp_path, 1, {**rows[1], "case_id": "a/b"})
+    assert launch.complete_inflight(tmp_path, "the run ended")
+    (written,) = results.read_rows(tmp_path / results.ROWS)
+    assert written["traceback"] == "errors/a_b.txt" and TRACEBACK_TEXT not in written
+    assert (tmp_path / "errors" / "a_b.txt").read_text() == "rank 1:\ntb of 1\n"
+
+
+def test_a_failed_trial_keeps_its_traceback(monkeypatch, tmp_path):
+    real_build = maxbatch.build
+
+    def build(case, **kwargs):
+        if case.batch_size > 8:
+            raise IndexError("index out of range in self")
+        return real_build(case, **kwargs)
+
+    monkeypatch.setattr(maxbatch, "build", build)
+    cfg = MaxBatchConfig(device="cpu", preset="tiny", modes=("fp32",), start=8, limit=16)
+    run_dir = maxbatch.start(cfg, results_dir=tmp_path, command="test")
+    render.render(run_dir)
+    ok, *bad = results.read_jsonl(run_dir / results.TRIALS)  # 8, then 16, 12, 10, 9
+    assert "traceback" not in ok and {t["status"] for t in bad} == {"error"}
+    assert len({t["traceback"] for t in bad}) == len(bad)  # a file per trial
+    assert "IndexError: index out of range" in (run_dir / bad[0]["traceback"]).read_text()
+    assert "`errors/`" in (run_dir / results.REPORT).read_text()
+
+
+def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path):
+    # The census compares the recipes with their own models (bf16-pure) at each checkpoint.
+    real = training._with_weights
+
+    def with_weights(case, mode, s):
+        if mode == "bf16-pure":
+            raise RuntimeError("no bf16 copy")
+        return real(case, mode, s)
+
+    monkeypatch.setattr(training, "_with_weights", with_weights)
+    out = training.census_trajectory(
+        tiny_case(mode="fp16-amp", optimizer="fused"), noise=2.0, checkpoints=(0, 1),
+        histogram=False,
+    )  # fmt: skip
+    assert [r["error"] for r in out["failed"]] == [
+        "step 0: RuntimeError: no bf16 copy",
+        "step 1: RuntimeError: no bf16 copy",
+    ]
+    from bench.jobs import numerics as study_job
+    from bench.numerics.jobs import Job
+
+    job = Job(kind="census", case=tiny_case(mode="fp16-amp"), steps=0, checkpoints=(0, 1))
+    rows = study_job._keep_job_tracebacks(tmp_path, job, out["failed"])
+    assert [r["traceback"] for r in rows] == [
+        f"errors/{job.key}_bf16-pure.txt",
+        f"errors/{job.key}_bf16-pure-2.txt",
+    ]
