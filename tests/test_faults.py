@@ -1,13 +1,20 @@
 """Failures a user can act on: every row a fault ended keeps its full traceback in its folder
-(`errors/`) and the report says where."""
+(`errors/`) and the report says where; `--debug` raises the first fault instead of recording
+it."""
 
+import os
+
+import pytest
+import torch
+
+from bench.cli import main
 from bench.execution import launch
-from bench.faults import TRACEBACK_TEXT, fault
+from bench.faults import DEBUG_VAR, TRACEBACK_TEXT, debug, debugging, fault
 from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
-from bench.numerics import training
+from bench.numerics import audit, training
 from bench.publish import render
 from bench.publish import report as timing_report
 from bench.store import errors, results
@@ -129,3 +136,58 @@ def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path
         f"errors/{job.key}_bf16-pure.txt",
         f"errors/{job.key}_bf16-pure-2.txt",
     ]
+
+
+# --debug
+
+
+def _run(results_dir, *extra):
+    argv = ["run", "--device", "cpu", "--modes", "fp32", "--batch-sizes", "4", "--steps", "1"]
+    argv += ["--optimizers", "fused", "--warmup", "0", "--no-overhead", *extra]
+    argv += ["--results-dir", str(results_dir)]
+    return main(argv)
+
+
+def test_debug_raises_the_first_fault_and_is_on_only_while_the_command_runs(monkeypatch, tmp_path):
+    seen = []
+
+    def broken(case, **kwargs):
+        seen.append(debugging())
+        raise RuntimeError("look here")
+
+    monkeypatch.setattr(runner, "build", broken)
+    monkeypatch.delenv(DEBUG_VAR, raising=False)
+    with pytest.raises(RuntimeError, match="look here"):
+        _run(tmp_path / "a", "--debug")
+    assert seen == [True] and DEBUG_VAR not in os.environ
+    assert _run(tmp_path / "b") == 1  # without it the fault is a row, as before
+    assert seen == [True, False]
+
+
+def test_debug_leaves_expected_outcomes_as_rows(monkeypatch):
+    with debug(True):
+        assert debugging()
+        out = fault(torch.cuda.OutOfMemoryError("CUDA out of memory"))
+        assert out["status"] == "oom"
+        with pytest.raises(ValueError, match="a bug"):
+            fault(ValueError("a bug"))
+    monkeypatch.setenv(DEBUG_VAR, "0")
+    assert not debugging()
+
+
+@pytest.mark.parametrize(
+    ("command", "where"),
+    [("maxbatch", (maxbatch, "build")), ("numerics", (audit, "audit_mode"))],
+)
+def test_debug_raises_in_maxbatch_and_numerics(command, where, monkeypatch, tmp_path):
+    monkeypatch.setattr(*where, _raise(RuntimeError("look here")))
+    argv = [command, "--device", "cpu", "--modes", "fp32", "--debug"]
+    argv += ["--start", "8", "--limit", "8"] if command == "maxbatch" else []
+    with pytest.raises(RuntimeError, match="look here"):
+        main([*argv, "--results-dir", str(tmp_path)])
+
+
+def test_debug_goes_with_resume(tmp_path, capsys):
+    for command in ("run", "numerics"):
+        assert main([command, "--resume", str(tmp_path / "nope"), "--debug"]) == 2
+        assert "no such folder" in capsys.readouterr().err

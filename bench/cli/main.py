@@ -23,7 +23,7 @@ from bench.cli import (
 from bench.cli import run as run_command
 from bench.cli.argv import with_command
 from bench.cli.options import PROG, Parser, Version
-from bench.faults import Interrupted, UsageError
+from bench.faults import Interrupted, UsageError, debug
 
 COMMANDS = {
     module.NAME: module
@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = with_command(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a relaunch repeats
-        return COMMANDS[args.command].command(args)
+        with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
+            return COMMANDS[args.command].command(args)
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)
         return 2

@@ -39,10 +39,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     fields.add(n, NumericsConfig, defaults=settings)
     o.add_results_dir(n)
     o.add_tag(n)
+    o.add_debug(n)
     o.add_resume(
         n,
-        "finish an interrupted study in its folder, with its settings (only --workers and "
-        "--force may be given with it)",
+        "finish an interrupted study in its folder, with its settings (only --workers, --force "
+        "and --debug may be given with it)",
     )
     n.add_argument(
         "--add-modes",
@@ -64,7 +65,7 @@ def command(args: argparse.Namespace) -> int:
         # With --add-modes, --trace-every may set the added jobs' trace period (a study older
         # than the traces recorded 0).
         extra = ("add_modes", "trace_every") if added else ("add_modes",)
-        argv.refuse_with_resume(args, ("resume", "force", "workers", *extra))
+        argv.refuse_with_resume(args, ("resume", "force", "workers", "debug", *extra))
         trace_every = args.trace_every if added else None
         run_dir = study.resume(
             args.resume, workers=args.workers, force=args.force, add_modes=added,
