@@ -1,9 +1,11 @@
 """Failures a user can act on: every row a fault ended keeps its full traceback in its folder
 (`errors/`) and the report says where; `--debug` raises the first fault instead of recording
-it."""
+it; a numerics study where anything failed exits 1 naming it."""
 
+import json
 import os
 
+import pandas as pd
 import pytest
 import torch
 
@@ -14,7 +16,7 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
-from bench.numerics import audit, training
+from bench.numerics import audit, tables, training
 from bench.publish import render
 from bench.publish import report as timing_report
 from bench.store import errors, results
@@ -107,6 +109,52 @@ def test_a_failed_trial_keeps_its_traceback(monkeypatch, tmp_path):
     assert len({t["traceback"] for t in bad}) == len(bad)  # a file per trial
     assert "IndexError: index out of range" in (run_dir / bad[0]["traceback"]).read_text()
     assert "`errors/`" in (run_dir / results.REPORT).read_text()
+
+
+def _audit_fails_for(monkeypatch, failing: set[str]) -> None:
+    real = audit.audit_mode
+
+    def audit_mode(case):
+        if case.mode in failing:
+            raise RuntimeError(f"no audit of {case.mode}\ndetails")
+        return real(case)
+
+    monkeypatch.setattr(audit, "audit_mode", audit_mode)
+
+
+def test_numerics_exits_1_naming_what_failed(monkeypatch, tmp_path, capsys):
+    _audit_fails_for(monkeypatch, {"tf32"})
+    real = training.convergence
+
+    def convergence(case, **settings):
+        if case.mode == "fp32":
+            raise RuntimeError("diverged into a wall")
+        return real(case, **settings)
+
+    monkeypatch.setattr(training, "convergence", convergence)
+    argv = ["numerics", "--device", "cpu", "--modes", "fp32,fp16-amp", "--seeds", "0"]
+    argv += ["--census-batch-sizes", "8", "--conv-batch-sizes", "16", "--checkpoints", "0"]
+    argv += ["--steps", "10", "--long-steps", "0", "--eval-every", "10"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 1
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "report.md").is_file() and "ended" in results.read_env(run_dir)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("ampbench: numerics: failed: the dtype audit of tf32; convergence ")
+    assert "convergence of fp32 b16 s0 (see " in last
+    failed = pd.read_csv(run_dir / "failed.csv")
+    (path,) = failed["traceback"]
+    assert path == "errors/convergence_fp32_b16_s0_10.txt"
+    assert "diverged into a wall" in (run_dir / path).read_text()
+    assert (run_dir / "errors" / "audit_tf32.txt").is_file()
+
+
+def test_a_study_that_failed_nowhere_has_no_failures(tmp_path):
+    (tmp_path / "audit.json").write_text(json.dumps({"unsupported": {"fp8-rowwise": "no GPU"}}))
+    row = {"kind": "convergence", "mode": "fp8-rowwise", "batch_size": 16, "seed": 0}
+    pd.DataFrame([{**row, "status": "unsupported", "error": "no GPU"}]).to_csv(
+        tmp_path / "failed.csv", index=False
+    )
+    assert tables.failures(tmp_path) is None
 
 
 def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path):

@@ -61,7 +61,7 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ampbench ARGV`: the exit status (0; 1 when a run or check found a failure; 2 for bad
+    """`ampbench ARGV`: the exit status (0; 1 when a run, study or check found a failure; 2 for bad
     input, a setting a config refused among them (`options.settings`); 130 when interrupted)."""
     try:
         argv = with_command(sys.argv[1:] if argv is None else argv)

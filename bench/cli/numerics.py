@@ -1,9 +1,11 @@
 """`ampbench numerics`: the numerics study (dtype audit, underflow census, histogram,
-convergence, the Answer), or the finish of an interrupted one (`--resume`)."""
+convergence, the Answer), or the finish of an interrupted one (`--resume`); exit status 1, with
+one line naming what failed, when any part of it did."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bench.cases import checks, choices
 from bench.cli import argv, fields
@@ -57,6 +59,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.jobs import numerics as study
     from bench.measure import env
+    from bench.numerics import tables
     from bench.numerics.config import NumericsConfig
     from bench.publish import render
 
@@ -90,4 +93,7 @@ def command(args: argparse.Namespace) -> int:
         )  # fmt: skip
     render.after_job(run_dir)
     print(run_dir)
-    return 0
+    failed = tables.failures(run_dir)  # the folder and its report are written either way
+    if failed:
+        print(f"ampbench: numerics: failed: {failed} (see {run_dir}/report.md)", file=sys.stderr)
+    return 1 if failed else 0

@@ -18,6 +18,7 @@ from bench.numerics.grads import DtypeTrace, capture, chained
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
+    AUDIT_FAILED,
     FP8_GEMM,
     INPUT,
     LOG_SOFTMAX,
@@ -194,7 +195,7 @@ def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict
         try:
             t, o, chain = audit_mode(mode_case)
         except Exception as exc:  # one recipe's failure is data; the others are still audited
-            failure = fault(exc, prefix="failed: ")
+            failure = fault(exc, prefix=AUDIT_FAILED)
             skipped[mode] = failure["error"]
             tracebacks[mode] = failure[TRACEBACK_TEXT]
             continue
