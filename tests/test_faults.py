@@ -1,9 +1,11 @@
 """Failures a user can act on: every row a fault ended keeps its full traceback in its folder
-(`errors/`) and the report says where; `--debug` raises the first fault instead of recording
-it; a numerics study where anything failed exits 1 naming it."""
+(`errors/`) and the report says where; `--debug` raises the first fault instead of recording it;
+a numerics study where anything failed exits 1 naming it; a study's report says in one line what
+it could not measure."""
 
 import json
 import os
+import re
 
 import pandas as pd
 import pytest
@@ -16,11 +18,13 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
-from bench.numerics import audit, tables, training
+from bench.numerics import audit, report, tables, training
+from bench.numerics.config import NumericsConfig
 from bench.publish import render
 from bench.publish import report as timing_report
 from bench.store import errors, results
 from tests.conftest import tiny_case
+from tests.studies import start_study
 
 
 def _raise(exc: BaseException):
@@ -111,6 +115,18 @@ def test_a_failed_trial_keeps_its_traceback(monkeypatch, tmp_path):
     assert "`errors/`" in (run_dir / results.REPORT).read_text()
 
 
+FAST = {
+    "census_batch_sizes": [8],
+    "conv_batch_sizes": [16],
+    "modes": ["fp32", "fp16-amp"],
+    "seeds": [0],
+    "steps": 10,
+    "eval_every": 10,
+    "long_steps": 0,
+    "checkpoints": [0],
+}
+
+
 def _audit_fails_for(monkeypatch, failing: set[str]) -> None:
     real = audit.audit_mode
 
@@ -120,6 +136,51 @@ def _audit_fails_for(monkeypatch, failing: set[str]) -> None:
         return real(case)
 
     monkeypatch.setattr(audit, "audit_mode", audit_mode)
+
+
+def _headings(page: str) -> list[int]:
+    return [int(n) for n in re.findall(r"^## (\d+)\. ", page, flags=re.MULTILINE)]
+
+
+@pytest.fixture(scope="module")
+def no_audit(tmp_path_factory):
+    """A study whose dtype audit failed for every mode."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(audit, "audit_mode", _raise(RuntimeError("the audit broke\nhere")))
+        cfg = NumericsConfig.build(device="cpu", options=FAST, workers=None)
+        return start_study(cfg, results_dir=tmp_path_factory.mktemp("s"), command="t", tag=None)
+
+
+def test_a_study_whose_audit_failed_everywhere_writes_no_sentence_about_it(no_audit):
+    page = (no_audit / "report.md").read_text()
+    for wrong in ("not observed (", "ran in not observed", "() are not observed"):
+        assert wrong not in page
+    assert "back to `" not in page and " is .\n" not in page
+    assert not re.search(r"^\| tensor +\|$", page, flags=re.MULTILINE)  # a table of no mode
+    assert _headings(page) == [1, 2, 3, 4, 5]
+    assert "Not measured: the audit failed for every mode it ran (fp32, " in page
+    assert ": RuntimeError: the audit broke)." in page
+    assert "**dtypes.** Not observed: the dtype audit of fp16-amp failed (RuntimeError: " in page
+    assert "The claim that" not in page
+    assert "| param_dtype " in page  # the error paths ran: they are shown
+    found = json.loads((no_audit / "audit.json").read_text())
+    assert found["tracebacks"]["fp32"] == "errors/audit_fp32.txt"
+    assert "the audit broke" in (no_audit / "errors" / "audit_fp32.txt").read_text()
+    assert "The full traceback of each failure is in `errors/`" in page
+    assert tables.failures(no_audit).startswith("the dtype audit of fp32, ")
+
+
+def test_a_section_without_data_keeps_its_heading_and_says_why(no_audit):
+    t = tables.load(no_audit)
+    failed = {"kind": "census", "mode": "fp16-amp", "batch_size": 8, "seed": 0}
+    t["failed"] = pd.DataFrame([{**failed, "status": "oom", "error": "OutOfMemoryError: x"}])
+    for name in ("census", "histogram", "fp16_fate", "summary", "steps", "runs", "traces"):
+        t[name] = t[name].iloc[:0]
+    page = report.render(t)
+    assert _headings(page) == [1, 2, 3, 4, 5]
+    assert "No rows: every census job failed (OutOfMemoryError: x; see the jobs" in page
+    assert "Not measured: the census trajectory that records it failed (OutOfMemoryError" in page
+    assert "No rows: the study has no convergence rows, and no convergence job failed." in page
 
 
 def test_numerics_exits_1_naming_what_failed(monkeypatch, tmp_path, capsys):
