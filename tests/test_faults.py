@@ -51,6 +51,8 @@ def test_a_row_keeps_its_traceback_in_a_file_it_names(tmp_path):
     assert kept == {**row, "traceback": "errors/fp32_foreach_b8_pkg.mod_make_cpu_s0.txt"}
     assert (tmp_path / kept["traceback"]).read_text() == "Traceback ...\nE: x\n"
     assert errors.keep(tmp_path, row, "x") == row  # nothing to keep
+    long = [errors.file_name(f"{'x' * 300}/{seed}") for seed in (0, 1)]
+    assert long[0] != long[1] and all(len(name) == errors.LONGEST + 4 for name in long)
     assert errors.where([float("nan"), ""]) == []
     assert "`errors/`" in errors.where([float("nan"), kept["traceback"]])[0]
 

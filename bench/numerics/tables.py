@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
+from bench.store import errors
 from bench.store.results import read_env
 
 ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
@@ -207,7 +208,7 @@ TABLES: dict[str, Table] = {
         compressed=True,
     ),
     "failed": Table(
-        "failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error", "traceback")
+        "failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error", errors.COLUMN)
     ),
 }
 """The study's CSV files by table name (the names job outputs use)."""

@@ -9,6 +9,7 @@ failed rows says where their tracebacks are in one line (`where`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,10 +23,18 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 """What a file name leaves out of a case id (its `/`, a user's `package.module:factory`)."""
 
 
+LONGEST = 150
+"""Characters of a file name before `.txt`: a longer name keeps its start and a hash of the whole
+(file systems refuse names over 255 bytes)."""
+
+
 def file_name(name: str) -> str:
     """`name` (a case id, a job's key) as a file name: `fp32/foreach/b8/cpu/s0` ->
     `fp32_foreach_b8_cpu_s0.txt`."""
-    return (_UNSAFE.sub("_", name).strip("_.") or "case")[:150] + ".txt"
+    safe = _UNSAFE.sub("_", name).strip("_.") or "case"
+    if len(safe) > LONGEST:
+        safe = f"{safe[: LONGEST - 9]}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    return safe + ".txt"
 
 
 def save(run_dir: Path, name: str, text: str) -> str:
