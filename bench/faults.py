@@ -1,7 +1,13 @@
 """How ampbench names what went wrong: bad input (one line, exit status 2) and a case's fault
-(a status in its row, and the run goes on)."""
+(a status in its row, its full traceback kept in the folder, and the run goes on; under
+`--debug` the fault is raised instead)."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from collections.abc import Iterator
 
 
 class UsageError(Exception):
@@ -45,6 +51,58 @@ def fault_status(exc: BaseException) -> str:
     if isinstance(exc, RuntimeError) and ("timed out" in text.lower() or "timeout" in text.lower()):
         return "timeout"
     return "error"
+
+
+DEBUG_VAR = "AMPBENCH_DEBUG"
+"""Environment variable set (to 1) by `--debug` for the command's run, worker processes and
+ranks included: a case's exception is raised rather than recorded (`fault`), and whatever would
+filter third-party warnings leaves them shown (`debugging`)."""
+
+
+def debugging() -> bool:
+    """Whether `--debug` (or AMPBENCH_DEBUG=1 in the environment) is on."""
+    return os.environ.get(DEBUG_VAR, "") not in ("", "0")
+
+
+@contextlib.contextmanager
+def debug(on: bool) -> Iterator[None]:
+    """`--debug` for the duration of one command: AMPBENCH_DEBUG=1 while it runs (inherited by
+    the processes it starts), as it was afterwards."""
+    if not on:
+        yield
+        return
+    before = os.environ.get(DEBUG_VAR)
+    os.environ[DEBUG_VAR] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(DEBUG_VAR, None)
+        else:
+            os.environ[DEBUG_VAR] = before
+
+
+TRACEBACK_TEXT = "traceback_text"
+"""A row's key for its fault's full traceback while the row is in memory; the job that writes the
+row saves the text in its folder and puts the file's path in the row's `traceback` column
+instead (`bench.store.errors.keep`)."""
+
+EXPECTED = ("oom", "unsupported")
+"""Statuses that are findings rather than bugs: `--debug` records them as usual (a largest-batch
+search stops at an out-of-memory error by design)."""
+
+
+def fault(exc: BaseException, *, prefix: str = "") -> dict[str, str]:
+    """The columns an exception gives the row of the case (trial, job, audited mode) it ended:
+    `status`, `error` (one line, after `prefix`) and its full traceback (`TRACEBACK_TEXT`). The
+    one place a caught fault becomes data: under `--debug` an exception whose status is not
+    `EXPECTED` is raised again here, so that it ends the command with its traceback (and pdb's
+    post-mortem sees its frames)."""
+    status = fault_status(exc)
+    if debugging() and status not in EXPECTED:
+        raise exc
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"status": status, "error": prefix + error_summary(exc), TRACEBACK_TEXT: text}
 
 
 class Interrupted(Exception):

@@ -117,6 +117,8 @@ def test_a_failing_rank_is_one_row_naming_it(two_ranks):
     row = results.load(run_dir).set_index("case_id").loc[ERROR_CASE]
     assert row["status"] == "error"
     assert row["error"].startswith("rank 1: RuntimeError: injected fault on rank 1")
+    text = (run_dir / row["traceback"]).read_text()  # the failed rank's, as rank 0 got it
+    assert text.startswith("rank 1:\nTraceback") and "injected fault on rank 1" in text
 
 
 def test_a_hung_collective_is_a_timeout_row_and_the_suite_goes_on(two_ranks):

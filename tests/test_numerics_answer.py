@@ -107,6 +107,31 @@ def test_dtypes_come_from_the_columns():
     assert "only `param.grad` is float32, while the activation gradients are float16" in text
 
 
+def test_the_dtypes_answer_leaves_out_what_the_audit_did_not_observe():
+    t = _tables({1024: 0.0}, 0.1)
+    audit = t["audit"]
+    no_log_softmax = audit["dtype"].where(audit["kind"] != tables.LOG_SOFTMAX, "not run")
+    t["audit"] = audit.assign(dtype=no_log_softmax)[audit["kind"] != tables.ACTIVATION]
+    t["audit_json"]["chains"] = {}  # a chain the capture did not find
+    text = _text(t)
+    assert (
+        "on torch 9.9, the loss is float32, the gradients with respect to the activations are "
+        "float16, every weight and bias gradient leaves its matmul as float16, and `param.grad` "
+        "is float32 (Adam's state: float32).\n" in text
+    )
+    assert "log-softmax" not in text and "autograd chain" not in text and "()" not in text
+    assert "The claim that the loss is float16 is not borne out (it is float32); the" in text
+
+
+def test_the_dtypes_answer_without_an_audit_of_the_recipe_is_one_line():
+    t = _tables({1024: 0.0}, 0.1)
+    t["audit"] = t["audit"].iloc[:0]
+    t["audit_json"]["unsupported"] = {"fp16-amp": "failed: RuntimeError: no hooks"}
+    text = _text(t)
+    assert "**dtypes.** Not observed: the dtype audit of fp16-amp failed (RuntimeError: no" in text
+    assert "The claim that" not in text and "not observed (" not in text
+
+
 def test_answer_when_fp16_flushes():
     text = _text(_tables({1024: 0.002, 8192: 0.05, 64: 0.5}, 0.3))
     assert (

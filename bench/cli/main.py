@@ -23,7 +23,7 @@ from bench.cli import (
 from bench.cli import run as run_command
 from bench.cli.argv import with_command
 from bench.cli.options import PROG, Parser, Version
-from bench.faults import Interrupted, UsageError
+from bench.faults import Interrupted, UsageError, debug
 
 COMMANDS = {
     module.NAME: module
@@ -61,13 +61,14 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ampbench ARGV`: the exit status (0; 1 when a run or check found a failure; 2 for bad
+    """`ampbench ARGV`: the exit status (0; 1 when a run, study or check found a failure; 2 for bad
     input, a setting a config refused among them (`options.settings`); 130 when interrupted)."""
     try:
         argv = with_command(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a relaunch repeats
-        return COMMANDS[args.command].command(args)
+        with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
+            return COMMANDS[args.command].command(args)
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     fields.add(m, MaxBatchConfig, defaults=on_cpu)
     o.add_results_dir(m)
     o.add_tag(m)
+    o.add_debug(m)
 
 
 def command(args: argparse.Namespace) -> int:

@@ -1,9 +1,11 @@
 """`ampbench numerics`: the numerics study (dtype audit, underflow census, histogram,
-convergence, the Answer), or the finish of an interrupted one (`--resume`)."""
+convergence, the Answer), or the finish of an interrupted one (`--resume`); exit status 1, with
+one line naming what failed, when any part of it did."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from bench.cases import checks, choices
 from bench.cli import argv, fields
@@ -39,10 +41,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     fields.add(n, NumericsConfig, defaults=settings)
     o.add_results_dir(n)
     o.add_tag(n)
+    o.add_debug(n)
     o.add_resume(
         n,
-        "finish an interrupted study in its folder, with its settings (only --workers and "
-        "--force may be given with it)",
+        "finish an interrupted study in its folder, with its settings (only --workers, --force "
+        "and --debug may be given with it)",
     )
     n.add_argument(
         "--add-modes",
@@ -56,6 +59,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.jobs import numerics as study
     from bench.measure import env
+    from bench.numerics import tables
     from bench.numerics.config import NumericsConfig
     from bench.publish import render
 
@@ -64,7 +68,7 @@ def command(args: argparse.Namespace) -> int:
         # With --add-modes, --trace-every may set the added jobs' trace period (a study older
         # than the traces recorded 0).
         extra = ("add_modes", "trace_every") if added else ("add_modes",)
-        argv.refuse_with_resume(args, ("resume", "force", "workers", *extra))
+        argv.refuse_with_resume(args, ("resume", "force", "workers", "debug", *extra))
         trace_every = args.trace_every if added else None
         run_dir = study.resume(
             args.resume, workers=args.workers, force=args.force, add_modes=added,
@@ -89,4 +93,7 @@ def command(args: argparse.Namespace) -> int:
         )  # fmt: skip
     render.after_job(run_dir)
     print(run_dir)
-    return 0
+    failed = tables.failures(run_dir)  # the folder and its report are written either way
+    if failed:
+        print(f"ampbench: numerics: failed: {failed} (see {run_dir}/report.md)", file=sys.stderr)
+    return 1 if failed else 0

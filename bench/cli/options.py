@@ -122,6 +122,17 @@ def add_resume(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def add_debug(p: argparse.ArgumentParser) -> None:
+    """`--debug`, for the commands that run cases (`bench.faults.debug`)."""
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="raise the first case's exception instead of recording it as a row, so that its "
+        "traceback shows and `python -m pdb -m bench ...` stops there (an out-of-memory error "
+        "or an unsupported case is still a row); also shows the warnings of other packages",
+    )
+
+
 def add_run_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=path)
 

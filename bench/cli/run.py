@@ -38,10 +38,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     o.add_results_dir(r, "parent folder of run folders")
     o.add_tag(r)
+    o.add_debug(r)
     o.add_resume(
         r,
         "finish an interrupted run with its recorded grid: run only its missing cases "
-        "(no other option may be given, but --force, --gpus and --oversubscribe)",
+        "(no other option may be given, but --force, --gpus, --oversubscribe and --debug)",
     )
 
 
@@ -73,7 +74,7 @@ def _session(args: argparse.Namespace, world: object) -> tuple:
     from bench.jobs import session
 
     if args.resume is not None:
-        allowed = ("resume", "force", "world_size", "oversubscribe", "collective_timeout")
+        allowed = ("resume", "force", "world_size", "oversubscribe", "collective_timeout", "debug")
         argv.refuse_with_resume(args, allowed)
         return session.resume(args.resume, force=args.force, world=world)
     return session.start(

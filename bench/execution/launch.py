@@ -27,8 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.faults import UsageError
-from bench.store import results
+from bench.faults import TRACEBACK_TEXT, UsageError
+from bench.store import errors, results
 
 INFLIGHT = "inflight.json"
 RUN_DIR_VAR = "AMPBENCH_RUN_DIR_FILE"
@@ -72,6 +72,8 @@ def note_fault(run_dir: Path, rank: int, row: dict) -> None:
     """A rank's own account of a failed case, beside the mark of the case in flight."""
     note = {"rank": rank, "case_id": row.get("case_id"), "status": row["status"]}
     note["error"] = row["error"]
+    if row.get(TRACEBACK_TEXT):
+        note[TRACEBACK_TEXT] = row[TRACEBACK_TEXT]
     (run_dir / f"{INFLIGHT}.rank{rank}").write_text(json.dumps(note))
 
 
@@ -103,7 +105,8 @@ def clear_inflight(run_dir: Path, case_id: object = None) -> None:
 
 def complete_inflight(run_dir: Path, reason: str) -> bool:
     """Write the case in flight as a row with `reason` as its error, and what a failed rank
-    noted before the run ended (its status wins over `timeout`); False when none was."""
+    noted before the run ended (its status wins over `timeout`, its traceback is kept in
+    `errors/`); False when none was."""
     path = run_dir / INFLIGHT
     if not path.is_file():
         return False
@@ -114,6 +117,10 @@ def complete_inflight(run_dir: Path, reason: str) -> bool:
     )
     if notes:
         row["status"] = notes[0]["status"]
+    text = errors.of_ranks((n["rank"], n.get(TRACEBACK_TEXT)) for n in notes)
+    if text is not None:
+        row[TRACEBACK_TEXT] = text
+    row = errors.keep(run_dir, row, str(row.get("case_id")))
     results.append_jsonl(run_dir / results.ROWS, row)
     clear_inflight(run_dir, row.get("case_id"))
     return True

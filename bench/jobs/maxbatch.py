@@ -7,7 +7,7 @@ between the last batch that trained and the first that did not, until the gap is
 row of `trials.jsonl` (batch size, status, samples/s and tokens/s where the workload counts
 tokens, peak memory); the report gives each mode's largest batch, its throughput there, and what
 stopped the search: memory (`oom`), another error (its message, for example an indexing limit),
-or the search's own limit.
+or the search's own limit. A trial that raised keeps its traceback in `errors/<case id>.txt`.
 
 Trials run one after another in this process. Each one is isolated by a full cleanup: its state
 is dropped, the garbage collector runs and the CUDA caching allocator is emptied, and the memory
@@ -26,14 +26,14 @@ import torch
 from bench.cases.case import Case
 from bench.cases.maxbatch import MaxBatchConfig
 from bench.execution.variants import VARIANTS, prepare, unsupported_reason
-from bench.faults import error_summary, fault_status
+from bench.faults import fault
 from bench.jobs import base
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.recipes.step import build
-from bench.store import folders, results
+from bench.store import errors, folders, results
 
 
 def _cleanup(case: Case) -> float:
@@ -75,7 +75,7 @@ def trial(case: Case) -> dict[str, object]:
     try:
         row.update(_train(case))
     except Exception as exc:  # the failure is the finding: a row, and the search goes on
-        row.update(status=fault_status(exc), error=error_summary(exc))
+        row.update(fault(exc))
     # Out of the except block: the exception and the frames it held are gone, and with them the
     # failed trial's tensors.
     if cuda:
@@ -135,6 +135,7 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | No
 
                 def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
                     row = trial(cfg.case(mode, variant, batch))
+                    row = errors.keep(folder.path, row, str(row["case_id"]))
                     results.append_jsonl(folder.path / results.TRIALS, row)
                     base.log(f"{mode}/{variant} batch {batch}: {row['status']}")
                     return row

@@ -4,7 +4,9 @@ to a finished one), or run one into a folder another job made (`run --numerics`)
 While a study runs, each finished job's rows are kept in `jobs/<job key>.json`, so that an
 interrupted study (a time limit, a lost machine, Ctrl-C) goes on where it stopped with `resume`;
 the folder is removed once the tables are written. The audit is kept the same way: `audit.json`
-is written after its tables, so its presence means the audit is done. Rendering the folder is
+is written after its tables, so its presence means the audit is done. A failed job's traceback is
+kept in `errors/<job key>.txt` as the job ends, and a mode the audit failed on in
+`errors/audit_<mode>.txt` (`bench.store.errors`). Rendering the folder is
 `bench.numerics.study.render`, which the command calls afterwards.
 """
 
@@ -22,7 +24,7 @@ from bench.jobs import base
 from bench.numerics import run_summary, tables
 from bench.numerics.config import NumericsConfig, resolve_workers
 from bench.numerics.jobs import Job
-from bench.store import folders, results
+from bench.store import errors, folders, results
 
 JOBS_DIR = "jobs"
 JOB_TABLES = ("failed", "census", "histogram", "fp16_fate", "steps", "evals", "runs", "traces")
@@ -165,6 +167,7 @@ def _run(
 
     if not (run_dir / tables.AUDIT_JSON).is_file():
         tensor_rows, op_rows, audit_json = audit.run(cfg.audit_case())
+        _keep_audit_tracebacks(run_dir, audit_json)
         tables.write(run_dir, "audit", tables.frame("audit", tensor_rows))
         tables.write(run_dir, "audit_ops", tables.frame("audit_ops", op_rows))
         (run_dir / tables.AUDIT_JSON).write_text(json.dumps(audit_json, indent=2) + "\n")
@@ -233,21 +236,53 @@ def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     if not missing:
         return
     tensor_rows, op_rows, more = audit.run_modes(cfg.audit_case(), missing)
+    _keep_audit_tracebacks(run_dir, more)
     for name, new_rows in (("audit", tensor_rows), ("audit_ops", op_rows)):
         old = tables.read(run_dir, name)
         tables.write(run_dir, name, pd.concat([old, tables.frame(name, new_rows)]))
     found["chains"].update(more["chains"])
     found["unsupported"].update(more["unsupported"])
+    found["tracebacks"].update(more["tracebacks"])
     (run_dir / tables.AUDIT_JSON).write_text(json.dumps(found, indent=2) + "\n")
     print(f"ampbench: dtype audit of {', '.join(missing)} added", file=sys.stderr, flush=True)
 
 
+def _keep_audit_tracebacks(run_dir: Path, found: dict) -> None:
+    """The tracebacks of the modes the audit failed on saved in `errors/audit_<mode>.txt`;
+    `found["tracebacks"]` (audit.json's) names each file instead of holding its text."""
+    found["tracebacks"] = {
+        mode: errors.save(run_dir, f"audit_{mode}", text)
+        for mode, text in found.get("tracebacks", {}).items()
+    }
+
+
 def _keep(run_dir: Path, job: Job, out: dict[str, list[dict]]) -> None:
+    """Keep a finished job's rows in `jobs/` (a resumed study does not run it again), the
+    tracebacks of its failed rows saved in `errors/` first: in `out` itself, whose rows the
+    study's tables get."""
+    if out.get("failed"):
+        out["failed"] = _keep_job_tracebacks(run_dir, job, out["failed"])
     folder = run_dir / JOBS_DIR
     folder.mkdir(exist_ok=True)
     tmp = folder / f".{job.key}.tmp"
     tmp.write_text(json.dumps(out))
     tmp.replace(folder / f"{job.key}.json")  # atomic: a kill never leaves half a file
+
+
+def _keep_job_tracebacks(run_dir: Path, job: Job, rows: list[dict]) -> list[dict]:
+    """A job's failed rows with their tracebacks in `errors/<job key>.txt`: a census trajectory
+    that failed for one of the modes it compares names that mode after the key, and a name that
+    repeats (the same mode at another checkpoint) gets `-2`, `-3`, ...."""
+    out, used = [], set()
+    for row in rows:
+        name = job.key if row.get("mode") == job.case.mode else f"{job.key}_{row.get('mode')}"
+        unique, n = name, 1
+        while unique in used:
+            n += 1
+            unique = f"{name}-{n}"
+        used.add(unique)
+        out.append(errors.keep(run_dir, row, unique))
+    return out
 
 
 def _kept(run_dir: Path, todo: list[Job]) -> dict[str, dict[str, list[dict]]]:

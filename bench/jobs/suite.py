@@ -24,7 +24,7 @@ from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
 from bench.measure import ranks, runner
-from bench.store import results
+from bench.store import errors, results
 
 
 def run_suite(
@@ -77,8 +77,10 @@ def run_suite(
                 samples = _with_rounds(samples, kept.get(case.case_id, []))
                 row = {**runner.rederive(case, row, samples), "rounds": rounds}
             done.add(case.case_id)
-            _write(run_dir, case, row, samples, extra, elapsed_s=time.monotonic() - start)
+            row = _write(run_dir, case, row, samples, extra, elapsed_s=time.monotonic() - start)
             summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
+            if row.get(errors.COLUMN):
+                summary += f" (traceback: {run_dir / row[errors.COLUMN]})"
             log(f"    {row['status']}: {summary}")
 
 
@@ -100,8 +102,10 @@ def _measure(
 
 def _write(
     run_dir: Path, case: Case, row: dict, samples: dict, extra: dict, *, elapsed_s: float
-) -> None:
-    row["elapsed_s"] = elapsed_s
+) -> dict:
+    """Append the case's row (its traceback saved in `errors/`) and samples; returns the row as
+    written."""
+    row = errors.keep(run_dir, {**row, "elapsed_s": elapsed_s}, case.case_id)
     results.append_jsonl(run_dir / results.ROWS, row)
     if samples:
         results.append_jsonl(
@@ -114,6 +118,7 @@ def _write(
             },
         )
     launch.clear_inflight(run_dir, case.case_id)
+    return row
 
 
 def _with_rounds(

@@ -18,7 +18,9 @@ from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import World
 from bench.execution.parallel import PARALLELS
+from bench.faults import TRACEBACK_TEXT
 from bench.measure.runner import global_batch_size, run_case
+from bench.store import errors
 
 BROKEN = ("error", "oom", "timeout")
 """Statuses after which a rank may have left a collective that its peers joined unanswered."""
@@ -77,10 +79,13 @@ def merge(
             return dict(rows[0]), {}, {}
         # A real failure explains the timeouts of the ranks that waited for it: name it first.
         failed.sort(key=lambda item: (item[1]["status"] == "timeout", item[0]))
-        out = dict(rows[0])
+        out = {k: v for k, v in rows[0].items() if k != TRACEBACK_TEXT}
         out["status"] = failed[0][1]["status"]
         out["error"] = _errors(failed)
         out["failed_ranks"] = ",".join(str(rank) for rank, _ in sorted(failed))
+        text = errors.of_ranks((rank, row.get(TRACEBACK_TEXT)) for rank, row in failed)
+        if text is not None:  # every failed rank's, in the order of `error`
+            out[TRACEBACK_TEXT] = text
         return out, {}, {}
     slowest = max(range(len(rows)), key=lambda rank: rows[rank]["total_ms"])
     out = dict(rows[slowest])

@@ -2,9 +2,10 @@
 
 A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
 collective that timed out `timeout`, any other exception `error` with its message, and a
-workload, variant or parallelism that cannot run here `unsupported` with the reason. In a run of
-several ranks every rank measures the case here, and `bench.measure.ranks` makes one row of their
-rows; the loop over a grid's cases, which writes them into a folder, is the job's
+workload, variant or parallelism that cannot run here `unsupported` with the reason. A row an
+exception ended carries its traceback (`bench.faults.fault`), which the job saves in its folder.
+In a run of several ranks every rank measures the case here, and `bench.measure.ranks` makes one
+row of their rows; the loop over a grid's cases, which writes them into a folder, is the job's
 (`bench.jobs.suite`).
 """
 
@@ -20,7 +21,7 @@ from bench.cases.case import Case
 from bench.execution import parallel, variants
 from bench.execution.distributed import World
 from bench.execution.variants import VARIANTS, unsupported_reason
-from bench.faults import error_summary, fault_status
+from bench.faults import fault
 from bench.measure import memory
 from bench.measure.roofline import cast_columns, comm_floor_columns, floor_columns, step_work
 from bench.measure.stats import is_noisy, phase_columns, summarize
@@ -132,7 +133,7 @@ def run_case(
     try:
         work = step_work(case.workload, case.size, case.batch_size, case.device)
     except Exception as exc:  # a user's model that cannot run even to be counted: a row
-        row.update(status=fault_status(exc), error=error_summary(exc))
+        row.update(fault(exc))
         return row, {}
     matmul_tflops, linear_tflops = _matmul_ceilings(mode, plan, ceilings)
     row.update(
@@ -224,8 +225,7 @@ def run_case(
         if par.distributed:
             samples.update(_without_sync(s, prepared, row))
     except Exception as exc:  # a fault is recorded as a row; the suite goes on
-        row["status"] = fault_status(exc)
-        row["error"] = error_summary(exc)
+        row.update(fault(exc))
     finally:
         s = prepared = None
         free_device_memory(compiled=variant.compile_mode is not None)

@@ -56,7 +56,9 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         t if t is not None else pd.DataFrame() for t in map(tables.get, ("traces", "steps", "runs"))
     )
     return [
-        *dtype_sentences(tables["audit"], chain, chained, torch_version),
+        *dtype_sentences(
+            tables["audit"], chain, chained, torch_version, found.get("unsupported", {}).get(scaled)
+        ),
         *underflow_sentences(census, summary),
         *learning_sentences(summary, runs),
         *divergence_sentences(summary),

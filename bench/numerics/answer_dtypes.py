@@ -10,6 +10,7 @@ from bench.numerics.report_format import chain_text
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
+    AUDIT_FAILED,
     LOG_SOFTMAX,
     LOSS,
     OPTIM_STATE,
@@ -22,12 +23,17 @@ MOMENTS = ("exp_avg", "exp_avg_sq")
 """Adam's state tensors that hold gradient statistics (its `step` count is not one)."""
 
 
+NOT_OBSERVED = ("not observed", "not run")
+"""What `_dtypes` gives for a kind of tensor with no audit row, and what the audit records for an
+op the step never ran (a loss without a log-softmax): a clause about either is left out."""
+
+
 def _dtypes(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] = ()) -> str:
     """The dtypes of `mode`'s audited tensors of one kind (of these Adam states, if given)."""
     rows = audit[(audit["mode"] == mode) & (audit["kind"] == kind)]
     if states:
         rows = rows[rows["state"].isin(states)]
-    return " and ".join(sorted(set(rows["dtype"]))) or "not observed"
+    return " and ".join(sorted(set(rows["dtype"]))) or NOT_OBSERVED[0]
 
 
 def observed_outputs(audit: pd.DataFrame, mode: str) -> str:
@@ -40,13 +46,36 @@ def observed_outputs(audit: pd.DataFrame, mode: str) -> str:
     return f"{len(names)} observed outputs, {names[0]} to {names[-1]}"
 
 
+def _seen(dtypes: str) -> bool:
+    return dtypes not in NOT_OBSERVED
+
+
+def _listed(clauses: list[str]) -> str:
+    """`a, b, and c` (`a and b`, `a`)."""
+    if len(clauses) <= 2:
+        return " and ".join(clauses)
+    return ", ".join(clauses[:-1]) + ", and " + clauses[-1]
+
+
 def dtype_sentences(
-    audit: pd.DataFrame, chain: list[str], chained: str, torch_version: str
+    audit: pd.DataFrame,
+    chain: list[str],
+    chained: str,
+    torch_version: str,
+    why: str | None = None,
 ) -> list[str]:
     """The dtypes of fp16 autocast with GradScaler (the recipe the question is about), and
     whether the claims that its loss is float16 and that backward upcasts every gradient to
-    float32 are borne out. `chain`: its autograd chain from the loss to parameter `chained`."""
+    float32 are borne out. `chain`: its autograd chain from the loss to parameter `chained`.
+    A tensor the audit did not observe gets no clause; where the recipe was not audited at all,
+    one line says so, with `why` (audit.json's reason, if any)."""
     m, _ = fp16_pair()
+    if audit[audit["mode"] == m].empty:
+        if why and why.startswith(AUDIT_FAILED):
+            what = f"the dtype audit of {m} failed ({why.removeprefix(AUDIT_FAILED)})"
+        else:
+            what = f"the dtype audit could not run {m} here ({why})" if why else f"no audit of {m}"
+        return [f"**dtypes.** Not observed: {what}."]
     loss = _dtypes(audit, m, LOSS)
     log_softmax = _dtypes(audit, m, LOG_SOFTMAX)
     acts = _dtypes(audit, m, ACTIVATION)
@@ -54,23 +83,49 @@ def dtype_sentences(
     produced = _dtypes(audit, m, PRODUCED_GRAD)
     param_grads = _dtypes(audit, m, PARAM_GRAD)
     adam = _dtypes(audit, m, OPTIM_STATE, MOMENTS)
-    out = [
-        f"**dtypes.** Under float16 autocast on torch {torch_version}, the loss is {loss} (the "
-        f"log-softmax inside cross_entropy ran in {log_softmax}), the activations "
-        f"({observed_outputs(audit, m)}) are {acts}, the gradients with respect to them are "
-        f"{act_grads}, every weight and bias gradient leaves its matmul as {produced}, and "
-        f"`param.grad` is {param_grads} (Adam's state: {adam}). The float32 `param.grad` is made "
-        f"by the backward of the cast that fed the float32 parameter to the float16 matmul: the "
-        f"autograd chain from the loss to {chained} is {chain_text(chain)}."
-    ]
-    claim_loss = loss == "float16"
-    claim_grads = act_grads == "float32"
-    out.append(
-        f"The claim that the loss is float16 is {'borne out' if claim_loss else 'not borne out'} "
-        f"(it is {loss}); the claim that backward upcasts every gradient to float32 is "
-        f"{'borne out' if claim_grads else 'not borne out'}: only `param.grad` is "
-        f"{param_grads}, while the activation gradients are {act_grads}."
+    clauses = []
+    if _seen(loss):
+        ran = f" (the log-softmax inside cross_entropy ran in {log_softmax})"
+        clauses.append(f"the loss is {loss}" + (ran if _seen(log_softmax) else ""))
+    if _seen(acts):
+        clauses.append(f"the activations ({observed_outputs(audit, m)}) are {acts}")
+    if _seen(act_grads):
+        them = "them" if _seen(acts) else "the activations"
+        clauses.append(f"the gradients with respect to {them} are {act_grads}")
+    if _seen(produced):
+        clauses.append(f"every weight and bias gradient leaves its matmul as {produced}")
+    if _seen(param_grads):
+        state = f" (Adam's state: {adam})" if _seen(adam) else ""
+        clauses.append(f"`param.grad` is {param_grads}{state}")
+    made = (
+        " The float32 `param.grad` is made by the backward of the cast that fed the float32 "
+        "parameter to the float16 matmul: the autograd chain from the loss to "
+        f"{chained} is {chain_text(chain)}."
+        if chain
+        else ""
     )
+    out = [
+        f"**dtypes.** Under float16 autocast on torch {torch_version}, {_listed(clauses)}.{made}"
+        if clauses
+        else f"**dtypes.** Not observed: the dtype audit of {m} recorded none of its tensors."
+    ]
+    claims = []
+    if _seen(loss):
+        claim_loss = loss == "float16"
+        claims.append(
+            f"the claim that the loss is float16 is "
+            f"{'borne out' if claim_loss else 'not borne out'} (it is {loss})"
+        )
+    if _seen(act_grads) and _seen(param_grads):
+        claim_grads = act_grads == "float32"
+        claims.append(
+            f"the claim that backward upcasts every gradient to float32 is "
+            f"{'borne out' if claim_grads else 'not borne out'}: only `param.grad` is "
+            f"{param_grads}, while the activation gradients are {act_grads}"
+        )
+    if claims:
+        text = "; ".join(claims)
+        out.append(f"{text[0].upper()}{text[1:]}.")
     return out
 
 

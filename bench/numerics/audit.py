@@ -13,11 +13,12 @@ import torch
 
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
-from bench.faults import error_summary
+from bench.faults import TRACEBACK_TEXT, fault
 from bench.numerics.grads import DtypeTrace, capture, chained
 from bench.numerics.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
+    AUDIT_FAILED,
     FP8_GEMM,
     INPUT,
     LOG_SOFTMAX,
@@ -181,10 +182,10 @@ def run(case: Case) -> tuple[list[dict], list[dict], dict]:
 def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict], dict]:
     """The audit of `modes` alone: (tensor rows, op rows, {"chained": the parameter the chains
     end at, "chains": its autograd chain per mode, "unsupported": mode -> why it could not run
-    here}). A mode that cannot run here (torchao
-    missing, no float8 GPU) is named with its reason, not audited; one that fails is named with
-    its error."""
-    tensor_rows, op_rows, chains, skipped = [], [], {}, {}
+    here, "tracebacks": mode -> the traceback of a mode that failed}). A mode that cannot run
+    here (torchao missing, no float8 GPU) is named with its reason, not audited; one that fails
+    is named with its error."""
+    tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
     for mode in modes:
         mode_case = dataclasses.replace(case, mode=mode)
         reason = unsupported_reason(mode_case)
@@ -194,10 +195,13 @@ def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict
         try:
             t, o, chain = audit_mode(mode_case)
         except Exception as exc:  # one recipe's failure is data; the others are still audited
-            skipped[mode] = f"failed: {error_summary(exc)}"
+            failure = fault(exc, prefix=AUDIT_FAILED)
+            skipped[mode] = failure["error"]
+            tracebacks[mode] = failure[TRACEBACK_TEXT]
             continue
         tensor_rows += t
         op_rows += o
         chains[mode] = chain
     found = {"chained": chained(case), "chains": chains, "unsupported": skipped}
+    found["tracebacks"] = tracebacks  # the failed modes' texts, which the study keeps in errors/
     return tensor_rows, op_rows, found

@@ -20,7 +20,7 @@ import torch
 
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
-from bench.faults import error_summary, fault_status
+from bench.faults import fault
 from bench.numerics import training
 from bench.recipes import catalog
 
@@ -71,7 +71,8 @@ class Job:
 
 
 def run_job(job: Job) -> dict[str, list[dict]]:
-    """Rows by table name; a fault (out of memory, any exception) becomes a row of `failed`."""
+    """Rows by table name; a fault (out of memory, any exception) becomes a row of `failed`,
+    with its traceback (`bench.faults.fault`) for the study to keep in its folder."""
     c = job.case
     row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
     reason = unsupported_reason(c)
@@ -91,7 +92,7 @@ def run_job(job: Job) -> dict[str, list[dict]]:
             job.case, noise=job.noise, checkpoints=job.checkpoints, histogram=job.histogram
         )
     except Exception as exc:  # recorded; the other jobs go on
-        return {"failed": [{**row, "status": fault_status(exc), "error": error_summary(exc)}]}
+        return {"failed": [{**row, **fault(exc)}]}
     finally:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()

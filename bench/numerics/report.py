@@ -17,7 +17,7 @@ from bench.numerics.report_recipes import recipes_section
 from bench.numerics.report_training import convergence_section
 from bench.numerics.report_underflow import census_section, histogram_section
 from bench.numerics.run_summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
-from bench.store import paths
+from bench.store import errors, paths
 
 
 def _provenance(env: dict) -> list[str]:
@@ -80,8 +80,13 @@ def render(t: dict) -> str:
         f"settings: {stress}.",
         "",
     ]
-    if not t["failed"].empty:
-        out += ["## Jobs that failed", "", markdown(t["failed"]), ""]
+    failed = t["failed"]
+    if errors.COLUMN in failed and failed[errors.COLUMN].isna().all():  # older than the column
+        failed = failed.drop(columns=errors.COLUMN)
+    if not failed.empty:
+        out += ["## Jobs that failed", "", markdown(failed), ""]
+    tracebacks = t["audit_json"].get("tracebacks", {})  # of the modes the audit failed on
+    out += errors.where([*failed.get(errors.COLUMN, []), *tracebacks.values()])
     out += audit_section(t) + census_section(t) + histogram_section(t)
     out += convergence_section(t, env) + recipes_section(t)
     out += [

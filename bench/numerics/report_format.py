@@ -87,3 +87,24 @@ def traces_file(t: dict) -> str:
     """The name of the traces table's file in the study's folder (compressed since the
     transformer's traces; plain in older folders)."""
     return t.get("files", {}).get("traces", "convergence_traces.csv")
+
+
+def failure_reasons(failed: pd.DataFrame, kind: str, mode: str | None = None) -> str | None:
+    """Why the jobs of `kind` (of `mode`, if given) in the `failed` table failed: their errors,
+    each once (the first three), or None when none of them failed."""
+    rows = failed[failed["kind"] == kind]
+    if mode is not None:
+        rows = rows[rows["mode"] == mode]
+    if rows.empty:
+        return None
+    why = list(dict.fromkeys(rows["error"].fillna("").astype(str)))
+    more = f"; {len(why) - 3} other errors" if len(why) > 3 else ""
+    return "; ".join(why[:3]) + more
+
+
+def no_rows(failed: pd.DataFrame, kind: str) -> str:
+    """The one line of a section whose `kind` jobs left no rows: every one failed, and why."""
+    why = failure_reasons(failed, kind)
+    if why is None:
+        return f"No rows: the study has no {kind} rows, and no {kind} job failed."
+    return f"No rows: every {kind} job failed ({why}; see the jobs that failed above)."

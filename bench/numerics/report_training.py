@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.numerics.analysis import LEARNED_RATIO, diverged, learned, measured, sparse_parameters
-from bench.numerics.report_format import markdown, percent, traces_file
+from bench.numerics.report_format import markdown, no_rows, percent, traces_file
 from bench.numerics.run_summary import SMOOTH_STEPS
 
 TRACE_WINDOW = 50
@@ -20,12 +20,7 @@ def convergence_section(t: dict, env: dict) -> list[str]:
     s = t["summary"]
     cfg = env.get("numerics_config", {})
     if s.empty:
-        return [
-            "## 4. Convergence",
-            "",
-            "No rows: every convergence job failed (see the jobs that failed above).",
-            "",
-        ]
+        return ["## 4. Convergence", "", no_rows(t["failed"], "convergence"), ""]
     agg = (
         s.groupby(["batch_size", "mode"], sort=False)
         .agg(

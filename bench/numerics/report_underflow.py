@@ -4,9 +4,17 @@ what a cast to float16 does to it."""
 
 from __future__ import annotations
 
-from bench.numerics.report_format import fold_shares, markdown, percent
+from bench.numerics.report_format import (
+    failure_reasons,
+    fold_shares,
+    markdown,
+    no_rows,
+    percent,
+)
 from bench.numerics.tables import POOLED
 from bench.recipes.catalog import fp16_pair
+
+HISTOGRAM = "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)"
 
 
 def census_section(t: dict) -> list[str]:
@@ -14,12 +22,7 @@ def census_section(t: dict) -> list[str]:
     the largest batch size's last checkpoint."""
     c = t["census"]
     if c.empty:
-        return [
-            "## 2. Underflow census",
-            "",
-            "No rows: every census job failed (see the jobs that failed above).",
-            "",
-        ]
+        return ["## 2. Underflow census", "", no_rows(t["failed"], "census"), ""]
     keys = ["batch_size", "step", "loss_scale", "mode"]
     worst = c.loc[c.groupby(keys)["flushed"].idxmax(), [*keys, "tensor", "flushed"]]
     agg = (
@@ -76,10 +79,19 @@ def census_section(t: dict) -> list[str]:
 
 def histogram_section(t: dict) -> list[str]:
     """The fp32 reference's activation gradients in power-of-two bins (the figure, and the bins
-    in a folded table), and what a cast to float16 does to them; nothing without a histogram."""
+    in a folded table), and what a cast to float16 does to them; without a histogram, one line
+    on why."""
     h, fate = t["histogram"], t["fp16_fate"]
     if h.empty:
-        return []
+        why = failure_reasons(t["failed"], "census", fp16_pair()[0])
+        return [
+            HISTOGRAM,
+            "",
+            f"Not measured: the census trajectory that records it failed ({why})."
+            if why
+            else "Not measured: this study recorded no histogram.",
+            "",
+        ]
     # Folders older than the module column histogrammed the pooled gradients only.
     logits = h[~h["module"].isin(["", POOLED])]
     h = h[h["module"].isin(["", POOLED])]
@@ -97,7 +109,7 @@ def histogram_section(t: dict) -> list[str]:
     fate = every if shown is None else every[fate["module"].isin(shown).to_numpy()]
     bs = int(h["batch_size"].iloc[0])
     return [
-        "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)",
+        HISTOGRAM,
         "",
         f"log2|g| of the fp32 reference's activation gradients (the outputs of "
         f"{_named(observed)}, pooled"

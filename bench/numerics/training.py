@@ -22,7 +22,7 @@ import torch
 
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
-from bench.faults import error_summary, fault_status
+from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.numerics.grads import capture
@@ -292,8 +292,7 @@ def census_trajectory(
                             "mode": name,
                             "batch_size": case.batch_size,
                             "seed": case.seed,
-                            "status": fault_status(exc),
-                            "error": f"step {step}: {error_summary(exc)}",
+                            **fault(exc, prefix=f"step {step}: "),
                         }
                     )
                     continue

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.publish import tables
-from bench.store import paths, results
+from bench.store import errors, paths, results
 
 TRIALS = results.TRIALS
 
@@ -113,6 +113,7 @@ def render(run_dir: Path) -> Path:
                 ]
             ].pipe(tables.markdown),
             "",
+            *errors.where(trials.get(errors.COLUMN, [])),
         ]
     path = run_dir / results.REPORT
     path.write_text("\n".join(lines))

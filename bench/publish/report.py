@@ -18,6 +18,7 @@ import pandas as pd
 
 from bench.faults import by_reason
 from bench.publish import columns, findings, method, plots, ranks, tables, variants
+from bench.store import errors as error_files
 from bench.store import results
 
 
@@ -216,6 +217,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
             "",
             tables.markdown(bad[["case_id", "status", "error"]]),
             "",
+            *error_files.where(bad.get(error_files.COLUMN, [])),
         ]
     # A passing row's error is a note on what it could not measure (a recompile, its peaks).
     errors = df.get("error", pd.Series("", index=df.index)).fillna("").astype(str)

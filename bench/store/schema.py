@@ -83,6 +83,9 @@ class Row(TypedDict, total=False):
     """`ok`, `unsupported`, `oom`, `nonfinite`, `timeout`, `error` (`bench.faults`)."""
     error: str
     """Why a row is not `ok` (or a note on an `ok` one, e.g. a recompilation)."""
+    traceback: str
+    """For a row an exception ended: its full traceback's file, relative to the folder
+    (`errors/<case id>.txt`, `bench.store.errors`)."""
     world_size: int
     host: str
     global_batch_size: int
