@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The model-zoo run on one H200, with the project's own commands: real models from the three
+# zoos at their real sizes, random weights from their configs (docs/own-model.md).
+#   smoke     each zoo at its tiny preset on the GPU (bf16-amp and fp8-tensorwise, eager and
+#             compile): the code path, before the real sizes spend device time
+#   timing    every mode × eager and compile, fused Adam, 10 timed steps, one run per model
+#   numerics  a short numerics study per model (the audit of every mode, the census at one
+#             batch size at steps 0 and 100, 200 steps of convergence per mode, one seed)
+# Usage: [LIMIT=seconds] scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH ...
+#   LIMIT: stop starting models this many seconds after the script began (a device command's
+#   limit); a model it stops is killed with SIGINT, which keeps its rows for `--resume`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH ...}"
+part="${2:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH ...}"
+shift 2
+mkdir -p "$out/results"
+export PYTHONUNBUFFERED=1
+start=$SECONDS
+limit="${LIMIT:-0}"
+log="$out/zoo_$part.log"
+status=0
+for item in "$@"; do
+    IFS=@ read -r model preset batch <<<"$item"
+    left=$((limit > 0 ? limit - (SECONDS - start) : 0))
+    if ((limit > 0 && left < 30)); then
+        echo "== $model: not started, ${left}s left of ${limit}s" | tee -a "$log"
+        continue
+    fi
+    stop=(timeout --signal=INT --kill-after=20 "$left")
+    echo "== $part $model preset $preset batch $batch (${left}s left)" | tee -a "$log"
+    case "$part" in
+        smoke)
+            "${stop[@]}" ./run_bench.sh --model "$model" --preset "$preset" \
+                --batch-sizes "$batch" --modes bf16-amp,fp8-tensorwise --optimizers fused \
+                --variants eager,compile --steps 2 --warmup 1 --no-overhead \
+                --results-dir "$out/results" 2>&1 | tee -a "$log"
+            ;;
+        timing)
+            "${stop[@]}" ./run_bench.sh --model "$model" --preset "$preset" \
+                --batch-sizes "$batch" --optimizers fused --variants eager,compile \
+                --steps 10 --warmup 3 --no-overhead --results-dir "$out/results" 2>&1 | tee -a "$log"
+            ;;
+        numerics)
+            "${stop[@]}" ./run_bench.sh numerics --model "$model" --preset "$preset" \
+                --census-batch-sizes "$batch" --histogram-batch "$batch" --checkpoints 0,100 \
+                --conv-batch-sizes "$batch" --seeds 0 --steps 200 --eval-every 50 \
+                --long-steps 0 --heldout $((4 * batch)) --trace-every 0 \
+                --results-dir "$out/results" 2>&1 | tee -a "$log"
+            ;;
+        *) echo "h200_zoo.sh: unknown part $part (smoke, timing, numerics)" >&2; exit 2 ;;
+    esac
+    code=${PIPESTATUS[0]}
+    echo "== $model exit $code" | tee -a "$log"
+    [ "$code" -eq 0 ] || status=1
+done
+exit "$status"
