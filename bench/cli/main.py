@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import NoReturn
 
+from bench import quiet
 from bench.cli import (
     check,
     compare,
@@ -62,7 +63,9 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     """`ampbench ARGV`: the exit status (0; 1 when a run or check found a failure; 2 for bad
-    input, a setting a config refused among them (`options.settings`); 130 when interrupted)."""
+    input, a setting a config refused among them (`options.settings`); 130 when interrupted).
+    Known warnings of other packages are left out unless AMPBENCH_DEBUG=1 (`bench.quiet`)."""
+    quiet.quiet()
     try:
         argv = with_command(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
