@@ -99,8 +99,9 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     lines = [f"**Cases: {ok} of {expected if expected else len(df)} ok** ({parts})."]
     if expected and len(df) < expected:
         lines.append(
-            f"**This run stopped early**: {expected - len(df)} of {expected} cases have no row "
-            "(resume it with `./run_bench.sh --resume` and this folder)."
+            f"**This run stopped early**: {expected - len(df)} of {expected} cases have no row"
+            f"{_missing(env, df)}. Resume it with `./run_bench.sh --resume RUN_DIR`, RUN_DIR "
+            "being this folder: it runs only those."
         )
     elif "ended" not in env:
         lines.append("**This run did not finish** (no end time in env.json).")
@@ -112,6 +113,22 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
         unit = " Throughput is also in tokens/s." if "tokens_per_s" in df else ""
         lines.append(f"Model: {', '.join(models)}, preset {', '.join(presets)}.{unit}")
     return [*lines, ""]
+
+
+NAMED_MISSING = 12
+"""The most missing cases the status lines name; the rest are counted."""
+
+
+def _missing(env: dict, df: pd.DataFrame) -> str:
+    """`: a, b and 3 more`: the cases an interruption left without a row, as env.json lists
+    them (`missing_cases`); empty for a folder that does not say (one killed outright)."""
+    have = set(df["case_id"]) if "case_id" in df else set()
+    missing = [c for c in env.get("missing_cases") or [] if c not in have]
+    if not missing:
+        return ""
+    named = ", ".join(f"`{c}`" for c in missing[:NAMED_MISSING])
+    more = len(missing) - NAMED_MISSING
+    return f": {named}" + (f" and {more} more" if more > 0 else "")
 
 
 def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:
