@@ -73,6 +73,8 @@ def command(args: argparse.Namespace) -> int:
         if code != 2 and run_dir.is_dir():
             render.after_job(run_dir)
         print(run_dir)
+    if code == 1 and world.distributed and launch.launched():
+        return 0  # the launcher exits 1 for it: torchrun would add a traceback to a rank's 1
     return code
 
 
