@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.report_format import chain_text, fold_blocks, markdown
+from bench.numerics.report_format import chain_text, fold_blocks, markdown, table_file
 
 
 def audit_section(t: dict) -> list[str]:
@@ -25,7 +25,7 @@ def audit_section(t: dict) -> list[str]:
         "",
         "Every tensor of one forward and backward pass and the optimizer step, as the step "
         "produced it (hooks on the activations and on the cast nodes of the parameters; the full "
-        "op trace, aten op by aten op, is in `audit_ops.csv`).",
+        f"op trace, aten op by aten op, is in `{table_file(t, 'audit_ops')}`).",
         "",
         markdown(pivot),
         "",
