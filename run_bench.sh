@@ -24,7 +24,8 @@
 # taken relative to the directory you run it from; new folders go under the project's runs/
 # (git-ignored) unless --results-dir says otherwise, and `promote` publishes one into results/.
 # Environment: PYTHON (interpreter), AMPBENCH_BENCH_STORAGE (where `pytest` mode saves; default
-# runs/pytest-benchmark; copy a save into results/pytest-benchmark/ to publish it).
+# runs/pytest-benchmark; copy a save into results/pytest-benchmark/ to publish it),
+# AMPBENCH_DEBUG=1 (show the known torch and torchao warnings that are left out: bench/quiet.py).
 set -euo pipefail
 export AMPBENCH_CWD="$PWD"
 cd "$(dirname "$0")"

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 import traceback
 from collections.abc import Iterator
+from pathlib import Path
 
 
 class UsageError(Exception):
@@ -106,7 +109,33 @@ def fault(exc: BaseException, *, prefix: str = "") -> dict[str, str]:
 
 
 class Interrupted(Exception):
-    """Ctrl-C during a job: the message says what was kept and the command that goes on."""
+    """Ctrl-C (or SIGTERM: `Terminated`) during a job: the message says what was kept and the
+    command that goes on; `folder` is the folder the job was writing (its command renders what
+    is there), `status` the exit status (130 after Ctrl-C, 143 after SIGTERM)."""
+
+    def __init__(self, message: str, *, folder: Path | None = None, status: int = 130) -> None:
+        super().__init__(message)
+        self.folder, self.status = folder, status
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (an outer `timeout`, a scheduler ending the job), raised in the main thread by
+    the handler `stop_on_sigterm` installs: a KeyboardInterrupt, so that a job stops as on
+    Ctrl-C, keeping what it finished."""
+
+
+def stop_on_sigterm() -> object:
+    """From now on SIGTERM raises `Terminated` in this process (the command line installs it at
+    start; a launcher that must pass the signal on sets its own meanwhile). Returns the handler
+    it replaced, for `signal.signal` to put back; None, changing nothing, outside the main
+    thread (where Python cannot set one)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def by_reason(reasons: dict[str, str]) -> str:

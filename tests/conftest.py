@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 
+from bench import quiet
 from bench.cases import case as case_module
 from bench.cases import choices
 from bench.cases.case import Case
@@ -106,6 +107,10 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
 
 def pytest_configure(config: pytest.Config) -> None:
     suite_options(config)  # a bad --ampbench-* value ends the run here, in one line
+    # Known warnings of torch and torchao (bench.quiet) stay out of the session's summary, as
+    # they stay out of the command line's output; AMPBENCH_DEBUG=1 shows them.
+    for line in quiet.pytest_filters():
+        config.addinivalue_line("filterwarnings", line)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -349,11 +349,16 @@ def test_the_recorded_command_shows_project_paths_relative_to_the_project(monkey
     assert _command_line(["run", "--results", "../results"]) == (
         "python -m bench run --results results"  # an abbreviation argparse accepts
     )
-    # Outside the project the path is kept whole: its bare name would point somewhere else.
+    # Outside the project a results directory is the machine's own: the command names the
+    # reader's with a placeholder, and a folder in one by its name under it.
     outside = str(Path("/tmp/elsewhere/results").resolve())
     assert _command_line(["numerics", "--results-dir", outside, "--tag", "a"]) == (
-        f"python -m bench numerics --results-dir {outside} --tag a"
+        "python -m bench numerics --results-dir RESULTS_DIR --tag a"
     )
+    assert _command_line(["run", f"--results-dir={outside}", "--resume", f"{outside}/r1"]) == (
+        "python -m bench run --results-dir=RESULTS_DIR --resume RESULTS_DIR/r1"
+    )
+    assert "/tmp" not in _command_line(["run", "--results", outside])  # abbreviated
     # The command left out (`ampbench --modes fp32`) is recorded with it.
     assert _command_line(["--modes", "fp32"]) == "python -m bench run --modes fp32"
 
@@ -364,12 +369,14 @@ def test_a_recorded_command_re_runs_as_written_from_the_project_root(inside, tmp
     monkeypatch.setenv("AMPBENCH_CWD", str(tmp_path))  # typed somewhere else
     typed = os.path.relpath(target, tmp_path)
     recorded = _command_line(["numerics", "--results-dir", typed, "--tag", "t"])
-    # Re-run as written, from the project root: the same folder, the same settings.
+    # Re-run as written, from the project root: the same folder inside the project, the
+    # reader's own RESULTS_DIR outside it; the same settings. No path of this machine is kept.
     monkeypatch.setenv("AMPBENCH_CWD", str(paths.ROOT))
     argv = shlex.split(recorded)[3:]
     args = cli.build_parser().parse_args(argv)
-    assert args.results_dir.resolve() == target.resolve() and args.tag == "t"
-    assert (target.is_relative_to(paths.ROOT)) == (not Path(argv[2]).is_absolute())
+    want = target if inside else paths.ROOT / paths.RESULTS_DIR
+    assert args.results_dir.resolve() == want.resolve() and args.tag == "t"
+    assert not Path(argv[2]).is_absolute() and str(tmp_path) not in recorded
 
 
 def test_argv_notes_hide_machine_paths_and_reports_show_commands_that_re_run():
@@ -380,8 +387,12 @@ def test_argv_notes_hide_machine_paths_and_reports_show_commands_that_re_run():
     # older version is shown relative to the project.
     old = f"python -m bench run --results-dir {paths.ROOT / 'results'} --tag 'a b'"
     assert paths.shown_command(old) == "python -m bench run --results-dir results --tag 'a b'"
-    tmp = "python -m bench numerics --results-dir /tmp/n/results --tag 'a b'"
-    assert paths.shown_command(tmp) == tmp
+    # One recorded whole outside the project shows the placeholder: it re-runs as written on
+    # the reader's machine, with their own results directory.
+    tmp = "python -m bench numerics --results-dir /tmp/n/results --tag 'a b' --resume=/root/o/r"
+    assert paths.shown_command(tmp) == (
+        "python -m bench numerics --results-dir RESULTS_DIR --tag 'a b' --resume=RESULTS_DIR/r"
+    )
 
 
 def test_more_damage_is_one_line(tmp_path, capsys):

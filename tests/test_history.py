@@ -56,7 +56,7 @@ def test_history_writes_a_table_and_a_plot_per_gpu(three_runs):
     assert "(**slower** 1.2" in bf16 and "(same" in bf16
     assert "| R1 " in text and "[A](../A/report.md)" in text
     png = md.with_suffix(".png").read_bytes()
-    assert png.startswith(b"\x89PNG") and len(png) > 20_000
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000  # drawn (a palette PNG)
 
 
 def test_an_unknown_gpu_is_named(three_runs):

@@ -249,6 +249,29 @@ def test_check_names_the_first_line_edited_by_hand(repo, capsys):
     assert code == 1 and "results/README.md is missing" in err[0]
 
 
+def test_check_holds_the_tracked_files_to_their_weight(repo, capsys, monkeypatch):
+    # A smaller unit than the MiB, so that small files reach the limits: the fixture's files
+    # weigh at most 20 units in all and 4 each.
+    sizes = [p.stat().st_size for p in (repo / "results").rglob("*") if p.is_file()]
+    unit = max(sum(sizes) // 20, max(sizes) // 4) + 1
+    monkeypatch.setattr(index_check, "MIB", unit)
+    code, err = _check(repo, capsys)
+    assert code == 0 and "results/ weighs" in err[0] and "(at most 30)" in err[0]
+    heavy = repo / "results" / RECORD / "convergence_traces.csv"
+    heavy.write_bytes(b"x" * 6 * unit)
+    assert _check(repo, capsys)[0] == 0  # not tracked: a user's own file is not published
+    _git(repo, "add", "-A")
+    code, err = _check(repo, capsys)
+    assert code == 1 and len(err) == 1
+    assert f"{RECORD}/convergence_traces.csv weighs 6.0 MiB, over the 5 MiB a file" in err[0]
+    heavy.write_bytes(b"x" * 4 * unit)
+    for i in range(8):  # 8 × 4 units more: over 30 in all, no file over 5
+        (repo / "results" / RECORD / f"part{i}.csv").write_bytes(b"y" * 4 * unit)
+    _git(repo, "add", "-A")
+    code, err = _check(repo, capsys)
+    assert code == 1 and "results/ weighs" in err[0] and "over the 30 MiB it may" in err[0]
+
+
 def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monkeypatch):
     monkeypatch.setattr(index_check, "tracked_files", lambda folder: None)
     index.write(project / "results")

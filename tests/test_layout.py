@@ -10,6 +10,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 ORDER = [
     "faults",
+    "quiet",
     "cases",
     "store",
     "workloads",
@@ -32,6 +33,8 @@ ALLOWED_UP = {
     # The study's report formats its cells as every report does (its measuring modules may not:
     # `test_the_study_measures_without_its_rendering`).
     ("numerics", "publish.tables"),
+    # ... and writes its figures as every figure is written (a PNG of 256 colours).
+    ("numerics", "publish.figures"),
     # A case's fields are checked against the registries' names where a case is built
     # (function-level imports in Case.__post_init__ are not module imports and not listed).
 }

@@ -106,17 +106,18 @@ def test_the_answer_names_the_parameters_pure_bf16_left_frozen():
 def test_the_traces_are_written_compressed_and_older_plain_files_still_read(tmp_path):
     df = _traces()
     tables.write(tmp_path, "traces", df)
-    assert (tmp_path / "convergence_traces.csv.gz").is_file()
+    assert (tmp_path / "convergence_traces.npz").is_file()
     assert not (tmp_path / "convergence_traces.csv").exists()
     assert len(tables.read(tmp_path, "traces")) == len(df)
-    first = (tmp_path / "convergence_traces.csv.gz").read_bytes()
+    first = (tmp_path / "convergence_traces.npz").read_bytes()
     tables.write(tmp_path, "traces", df)
-    assert (tmp_path / "convergence_traces.csv.gz").read_bytes() == first  # no timestamp
-    old = tmp_path / "old"
-    old.mkdir()
-    df.head(3).to_csv(old / "convergence_traces.csv", index=False)
-    assert len(tables.read(old, "traces")) == 3
-    assert tables.TABLES["traces"].path(old).name == "convergence_traces.csv"
+    assert (tmp_path / "convergence_traces.npz").read_bytes() == first  # no timestamp
+    for old_form in ("convergence_traces.csv", "convergence_traces.csv.gz"):
+        old = tmp_path / old_form.replace(".", "_")
+        old.mkdir()
+        df.head(3).to_csv(old / old_form, index=False)
+        assert len(tables.read(old, "traces")) == 3
+        assert tables.TABLES["traces"].path(old).name == old_form
 
 
 def test_a_run_of_other_variants_alone_has_a_headline_of_its_first(tmp_path):

@@ -59,12 +59,13 @@ def test_a_study_writes_its_folder(small_study):
     files += [small_study / name for name in ("audit.json", "report.md", *FIGURES)]
     for path in files:
         assert path.is_file(), path.name
-    assert (small_study / "convergence_traces.csv.gz").is_file()  # the traces, compressed
+    assert (small_study / "convergence_traces.npz").is_file()  # the traces, compressed
+    assert (small_study / "convergence_steps.csv.gz").is_file()
     assert not (small_study / study_job.JOBS_DIR).exists()
     info = json.loads((small_study / "env.json").read_text())
     assert info["command"] == "ampbench test" and info["run_name"] == small_study.name
     assert info["numerics_config"]["lr"] == 3e-4 and "started" in info and "ended" in info
-    steps = pd.read_csv(small_study / "convergence_steps.csv")
+    steps = pd.read_csv(small_study / "convergence_steps.csv.gz")
     assert steps.groupby("mode")["step"].max().to_dict() == {
         "fp16-amp": 29,
         "fp16-amp-noscale": 19,
@@ -75,7 +76,7 @@ def test_a_study_writes_its_folder(small_study):
     assert sorted(traces["step"].unique())[:3] == [0, 2, 4]  # trace_every 2 on the CPU
     summary = pd.read_csv(small_study / "summary.csv")
     assert set(summary["divergence"]) <= {"none", "blowup", "nonfinite"}
-    assert pd.read_csv(small_study / "census.csv")["loss"].notna().all()
+    assert pd.read_csv(small_study / "census.csv.gz")["loss"].notna().all()
     report = (small_study / "report.md").read_text()
     assert "## 5. Answer" in report and "the loss is float32" in report
     assert "### Traces" in report and "**Divergence**" in report
@@ -103,10 +104,11 @@ def test_old_folders_get_the_columns_from_their_labels(small_study, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(small_study, old)
     for name in ("audit", "census", "fp16_fate"):
-        path = old / tables.TABLES[name].file
+        path = tables.TABLES[name].path(old)
         df = pd.read_csv(path)
+        path.unlink()  # such a folder kept every table as a plain CSV
         df.drop(columns=[c for c in tables.TENSOR_COLUMNS if c in df.columns]).to_csv(
-            path, index=False
+            old / tables.TABLES[name].file, index=False
         )
     (old / "failed.csv").write_text("\n")  # how older folders wrote an empty table
     new_t, old_t = tables.load(small_study), tables.load(old)
@@ -224,8 +226,7 @@ def test_an_interrupted_study_resumes_where_it_stopped(small_study, tmp_path, mo
     assert not (cut / study_job.JOBS_DIR).exists()
     # The CPU is deterministic, so the resumed study's tables are those of the whole one.
     for name in ("steps", "evals", "census", "histogram", "audit"):
-        file = tables.TABLES[name].file
-        pd.testing.assert_frame_equal(pd.read_csv(cut / file), pd.read_csv(small_study / file))
+        pd.testing.assert_frame_equal(tables.read(cut, name), tables.read(small_study, name))
     info = json.loads((cut / "env.json").read_text())
     assert "ended" in info and len(info["resumed"]) == 1
     report = (cut / "report.md").read_text()
@@ -249,9 +250,9 @@ def test_a_timing_run_can_run_a_short_study_into_its_folder(tmp_path):
     study.render(folder)
     assert "ended" in json.loads((folder / "env.json").read_text())
     assert "## 5. Answer" in (folder / "report.md").read_text()
-    census = pd.read_csv(folder / "census.csv")
+    census = pd.read_csv(folder / "census.csv.gz")
     assert sorted(census["batch_size"].unique()) == [8, 16] and set(census["step"]) == {0, 100}
-    steps = pd.read_csv(folder / "convergence_steps.csv")
+    steps = pd.read_csv(folder / "convergence_steps.csv.gz")
     assert steps.groupby("mode")["step"].max().to_dict() == {
         "bf16-amp": 199,
         "fp16-amp": 199,
@@ -277,7 +278,7 @@ def test_a_study_whose_census_jobs_all_fail_still_renders(tmp_path, monkeypatch)
     assert failed[["kind", "status", "error"]].values.tolist() == [
         ["census", "error", "RuntimeError: boom"]
     ]
-    assert list(pd.read_csv(run_dir / "census.csv").columns) == list(
+    assert list(pd.read_csv(run_dir / "census.csv.gz").columns) == list(
         tables.TABLES["census"].columns
     )
     report = (run_dir / "report.md").read_text()
@@ -312,3 +313,32 @@ def test_only_a_finished_study_renders(tmp_path):
     (tmp_path / "env.json").write_text(json.dumps({"config": {}}))
     assert not study.is_study(tmp_path)
     assert not study.is_study(tmp_path / "nothing")
+
+
+def test_an_older_study_is_rewritten_in_this_versions_forms_and_renders_the_same(
+    small_study, tmp_path, monkeypatch
+):
+    # The folder as an older version left it: every table a plain CSV.
+    old = tmp_path / small_study.name
+    shutil.copytree(small_study, old)
+    before = {}
+    for name, table in tables.TABLES.items():
+        if table.path(old).is_file():
+            before[name] = tables.read(old, name)
+            table.path(old).unlink()
+            before[name].to_csv(old / table.file, index=False)
+    with monkeypatch.context() as m:  # the report as the old forms give it
+        m.setattr(tables, "compact", lambda run_dir: [])
+        report = study.render(old).read_text()
+    assert "`convergence_traces.csv`" in report
+    study.render(old)  # a re-render rewrites the tables in this version's forms
+    assert tables.compact(old) == []
+    for name, df in before.items():
+        table = tables.TABLES[name]
+        assert table.path(old) == table.forms(old)[table.form], name
+        pd.testing.assert_frame_equal(tables.read(old, name), df, check_exact=True)
+    # The same report, but for the names of the files it points to.
+    again = (old / "report.md").read_text()
+    for table in tables.TABLES.values():
+        again = again.replace(f"`{table.path(old).name}`", f"`{table.file}`")
+    assert again == report

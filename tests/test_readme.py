@@ -418,6 +418,8 @@ def test_the_float8_line_says_where_float8_pays_and_what_it_did_not_convert():
         "fp8-rowwise 1.053× (eager, 19.00 ms; it converted no Linear of the model, so this is "
         "bf16-amp's step)" in line
     )
+    # Only the recipe below 1× is said not to pay, with where.
+    assert line.endswith(" Below 1×, float8 does not pay: fp8-tensorwise at batch 8.")
 
 
 def test_fp16_without_a_scaler_that_trains_like_fp32_is_flagged_where_it_flushes():

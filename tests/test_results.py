@@ -247,5 +247,9 @@ def test_float8_is_set_against_the_headline_mode_at_each_ones_fastest_variant():
     assert line == (
         "- Batch 64, float8 against bf16-amp (8.000 ms), each at its fastest variant: "
         "fp8-tensorwise 1.333× (compile, 6.000 ms); fp8-rowwise 0.8000× (eager, 10.00 ms). "
-        "Below 1× float8 does not pay here."
+        "Below 1×, fp8-rowwise does not pay here."
     )
+    # Where every recipe is faster, the line does not say that float8 does not pay.
+    faster = df.assign(total_ms=df["total_ms"].where(df["mode"] != "fp8-rowwise", 7.0))
+    line = next(x for x in findings.findings(faster, "fused") if "float8" in x)
+    assert line.endswith("fp8-rowwise 1.143× (eager, 7.000 ms).") and "pay" not in line

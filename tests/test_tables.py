@@ -21,6 +21,13 @@ from bench.publish import tables
         (-0.0312, "-0.03120"),
         (0.0, "0"),
         (4096, "4096"),
+        # Whole numbers print exactly: a loss scale is a power of two, not a measurement.
+        (65536.0, "65536"),
+        (131072.0, "131072"),
+        (12000.0, "12000"),
+        (16384000.0, "16384000"),
+        (65536.5, "65540"),
+        (2.0**60, "1153000000000000000"),  # past 2**53 a float is whole anyway
         (True, "yes"),
         (None, "–"),
         (math.nan, "–"),
@@ -38,3 +45,10 @@ def test_a_table_has_no_nan_and_no_long_number():
     assert "nan" not in md and "–" in md
     # Numbers stay right-aligned, text left-aligned.
     assert md.splitlines()[1].startswith("|:") and md.splitlines()[1].endswith(":|")
+
+
+def test_the_loss_scale_shows_exactly_in_a_table():
+    # A column with a missing cell is float: 65536 must not read as 65540.
+    df = pd.DataFrame({"loss_scale": [65536.0, math.nan], "share": [0.123456, 65536.5]})
+    md = tables.markdown(df)
+    assert "65536 " in md and "65540" in md and "0.1235" in md

@@ -45,7 +45,7 @@ def user_module(tmp_path, monkeypatch):
     [
         ("transformer", None, "--model: 'transformer' is not a workload (mlp, gpt, resnet50) or a"),
         ("no_such_module:f", None, "--model no_such_module:f: cannot import it"),
-        ("my_models:missing", None, "--model my_models:missing: cannot import it"),
+        ("my_models:missing", None, "--model my_models:missing: module my_models has no factory"),
         ("my_models:raises", None, "the factory raised RuntimeError: no weights here"),
         ("my_models:not_a_workload", None, "the factory returned Linear, not a"),
         ("gpt", "seed", "--preset 'seed' is unknown; choose from gpt2-124m, gpt-1.3b, tiny"),

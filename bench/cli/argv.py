@@ -60,34 +60,32 @@ def refuse_with_resume(args: argparse.Namespace, allowed: tuple[str, ...]) -> No
 
 
 def command_line(argv: list[str] | None = None) -> str:
-    """The command as env.json records it, so that it re-runs as written from the project root:
-    the command named (`run` when it was left out), and every path option's value as
-    `paths.recorded` gives it: relative to the project root where it lies inside the project (a
-    path of the machine that ran it means nothing in a committed folder), absolute elsewhere.
-    Options may be abbreviated (`--results`) or joined to their value (`--results-dir=x`), as
-    argparse allows."""
+    """The command as env.json records it, so that it re-runs as written from the project root
+    on the reader's machine: the command named (`run` when it was left out), and every path
+    option's value as `paths.recorded` gives it: relative to the project root where it lies
+    inside the project, the placeholder `RESULTS_DIR` for a results directory elsewhere (a path
+    of the machine that ran it means nothing in a committed folder). Options may be abbreviated
+    (`--results`) or joined to their value (`--results-dir=x`), as argparse allows."""
     argv = with_command(sys.argv[1:] if argv is None else argv)
     parser = _subparser(argv[0]) if argv else None
     actions = [a for a in (parser._actions if parser else []) if a.type is path]
     names = tuple(name for a in actions for name in a.option_strings)
 
-    def path_option(token: str) -> str | None:
-        if not token.startswith("--"):
-            return None
-        matches = [o for o in names if o == token or o.startswith(token)]
-        return matches[0] if len(matches) == 1 else None
+    def value(option: str, text: str) -> str:
+        # A path option not known to hold a results directory or a folder in one is a folder.
+        return paths.recorded(path(text), results_dir=paths.PATH_OPTIONS.get(option, False))
 
     out: list[str] = []
-    value_next = False
+    option = None  # the path option whose value is the next token
     for token in argv:
-        if value_next:
-            out.append(paths.recorded(path(token)))
-            value_next = False
+        if option is not None:
+            out.append(value(option, token))
+            option = None
             continue
-        name, eq, value = token.partition("=")
-        if path_option(name) and eq:
-            out.append(f"{name}={paths.recorded(path(value))}")
+        name, eq, given = token.partition("=")
+        if eq and paths.path_option(name, names):
+            out.append(f"{name}={value(paths.path_option(name, names), given)}")
         else:
             out.append(token)
-            value_next = path_option(token) is not None
+            option = paths.path_option(token, names)
     return shlex.join(["python", "-m", "bench", *out])

@@ -21,7 +21,7 @@ def command(args: argparse.Namespace) -> int:
 
     df = results.load(folders.run_folder(args.run_dir))
     table = report.headline(df)
-    if table == "(no successful cases)":
+    if table == report.NO_HEADLINE:
         optimizer = report.headline_optimizer(df)
         raise UsageError(f"{args.run_dir}: no eager {optimizer}-Adam case passed; no headline")
     print(table)

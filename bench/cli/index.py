@@ -20,17 +20,19 @@ def add(sub: argparse._SubParsersAction) -> None:
     i.add_argument(
         "--check",
         action="store_true",
-        help="change nothing; exit 1 when the index is not what the run folders git tracks say",
+        help="change nothing; exit 1 when the index is not what the run folders git tracks "
+        "say, or the files git tracks there weigh more than 30 MiB in all or 5 MiB each",
     )
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import index, index_check
+    from bench.publish import index, index_check, runs
 
     folder = folders.directory(results_dir(args))
     if args.check:
         stale = index_check.check(folder)
-        fresh = "the index is what the run folders git tracks say"
+        weighs, _ = index_check.weight(folder, runs.tracked_files(folder))
+        fresh = f"the index is what the run folders git tracks say, and {weighs}"
         print(f"ampbench: {stale or fresh}", file=sys.stderr)
         return 1 if stale else 0
     try:

@@ -3,9 +3,11 @@ and an exit status."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import NoReturn
 
+from bench import quiet
 from bench.cli import (
     check,
     compare,
@@ -23,7 +25,7 @@ from bench.cli import (
 from bench.cli import run as run_command
 from bench.cli.argv import with_command
 from bench.cli.options import PROG, Parser, Version
-from bench.faults import Interrupted, UsageError, debug
+from bench.faults import Interrupted, Terminated, UsageError, debug, stop_on_sigterm
 
 COMMANDS = {
     module.NAME: module
@@ -62,22 +64,30 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     """`ampbench ARGV`: the exit status (0; 1 when a run, study or check found a failure; 2 for bad
-    input, a setting a config refused among them (`options.settings`); 130 when interrupted)."""
+    input, a setting a config refused among them (`options.settings`); 130 when interrupted,
+    143 when stopped by SIGTERM, which ends a job as Ctrl-C does). Known warnings of other
+    packages are left out unless AMPBENCH_DEBUG=1 (`bench.quiet`)."""
+    previous = stop_on_sigterm()
     try:
         argv = with_command(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
         args.argv = argv  # what a relaunch repeats
         with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
+            quiet.quiet()  # after --debug is known: it shows what this leaves out
             return COMMANDS[args.command].command(args)
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)
         return 2
     except Interrupted as exc:
         print(f"ampbench: {exc}", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        print("ampbench: interrupted; every finished part is kept in its folder", file=sys.stderr)
-        return 130
+        return exc.status
+    except KeyboardInterrupt as exc:
+        how = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        print(f"ampbench: {how}; every finished part is kept in its folder", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run() -> NoReturn:

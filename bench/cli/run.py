@@ -10,6 +10,7 @@ import sys
 from bench.cases import grid
 from bench.cli import argv, fields, ranks
 from bench.cli import options as o
+from bench.faults import Interrupted
 
 NAME = "run"
 
@@ -55,6 +56,12 @@ def command(args: argparse.Namespace) -> int:
         return launch.launch(args.world_size, args.argv, keep=keep)
     try:
         run_dir, code = _session(args, world)
+    except Interrupted as exc:  # Ctrl-C or SIGTERM: the report of the cases kept, then the line
+        if world.leader and exc.folder is not None and exc.folder.is_dir():
+            from bench.publish import render
+
+            render.after_job(exc.folder)
+        raise
     except distributed.GroupBroken as exc:
         # The group cannot go on; the launcher records the case and resumes. No cleanup: a
         # communicator stuck in a collective could hang it.
@@ -67,6 +74,8 @@ def command(args: argparse.Namespace) -> int:
         if code != 2 and run_dir.is_dir():
             render.after_job(run_dir)
         print(run_dir)
+    if code == 1 and world.distributed and launch.launched():
+        return 0  # the launcher exits 1 for it: torchrun would add a traceback to a rank's 1
     return code
 
 

@@ -55,6 +55,18 @@ def check_ranks(nproc: int, device: str, *, oversubscribe: bool = False) -> None
         )
 
 
+def launched() -> bool:
+    """Whether this process is a rank of a run this launcher started (not a torchrun started by
+    hand)."""
+    return bool(os.environ.get(RUN_DIR_VAR))
+
+
+def _passed(run_dir: Path) -> bool:
+    """Whether some case of the folder passed (a resumed case's last row wins)."""
+    last = {r.get("case_id"): r.get("status") for r in results.read_rows(run_dir / results.ROWS)}
+    return "ok" in last.values()
+
+
 def record_run_dir(run_dir: Path) -> None:
     """Tell the launcher (if there is one) which folder this run writes."""
     path = os.environ.get(RUN_DIR_VAR)
@@ -184,6 +196,10 @@ def launch(
             ]
             code = _run(command, env)
             text = Path(run_file).read_text().strip()
+            if code == 0 and text and not _passed(Path(text)):
+                # Rank 0 exits 0 when a finished run passed no case (`bench.cli.run`): a rank's
+                # status 1 would make torchrun print a traceback after the report's last line.
+                return 1
             if code == 0 or not text:
                 return code
             run_dir = Path(text)

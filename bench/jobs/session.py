@@ -27,7 +27,7 @@ from bench.cases.case import Case
 from bench.cases.grid import DEFAULT_REPEATS, RunConfig  # noqa: F401 (re-exported)
 from bench.execution import launch
 from bench.execution.distributed import World
-from bench.faults import Interrupted, UsageError, by_reason, error_summary
+from bench.faults import Interrupted, Terminated, UsageError, by_reason, error_summary
 from bench.jobs import base
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
@@ -140,6 +140,7 @@ def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
         if repaired:
             log(repaired)
     launch.complete_inflight(run_dir, "the run ended while this case ran")
+    info.pop("missing_cases", None)  # what an interruption left: measured again now
     if world.distributed:
         info.setdefault("ranks", []).append(
             {"world_size": world.size, "collective_timeout_s": world.collective_timeout_s}
@@ -153,11 +154,20 @@ def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
     try:
         _measure(cfg, cases, run_dir, info, world)
         world.close()
-    except KeyboardInterrupt:
-        kept = len(done_cases(run_dir) & {c.case_id for c in cases})
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
+        done = done_cases(run_dir)
+        # The report names what is missing; a resume that finishes the run clears it.
+        info["missing_cases"] = [c.case_id for c in cases if c.case_id not in done]
+        folder.save()
+        kept = len(cases) - len(info["missing_cases"])
+        how, status = (
+            ("stopped (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+        )
         raise Interrupted(
-            f"interrupted: {kept} of {len(cases)} cases are kept in {run_dir}; "
-            f"finish with: ./run_bench.sh --resume {run_dir}"
+            f"{how}: {kept} of {len(cases)} cases are kept in {run_dir}; "
+            f"finish with: ./run_bench.sh --resume {run_dir}",
+            folder=run_dir,
+            status=status,
         ) from None
     folder.finish()
     rows = results.read_rows(run_dir / results.ROWS)

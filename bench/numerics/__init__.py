@@ -11,7 +11,13 @@ A study writes one folder, `results/<UTC stamp>_<gpu>_<sha>_numerics[_<tag>]/`:
 - `convergence_steps.csv` (every step's loss and scale), `convergence_evals.csv` (held-out),
   `convergence_runs.csv` (measured step time per run), `summary.csv`, `loss_curves.png`,
   `scale.png`;
+- `convergence_traces.npz` (per parameter, every `--trace-every` steps: the mechanism of a
+  divergence), `traces.png`;
 - `failed.csv` (jobs that raised), `env.json`, and `report.md`, which ends with the computed Answer.
+
+The tables that run to MBs for a transformer are compressed: `audit_ops`, `census` and
+`convergence_steps` as `<file>.csv.gz` (pandas reads them as they are), the traces as `.npz`
+(`bench.store.frames`); `tables.FORMS` says which, and older folders' plain files still read.
 
 Modules, in the order a study runs them: `config` (the settings, validated), `study` (a folder:
 start, resume, render), `audit` and `grads` (dtypes), `jobs` (units of work over the GPUs),

@@ -88,8 +88,8 @@ class NumericsConfig:
     device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
     """`cuda` or `cpu`."""
     model: str = field(metadata={"check": checks.MODEL, "option": "--model"})
-    """The workload the study trains: mlp (the default), gpt, or your own as
-    package.module:factory (docs/own-model.md)."""
+    """The workload the study trains: mlp (the default), gpt, resnet50 (torchvision's ResNet-50;
+    the [vision] extra), or your own as package.module:factory (docs/own-model.md)."""
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
     """The workload's size preset (`--preset`)."""
     size: object = field(metadata={"cli": False})

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 import torch
 
+from bench import quiet
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
@@ -103,6 +104,7 @@ R = TypeVar("R")
 
 
 def _pin(gpus: mp.Queue) -> None:
+    quiet.quiet()  # a spawned worker starts with Python's filters, not the command line's
     gpu = gpus.get()
     if torch.cuda.is_available():  # on a CPU-only machine the workers just run side by side
         torch.cuda.set_device(gpu)

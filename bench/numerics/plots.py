@@ -16,6 +16,7 @@ from bench.numerics import fp16
 from bench.numerics.analysis import sparse_parameters
 from bench.numerics.run_summary import SMOOTH_STEPS, smoothed
 from bench.numerics.tables import POOLED
+from bench.publish import figures
 from bench.recipes.catalog import colour as mode_colour
 from bench.recipes.catalog import fp16_pair, reference
 
@@ -76,7 +77,7 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
             ax.set_ylabel("share of values")
             ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    figures.save(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -98,7 +99,7 @@ def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
         ax.set_ylabel("cross-entropy")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    figures.save(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -127,7 +128,7 @@ def scale(steps: pd.DataFrame, path: Path) -> None:
     if len(d):
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    figures.save(fig, path, dpi=110)
     plt.close(fig)
 
 
@@ -180,5 +181,5 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
         runs = d.groupby(["mode", "seed"]).ngroups
         axes[0, col].legend(fontsize=7, ncol=2 if runs > 16 else 1)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    figures.save(fig, path, dpi=110)
     plt.close(fig)

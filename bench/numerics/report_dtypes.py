@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.faults import by_reason
-from bench.numerics.report_format import chain_text, fold_blocks, markdown
+from bench.numerics.report_format import chain_text, fold_blocks, markdown, table_file
 from bench.numerics.tables import audit_failures
 
 
@@ -52,7 +52,7 @@ def _dtype_table(audit: pd.DataFrame, chains: dict[str, list[str]], chained: str
     out = [
         "Every tensor of one forward and backward pass and the optimizer step, as the step "
         "produced it (hooks on the activations and on the cast nodes of the parameters; the full "
-        "op trace, aten op by aten op, is in `audit_ops.csv`).",
+        f"op trace, aten op by aten op, is in `{table_file(t, 'audit_ops')}`).",
         "",
         markdown(pivot),
         "",

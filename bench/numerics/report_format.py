@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 
+from bench.numerics.tables import TABLES
 from bench.publish import tables
 
 
@@ -83,10 +84,15 @@ def chain_text(chain: list[str]) -> str:
     return " → ".join(parts)
 
 
+def table_file(t: dict, name: str) -> str:
+    """The name of table `name`'s file in the study's folder: of the form the version that
+    wrote it used (`bench.numerics.tables.FORMS`)."""
+    return t.get("files", {}).get(name, TABLES[name].file)
+
+
 def traces_file(t: dict) -> str:
-    """The name of the traces table's file in the study's folder (compressed since the
-    transformer's traces; plain in older folders)."""
-    return t.get("files", {}).get("traces", "convergence_traces.csv")
+    """The name of the traces table's file in the study's folder."""
+    return table_file(t, "traces")
 
 
 def failure_reasons(failed: pd.DataFrame, kind: str, mode: str | None = None) -> str | None:

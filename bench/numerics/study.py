@@ -13,7 +13,9 @@ from bench.numerics import plots, report, tables
 
 def render(run_dir: Path) -> Path:
     """The figures and report.md of a finished study, from its CSV files and env.json alone;
-    returns the report's path. Needs no torch and measures nothing."""
+    returns the report's path. Needs no torch and measures nothing. Tables an older version
+    kept in another form are first rewritten in the form this one writes (`tables.compact`)."""
+    tables.compact(run_dir)
     t = tables.load(run_dir)
     steps = t["steps"]
     plots.histogram(t["histogram"], run_dir / "histogram.png")

@@ -16,6 +16,7 @@ Nothing here imports torch: a folder renders on a machine without it.
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.store import errors
+from bench.store import errors, frames
 from bench.store.results import read_env
 
 ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
@@ -123,6 +124,17 @@ def legacy_tensor(label: str) -> dict[str, str] | None:
     return None
 
 
+CSV, GZ, NPZ = "csv", "csv.gz", "npz"
+FORMS = {
+    CSV: "a CSV file",
+    GZ: "a CSV file, gzip-compressed (pandas reads it as it is)",
+    NPZ: "its columns in numpy's .npz, compressed (`bench.store.frames`): a transformer's "
+    "per-parameter traces, whose float32 values CSV writes as 17 digits, run to tens of MB of "
+    "CSV even compressed",
+}
+"""The forms a table's file takes."""
+
+
 @dataclass(frozen=True)
 class Table:
     file: str
@@ -134,23 +146,29 @@ class Table:
     the label, from which `load` derives them."""
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
-    compressed: bool = False
-    """Written gzip-compressed (`<file>.gz`): a transformer's per-parameter traces run to tens of
-    MB of CSV. Read either way, so folders written before keep their plain file."""
+    form: str = CSV
+    """How this version writes the table (`FORMS`): a table that runs to MBs for a transformer
+    is compressed, so that a study's folder stays small enough for git. Every form is read, so a
+    folder written before keeps its files (`compact` rewrites them)."""
+
+    def forms(self, run_dir: Path) -> dict[str, Path]:
+        """The table's file in `run_dir` in each form, the form this version writes first."""
+        stem = self.file.removesuffix(".csv")
+        paths = {CSV: run_dir / self.file, GZ: run_dir / f"{self.file}.gz"}
+        paths[NPZ] = run_dir / f"{stem}.npz"
+        return {self.form: paths[self.form], **paths}
 
     def path(self, run_dir: Path) -> Path:
-        """The table's file in `run_dir`: the plain CSV where the folder has it (an older
-        folder), else the file this version writes."""
-        plain = run_dir / self.file
-        if not self.compressed or plain.is_file():
-            return plain
-        return run_dir / f"{self.file}.gz"
+        """The table's file in `run_dir`: the one the folder has (an older folder's may be of
+        another form), else the file this version writes."""
+        found = [p for p in self.forms(run_dir).values() if p.is_file()]
+        return found[0] if found else self.forms(run_dir)[self.form]
 
 
 TABLES: dict[str, Table] = {
     "audit": Table("audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), labelled=True),
     "audit_ops": Table(
-        "audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs", "input_shapes")
+        "audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs", "input_shapes"), form=GZ
     ),
     "census": Table(
         "census.csv",
@@ -159,6 +177,7 @@ TABLES: dict[str, Table] = {
             *("numel", "flushed", "subnormal", "nonfinite", "ref_zero", "rel_err", "loss"),
         ),
         labelled=True,
+        form=GZ,
     ),
     "histogram": Table(
         "histogram.csv",
@@ -175,6 +194,7 @@ TABLES: dict[str, Table] = {
     "steps": Table(
         "convergence_steps.csv",
         ("mode", "batch_size", "seed", "optimizer", "steps", "step", "loss", "scale", "skipped"),
+        form=GZ,
     ),
     "evals": Table(
         "convergence_evals.csv",
@@ -205,7 +225,7 @@ TABLES: dict[str, Table] = {
             *("update_max_abs", "update_underflow_share", "unchanged_share"),
         ),
         optional=True,
-        compressed=True,
+        form=NPZ,
     ),
     "failed": Table(
         "failed.csv", ("kind", "mode", "batch_size", "seed", "status", "error", errors.COLUMN)
@@ -221,18 +241,48 @@ def frame(name: str, rows: list[dict]) -> pd.DataFrame:
 
 
 def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
-    """A table's CSV file; an empty table still gets its header."""
+    """A table's file, in its form; an empty table still gets its columns. The same rows make
+    the same bytes (no time is written), so writing again does not change the file."""
     if df.empty and not len(df.columns):
         df = frame(name, [])
     table = TABLES[name]
-    if table.compressed:
-        (run_dir / table.file).unlink(missing_ok=True)  # a resumed older folder's plain file
-        # mtime 0: the same rows make the same bytes, so a re-render does not change the file.
-        df.to_csv(
-            run_dir / f"{table.file}.gz", index=False, compression={"method": "gzip", "mtime": 0}
-        )
+    forms = table.forms(run_dir)
+    for other in list(forms.values())[1:]:
+        other.unlink(missing_ok=True)  # a resumed older folder's file of another form
+    if table.form == NPZ:
+        frames.write(df, forms[NPZ])
     else:
-        df.to_csv(run_dir / table.file, index=False)
+        gz = {"method": "gzip", "mtime": 0} if table.form == GZ else None
+        df.to_csv(forms[table.form], index=False, compression=gz)
+
+
+def compact(run_dir: Path) -> list[str]:
+    """Rewrite each table `run_dir` keeps in a form other than the one this version writes, in
+    that form, its content unchanged: a CSV's bytes gzip-compressed, or its rows (as
+    `pandas.read_csv` gives them) in `.npz`, checked to read back equal before the CSV goes.
+    Returns the names of the files rewritten."""
+    done = []
+    for name, table in TABLES.items():
+        path, want = table.path(run_dir), table.forms(run_dir)[table.form]
+        if path == want or not path.is_file():
+            continue
+        if table.form == GZ and path.suffix == ".csv":
+            want.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
+        else:
+            try:
+                df = pd.read_csv(path)
+            except pd.errors.EmptyDataError:  # nothing to keep: written anew with its columns
+                df = frame(name, [])
+            if table.form == NPZ:
+                frames.write(df, want)
+                if not frames.read(want).equals(df):
+                    want.unlink()
+                    raise UsageError(f"{path}: its rows do not survive {want.name}; kept as is")
+            else:
+                df.to_csv(want, index=False, compression={"method": "gzip", "mtime": 0})
+        path.unlink()
+        done.append(f"{path.name} -> {want.name}")
+    return done
 
 
 def load(run_dir: Path) -> dict[str, object]:
@@ -240,8 +290,8 @@ def load(run_dir: Path) -> dict[str, object]:
     and `env` (the parsed JSON files) and `files` (each table's file name in this folder). The
     one place that reads a study's tables: columns a folder predates are derived here from its
     labels, and an empty table gets its columns."""
-    files = [t.file for t in TABLES.values() if not t.optional] + [AUDIT_JSON]
-    missing = [f for f in files if not (run_dir / f).is_file()]
+    files = [t.path(run_dir) for t in TABLES.values() if not t.optional] + [run_dir / AUDIT_JSON]
+    missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise UsageError(
             f"{run_dir}: no {', '.join(missing)}: the study has not finished; resuming it "
@@ -312,7 +362,7 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
     table = TABLES[name]
     path = table.path(run_dir)
     try:
-        df = pd.read_csv(path)
+        df = frames.read(path) if path.suffix == ".npz" else pd.read_csv(path)
     except pd.errors.EmptyDataError:  # an empty table of an older folder: not even a header
         df = pd.DataFrame()
     except FileNotFoundError:  # an optional table the folder predates (`load` checks the rest)

@@ -11,6 +11,7 @@ import re
 import pandas as pd
 
 from bench.publish import tables
+from bench.publish.prose import joined
 from bench.recipes import catalog
 from bench.store import results
 
@@ -64,14 +65,30 @@ def float8_ratio(base_ms: float, row: pd.Series) -> str:
     return text + ")"
 
 
+def below_one(base_ms: float, rows: list[pd.Series]) -> list[str]:
+    """The float8 recipes of `rows` whose step, as its ratio shows (`float8_ratio`), is slower
+    than the headline mode's `base_ms`: below 1×, where float8 does not pay."""
+    return [r["mode"] for r in rows if float(tables.cell(base_ms / r["total_ms"])) < 1]
+
+
+def not_paying(modes: list[str], where: str = "here") -> str:
+    """` Below 1×, fp8-rowwise does not pay here.`, naming `modes`; empty when there are none."""
+    if not modes:
+        return ""
+    verb = "does" if len(modes) == 1 else "do"
+    return f" Below 1×, {joined(modes)} {verb} not pay {where}."
+
+
 def _float8(ok: pd.DataFrame) -> list[str]:
     """Per batch size, each float8 recipe against the headline mode, each at its fastest
-    variant in the run: above 1 float8 is faster, below 1 it does not pay there."""
+    variant in the run: above 1 float8 is faster; those below 1, where it does not pay, are
+    named."""
     c = tables.cell
     head = catalog.headline()
     return [
         f"- Batch {bs}, float8 against {head} ({c(base_ms)} ms), each at its fastest variant: "
-        f"{'; '.join(float8_ratio(base_ms, r) for r in rows)}. Below 1× float8 does not pay here."
+        f"{'; '.join(float8_ratio(base_ms, r) for r in rows)}."
+        + not_paying(below_one(base_ms, rows))
         for bs, base_ms, rows in float8_against_headline(ok)
     ]
 

@@ -29,7 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
-from bench.publish import compare, tables
+from bench.publish import compare, figures, tables
 from bench.publish.runs import HISTORY_DIR, run_folders
 from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
@@ -309,7 +309,7 @@ def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     fig.suptitle(f"Median step time per case across runs: {gpu}", fontsize=11)
-    fig.savefig(path, dpi=100)
+    figures.save(fig, path, dpi=100)
     plt.close(fig)
 
 

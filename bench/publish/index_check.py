@@ -1,7 +1,10 @@
-"""Is the committed index fresh? `./run_bench.sh index --check` (`check`) says whether
-results/README.md is what the run folders that git tracks say (`bench.publish.runs.Tree` of
-`tracked_files`): a user's own run, finished or not, is not one of them, so it cannot make the
-check fail unless it has been written into the index.
+"""Is the committed index fresh, and results/ light enough for git? `./run_bench.sh index
+--check` (`check`) says whether results/README.md is what the run folders that git tracks say
+(`bench.publish.runs.Tree` of `tracked_files`): a user's own run, finished or not, is not one of
+them, so it cannot make the check fail unless it has been written into the index. It also holds
+the files git tracks under results/ to `LIMIT_MIB` in all and `FILE_LIMIT_MIB` each (`weight`):
+every clone carries them, and a study's tables and figures are written to stay within them
+(`bench.numerics.tables.FORMS`, `bench.publish.figures`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,46 @@ from bench.publish.index import INDEX, render, unreported
 from bench.publish.runs import Run, Tree, run_folders, tracked_files
 from bench.store import paths, results
 
+MIB = 2**20
+LIMIT_MIB, FILE_LIMIT_MIB = 30, 5
+"""What the files git tracks under results/ may weigh in all, and each, in MiB (2**20 bytes)."""
+
+
+def _sizes(results_dir: Path, files: frozenset[Path] | None) -> dict[Path, int]:
+    found = files if files is not None else results_dir.rglob("*")
+    return {p: p.stat().st_size for p in found if p.is_file()}
+
+
+def weight(results_dir: Path, files: frozenset[Path] | None = None) -> tuple[str, str | None]:
+    """What the files under `results_dir` weigh (`files`: only those; else every file): a
+    clause saying it, and one line naming what is over `LIMIT_MIB` in all or `FILE_LIMIT_MIB`
+    for one file (None when nothing is)."""
+    sizes = _sizes(results_dir, files)
+    total = sum(sizes.values())
+    largest = max(sizes, key=sizes.__getitem__) if sizes else None
+    biggest = sizes.get(largest, 0) if largest else 0
+    shown = paths.shown(results_dir)
+    said = f"{shown}/ weighs {total / MIB:.1f} MiB (at most {LIMIT_MIB})" + (
+        f", its largest file {biggest / MIB:.1f} MiB (at most {FILE_LIMIT_MIB})" if largest else ""
+    )
+    over = sorted((p for p, n in sizes.items() if n > FILE_LIMIT_MIB * MIB), key=str)
+    if over:
+        name = f"{shown}/{over[0].relative_to(results_dir).as_posix()}"
+        more = f" (and {len(over) - 1} more)" if len(over) > 1 else ""
+        return said, (
+            f"{name} weighs {sizes[over[0]] / MIB:.1f} MiB{more}, over the {FILE_LIMIT_MIB} MiB a "
+            "file of results/ may: keep it compressed as a study writes its tables "
+            "(docs/results-folder.md)"
+        )
+    if total > LIMIT_MIB * MIB:
+        return said, (
+            f"{shown}/ weighs {total / MIB:.1f} MiB, over the {LIMIT_MIB} MiB it may: its "
+            f"largest file is {largest.relative_to(results_dir).as_posix()} "
+            f"({biggest / MIB:.1f} MiB); see "
+            "docs/results-folder.md"
+        )
+    return said, None
+
 
 def _named(text: str, run: Run, base: Path) -> bool:
     """Whether an index's `text` has a row for `run` (its report's link, or its name)."""
@@ -22,8 +65,9 @@ def _named(text: str, run: Run, base: Path) -> bool:
 
 
 def check(results_dir: Path = paths.RESULTS) -> str | None:
-    """None when `results_dir`/README.md is what the run folders git tracks say; else one line
-    naming what is stale. Folders git does not track (a user's own run, finished or not) are
+    """None when `results_dir`/README.md is what the run folders git tracks say and the files
+    git tracks there are within their weight (`weight`); else one line naming what is stale or
+    too heavy. Folders git does not track (a user's own run, finished or not) are
     left out. Where git cannot list the tracked files, says so on stderr and counts every
     folder."""
     files = tracked_files(results_dir)
@@ -40,7 +84,7 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     tree = Tree(results_dir, files)
     have, want = path.read_text(), render(results_dir, tree=tree)
     if have == want:
-        return None
+        return weight(results_dir, files)[1]
     counted = run_folders(results_dir, tree=tree)
     lacks = [r.path.name for r in counted if not _named(have, r, results_dir)]
     extra = [

@@ -36,6 +36,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
+from bench.publish import figures
 from bench.recipes.catalog import colour as mode_colour
 from bench.recipes.catalog import speedup_baselines
 from bench.store import results
@@ -305,7 +306,7 @@ def memory(df: pd.DataFrame, path: Path) -> None:
 
 
 def _save(fig: Figure, path: Path) -> None:
-    fig.savefig(path, dpi=DPI)
+    figures.save(fig, path, dpi=DPI)
     plt.close(fig)
 
 

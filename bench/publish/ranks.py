@@ -75,6 +75,13 @@ def scaling_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         & df["scaling_efficiency"].notna()
     ]
     if sel.empty:
+        passed = df[(df["status"] == "ok") & (df["parallel"] != "none")]
+        if (passed["optimizer"] == optimizer).any():
+            return (
+                "(no scaling efficiency: it is measured against a `parallel=none` case of the "
+                "same mode and batch size, and none passed in this run; add `none` to "
+                "`--parallel`)"
+            )
         return f"(no passing distributed row with {optimizer} Adam)"
     if sel["variant"].nunique() > 1:
         raise ValueError("one variant per scaling table: " + ", ".join(sel["variant"].unique()))

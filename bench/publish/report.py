@@ -29,15 +29,21 @@ def headline_optimizer(df: pd.DataFrame) -> str:
     return "fused" if "fused" in optimizers or not optimizers else str(optimizers[0])
 
 
+NO_HEADLINE = "(no successful cases)"
+"""What `headline` gives for a run where no case of the headline optimizer passed."""
+
+
 def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | None = None) -> str:
     """The README's table: every mode, eager, at the largest batch size where the headline
     optimizer has an eager case that passed (a larger batch may hold only the other optimizer's,
     when a killed run's last row was cut off). A run of other variants alone (`--variants
-    cudagraph`) shows its first variant instead."""
+    cudagraph`) shows its first variant instead; a run of several ranks without a one-GPU case
+    that passed, its distributed rows (`distributed_headline`)."""
     optimizer = optimizer or headline_optimizer(df)
-    ok = df[(df["status"] == "ok") & (df["optimizer"] == optimizer) & (df["parallel"] == "none")]
+    passed = df[(df["status"] == "ok") & (df["optimizer"] == optimizer)]
+    ok = passed[passed["parallel"] == "none"]
     if ok.empty:
-        return "(no successful cases)"
+        return distributed_headline(passed, batch_size, optimizer) if len(passed) else NO_HEADLINE
     variant = "eager" if (ok["variant"] == "eager").any() else str(ok["variant"].iloc[0])
     ok = ok[ok["variant"] == variant]
     bs = batch_size or int(ok["batch_size"].max())
@@ -59,6 +65,30 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | N
         )
         out += f"\n\nNot in the table: {named} (see the cases that did not pass)."
     return out
+
+
+NO_BASELINE = (
+    "No `parallel=none` case passed, so there is no one-GPU baseline: scaling efficiency is "
+    "measured against it (add `none` to `--parallel`)."
+)
+"""What a run of several ranks lacks when none of its one-GPU cases passed."""
+
+
+def distributed_headline(passed: pd.DataFrame, batch_size: int | None, optimizer: str) -> str:
+    """The rows a run of distributed cases alone passed (no `parallel=none` case): every mode
+    and parallelism at the largest batch per GPU (eager where it has it), after the line that
+    says what is missing."""
+    variant = "eager" if (passed["variant"] == "eager").any() else str(passed["variant"].iloc[0])
+    rows = passed[passed["variant"] == variant]
+    bs = batch_size or int(rows["batch_size"].max())
+    rows = rows[rows["batch_size"] == bs]
+    shown = {"mode": "mode", "parallel": "parallel"}
+    shown |= {k: v for k, v in columns.RANK.items() if k not in ("status", "scaling_efficiency")}
+    ranks = int(rows["world_size"].max())
+    return (
+        f"{NO_BASELINE}\n\nBatch size {bs} per GPU on {ranks} ranks, {optimizer} Adam, "
+        f"{variant}:\n\n{columns.table(rows, shown)}"
+    )
 
 
 def _headline_or_why(df: pd.DataFrame, optimizer: str) -> str:
@@ -100,8 +130,9 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     lines = [f"**Cases: {ok} of {expected if expected else len(df)} ok** ({parts})."]
     if expected and len(df) < expected:
         lines.append(
-            f"**This run stopped early**: {expected - len(df)} of {expected} cases have no row "
-            "(resume it with `./run_bench.sh --resume` and this folder)."
+            f"**This run stopped early**: {expected - len(df)} of {expected} cases have no row"
+            f"{_missing(env, df)}. Resume it with `./run_bench.sh --resume RUN_DIR`, RUN_DIR "
+            "being this folder: it runs only those."
         )
     elif "ended" not in env:
         lines.append("**This run did not finish** (no end time in env.json).")
@@ -113,6 +144,22 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
         unit = " Throughput is also in tokens/s." if "tokens_per_s" in df else ""
         lines.append(f"Model: {', '.join(models)}, preset {', '.join(presets)}.{unit}")
     return [*lines, ""]
+
+
+NAMED_MISSING = 12
+"""The most missing cases the status lines name; the rest are counted."""
+
+
+def _missing(env: dict, df: pd.DataFrame) -> str:
+    """`: a, b and 3 more`: the cases an interruption left without a row, as env.json lists
+    them (`missing_cases`); empty for a folder that does not say (one killed outright)."""
+    have = set(df["case_id"]) if "case_id" in df else set()
+    missing = [c for c in env.get("missing_cases") or [] if c not in have]
+    if not missing:
+        return ""
+    named = ", ".join(f"`{c}`" for c in missing[:NAMED_MISSING])
+    more = len(missing) - NAMED_MISSING
+    return f": {named}" + (f" and {more} more" if more > 0 else "")
 
 
 def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:

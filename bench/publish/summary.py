@@ -21,6 +21,7 @@ import pandas as pd
 
 from bench.numerics.answer import LOSS_GAP
 from bench.publish.findings import (
+    below_one,
     contenders,
     converted_nothing,
     float8_against_headline,
@@ -177,7 +178,8 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
 
 def float8_line(ok: pd.DataFrame) -> str | None:
     """Each float8 recipe against the headline mode (bf16 autocast) per batch size, each at its
-    fastest variant: where float8 pays and where it does not."""
+    fastest variant: where float8 pays, and the recipes and batch sizes where it does not
+    (below 1×)."""
     per = float8_against_headline(ok)
     if not per:
         return None
@@ -187,9 +189,15 @@ def float8_line(ok: pd.DataFrame) -> str | None:
         + "; ".join(float8_ratio(base_ms, r) for r in rows)
         for bs, base_ms, rows in per
     ]
+    slower: dict[str, list[int]] = {}
+    for bs, base_ms, rows in per:
+        for mode in below_one(base_ms, rows):
+            slower.setdefault(mode, []).append(bs)
+    where = [f"{mode} at batch {batch_sizes(sizes)}" for mode, sizes in slower.items()]
+    tail = f" Below 1×, float8 does not pay: {joined(where)}." if where else ""
     return (
-        f"- **Float8** against {head}, each at its fastest variant ({head} too; below 1× float8 "
-        f"does not pay): {'; '.join(parts)}."
+        f"- **Float8** against {head}, each at its fastest variant ({head} too): "
+        f"{'; '.join(parts)}.{tail}"
     )
 
 

@@ -2,7 +2,8 @@
 
 Every published table (reports, the index, README blocks, compare and history) goes through
 `markdown`, so every cell follows one rule: a number shows at most 4 significant digits (no
-scientific notation for ordinary magnitudes), a value that was not measured (NaN, None) shows
+scientific notation for ordinary magnitudes) unless it is a whole number, which shows exactly
+(a loss scale of 65536 is not 65540), a value that was not measured (NaN, None) shows
 `–`, and booleans show `yes`/`no`. Pure: needs pandas and tabulate, never torch.
 """
 
@@ -37,11 +38,19 @@ def cell(value: object, digits: int = SIG_DIGITS) -> str:
     return MISSING if text in ("nan", "None", "NaN", "<NA>") else text
 
 
+EXACT_BELOW = 2.0**53
+"""Whole numbers below this print exactly: a float holds every integer up to it, so such a value
+is a count or a power of two, not a measurement that happens to be whole."""
+
+
 def number(x: float, digits: int = SIG_DIGITS) -> str:
     """`x` rounded to `digits` significant digits, written plainly: 296200, 12.35, 0.001235.
-    Values under 1e-4 in magnitude use scientific notation (1.235e-07)."""
+    A whole number that rounding would change prints exactly (65536, not 65540). Values under
+    1e-4 in magnitude use scientific notation (1.235e-07)."""
     if x == 0:
         return "0"
+    if float(x).is_integer() and 10**digits <= abs(x) < EXACT_BELOW:
+        return str(int(x))
     if abs(x) < 1e-4:
         return f"{x:.{digits - 1}e}"
     rounded = float(f"{x:.{digits - 1}e}")  # exactly `digits` significant digits

@@ -8,9 +8,10 @@ command is run from.
 
 A results folder travels: it is made on a lent GPU box and committed here. The command a folder
 records (env.json's `command`, a report's "Produced by") must re-run as written, from the project
-root: a path inside the project is recorded relative to the project root (the box's
-`/home/someone/ampbench/results` means nothing elsewhere; `results` does), and a path outside it
-absolute (`/tmp/s/results`: its bare name would point somewhere else). The argv lists env.json
+root, on the reader's machine: a path inside the project is recorded relative to the project root
+(the box's `/home/someone/ampbench/results` means nothing elsewhere; `results` does), and a results
+directory outside it as the placeholder `RESULTS_DIR` (the box's `/tmp/s/results` is not the
+reader's; `RESULTS_DIR/RUN` for a folder in one, as `--resume` names). The argv lists env.json
 keeps beside the command (the interpreter, the script, what a resume was given) are notes, not
 commands: there a path outside the project is shown by its own name. Needs no torch.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -63,15 +64,34 @@ def shown(path: Path | str, root: Path = ROOT) -> str:
         return resolved.name or str(resolved)
 
 
-def recorded(path: Path | str, root: Path = ROOT) -> str:
+RESULTS_DIR = "RESULTS_DIR"
+"""How a recorded command names a results directory outside the project: a placeholder for the
+reader's own, where the machine that ran it had a folder of its own (`/tmp/s/results`)."""
+PATH_OPTIONS = {"--results-dir": True, "--resume": False}
+"""The path options of the commands that record their command line, and whether the option
+names a results directory (True) or a folder in one (`--resume RUN_DIR`)."""
+
+
+def recorded(path: Path | str, root: Path = ROOT, *, results_dir: bool = True) -> str:
     """`path` as a recorded command names it, so that the command re-runs as written from the
     project root: relative to `root` when inside it (`results/x`; `.` for the root itself),
-    otherwise absolute. A relative `path` is taken as relative to the current directory."""
+    otherwise the placeholder `RESULTS_DIR` for a results directory (`results_dir`) or
+    `RESULTS_DIR/<its name>` for a folder in one. A relative `path` is taken as relative to the
+    current directory."""
     resolved = Path(path).expanduser().resolve()
     try:
         return str(resolved.relative_to(root.resolve()))
     except ValueError:
-        return str(resolved)
+        return RESULTS_DIR if results_dir else f"{RESULTS_DIR}/{resolved.name}"
+
+
+def path_option(token: str, names: Iterable[str] = PATH_OPTIONS) -> str | None:
+    """The option of `names` that `token` names, whole or abbreviated as argparse allows
+    (`--results` for `--results-dir`); None when it names none, or more than one."""
+    if not token.startswith("--"):
+        return None
+    matches = [o for o in names if o == token or o.startswith(token)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _map_paths(argv: list[str], show: Callable[[str], str]) -> list[str]:
@@ -96,14 +116,38 @@ def shown_argv(argv: list[str], root: Path = ROOT) -> list[str]:
 
 
 def shown_command(command: str, root: Path = ROOT) -> str:
-    """A recorded command as a report prints it: as recorded, so that it re-runs, except that an
-    absolute path inside the project (as folders recorded before `recorded` existed may hold) is
-    made relative to it."""
+    """A recorded command as a report prints it: as recorded, so that it re-runs, except that a
+    path recorded whole by an older version is shown as `recorded` gives it now: relative to the
+    project where it lies inside it, and the value of a path option outside it (`--results-dir
+    /tmp/s/results`) as the placeholder `RESULTS_DIR`."""
     try:
         argv = shlex.split(command)
     except ValueError:  # not a shell-quoted line: print it as it is
         return command
-    return shlex.join(_map_paths(argv, lambda p: recorded(p, root) if in_results(p, root) else p))
+    out: list[str] = []
+    option = None  # the path option whose value is the next token
+    for token in argv:
+        if option is not None:
+            out.append(_shown_value(token, option, root))
+            option = None
+            continue
+        name, eq, value = token.partition("=")
+        if eq and path_option(name):
+            out.append(f"{name}={_shown_value(value, path_option(name), root)}")
+        else:
+            out.append(_shown_value(token, None, root))
+            option = path_option(token)
+    return shlex.join(out)
+
+
+def _shown_value(token: str, option: str | None, root: Path) -> str:
+    """One token of an older recorded command: an absolute path inside the project made
+    relative; the value of a path option outside it made the placeholder; the rest as is."""
+    if not token.startswith("/"):
+        return token
+    if in_results(token, root):
+        return recorded(token, root)
+    return recorded(token, root, results_dir=PATH_OPTIONS[option]) if option else token
 
 
 def in_results(path: Path | str, results: Path | None = None) -> bool:

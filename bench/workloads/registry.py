@@ -124,9 +124,12 @@ def get(name: str) -> Workload:
     if user_dir not in sys.path:
         sys.path.append(user_dir)
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        module = importlib.import_module(module_name)
     except (ImportError, AttributeError, ValueError) as exc:
         raise UsageError(f"--model {name}: cannot import it ({type(exc).__name__}: {exc})") from exc
+    factory = getattr(module, attr, None)
+    if factory is None:  # the module imported: it is the factory that is missing
+        raise UsageError(f"--model {name}: module {module_name} has no factory {attr!r}")
     try:
         made = factory()
     except Exception as exc:  # the user's code: whatever it raises is named in one line
