@@ -4,7 +4,11 @@
 #                                       (GPU: the seed preset, all modes, batch 256,1024,4096,
 #                                       both Adams, eager/compile/cudagraph; no GPU: a tiny CPU
 #                                       smoke run)
-#   ./run_bench.sh compare A B [opts]   compare two run folders case by case
+#   ./run_bench.sh ab REV_A REV_B [run options]
+#                                       time two commits in alternating fresh processes
+#                                       (temporary git worktrees) and compare them
+#   ./run_bench.sh compare A B [opts]   compare two run folders (or folders of runs, or
+#                                       pytest-benchmark saves) case by case
 #   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
 #                                       runs/pytest-benchmark for `pytest-benchmark compare`
 #   ./run_bench.sh promote RUN_DIR      publish a run: copy it into results/ and index it

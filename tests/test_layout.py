@@ -41,6 +41,7 @@ COMMANDS = {
     "report",
     "headline",
     "compare",
+    "ab",
     "numerics",
     "maxbatch",
     "index",

@@ -7,6 +7,7 @@ import sys
 from typing import NoReturn
 
 from bench.cli import (
+    ab,
     check,
     compare,
     export,
@@ -32,6 +33,7 @@ COMMANDS = {
         report,
         headline,
         compare,
+        ab,
         numerics,
         maxbatch,
         index,
