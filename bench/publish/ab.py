@@ -67,6 +67,7 @@ def write(folder: Path) -> tuple[pd.DataFrame, str]:
         confidence=float(chosen["confidence"]),
         warnings=warnings,
         title="## Verdicts",
+        show_sides=False,
     )
     options = " ".join(cfg.get("run_options") or []) or "(none: run's defaults)"
     lines = [

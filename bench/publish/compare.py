@@ -247,8 +247,11 @@ def render(
     confidence: float,
     warnings: list[str],
     title: str = "# ampbench compare",
+    show_sides: bool = True,
 ) -> str:
-    """The comparison as markdown: what decided the verdicts, their counts and the table."""
+    """The comparison as markdown: what decided the verdicts, their counts and the table.
+    `show_sides`: name A's and B's paths under the title (a page that names them itself need
+    not)."""
     shown = table.drop(columns=["too_few", "status_a", "status_b"], errors="ignore")
     if {"status_a", "status_b"} <= set(table) and (table[["status_a", "status_b"]] != "ok").any(
         axis=None
@@ -275,17 +278,17 @@ def render(
     if "rounds (A:B)" in shown and shown["rounds (A:B)"].nunique() == 1:
         constant.append("rounds (A:B)")
     what = f", {pair.axis} {pair.a} (A) against {pair.b} (B)" if pair else ""
-    lines = [
-        title,
-        "",
-        f"A (baseline): `{paths.shown(run_a)}`  ",
-        f"B (candidate): `{paths.shown(run_b)}`{what}",
-        "",
-        *_method_lines(table, min_effect, confidence),
-    ]
-    if constant:
-        same = ", ".join(f"{c}={shown[c].iloc[0]}" for c in constant)
-        lines += [f"Same in every row: {same}.", ""]
+    lines = [title, ""]
+    if show_sides:
+        lines += [
+            f"A (baseline): `{paths.shown(run_a)}`  ",
+            f"B (candidate): `{paths.shown(run_b)}`{what}",
+            "",
+        ]
+    lines += _method_lines(table, min_effect, confidence)
+    same = [f"{c}={shown[c].iloc[0]}" for c in constant if str(shown[c].iloc[0]) not in ("", "nan")]
+    if same:
+        lines += [f"Same in every row: {', '.join(same)}.", ""]
     if warnings:
         lines += ["**Environments differ**: " + "; ".join(warnings), ""]
     counts = table["verdict"].value_counts()
