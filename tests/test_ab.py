@@ -151,12 +151,11 @@ def test_ab_of_a_commit_with_itself_end_to_end(clone, tmp_path):
     assert [(r["side"], r["round"], r["exit"]) for r in env["rounds"]] == [
         ("A", 1, 0), ("B", 1, 0), ("B", 2, 0), ("A", 2, 0),
     ]  # fmt: skip
-    for side in ("A", "B"):
-        runs = sorted((folder / side).iterdir())
-        assert [r.name.rsplit("_", 1)[1] for r in runs] == ["round-1", "round-2"]
-        for run in runs:  # each round is the revision's own run, at its own commit
-            run_env = json.loads((run / "env.json").read_text())
-            assert run_env["commit"] == sha and "--results-dir" in run_env["command"]
+    assert [r["folder"].split("/")[0] for r in env["rounds"]] == [*"ABBA"]
+    for record in env["rounds"]:  # each round is the revision's own run, at its own commit
+        run_env = json.loads((folder / record["folder"] / "env.json").read_text())
+        assert run_env["commit"] == sha and "--results-dir" in run_env["command"]
+    assert len(list((folder / "A").iterdir())) == len(list((folder / "B").iterdir())) == 2
     assert len(list((folder / "logs").iterdir())) == 4
     report = (folder / "report.md").read_text()
     assert report.startswith("# ampbench ab: `HEAD`") and "**Too few rounds to judge**" in report

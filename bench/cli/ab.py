@@ -34,7 +34,7 @@ def _own(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
-    o.add_results_dir(p, "parent of the comparison folder")
+    o.add_results_dir(p, "parent of the comparison folder", "the project's runs/, git-ignored")
     o.add_tag(p)
 
 
@@ -49,7 +49,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     a.add_argument("rev_a", metavar="REV_A", help="the baseline: a commit, branch or tag")
     a.add_argument("rev_b", metavar="REV_B", help="the candidate")
     _own(a)
-    a.add_argument("run_options", nargs=argparse.REMAINDER, help="options of `run`")
+    a.add_argument(
+        "run_options", nargs=argparse.REMAINDER, metavar="RUN_OPTIONS", help="`run`'s options"
+    )
 
 
 def command(args: argparse.Namespace) -> int:

@@ -222,7 +222,7 @@ def _rounds(cfg: AbConfig, folder: base.Folder, trees: dict[str, Path]) -> None:
             f"(elapsed {time.monotonic() - start:.0f} s)"
         )
         began = folders.iso()
-        code = _one_process(trees[side], parent, log_path, cfg.run_options, seen[side])
+        code = _one_process(trees[side], parent, log_path, cfg.run_options)
         made = sorted(set(parent.iterdir()) - before)
         done.append(
             {
@@ -240,9 +240,10 @@ def _rounds(cfg: AbConfig, folder: base.Folder, trees: dict[str, Path]) -> None:
             _failed(cfg, side, code, log_path)
 
 
-def _one_process(tree: Path, parent: Path, log_path: Path, options: tuple[str, ...], k: int) -> int:
-    argv = [sys.executable, "-m", "bench", "run", *options]
-    argv += ["--results-dir", str(parent), "--tag", f"round-{k}"]
+def _one_process(tree: Path, parent: Path, log_path: Path, options: tuple[str, ...]) -> int:
+    # Only options every revision's `run` has had: an older commit compares as well as a new one
+    # (env.json records which round each folder is).
+    argv = [sys.executable, "-m", "bench", "run", *options, "--results-dir", str(parent)]
     with log_path.open("w") as out:
         try:
             return subprocess.run(

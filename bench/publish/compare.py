@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from bench.faults import UsageError
 from bench.measure import stats as round_stats
 from bench.publish import sides, tables
 from bench.store import paths, results
@@ -137,7 +138,7 @@ def compare(
     `bench.publish.sides.UNITS`) and whether they were too few to judge (`too_few`)."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
-        raise sides.UsageError(
+        raise UsageError(
             f"{run_a} holds {_kind_words(side_a)} and {run_b} {_kind_words(side_b)}: "
             "nothing to match"
         )
@@ -145,7 +146,7 @@ def compare(
     keys = list(side_a.keys)
     if pair is not None:
         if side_a.kind != "run":
-            raise sides.UsageError("--pair compares run folders, not pytest-benchmark saves")
+            raise UsageError("--pair compares run folders, not pytest-benchmark saves")
         keys.remove(pair.axis)
         cases_a = cases_a[cases_a[pair.axis].astype(str) == pair.a]
         cases_b = cases_b[cases_b[pair.axis].astype(str) == pair.b]
