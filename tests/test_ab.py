@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bench.cli import main
@@ -179,3 +180,45 @@ def test_a_revision_that_does_not_import_or_cannot_run_its_grid_is_one_line(clon
     assert line.startswith("ampbench: error: A (HEAD, ") and "exit status 2" in line
     assert "--variants cudagraph" in line and "(log: " in line
     assert _worktrees(clone) == 1
+
+
+def _comparison(folder: Path, cfg: ab.AbConfig, slower: float) -> Path:
+    """A comparison folder as the job leaves it: 5 rounds a side, B `slower` times A."""
+    from tests.test_compare import _windows, _write_run
+
+    rng = np.random.default_rng(0)
+    for i, side in enumerate(ab.order(cfg.rounds)):
+        center = 10.0 * (slower if side == "B" else 1.0)
+        _write_run(folder / side / f"run{i}", {("fp32", "fused"): _windows(rng, center)})
+    (folder / "env.json").write_text(
+        json.dumps({"kind": "ab", "gpu": "cpu", "command": "python -m bench ab", "rounds": [],
+                    "ab_config": {**cfg.record(), "commit_a": "a" * 40, "commit_b": "b" * 40}})
+    )  # fmt: skip
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("slower", "flag", "status"), [(1.2, True, 1), (1.2, False, 0), (1.0, True, 0)]
+)
+def test_ab_options_after_the_revisions_are_abs_and_the_rest_go_to_run(
+    slower, flag, status, tmp_path, monkeypatch, capsys
+):
+    given = {}
+
+    def job(cfg, *, results_dir, command, device, tag):
+        given.update(cfg=cfg, results_dir=results_dir, device=device, tag=tag)
+        return _comparison(tmp_path / "cmp", cfg, slower)
+
+    monkeypatch.setattr(ab, "run", job)
+    argv = ["ab", "main", "HEAD", "--device", "cpu", "--rounds", "5", "--statistic", "p10",
+            "--modes", "fp32", "--results-dir", str(tmp_path), "--tag", "x"]  # fmt: skip
+    assert main(argv + (["--fail-on-slower"] if flag else [])) == status
+    cfg = given["cfg"]
+    assert (cfg.rev_a, cfg.rev_b, cfg.rounds, cfg.statistic) == ("main", "HEAD", 5, "p10")
+    assert cfg.run_options == ("--device", "cpu", "--modes", "fp32")
+    assert given["results_dir"] == tmp_path and given["tag"] == "x" and given["device"] == "cpu"
+    out = capsys.readouterr().out
+    assert out.startswith("# ampbench ab: `main` (aaaaaaa) against `HEAD` (bbbbbbb)")
+    assert ("1 slower." in out) == (slower > 1) and out.strip().endswith(str(tmp_path / "cmp"))
+    assert (tmp_path / "cmp" / "report.md").read_text() in out
+    assert (tmp_path / "cmp" / "verdicts.csv").is_file()
