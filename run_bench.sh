@@ -4,9 +4,14 @@
 #                                       (GPU: the seed preset, all modes, batch 256,1024,4096,
 #                                       both Adams, eager/compile/cudagraph; no GPU: a tiny CPU
 #                                       smoke run)
-#   ./run_bench.sh compare A B [opts]   compare two run folders case by case
-#   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite and save it under
-#                                       runs/pytest-benchmark for `pytest-benchmark compare`
+#   ./run_bench.sh ab REV_A REV_B [run options]
+#                                       time two commits in alternating fresh processes
+#                                       (temporary git worktrees) and compare them
+#   ./run_bench.sh compare A B [opts]   compare two run folders (or folders of runs, or
+#                                       pytest-benchmark saves) case by case
+#   ./run_bench.sh pytest [pytest opts] run the pytest-benchmark suite (the MLP, 4 modes; the
+#                                       whole grid: --ampbench-models all --ampbench-modes all)
+#                                       and save it, rounds and all, under runs/pytest-benchmark
 #   ./run_bench.sh promote RUN_DIR      publish a run: copy it into results/ and index it
 #   ./run_bench.sh numerics [opts]      the numerics study: dtypes, underflow, convergence
 #   ./run_bench.sh maxbatch [opts]      the largest batch each mode trains
@@ -42,8 +47,9 @@ case "${1:-}" in
         fi
         # Saved under the commit (bench.measure.env), so `pytest-benchmark compare` shows commits.
         name=$("$PY" -c 'from bench.measure.env import benchmark_save_name; print(benchmark_save_name())')
+        # --benchmark-save-data keeps every round, which `ampbench compare` judges.
         exec "$PY" -m pytest tests/benchmarks -m bench_suite --benchmark-only \
-            --benchmark-storage="file://$storage" --benchmark-save="$name" \
+            --benchmark-storage="file://$storage" --benchmark-save="$name" --benchmark-save-data \
             --benchmark-sort=name --benchmark-columns=median,iqr,min,max,rounds,iterations "$@"
         ;;
     -h | --help)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Run-to-run noise and `bench compare`, with the project's own commands (docs/comparing.md,
-# "Run-to-run noise"):
+# `./run_bench.sh ab HEAD HEAD [run options]` is the A/A comparison that holds across runs
+# (alternating fresh processes); this script compares two single runs, which compare judges from
+# their windows: give it `--repeats 5` or more, as 3 windows a side are too few for a verdict
+# (docs/comparing.md).
+# Run-to-run noise and `bench compare`, with the project's own commands:
 #   1. two timing runs of this commit with one grid, one after the other, into OUT_DIR;
 #   2. A/A: `./run_bench.sh compare RUN1 RUN2`, the same code twice: every verdict should be
 #      `same` or `unclear`;

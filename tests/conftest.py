@@ -27,19 +27,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # reads options only from the conftest files it loads at start-up.
     group = parser.getgroup("ampbench", "ampbench benchmark suite (tests/benchmarks)")
     group.addoption(
-        "--ampbench-models", help="comma list of workloads (default: every built-in one)"
+        "--ampbench-models",
+        help="comma list of workloads, or all (default: mlp; see tests/benchmarks/conftest.py)",
     )
     group.addoption(
         "--ampbench-preset",
         help="the MLP's size (default: seed on CUDA, tiny on CPU); other workloads take their own",
     )
-    group.addoption("--ampbench-modes", help="comma list of modes (default: all)")
+    group.addoption(
+        "--ampbench-modes",
+        help="comma list of modes, or all (default: fp32, tf32, fp16-amp, bf16-amp)",
+    )
     group.addoption(
         "--ampbench-batch-sizes",
         help="comma list (default: the MLP 1024 on CUDA, 8 on CPU; gpt 8 sequences, 2 on CPU)",
     )
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
-    group.addoption("--ampbench-rounds", help="rounds (default: 10 on CUDA, 2 on CPU)")
+    group.addoption("--ampbench-rounds", help="rounds (default: 20 on CUDA, 2 on CPU)")
     parser.addoption(
         "--zoo",
         action="store_true",
@@ -48,6 +52,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _names(option: str, text: str, choices: Iterable[str]) -> list[str]:
+    """A comma list of names, each one of `choices`; `all` is every choice."""
+    if text.strip() == "all":
+        return list(choices)
     items = [t.strip() for t in text.split(",")]
     for item in items:
         if item not in choices:

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from bench.workloads.registry import get
+from bench.cases import choices
 from tests.benchmarks.conftest import _storage_problem
 from tests.conftest import suite_options
 
@@ -46,18 +45,15 @@ def test_saved_runs_carry_extra_info_and_compare(tmp_path):
     assert [p.name[:4] for p in saved] == ["0001", "0002"]
     data = json.loads(saved[0].read_text())
     names = {b["name"] for b in data["benchmarks"]}
-    # Every built-in workload by default (on the CPU resnet50 only when named: its step takes
-    # seconds); the MLP's names are those of the saves made before workloads existed, another
-    # workload's start with its name.
-    prefixes = ["", "gpt-"]
-    if torch.cuda.is_available() and get("resnet50").unsupported_reason() is None:
-        prefixes.append("resnet50-")  # named by default on a GPU
+    # The MLP alone by default (the CI gate's grid); its names are those of the saves made
+    # before workloads existed.
     assert names == {
-        f"test_train_step[{w}{m}-b8-{p}]"
-        for w in prefixes
+        f"test_train_step[{m}-b8-{p}]"
         for m in ("fp32", "bf16-amp")
         for p in ("forward", "backward", "optimizer", "step")
     }
+    # Every round is kept (--benchmark-save-data), for `ampbench compare`.
+    assert all(len(b["stats"]["data"]) == 2 for b in data["benchmarks"])
     info = data["benchmarks"][0]["extra_info"]
     assert {
         "mode",
@@ -88,6 +84,27 @@ def test_saved_runs_carry_extra_info_and_compare(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "bf16-amp-b8-step" in proc.stdout
+    # ampbench compare reads the two saves: 2 rounds a side are too few to judge, and it says so.
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "compare", str(saved[0]), str(saved[1]), "--no-write"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| test_train_step[bf16-amp-b8-step] " in proc.stdout
+    assert "**Too few rounds to judge**" in proc.stdout and "8 unclear." in proc.stdout
+
+
+def test_the_default_grid_is_the_gates_and_all_is_the_whole_grid():
+    from tests.benchmarks import conftest as suite
+
+    given = suite_options(_Config(models="all", modes="all"))
+    assert given["models"] == list(choices.WORKLOADS) and "fp8-rowwise" in given["modes"]
+    assert suite.DEFAULT_MODELS == ("mlp",)
+    assert suite.DEFAULT_MODES == ("fp32", "tf32", "fp16-amp", "bf16-amp")
 
 
 def _pytest(storage: Path, *args: str) -> subprocess.CompletedProcess:

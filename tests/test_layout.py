@@ -44,6 +44,7 @@ COMMANDS = {
     "report",
     "headline",
     "compare",
+    "ab",
     "numerics",
     "maxbatch",
     "index",

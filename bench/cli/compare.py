@@ -1,4 +1,6 @@
-"""`ampbench compare A B`: two run folders case by case (A the baseline, B the new one)."""
+"""`ampbench compare A B`: two sides case by case (A the baseline, B the new one), each a run
+folder, a folder of run folders (a revision of `ampbench ab`), a pytest-benchmark save or a
+folder of saves."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from bench.cli import folders
-from bench.cli.options import FRACTION, path
+from bench.cli.options import FRACTION, add_statistic, path
 
 if TYPE_CHECKING:
     from bench.publish.compare import Pair
@@ -25,9 +27,13 @@ def _pair(text: str) -> Pair:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    c = sub.add_parser(NAME, help="compare two run folders case by case (A baseline, B new)")
-    c.add_argument("run_a", type=path)
-    c.add_argument("run_b", type=path)
+    c = sub.add_parser(
+        NAME,
+        help="compare two run folders, folders of runs or pytest-benchmark saves case by case "
+        "(A baseline, B new)",
+    )
+    c.add_argument("run_a", type=path, metavar="A")
+    c.add_argument("run_b", type=path, metavar="B")
     c.add_argument(
         "--pair",
         type=_pair,
@@ -41,6 +47,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="smallest relative change reported as faster/slower (default 0.02)",
     )
     c.add_argument("--confidence", type=FRACTION, default=0.95, help="default 0.95")
+    add_statistic(c)
     c.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
@@ -50,17 +57,19 @@ def add(sub: argparse._SubParsersAction) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.faults import UsageError
     from bench.publish import compare
-    from bench.store import results
 
-    run_a, run_b = folders.run_folder(args.run_a), folders.run_folder(args.run_b)
+    run_a, run_b = args.run_a, args.run_b
+    for side in (run_a, run_b):
+        if (side / "rows.jsonl").exists() or (side / "env.json").exists():
+            folders.run_folder(side)  # a damaged run folder is named in one line
     if args.pair is None and compare.same_folder(run_a, run_b):
         print(f"A and B are the same folder ({run_a}): nothing to compare")
         return 0
     settings = {"pair": args.pair, "min_effect": args.min_effect, "confidence": args.confidence}
-    table = compare.compare(run_a, run_b, **settings)
+    table = compare.compare(run_a, run_b, statistic=args.statistic, **settings)
     if table.empty:  # nothing in common: a mistake in the folders or the --pair
         raise UsageError(f"no case of {run_a} matches a case of {run_b}")
-    warnings = compare.env_differences(results.read_env(run_a), results.read_env(run_b))
+    warnings = compare.env_differences(table.attrs["env_a"], table.attrs["env_b"])
     for line in warnings:
         print(f"ampbench: warning: environments differ: {line}", file=sys.stderr)
     text = compare.render(table, run_a=run_a, run_b=run_b, warnings=warnings, **settings)

@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from bench import quiet
 from bench.cli import (
+    ab,
     check,
     compare,
     export,
@@ -34,6 +35,7 @@ COMMANDS = {
         report,
         headline,
         compare,
+        ab,
         numerics,
         maxbatch,
         index,

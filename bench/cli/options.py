@@ -75,6 +75,17 @@ POSITIVE_FLOAT = converter(checks.POSITIVE_FINITE)
 FRACTION = converter(checks.FRACTION)
 
 
+def add_statistic(p: argparse.ArgumentParser, default: str | None = "median") -> None:
+    """`--statistic`: what one round of a case is summed up by, for a verdict."""
+    p.add_argument(
+        "--statistic",
+        choices=("median", "p10"),
+        default=default,
+        help="what each round of a case is summed up by: the median of its step times (default) "
+        "or their 10th percentile (steadier where other work shares the machine)",
+    )
+
+
 def add_device(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device",

@@ -62,17 +62,21 @@ def new_folder(
     settings: dict,
     command: str,
     suffix: str = "",
+    label: str | None = None,
 ) -> Iterator[Folder]:
     """A new folder under `results_dir` for a job of `kind` (a key of
     `bench.store.schema.KINDS`), with env.json written (this machine, the start time, the
-    command, the settings, the schema version and the kind), locked while the caller writes."""
+    command, the settings, the schema version and the kind), locked while the caller writes.
+    Its name is the start time, the GPU, then `label` where given (a comparison of two commits
+    names both), else this checkout's short commit, then `suffix`."""
     folders.check_parent(results_dir)  # before anything is measured or collected
     info = schema.stamp(_machine(device), kind)
     now = folders.utc_now()
     info.update(started=folders.iso(now), command=command, **{schema.settings_key(kind): settings})
-    path = folders.create(
-        results_dir, folders.run_dir_name(now, str(info["gpu"]), info["commit"], suffix)
-    )
+    name = folders.run_dir_name(now, str(info["gpu"]), info["commit"], suffix)
+    if label is not None:
+        name = f"{folders.stamp(now)}_{folders.gpu_slug(str(info['gpu']))}_{label}{suffix}"
+    path = folders.create(results_dir, name)
     info["run_name"] = path.name
     folder = Folder(path=path, info=info, kind=kind, here=dict(info))
     folder.save()

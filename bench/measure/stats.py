@@ -6,6 +6,7 @@ long right tail (clock ramps, other processes) that should neither move the cent
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,3 +38,120 @@ def phase_columns(samples: dict[str, list[float]]) -> dict[str, float]:
         row[f"{phase}_ms_p10"] = s["p10"]
         row[f"{phase}_ms_p90"] = s["p90"]
     return row
+
+
+STATISTICS = {"median": 50.0, "p10": 10.0}
+"""What one round (one observation) of a case is summed up by, for `bench compare`: the median of
+its step times (the default, what every report shows), or their 10th percentile. On a machine
+that other work shares, that work only ever adds time to some steps: the lower tail is what the
+code costs, and it moves less from one process to the next (on the 2-core CPU of
+results/ab-cpu/, a round's p10 varied by about 1% from process to process where its median
+varied by 1.5% to 10%)."""
+
+
+def of_round(samples: Sequence[float], statistic: str = "median") -> float:
+    """One round's step times summed up by `statistic` (a key of `STATISTICS`)."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic {statistic!r}: choose from {', '.join(STATISTICS)}")
+    return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
+
+
+EXACT_PAIRS = 900
+"""Up to this many pairs of rounds (30 a side) the interval comes from U's exact distribution;
+beyond, from its normal approximation (a pytest-benchmark save may hold hundreds of rounds)."""
+
+
+def rank_sum_counts(n: int, m: int) -> np.ndarray:
+    """counts[u]: how many of the C(n+m, n) orderings of n values of A and m of B give
+    Mann-Whitney's U = u (the pairs with A's value above B's): its exact null distribution,
+    without ties. The largest value is A's (it tops all m of B's) or B's (it tops none), so
+    f(i, j)[u] = f(i-1, j)[u-j] + f(i, j-1)[u]."""
+    f = [np.ones(1, dtype=float) for _ in range(m + 1)]  # i = 0: U = 0 whatever j
+    for i in range(1, n + 1):
+        row = [np.ones(1, dtype=float)]  # j = 0
+        for j in range(1, m + 1):
+            counts = np.zeros(i * j + 1)
+            counts[j : j + len(f[j])] += f[j]  # A's value on top: from (i - 1, j), U + j
+            counts[: len(row[j - 1])] += row[j - 1]  # B's value on top: from (i, j - 1)
+            row.append(counts)
+        f = row
+    return f[m]
+
+
+def smallest_p(n: int, m: int) -> float:
+    """The smallest two-sided p-value Mann-Whitney can give with n and m observations: both
+    samples wholly apart. Below 1 - confidence, no test at that confidence can tell them apart."""
+    return min(1.0, 2 / math.comb(n + m, n))
+
+
+def rounds_verdict(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    min_effect: float = 0.02,
+    confidence: float = 0.95,
+    noise_k: float = 2.0,
+) -> dict[str, object]:
+    """The verdict on a case from its rounds: `a` and `b` hold one value per round of each side
+    (a round's median step time, say), each round one observation.
+
+    - ratio: B over A, the Hodges-Lehmann estimate (the median of every round of B over every
+      round of A, in logs), robust to one odd round;
+    - interval: its distribution-free confidence interval, from Mann-Whitney's exact null
+      distribution (the order statistics of those pairwise log ratios); p: Mann-Whitney's
+      two-sided p-value (scipy);
+    - noise: `noise_k` times the spread between the rounds of one side (the standard deviation
+      of their logs, pooled over both sides): how far apart rounds of the same code are;
+    - `faster` / `slower`: the interval excludes 1 and the ratio is beyond 1 -/+ the larger of
+      `min_effect` and the noise; `same`: the interval lies within 1 -/+ `min_effect`;
+      `unclear`: anything else, and always where the rounds are too few for any test at
+      `confidence` to tell (`too_few`: Mann-Whitney's smallest p, `smallest_p`, is above
+      1 - confidence; 3 rounds a side give 0.1, 4 give 0.029, 5 give 0.008).
+    """
+    from scipy import stats  # here: the timing loop imports this module, not scipy
+
+    x = np.log(np.asarray(a, dtype=float))
+    y = np.log(np.asarray(b, dtype=float))
+    n, m = len(x), len(y)
+    if n < 1 or m < 1:
+        raise ValueError(f"a rounds verdict needs a round on each side, got {n} and {m}")
+    diffs = np.sort(np.subtract.outer(y, x).ravel())
+    ratio = float(np.exp(np.median(diffs)))
+    dof = n + m - 2
+    squares = ((x - x.mean()) ** 2).sum() + ((y - y.mean()) ** 2).sum()
+    noise = noise_k * float(np.sqrt(squares / dof)) if dof > 0 else math.nan
+    out: dict[str, object] = {
+        "ratio": ratio,
+        "ratio_lo": math.nan,
+        "ratio_hi": math.nan,
+        "p_value": math.nan,
+        "noise": noise,
+        "rounds_a": n,
+        "rounds_b": m,
+        "too_few": smallest_p(n, m) > 1 - confidence,
+        "verdict": "unclear",
+    }
+    if out["too_few"]:
+        return out
+    # k: how many of the smallest U values together have probability at most (1 - confidence)
+    # / 2; the interval runs from the k-th smallest pairwise log ratio to the k-th largest.
+    if n * m <= EXACT_PAIRS:
+        counts = rank_sum_counts(n, m)
+        k = int((np.cumsum(counts) / counts.sum() <= (1 - confidence) / 2).sum())
+    else:  # U's normal approximation, with the continuity correction
+        sd = math.sqrt(n * m * (n + m + 1) / 12)
+        z = float(stats.norm.ppf((1 + confidence) / 2))
+        k = max(1, math.floor(n * m / 2 - z * sd - 0.5) + 1)
+    lo, hi = float(np.exp(diffs[k - 1])), float(np.exp(diffs[len(diffs) - k]))
+    p = float(stats.mannwhitneyu(y, x, alternative="two-sided").pvalue)
+    bound = max(min_effect, noise)
+    if hi < 1 and ratio < 1 - bound:
+        word = "faster"
+    elif lo > 1 and ratio > 1 + bound:
+        word = "slower"
+    elif 1 - min_effect <= lo and hi <= 1 + min_effect:
+        word = "same"
+    else:
+        word = "unclear"
+    out.update(ratio_lo=lo, ratio_hi=hi, p_value=p, verdict=word)
+    return out

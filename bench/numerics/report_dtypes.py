@@ -27,7 +27,9 @@ def audit_section(t: dict) -> list[str]:
             "",
         ]
     else:
-        out += _dtype_table(audit, found["chains"], found.get("chained", ""))
+        out += _dtype_table(
+            audit, found["chains"], found.get("chained", ""), table_file(t, "audit_ops")
+        )
         if failed:
             out += [f"The audit failed for {by_reason(failed)}.", ""]
     errors = pd.DataFrame(found.get("error_paths", []))
@@ -44,7 +46,9 @@ def audit_section(t: dict) -> list[str]:
     ]
 
 
-def _dtype_table(audit: pd.DataFrame, chains: dict[str, list[str]], chained: str) -> list[str]:
+def _dtype_table(
+    audit: pd.DataFrame, chains: dict[str, list[str]], chained: str, ops_file: str
+) -> list[str]:
     """The dtype of every audited tensor per mode, and each audited mode's autograd chain."""
     order = list(dict.fromkeys(audit["tensor"]))
     pivot = audit.pivot(index="tensor", columns="mode", values="dtype").reindex(order)
@@ -52,7 +56,7 @@ def _dtype_table(audit: pd.DataFrame, chains: dict[str, list[str]], chained: str
     out = [
         "Every tensor of one forward and backward pass and the optimizer step, as the step "
         "produced it (hooks on the activations and on the cast nodes of the parameters; the full "
-        f"op trace, aten op by aten op, is in `{table_file(t, 'audit_ops')}`).",
+        f"op trace, aten op by aten op, is in `{ops_file}`).",
         "",
         markdown(pivot),
         "",

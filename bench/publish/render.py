@@ -37,6 +37,11 @@ def render(run_dir: Path) -> Path:
         from bench.publish import maxbatch
 
         return maxbatch.render(run_dir)
+    if found == "ab":
+        from bench.publish import ab
+
+        ab.write(run_dir)
+        return run_dir / results.REPORT
     from bench.publish import report
 
     report.write(run_dir)

@@ -1,0 +1,100 @@
+"""`ampbench ab REV_A REV_B [run options]`: two revisions timed on one grid in alternating fresh
+processes, and their verdicts, in one comparison folder (`bench.jobs.ab`, `bench.publish.ab`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.cli import argv
+from bench.cli import options as o
+
+NAME = "ab"
+REFUSED = ("--resume", "--force")
+"""Run options that make no sense for a new comparison."""
+
+
+def _own(p: argparse.ArgumentParser) -> None:
+    """ab's own options; every other option is a run option, given to each round's `run`."""
+    p.add_argument(
+        "--rounds",
+        type=o.POSITIVE,
+        default=None,
+        help="fresh processes per revision, alternated A B B A A B ... (default 5; each process "
+        "times the grid once)",
+    )
+    p.add_argument(
+        "--min-effect",
+        type=o.FRACTION,
+        default=None,
+        help="smallest relative change reported as faster/slower (default 0.02)",
+    )
+    p.add_argument("--confidence", type=o.FRACTION, default=None, help="default 0.95")
+    o.add_statistic(p, default=None)
+    p.add_argument(
+        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
+    )
+    o.add_results_dir(p, "parent of the comparison folder", "the project's runs/, git-ignored")
+    o.add_tag(p)
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    a = sub.add_parser(
+        NAME,
+        help="time two revisions on one grid in alternating fresh processes and compare them",
+        description="Check REV_A (the baseline) and REV_B out into temporary git worktrees and "
+        "time each in --rounds fresh processes of its own `python -m bench run`, alternated "
+        "A B B A ...; any option that is not ab's own is a run option, given to every round.",
+    )
+    a.add_argument("rev_a", metavar="REV_A", help="the baseline: a commit, branch or tag")
+    a.add_argument("rev_b", metavar="REV_B", help="the candidate")
+    _own(a)
+    a.add_argument(
+        "run_options", nargs=argparse.REMAINDER, metavar="RUN_OPTIONS", help="`run`'s options"
+    )
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.cli.main import build_parser
+    from bench.faults import UsageError
+
+    own = o.Parser(prog="ampbench ab", add_help=False, allow_abbrev=False)
+    _own(own)
+    given, run_options = own.parse_known_args(args.run_options)  # ab's options after the revisions
+    for key, value in vars(given).items():
+        if value not in (None, False):
+            setattr(args, key, value)
+    refused = [t for t in run_options if t.split("=")[0] in REFUSED]
+    if refused:
+        raise UsageError(f"ab makes new runs; drop {refused[0].split('=')[0]}")
+    run_args = build_parser().parse_args(["run", *run_options])  # bad run options: one line here
+    from bench.jobs import ab as job
+
+    chosen = ("rounds", "statistic", "min_effect", "confidence")
+    with o.settings():  # a value AbConfig refuses: one line, before anything runs
+        cfg = job.AbConfig(
+            rev_a=args.rev_a,
+            rev_b=args.rev_b,
+            run_options=tuple(run_options),
+            **{k: getattr(args, k) for k in chosen if getattr(args, k) is not None},
+        )
+    folder = job.run(
+        cfg,
+        results_dir=argv.results_dir(args),
+        command=argv.command_line(args.argv),
+        device=_device(run_args.device),
+        tag=args.tag,
+    )
+    from bench.publish import ab as report
+
+    table, text = report.write(folder)
+    print(text)
+    print(f"ampbench: wrote {folder / 'report.md'}", file=sys.stderr)
+    print(folder)
+    return 1 if args.fail_on_slower and (table["verdict"] == "slower").any() else 0
+
+
+def _device(device: str) -> str:
+    import torch
+
+    return device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"

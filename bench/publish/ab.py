@@ -1,0 +1,95 @@
+"""A comparison folder of `ampbench ab` rendered: the verdicts of its rounds, report.md and
+verdicts.csv, from the folder alone (`bench.jobs.ab` wrote it; `ampbench report` re-renders it).
+
+The rounds of each revision (its `A/` or `B/`: one run folder per fresh process) are compared
+case by case with `bench.publish.compare`, each run folder one round, so that how far two
+processes of the same code differ is the spread the verdicts weigh.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from bench.publish import compare, tables
+from bench.store import paths, results
+
+VERDICTS_CSV = "verdicts.csv"
+SETTINGS = {"statistic": "median", "min_effect": 0.02, "confidence": 0.95}
+"""How the verdicts are made where the folder does not record it (`ab`'s defaults)."""
+
+
+def settings(env: dict) -> dict[str, object]:
+    """The verdicts' settings the folder records (`ab_config`), or the defaults."""
+    recorded = env.get("ab_config") or {}
+    return {k: recorded.get(k, v) for k, v in SETTINGS.items()}
+
+
+def _revision(cfg: dict, side: str) -> str:
+    rev, sha = cfg.get(f"rev_{side.lower()}"), str(cfg.get(f"commit_{side.lower()}") or "")
+    return f"`{rev}` ({sha[:7]})" if rev and rev != sha else f"`{sha[:7]}`"
+
+
+def _processes(env: dict) -> str:
+    """The processes in the order they ran, each with its run folder and its time."""
+    rows = []
+    for r in env.get("rounds", []):
+        start, end = pd.Timestamp(r["started"]), pd.Timestamp(r["ended"])
+        rows.append(
+            {
+                "process": r["process"],
+                "revision": r["side"],
+                "round": r["round"],
+                "run folder": r.get("folder") or "",
+                "seconds": round((end - start).total_seconds()),
+                "exit": r["exit"],
+            }
+        )
+    return tables.markdown(pd.DataFrame(rows)) if rows else "No process ran."
+
+
+def write(folder: Path) -> tuple[pd.DataFrame, str]:
+    """Judge the folder's rounds with the settings it records, write report.md and
+    verdicts.csv into it, and return the table and the report's text. (`ampbench compare
+    FOLDER/A FOLDER/B --statistic p10` judges the same rounds otherwise.)"""
+    env = results.read_env(folder)
+    chosen = settings(env)
+    cfg = env.get("ab_config", {})
+    table = compare.compare(folder / "A", folder / "B", **chosen)
+    warnings = compare.env_differences(table.attrs["env_a"], table.attrs["env_b"])
+    body = compare.render(
+        table,
+        run_a=folder / "A",
+        run_b=folder / "B",
+        pair=None,
+        min_effect=float(chosen["min_effect"]),
+        confidence=float(chosen["confidence"]),
+        warnings=warnings,
+        title="## Verdicts",
+        show_sides=False,
+    )
+    options = " ".join(cfg.get("run_options") or []) or "(none: run's defaults)"
+    lines = [
+        f"# ampbench ab: {_revision(cfg, 'A')} against {_revision(cfg, 'B')}",
+        "",
+        f"A (baseline): {_revision(cfg, 'A')}; B (candidate): {_revision(cfg, 'B')}. Each round "
+        "is one fresh process of the revision's own `python -m bench run`, checked out into a "
+        f"temporary worktree, with the run options `{options}`; the rounds alternated "
+        f"{' '.join(cfg.get('order') or [])}.",
+        "",
+        f"Machine: {env.get('gpu')} ({env.get('cpu')}, {env.get('cpu_count')} cores), torch "
+        f"{env.get('torch')}. Produced by: `{paths.shown_command(str(env.get('command')))}`.",
+        "",
+        body.rstrip("\n"),
+        "",
+        "## Processes",
+        "",
+        _processes(env),
+        "",
+    ]
+    text = "\n".join(lines)
+    (folder / results.REPORT).write_text(text)
+    csv = table.drop(columns=["too_few"], errors="ignore")
+    csv.to_csv(folder / VERDICTS_CSV, index=False)
+    return table, text

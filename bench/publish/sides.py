@@ -1,0 +1,161 @@
+"""What `bench compare` compares: one side (A or B), read into the rounds of each of its cases.
+
+A round is one observation of a case: timings far enough apart from the side's other rounds that
+what moves a machine between runs (its load, its clocks, the layout of a fresh process) moves
+them apart too. A side is one of:
+- a folder of run folders (what `ampbench ab` writes for each revision; or runs of one commit
+  made one after another): each run folder is one round of each of its cases, all its steps;
+- a run folder: its passes over the grid (`run --rounds N`), each one round; without passes,
+  its timed windows (`--repeats`), which follow each other within seconds in one process;
+- a folder of pytest-benchmark saves (JSON): each save is one round of each benchmark;
+- one pytest-benchmark save: its rounds as `--benchmark-save-data` keeps them (consecutive calls
+  in one process), else only its median.
+`UNITS` names each kind of round in words; rounds within one process (`windows`, a save's
+`calls`) cannot show how far two processes differ, and the rendered table says so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.faults import UsageError
+from bench.store import results
+
+UNITS = {
+    "runs": "run folders",
+    "rounds": "passes of one run (`run --rounds`)",
+    "windows": "timed windows of one run (`--repeats`)",
+    "saves": "pytest-benchmark saves",
+    "calls": "rounds of one pytest-benchmark save",
+}
+"""Each kind of round -> what it is, in words."""
+ONE_PROCESS = ("windows", "calls")
+"""Rounds that follow each other within seconds in one process: a difference between two
+processes larger than their spread reads as a real one."""
+BENCHMARK = "benchmark"
+"""The column that names a pytest-benchmark case (its test name)."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: its cases (one row each: the key columns, `case_id`, `status`,
+    `unit` and `rounds`, a list of arrays of step times in ms), the key columns a case is
+    matched on, and the environment its timings were made in."""
+
+    path: Path
+    kind: str
+    """`run` (run folders) or `save` (pytest-benchmark): only sides of one kind compare."""
+    keys: list[str]
+    cases: pd.DataFrame
+    env: dict
+
+
+def _is_run(path: Path) -> bool:
+    return (path / results.ROWS).is_file() and (path / results.ENV).is_file()
+
+
+def _is_save(path: Path) -> bool:
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("benchmarks"), list)
+
+
+def read(path: Path) -> Side:
+    """The side at `path`, whichever of the four kinds it is; one line names a path that is
+    none of them."""
+    if _is_run(path):
+        return _run_side(path, [path], one_run=True)
+    if _is_save(path):
+        return _save_side(path, [path], one_save=True)
+    if path.is_dir():
+        runs = sorted(p for p in path.iterdir() if p.is_dir() and _is_run(p))
+        if runs:
+            return _run_side(path, runs, one_run=False)
+        saves = sorted(p for p in path.glob("*.json") if _is_save(p))
+        if saves:
+            return _save_side(path, saves, one_save=False)
+    raise UsageError(
+        f"{path} is not a run folder, a folder of run folders, a pytest-benchmark save (JSON) "
+        "or a folder of saves"
+    )
+
+
+def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
+    """A run's rounds of one case: its passes, else its windows, else its one window."""
+    steps = np.asarray(rec["samples_ms"].get("total", []), dtype=float)
+    windows = [np.asarray(w, dtype=float) for w in rec.get("repeats_ms", {}).get("total", [])]
+    passes = row.get("rounds")
+    passes = int(passes) if isinstance(passes, (int, float)) and passes == passes else 1
+    if passes >= 2 and windows and len(windows) % passes == 0:
+        per = len(windows) // passes
+        return "rounds", [np.concatenate(windows[i * per : (i + 1) * per]) for i in range(passes)]
+    if len(windows) >= 2:
+        return "windows", windows
+    return "windows", [steps]
+
+
+def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:
+    keys = [*results.axes(), "world_size"]
+    found: dict[tuple, dict] = {}
+    for run in runs:
+        rows = results.load(run)
+        timed = {r["case_id"]: r for r in results.read_rows(run / results.SAMPLES)}
+        for row in rows.to_dict("records"):
+            key = tuple(row[k] for k in keys)
+            case = found.setdefault(
+                key, {**{k: row[k] for k in keys}, "case_id": row["case_id"], "status": "ok"}
+            )
+            case.setdefault("rounds", [])
+            rec = timed.get(row["case_id"]) if row["status"] == "ok" else None
+            if rec is None or len(rec["samples_ms"].get("total", [])) < 1:
+                if case["status"] == "ok":
+                    case["status"] = row["status"] if row["status"] != "ok" else "no samples"
+                continue
+            unit, rounds = _run_rounds(rec, row)
+            if one_run:
+                case["unit"], case["rounds"] = unit, rounds
+            else:  # one round per run: all its steps
+                case["unit"] = "runs"
+                case["rounds"].append(np.concatenate(rounds))
+    columns = [*keys, "case_id", "status", "unit", "rounds"]
+    cases = pd.DataFrame(list(found.values()), columns=columns)
+    return Side(path=path, kind="run", keys=keys, cases=cases, env=results.read_env(runs[0]))
+
+
+def _save_side(path: Path, saves: list[Path], *, one_save: bool) -> Side:
+    found: dict[str, dict] = {}
+    env: dict = {}
+    for save in saves:
+        try:
+            data = json.loads(save.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UsageError(f"{save} is not a readable pytest-benchmark save ({exc})") from exc
+        for bench in data["benchmarks"]:
+            stats = bench.get("stats", {})
+            raw = stats.get("data") or [stats.get("median")]
+            if any(v is None for v in raw):
+                raise UsageError(f"{save}: benchmark {bench.get('name')!r} has no timings")
+            ms = np.asarray(raw, dtype=float) * 1000  # pytest-benchmark keeps seconds
+            info = bench.get("extra_info") or {}
+            env = env or {"gpu": info.get("gpu"), "torch": info.get("torch")}
+            case = found.setdefault(
+                bench["name"], {BENCHMARK: bench["name"], "case_id": bench["name"], "status": "ok"}
+            )
+            if one_save:
+                case["unit"], case["rounds"] = "calls", [np.asarray([v]) for v in ms]
+            else:
+                case["unit"] = "saves"
+                case.setdefault("rounds", []).append(ms)
+    cases = pd.DataFrame(
+        list(found.values()), columns=[BENCHMARK, "case_id", "status", "unit", "rounds"]
+    )
+    return Side(path=path, kind="save", keys=[BENCHMARK], cases=cases, env=env)

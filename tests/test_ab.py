@@ -1,0 +1,224 @@
+"""`ampbench ab`: the order of the rounds, what the verdicts make of a machine that drifts over
+them, bad input in one line, and one whole comparison of a commit with itself in a temporary
+clone of the project (its own git repository, so that no worktree of this one is touched)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.cli import main
+from bench.jobs import ab
+from bench.measure import stats
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = [
+    "--device", "cpu", "--preset", "tiny", "--modes", "fp32", "--batch-sizes", "8",
+    "--optimizers", "fused", "--no-overhead", "--steps", "5", "--warmup", "1",
+]  # fmt: skip
+
+
+def test_the_rounds_alternate_in_blocks():
+    assert ab.order(1) == ["A", "B"]
+    assert ab.order(3) == ["A", "B", "B", "A", "A", "B"]
+    assert ab.order(5) == [*"ABBAABBAAB"]
+    assert ab.DEFAULT_ROUNDS >= 4  # fewer a side cannot be judged at 95% (test_compare.py)
+
+
+@pytest.mark.parametrize("rounds", [4, 5, 6])
+def test_a_machine_drifting_over_the_rounds_is_never_a_verdict(rounds):
+    """The same code in every process while the machine slows down (or speeds up) steadily, by
+    up to 10% a process, or steps to another speed halfway: the alternation spreads the drift
+    over both sides, and no case is called faster or slower."""
+    sequence = ab.order(rounds)
+    drifts = {
+        **{f"linear {d}": (lambda t, d=d: math.exp(d * t)) for d in (0.005, 0.02, 0.1, -0.05)},
+        "step": lambda t: 1.0 if t < len(sequence) // 2 else 1.3,
+    }
+    for name, speed in drifts.items():
+        a = [speed(t) for t, side in enumerate(sequence) if side == "A"]
+        b = [speed(t) for t, side in enumerate(sequence) if side == "B"]
+        assert stats.rounds_verdict(a, b)["verdict"] in ("same", "unclear"), name
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ({"rounds": 0}, "--rounds"),
+        ({"statistic": "mean"}, "--statistic"),
+        ({"rev_a": "-x"}, "REV_A"),
+        ({"rev_b": ""}, "REV_B"),
+    ],
+)
+def test_a_config_refuses_bad_values(given, named):
+    with pytest.raises(ValueError, match=named):
+        ab.AbConfig(**{"rev_a": "HEAD", "rev_b": "HEAD", **given})
+
+
+def _one_line(err: str) -> str:
+    lines = [ln for ln in err.strip().splitlines() if ln]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["no-such-revision-here", "HEAD"], "revision 'no-such-revision-here' does not exist"),
+        (["HEAD", "HEAD", "--steps", "0"], "--steps"),
+        (["HEAD", "HEAD", "--resume", "x"], "drop --resume"),
+        (["HEAD", "HEAD", "--rounds", "0"], "--rounds"),
+        (["HEAD"], "REV_B"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path, capsys):
+    assert main(["ab", *argv, "--results-dir", str(tmp_path)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("ampbench: error:") and needle in line, line
+    assert not list(tmp_path.iterdir())  # no comparison folder
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """A clone of this project with the working tree's code committed at its HEAD, and a branch
+    `broken` one commit later whose package does not import."""
+    repo = tmp_path_factory.mktemp("clone") / "ampbench"
+    _git(ROOT, "clone", "--quiet", "--no-hardlinks", str(ROOT), str(repo))
+    files = _git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    for name in filter(None, files.split("\0")):
+        if (ROOT / name).is_file() and not name.startswith("results/"):
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "--quiet", "--allow-empty", "-m", "the working tree")
+    _git(repo, "checkout", "--quiet", "-b", "broken")
+    init = repo / "bench" / "__init__.py"
+    init.write_text(init.read_text() + "\nraise RuntimeError('this revision is broken')\n")
+    _git(repo, "commit", "--quiet", "-am", "break the package")
+    _git(repo, "checkout", "--quiet", "-")
+    return repo
+
+
+def _ab(clone: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("AMPBENCH_CWD", "PYTHONPATH")}
+    return subprocess.run(
+        [sys.executable, "-m", "bench", "ab", *args],
+        cwd=clone,
+        env={**env, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def _worktrees(repo: Path) -> int:
+    return _git(repo, "worktree", "list", "--porcelain").count("worktree ")
+
+
+@pytest.mark.slow
+def test_ab_of_a_commit_with_itself_end_to_end(clone, tmp_path):
+    """`ab HEAD HEAD`, 2 rounds each, on a tiny CPU grid: alternating fresh processes of the
+    revision's own code, one folder with both sides' rounds, the order, the verdicts (2 rounds
+    a side are too few to judge, and say so) and the report; the worktrees are gone after."""
+    out = tmp_path / "out"
+    done = _ab(clone, "HEAD", "HEAD", "--rounds", "2", *TINY, "--results-dir", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (folder,) = out.iterdir()
+    sha = _git(clone, "rev-parse", "HEAD").strip()
+    assert folder.name.endswith(f"_{sha[:7]}_vs_{sha[:7]}_ab")
+    env = json.loads((folder / "env.json").read_text())
+    assert env["kind"] == "ab" and env["ab_config"]["order"] == [*"ABBA"]
+    assert env["ab_config"]["commit_a"] == env["ab_config"]["commit_b"] == sha
+    assert [(r["side"], r["round"], r["exit"]) for r in env["rounds"]] == [
+        ("A", 1, 0), ("B", 1, 0), ("B", 2, 0), ("A", 2, 0),
+    ]  # fmt: skip
+    assert [r["folder"].split("/")[0] for r in env["rounds"]] == [*"ABBA"]
+    for record in env["rounds"]:  # each round is the revision's own run, at its own commit
+        run_env = json.loads((folder / record["folder"] / "env.json").read_text())
+        assert run_env["commit"] == sha and "--results-dir" in run_env["command"]
+    assert len(list((folder / "A").iterdir())) == len(list((folder / "B").iterdir())) == 2
+    assert len(list((folder / "logs").iterdir())) == 4
+    report = (folder / "report.md").read_text()
+    assert report.startswith("# ampbench ab: `HEAD`") and "**Too few rounds to judge**" in report
+    verdicts = (folder / "verdicts.csv").read_text().splitlines()
+    assert len(verdicts) == 2 and verdicts[1].endswith(",unclear")
+    assert done.stdout.strip().splitlines()[-1] == str(folder)
+    assert _worktrees(clone) == 1  # the temporary worktrees were removed
+
+
+@pytest.mark.slow
+def test_a_revision_that_does_not_import_or_cannot_run_its_grid_is_one_line(clone, tmp_path):
+    out = tmp_path / "out"
+    done = _ab(clone, "HEAD", "broken", *TINY, "--results-dir", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("ampbench: error: B (broken, ") and "does not import" in line
+    assert "this revision is broken" in line and not out.exists()
+    done = _ab(clone, "HEAD", "HEAD", *TINY, "--variants", "cudagraph", "--results-dir", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("ampbench: error: A (HEAD, ") and "exit status 2" in line
+    assert "--variants cudagraph" in line and "(log: " in line
+    assert _worktrees(clone) == 1
+
+
+def _comparison(folder: Path, cfg: ab.AbConfig, slower: float) -> Path:
+    """A comparison folder as the job leaves it: 5 rounds a side, B `slower` times A."""
+    from tests.test_compare import _windows, _write_run
+
+    rng = np.random.default_rng(0)
+    for i, side in enumerate(ab.order(cfg.rounds)):
+        center = 10.0 * (slower if side == "B" else 1.0)
+        _write_run(folder / side / f"run{i}", {("fp32", "fused"): _windows(rng, center)})
+    (folder / "env.json").write_text(
+        json.dumps({"kind": "ab", "gpu": "cpu", "command": "python -m bench ab", "rounds": [],
+                    "ab_config": {**cfg.record(), "commit_a": "a" * 40, "commit_b": "b" * 40}})
+    )  # fmt: skip
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("slower", "flag", "status"), [(1.2, True, 1), (1.2, False, 0), (1.0, True, 0)]
+)
+def test_ab_options_after_the_revisions_are_abs_and_the_rest_go_to_run(
+    slower, flag, status, tmp_path, monkeypatch, capsys
+):
+    given = {}
+
+    def job(cfg, *, results_dir, command, device, tag):
+        given.update(cfg=cfg, results_dir=results_dir, device=device, tag=tag)
+        return _comparison(tmp_path / "cmp", cfg, slower)
+
+    monkeypatch.setattr(ab, "run", job)
+    argv = ["ab", "main", "HEAD", "--device", "cpu", "--rounds", "5", "--statistic", "p10",
+            "--modes", "fp32", "--results-dir", str(tmp_path), "--tag", "x"]  # fmt: skip
+    assert main(argv + (["--fail-on-slower"] if flag else [])) == status
+    cfg = given["cfg"]
+    assert (cfg.rev_a, cfg.rev_b, cfg.rounds, cfg.statistic) == ("main", "HEAD", 5, "p10")
+    assert cfg.run_options == ("--device", "cpu", "--modes", "fp32")
+    assert given["results_dir"] == tmp_path and given["tag"] == "x" and given["device"] == "cpu"
+    out = capsys.readouterr().out
+    assert out.startswith("# ampbench ab: `main` (aaaaaaa) against `HEAD` (bbbbbbb)")
+    assert ("1 slower." in out) == (slower > 1) and out.strip().endswith(str(tmp_path / "cmp"))
+    assert (tmp_path / "cmp" / "report.md").read_text() in out
+    assert (tmp_path / "cmp" / "verdicts.csv").is_file()
