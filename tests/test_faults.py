@@ -18,7 +18,7 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
-from bench.numerics import audit, report, tables, training
+from bench.numerics import audit, failures, report, tables, training
 from bench.numerics.config import NumericsConfig
 from bench.publish import render
 from bench.publish import report as timing_report
@@ -169,7 +169,7 @@ def test_a_study_whose_audit_failed_everywhere_writes_no_sentence_about_it(no_au
     assert found["tracebacks"]["fp32"] == "errors/audit_fp32.txt"
     assert "the audit broke" in (no_audit / "errors" / "audit_fp32.txt").read_text()
     assert "The full traceback of each failure is in `errors/`" in page
-    assert tables.failures(no_audit).startswith("the dtype audit of fp32, ")
+    assert failures.failures(no_audit).startswith("the dtype audit of fp32, ")
 
 
 def test_a_section_without_data_keeps_its_heading_and_says_why(no_audit):
@@ -217,7 +217,7 @@ def test_a_study_that_failed_nowhere_has_no_failures(tmp_path):
     pd.DataFrame([{**row, "status": "unsupported", "error": "no GPU"}]).to_csv(
         tmp_path / "failed.csv", index=False
     )
-    assert tables.failures(tmp_path) is None
+    assert failures.failures(tmp_path) is None
 
 
 def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path):

@@ -59,7 +59,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.jobs import numerics as study
     from bench.measure import env
-    from bench.numerics import tables
+    from bench.numerics import failures
     from bench.numerics.config import NumericsConfig
     from bench.publish import render
 
@@ -93,7 +93,7 @@ def command(args: argparse.Namespace) -> int:
         )  # fmt: skip
     render.after_job(run_dir)
     print(run_dir)
-    failed = tables.failures(run_dir)  # the folder and its report are written either way
+    failed = failures.failures(run_dir)  # the folder and its report are written either way
     if failed:
         print(f"ampbench: numerics: failed: {failed} (see {run_dir}/report.md)", file=sys.stderr)
     return 1 if failed else 0

@@ -325,34 +325,6 @@ AUDIT_FAILED = "failed: "
 (`bench.numerics.audit.run_modes`); a mode that cannot run here has its reason alone."""
 
 
-def audit_failures(found: dict) -> dict[str, str]:
-    """Mode -> the error of each mode the audit failed on (of `audit_json`'s content); the modes
-    that cannot run here are not failures."""
-    return {
-        mode: why.removeprefix(AUDIT_FAILED)
-        for mode, why in found.get("unsupported", {}).items()
-        if why.startswith(AUDIT_FAILED)
-    }
-
-
-def failures(run_dir: Path) -> str | None:
-    """What of a finished study failed, in one line, or None: the modes its audit failed on,
-    and per kind the jobs (and the census's modes) that failed. A job or mode that cannot run
-    here (`unsupported`) did not fail."""
-    parts = []
-    audit = audit_failures(audit_json(json.loads((run_dir / AUDIT_JSON).read_text())))
-    if audit:
-        parts.append(f"the dtype audit of {', '.join(audit)}")
-    failed = _read(run_dir, "failed")
-    failed = failed[failed["status"] != "unsupported"]
-    for kind, rows in failed.groupby("kind", sort=False):
-        runs = dict.fromkeys(
-            f"{r.mode} b{int(r.batch_size)} s{int(r.seed)}" for r in rows.itertuples()
-        )
-        parts.append(f"{kind} of {', '.join(runs)}")
-    return "; ".join(parts) or None
-
-
 def read(run_dir: Path, name: str) -> pd.DataFrame:
     """One table of a folder, as `load` reads it (columns it predates empty)."""
     return _read(run_dir, name)
