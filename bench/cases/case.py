@@ -117,7 +117,8 @@ class Case:
     """The MLP's classes; for another model, the third size its id spells out (a vocabulary)."""
     model: str = field(default="mlp", metadata=_axis(checks.MODEL))
     """The workload (`bench.workloads.registry`): `mlp`, the question's MLP; `gpt`, a GPT-style
-    transformer; or a user's own, as `package.module:factory`."""
+    transformer; `resnet50`; a zoo model by name (`hf:gpt2`, `timm:convnext_tiny`,
+    `torchvision:resnet50`); or a user's own, as `package.module:factory`."""
     preset: str = field(
         default="",
         metadata=_axis(checks.Check("is not a preset name", str, lambda v: isinstance(v, str))),

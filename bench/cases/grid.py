@@ -94,8 +94,9 @@ class RunConfig:
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
     model: str = field(default="mlp", metadata={"check": checks.MODEL, "option": "--model"})
     """The workload: mlp (the question's MLP), gpt (a GPT-style transformer, batch sizes in
-    sequences), resnet50 (torchvision's ResNet-50, channels-last; the [vision] extra), or your
-    own as package.module:factory (docs/own-model.md)."""
+    sequences), resnet50 (torchvision's ResNet-50, channels-last; the [vision] extra), a zoo
+    model by name (hf:NAME[:TASK], timm:NAME, torchvision:NAME; the [zoo] extra), or your own as
+    package.module:factory (docs/own-model.md)."""
     input_size: int = field(metadata={"check": checks.POSITIVE_INT})
     """Override the MLP preset's input size."""
     hidden_size: int = field(metadata={"check": checks.POSITIVE_INT})

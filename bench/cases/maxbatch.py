@@ -22,8 +22,8 @@ class MaxBatchConfig:
     device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
     model: str = field(default="mlp", metadata={"check": checks.MODEL})
-    """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), or
-    package.module:factory."""
+    """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), a zoo model
+    (hf:NAME[:TASK], timm:NAME, torchvision:NAME), or package.module:factory."""
     modes: tuple[str, ...] = field(
         default=choices.MODES, metadata={"check": checks.choice(choices.MODES), "items": True}
     )
