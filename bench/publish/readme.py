@@ -25,7 +25,10 @@ from docs/), so the marker is the one place that names it. KIND is
 - `recipes`: the fastest mode and variant per batch size of a timing run (`optimizer=NAME`;
   `bench.publish.variants`);
 - `scaling`: the scaling efficiency per mode and parallelism of a run of several ranks
-  (`optimizer=NAME`; `with=RUN2` adds a run on another GPU count as columns).
+  (`optimizer=NAME`; `with=RUN2` adds a run on another GPU count as columns);
+- `zoo`: which recipe for which model, a row per timing run (RUN and `with=RUN2+RUN3`, one
+  model each) with the numerics studies of its model among `numerics=NAME+NAME`
+  (`bench.publish.zoo`).
 
 Every block but the summary (whose first line names its folders) opens with "From [RUN](its
 report.md):", and the runs `with=` adds; every kind also takes `figure=NAME.png[+NAME.png]`:
@@ -256,8 +259,30 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
     return "\n".join(findings.findings(df, report.headline_optimizer(df)))
 
 
+def _zoo(run: Path, options: dict[str, str], link: str) -> str:
+    """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
+    numerics studies of its model and preset among `numerics=` (`bench.publish.zoo`)."""
+    from bench.numerics import tables as study_tables
+    from bench.publish import zoo
+
+    unknown = set(options) - {"with", "numerics", "optimizer"}
+    if unknown:
+        raise UsageError(
+            f"ampbench:zoo takes with=, numerics=, optimizer=, not {sorted(unknown)[0]}="
+        )
+    runs = [run] + [run.parent / n for n in options.get("with", "").split("+") if n]
+    names = [n for n in options.get("numerics", "").split("+") if n]
+    for folder in [*runs[1:], *(run.parent / n for n in names)]:
+        if not (folder / results.ENV).is_file():
+            raise UsageError(f"ampbench:zoo: {folder.name} is not a run folder")
+    studies = [study_tables.load(run.parent / n) for n in names]
+    models = [(rows, zoo.studies_of(rows, studies)) for rows in map(results.load, runs)]
+    return "\n".join(zoo.table(models, options.get("optimizer", "fused")))
+
+
 KINDS = {
     "summary": _summary,
+    "zoo": _zoo,
     "found": _found,
     "headline": _headline,
     "answer": _answer,

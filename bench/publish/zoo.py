@@ -1,0 +1,128 @@
+"""Which recipe for which model: one row per model of a model-zoo run (a timing run per model,
+and the numerics study of the same model and preset where there is one), for README.md's
+`ampbench:zoo` block.
+
+Per model, at its largest batch size measured, with the given Adam:
+- the fastest recipe (mode and variant) and, where a study trained the modes, the fastest that
+  trains like fp32 (`bench.publish.summary_studies.trains_like_fp32`: every seed within the
+  Answer's loss gap of fp32's worst, no divergence);
+- that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
+- whether float8 pays: the fastest float8 row against the fastest bf16-amp row;
+- whether fp16 needs GradScaler, by the study's measurements (`scaler_needed`), with the worst
+  share of a gradient that fp16 without a scaler flushed to zero.
+
+A cell the folders cannot fill is `–`, and a note under the table says why. Pure: pandas only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from bench.publish.prose import figure
+from bench.publish.summary import passing
+from bench.publish.summary_studies import scaler_needed, trains_like_fp32
+from bench.recipes import catalog
+
+NO_STUDY = "no numerics study of this model and preset"
+COLUMNS = (
+    "model",
+    "batch",
+    "fastest",
+    "fastest that trains like fp32",
+    "× fp32",
+    "× TF32",
+    "peak GiB",
+    "float8",
+    "fp16 without GradScaler",
+)
+
+
+def _recipe(row: pd.Series) -> str:
+    return f"{row['mode']} ({row['variant']}, {figure(row['total_ms'])} ms)"
+
+
+def _speedup(at: pd.DataFrame, row: pd.Series, mode: str) -> str:
+    base = at[(at["mode"] == mode) & (at["variant"] == row["variant"])]
+    return figure(base["total_ms"].iloc[0] / row["total_ms"]) if len(base) else "–"
+
+
+def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
+    bf16 = at[at["mode"] == "bf16-amp"]
+    fp8 = at[at["mode"].str.startswith("fp8-")]
+    if fp8.empty:
+        why = rows.loc[rows["mode"].str.startswith("fp8-"), "error"].dropna()
+        return "unsupported: no convertible Linear" if len(why) else "–"
+    # A recipe whose size rule converted no Linear ran bf16-amp's step under its name.
+    fp8 = fp8[fp8["fp8_linears"].fillna("").str.contains(" converted")]
+    if fp8.empty:
+        return "converted no Linear here"
+    if bf16.empty:
+        return "–"
+    best = fp8.loc[fp8["total_ms"].idxmin()]
+    ratio = bf16["total_ms"].min() / best["total_ms"]
+    verdict = "pays" if ratio > 1 else "does not pay"
+    return f"{verdict}: {best['mode']} {figure(ratio)}× bf16-amp"
+
+
+def _scaler(studies: list[dict]) -> str:
+    needed = scaler_needed(studies)
+    if needed is None:
+        return "–"
+    _, bare = catalog.fp16_pair()
+    census = pd.concat([s["census"] for s in studies if len(s["census"])], ignore_index=True)
+    flushed = census.loc[census["mode"] == bare, "flushed"].max()
+    worst = f"{flushed:.1%} of a gradient flushed" if not math.isnan(flushed) else "no census"
+    return f"{'needed' if needed else 'not needed'} ({worst})"
+
+
+def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
+    """The table's row of one model: its timing run's rows and its studies."""
+    model = str(rows["model"].iloc[0])
+    preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
+    row = dict.fromkeys(COLUMNS, "–")
+    row["model"] = f"`{model}` ({preset})" if preset else f"`{model}`"
+    ok = passing(rows, optimizer)
+    if ok.empty:
+        return row
+    bs = int(ok["batch_size"].max())
+    at = ok[ok["batch_size"] == bs].sort_values("total_ms")
+    row["batch"] = str(bs)
+    row["fastest"] = _recipe(at.iloc[0])
+    chosen = None
+    if studies:
+        chosen = next((r for _, r in at.iterrows() if trains_like_fp32(studies, r["mode"])), None)
+        row["fastest that trains like fp32"] = _recipe(chosen) if chosen is not None else "none"
+    shown = chosen if chosen is not None else at.iloc[0]
+    row["× fp32"] = _speedup(at, shown, catalog.reference())
+    row["× TF32"] = _speedup(at, shown, "tf32")
+    row["peak GiB"] = figure(shown["peak_alloc_gib"])
+    row["float8"] = _float8(at, rows[rows["batch_size"] == bs])
+    row["fp16 without GradScaler"] = _scaler(studies)
+    return row
+
+
+def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
+    """The studies (`bench.numerics.tables.load`) of the model and preset of a run's rows."""
+    model = str(rows["model"].iloc[0])
+    preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
+    return [
+        s
+        for s in studies
+        if s["env"].get("numerics_config", {}).get("model") == model
+        and s["env"]["numerics_config"].get("preset") == preset
+    ]
+
+
+def table(models: list[tuple[pd.DataFrame, list[dict]]], optimizer: str) -> list[str]:
+    """The markdown table, one row per (rows, studies), and its notes."""
+    df = pd.DataFrame([model_row(r, s, optimizer) for r, s in models], columns=COLUMNS)
+    notes = [
+        f"{optimizer} Adam, each model at its largest batch measured; × fp32 and × TF32 are "
+        "fp32's and TF32's step time at the same variant over the recipe's; without a numerics "
+        "study the speedups and memory are the fastest recipe's."
+    ]
+    if any(not s for _, s in models):
+        notes.append(f"`–` in the study's columns: {NO_STUDY} yet.")
+    return [df.to_markdown(index=False, disable_numparse=True), "", " ".join(notes)]

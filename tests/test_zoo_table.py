@@ -1,0 +1,74 @@
+"""README's "which recipe for which model" table (`ampbench:zoo`), from run folders written here
+and study tables made here."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.publish import readme, zoo
+from bench.store import results
+from tests.stored import timing_row, write_run
+
+
+def _rows(model: str, fp8: bool) -> list[dict]:
+    out = []
+    for mode, ms in (("fp32", 10.0), ("tf32", 5.0), ("bf16-amp", 2.5)):
+        out.append(timing_row(mode=mode, optimizer="fused", model=model, total_ms=ms))
+    for mode, ms, plan in (
+        ("fp8-tensorwise", 2.0, "fc1 converted; fc2 kept: the output head"),
+        ("fp8-rowwise", 2.4, "fc1 kept: too small for rowwise; fc2 kept: the output head"),
+    ):
+        row = timing_row(mode=mode, optimizer="fused", model=model, total_ms=ms)
+        if fp8:
+            row["fp8_linears"] = plan
+        else:
+            row.update(status="unsupported", error=f"{mode}: no Linear is convertible")
+        out.append(row)
+    for row in out:
+        row["peak_alloc_gib"] = row["total_ms"] / 10
+    return out
+
+
+def _study(model: str, flushed: float) -> dict:
+    census = pd.DataFrame(
+        {
+            "mode": ["fp16-amp-noscale", "fp16-amp"],
+            "batch_size": [8, 8],
+            "flushed": [flushed, 0.0],
+            "tensor": ["grad of logits", "grad of logits"],
+        }
+    )
+    return {
+        "census": census,
+        "summary": pd.DataFrame(columns=["mode"]),
+        "env": {"numerics_config": {"model": model, "preset": ""}},
+    }
+
+
+def test_each_model_gets_its_recipe_float8_and_scaler_verdict(tmp_path, monkeypatch):
+    a = write_run(tmp_path / "a", _rows("timm:resnet18", fp8=True), gpu="NVIDIA H200")
+    b = write_run(tmp_path / "b", _rows("tests.own:cnn", fp8=False), gpu="NVIDIA H200")
+    studies = [_study("timm:resnet18", 0.5), _study("other:model", 0.0)]
+    # Which modes trained like fp32 is the study's verdict; here fp8-tensorwise did not.
+    monkeypatch.setattr(zoo, "trains_like_fp32", lambda s, mode: mode != "fp8-tensorwise")
+    models = [(results.load(f), zoo.studies_of(results.load(f), studies)) for f in (a, b)]
+    assert [len(s) for _, s in models] == [1, 0]
+    text = "\n".join(zoo.table(models, "fused"))
+    lines = [ln for ln in text.splitlines() if ln.startswith("| `")]
+    first, second = ([c.strip() for c in ln.strip("|").split("|")] for ln in lines)
+    assert first[2] == "fp8-tensorwise (eager, 2.00 ms)"
+    assert first[3] == "fp8-rowwise (eager, 2.40 ms)"  # the fastest the study did not rule out
+    assert first[4:7] == ["4.17", "2.08", "0.240"]  # fp32 10 and tf32 5 over 2.4 ms; its peak
+    assert first[7] == "pays: fp8-tensorwise 1.25× bf16-amp"  # rowwise converted nothing
+    assert first[8] == "needed (50.0% of a gradient flushed)"
+    assert second[2] == "bf16-amp (eager, 2.50 ms)" and second[3] == "–"
+    assert second[7] == "unsupported: no convertible Linear" and second[8] == "–"
+    assert "no numerics study of this model and preset yet" in text
+
+
+def test_the_readme_block_links_every_run(tmp_path):
+    write_run(tmp_path / "results" / "a", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200")
+    write_run(tmp_path / "results" / "b", _rows("hf:bert", fp8=True), gpu="NVIDIA H200")
+    block = readme.Block("zoo", "results/a", {"with": "b"}, "", 1)
+    text = readme.generate(block, root=tmp_path)
+    assert "`hf:gpt2`" in text and "`hf:bert`" in text and "and [`b`]" in text
