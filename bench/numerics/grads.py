@@ -148,9 +148,10 @@ def capture(s: TrainState) -> Capture:
         def hook(module, inputs, output):
             # A block may return a tuple, the model a ModelOutput: its tensor is what flows on.
             out = outputs.tensor(output)
+            if not out.requires_grad:  # no gradient flows through it (a frozen part): skipped
+                return
             acts[name] = out
-            if out.requires_grad:
-                out.register_hook(lambda g: act_grads.__setitem__(name, g))
+            out.register_hook(lambda g: act_grads.__setitem__(name, g))
 
         return hook
 
