@@ -4,9 +4,9 @@ census trajectory's rows, and the jobs that carry them."""
 import pytest
 import torch
 
-from bench.numerics import jobs, tables, training
-from bench.numerics.audit import audit_mode, error_paths
-from bench.numerics.underflow import census, fp16_fate, log2_histogram
+from bench.numerics.measure import jobs, tables, training
+from bench.numerics.measure.audit import audit_mode, error_paths
+from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from tests.conftest import tiny_case
 
 OBSERVED = ("fc1", "relu", "fc2", "fc3")
