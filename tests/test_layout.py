@@ -150,6 +150,20 @@ def test_the_study_imports_only_downwards():
     assert not wrong, wrong
 
 
+def test_no_command_imports_the_program():
+    """`bench.cli.main` builds the parser from the command modules and hands it to them (on the
+    parsed arguments): a module of the command line that imported main back, inside a function
+    too, would be a circle."""
+    wrong = [
+        module
+        for module, path in _modules().items()
+        if _package(module) == "cli"
+        and module not in ("bench.cli.main", "bench.cli.__init__")
+        and "bench.cli.main" in _imports(path, top_level_only=False)
+    ]
+    assert not wrong, wrong
+
+
 def test_no_import_circles():
     graph = {m: _imports(p, top_level_only=True) for m, p in _modules().items()}
 

@@ -9,8 +9,8 @@ command env.json records, the options given, the results folder). May import `be
 everything else inside a command. Parsing imports no torch, pandas or matplotlib, so `--help`
 answers at once."""
 
-from bench.cli.argv import command_line, results_dir, with_command
-from bench.cli.main import build_parser, main, run
+from bench.cli.argv import results_dir, with_command
+from bench.cli.main import build_parser, command_line, main, run
 from bench.cli.options import version
 
 __all__ = ["build_parser", "command_line", "main", "results_dir", "run", "version", "with_command"]

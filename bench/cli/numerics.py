@@ -88,8 +88,8 @@ def command(args: argparse.Namespace) -> int:
                 device=env.device(args.device), options=given, workers=workers
             )
         run_dir = study.start(
-            cfg, results_dir=argv.results_dir(args), command=argv.command_line(args.argv),
-            tag=args.tag,
+            cfg, results_dir=argv.results_dir(args), tag=args.tag,
+            command=argv.command_line(args.argv, args.parser),
         )  # fmt: skip
     render.after_job(run_dir)
     print(run_dir)
