@@ -1,7 +1,7 @@
 """A numerics study as the `numerics` command runs it: the job, then its rendering."""
 
 from bench.jobs import numerics as study_job
-from bench.numerics import study
+from bench.numerics.render import study
 
 
 def _then_render(job):

@@ -18,8 +18,10 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
-from bench.numerics import audit, failures, report, tables, training
-from bench.numerics.config import NumericsConfig
+from bench.numerics.analysis import failures
+from bench.numerics.measure import audit, tables, training
+from bench.numerics.measure.config import NumericsConfig
+from bench.numerics.render import report
 from bench.publish import render
 from bench.publish import report as timing_report
 from bench.store import errors, results
@@ -239,7 +241,7 @@ def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path
         "step 1: RuntimeError: no bf16 copy",
     ]
     from bench.jobs import numerics as study_job
-    from bench.numerics.jobs import Job
+    from bench.numerics.measure.jobs import Job
 
     job = Job(kind="census", case=tiny_case(mode="fp16-amp"), steps=0, checkpoints=(0, 1))
     rows = study_job._keep_job_tracebacks(tmp_path, job, out["failed"])

@@ -23,18 +23,19 @@ ORDER = [
     "cli",
 ]
 """The packages from the bottom up: a module may import its own package and those before it.
-`numerics` holds both the study's measuring and its rendering; its own rule is below."""
+`numerics` holds both the study's measuring and its rendering, in sub-packages of their own
+(`NUMERICS`)."""
 
 ALLOWED_UP = {
     # The torch-free mode table is data every layer reads, the store's loader included (the
     # speedup columns divide by the modes whose card says so).
     ("store", "recipes.catalog"),
     ("cases", "recipes.catalog"),
-    # The study's report formats its cells as every report does (its measuring modules may not:
-    # `test_the_study_measures_without_its_rendering`).
-    ("numerics", "publish.tables"),
+    # The study's report formats its cells as every report does (its measuring may not:
+    # `test_the_study_imports_only_downwards`) ...
+    ("numerics.render", "publish.tables"),
     # ... and writes its figures as every figure is written (a PNG of 256 colours).
-    ("numerics", "publish.figures"),
+    ("numerics.render", "publish.figures"),
     # A case's fields are checked against the registries' names where a case is built
     # (function-level imports in Case.__post_init__ are not module imports and not listed).
 }
@@ -57,8 +58,11 @@ COMMANDS = {
 }
 """The command modules of `bench.cli`: each parses nothing but its own options."""
 
-NUMERICS_MEASURING = {"training", "audit", "grads", "underflow", "jobs", "fp16", "config"}
-NUMERICS_PUBLISHING = {"analysis", "answer", "report", "plots", "study"}
+NUMERICS = ["measure", "analysis", "render"]
+"""The numerics study's sub-packages from the bottom up, as `ORDER` is for bench: its measuring
+(the settings, the jobs, the tables they write), what a finished folder's tables show, and its
+rendering (report.md, the Answer, the figures). A module may import its own sub-package and those
+before it, inside a function too: the study's measuring never imports its rendering."""
 
 
 def _modules() -> dict[str, Path]:
@@ -88,6 +92,19 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _allowed_up(module: str, target: str) -> bool:
+    """Whether `module` (or its package) may import `target` (without `bench.`), by ALLOWED_UP."""
+    return any(
+        f"{module}.".startswith(f"bench.{below}.") and target == up for below, up in ALLOWED_UP
+    )
+
+
+def _numerics(module: str) -> str | None:
+    """The numerics sub-package `module` lies in (None for a module outside them)."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "numerics" else None
+
+
 def test_no_module_imports_a_package_above_its_own():
     rank = {name: i for i, name in enumerate(ORDER)}
     wrong = []
@@ -98,7 +115,7 @@ def test_no_module_imports_a_package_above_its_own():
         for target in _imports(path, top_level_only=True):
             theirs = _package(target)
             sub = ".".join(target.split(".")[1:])
-            if theirs in rank and rank[theirs] > rank[mine] and (mine, sub) not in ALLOWED_UP:
+            if theirs in rank and rank[theirs] > rank[mine] and not _allowed_up(module, sub):
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
 
@@ -110,18 +127,40 @@ def test_measuring_never_imports_publishing():
         if _package(module) not in ("measure", "jobs", "execution", "recipes", "workloads"):
             continue
         for target in _imports(path, top_level_only=False):
-            if _package(target) in ("publish", "cli"):
+            if _package(target) in ("publish", "cli") or _numerics(target) == "render":
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
 
 
-def test_the_study_measures_without_its_rendering():
+def test_the_study_imports_only_downwards():
+    """Measuring, then analysis, then rendering; every module of the study in one of them."""
+    rank = {name: i for i, name in enumerate(NUMERICS)}
+    loose = [m for m in _modules() if _package(m) == "numerics" and not _numerics(m)]
+    assert loose == ["bench.numerics.__init__"], loose
     wrong = []
-    for name in NUMERICS_MEASURING:
-        path = BENCH / "numerics" / f"{name}.py"
+    for module, path in _modules().items():
+        mine = _numerics(module)
+        if mine is None:
+            continue
+        assert mine in rank, f"{module}: a sub-package NUMERICS does not list"
         for target in _imports(path, top_level_only=False):
-            if target.split(".")[-1] in NUMERICS_PUBLISHING and _package(target) == "numerics":
-                wrong.append(f"numerics.{name} -> {target}")
+            theirs = _numerics(target)
+            if theirs is not None and rank[theirs] > rank[mine]:
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, wrong
+
+
+def test_no_command_imports_the_program():
+    """`bench.cli.main` builds the parser from the command modules and hands it to them (on the
+    parsed arguments): a module of the command line that imported main back, inside a function
+    too, would be a circle."""
+    wrong = [
+        module
+        for module, path in _modules().items()
+        if _package(module) == "cli"
+        and module not in ("bench.cli.main", "bench.cli.__init__")
+        and "bench.cli.main" in _imports(path, top_level_only=False)
+    ]
     assert not wrong, wrong
 
 

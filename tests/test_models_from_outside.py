@@ -14,7 +14,7 @@ from torch import nn
 from bench.cases.case import Case
 from bench.cli.main import main
 from bench.execution.variants import unsupported_reason
-from bench.numerics import tables
+from bench.numerics.measure import tables
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step

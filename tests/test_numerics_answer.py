@@ -5,7 +5,9 @@ import math
 import pandas as pd
 import pytest
 
-from bench.numerics import answer, run_summary, tables
+from bench.numerics.analysis import summary as run_summary
+from bench.numerics.measure import tables
+from bench.numerics.render import answer
 
 
 def _audit_rows():
@@ -257,7 +259,7 @@ def test_summary_of_no_runs_is_empty_with_its_columns():
 
 
 def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
-    from bench.numerics.answer_recipes import recipe_census_sentences
+    from bench.numerics.render.sentences.recipes import recipe_census_sentences
 
     rows = []
     modes = (("bf16-amp", 0.01), ("bf16-pure", 0.01), ("fp8-rowwise", 0.05))

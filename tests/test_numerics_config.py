@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from bench.numerics import config
-from bench.numerics.config import NumericsConfig
+from bench.numerics.measure import config
+from bench.numerics.measure.config import NumericsConfig
 from bench.workloads.mlp import PRESETS
 
 

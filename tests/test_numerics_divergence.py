@@ -8,16 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.numerics import (
-    analysis,
-    answer_divergence,
-    answer_scaler,
-    report_training,
-    run_summary,
-    tables,
-    training,
+from bench.numerics.analysis import runs as analysis
+from bench.numerics.analysis import summary as run_summary
+from bench.numerics.analysis.summary import (
+    BLOWUP,
+    DIVERGE_FACTOR,
+    DIVERGE_STEPS,
+    NONFINITE,
+    divergence,
 )
-from bench.numerics.run_summary import BLOWUP, DIVERGE_FACTOR, DIVERGE_STEPS, NONFINITE, divergence
+from bench.numerics.measure import tables, training
+from bench.numerics.render.sections import training as report_training
+from bench.numerics.render.sentences import divergence as answer_divergence
+from bench.numerics.render.sentences import scaler as answer_scaler
 from tests.conftest import tiny_case
 
 HEALTHY = list(np.geomspace(2.0, 1e-3, 300))
@@ -200,7 +203,7 @@ def test_the_report_shows_the_traces_around_each_event(tmp_path):
     rows = [r for r in table.splitlines()[2:]]
     assert len(rows) == len(range(150, 251, 5))  # ±50 steps at stride 5
     assert "50.000%" in rows[0]  # the largest zero share over the parameters
-    from bench.numerics import plots
+    from bench.numerics.render import plots
 
     plots.traces(traces, tmp_path / "traces.png")
     assert (tmp_path / "traces.png").stat().st_size > 0

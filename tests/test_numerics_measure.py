@@ -4,9 +4,10 @@ census trajectory's rows, and the jobs that carry them."""
 import pytest
 import torch
 
-from bench.numerics import jobs, tables, training
-from bench.numerics.audit import audit_mode, error_paths
-from bench.numerics.underflow import census, fp16_fate, log2_histogram
+from bench.faults import TRACEBACK_TEXT
+from bench.numerics.measure import jobs, tables, training
+from bench.numerics.measure.audit import audit_mode, error_paths
+from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from tests.conftest import tiny_case
 
 OBSERVED = ("fc1", "relu", "fc2", "fc3")
@@ -133,7 +134,10 @@ def test_a_failing_job_becomes_a_row(monkeypatch):
 
     monkeypatch.setattr(training, "convergence", boom)
     job = jobs.Job(kind="convergence", case=tiny_case(mode="bf16-amp"), steps=5)
-    assert jobs.run_job(job) == {
+    out = jobs.run_job(job)
+    # The full traceback rides along for the study to keep in its folder's errors/.
+    assert "Tried to allocate 80.00 GiB\nmore" in out["failed"][0].pop(TRACEBACK_TEXT)
+    assert out == {
         "failed": [
             {
                 "kind": "convergence",

@@ -5,9 +5,13 @@ torch."""
 import pandas as pd
 import pytest
 
-from bench.numerics import analysis, answer_divergence, answer_recipes, run_summary, tables
-from bench.numerics.report_format import chain_text
-from bench.numerics.report_recipes import update_underflow_table
+from bench.numerics.analysis import runs as analysis
+from bench.numerics.analysis import summary as run_summary
+from bench.numerics.measure import tables
+from bench.numerics.render.markdown import chain_text
+from bench.numerics.render.sections.recipes import update_underflow_table
+from bench.numerics.render.sentences import divergence as answer_divergence
+from bench.numerics.render.sentences import recipes as answer_recipes
 from bench.publish import report
 from bench.store import results
 from tests.stored import small_grid, write_run

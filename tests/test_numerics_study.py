@@ -14,8 +14,9 @@ import torch
 
 from bench.faults import UsageError
 from bench.jobs import numerics as study_job
-from bench.numerics import config, jobs, study, tables, training
-from bench.numerics.config import NumericsConfig
+from bench.numerics.measure import config, jobs, tables, training
+from bench.numerics.measure.config import NumericsConfig
+from bench.numerics.render import study
 from bench.store import folders
 from bench.workloads.mlp import PRESETS
 from tests.studies import resume_study, start_study
@@ -137,7 +138,9 @@ def test_render_without_torch(small_study, tmp_path):
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "from pathlib import Path\n"
-        "from bench.numerics import analysis, answer, plots, report, study\n"
+        "from bench.numerics import analysis, render\n"
+        "from bench.numerics.analysis import failures, runs, summary\n"
+        "from bench.numerics.render import answer, plots, report, study\n"
         f"print(study.render(Path({str(copy)!r})))\n"
         "assert sys.modules['torch'] is None\n"
     )

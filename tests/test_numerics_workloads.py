@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bench.cli.main import main
-from bench.numerics import tables
+from bench.numerics.measure import tables
 from bench.workloads import gpt, tasks
 from bench.workloads.registry import get
 
@@ -107,7 +107,7 @@ def test_the_transformer_learns_its_task_on_the_cpu():
     """The task is learnable: a tiny transformer's held-out loss falls most of the way from the
     uniform guess, log(vocab), to the chain's own cross-entropy in 80 steps."""
     from bench.cases.case import Case
-    from bench.numerics import training
+    from bench.numerics.measure import training
 
     case = Case.of_model(
         "gpt", "tiny", mode="fp32", optimizer="fused", batch_size=8, device="cpu", lr=1e-2
@@ -185,7 +185,7 @@ def test_a_preset_of_another_model_is_refused(tmp_path, capsys):
 
 
 def test_a_transformer_study_resumes_with_its_model(gpt_study, tmp_path):
-    from bench.numerics.config import NumericsConfig
+    from bench.numerics.measure.config import NumericsConfig
 
     env = json.loads((gpt_study / "env.json").read_text())
     cfg = NumericsConfig.from_record(env["numerics_config"], workers=1)

@@ -10,7 +10,7 @@ import matplotlib.image
 import pandas as pd
 import pytest
 
-from bench.numerics import plots as numerics_plots
+from bench.numerics.render import plots as numerics_plots
 from bench.publish import plots, report
 from bench.recipes import catalog
 from bench.store import results

@@ -10,7 +10,7 @@ import pytest
 
 from bench.cli import main
 from bench.faults import UsageError
-from bench.numerics import tables as study_tables
+from bench.numerics.measure import tables as study_tables
 from bench.publish import readme, report, summary, summary_studies
 from bench.store import paths, results
 from tests.stored import small_grid, timing_row, write_run

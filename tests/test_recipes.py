@@ -14,8 +14,9 @@ import torch
 from bench.execution.variants import unsupported_reason
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.measure.runner import run_case
-from bench.numerics import answer, jobs, tables, training
-from bench.numerics.config import NumericsConfig
+from bench.numerics.measure import jobs, tables, training
+from bench.numerics.measure.config import NumericsConfig
+from bench.numerics.render import answer
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
@@ -270,7 +271,7 @@ def test_adding_a_mode_its_census_has_not_seen_runs_the_census_again(tmp_path, n
 
 
 def test_new_modes_stay_out_of_the_default_cpu_study_where_they_cannot_run(no_torchao):
-    from bench.numerics import config
+    from bench.numerics.measure import config
 
     assert config.supported_modes("cpu") == (
         "fp32",

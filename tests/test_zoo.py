@@ -17,7 +17,7 @@ import pytest
 
 from bench.cli.main import main
 from bench.execution import launch
-from bench.numerics import tables
+from bench.numerics.measure import tables
 from bench.store import results
 
 pytest.importorskip("transformers", reason="transformers is not installed (the [zoo] extra)")

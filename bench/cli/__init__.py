@@ -5,12 +5,12 @@
 of the module that owns the job; the options of a job's settings are made from the fields of its
 config dataclass (`fields`), and `argv` holds what a command line says beyond its values (the
 command env.json records, the options given, the results folder). May import `bench.cases`,
-`bench.faults`, `bench.store.paths` and `bench.numerics.defaults` at module level; everything
-else inside a command. Parsing imports no torch, pandas or matplotlib, so `--help` answers at
-once."""
+`bench.faults`, `bench.store.paths` and `bench.numerics.measure.defaults` at module level;
+everything else inside a command. Parsing imports no torch, pandas or matplotlib, so `--help`
+answers at once."""
 
-from bench.cli.argv import command_line, results_dir, with_command
-from bench.cli.main import build_parser, main, run
+from bench.cli.argv import results_dir, with_command
+from bench.cli.main import build_parser, command_line, main, run
 from bench.cli.options import version
 
 __all__ = ["build_parser", "command_line", "main", "results_dir", "run", "version", "with_command"]

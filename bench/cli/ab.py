@@ -55,7 +55,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.cli.main import build_parser
     from bench.faults import UsageError
 
     own = o.Parser(prog="ampbench ab", add_help=False, allow_abbrev=False)
@@ -67,7 +66,7 @@ def command(args: argparse.Namespace) -> int:
     refused = [t for t in run_options if t.split("=")[0] in REFUSED]
     if refused:
         raise UsageError(f"ab makes new runs; drop {refused[0].split('=')[0]}")
-    run_args = build_parser().parse_args(["run", *run_options])  # bad run options: one line here
+    run_args = args.parser.parse_args(["run", *run_options])  # bad run options: one line here
     from bench.jobs import ab as job
 
     chosen = ("rounds", "statistic", "min_effect", "confidence")
@@ -81,7 +80,7 @@ def command(args: argparse.Namespace) -> int:
     folder = job.run(
         cfg,
         results_dir=argv.results_dir(args),
-        command=argv.command_line(args.argv),
+        command=argv.command_line(args.argv, args.parser),
         device=_device(run_args.device),
         tag=args.tag,
     )

@@ -1,12 +1,15 @@
 """What a command line says beyond its values: the command it names (`with_command`), the
 command env.json records (`command_line`), the options given that a resume refuses
-(`refuse_with_resume`), and where new folders go (`results_dir`)."""
+(`refuse_with_resume`), and where new folders go (`results_dir`).
+
+What needs the program's parser is given it: `bench.cli.main` builds the parser from the command
+modules, which import this one, so this one never imports main; main hands its parser to the
+command on the parsed arguments (`args.parser`)."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from bench.cli.options import path
@@ -36,17 +39,17 @@ PUBLISHES = ("index", "promote", "history", "publish")
 """The commands whose --results-dir is the published results/ by default."""
 
 
-def _subparser(command: str) -> argparse.ArgumentParser | None:
-    from bench.cli.main import build_parser
-
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    """`command`'s own parser of the program's `parser` (None for no such command)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return sub.choices.get(command)
 
 
 def refuse_with_resume(args: argparse.Namespace, allowed: tuple[str, ...]) -> None:
     """A resume takes its settings from the folder: refuse any option of the command, but
-    `allowed`, that was given a value other than its default (one line naming the first)."""
-    parser = _subparser(args.command)
+    `allowed`, that was given a value other than its default (one line naming the first). `args`
+    as `bench.cli.main` parsed them, its parser on them (`args.parser`)."""
+    parser = _subparser(args.parser, args.command)
     defaults = {a.dest: a.default for a in parser._actions} if parser else {}
     for action in parser._actions if parser else []:
         key = action.dest
@@ -59,16 +62,17 @@ def refuse_with_resume(args: argparse.Namespace, allowed: tuple[str, ...]) -> No
             )
 
 
-def command_line(argv: list[str] | None = None) -> str:
+def command_line(argv: list[str], parser: argparse.ArgumentParser) -> str:
     """The command as env.json records it, so that it re-runs as written from the project root
     on the reader's machine: the command named (`run` when it was left out), and every path
     option's value as `paths.recorded` gives it: relative to the project root where it lies
     inside the project, the placeholder `RESULTS_DIR` for a results directory elsewhere (a path
     of the machine that ran it means nothing in a committed folder). Options may be abbreviated
-    (`--results`) or joined to their value (`--results-dir=x`), as argparse allows."""
-    argv = with_command(sys.argv[1:] if argv is None else argv)
-    parser = _subparser(argv[0]) if argv else None
-    actions = [a for a in (parser._actions if parser else []) if a.type is path]
+    (`--results`) or joined to their value (`--results-dir=x`), as argparse allows. `parser`:
+    the program's, whose command `argv` names (`bench.cli.main.build_parser`)."""
+    argv = with_command(argv)
+    command = _subparser(parser, argv[0]) if argv else None
+    actions = [a for a in (command._actions if command else []) if a.type is path]
     names = tuple(name for a in actions for name in a.option_strings)
 
     def value(option: str, text: str) -> str:

@@ -24,6 +24,7 @@ from bench.cli import (
     report,
 )
 from bench.cli import run as run_command
+from bench.cli.argv import command_line as recorded
 from bench.cli.argv import with_command
 from bench.cli.options import PROG, Parser, Version
 from bench.faults import Interrupted, Terminated, UsageError, debug, stop_on_sigterm
@@ -72,8 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     previous = stop_on_sigterm()
     try:
         argv = with_command(sys.argv[1:] if argv is None else argv)
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
         args.argv = argv  # what a relaunch repeats
+        args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
         with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
             quiet.quiet()  # after --debug is known: it shows what this leaves out
             return COMMANDS[args.command].command(args)
@@ -90,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command env.json records for `argv` (this process's arguments when None), read with
+    this program's parser (`bench.cli.argv.command_line`)."""
+    return recorded(sys.argv[1:] if argv is None else argv, build_parser())
 
 
 def run() -> NoReturn:

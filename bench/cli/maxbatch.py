@@ -36,7 +36,10 @@ def command(args: argparse.Namespace) -> int:
             **fields.given(args, MaxBatchConfig),
         )
     run_dir = maxbatch.start(
-        cfg, results_dir=argv.results_dir(args), command=argv.command_line(args.argv), tag=args.tag
+        cfg,
+        results_dir=argv.results_dir(args),
+        command=argv.command_line(args.argv, args.parser),
+        tag=args.tag,
     )
     render.after_job(run_dir)
     print(run_dir)

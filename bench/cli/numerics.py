@@ -11,7 +11,7 @@ from bench.cases import checks, choices
 from bench.cli import argv, fields
 from bench.cli import options as o
 from bench.faults import UsageError
-from bench.numerics import defaults
+from bench.numerics.measure import defaults
 
 NAME = "numerics"
 
@@ -26,7 +26,7 @@ def shown(key: str) -> str:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    from bench.numerics.config import NumericsConfig
+    from bench.numerics.measure.config import NumericsConfig
 
     n = sub.add_parser(
         NAME,
@@ -59,8 +59,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 def command(args: argparse.Namespace) -> int:
     from bench.jobs import numerics as study
     from bench.measure import env
-    from bench.numerics import failures
-    from bench.numerics.config import NumericsConfig
+    from bench.numerics.analysis import failures
+    from bench.numerics.measure.config import NumericsConfig
     from bench.publish import render
 
     if args.resume is not None:
@@ -88,8 +88,8 @@ def command(args: argparse.Namespace) -> int:
                 device=env.device(args.device), options=given, workers=workers
             )
         run_dir = study.start(
-            cfg, results_dir=argv.results_dir(args), command=argv.command_line(args.argv),
-            tag=args.tag,
+            cfg, results_dir=argv.results_dir(args), tag=args.tag,
+            command=argv.command_line(args.argv, args.parser),
         )  # fmt: skip
     render.after_job(run_dir)
     print(run_dir)

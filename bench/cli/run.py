@@ -89,7 +89,7 @@ def _session(args: argparse.Namespace, world: object) -> tuple:
     return session.start(
         ranks.run_config(args, world.device, world.size),
         results_dir=argv.results_dir(args),
-        command=argv.command_line(args.argv),
+        command=argv.command_line(args.argv, args.parser),
         tag=args.tag,
         world=world,
     )

@@ -7,7 +7,7 @@ the folder is removed once the tables are written. The audit is kept the same wa
 is written after its tables, so its presence means the audit is done. A failed job's traceback is
 kept in `errors/<job key>.txt` as the job ends, and a mode the audit failed on in
 `errors/audit_<mode>.txt` (`bench.store.errors`). Rendering the folder is
-`bench.numerics.study.render`, which the command calls afterwards.
+`bench.numerics.render.study.render`, which the command calls afterwards.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.jobs import base
-from bench.numerics import run_summary, tables
-from bench.numerics.config import NumericsConfig, resolve_workers
-from bench.numerics.jobs import Job
+from bench.numerics.analysis.summary import summarize_runs
+from bench.numerics.measure import tables
+from bench.numerics.measure.config import NumericsConfig, resolve_workers
+from bench.numerics.measure.jobs import Job
 from bench.store import errors, folders, results
 
 JOBS_DIR = "jobs"
@@ -108,7 +109,7 @@ def _add_modes(
     study, `tabled_jobs`, the jobs whose rows its tables already hold."""
     import dataclasses
 
-    from bench.numerics.training import OWN_MODEL_CENSUS_MODES
+    from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
 
     new = tuple(m for m in add_modes if m not in cfg.modes)
     # The census compares its own set of modes at each checkpoint: an added mode it has not seen
@@ -163,7 +164,7 @@ def _run(
     there (in `jobs/`, or in its tables: `tabled`) are not run again. Writes the tables; of the
     tables named in `retabled` (census jobs run again) the old rows are dropped, and census rows
     of `failed` with them."""
-    from bench.numerics import audit, jobs
+    from bench.numerics.measure import audit, jobs
 
     if not (run_dir / tables.AUDIT_JSON).is_file():
         tensor_rows, op_rows, audit_json = audit.run(cfg.audit_case())
@@ -207,9 +208,7 @@ def _run(
         }
     for name, df in frames.items():
         tables.write(run_dir, name, df)
-    summary = run_summary.summarize_runs(
-        frames["steps"], frames["evals"], frames["runs"], cfg.steps
-    )
+    summary = summarize_runs(frames["steps"], frames["evals"], frames["runs"], cfg.steps)
     tables.write(run_dir, "summary", summary)
     if (run_dir / JOBS_DIR).is_dir():
         shutil.rmtree(run_dir / JOBS_DIR)  # every row is in the tables now
@@ -228,7 +227,7 @@ def _old_rows(run_dir: Path, name: str, retabled: set[str]) -> pd.DataFrame:
 def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     """Audit the modes of the study that its audit has not seen (modes added to it), appending
     their rows to the audit tables and audit.json."""
-    from bench.numerics import audit
+    from bench.numerics.measure import audit
 
     found = tables.audit_json(json.loads((run_dir / tables.AUDIT_JSON).read_text()))
     seen = set(found["chains"]) | set(found["unsupported"])

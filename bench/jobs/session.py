@@ -232,7 +232,7 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
 def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
     from bench.jobs import numerics  # the study's code loads only when asked for
-    from bench.numerics import config
+    from bench.numerics.measure import config
 
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return

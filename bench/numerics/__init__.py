@@ -19,16 +19,18 @@ The tables that run to MBs for a transformer are compressed: `audit_ops`, `censu
 `convergence_steps` as `<file>.csv.gz` (pandas reads them as they are), the traces as `.npz`
 (`bench.store.frames`); `tables.FORMS` says which, and older folders' plain files still read.
 
-Modules, in the order a study runs them: `config` (the settings, validated), `study` (a folder:
-start, resume, render), `audit` and `grads` (dtypes), `jobs` (units of work over the GPUs),
-`training` and `task` (the trajectories), `underflow` (the census); and, without torch, `tables`
-(the files and their columns), `run_summary` (summary.csv, one row per run), `fp16`.
-
-Publishing, without torch, from a finished folder: `analysis` (what the summary and traces show),
-`answer` (the Answer, by section: `answer_dtypes`, `answer_scaler`, `answer_divergence`,
-`answer_bf16`, `answer_recipes`), `report` (report.md, by section: `report_dtypes`,
-`report_underflow`, `report_training`, `report_recipes`, with `report_format`) and `plots`.
-Measuring never imports publishing; modes are asked of `bench.recipes.catalog`, never named.
+Three sub-packages, by role, from the bottom up (each may import those before it):
+- `measure`: the study's measuring, in the order a study runs it: `config` (the settings,
+  validated; `defaults`), `audit` and `grads` (dtypes), `jobs` (units of work over the GPUs),
+  `training` (the trajectories), `underflow` (the census, with `fp16`); and `tables` (the files
+  and their columns, without torch). Running a study is a job (`bench.jobs.numerics`).
+- `analysis`, without torch: `summary` (summary.csv, one row per run, and the divergence rule),
+  `runs` (what the summary and traces show), `failures` (what of a study failed).
+- `render`, without torch, from a finished folder: `study` (a folder's figures and report.md),
+  `report` (report.md, by section: `sections`), `answer` (the Answer, by section: `sentences`),
+  `markdown` (the tables' cells) and `plots`.
+Measuring never imports rendering (tests/test_layout.py); modes are asked of
+`bench.recipes.catalog`, never named.
 
 Nothing of the study runs inside a timed region of the core harness.
 """

@@ -17,6 +17,7 @@
 Modes are named through the mode table (`bench.recipes.catalog`), never by a literal name.
 
 May import: `bench.store`, `bench.cases`, `bench.faults`, `bench.recipes.catalog` (torch-free),
-`bench.numerics`' reading modules; pandas, tabulate, matplotlib, scipy; markdown and plotly in
+the numerics study's reading (`bench.numerics.analysis`, `bench.numerics.render`, and the tables
+of `bench.numerics.measure.tables`); pandas, tabulate, matplotlib, scipy; markdown and plotly in
 `site` only (the `site` extra, imported after `site.deps` checked them). No torch: publishing
 works from folders alone (tests/test_publish_imports.py)."""

@@ -4,7 +4,7 @@
 them, so it cannot make the check fail unless it has been written into the index. It also holds
 the files git tracks under results/ to `LIMIT_MIB` in all and `FILE_LIMIT_MIB` each (`weight`):
 every clone carries them, and a study's tables and figures are written to stay within them
-(`bench.numerics.tables.FORMS`, `bench.publish.figures`).
+(`bench.numerics.measure.tables.FORMS`, `bench.publish.figures`).
 """
 
 from __future__ import annotations

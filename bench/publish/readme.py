@@ -14,9 +14,9 @@ from docs/), so the marker is the one place that names it. KIND is
   which leaves out the bullets whose bold lead starts with one of those words: `skip=Memory`);
 - `headline`: the timing headline of a run, `bench.publish.report.headline` (options `batch_size=N`,
   `optimizer=NAME`);
-- `answer`: the Answer of a numerics study, as its report renders it (`bench.numerics.answer`),
-  quoted paragraph by paragraph; `only=Word,Word` keeps the paragraphs whose bold heading starts
-  with one of those words (`only=Divergence,Why`);
+- `answer`: the Answer of a numerics study, as its report renders it
+  (`bench.numerics.render.answer`), quoted paragraph by paragraph; `only=Word,Word` keeps the
+  paragraphs whose bold heading starts with one of those words (`only=Divergence,Why`);
 - `table`: any columns of a timing run's rows (`columns=a,b,c`; every other KEY=VALUE keeps the
   rows whose column KEY reads VALUE), for tables to come;
 - `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
@@ -122,7 +122,8 @@ def _headline(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _answer(run: Path, options: dict[str, str], link: str) -> str:
-    from bench.numerics import answer, tables
+    from bench.numerics.measure import tables
+    from bench.numerics.render import answer
 
     only = options.pop("only", None)
     if options:
@@ -215,7 +216,7 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:
     """The answer in a few lines from a timing run and the numerics studies beside it."""
-    from bench.numerics import tables as study_tables
+    from bench.numerics.measure import tables as study_tables
     from bench.publish import summary
 
     unknown = set(options) - {"numerics", "optimizer", "skip"}

@@ -30,7 +30,7 @@ def render(run_dir: Path) -> Path:
     """Re-render the folder's report (and figures) from its files; returns the report's path."""
     found = kind(run_dir)
     if found == "numerics":
-        from bench.numerics import study
+        from bench.numerics.render import study
 
         return study.render(run_dir)
     if found == "maxbatch":

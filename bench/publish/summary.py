@@ -19,7 +19,7 @@ import math
 
 import pandas as pd
 
-from bench.numerics.answer import LOSS_GAP
+from bench.numerics.render.answer import LOSS_GAP
 from bench.publish.findings import (
     below_one,
     contenders,
@@ -254,7 +254,8 @@ def summary(
 ) -> list[str]:
     """The summary: its heading, a blank line, then its bullets, from a timing run's rows
     (`bench.store.results.load`) and env.json, the tables of numerics studies
-    (`bench.numerics.tables.load`), first study first, and links to the folders (markdown)."""
+    (`bench.numerics.measure.tables.load`), first study first, and links to the folders
+    (markdown)."""
     ok = passing(rows, optimizer)
     lines = [
         speed_line(ok, optimizer),

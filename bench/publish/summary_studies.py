@@ -1,4 +1,4 @@
-"""The summary's lines from numerics studies (`bench.numerics.tables.load`): which dtype the
+"""The summary's lines from numerics studies (`bench.numerics.measure.tables.load`): which dtype the
 gradients have, whether float16 needs GradScaler (its measured underflow and divergence), what
 bf16 gives up, and how a mode trains against the float32 reference, which the lines from a timing
 run (`bench.publish.summary`) quote for the fastest recipes.
@@ -6,8 +6,8 @@ run (`bench.publish.summary`) quote for the fastest recipes.
 Several studies: each line reads the first study (in the order given) that has its data; a line
 about training prefers the first study that looked for divergence. A comparison with the
 reference always uses the reference of the same study (same weights, same batches). The
-thresholds are the numerics Answer's (`bench.numerics.answer`), so the two never disagree. The
-modes are the mode table's (`bench.recipes.catalog`): its reference, its fp16 pair, its autocast
+thresholds are the numerics Answer's (`bench.numerics.render.answer`), so the two never disagree.
+The modes are the mode table's (`bench.recipes.catalog`): its reference, its fp16 pair, its autocast
 modes and its headline. Pure: pandas only, no torch.
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from bench.numerics.analysis import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
-from bench.numerics.answer import FLUSH_LIMIT, LOSS_GAP, bf16_against_fp16_error
-from bench.numerics.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
+from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
+from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
+from bench.numerics.render.answer import FLUSH_LIMIT, LOSS_GAP, bf16_against_fp16_error
 from bench.publish.prose import batch_sizes, figure, joined
 from bench.recipes import catalog
 
@@ -49,10 +49,10 @@ def _measured(summary: pd.DataFrame) -> pd.DataFrame:
 def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
     """Per batch size of one study that trained both `mode` and the reference mode (fp32): the
     mean final training loss of each over seeds (`loss`, `fp32_loss`), their ratio, whether every
-    seed ended within LOSS_GAP of the reference's worst seed (`bench.numerics.analysis.versus`),
-    and the mode's runs that diverged (`diverged`, at `steps`). The study is the
-    first that looked for divergence, else the first at all: a study that traced divergence says
-    more about the same runs."""
+    seed ended within LOSS_GAP of the reference's worst seed
+    (`bench.numerics.analysis.runs.versus`), and the mode's runs that diverged (`diverged`, at
+    `steps`). The study is the first that looked for divergence, else the first at all: a study that
+    traced divergence says more about the same runs."""
     reference = catalog.reference()
     both = [s for s in studies if {mode, reference} <= set(s["summary"]["mode"])]
     both.sort(key=lambda s: _measured(s["summary"]).empty)  # stable: the given order otherwise
@@ -283,7 +283,7 @@ def bf16_line(studies: list[dict]) -> str | None:
 
 def learning_line(studies: list[dict]) -> str | None:
     """Where a study's task has a known perfect loss and its runs disagree on whether they learned
-    it (`bench.numerics.analysis.learned`): how many seeds of each mode did, per batch size, so
+    it (`bench.numerics.analysis.runs.learned`): how many seeds of each mode did, per batch size, so
     that the loss comparisons beside it are read as per seed."""
     for study in studies:
         counts = learned(study["summary"], study["runs"])

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.answer_recipes import cast_modes
-from bench.numerics.report_format import block_key, markdown, percent, traces_file
+from bench.numerics.render.markdown import block_key, markdown, percent, traces_file
+from bench.numerics.render.sentences.recipes import cast_modes
 from bench.recipes.catalog import beyond_autocast
 
 

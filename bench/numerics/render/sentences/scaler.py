@@ -3,14 +3,14 @@ it (the census), whether training without it ends worse than fp32 (the convergen
 verdict those two tests give on the question, and what the scaler costs in step time.
 
 The underflow test's threshold is stated here; the loss gap, seed by seed, is
-`bench.numerics.analysis`'s, which the recipes beyond autocast are held to as well.
+`bench.numerics.analysis.runs`'s, which the recipes beyond autocast are held to as well.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.analysis import LOSS_GAP, Versus, diverged, measured, versus
+from bench.numerics.analysis.runs import LOSS_GAP, Versus, diverged, measured, versus
 from bench.recipes.catalog import fp16_pair, reference
 
 FLUSH_LIMIT = 0.01

@@ -8,7 +8,7 @@ import re
 
 import pandas as pd
 
-from bench.numerics.tables import TABLES
+from bench.numerics.measure.tables import TABLES
 from bench.publish import tables
 
 
@@ -86,7 +86,7 @@ def chain_text(chain: list[str]) -> str:
 
 def table_file(t: dict, name: str) -> str:
     """The name of table `name`'s file in the study's folder: of the form the version that
-    wrote it used (`bench.numerics.tables.FORMS`)."""
+    wrote it used (`bench.numerics.measure.tables.FORMS`)."""
     return t.get("files", {}).get(name, TABLES[name].file)
 
 

@@ -1,22 +1,22 @@
 """report.md of a numerics folder, rendered from its tables (nothing here measures or imports
 torch): the page's head (who ran it, where, with which settings), the jobs that failed, the
-measured sections in order (`report_dtypes`, `report_underflow`, `report_training`,
-`report_recipes`) and the Answer (`bench.numerics.answer`). A section whose jobs all failed says
-so instead of showing a table."""
+measured sections in order (`bench.numerics.render.sections`: `dtypes`, `underflow`,
+`training`, `recipes`) and the Answer (`bench.numerics.render.answer`). A section whose jobs
+all failed says so instead of showing a table."""
 
 from __future__ import annotations
 
 import shlex
 
-from bench.numerics.analysis import LOSS_GAP
-from bench.numerics.answer import answer
-from bench.numerics.answer_scaler import FLUSH_LIMIT
-from bench.numerics.report_dtypes import audit_section
-from bench.numerics.report_format import markdown
-from bench.numerics.report_recipes import recipes_section
-from bench.numerics.report_training import convergence_section
-from bench.numerics.report_underflow import census_section, histogram_section
-from bench.numerics.run_summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
+from bench.numerics.analysis.runs import LOSS_GAP
+from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
+from bench.numerics.render.answer import answer
+from bench.numerics.render.markdown import markdown
+from bench.numerics.render.sections.dtypes import audit_section
+from bench.numerics.render.sections.recipes import recipes_section
+from bench.numerics.render.sections.training import convergence_section
+from bench.numerics.render.sections.underflow import census_section, histogram_section
+from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
 from bench.store import errors, paths
 
 
@@ -58,7 +58,7 @@ def _provenance(env: dict) -> list[str]:
 
 
 def render(t: dict) -> str:
-    """report.md from the tables of `bench.numerics.tables.load` (their `env` included)."""
+    """report.md from the tables of `bench.numerics.measure.tables.load` (their `env` included)."""
     env = t["env"]
     cfg = env.get("numerics_config", {})
     stress = {k: cfg.get(k) for k in ("loss_mult", "reduction", "init_scale")}
@@ -92,9 +92,9 @@ def render(t: dict) -> str:
     out += [
         "## 5. Answer",
         "",
-        f"Computed from the tables above by `bench/numerics/answer.py` (thresholds: more than "
-        f"{FLUSH_LIMIT:.0%} of a tensor flushed; a final loss more than {LOSS_GAP:.0%} above "
-        "fp32's worst seed"
+        "Computed from the tables above by `bench/numerics/render/answer.py` (thresholds: "
+        f"more than {FLUSH_LIMIT:.0%} of a tensor flushed; a final loss more than {LOSS_GAP:.0%} "
+        "above fp32's worst seed"
         + (
             f"; divergence: the loss above {DIVERGE_FACTOR:g}× its running minimum for "
             f"{DIVERGE_STEPS} steps, or non-finite)."

@@ -1,38 +1,39 @@
 """The "Answer" of the numerics report: every sentence computed from the measured tables.
 
 Rows are selected by their columns (`kind`, `state`, `mode`, `batch_size`; see
-`bench.numerics.tables`) and modes by what the mode table says of them (`bench.recipes.catalog`:
-the float32 reference, the fp16 pair the question asks about, the recipes beyond autocast), never
-by their labels or names; a figure in a sentence is formatted from a table cell; a conclusion
-("needed", "not needed") follows from a threshold test on those figures, and where a test has no
-rows (its jobs failed) the Answer says so. Each threshold is stated once, in the section module
-whose test it is.
+`bench.numerics.measure.tables`) and modes by what the mode table says of them
+(`bench.recipes.catalog`: the float32 reference, the fp16 pair the question asks about, the recipes
+beyond autocast), never by their labels or names; a figure in a sentence is formatted from a table
+cell; a conclusion ("needed", "not needed") follows from a threshold test on those figures, and
+where a test has no rows (its jobs failed) the Answer says so. Each threshold is stated once, in the
+section module whose test it is.
 
-The sections, in the Answer's order: `answer_dtypes` (the audit), `answer_scaler` (underflow,
-convergence and the verdict on GradScaler, with `answer_divergence` in between: divergence, its
-traced mechanism, the longer runs), `answer_bf16`, `answer_recipes` (beyond autocast).
+The sections, in the Answer's order, are the modules of `bench.numerics.render.sentences`:
+`dtypes` (the audit), `scaler` (underflow, convergence and the verdict on GradScaler, with
+`divergence` in between: divergence, its traced mechanism, the longer runs), `bf16`, `recipes`
+(beyond autocast).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.analysis import LOSS_GAP
-from bench.numerics.answer_bf16 import bf16_against_fp16_error, bf16_sentences
-from bench.numerics.answer_divergence import (
+from bench.numerics.analysis.runs import LOSS_GAP
+from bench.numerics.render.sentences.bf16 import bf16_against_fp16_error, bf16_sentences
+from bench.numerics.render.sentences.divergence import (
     calm_sentences,
     divergence_sentences,
     horizon_sentences,
     learning_sentences,
     mechanism_sentences,
 )
-from bench.numerics.answer_dtypes import dtype_sentences, error_sentences
-from bench.numerics.answer_recipes import (
+from bench.numerics.render.sentences.dtypes import dtype_sentences, error_sentences
+from bench.numerics.render.sentences.recipes import (
     recipe_census_sentences,
     recipe_sentences,
     update_underflow_sentences,
 )
-from bench.numerics.answer_scaler import (
+from bench.numerics.render.sentences.scaler import (
     FLUSH_LIMIT,
     cost_sentences,
     underflow_sentences,
@@ -46,7 +47,7 @@ thresholds and bf16's error, so that the two never disagree."""
 
 
 def answer(tables: dict, torch_version: str) -> list[str]:
-    """The Answer's paragraphs, from the tables of `bench.numerics.tables.load`."""
+    """The Answer's paragraphs, from the tables of `bench.numerics.measure.tables.load`."""
     scaled, _ = fp16_pair()
     found = tables["audit_json"]
     chain, chained = found["chains"].get(scaled, []), found.get("chained", "")

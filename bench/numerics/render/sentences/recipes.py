@@ -1,6 +1,6 @@
 """The Answer on the recipes beyond autocast (those that change the model: parameters cast to
 bf16, float8 Linears): which recipe is fastest, whether each converges like fp32 (within the
-loss gap of `bench.numerics.analysis`, seed by seed), how its gradients compare with the
+loss gap of `bench.numerics.analysis.runs`, seed by seed), how its gradients compare with the
 reference's in the census, how much of the pure-bf16 recipes' Adam update rounds away, and which
 parameters it leaves frozen."""
 
@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from bench.numerics.analysis import versus
-from bench.numerics.report_format import block_key
-from bench.numerics.tables import ACTIVATION_GRAD, PRODUCED_GRAD
+from bench.numerics.analysis.runs import versus
+from bench.numerics.measure.tables import ACTIVATION_GRAD, PRODUCED_GRAD
+from bench.numerics.render.markdown import block_key
 from bench.recipes.catalog import beyond_autocast, card, headline, reference
 
 

@@ -4,7 +4,7 @@ jobs write (statistics after measurement; no torch, no measuring).
 `smoothed` is the rolling mean of a run's training loss that final losses, time to target and the
 loss-curve figure all use; `divergence` finds a run's first divergence event in its per-step loss;
 `summarize_runs` turns the three tables into one row per run. A study's job writes its summary
-with these; the report and the Answer read the same rule back (`bench.numerics.analysis`).
+with these; the report and the Answer read the same rule back (`bench.numerics.analysis.runs`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from bench.numerics.tables import TABLES
+from bench.numerics.measure.tables import TABLES
 from bench.recipes import catalog
 
 SMOOTH_STEPS = 20

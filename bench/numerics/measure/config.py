@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from bench.cases import checks, choices
 from bench.cases.case import DEVICES, REDUCTIONS, Case
-from bench.numerics.defaults import COMMON, LR, PER_DEVICE
+from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
 from bench.recipes import catalog
 
 # Importable without torch, so that `numerics --help` makes its options from the fields: the
 # registries, the model sizes and the jobs import torch, and are imported where they are used.
 if TYPE_CHECKING:
-    from bench.numerics.jobs import Job
+    from bench.numerics.measure.jobs import Job
     from bench.workloads.mlp import ModelSize
 
 RECORD_BEFORE: dict[str, object] = {
@@ -117,8 +117,9 @@ class NumericsConfig:
     heldout: int = field(metadata=_POSITIVE)
     """Held-out samples."""
     trace_every: int = field(metadata=_NON_NEGATIVE)
-    """Trace period of the convergence runs, in steps (`bench.numerics.training.trace`): gradient
-    zeros, Adam's state, the update's size and the loss scale per parameter; 0 turns it off."""
+    """Trace period of the convergence runs, in steps (`bench.numerics.measure.training.trace`):
+    gradient zeros, Adam's state, the update's size and the loss scale per parameter; 0 turns it
+    off."""
     extended_modes: tuple[str, ...] = field(metadata={**_MODES, "items": "maybe none"})
     """Modes (of `modes`) whose every convergence run, at every batch size and seed, goes
     `extended_steps` steps: the long horizons a divergence question needs. Empty: none."""
@@ -266,7 +267,7 @@ class NumericsConfig:
     def jobs(self) -> list[Job]:
         """Every job of the study: the census trajectories (fp16 with GradScaler), then the
         convergence runs; one fp16-with-GradScaler run goes `long_steps`."""
-        from bench.numerics.jobs import Job
+        from bench.numerics.measure.jobs import Job
 
         scaled_fp16 = catalog.fp16_pair()[0]
         out = [

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.faults import UsageError
-from bench.numerics import plots, report, tables
+from bench.numerics.measure import tables
+from bench.numerics.render import plots, report
 
 
 def render(run_dir: Path) -> Path:

@@ -10,8 +10,8 @@ one step.
   fp16 at the scaler's current scale and bf16 against an fp32 reference; at the first and last
   checkpoint also histogram the reference's activation gradients (pooled, and the logits' alone).
 
-Each returns plain lists of flat dict rows by table name (`bench.numerics.tables`), so that a
-worker process can hand them back.
+Each returns plain lists of flat dict rows by table name (`bench.numerics.measure.tables`), so that
+a worker process can hand them back.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from bench.execution.variants import unsupported_reason
 from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
-from bench.numerics.grads import capture
-from bench.numerics.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
-from bench.numerics.underflow import census, fp16_fate, log2_histogram
+from bench.numerics.measure.grads import capture
+from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
+from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from bench.recipes.catalog import autocast_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step

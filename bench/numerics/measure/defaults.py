@@ -1,8 +1,8 @@
 """The numerics study's default settings per device, as plain data.
 
 Imports nothing, so that `numerics --help` can show the defaults without importing torch.
-`bench.numerics.config.defaults` adds the one default that needs torch: the modes that can run
-on the device.
+`bench.numerics.measure.config.defaults` adds the one default that needs torch: the modes that can
+run on the device.
 """
 
 from __future__ import annotations

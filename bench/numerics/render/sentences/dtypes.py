@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.report_format import chain_text
-from bench.numerics.tables import (
+from bench.numerics.measure.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
     AUDIT_FAILED,
@@ -17,6 +16,7 @@ from bench.numerics.tables import (
     PARAM_GRAD,
     PRODUCED_GRAD,
 )
+from bench.numerics.render.markdown import chain_text
 from bench.recipes.catalog import fp16_pair
 
 MOMENTS = ("exp_avg", "exp_avg_sq")

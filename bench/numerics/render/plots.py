@@ -12,10 +12,10 @@ matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from bench.numerics import fp16
-from bench.numerics.analysis import sparse_parameters
-from bench.numerics.run_summary import SMOOTH_STEPS, smoothed
-from bench.numerics.tables import POOLED
+from bench.numerics.analysis.runs import sparse_parameters
+from bench.numerics.analysis.summary import SMOOTH_STEPS, smoothed
+from bench.numerics.measure import fp16
+from bench.numerics.measure.tables import POOLED
 from bench.publish import figures
 from bench.recipes.catalog import colour as mode_colour
 from bench.recipes.catalog import fp16_pair, reference
@@ -144,7 +144,7 @@ TRACE_PANELS = (
 def traces(tr: pd.DataFrame, path: Path) -> None:
     """The traced mechanism per step, one column of panels per batch size: zero gradients, Adam's
     second moment, the update's relative size and the loss; one colour per mode, one line style
-    per seed. Parameters sparse by construction (`bench.numerics.analysis.sparse_parameters`)
+    per seed. Parameters sparse by construction (`bench.numerics.analysis.runs.sparse_parameters`)
     are left out of the folds."""
     if tr.empty:
         return

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from bench.numerics import fp16
+from bench.numerics.measure import fp16
 
 
 def census(g: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> dict[str, float]:

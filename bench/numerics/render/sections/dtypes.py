@@ -8,8 +8,8 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.faults import by_reason
-from bench.numerics.failures import audit_failures
-from bench.numerics.report_format import chain_text, fold_blocks, markdown, table_file
+from bench.numerics.analysis.failures import audit_failures
+from bench.numerics.render.markdown import chain_text, fold_blocks, markdown, table_file
 
 
 def audit_section(t: dict) -> list[str]:

@@ -2,8 +2,8 @@
 event (flushed gradients, Adam's second moment against the reference's, the update's jump), and
 where the runs longer than the common horizon ended.
 
-The divergence rule is `bench.numerics.run_summary`'s and the trace windows
-`bench.numerics.analysis`'s; the two thresholds
+The divergence rule is `bench.numerics.analysis.summary`'s and the trace windows
+`bench.numerics.analysis.runs`'s; the two thresholds
 the mechanism's verdict tests are stated here.
 """
 
@@ -13,7 +13,7 @@ import math
 
 import pandas as pd
 
-from bench.numerics.analysis import (
+from bench.numerics.analysis.runs import (
     LEARNED_RATIO,
     MECHANISM_WINDOW,
     ZERO_LIMIT,
@@ -25,7 +25,7 @@ from bench.numerics.analysis import (
     run_ends,
     zero_share_after,
 )
-from bench.numerics.run_summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
+from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
 from bench.recipes.catalog import fp16_pair, label, reference
 
 V_DECAY = 0.5

@@ -5,7 +5,7 @@ how many runs learned a task whose perfect loss is known (`learned`), what the t
 a divergence event (`mechanism`), where each run ended (`run_ends`) and which gradient a run
 flushed most (`flushed_most`).
 
-The summary itself, and the divergence rule, are `bench.numerics.run_summary`'s.
+The summary itself, and the divergence rule, are `bench.numerics.analysis.summary`'s.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.numerics.run_summary import BLOWUP, HEALTHY, NONFINITE, RUN_KEYS, smoothed
+from bench.numerics.analysis.summary import BLOWUP, HEALTHY, NONFINITE, RUN_KEYS, smoothed
 from bench.recipes import catalog
 
 

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.analysis import LEARNED_RATIO, diverged, learned, measured, sparse_parameters
-from bench.numerics.report_format import markdown, no_rows, percent, traces_file
-from bench.numerics.run_summary import SMOOTH_STEPS
+from bench.numerics.analysis.runs import (
+    LEARNED_RATIO,
+    diverged,
+    learned,
+    measured,
+    sparse_parameters,
+)
+from bench.numerics.analysis.summary import SMOOTH_STEPS
+from bench.numerics.render.markdown import markdown, no_rows, percent, traces_file
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""

@@ -14,8 +14,8 @@ import torch
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import TRACEBACK_TEXT, fault
-from bench.numerics.grads import DtypeTrace, capture, chained
-from bench.numerics.tables import (
+from bench.numerics.measure.grads import DtypeTrace, capture, chained
+from bench.numerics.measure.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
     AUDIT_FAILED,
@@ -65,8 +65,9 @@ def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
 def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
     """(tensor rows, op rows, autograd chain to the chained parameter) for `case.mode`.
 
-    A tensor row is {mode, kind, module, state, phase, tensor, dtype} (`bench.numerics.tables`);
-    an op row is {mode, phase, op, inputs, outputs}, one per aten op of a whole step."""
+    A tensor row is {mode, kind, module, state, phase, tensor, dtype}
+    (`bench.numerics.measure.tables`); an op row is {mode, phase, op, inputs, outputs}, one per
+    aten op of a whole step."""
     s = build(case)
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)

@@ -22,7 +22,7 @@ from bench import quiet
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
-from bench.numerics import training
+from bench.numerics.measure import training
 from bench.recipes import catalog
 
 KINDS = ("convergence", "census")

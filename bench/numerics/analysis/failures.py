@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.numerics.tables import AUDIT_FAILED, AUDIT_JSON, audit_json, read
+from bench.numerics.measure.tables import AUDIT_FAILED, AUDIT_JSON, audit_json, read
 
 
 def audit_failures(found: dict) -> dict[str, str]:

@@ -322,7 +322,7 @@ def audit_json(found: dict) -> dict:
 
 AUDIT_FAILED = "failed: "
 """What audit.json's `unsupported` puts before the error of a mode the audit failed on
-(`bench.numerics.audit.run_modes`); a mode that cannot run here has its reason alone."""
+(`bench.numerics.measure.audit.run_modes`); a mode that cannot run here has its reason alone."""
 
 
 def read(run_dir: Path, name: str) -> pd.DataFrame:
