@@ -263,7 +263,7 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
     """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
     numerics studies of its model and preset among `numerics=` (`bench.publish.zoo`)."""
-    from bench.numerics import tables as study_tables
+    from bench.numerics.measure import tables as study_tables
     from bench.publish import zoo
 
     unknown = set(options) - {"with", "numerics", "optimizer"}

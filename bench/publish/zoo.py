@@ -104,7 +104,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
 
 
 def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
-    """The studies (`bench.numerics.tables.load`) of the model and preset of a run's rows."""
+    """The studies (`bench.numerics.measure.tables.load`) of a run's model and preset."""
     model = str(rows["model"].iloc[0])
     preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     return [

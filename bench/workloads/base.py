@@ -85,7 +85,8 @@ class Workload:
     (`bench.workloads.tasks`); None: a pool of the workload's own batches (`tasks.PoolTask`)."""
     numerics: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """Device -> numerics study settings that differ for this workload from
-    `bench.numerics.defaults.PER_DEVICE` (batch sizes in the workload's samples, held-out size)."""
+    `bench.numerics.measure.defaults.PER_DEVICE` (batch sizes in the workload's samples,
+    held-out size)."""
     unsupported_reason: Callable[[], str | None] = field(default=lambda: None)
     """Why no case of this workload can run here (an optional package it needs is missing), or
     None. Asked before anything of the model is built: each case is then an `unsupported` row
