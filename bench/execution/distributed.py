@@ -63,6 +63,11 @@ class World:
         """Where this rank runs: its host, node and local rank (the columns of its rows)."""
         return {"host": self.host, "node_rank": self.node_rank, "local_rank": self.local_rank}
 
+    @property
+    def nodes(self) -> int:
+        """How many nodes the ranks run on (1 before they told each other their places)."""
+        return len({p["node_rank"] for p in self.places}) or 1
+
     def where(self, rank: int) -> str:
         """A rank in words, with its node and host where the ranks told them: "rank 1 (node 1,
         host b)"."""
