@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from pathlib import Path
 
 import pandas as pd
@@ -126,7 +127,10 @@ def test_a_hung_collective_is_a_timeout_row_and_the_suite_goes_on(two_ranks):
     df = results.load(run_dir).set_index("case_id")
     row = df.loc[HANG_CASE]
     assert row["status"] == "timeout"
-    assert "rank 1 did not reach the end" in row["error"]
+    # The rank that never answered, with its place (standalone: one node, this host).
+    assert f"rank 1 (node 0, host {socket.gethostname()}) did not reach the end" in row["error"]
+    assert f"within {2 * float(TIMEOUT):g} s (RuntimeError: " in row["error"]
+    assert row["rank_node_ranks"] == "0,0" and row["nodes"] == 1
     after = tiny_case(mode="bf16-amp", optimizer="fused", parallel="fsdp").case_id
     assert df.loc[after, "status"] == "ok"  # after the relaunch
     assert len(results.read_env(run_dir)["resumed"]) == 1
@@ -203,6 +207,7 @@ def test_merge_keeps_the_slowest_rank_and_names_failures_first():
     assert out["rank_spread_pct"] == pytest.approx(2 / 12 * 100)
     assert out["peak_alloc_gib"] == 2.0 and out["peak_alloc_gib_spread"] == 1.0
     assert out["hosts"] == "h0,h1" and samples == {"total": [12.0]}
+    assert out["rank_hosts"] == "h0,h1" and out["rank_node_ranks"] == "0,0"
     assert extra["rank_total_ms"] == [[10.0], [12.0]]
     out, samples, _ = merge(
         [
@@ -301,6 +306,19 @@ def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):
     assert df.loc[0, "global_batch_size"] == row["batch_size"]
     assert df.loc[0, "samples_per_s_per_gpu"] == pytest.approx(row["samples_per_s"])
     assert math.isnan(df.loc[0, "scaling_efficiency"])
+    assert df.loc[0, "nodes"] == 1 and df.loc[0, "node_rank"] == 0
+
+
+def test_rows_older_than_the_nodes_count_their_hosts(tmp_path):
+    from tests.stored import timing_row
+
+    one = {**timing_row(mode="fp32", parallel="ddp"), "world_size": 2, "hosts": "a"}
+    two = {**timing_row(mode="bf16-amp", parallel="ddp"), "world_size": 2, "hosts": "a,b"}
+    for row in (one, two):
+        results.append_jsonl(tmp_path / results.ROWS, row)
+    df = results.load(tmp_path).set_index("mode")
+    assert list(df["nodes"]) == [1, 2]
+    assert df.loc["fp32", "node_rank"] == 0 and math.isnan(df.loc["bf16-amp", "node_rank"])
 
 
 def test_the_launcher_writes_the_case_in_flight_with_a_ranks_note(tmp_path):

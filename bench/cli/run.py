@@ -63,9 +63,12 @@ def command(args: argparse.Namespace) -> int:
             render.after_job(exc.folder)
         raise
     except distributed.GroupBroken as exc:
-        # The group cannot go on; the launcher records the case and resumes. No cleanup: a
-        # communicator stuck in a collective could hang it.
+        # The group cannot go on; rank 0 has written the case in flight as a row (`jobs.suite`),
+        # and the launcher resumes, or under a torchrun started by hand the user does. No
+        # cleanup: a communicator stuck in a collective could hang it.
         print(f"ampbench: rank {world.rank}: {exc}", file=sys.stderr, flush=True)
+        if world.leader and world.run_dir is not None and not launch.launched():
+            print(f"ampbench: {launch.resume_hint(world.run_dir, world.size)}", file=sys.stderr)
         sys.stdout.flush()
         os._exit(3)
     if world.leader:

@@ -17,6 +17,7 @@ records the case and goes on (`bench.execution.launch`).
 from __future__ import annotations
 
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -37,6 +38,8 @@ class World:
     rank: int = 0
     size: int = 1
     local_rank: int = 0
+    node_rank: int = 0
+    """The node (torchrun's agent, one per host) this rank runs on: torchrun's `GROUP_RANK`."""
     host: str = field(default_factory=socket.gethostname)
     device: str = "cpu"
     collective_timeout_s: float = 0.0
@@ -44,6 +47,8 @@ class World:
     """The group DDP, FSDP2 and the collective ceilings use (None in a one-process run)."""
     run_dir: Path | None = None
     """The results folder, where this rank can see it (rank 0's plan names it)."""
+    places: list[dict[str, object]] = field(default_factory=list)
+    """Every rank's `place()`, in rank order, as the ranks told each other when they joined."""
     _exchanges: int = 0
 
     @classmethod
@@ -53,6 +58,23 @@ class World:
     @property
     def distributed(self) -> bool:
         return self.size > 1
+
+    def place(self) -> dict[str, object]:
+        """Where this rank runs: its host, node and local rank (the columns of its rows)."""
+        return {"host": self.host, "node_rank": self.node_rank, "local_rank": self.local_rank}
+
+    @property
+    def nodes(self) -> int:
+        """How many nodes the ranks run on (1 before they told each other their places)."""
+        return len({p["node_rank"] for p in self.places}) or 1
+
+    def where(self, rank: int) -> str:
+        """A rank in words, with its node and host where the ranks told them: "rank 1 (node 1,
+        host b)"."""
+        if rank >= len(self.places):
+            return f"rank {rank}"
+        at = self.places[rank]
+        return f"rank {rank} (node {at['node_rank']}, host {at['host']})"
 
     @property
     def leader(self) -> bool:
@@ -93,11 +115,13 @@ class World:
             dist.all_gather_object(out, obj)
         except Exception as exc:  # a timeout or a peer gone: the group cannot go on
             missing = _missing(store, key, self.size)
-            who = f"rank {', '.join(map(str, missing))}" if missing else "a rank"
-            raise GroupBroken(
-                f"{who} did not reach the end of {what} within {2 * self.collective_timeout_s:g} s "
-                f"({type(exc).__name__})"
-            ) from exc
+            who = ", ".join(map(self.where, missing)) if missing else "a rank"
+            why = _reason(exc)
+            # A peer whose process is gone (a host lost) closes its connections at once.
+            when = (
+                f" within {2 * self.collective_timeout_s:g} s" if "timed out" in why.lower() else ""
+            )
+            raise GroupBroken(f"{who} did not reach the end of {what}{when} ({why})") from exc
         return out
 
     def close(self) -> None:
@@ -124,7 +148,8 @@ def under_torchrun() -> bool:
 
 def init(device: str, collective_timeout_s: float) -> World:
     """Join the run torchrun started: the control group and the data group, with their
-    timeouts. On CUDA each rank uses the GPU of its local rank."""
+    timeouts, and every rank's place (`World.places`). On CUDA each rank uses the GPU of its
+    local rank."""
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if device == "cuda":
@@ -135,11 +160,24 @@ def init(device: str, collective_timeout_s: float) -> World:
         rank=rank,
         size=size,
         local_rank=local_rank,
+        node_rank=node_rank(),
         device=device,
         collective_timeout_s=collective_timeout_s,
     )
+    world.places = [dict(p) for p in world.exchange(world.place(), "joining the run")]
     world.renew()
     return world
+
+
+def node_rank() -> int:
+    """This process's node under torchrun: `GROUP_RANK`, the rank of its agent among the agents
+    (what the c10d rendezvous assigned; a static rendezvous takes it from `--node-rank`), else
+    `NODE_RANK` (other launchers), else 0."""
+    for name in ("GROUP_RANK", "NODE_RANK"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
 
 
 def _data_group(device: str, timeout_s: float) -> dist.ProcessGroup:
@@ -155,6 +193,14 @@ def _store() -> dist.Store | None:
         return dist.distributed_c10d._get_default_store()
     except Exception:
         return None
+
+
+def _reason(exc: Exception) -> str:
+    """An exception's type and the first sentence of its message, without the source location
+    gloo puts first: "RuntimeError: Connection closed by peer [127.0.0.1]:16296."."""
+    text = str(exc).strip().split("\n")[0]
+    text = re.sub(r"^\[[^\]]*\]\s*", "", text).split(". ")[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _missing(store: dist.Store | None, key: str, size: int) -> list[int]:

@@ -13,8 +13,9 @@ collective past its timeout. Then torchrun ends every rank, and this launcher wr
 flight as a row (status `timeout` unless a rank said more), and starts the run again with
 `--resume`, which runs only the cases without a row. It stops when a launch adds no row.
 
-Under a torchrun started by hand (several hosts: see the README) there is no such launcher: a
-broken group ends the run, and `--resume` finishes it.
+Under a torchrun started by hand (several hosts: docs/several-gpus.md) there is no such
+launcher: a broken group ends the run, rank 0 writes the case in flight as a row as this launcher
+would, says how to resume (`resume_hint`), and `--resume` on the same hosts finishes it.
 """
 
 from __future__ import annotations
@@ -136,6 +137,15 @@ def complete_inflight(run_dir: Path, reason: str) -> bool:
     results.append_jsonl(run_dir / results.ROWS, row)
     clear_inflight(run_dir, row.get("case_id"))
     return True
+
+
+def resume_hint(run_dir: Path, world_size: int) -> str:
+    """What to run after a broken group ended a run that no launcher of ours started."""
+    done = len({r.get("case_id") for r in results.read_rows(Path(run_dir) / results.ROWS)})
+    return (
+        f"the run ended with {done} case(s) in {run_dir}; finish it with the same torchrun "
+        f"command on every host, ending in `-m bench run --resume {run_dir} --gpus {world_size}`"
+    )
 
 
 def _rows(run_dir: Path) -> int:

@@ -1,13 +1,13 @@
 """A case in a run of several ranks: every rank measures it, and rank 0 makes one row of them.
 
 Each rank runs the case (`bench.measure.runner.run_case`), then the ranks exchange their rows and
-raw
-samples (`World.exchange`, after the timed windows, never inside them). The row is the slowest
+raw samples (`World.exchange`, after the timed windows, never inside them). The row is the slowest
 rank's, since a synchronized step is as slow as its slowest rank, with what the other ranks add:
 the spread of the per-rank medians, the largest peak memory and its spread over the ranks, and
-the hosts. A case that failed on any rank is one row: its status is that of the first real
-failure (out of memory, an exception, a non-finite loss) before any timeout, which is usually
-the others waiting for the failed rank, and its error names every rank that did not pass.
+where each rank ran (`place_columns`: its host and node, in rank order). A case that failed on
+any rank is one row: its status is that of the first real failure (out of memory, an exception,
+a non-finite loss) before any timeout, which is usually the others waiting for the failed rank,
+and its error names every rank that did not pass.
 """
 
 from __future__ import annotations
@@ -35,8 +35,25 @@ def skeleton(case: Case, world: World) -> dict[str, object]:
         "status": "timeout",
         "error": "",
         "world_size": world.size,
-        "host": world.host,
+        **world.place(),
+        **place_columns(world.places),
         "global_batch_size": global_batch_size(case, world.size),
+    }
+
+
+def place_columns(places: list[dict]) -> dict[str, object]:
+    """Where the ranks ran, from each rank's place (host, node rank) in rank order: `hosts` (the
+    distinct hosts), `rank_hosts` and `rank_node_ranks` (one entry a rank, comma-separated, in
+    rank order) and `nodes` (how many torchrun agents). Empty without places."""
+    if not places:
+        return {}
+    hosts = [str(p.get("host")) for p in places]
+    node_ranks = [p.get("node_rank", 0) for p in places]
+    return {
+        "hosts": ",".join(sorted(set(hosts))),
+        "rank_hosts": ",".join(hosts),
+        "rank_node_ranks": ",".join(map(str, node_ranks)),
+        "nodes": len(set(node_ranks)),
     }
 
 
@@ -76,10 +93,11 @@ def merge(
     failed = [(rank, row) for rank, row in enumerate(rows) if row["status"] not in MEASURED]
     if failed:
         if all(row["status"] == "unsupported" for _, row in failed):
-            return dict(rows[0]), {}, {}
+            return {**rows[0], **place_columns(rows)}, {}, {}
         # A real failure explains the timeouts of the ranks that waited for it: name it first.
         failed.sort(key=lambda item: (item[1]["status"] == "timeout", item[0]))
         out = {k: v for k, v in rows[0].items() if k != TRACEBACK_TEXT}
+        out.update(place_columns(rows))
         out["status"] = failed[0][1]["status"]
         out["error"] = _errors(failed)
         out["failed_ranks"] = ",".join(str(rank) for rank, _ in sorted(failed))
@@ -94,7 +112,7 @@ def merge(
     out["rank_total_ms_min"] = min(totals)
     out["rank_total_ms_max"] = max(totals)
     out["rank_spread_pct"] = (max(totals) - min(totals)) / max(totals) * 100
-    out["hosts"] = ",".join(sorted({str(row["host"]) for row in rows}))
+    out.update(place_columns(rows))
     odd = [(rank, row) for rank, row in enumerate(rows) if row["status"] != "ok"]
     if odd:
         out["status"] = odd[0][1]["status"]

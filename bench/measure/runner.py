@@ -115,7 +115,8 @@ def run_case(
         "status": "ok",
         "error": "",
         "world_size": world.size,
-        "host": world.host,
+        **world.place(),  # host, node_rank, local_rank
+        "nodes": world.nodes,
         "global_batch_size": global_batch_size(case, world.size),
         "autocast_dtype": dtype_name(mode.autocast_dtype),
         "param_dtype": dtype_name(mode.param_dtype or torch.float32),

@@ -56,6 +56,7 @@ METRIC_COLUMNS = [
     "total_ms_iqr",
     "samples_per_s",
     "world_size",
+    "nodes",
     "global_batch_size",
     "samples_per_s_per_gpu",
     "scaling_efficiency",
@@ -271,6 +272,19 @@ def _with_ranks(df: pd.DataFrame) -> pd.DataFrame:
     df["global_batch_size"] = df["global_batch_size"].fillna(df["batch_size"])
     if "samples_per_s_per_gpu" not in df:
         df["samples_per_s_per_gpu"] = df.get("samples_per_s", math.nan)
+    return _with_nodes(df)
+
+
+def _with_nodes(df: pd.DataFrame) -> pd.DataFrame:
+    """`nodes` and `node_rank` for rows that predate them (and for one-process rows, which have
+    no `nodes`): as many nodes as the row's `hosts`, one without them; node rank 0 where there
+    is one node, unknown otherwise."""
+    hosts = df["hosts"] if "hosts" in df else pd.Series(math.nan, index=df.index)
+    counted = hosts.map(lambda h: len(str(h).split(",")) if isinstance(h, str) and h else 1)
+    nodes = df["nodes"] if "nodes" in df else pd.Series(math.nan, index=df.index)
+    df["nodes"] = nodes.fillna(counted).astype(int)
+    node_rank = df["node_rank"] if "node_rank" in df else pd.Series(math.nan, index=df.index)
+    df["node_rank"] = node_rank.where(node_rank.notna() | (df["nodes"] != 1), 0)
     return df
 
 

@@ -89,6 +89,22 @@ class Row(TypedDict, total=False):
     (`errors/<case id>.txt`, `bench.store.errors`)."""
     world_size: int
     host: str
+    """The host of the row's rank (in a run of several ranks the slowest rank's,
+    `slowest_rank`)."""
+    node_rank: int
+    """The torchrun node (agent) of the row's rank: `GROUP_RANK`. A folder older than the
+    column reads 0 where its ranks ran on one host."""
+    local_rank: int
+    """The row's rank among the ranks of its node: `LOCAL_RANK`."""
+    hosts: str
+    """In a run of several ranks: the distinct hosts of its ranks, sorted, comma-separated."""
+    rank_hosts: str
+    """Each rank's host, in rank order, comma-separated."""
+    rank_node_ranks: str
+    """Each rank's node rank, in rank order, comma-separated ("0,1": rank 1 on node 1)."""
+    nodes: int
+    """How many nodes (torchrun agents) the ranks ran on; 1 in a one-process run, and in a
+    folder older than the column, the number of its `hosts`."""
     global_batch_size: int
     # The recipe as it ran.
     autocast_dtype: str
