@@ -209,7 +209,7 @@ def _fp32_study(parent: Path, **options: object) -> Path:
 def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     # trace_every 0: as a study older than the traces recorded
     run_dir = _fp32_study(tmp_path, trace_every=0)
-    fp32_steps = pd.read_csv(run_dir / tables.TABLES["steps"].file)
+    fp32_steps = tables.read(run_dir, "steps")
 
     real_job, ran = jobs.run_job, []
     monkeypatch.setattr(jobs, "run_job", lambda job: ran.append(job.key) or real_job(job))

@@ -43,7 +43,7 @@ def user_module(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("model", "preset", "message"),
     [
-        ("transformer", None, "--model: 'transformer' is not a workload (mlp, gpt, resnet50) or a"),
+        ("transformer", None, "--model: 'transformer' is not a workload (mlp, gpt, resnet50), a"),
         ("no_such_module:f", None, "--model no_such_module:f: cannot import it"),
         ("my_models:missing", None, "--model my_models:missing: module my_models has no factory"),
         ("my_models:raises", None, "the factory raised RuntimeError: no weights here"),

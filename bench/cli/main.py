@@ -73,12 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     previous = stop_on_sigterm()
     try:
         argv = with_command(sys.argv[1:] if argv is None else argv)
+        if "--debug" not in argv:  # --debug shows the known warnings this leaves out
+            quiet.quiet()
         parser = build_parser()
         args = parser.parse_args(argv)
         args.argv = argv  # what a relaunch repeats
         args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
         with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
-            quiet.quiet()  # after --debug is known: it shows what this leaves out
             return COMMANDS[args.command].command(args)
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)

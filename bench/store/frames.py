@@ -76,6 +76,9 @@ def _arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def write(df: pd.DataFrame, path: Path) -> None:
     """`df` into `path` (`.npz`), as the module says."""
+    # A table grown from an empty one (object columns) holds numbers as objects: stored as
+    # numbers, as a CSV would read them back, not as text.
+    df = df.infer_objects()
     with zipfile.ZipFile(path, "w") as zf:
         for key, array in _arrays(df).items():
             buffer = io.BytesIO()
