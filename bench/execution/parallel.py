@@ -140,6 +140,12 @@ def wrap(
         from torch.distributed.device_mesh import DeviceMesh
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        # FSDP2 shards a parameter along dim 0 of its storage and refuses a non-contiguous one
+        # ("FSDP does not support non-contiguous parameters yet"): a channels-last network's
+        # convolution weights go back to the default layout before sharding (its inputs stay
+        # channels-last; cuDNN then picks the layout of each convolution).
+        if any(not p.is_contiguous() for p in model.parameters()):
+            model.to(memory_format=torch.contiguous_format)
         mesh = DeviceMesh.from_group(group, device)
         policy = MixedPrecisionPolicy(param_dtype=param_dtype(mode), reduce_dtype=p.reduce_dtype)
         # Each block is its own unit (its all-gather and reduce-scatter overlap the others'
