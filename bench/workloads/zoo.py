@@ -98,8 +98,14 @@ def make(
         return no_dropout(model).train()
 
     @functools.cache
-    def on_meta(size: ZooSize) -> nn.Module:
-        return build(size, "meta", 0)
+    def shapes(size: ZooSize) -> nn.Module:
+        """The model for its shapes alone: on the meta device, where it costs no memory, unless
+        its constructor reads a value back (torchvision's RegNets compute their widths with
+        `.tolist()`): then on the CPU."""
+        try:
+            return build(size, "meta", 0)
+        except (NotImplementedError, RuntimeError):
+            return build(size, "cpu", 0)
 
     first = next(iter(presets.values()))
     shape = first.shape
@@ -117,8 +123,8 @@ def make(
         build=build,
         make_batch=lambda size, n, device, seed: heads.make_batch(size.shape, n, device, seed),
         loss=heads.loss,
-        linears=lambda size: structure.linears(on_meta(size)),
-        fp8_excluded=lambda size: structure.fp8_excluded(on_meta(size)),
+        linears=lambda size: structure.linears(shapes(size)),
+        fp8_excluded=lambda size: structure.fp8_excluded(shapes(size)),
         dims=_dims,
         unit="tokens" if shape.text else "samples",
         per_sample=lambda size: size.shape.seq if size.shape.text else 1,
