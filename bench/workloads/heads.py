@@ -77,6 +77,13 @@ def _tokens(shape: Shape, rows: int, cols: int, device: torch.device, gen) -> to
     return ids
 
 
+def _labels(shape: Shape, n: int, device: torch.device, gen) -> torch.Tensor:
+    """One uniform class label per sample (none drawn on the meta device)."""
+    if device.type == "meta":
+        return torch.empty(n, dtype=torch.long, device=device)
+    return torch.randint(0, shape.classes, (n,), generator=gen, device=device)
+
+
 def make_batch(
     shape: Shape, batch_size: int, device: torch.device | str, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -94,11 +101,7 @@ def make_batch(
             if meta
             else torch.randn(size, generator=gen, device=device)
         )
-        labels = (
-            torch.empty(batch_size, dtype=torch.long, device=device)
-            if meta
-            else torch.randint(0, shape.classes, (batch_size,), generator=gen, device=device)
-        )
+        labels = _labels(shape, batch_size, device, gen)
         return images.contiguous(memory_format=torch.channels_last), labels
     if shape.task == "causal-lm":
         ids = _tokens(shape, batch_size, shape.seq + 1, device, gen)
@@ -107,12 +110,7 @@ def make_batch(
     if shape.task == "seq2seq-lm":
         return ids, ids.clone()
     if shape.task == "seq-cls":
-        labels = (
-            torch.empty(batch_size, dtype=torch.long, device=device)
-            if meta
-            else torch.randint(0, shape.classes, (batch_size,), generator=gen, device=device)
-        )
-        return ids, labels
+        return ids, _labels(shape, batch_size, device, gen)
     # masked-lm
     if meta:
         return ids, torch.empty_like(ids)
