@@ -5,14 +5,16 @@
 #             compile): the code path, before the real sizes spend device time
 #   timing    every mode × eager and compile, fused Adam, 10 timed steps, one run per model
 #   numerics  a short numerics study per model (the audit of every mode, the census at one
-#             batch size at steps 0 and 100, 200 steps of convergence per mode, one seed)
-# Usage: [LIMIT=seconds] scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH ...
+#             batch size at the first and last step, STEPS steps of convergence per mode (200
+#             unless the item names fewer: a 1B model's step is too long for 200 in a call),
+#             one seed)
+# Usage: [LIMIT=seconds] scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...
 #   LIMIT: stop starting models this many seconds after the script began (a device command's
 #   limit); a model it stops is killed with SIGINT, which keeps its rows for `--resume`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH ...}"
-part="${2:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH ...}"
+out="${1:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...}"
+part="${2:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...}"
 shift 2
 mkdir -p "$out/results"
 export PYTHONUNBUFFERED=1
@@ -21,7 +23,8 @@ limit="${LIMIT:-0}"
 log="$out/zoo_$part.log"
 status=0
 for item in "$@"; do
-    IFS=@ read -r model preset batch <<<"$item"
+    IFS=@ read -r model preset batch steps <<<"$item"
+    steps="${steps:-200}"
     left=$((limit > 0 ? limit - (SECONDS - start) : 0))
     if ((limit > 0 && left < 30)); then
         echo "== $model: not started, ${left}s left of ${limit}s" | tee -a "$log"
@@ -43,8 +46,8 @@ for item in "$@"; do
             ;;
         numerics)
             "${stop[@]}" ./run_bench.sh numerics --model "$model" --preset "$preset" \
-                --census-batch-sizes "$batch" --histogram-batch "$batch" --checkpoints 0,100 \
-                --conv-batch-sizes "$batch" --seeds 0 --steps 200 --eval-every 50 \
+                --census-batch-sizes "$batch" --histogram-batch "$batch" --checkpoints "0,$steps" \
+                --conv-batch-sizes "$batch" --seeds 0 --steps "$steps" --eval-every $((steps / 4)) \
                 --long-steps 0 --heldout $((4 * batch)) --trace-every 0 \
                 --results-dir "$out/results" 2>&1 | tee -a "$log"
             ;;
