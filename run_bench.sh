@@ -40,6 +40,10 @@ case "${1:-}" in
     pytest)
         shift
         ampbench_python "torch, pandas, tabulate, scipy, matplotlib, pytest, pytest_benchmark"
+        # The suite is a pytest session of its own, never a worker of the caller's: started from
+        # a pytest-xdist worker (a test, a CI step), the inherited PYTEST_XDIST_WORKER would make
+        # pytest-benchmark disable every benchmark and refuse --benchmark-only.
+        unset PYTEST_XDIST_WORKER PYTEST_XDIST_WORKER_COUNT PYTEST_XDIST_TESTRUNUID
         storage="${AMPBENCH_BENCH_STORAGE:-runs/pytest-benchmark}"
         # A storage the caller names is relative to where it ran this, as every path is.
         if [[ -n "${AMPBENCH_BENCH_STORAGE:-}" && "$storage" != /* && "$storage" != *://* ]]; then

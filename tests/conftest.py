@@ -112,8 +112,20 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
     return out
 
 
+def _share_the_cores() -> None:
+    """Under pytest-xdist, each worker takes its share of the cores: torch's CPU ops otherwise
+    start a thread per core in every worker and in every process a test starts, and on a
+    16-core GPU box with 8 workers a one-second CPU test took minutes."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        os.environ.setdefault("OMP_NUM_THREADS", threads)  # the processes tests start
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     suite_options(config)  # a bad --ampbench-* value ends the run here, in one line
+    _share_the_cores()
     # Known warnings of torch and torchao (bench.quiet) stay out of the session's summary, as
     # they stay out of the command line's output; AMPBENCH_DEBUG=1 shows them.
     for line in quiet.pytest_filters():

@@ -112,11 +112,14 @@ def _pytest(storage: Path, *args: str) -> subprocess.CompletedProcess:
     save = [f"--benchmark-storage=file://{storage}", "--benchmark-save=test", "--benchmark-only"]
     suite = ["-p", "no:cacheprovider", "--ampbench-modes", "fp32", "--ampbench-rounds", "2"]
     pytest_ = [sys.executable, "-m", "pytest", "tests/benchmarks", "-m", "bench_suite", "-q"]
+    # Its own session, as run_bench.sh makes it, also when this test runs in an xdist worker.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
     return subprocess.run(
         [*pytest_, *save, *suite, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env=env,
         timeout=300,
         check=False,
     )

@@ -72,3 +72,12 @@ def test_the_readme_block_links_every_run(tmp_path):
     block = readme.Block("zoo", "results/a", {"with": "b"}, "", 1)
     text = readme.generate(block, root=tmp_path)
     assert "`hf:gpt2`" in text and "`hf:bert`" in text and "and [`b`]" in text
+
+
+def test_a_run_that_stopped_early_says_so_under_the_table(tmp_path):
+    a = write_run(tmp_path / "a", _rows("hf:bert", fp8=True), gpu="NVIDIA H200")
+    b = write_run(tmp_path / "b", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200")
+    models = [(results.load(f), []) for f in (a, b)]
+    text = "\n".join(zoo.table(models, "fused", expected=[18, 5]))
+    assert "`hf:bert` has 5 of its 18 cases (its run stopped early" in text
+    assert "`hf:gpt2` has" not in text  # all 5 of its cases are there

@@ -278,7 +278,8 @@ def _zoo(run: Path, options: dict[str, str], link: str) -> str:
             raise UsageError(f"ampbench:zoo: {folder.name} is not a run folder")
     studies = [study_tables.load(run.parent / n) for n in names]
     models = [(rows, zoo.studies_of(rows, studies)) for rows in map(results.load, runs)]
-    return "\n".join(zoo.table(models, options.get("optimizer", "fused")))
+    expected = [results.read_env(r).get("expected_cases") for r in runs]
+    return "\n".join(zoo.table(models, options.get("optimizer", "fused"), expected))
 
 
 KINDS = {

@@ -115,9 +115,21 @@ def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
     ]
 
 
-def table(models: list[tuple[pd.DataFrame, list[dict]]], optimizer: str) -> list[str]:
-    """The markdown table, one row per (rows, studies), and its notes."""
+def table(
+    models: list[tuple[pd.DataFrame, list[dict]]],
+    optimizer: str,
+    expected: list[int | None] | None = None,
+) -> list[str]:
+    """The markdown table, one row per (rows, studies), and its notes; `expected` gives each
+    timing run's number of cases (env.json's `expected_cases`), so that a run that stopped early
+    says so under the table instead of passing for a whole grid."""
     df = pd.DataFrame([model_row(r, s, optimizer) for r, s in models], columns=COLUMNS)
+    counts = expected or [None] * len(models)
+    stopped = [
+        f"{row} has {len(rows)} of its {n} cases (its run stopped early; the row reads those)"
+        for row, (rows, _), n in zip(df["model"], models, counts, strict=True)
+        if n and len(rows) < n
+    ]
     notes = [
         f"{optimizer} Adam, each model at its largest batch measured; × fp32 and × TF32 are "
         "fp32's and TF32's step time at the same variant over the recipe's; without a numerics "
@@ -125,4 +137,6 @@ def table(models: list[tuple[pd.DataFrame, list[dict]]], optimizer: str) -> list
     ]
     if any(not s for _, s in models):
         notes.append(f"`–` in the study's columns: {NO_STUDY} yet.")
+    if stopped:
+        notes.append("; ".join(stopped) + ".")
     return [df.to_markdown(index=False, disable_numparse=True), "", " ".join(notes)]
