@@ -291,3 +291,17 @@ def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
     # A recipe whose rows hold no activation or produced gradient: no sentence, not an empty one.
     only_param = [*rows[:4], {**rows[-1], "mode": "fp8-rowwise"}]
     assert recipe_census_sentences(pd.DataFrame(only_param)) == []
+
+
+def test_bf16_error_as_large_as_the_gradient_is_not_read_as_mantissa_bits():
+    t = _tables({1024: 0.0}, 0.1)
+    text = _text(t)  # bf16 8e-3 against scaled fp16 1e-3: a few bits
+    assert "8.00e-03 with bf16 and 1.00e-03 with scaled fp16, 8.0 times larger: bf16 keeps" in text
+    assert "its direction" not in text
+    lost = {"bf16-amp": 1.2, "fp16-amp": 0.6}
+    t["census"]["rel_err"] = t["census"]["mode"].map(lost).fillna(t["census"]["rel_err"])
+    text = _text(t)
+    assert (
+        "1.20e+00 with bf16 and 6.00e-01 with scaled fp16, 2.0 times larger: errors of the" in text
+    )
+    assert "3 fewer mantissa bits" not in text

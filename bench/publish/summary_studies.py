@@ -19,7 +19,13 @@ import pandas as pd
 
 from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
-from bench.numerics.render.answer import FLUSH_LIMIT, LOSS_GAP, bf16_against_fp16_error
+from bench.numerics.render.answer import (
+    FLUSH_LIMIT,
+    LOSS_GAP,
+    LOST,
+    LOST_CLAUSE,
+    bf16_against_fp16_error,
+)
 from bench.publish.prose import batch_sizes, figure, joined
 from bench.recipes import catalog
 
@@ -271,10 +277,10 @@ def bf16_line(studies: list[dict]) -> str | None:
     errors = bf16_against_fp16_error(census)
     if errors is not None:
         bf, fp = errors
+        why = LOST_CLAUSE if bf >= LOST else "it keeps float32's range with 3 fewer mantissa bits"
         parts.append(
             f"its gradients are {figure(bf / fp)}× further from {reference}'s than scaled "
-            f"fp16's (median relative error {figure(bf)} against {figure(fp)}): it keeps "
-            "float32's range with 3 fewer mantissa bits"
+            f"fp16's (median relative error {figure(bf)} against {figure(fp)}): {why}"
         )
     if not parts:
         return None

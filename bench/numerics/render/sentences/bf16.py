@@ -21,14 +21,32 @@ def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
     return (bf, fp) if bf == bf and fp == fp and fp > 0 else None
 
 
+LOST = 0.5
+"""A median relative error from this on is of the order of the gradient itself (a zero gradient's
+is 1): the low-precision gradient has lost its direction, not a few bits, and the ratio of two
+formats' errors no longer measures their mantissas. ResNet-50 at random initialisation in
+training mode is such a model (its study on an H200: results/20261201T162941Z_*_numerics)."""
+
+LOST_CLAUSE = (
+    "errors of the order of the gradient itself (a zero gradient's is 1) say that its direction, "
+    "not a few bits, was lost on the way back through the network, so this ratio says little "
+    "about the two formats' mantissas"
+)
+
+
 def bf16_sentences(census: pd.DataFrame) -> list[str]:
     """bf16's gradient error against scaled fp16's, and why: its range, and its mantissa."""
     errors = bf16_against_fp16_error(census)
     if errors is None:
         return []
     bf, fp = errors
+    why = (
+        LOST_CLAUSE
+        if bf >= LOST
+        else "bf16 keeps float32's range, so it needs no scaler, but has 3 fewer mantissa bits"
+    )
     return [
         f"**What bf16 gives up.** The median relative error of a gradient tensor against fp32 "
         f"is {bf:.2e} with bf16 and {fp:.2e} with scaled fp16, {bf / fp:.1f} times larger: "
-        f"bf16 keeps float32's range, so it needs no scaler, but has 3 fewer mantissa bits."
+        f"{why}."
     ]
