@@ -261,3 +261,21 @@ def test_pages_render_in_chromium_with_no_console_error(site):
     for name in ("front", "run", "history"):
         assert (shots / f"{name}.png").read_bytes().startswith(b"\x89PNG")
     print(f"screenshots in {shots} ({time.monotonic() - start:.1f} s in Chromium)")
+
+
+def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
+    from bench.publish import runs
+    from bench.publish.site import front
+
+    res = tmp_path / "results"
+    for name, day in ((A, "29"), (B, "30")):
+        write_run(res / name, small_grid(), gpu=H200, started=f"2026-11-{day}T10:00:00+00:00")
+    timing = [r for r in runs.run_folders(res) if r.kind == "timing"]
+    ((name, piece),) = front.answers(timing, res)  # one workload, and no page names a run
+    assert name == "mlp tiny on NVIDIA H200" and f"[`{B}`]({B})" in piece.text
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "models.md").write_text(
+        f"<!-- ampbench:found ../results/{A} -->\n<!-- /ampbench:found -->\n"
+    )
+    ((name, piece),) = front.answers(timing, res)  # the page's block, not the newest run
+    assert f"[`{A}`](../results/{A}" in piece.text and piece.source_dir == tmp_path / "docs"

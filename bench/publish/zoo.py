@@ -37,6 +37,8 @@ COLUMNS = (
     "float8",
     "fp16 without GradScaler",
 )
+STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
+"""The columns only a numerics study of the model can fill."""
 
 
 def _recipe(row: pd.Series) -> str:
@@ -126,17 +128,22 @@ def table(
     df = pd.DataFrame([model_row(r, s, optimizer) for r, s in models], columns=COLUMNS)
     counts = expected or [None] * len(models)
     stopped = [
-        f"{row} has {len(rows)} of its {n} cases (its run stopped early; the row reads those)"
+        f"{row}: its run stopped early, with {len(rows)} of its {n} cases measured; its row "
+        "compares those alone"
         for row, (rows, _), n in zip(df["model"], models, counts, strict=True)
         if n and len(rows) < n
     ]
+    study_columns = " and ".join(f'"{c}"' for c in STUDY_COLUMNS)
     notes = [
-        f"{optimizer} Adam, each model at its largest batch measured; × fp32 and × TF32 are "
-        "fp32's and TF32's step time at the same variant over the recipe's; without a numerics "
-        "study the speedups and memory are the fastest recipe's."
+        f"The preset is in brackets; {optimizer} Adam; each model at its largest batch measured.",
+        "× fp32 and × TF32: fp32's and TF32's step time over the recipe's at the same variant, "
+        "the recipe being the fastest that trains like fp32 where a numerics study says which, "
+        "else the fastest; peak GiB is that recipe's.",
+        "fp16 without GradScaler: the study's verdict, with the largest share of one gradient "
+        "tensor that fp16 without a scaler underflowed to zero.",
     ]
     if any(not s for _, s in models):
-        notes.append(f"`–` in the study's columns: {NO_STUDY} yet.")
+        notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")
     if stopped:
         notes.append("; ".join(stopped) + ".")
     return [df.to_markdown(index=False, disable_numparse=True), "", " ".join(notes)]

@@ -4,10 +4,10 @@ history.
 
 The answer and the headline are the README's generated blocks (`bench.publish.readme`), made
 afresh from the folders their markers name: the `summary` and `found` blocks of the README.md
-beside the results folder, each under its workload (model and size, GPU). A workload no block
-covers (and every workload, where no README names runs of this folder) gets what its newest
-timing run found, as a `found` block would quote it. The run of record is the one the README's
-headline marker names, else the newest timing run.
+beside the results folder, then of its docs/*.md pages, each under its workload (model and size,
+GPU). A workload no block covers (and every workload, where no page names runs of this folder)
+gets what its newest timing run found, as a `found` block would quote it. The run of record is
+the one the README's headline marker names, else the newest timing run.
 """
 
 from __future__ import annotations
@@ -50,12 +50,20 @@ def workload(run: Run) -> str:
     return f"{cfg.get('model', 'mlp')} {cfg.get('preset') or sizes} on {run.env.get('gpu')}"
 
 
-def _blocks(results_dir: Path) -> tuple[Path, list[readme.Block]]:
-    path = results_dir.parent / index.PROJECT_README
+def _blocks(results_dir: Path, path: Path | None = None) -> tuple[Path, list[readme.Block]]:
+    """A page's generated blocks (the README.md beside the results folder unless `path`)."""
+    path = path or results_dir.parent / index.PROJECT_README
     try:
         return path, readme.blocks(path.read_text(encoding="utf-8"))
     except (OSError, UsageError):
         return path, []
+
+
+def _pages(results_dir: Path) -> list[tuple[Path, list[readme.Block]]]:
+    """The README's blocks, then each docs/*.md page's: a built-in model's answer is in
+    docs/own-model.md, where it went when the README made room for the model zoo's table."""
+    docs = sorted((results_dir.parent / "docs").glob("*.md"))
+    return [_blocks(results_dir), *(_blocks(results_dir, page) for page in docs)]
 
 
 def _generate(block: readme.Block, root: Path) -> Piece | None:
@@ -72,16 +80,17 @@ def _block(kind: str, run: Run, results_dir: Path, **options: str) -> readme.Blo
 
 
 def answers(timing: list[Run], results_dir: Path) -> list[tuple[str, Piece]]:
-    """(workload, its answer) for every workload of the timing runs, the README's first."""
-    path, blocks = _blocks(results_dir)
+    """(workload, its answer) for every workload of the timing runs: the README's blocks first,
+    then the docs pages' in the order of their names."""
     by_path = {r.path.resolve(): r for r in timing}
     out: dict[str, Piece] = {}
-    for block in blocks:
-        run = by_path.get((path.parent / block.run).resolve())
-        if block.kind in ANSWERS and run is not None and workload(run) not in out:
-            piece = _generate(block, path.parent)
-            if piece is not None:
-                out[workload(run)] = piece
+    for path, blocks in _pages(results_dir):
+        for block in blocks:
+            run = by_path.get((path.parent / block.run).resolve())
+            if block.kind in ANSWERS and run is not None and workload(run) not in out:
+                piece = _generate(block, path.parent)
+                if piece is not None:
+                    out[workload(run)] = piece
     for run in reversed(timing):  # newest first
         if workload(run) not in out and "ended" in run.env:
             piece = _generate(_block("found", run, results_dir), results_dir)
