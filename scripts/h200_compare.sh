@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The evidence that comparing two commits raises no false alarm and catches a slowdown
+# (docs/comparing.md), with the project's own commands, on the machine it runs on.
+#
+# The device gets a copy of the working tree without its history, so this makes a scratch git
+# repository of that copy (one commit, branch `base`, whose message names AMPBENCH_GIT_COMMIT) and
+# on top of it branch `slow5`, whose training step forwards a fifth of the batch once more under
+# no_grad: a slowdown of a few percent of the step, which the comparisons themselves measure.
+# The project's repository, worktrees and runs/ are not touched.
+#   pytest  AA+1 saves of `./run_bench.sh pytest` at its defaults, each timed, every one after the
+#           first under the documented gate against the save before it
+#           (--benchmark-compare=PREVIOUS --benchmark-compare-fail=median:10%): AA pairs of one
+#           commit; then one save of slow5 under the gate against the last. gate.csv: one row each.
+#   ab      `ampbench ab base base` AA times and `ampbench ab base slow5` SLOW times, ab's
+#           defaults, on the cases of the default pytest suite (the MLP at its seed size, batch
+#           1024, fused Adam, fp32, tf32, fp16-amp, bf16-amp, eager); each comparison a folder
+#           under OUT_DIR/ab with its verdicts.csv.
+# Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [GRID="run options"] scripts/h200_compare.sh OUT_DIR pytest|ab
+#   LIMIT: start no new step this many seconds after the script began (a device command's limit).
+#   GRID: the ab grid's run options, and for `pytest` its --ampbench-* options (a CPU check:
+#   GRID="--device cpu --preset tiny" for ab, GRID="--ampbench-preset tiny" for pytest).
+set -uo pipefail
+usage="usage: scripts/h200_compare.sh OUT_DIR pytest|ab"
+out="${1:?$usage}"
+part="${2:?$usage}"
+mkdir -p "$out" && out="$(cd "$out" && pwd)"
+here="$(cd "$(dirname "$0")/.." && pwd)"
+start=$SECONDS
+limit="${LIMIT:-0}"
+aa="${AA:-5}"
+slow="${SLOW:-2}"
+export PYTHONUNBUFFERED=1
+log="$out/compare_$part.log"
+
+# The scratch repository: the copy's files as git would track them (.gitignore applies).
+repo="$(mktemp -d)/ampbench"
+mkdir -p "$repo"
+tar -C "$here" --exclude=./.git --exclude=./.venv --exclude=./runs --exclude=./.gpu \
+    --exclude=./.whl -cf - . | tar -C "$repo" -xf -
+cd "$repo" || exit 1
+git init -q -b base . && git add -A
+ident=(-c user.name=ampbench -c user.email=ampbench@localhost)
+git "${ident[@]}" commit -qm "base: the working tree of ${AMPBENCH_GIT_COMMIT:-an unknown commit}"
+git checkout -q -b slow5
+python3 - <<'EOF' || exit 1
+from pathlib import Path
+
+path = Path("bench/recipes/step.py")
+text = path.read_text()
+old = """    with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
+        return s.compute(s.x, s.y)
+"""
+new = """    with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
+        with torch.no_grad():  # slow5: a fifth of the batch forwarded once more
+            n = max(1, s.x.shape[0] // 5)
+            s.compute(s.x[:n], s.y[:n])
+        return s.compute(s.x, s.y)
+"""
+assert text.count(old) == 1, "bench/recipes/step.py's forward has changed: update slow5"
+path.write_text(text.replace(old, new))
+EOF
+git "${ident[@]}" commit -qam "slow5: the training step forwards a fifth of the batch once more"
+git checkout -q base
+git -C "$repo" log --format='%h %s' base slow5 | tee "$out/commits.txt"
+git -C "$repo" diff base slow5 > "$out/slow5.diff"
+# Each save and round names the scratch commit it ran, not the copied tree's.
+unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY
+
+left() {  # left NAME: 0 when there is time to start it, else logs why not
+    if ((limit > 0 && SECONDS - start > limit)); then
+        echo "== $1: not started, ${limit}s were used" | tee -a "$log"
+        return 1
+    fi
+}
+
+case "$part" in
+    pytest)
+        export AMPBENCH_BENCH_STORAGE="$out/storage"
+        read -ra grid <<<"${GRID:-}"
+        echo "save,revision,gate,exit,seconds" > "$out/gate.csv"
+        save() {  # save N REVISION [gate options]
+            local n=$1 rev=$2 t0=$SECONDS code
+            shift 2
+            git checkout -q "$rev"
+            echo "== save $n ($rev) $*" | tee -a "$log"
+            ./run_bench.sh pytest "${grid[@]}" "$@" >>"$log" 2>&1
+            code=$?
+            echo "$n,$rev,${1:-none},$code,$((SECONDS - t0))" | tee -a "$out/gate.csv"
+        }
+        gate=(--benchmark-compare-fail=median:10%)
+        save 1 base
+        for ((i = 2; i <= aa + 1; i++)); do
+            left "save $i" || break
+            save "$i" base "--benchmark-compare=$(printf %04d $((i - 1)))" "${gate[@]}"
+        done
+        if left "the slow5 save"; then
+            save "$((aa + 2))" slow5 "--benchmark-compare=$(printf %04d $((aa + 1)))" "${gate[@]}"
+        fi
+        git checkout -q base
+        ;;
+    ab)
+        read -ra grid <<<"${GRID:---preset seed --batch-sizes 1024 --optimizers fused --modes fp32,tf32,fp16-amp,bf16-amp --variants eager --no-overhead}"
+        compare() {  # compare TAG REV_A REV_B
+            local t0=$SECONDS
+            echo "== ab $2 $3 ($1)" | tee -a "$log"
+            python3 -m bench ab "$2" "$3" "${grid[@]}" --results-dir "$out/ab" --tag "$1" \
+                >>"$log" 2>&1
+            echo "== $1 exit $? seconds $((SECONDS - t0))" | tee -a "$log"
+        }
+        # The slowdown between the A/A pairs, so that each kind meets the machine's drift.
+        for ((i = 1; i <= aa || i <= slow; i++)); do
+            if ((i <= aa)); then left "aa-$i" && compare "aa-$i" base base; fi
+            if ((i <= slow)); then left "slow-$i" && compare "slow-$i" base slow5; fi
+        done
+        ;;
+    *)
+        echo "h200_compare.sh: unknown part $part (pytest, ab)" >&2
+        exit 2
+        ;;
+esac
