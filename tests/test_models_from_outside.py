@@ -224,3 +224,31 @@ def test_the_docs_hf_example_runs_as_it_is(tmp_path):
     df = results.load(folder)
     assert list(df["status"]) == ["ok", "ok"]
     assert dict(zip(df["mode"], df["output_dtype"], strict=True))["bf16-amp"] == "bfloat16"
+
+
+def test_a_zoo_model_has_its_own_batch_sizes_and_study_sizes():
+    pytest.importorskip("transformers")
+    pytest.importorskip("timm")
+    from bench.cases.choices import DEFAULT_BATCH_SIZES
+    from bench.cases.grid import RunConfig
+    from bench.numerics.measure.config import defaults
+
+    # Where --batch-sizes is not given: sequences of a transformer, images of a CNN, never the
+    # MLP's thousands; given, they are what the user asked for.
+    sizes = {
+        model: (
+            RunConfig.build(device="cuda", preset=None, model=model).batch_sizes,
+            RunConfig.build(device="cpu", preset=None, model=model).batch_sizes,
+        )
+        for model in ("hf:gpt2", "timm:resnet18", "mlp")
+    }
+    assert sizes["hf:gpt2"] == ((8, 32), (2, 8))
+    assert sizes["timm:resnet18"] == ((32, 128), (2, 8))
+    assert sizes["mlp"] == (DEFAULT_BATCH_SIZES, DEFAULT_BATCH_SIZES)
+    asked = RunConfig.build(device="cpu", preset=None, model="hf:gpt2", batch_sizes=[4])
+    assert asked.batch_sizes == (4,)
+    # A GPU study of a zoo model at its real size: batches that fit, a held-out set of its own.
+    text, image, mlp = (defaults("cuda", m) for m in ("hf:gpt2", "timm:resnet18", "mlp"))
+    assert text["census_batch_sizes"] == (2, 8) and text["heldout"] == 32
+    assert image["conv_batch_sizes"] == (32, 128) and image["heldout"] == 256
+    assert max(mlp["census_batch_sizes"]) > max(image["census_batch_sizes"])

@@ -193,6 +193,8 @@ class RunConfig:
         axes = {}
         for name, how in cases.swept().items():
             values = chosen.pop(how.plural, None)
+            if not values and name == "batch_size":
+                values = workload.batch_sizes.get(device)  # a zoo model's own, else the MLP's
             axes[name] = tuple(values or new_run_default(name, device, world_size))
         if device == "cpu" and given.get("modes") is None:
             # A CPU smoke run's default grid holds the modes that can run on the CPU: the others

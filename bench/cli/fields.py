@@ -112,6 +112,8 @@ def _axis_default(name: str) -> str:
         return ",".join(map(str, grid.new_run_default(name, device, world_size)))
 
     gpu, cpu, ranked = text("cuda"), text("cpu"), text("cuda", 2)
+    if name == "batch_size":
+        return f"{gpu}; a zoo model (hf:, timm:, torchvision:) has its own (docs/own-model.md)"
     if gpu != cpu:
         return f"{gpu} on a GPU, {cpu} on the CPU"
     return f"{gpu}; {ranked} with --gpus N > 1" if ranked != gpu else gpu

@@ -129,7 +129,38 @@ def make(
         unit="tokens" if shape.text else "samples",
         per_sample=lambda size: size.shape.seq if size.shape.text else 1,
         task=task,
+        batch_sizes=TEXT_BATCHES if shape.text else IMAGE_BATCHES,
+        numerics=TEXT_NUMERICS if shape.text else IMAGE_NUMERICS,
     )
+
+
+# A zoo model's own defaults where the user gives none: the MLP's batch sizes of thousands and
+# its study of 8192 held-out samples would not fit a transformer's sequences or 224×224 images.
+# On the GPU the model is at its real size (hundreds of sequences or images are already a
+# memory limit there: an `oom` row says so); on the CPU at `tiny`, a smoke run of seconds.
+TEXT_BATCHES = {"cuda": (8, 32), "cpu": (2, 8)}
+"""Sequences per batch (GPT-2's fp32 step at 8 of 1024 tokens on an H200, and its peak memory:
+results/20261201T143013Z_NVIDIA-H200_4f46cd0)."""
+IMAGE_BATCHES = {"cuda": (32, 128), "cpu": (2, 8)}
+"""Images per batch, as the resnet50 workload's study measures them."""
+TEXT_NUMERICS = {
+    "cuda": {
+        "census_batch_sizes": (2, 8),
+        "histogram_batch": 8,
+        "conv_batch_sizes": (2, 8),
+        "heldout": 32,
+        # A traced step copies every weight: every 20th step, as the built-in GPT's study does.
+        "trace_every": 20,
+    },
+}
+IMAGE_NUMERICS = {
+    "cuda": {
+        "census_batch_sizes": (32, 128),
+        "histogram_batch": 128,
+        "conv_batch_sizes": (32, 128),
+        "heldout": 256,
+    },
+}
 
 
 def _dims(size: ZooSize) -> tuple[int, int, int]:
