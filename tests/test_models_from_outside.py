@@ -252,3 +252,21 @@ def test_a_zoo_model_has_its_own_batch_sizes_and_study_sizes():
     assert text["census_batch_sizes"] == (2, 8) and text["heldout"] == 32
     assert image["conv_batch_sizes"] == (32, 128) and image["heldout"] == 256
     assert max(mlp["census_batch_sizes"]) > max(image["census_batch_sizes"])
+
+
+@pytest.mark.parametrize("spec", ["hf:bert:causal-lm", "hf:gpt2"])
+def test_a_causal_lm_never_sees_the_token_it_predicts(spec):
+    pytest.importorskip("transformers")
+    import torch
+
+    from bench.workloads.registry import get
+
+    workload = get(spec)
+    size = workload.size("tiny")
+    model = workload.build(size, "cpu", 0).eval()
+    x, _ = workload.make_batch(size, 1, "cpu", 0)
+    later = x.clone()
+    later[0, 10] = (later[0, 10] + 1) % 200  # a token after position 9 changes...
+    with torch.no_grad():
+        before, after = model(input_ids=x).logits, model(input_ids=later).logits
+    assert torch.equal(before[0, :10], after[0, :10])  # ...and no prediction before it does

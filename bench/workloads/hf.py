@@ -14,8 +14,9 @@ config has is shrunk, `TINY`) and, for a few model types, named real sizes (`NAM
 Llama-3.2-1B-shaped `1b`, ...). Sequences are the model's positions, at most `MAX_SEQ` tokens.
 
 What ampbench sets on every config, and why: dropout off (`bench.workloads.zoo`); `use_cache`
-off (a training step keeps no key-value cache); a padding id where a sequence classifier needs
-one (it reads the last non-padding token).
+off (a training step keeps no key-value cache); `is_decoder` on for a causal LM (an encoder's LM
+head masks the future only then); a padding id where a sequence classifier needs one (it reads
+the last non-padding token).
 """
 
 from __future__ import annotations
@@ -183,6 +184,10 @@ def _prepare(config: object, task: str) -> None:
             setattr(config, key, 0.0)
     if hasattr(config, "use_cache"):
         config.use_cache = False
+    if task == "causal-lm" and getattr(config, "is_decoder", True) is False:
+        # An encoder's LM head (BertLMHeadModel) masks the future only as a decoder: without
+        # this each position would see the token it predicts.
+        config.is_decoder = True
     if task == "seq-cls" and getattr(config, "pad_token_id", None) is None:
         eos = getattr(config, "eos_token_id", None)
         config.pad_token_id = (eos[0] if isinstance(eos, list) else eos) or 0
