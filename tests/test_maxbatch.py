@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from bench.cli import main
 from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig, search
 from bench.publish import render
@@ -143,3 +144,22 @@ def test_an_unsupported_mode_beside_one_that_trains():
     table = summarize_trials(pd.DataFrame(trials), limit=16)
     assert list(table["largest_batch"].isna()) == [False, True]
     assert table.loc[1, "limited_by"] == "unsupported: float8 needs CUDA"
+
+
+def test_an_interrupted_search_says_so_and_claims_no_limit(monkeypatch, tmp_path, capsys):
+    real_build = maxbatch.build
+
+    def build(case, **kwargs):
+        if case.batch_size > 16:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the search
+        return real_build(case, **kwargs)
+
+    monkeypatch.setattr(maxbatch, "build", build)
+    argv = ["maxbatch", "--device", "cpu", "--preset", "tiny", "--modes", "fp32"]
+    assert main([*argv, "--start", "8", "--limit", "256", "--results-dir", str(tmp_path)]) == 130
+    (run_dir,) = tmp_path.iterdir()
+    assert "the trials that finished are kept in" in capsys.readouterr().err
+    report = (run_dir / results.REPORT).read_text()  # rendered although the search was cut
+    assert "This search stopped before it ended" in report
+    assert "not known: the search stopped at batch 16, short of its limit (256)" in report
+    assert "every size tried trained" not in report

@@ -8,6 +8,7 @@ import dataclasses
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cli import argv, fields
 from bench.cli import options as o
+from bench.faults import Interrupted
 
 NAME = "maxbatch"
 
@@ -35,12 +36,17 @@ def command(args: argparse.Namespace) -> int:
             preset=args.preset,
             **fields.given(args, MaxBatchConfig),
         )
-    run_dir = maxbatch.start(
-        cfg,
-        results_dir=argv.results_dir(args),
-        command=argv.command_line(args.argv, args.parser),
-        tag=args.tag,
-    )
+    try:
+        run_dir = maxbatch.start(
+            cfg,
+            results_dir=argv.results_dir(args),
+            command=argv.command_line(args.argv, args.parser),
+            tag=args.tag,
+        )
+    except Interrupted as exc:  # the report of the trials kept, then the line
+        if exc.folder is not None and exc.folder.is_dir():
+            render.after_job(exc.folder)
+        raise
     render.after_job(run_dir)
     print(run_dir)
     return 0

@@ -26,7 +26,7 @@ import torch
 from bench.cases.case import Case
 from bench.cases.maxbatch import MaxBatchConfig
 from bench.execution.variants import VARIANTS, prepare, unsupported_reason
-from bench.faults import fault
+from bench.faults import Interrupted, Terminated, fault
 from bench.jobs import base
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
@@ -130,16 +130,27 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | No
         suffix=folders.tagged("_maxbatch", tag),
     ) as folder:
         base.log(f"largest-batch folder {folder.path}")
-        for mode in cfg.modes:
-            for variant in cfg.variants:
+        try:
+            for mode in cfg.modes:
+                for variant in cfg.variants:
 
-                def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
-                    row = trial(cfg.case(mode, variant, batch))
-                    row = errors.keep(folder.path, row, str(row["case_id"]))
-                    results.append_jsonl(folder.path / results.TRIALS, row)
-                    base.log(f"{mode}/{variant} batch {batch}: {row['status']}")
-                    return row
+                    def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
+                        row = trial(cfg.case(mode, variant, batch))
+                        row = errors.keep(folder.path, row, str(row["case_id"]))
+                        results.append_jsonl(folder.path / results.TRIALS, row)
+                        base.log(f"{mode}/{variant} batch {batch}: {row['status']}")
+                        return row
 
-                search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
+                    search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: its command renders what finished
+            how, status = (
+                ("stopped (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+            )
+            raise Interrupted(
+                f"{how}: the trials that finished are kept in {folder.path}; a search starts "
+                "afresh (--modes and --start choose where)",
+                folder=folder.path,
+                status=status,
+            ) from None
         folder.finish()
     return folder.path

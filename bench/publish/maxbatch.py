@@ -25,7 +25,14 @@ def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
         failed = g[g["status"] != "ok"].sort_values("batch_size")
         best = good.iloc[-1] if len(good) else None
         first_bad = failed.iloc[0] if len(failed) else None
-        if first_bad is None:
+        if first_bad is None and best is not None and limit and best["batch_size"] < limit:
+            # Nothing failed, yet the limit was not reached: the search was stopped (Ctrl-C, a
+            # time limit) before it ended.
+            stop = (
+                f"not known: the search stopped at batch {int(best['batch_size'])}, short of "
+                f"its limit ({limit})"
+            )
+        elif first_bad is None:
             stop = f"the search's limit ({limit}): every size tried trained"
         elif first_bad["status"] == "unsupported":  # refused before any trial ran
             stop = f"unsupported: {first_bad['error']}"
@@ -75,6 +82,12 @@ def render(run_dir: Path) -> Path:
         "memory still allocated after that cleanup (0 means nothing leaked into the next trial).",
         "",
     ]
+    if "ended" not in info:
+        lines += [
+            "**This search stopped before it ended** (interrupted, or still running): a mode "
+            "whose search had not failed yet is limited by `not known`.",
+            "",
+        ]
     if trials.empty:
         lines += ["No trial finished."]
     else:
