@@ -247,6 +247,10 @@ def test_a_zoo_model_has_its_own_batch_sizes_and_study_sizes():
     assert sizes["mlp"] == (DEFAULT_BATCH_SIZES, DEFAULT_BATCH_SIZES)
     asked = RunConfig.build(device="cpu", preset=None, model="hf:gpt2", batch_sizes=[4])
     assert asked.batch_sizes == (4,)
+    # The harness-overhead check: on the CPU for the MLP alone, on a GPU for every model.
+    on = {m: RunConfig.build(device="cpu", preset=None, model=m).overhead for m in sizes}
+    assert on == {"hf:gpt2": False, "timm:resnet18": False, "mlp": True}
+    assert RunConfig.build(device="cuda", preset=None, model="hf:gpt2").overhead
     # A GPU study of a zoo model at its real size: batches that fit, a held-out set of its own.
     text, image, mlp = (defaults("cuda", m) for m in ("hf:gpt2", "timm:resnet18", "mlp"))
     assert text["census_batch_sizes"] == (2, 8) and text["heldout"] == 32

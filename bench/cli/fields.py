@@ -80,7 +80,9 @@ def add(
         metavar = flag(f).removeprefix("--").upper().replace("-", "_")
         if f.type in ("bool", bool):
             store = "store_false" if flag(f).startswith("--no-") else "store_true"
-            p.add_argument(*options, dest=f.name, action=store, help=text)
+            # None when not given, as every other option: the config's own default applies,
+            # which may depend on the rest (`RunConfig.build`'s overhead check on the CPU).
+            p.add_argument(*options, dest=f.name, action=store, default=None, help=text)
             continue
         check = f.metadata.get("check")
         many = str(f.type).startswith("tuple")
