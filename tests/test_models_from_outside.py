@@ -175,6 +175,12 @@ def test_zoo_names_parse_and_bad_ones_are_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and bad in err[0] and said in err[0]
     assert not any(tmp_path.iterdir())
+    # A config.json of the user's that names no model type says what to add.
+    config = tmp_path.parent / "config.json"
+    config.write_text('{"n_layer": 2, "n_embd": 64}')
+    assert main([*argv, "--model", f"hf:{config}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "model_type None" in err[0] and '"model_type": "gpt2"' in err[0]
 
 
 def test_a_head_ampbench_cannot_feed_is_an_unsupported_row():

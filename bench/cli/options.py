@@ -103,7 +103,13 @@ def add_preset(
     ),
 ) -> None:
     named = "; ".join(f"{model}: {', '.join(names)}" for model, names in choices.WORKLOADS.items())
-    p.add_argument("--preset", help=f"the model's size preset ({named}; default: {default})")
+    # The zoo's presets are known once a model is named: these are the ones every zoo model has,
+    # and the real sizes some transformers types add (`bench.workloads.hf.NAMED`).
+    zoo = (
+        "hf:, timm:, torchvision: models: default (the real size), tiny; hf:llama 1b; "
+        "hf:t5, hf:bart base"
+    )
+    p.add_argument("--preset", help=f"the model's size preset ({named}; {zoo}; default: {default})")
 
 
 def add_results_dir(

@@ -135,9 +135,15 @@ def _config(name: str) -> object:
     if local.is_file():
         try:
             data = json.loads(local.read_text(encoding="utf-8"))
-            return CONFIG_MAPPING[data["model_type"]].from_dict(data)
-        except (OSError, ValueError, KeyError) as exc:
+        except (OSError, ValueError) as exc:
             raise UsageError(f"--model hf:{name}: not a transformers config ({exc})") from exc
+        kind = data.get("model_type") if isinstance(data, dict) else None
+        if kind not in CONFIG_MAPPING:
+            raise UsageError(
+                f"--model hf:{name}: model_type {kind!r} is not a transformers model type: a "
+                'config.json names its model type, as in "model_type": "gpt2"'
+            )
+        return CONFIG_MAPPING[kind].from_dict(data)
     if name in CONFIG_MAPPING:
         return CONFIG_MAPPING[name]()
     if "/" in name and not os.path.isabs(name):

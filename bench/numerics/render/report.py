@@ -75,8 +75,9 @@ def render(t: dict) -> str:
             else []
         ),
         *_provenance(env),
-        f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s), torch {env.get('torch')}, CUDA "
-        f"{env.get('cuda')}, commit `{env.get('commit')}`{dirty}. {_model(cfg)}. Stress "
+        f"{_where(env, cfg)}, torch {env.get('torch')}"
+        f"{', CUDA ' + str(env['cuda']) if env.get('cuda') else ''}, "
+        f"commit `{env.get('commit')}`{dirty}. {_model(cfg)}. Stress "
         f"settings: {stress}.",
         "",
     ]
@@ -105,6 +106,13 @@ def render(t: dict) -> str:
     ]
     out += [f"{sentence}\n" for sentence in answer(t, str(env.get("torch")))]
     return "\n".join(out)
+
+
+def _where(env: dict, cfg: dict) -> str:
+    """The machine the study ran on: its GPU and workers, or the CPU."""
+    if env.get("device") == "cpu":
+        return f"CPU {env.get('cpu') or ''}".rstrip()
+    return f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s)"
 
 
 def _model(cfg: dict) -> str:
