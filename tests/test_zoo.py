@@ -78,6 +78,8 @@ def test_every_cpu_mode_runs_and_the_rest_are_unsupported_rows(spec, tmp_path):
     argv = ["run", *TINY, "--model", spec, "--batch-sizes", "2", "--optimizers", "foreach"]
     assert main([*argv, "--variants", "eager", *ONE_STEP, "--results-dir", str(tmp_path)]) == 0
     df = results.load(_folder(tmp_path))
+    # The report says what --model built: the class (and task) behind the name.
+    assert "random weights" in (_folder(tmp_path) / results.REPORT).read_text()
     assert set(df["status"]) <= {"ok", "unsupported"}, df[["mode", "status", "error"]]
     ok = df[df["status"] == "ok"]
     assert {"fp32", "bf16-amp", "fp16-amp"} <= set(ok["mode"])

@@ -26,6 +26,7 @@ from bench.numerics.measure import tables
 from bench.numerics.measure.config import NumericsConfig, resolve_workers
 from bench.numerics.measure.jobs import Job
 from bench.store import errors, folders, results
+from bench.workloads.registry import get as get_workload
 
 JOBS_DIR = "jobs"
 JOB_TABLES = ("failed", "census", "histogram", "fp16_fate", "steps", "evals", "runs", "traces")
@@ -48,6 +49,7 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
         suffix=folders.tagged("_numerics", tag),
     ) as folder:
         base.log(f"numerics folder {folder.path}")
+        folder.info["model_description"] = get_workload(cfg.model).description  # for the report
         run_into(cfg, folder.path, folder.info)
     return folder.path
 

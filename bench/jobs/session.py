@@ -35,6 +35,7 @@ from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.recipes import catalog
 from bench.store import folders, results
+from bench.workloads.registry import get as get_workload
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -79,6 +80,8 @@ def start(
         if cfg.left_out:
             log(f"left out of the CPU grid, as they cannot run here: {by_reason(cfg.left_out)}")
         folder.info["expected_cases"] = len(cfg.cases())
+        # What --model built, in words (a zoo model's class and task): the report says it.
+        folder.info["model_description"] = get_workload(cfg.model).description
         return folder.path, _execute(cfg, folder, world)
 
 

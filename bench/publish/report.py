@@ -142,7 +142,8 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     if models and models != ["mlp"]:
         presets = sorted(set(df["preset"])) if "preset" in df else []
         unit = " Throughput is also in tokens/s." if "tokens_per_s" in df else ""
-        lines.append(f"Model: {', '.join(models)}, preset {', '.join(presets)}.{unit}")
+        what = f": {env['model_description']}" if env.get("model_description") else ""
+        lines.append(f"Model: {', '.join(models)}, preset {', '.join(presets)}{what}.{unit}")
     return [*lines, ""]
 
 

@@ -77,7 +77,7 @@ def render(t: dict) -> str:
         *_provenance(env),
         f"{_where(env, cfg)}, torch {env.get('torch')}"
         f"{', CUDA ' + str(env['cuda']) if env.get('cuda') else ''}, "
-        f"commit `{env.get('commit')}`{dirty}. {_model(cfg)}. Stress "
+        f"commit `{env.get('commit')}`{dirty}. {_model(cfg, env)}. Stress "
         f"settings: {stress}.",
         "",
     ]
@@ -115,7 +115,7 @@ def _where(env: dict, cfg: dict) -> str:
     return f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s)"
 
 
-def _model(cfg: dict) -> str:
+def _model(cfg: dict, env: dict) -> str:
     """The study's model: the MLP by its sizes (a folder older than workloads is the MLP),
     another workload by its name and preset."""
     if cfg.get("model", "mlp") == "mlp":
@@ -123,4 +123,5 @@ def _model(cfg: dict) -> str:
             f"Model {cfg.get('input_size')} → {cfg.get('hidden_size')} → "
             f"{cfg.get('hidden_size')} → {cfg.get('num_classes')}"
         )
-    return f"Model {cfg['model']}, preset {cfg.get('preset')}"
+    what = f": {env['model_description']}" if env.get("model_description") else ""
+    return f"Model {cfg['model']}, preset {cfg.get('preset')}{what}"
