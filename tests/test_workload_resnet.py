@@ -209,7 +209,8 @@ def test_a_run_through_the_command_line(torchvision, tmp_path):
     assert list(rows["status"]) == ["ok", "ok"] and sorted(rows["batch_size"]) == [1, 2]
     assert set(rows["model"]) == {"resnet50"} and set(rows["preset"]) == {"tiny"}
     assert (rows["fwd_gflop"] > 0).all() and (rows["samples_per_s"] > 0).all()
-    assert "Model: resnet50, preset tiny." in (run / "report.md").read_text()
+    report = (run / "report.md").read_text()  # the model, and what it is in words
+    assert "Model: resnet50, preset tiny: torchvision's ResNet-50 on synthetic images" in report
 
 
 # float8: torchao converts Linears only, and ResNet-50's one Linear is its head.

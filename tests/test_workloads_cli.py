@@ -84,4 +84,5 @@ def test_the_example_own_model_runs_through_the_command_line(tmp_path):
     assert set(rows["model"]) == {"examples.own_model:workload"}
     assert set(rows["preset"]) == {"default"}
     assert (rows["fwd_gflop"] > 0).all()  # counted from the model, as for any workload
-    assert "Model: examples.own_model:workload, preset default." in (run / "report.md").read_text()
+    report = (run / "report.md").read_text()  # the model's name, and its own description
+    assert "Model: examples.own_model:workload, preset default: a small CNN on 32×32" in report
