@@ -124,6 +124,12 @@ class Terminated(KeyboardInterrupt):
     Ctrl-C, keeping what it finished."""
 
 
+def how_stopped(exc: KeyboardInterrupt) -> tuple[str, int]:
+    """What stopped a job, in words, and the exit status it ends with: SIGTERM (143) or Ctrl-C
+    (130)."""
+    return ("stopped (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+
+
 def stop_on_sigterm() -> object:
     """From now on SIGTERM raises `Terminated` in this process (the command line installs it at
     start; a launcher that must pass the signal on sets its own meanwhile). Returns the handler

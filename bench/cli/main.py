@@ -27,7 +27,7 @@ from bench.cli import run as run_command
 from bench.cli.argv import command_line as recorded
 from bench.cli.argv import with_command
 from bench.cli.options import PROG, Parser, Version
-from bench.faults import Interrupted, Terminated, UsageError, debug, stop_on_sigterm
+from bench.faults import Interrupted, UsageError, debug, how_stopped, stop_on_sigterm
 
 COMMANDS = {
     module.NAME: module
@@ -88,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ampbench: {exc}", file=sys.stderr)
         return exc.status
     except KeyboardInterrupt as exc:
-        how = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        how, status = how_stopped(exc)
         print(f"ampbench: {how}; every finished part is kept in its folder", file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
+        return status
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

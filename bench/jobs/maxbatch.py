@@ -26,7 +26,7 @@ import torch
 from bench.cases.case import Case
 from bench.cases.maxbatch import MaxBatchConfig
 from bench.execution.variants import VARIANTS, prepare, unsupported_reason
-from bench.faults import Interrupted, Terminated, fault
+from bench.faults import Interrupted, fault, how_stopped
 from bench.jobs import base
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
@@ -143,9 +143,7 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | No
 
                     search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: its command renders what finished
-            how, status = (
-                ("stopped (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
-            )
+            how, status = how_stopped(exc)
             raise Interrupted(
                 f"{how}: the trials that finished are kept in {folder.path}; a search starts "
                 "afresh (--modes and --start choose where)",

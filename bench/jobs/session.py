@@ -27,7 +27,7 @@ from bench.cases.case import Case
 from bench.cases.grid import DEFAULT_REPEATS, RunConfig  # noqa: F401 (re-exported)
 from bench.execution import launch
 from bench.execution.distributed import World
-from bench.faults import Interrupted, Terminated, UsageError, by_reason, error_summary
+from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
 from bench.jobs import base
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
@@ -163,9 +163,7 @@ def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
         info["missing_cases"] = [c.case_id for c in cases if c.case_id not in done]
         folder.save()
         kept = len(cases) - len(info["missing_cases"])
-        how, status = (
-            ("stopped (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
-        )
+        how, status = how_stopped(exc)
         raise Interrupted(
             f"{how}: {kept} of {len(cases)} cases are kept in {run_dir}; "
             f"finish with: ./run_bench.sh --resume {run_dir}",

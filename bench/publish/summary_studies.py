@@ -22,9 +22,8 @@ from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_
 from bench.numerics.render.answer import (
     FLUSH_LIMIT,
     LOSS_GAP,
-    LOST,
-    LOST_CLAUSE,
     bf16_against_fp16_error,
+    lost_direction,
 )
 from bench.publish.prose import batch_sizes, figure, joined
 from bench.recipes import catalog
@@ -277,7 +276,7 @@ def bf16_line(studies: list[dict]) -> str | None:
     errors = bf16_against_fp16_error(census)
     if errors is not None:
         bf, fp = errors
-        why = LOST_CLAUSE if bf >= LOST else "it keeps float32's range with 3 fewer mantissa bits"
+        why = lost_direction(bf) or "it keeps float32's range with 3 fewer mantissa bits"
         parts.append(
             f"its gradients are {figure(bf / fp)}× further from {reference}'s than scaled "
             f"fp16's (median relative error {figure(bf)} against {figure(fp)}): {why}"

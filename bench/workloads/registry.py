@@ -84,15 +84,9 @@ RESNET = Workload(
     dims=lambda size: (size.image, resnet.FEATURES, size.classes),
     # torchvision is an optional extra: without it every case is an `unsupported` row.
     unsupported_reason=resnet.unsupported_reason,
-    # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out.
-    numerics={
-        "cuda": {
-            "census_batch_sizes": (32, 128),
-            "histogram_batch": 128,
-            "conv_batch_sizes": (32, 128),
-            "heldout": 256,
-        },
-    },
+    # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;
+    # a zoo image model's study takes the same.
+    numerics=zoo.IMAGE_NUMERICS,
 )
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}

@@ -142,7 +142,7 @@ TEXT_BATCHES = {"cuda": (8, 32), "cpu": (2, 8)}
 """Sequences per batch (GPT-2's fp32 step at 8 of 1024 tokens on an H200, and its peak memory:
 results/20261201T143013Z_NVIDIA-H200_4f46cd0)."""
 IMAGE_BATCHES = {"cuda": (32, 128), "cpu": (2, 8)}
-"""Images per batch, as the resnet50 workload's study measures them."""
+"""Images per batch, as an image model's study measures them (`IMAGE_NUMERICS`)."""
 TEXT_NUMERICS = {
     "cuda": {
         "census_batch_sizes": (2, 8),
@@ -153,7 +153,7 @@ TEXT_NUMERICS = {
         "trace_every": 20,
     },
 }
-IMAGE_NUMERICS = {
+IMAGE_NUMERICS = {  # the built-in resnet50's study too (`bench.workloads.registry`)
     "cuda": {
         "census_batch_sizes": (32, 128),
         "histogram_batch": 128,

@@ -50,9 +50,8 @@ def workload(run: Run) -> str:
     return f"{cfg.get('model', 'mlp')} {cfg.get('preset') or sizes} on {run.env.get('gpu')}"
 
 
-def _blocks(results_dir: Path, path: Path | None = None) -> tuple[Path, list[readme.Block]]:
-    """A page's generated blocks (the README.md beside the results folder unless `path`)."""
-    path = path or results_dir.parent / index.PROJECT_README
+def _blocks(path: Path) -> tuple[Path, list[readme.Block]]:
+    """A page's generated blocks; none where it cannot be read."""
     try:
         return path, readme.blocks(path.read_text(encoding="utf-8"))
     except (OSError, UsageError):
@@ -63,7 +62,7 @@ def _pages(results_dir: Path) -> list[tuple[Path, list[readme.Block]]]:
     """The README's blocks, then each docs/*.md page's: a built-in model's answer is in
     docs/own-model.md, where it went when the README made room for the model zoo's table."""
     docs = sorted((results_dir.parent / "docs").glob("*.md"))
-    return [_blocks(results_dir), *(_blocks(results_dir, page) for page in docs)]
+    return [_blocks(page) for page in (results_dir.parent / index.PROJECT_README, *docs)]
 
 
 def _generate(block: readme.Block, root: Path) -> Piece | None:
@@ -101,7 +100,7 @@ def answers(timing: list[Run], results_dir: Path) -> list[tuple[str, Piece]]:
 
 def record(timing: list[Run], results_dir: Path) -> tuple[str, Piece] | None:
     """(heading, the headline block) of the run of record, else of the newest timing run."""
-    path, blocks = _blocks(results_dir)
+    path, blocks = _blocks(results_dir.parent / index.PROJECT_README)
     named = index.run_of_record(path, Tree(results_dir))
     for block in blocks:
         if block.kind == "headline" and named and (path.parent / block.run).resolve() == named:

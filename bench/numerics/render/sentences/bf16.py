@@ -27,11 +27,17 @@ is 1): the low-precision gradient has lost its direction, not a few bits, and th
 formats' errors no longer measures their mantissas. ResNet-50 at random initialisation in
 training mode is such a model (its study on an H200: results/20261201T162941Z_*_numerics)."""
 
-LOST_CLAUSE = (
-    "errors of the order of the gradient itself (a zero gradient's is 1) say that its direction, "
-    "not a few bits, was lost on the way back through the network, so this ratio says little "
-    "about the two formats' mantissas"
-)
+
+def lost_direction(bf16_error: float) -> str | None:
+    """Why bf16's error says nothing of its mantissa, where it is as large as the gradient
+    (`LOST`); None where it is not, and the mantissa explains it."""
+    if bf16_error < LOST:
+        return None
+    return (
+        "errors of the order of the gradient itself (a zero gradient's is 1) say that its "
+        "direction, not a few bits, was lost on the way back through the network, so this ratio "
+        "says little about the two formats' mantissas"
+    )
 
 
 def bf16_sentences(census: pd.DataFrame) -> list[str]:
@@ -41,9 +47,8 @@ def bf16_sentences(census: pd.DataFrame) -> list[str]:
         return []
     bf, fp = errors
     why = (
-        LOST_CLAUSE
-        if bf >= LOST
-        else "bf16 keeps float32's range, so it needs no scaler, but has 3 fewer mantissa bits"
+        lost_direction(bf)
+        or "bf16 keeps float32's range, so it needs no scaler, but has 3 fewer mantissa bits"
     )
     return [
         f"**What bf16 gives up.** The median relative error of a gradient tensor against fp32 "
