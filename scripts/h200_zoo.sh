@@ -45,7 +45,10 @@ for item in "$@"; do
                 --steps 10 --warmup 3 --no-overhead --results-dir "$out/results" 2>&1 | tee -a "$log"
             ;;
         numerics)
+            # Tagged by model: studies started in the same second would otherwise share a name.
+            tag="${model#*:}-$preset"
             "${stop[@]}" ./run_bench.sh numerics --model "$model" --preset "$preset" \
+                --tag "${tag//[^A-Za-z0-9.-]/-}" \
                 --census-batch-sizes "$batch" --histogram-batch "$batch" --checkpoints "0,$steps" \
                 --conv-batch-sizes "$batch" --seeds 0 --steps "$steps" --eval-every $((steps / 4)) \
                 --long-steps 0 --heldout $((4 * batch)) --trace-every 0 \

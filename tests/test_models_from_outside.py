@@ -4,6 +4,7 @@ models built here."""
 
 from __future__ import annotations
 
+import copy
 import types
 from collections import OrderedDict
 
@@ -157,6 +158,24 @@ def test_a_conv1d_becomes_the_linear_it_is():
     assert structure.linear_shape(conv) == (8, 12) == structure.linear_shape(linear)
     torch.testing.assert_close(linear(x), conv(x))
     assert transformers  # imported for Conv1D
+
+
+def test_weights_copy_into_a_model_whose_conv1d_became_a_linear():
+    # The numerics census gives a float8 model the trajectory's weights: GPT-2's projections
+    # are Conv1D there and Linear here, their weights each other's transpose.
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=40, n_positions=8)
+    source = transformers.GPT2LMHeadModel(config).eval()
+    converted = copy.deepcopy(source)
+    for name in ("transformer.h.0.attn.c_attn", "transformer.h.0.mlp.c_fc"):
+        converted.set_submodule(name, fp8.as_linear(converted.get_submodule(name)))
+    with torch.no_grad():
+        for p in converted.parameters():
+            p.zero_()
+    fp8.copy_weights(converted, source)
+    ids = torch.randint(0, 40, (2, 8))
+    torch.testing.assert_close(converted(ids).logits, source(ids).logits)
+    assert converted.lm_head.weight is converted.transformer.wte.weight  # still tied
 
 
 # --- zoo names -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from bench.faults import UsageError
 from bench.jobs import numerics as study_job
 from bench.numerics.measure import config, jobs, tables, training
 from bench.numerics.measure.config import NumericsConfig
+from bench.numerics.render import report as render_report
 from bench.numerics.render import study
 from bench.store import folders
 from bench.workloads.mlp import PRESETS
@@ -345,3 +346,19 @@ def test_an_older_study_is_rewritten_in_this_versions_forms_and_renders_the_same
     for table in tables.TABLES.values():
         again = again.replace(f"`{table.path(old).name}`", f"`{table.file}`")
     assert again == report
+
+
+def test_a_forced_resume_is_said_in_the_report():
+    env = {
+        "command": "python -m bench numerics --model hf:gpt2",
+        "resumed": [
+            {
+                "at": "2026-12-01T19:18:16+00:00",
+                "argv": ["bench/__main__.py", "numerics", "--resume", "X", "--force"],
+                "forced": ["commit '19cd31c' there, '9f4e1e2' here"],
+            }
+        ],
+    }
+    text = "\n".join(render_report._provenance(env))
+    assert "python -m bench numerics --resume X --force" in text
+    assert "with `--force`" in text and "commit '19cd31c' there, '9f4e1e2' here" in text

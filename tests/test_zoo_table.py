@@ -81,3 +81,37 @@ def test_a_run_that_stopped_early_says_so_under_the_table(tmp_path):
     text = "\n".join(zoo.table(models, "fused", expected=[18, 5]))
     assert "`hf:bert`: its run stopped early, with 5 of its 18 cases measured" in text
     assert "`hf:gpt2`:" not in text  # all 5 of its cases are there
+
+
+def _cells(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith("| `")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+def test_fp16_without_a_scaler_is_not_the_recipe_where_the_study_needs_the_scaler(
+    tmp_path, monkeypatch
+):
+    rows = _rows("hf:t5", fp8=True)
+    for mode, ms in (("fp16-amp-noscale", 1.5), ("fp16-amp", 1.6)):
+        rows.append(timing_row(mode=mode, optimizer="fused", model="hf:t5", total_ms=ms))
+        rows[-1]["peak_alloc_gib"] = 1.0
+    run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
+    monkeypatch.setattr(zoo, "trains_like_fp32", lambda s, mode: True)  # a short study's verdict
+    (needed,) = _cells("\n".join(zoo.table([(run, [_study("hf:t5", 0.5)])], "fused")))
+    assert needed[2] == "fp16-amp-noscale (eager, 1.50 ms)"  # the fastest is still shown
+    assert needed[3] == "fp16-amp (eager, 1.60 ms)" and needed[8].startswith("needed")
+    (fine,) = _cells("\n".join(zoo.table([(run, [_study("hf:t5", 0.0)])], "fused")))
+    assert fine[3] == "fp16-amp-noscale (eager, 1.50 ms)" and fine[8].startswith("not needed")
+
+
+def test_a_study_whose_census_failed_gives_its_verdict_from_training(tmp_path, monkeypatch):
+    run = results.load(write_run(tmp_path / "a", _rows("hf:llama", fp8=True), gpu="NVIDIA H200"))
+    study = _study("hf:llama", 0.0)
+    study["census"] = study["census"].iloc[0:0]
+    study["failed"] = pd.DataFrame({"kind": ["census"], "mode": ["fp16-amp"], "status": ["oom"]})
+    monkeypatch.setattr(zoo, "scaler_needed", lambda s: False)  # training alone said so
+    (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
+    assert row[8] == "not needed (by training alone: its census failed)"
+    study["failed"] = study["failed"].iloc[0:0]
+    (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
+    assert row[8] == "not needed (by training alone)"

@@ -5,7 +5,8 @@ and the numerics study of the same model and preset where there is one), for REA
 Per model, at its largest batch size measured, with the given Adam:
 - the fastest recipe (mode and variant) and, where a study trained the modes, the fastest that
   trains like fp32 (`bench.publish.summary_studies.trains_like_fp32`: every seed within the
-  Answer's loss gap of fp32's worst, no divergence);
+  Answer's loss gap of fp32's worst, no divergence; not fp16 without a scaler where the study
+  finds the scaler needed);
 - that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
 - whether float8 pays: the fastest float8 row against the fastest bf16-amp row;
 - whether fp16 needs GradScaler, by the study's measurements (`scaler_needed`), with the worst
@@ -73,7 +74,13 @@ def _scaler(studies: list[dict]) -> str:
     if needed is None:
         return "–"
     _, bare = catalog.fp16_pair()
-    census = pd.concat([s["census"] for s in studies if len(s["census"])], ignore_index=True)
+    censuses = [s["census"] for s in studies if len(s["census"])]
+    if not censuses:
+        # The verdict then rests on training without a scaler alone.
+        failed = any((s["failed"]["kind"] == "census").any() for s in studies)
+        worst = "by training alone: its census failed" if failed else "by training alone"
+        return f"{'needed' if needed else 'not needed'} ({worst})"
+    census = pd.concat(censuses, ignore_index=True)
     flushed = census.loc[census["mode"] == bare, "flushed"].max()
     worst = f"{flushed:.1%} of a gradient flushed" if not math.isnan(flushed) else "no census"
     return f"{'needed' if needed else 'not needed'} ({worst})"
@@ -94,7 +101,18 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     row["fastest"] = _recipe(at.iloc[0])
     chosen = None
     if studies:
-        chosen = next((r for _, r in at.iterrows() if trains_like_fp32(studies, r["mode"])), None)
+        # fp16 without a scaler can end a short study like fp32 and still flush gradients to
+        # zero: where the study says the scaler is needed, it is not a recipe to recommend.
+        _, bare = catalog.fp16_pair()
+        unsafe = {bare} if scaler_needed(studies) else set()
+        chosen = next(
+            (
+                r
+                for _, r in at.iterrows()
+                if r["mode"] not in unsafe and trains_like_fp32(studies, r["mode"])
+            ),
+            None,
+        )
         row["fastest that trains like fp32"] = _recipe(chosen) if chosen is not None else "none"
     shown = chosen if chosen is not None else at.iloc[0]
     row["× fp32"] = _speedup(at, shown, catalog.reference())
@@ -135,12 +153,12 @@ def table(
     ]
     study_columns = " and ".join(f'"{c}"' for c in STUDY_COLUMNS)
     notes = [
-        f"The preset is in brackets; {optimizer} Adam; each model at its largest batch measured.",
-        "× fp32 and × TF32: fp32's and TF32's step time over the recipe's at the same variant, "
-        "the recipe being the fastest that trains like fp32 where a numerics study says which, "
-        "else the fastest; peak GiB is that recipe's.",
-        "fp16 without GradScaler: the study's verdict, with the largest share of one gradient "
-        "tensor that fp16 without a scaler underflowed to zero.",
+        f"Preset in brackets; {optimizer} Adam; each model at its largest batch measured. "
+        "× fp32, × TF32 and peak GiB are of the fastest recipe that trains like fp32 where a "
+        "numerics study says which (else of the fastest), against fp32 and TF32 at its variant.",
+        "fp16 without GradScaler: the study's verdict, with the largest share of a gradient "
+        "tensor it flushed to zero; where the scaler is needed, fp16 without it does not count "
+        "as training like fp32.",
     ]
     if any(not s for _, s in models):
         notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")

@@ -157,6 +157,22 @@ def as_linear(conv1d: nn.Module) -> nn.Linear:
     return linear
 
 
+def copy_weights(converted: nn.Module, source: nn.Module) -> None:
+    """Copy `source`'s parameters into `converted`, the same architecture after `convert`, by
+    name (Float8Linear keeps `weight` and `bias`; `copy_` casts to the converted dtype). A
+    `Conv1D` that `convert` made a Linear stores its weight transposed (`as_linear`), so that
+    weight is copied as its transpose."""
+    theirs = dict(source.named_parameters())
+    with torch.no_grad():
+        for name, p in converted.named_parameters():
+            value = theirs[name]
+            owner, _, leaf = name.rpartition(".")
+            made_linear = structure.is_conv1d(source.get_submodule(owner)) and not (
+                structure.is_conv1d(converted.get_submodule(owner))
+            )
+            p.copy_(value.t() if leaf == "weight" and made_linear else value)
+
+
 def scaled_mm_operands(
     n: int, granularity: str, device: str, gen: torch.Generator
 ) -> tuple[torch.Tensor, ...]:

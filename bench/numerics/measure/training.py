@@ -28,6 +28,7 @@ from bench.measure.timing import clock_for, time_phases
 from bench.numerics.measure.grads import capture
 from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
+from bench.recipes import fp8
 from bench.recipes.catalog import autocast_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
@@ -335,11 +336,7 @@ def _with_weights(case: Case, mode: str, s: TrainState) -> TrainState:
     """A state of `mode` (its own model: bf16 parameters, float8 Linears) holding the weights of
     `s`'s model and its batch."""
     other = build(dataclasses.replace(case, mode=mode))
-    # Parameter names are the same (Float8Linear keeps weight and bias); copy_ casts.
-    with torch.no_grad():
-        mine = dict(s.model.named_parameters())
-        for n, p in other.model.named_parameters():
-            p.copy_(mine[n])
+    fp8.copy_weights(other.model, s.model)
     other.x, other.y = s.x, s.y
     return other
 

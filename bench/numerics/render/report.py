@@ -38,6 +38,14 @@ def _provenance(env: dict) -> list[str]:
     last_census = max((i for i, r in enumerate(entries) if r.get("census_again_for")), default=-1)
     for i, r in enumerate(entries):
         at = f"on {r['at']} at commit `{str(r.get('commit'))[:7]}`"
+        if r.get("forced"):
+            # What `--force` let differ: the jobs after this point ran under the second value.
+            out += [
+                f"Resumed on {r['at']} with `--force` although the folder was made elsewhere: "
+                f"{'; '.join(r['forced'])} (there: the study's first session; here: the "
+                "resuming one).",
+                "",
+            ]
         again = r.get("census_again_for", [])
         if r.get("added_modes"):
             # Before `census_again_for` existed, an addition left the census as it was.
