@@ -4,6 +4,7 @@ included), and one colour per mode everywhere."""
 
 import re
 import struct
+import warnings
 
 import matplotlib.figure
 import matplotlib.image
@@ -167,3 +168,26 @@ def test_the_figures_draw_the_rows_values(tmp_path, saved_figures):
     assert [t.get_text() for t in memory.axes[0].texts] == ["1.1"] * 3
     assert [t.get_text() for t in memory.axes[2].texts] == ["1.4"] * 3  # batch 32
     assert not memory.axes[0].get_lines()  # no peak on the CPU, so no marker
+
+
+def test_a_traces_panel_with_nothing_above_zero_is_drawn_without_a_log_scale(tmp_path):
+    # A model whose Adam second moment stays zero somewhere (an embedding row no batch uses):
+    # the panel's min over parameters is 0 at every step, which a log axis cannot show.
+    steps = range(0, 40, 10)
+    tr = pd.DataFrame(
+        {
+            "batch_size": 8,
+            "mode": "fp32",
+            "seed": 0,
+            "module": "emb.weight",
+            "step": list(steps),
+            "grad_zero_share": 0.0,
+            "exp_avg_sq_median": 0.0,
+            "update_rms_ratio": [1e-3 * (i + 1) for i in range(len(steps))],
+            "loss": [2.0 - 0.1 * i for i in range(len(steps))],
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns when it cannot log-scale
+        numerics_plots.traces(tr, tmp_path / "traces.png")
+    assert (tmp_path / "traces.png").is_file()

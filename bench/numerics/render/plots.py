@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from bench.numerics.analysis.runs import sparse_parameters
@@ -174,7 +175,9 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
                 )
         for row, (_, _, title, yscale) in enumerate(TRACE_PANELS):
             ax = axes[row, col]
-            ax.set_yscale(yscale)
+            # A panel with nothing above zero (no element ever flushed) has no log scale.
+            positive = any((np.asarray(ln.get_ydata(), float) > 0).any() for ln in ax.get_lines())
+            ax.set_yscale(yscale if yscale != "log" or positive else "linear")
             ax.set_title(f"batch {bs}: {title}", fontsize=9)
         axes[-1, col].set_xlabel("step")
         # Two columns past 16 runs: a one-column legend that long spills over the panel below.
