@@ -5,8 +5,8 @@ and the numerics study of the same model and preset where there is one), for REA
 Per model, at its largest batch size measured, with the given Adam:
 - the fastest recipe (mode and variant) and, where a study trained the modes, the fastest that
   trains like fp32 (`bench.publish.summary_studies.trains_like_fp32`: every seed within the
-  Answer's loss gap of fp32's worst, no divergence; not fp16 without a scaler where the study
-  finds the scaler needed);
+  Answer's loss gap of fp32's worst, no divergence; fp16 without a scaler only where the
+  study's census shows the scaler not needed);
 - that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
 - whether float8 pays: the fastest float8 row against the fastest bf16-amp row;
 - whether fp16 needs GradScaler, by the study's measurements (`scaler_needed`), with the worst
@@ -69,6 +69,12 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
     return f"{verdict}: {best['mode']} {figure(ratio)}× bf16-amp"
 
 
+def _scaler_not_needed(studies: list[dict]) -> bool:
+    """Whether the studies show fp16 training without GradScaler safe: a census measured it and
+    neither underflow nor training says otherwise."""
+    return scaler_needed(studies) is False and any(len(s["census"]) for s in studies)
+
+
 def _scaler(studies: list[dict]) -> str:
     needed = scaler_needed(studies)
     if needed is None:
@@ -76,10 +82,13 @@ def _scaler(studies: list[dict]) -> str:
     _, bare = catalog.fp16_pair()
     censuses = [s["census"] for s in studies if len(s["census"])]
     if not censuses:
-        # The verdict then rests on training without a scaler alone.
+        # Training alone can show the scaler needed (a run diverged or ended worse), never that
+        # it is not: that takes the census, as the study's own Answer says.
         failed = any((s["failed"]["kind"] == "census").any() for s in studies)
-        worst = "by training alone: its census failed" if failed else "by training alone"
-        return f"{'needed' if needed else 'not needed'} ({worst})"
+        why = "its census failed" if failed else "no census"
+        if needed:
+            return f"needed (by training; {why})"
+        return f"not known ({why})"
     census = pd.concat(censuses, ignore_index=True)
     flushed = census.loc[census["mode"] == bare, "flushed"].max()
     worst = f"{flushed:.1%} of a gradient flushed" if not math.isnan(flushed) else "no census"
@@ -102,9 +111,10 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     chosen = None
     if studies:
         # fp16 without a scaler can end a short study like fp32 and still flush gradients to
-        # zero: where the study says the scaler is needed, it is not a recipe to recommend.
+        # zero: unless the study's census shows the scaler not needed, it is not a recipe to
+        # recommend.
         _, bare = catalog.fp16_pair()
-        unsafe = {bare} if scaler_needed(studies) else set()
+        unsafe = set() if _scaler_not_needed(studies) else {bare}
         chosen = next(
             (
                 r
@@ -157,8 +167,8 @@ def table(
         "× fp32, × TF32 and peak GiB are of the fastest recipe that trains like fp32 where a "
         "numerics study says which (else of the fastest), against fp32 and TF32 at its variant.",
         "fp16 without GradScaler: the study's verdict, with the largest share of a gradient "
-        "tensor it flushed to zero; where the scaler is needed, fp16 without it does not count "
-        "as training like fp32.",
+        "tensor it flushed to zero; unless a census shows the scaler not needed, fp16 without it "
+        "does not count as training like fp32.",
     ]
     if any(not s for _, s in models):
         notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")
