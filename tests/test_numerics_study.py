@@ -122,9 +122,11 @@ def test_old_folders_get_the_columns_from_their_labels(small_study, tmp_path):
 def test_an_unknown_old_label_is_named(small_study, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(small_study, old)
-    audit = pd.read_csv(old / "audit.csv").drop(columns=list(tables.TENSOR_COLUMNS))
+    path = tables.TABLES["audit"].path(old)
+    audit = pd.read_csv(path).drop(columns=list(tables.TENSOR_COLUMNS))
+    path.unlink()
     audit.loc[0, "tensor"] = "a tensor nobody wrote"
-    audit.to_csv(old / "audit.csv", index=False)
+    audit.to_csv(old / "audit.csv", index=False)  # an older folder's plain CSV
     with pytest.raises(UsageError, match="'a tensor nobody wrote'"):
         study.render(old)
 

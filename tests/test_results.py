@@ -8,6 +8,8 @@ import pytest
 
 from bench.publish import report
 from bench.store import folders, results
+from bench.workloads import structure
+from tests.stored import timing_row, write_run
 
 
 def _row(mode, total_ms, status="ok", optimizer="fused", batch_size=64):
@@ -253,3 +255,30 @@ def test_float8_is_set_against_the_headline_mode_at_each_ones_fastest_variant():
     faster = df.assign(total_ms=df["total_ms"].where(df["mode"] != "fp8-rowwise", 7.0))
     line = next(x for x in findings.findings(faster, "fused") if "float8" in x)
     assert line.endswith("fp8-rowwise 1.143× (eager, 7.000 ms).") and "pay" not in line
+
+
+def test_a_long_float8_list_is_counted_in_the_report_and_kept_whole_in_the_rows(tmp_path):
+    from bench.publish import findings
+
+    blocks = [f"enc.{i}.q" for i in range(6)]
+    listed = "; ".join(
+        [
+            f"{b} kept: too small for tensorwise (in 768 ≤ 4096 and out {i} ≤ 1024)"
+            for i, b in enumerate(blocks)
+        ]
+        + ["enc.ff converted", "dec.ff converted"]
+        + [f"lm_head kept: {structure.HEAD_KEPT}; its weight is tied to shared.weight"]
+    )
+    cell = findings.float8_cell(listed)
+    assert cell == (
+        "6 kept: too small for tensorwise; 2 converted; "
+        "1 kept: the output head stays in higher precision"
+    )
+    short = "fc1 converted; fc2 kept: the output head"
+    assert findings.float8_cell(short) == short and findings.float8_cell(None) is None
+    rows = [timing_row(mode="fp8-tensorwise", optimizer="fused") | {"fp8_linears": listed}]
+    run = write_run(tmp_path / "run", rows)
+    report.write(run)
+    text = (run / "report.md").read_text()
+    assert cell in text and listed not in text
+    assert results.load(run)["fp8_linears"].iloc[0] == listed

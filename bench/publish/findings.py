@@ -7,6 +7,7 @@ env.json, measures nothing, and judges nothing against expectations (those are t
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pandas as pd
 
@@ -27,6 +28,26 @@ def contenders(df: pd.DataFrame) -> pd.DataFrame:
 
 CONVERTED = re.compile(r"(?:^|; )[^;:]+ converted(?=;|$)")
 """One converted Linear in a row's `fp8_linears` ("fc1 converted; fc2 kept: too small ...")."""
+
+
+ENTRY = re.compile(r"; (?=[^\s;:]+ (?:converted|kept:))")
+"""Where one Linear's entry of a row's `fp8_linears` ends: a reason may itself hold "; "."""
+FULL_LIST_UP_TO = 4
+"""A model of at most this many Linears shows its `fp8_linears` whole in a report's table."""
+
+
+def float8_cell(listed: object) -> object:
+    """A row's `fp8_linears` as a report's table cell: the list itself for a model of a few
+    Linears, else how many Linears took each decision (`72 converted; 24 kept: too small for
+    tensorwise`). A transformer's list runs to tens of KB a row; results.csv keeps it whole."""
+    if not isinstance(listed, str) or not listed:
+        return listed
+    entries = ENTRY.split(listed)
+    if len(entries) <= FULL_LIST_UP_TO:
+        return listed
+    # "NAME kept: reason (its sizes)" counts under "kept: reason", the sizes being per Linear.
+    decisions = Counter(e.partition(" ")[2].split(" (")[0] for e in entries)
+    return "; ".join(f"{n} {what}" for what, n in decisions.items())
 
 
 def converted_nothing(row: pd.Series) -> bool:

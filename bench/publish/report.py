@@ -246,12 +246,16 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
         out += [f"### Batch size {bs}", "", columns.table(group, {**lead, **columns.MEMORY}), ""]
     out += _figure(figures, "memory", "memory per mode")
     dtypes = df.drop_duplicates("mode")
+    if "fp8_linears" in dtypes:
+        dtypes = dtypes.assign(fp8_linears=dtypes["fp8_linears"].map(findings.float8_cell))
     out += [
         "## Dtypes observed",
         "",
         "As the step produced them, per mode. `float8 Linears`: which Linears a float8 recipe "
         "converted to torchao's Float8Linear, and why the others were kept (torchao's "
-        "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100).",
+        "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100); "
+        f"for a model of more than {findings.FULL_LIST_UP_TO} Linears, how many took each "
+        "decision (each Linear's is in results.csv's `fp8_linears`).",
         "",
         columns.table(dtypes, columns.DTYPE),
         "",

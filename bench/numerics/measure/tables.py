@@ -166,7 +166,10 @@ class Table:
 
 
 TABLES: dict[str, Table] = {
-    "audit": Table("audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), labelled=True),
+    # A row per tensor and mode: hundreds of KB for a transformer's hundreds of observed tensors.
+    "audit": Table(
+        "audit.csv", ("mode", *TENSOR_COLUMNS, "tensor", "dtype"), labelled=True, form=GZ
+    ),
     "audit_ops": Table(
         "audit_ops.csv", ("mode", "phase", "op", "inputs", "outputs", "input_shapes"), form=GZ
     ),
