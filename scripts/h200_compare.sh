@@ -12,10 +12,10 @@
 #           (--benchmark-compare=PREVIOUS --benchmark-compare-fail=median:10%): AA pairs of one
 #           commit; then one save of slow5 under the gate against the last. gate.csv: one row each.
 #   ab      `ampbench ab base base` AA times and `ampbench ab base slow5` SLOW times, ab's
-#           defaults, on the cases of the default pytest suite (the MLP at its seed size, batch
-#           1024, fused Adam, fp32, tf32, fp16-amp, bf16-amp, eager) with one timed window a
-#           case (a round is one process's median step: more windows only lengthen it), as
-#           docs/ci/ab.yml times them; each comparison a folder under OUT_DIR/ab.
+#           defaults, on docs/ci/ab.yml's grid: the MLP at its seed size, batch 256 and 1024,
+#           fused Adam, fp32, tf32, fp16-amp, bf16-amp and bf16-pure, eager (10 cases), one
+#           timed window a case (a round is one process's median step: more windows only
+#           lengthen it); each comparison a folder under OUT_DIR/ab.
 # Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [GRID="run options"] scripts/h200_compare.sh OUT_DIR pytest|ab
 #   LIMIT: start no new step this many seconds after the script began (a device command's limit).
 #   GRID: the ab grid's run options, and for `pytest` its --ampbench-* options (a CPU check:
@@ -100,7 +100,7 @@ case "$part" in
         git checkout -q base
         ;;
     ab)
-        read -ra grid <<<"${GRID:---preset seed --batch-sizes 1024 --optimizers fused --modes fp32,tf32,fp16-amp,bf16-amp --variants eager --no-overhead --repeats 1}"
+        read -ra grid <<<"${GRID:---preset seed --batch-sizes 256,1024 --optimizers fused --modes fp32,tf32,fp16-amp,bf16-amp,bf16-pure --variants eager --no-overhead --repeats 1}"
         compare() {  # compare TAG REV_A REV_B
             local t0=$SECONDS
             echo "== ab $2 $3 ($1)" | tee -a "$log"
