@@ -351,7 +351,9 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
             df[col] = float("nan")
     for col in TENSOR_COLUMNS:
         if col in df.columns:
-            df[col] = df[col].fillna("")  # an empty cell (no module, no state) reads as NaN
+            # An empty cell (no module, no state) reads as NaN, and a column with no text at
+            # all as float64: object first, so that "" fills it.
+            df[col] = df[col].astype(object).fillna("")
     return df
 
 
