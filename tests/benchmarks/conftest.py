@@ -9,7 +9,7 @@ and mode (108 benchmarks on CUDA) did not finish in 200 s there, and the MLP's 9
 benchmarks, 10 rounds) took 46 s, about 4 s a mode of which the fp32 step is the most. So the
 default is the MLP and the four modes of the question (fp32, TF32, fp16 autocast with its scaler,
 bf16 autocast): 16 benchmarks, with 20 rounds (the statistics of a save's rounds want more than
-10), estimated from those figures at 30-40 s on an H200 (not yet timed there).
+10); its time on an H200 is measured by `scripts/h200_compare.sh pytest`.
 `--ampbench-models all --ampbench-modes all` is the whole grid.
 """
 
