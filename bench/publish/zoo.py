@@ -69,14 +69,8 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
     return f"{verdict}: {best['mode']} {figure(ratio)}× bf16-amp"
 
 
-def _scaler_not_needed(studies: list[dict]) -> bool:
-    """Whether the studies show fp16 training without GradScaler safe: a census measured it and
-    neither underflow nor training says otherwise."""
-    return scaler_needed(studies) is False and any(len(s["census"]) for s in studies)
-
-
-def _scaler(studies: list[dict]) -> str:
-    needed = scaler_needed(studies)
+def _scaler(studies: list[dict], needed: bool | None) -> str:
+    """The GradScaler cell, from the studies' verdict (`scaler_needed`)."""
     if needed is None:
         return "–"
     _, bare = catalog.fp16_pair()
@@ -109,12 +103,14 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     row["batch"] = str(bs)
     row["fastest"] = _recipe(at.iloc[0])
     chosen = None
+    needed = scaler_needed(studies)
     if studies:
         # fp16 without a scaler can end a short study like fp32 and still flush gradients to
         # zero: unless the study's census shows the scaler not needed, it is not a recipe to
         # recommend.
         _, bare = catalog.fp16_pair()
-        unsafe = set() if _scaler_not_needed(studies) else {bare}
+        shown_safe = needed is False and any(len(s["census"]) for s in studies)
+        unsafe = set() if shown_safe else {bare}
         chosen = next(
             (
                 r
@@ -129,7 +125,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     row["× TF32"] = _speedup(at, shown, "tf32")
     row["peak GiB"] = figure(shown["peak_alloc_gib"])
     row["float8"] = _float8(at, rows[rows["batch_size"] == bs])
-    row["fp16 without GradScaler"] = _scaler(studies)
+    row["fp16 without GradScaler"] = _scaler(studies, needed)
     return row
 
 

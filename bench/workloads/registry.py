@@ -54,16 +54,9 @@ GPT = Workload(
     ),
     # Batch sizes in sequences of 1024 tokens: an MLP sample is one vector, a sequence a
     # thousand positions, each its own prediction. The held-out split is evaluated in chunks.
+    # A zoo transformer's study, but trained at 1 and 2 sequences for 3000 steps more.
     numerics={
-        "cuda": {
-            "census_batch_sizes": (2, 8),
-            "histogram_batch": 8,
-            "conv_batch_sizes": (1, 2),
-            "long_steps": 3000,
-            "heldout": 32,
-            # A traced step copies every weight (163M for gpt2-124m): every 20th, not every 5th.
-            "trace_every": 20,
-        },
+        "cuda": {**zoo.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
     },
 )
 

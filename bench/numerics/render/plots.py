@@ -175,7 +175,7 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
                 )
         for row, (_, _, title, yscale) in enumerate(TRACE_PANELS):
             ax = axes[row, col]
-            # A panel with nothing above zero (no element ever flushed) has no log scale.
+            # A panel with nothing above zero (a second moment that stays 0) has no log scale.
             positive = any((np.asarray(ln.get_ydata(), float) > 0).any() for ln in ax.get_lines())
             ax.set_yscale(yscale if yscale != "log" or positive else "linear")
             ax.set_title(f"batch {bs}: {title}", fontsize=9)
