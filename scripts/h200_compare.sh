@@ -4,19 +4,24 @@
 #
 # The device gets a copy of the working tree without its history, so this makes a scratch git
 # repository of that copy (one commit, branch `base`, whose message names AMPBENCH_GIT_COMMIT) and
-# on top of it branch `slow5`, whose training step forwards a fifth of the batch once more under
-# no_grad: a slowdown of a few percent of the step, which the comparisons themselves measure.
+# on top of it branch `slow5`, whose every training step waits 5% of its own time more: after the
+# forward, the device spins (torch.cuda._sleep) for 5% of the step time it measured on the state
+# before, in the first call (a warm-up), so every case of every mode is 5% slower, which the
+# comparisons themselves measure.
 # The project's repository, worktrees and runs/ are not touched.
-#   pytest  AA+1 saves of `./run_bench.sh pytest` at its defaults, each timed, every one after the
-#           first under the documented gate against the save before it
-#           (--benchmark-compare=PREVIOUS --benchmark-compare-fail=median:10%): AA pairs of one
-#           commit; then one save of slow5 under the gate against the last. gate.csv: one row each.
+#   pytest  AA+1 saves of the documented gate's suite, `./run_bench.sh pytest --ampbench-phases
+#           PHASES` (default step), each timed, every one after the first under the gate against
+#           the save before it (--benchmark-compare=PREVIOUS --benchmark-compare-fail=FAIL,
+#           default median:5%): AA pairs of one commit; then one save of slow5 under the gate
+#           against the last. gate.csv: one row each. PHASES=forward,backward,optimizer,step
+#           times the suite's default.
 #   ab      `ampbench ab base base` AA times and `ampbench ab base slow5` SLOW times, ab's
 #           defaults, on docs/ci/ab.yml's grid: the MLP at its seed size, batch 256 and 1024,
 #           fused Adam, fp32, tf32, fp16-amp, bf16-amp and bf16-pure, eager (10 cases), one
 #           timed window a case (a round is one process's median step: more windows only
 #           lengthen it); each comparison a folder under OUT_DIR/ab.
-# Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [GRID="run options"] scripts/h200_compare.sh OUT_DIR pytest|ab
+# Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [GRID="run options"] [PHASES=step] [FAIL=median:5%]
+#        scripts/h200_compare.sh OUT_DIR pytest|ab
 #   LIMIT: start no new step this many seconds after the script began (a device command's limit).
 #   GRID: the ab grid's run options, and for `pytest` its --ampbench-* options (a CPU check:
 #   GRID="--device cpu --preset tiny" for ab, GRID="--ampbench-preset tiny" for pytest).
@@ -52,15 +57,53 @@ old = """    with s.mode.context(s.case.device, forward=True, cache=s.autocast_c
         return s.compute(s.x, s.y)
 """
 new = """    with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
-        with torch.no_grad():  # slow5: a fifth of the batch forwarded once more
-            n = max(1, s.x.shape[0] // 5)
-            s.compute(s.x[:n], s.y[:n])
-        return s.compute(s.x, s.y)
+        out = s.compute(s.x, s.y)
+    _slow5(s)
+    return out
+
+
+_CYCLES_PER_S: list[float] = []
+
+
+def _slow5(s: TrainState) -> None:
+    # slow5: every step waits 5% of this state's own step time more, on the device
+    # (torch.cuda._sleep spins the GPU; the host does not wait) or on the CPU.
+    extra = s.__dict__.get("_slow5")
+    if extra is None:
+        s.__dict__["_slow5"] = 0.0  # the calibration's own steps run at full speed
+        extra = s.__dict__["_slow5"] = 0.05 * _step_seconds(s)
+    if extra > 0 and s.case.device == "cuda":
+        if not _CYCLES_PER_S:
+            _CYCLES_PER_S.append(1e7 / _gpu_seconds(lambda: torch.cuda._sleep(10**7)))
+        torch.cuda._sleep(int(extra * _CYCLES_PER_S[0]))
+    elif extra > 0:
+        time.sleep(extra)
+
+
+def _gpu_seconds(fn: Callable[[], object], cuda: bool = True) -> float:
+    if not cuda:
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def _step_seconds(s: TrainState) -> float:
+    for _ in range(3):
+        train_step(s)
+    return _gpu_seconds(lambda: [train_step(s) for _ in range(5)], s.case.device == "cuda") / 5
 """
 assert text.count(old) == 1, "bench/recipes/step.py's forward has changed: update slow5"
-path.write_text(text.replace(old, new))
+text = text.replace(old, new).replace("import dataclasses\n", "import dataclasses\nimport time\n", 1)
+path.write_text(text)
 EOF
-git "${ident[@]}" commit -qam "slow5: the training step forwards a fifth of the batch once more"
+git "${ident[@]}" commit -qam "slow5: every training step waits 5% of its own time more"
 git checkout -q base
 git -C "$repo" log --format='%h %s' base slow5 | tee "$out/commits.txt"
 git -C "$repo" diff base slow5 > "$out/slow5.diff"
@@ -78,24 +121,25 @@ case "$part" in
     pytest)
         export AMPBENCH_BENCH_STORAGE="$out/storage"
         read -ra grid <<<"${GRID:-}"
-        echo "save,revision,gate,exit,seconds" > "$out/gate.csv"
-        save() {  # save N REVISION [gate options]
-            local n=$1 rev=$2 t0=$SECONDS code
-            shift 2
+        phases=(--ampbench-phases "${PHASES:-step}")
+        fail="--benchmark-compare-fail=${FAIL:-median:5%}"
+        echo "save,revision,compared_with,gate,exit,seconds" > "$out/gate.csv"
+        save() {  # save N REVISION [PREVIOUS]: the suite, gated against save PREVIOUS if given
+            local n=$1 rev=$2 prev=${3:-} t0=$SECONDS code gate=()
+            [ -n "$prev" ] && gate=("--benchmark-compare=$prev" "$fail")
             git checkout -q "$rev"
-            echo "== save $n ($rev) $*" | tee -a "$log"
-            ./run_bench.sh pytest "${grid[@]}" "$@" >>"$log" 2>&1
+            echo "== save $n ($rev) ${phases[*]} ${gate[*]}" | tee -a "$log"
+            ./run_bench.sh pytest "${grid[@]}" "${phases[@]}" "${gate[@]}" >>"$log" 2>&1
             code=$?
-            echo "$n,$rev,${1:-none},$code,$((SECONDS - t0))" | tee -a "$out/gate.csv"
+            echo "$n,$rev,${prev:-none},${gate[1]:-none},$code,$((SECONDS - t0))" | tee -a "$out/gate.csv"
         }
-        gate=(--benchmark-compare-fail=median:10%)
         save 1 base
         for ((i = 2; i <= aa + 1; i++)); do
             left "save $i" || break
-            save "$i" base "--benchmark-compare=$(printf %04d $((i - 1)))" "${gate[@]}"
+            save "$i" base "$(printf %04d $((i - 1)))"
         done
         if left "the slow5 save"; then
-            save "$((aa + 2))" slow5 "--benchmark-compare=$(printf %04d $((aa + 1)))" "${gate[@]}"
+            save "$((aa + 2))" slow5 "$(printf %04d $((aa + 1)))"
         fi
         git checkout -q base
         ;;

@@ -21,6 +21,9 @@ from bench.cases.case import Case
 from bench.recipes.modes import MODES, OPTIMIZERS
 from bench.workloads.mlp import PRESETS
 
+PHASES = ("forward", "backward", "optimizer", "step")
+"""The phases the benchmark suite (tests/benchmarks) times, each a benchmark of its own."""
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     # Options of the pytest-benchmark suite in tests/benchmarks; registered here because pytest
@@ -41,6 +44,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--ampbench-batch-sizes",
         help="comma list (default: the MLP 1024 on CUDA, 8 on CPU; gpt 8 sequences, 2 on CPU)",
+    )
+    group.addoption(
+        "--ampbench-phases",
+        help="comma list of forward, backward, optimizer and step, or all (default: all); "
+        "a CI gate times the step alone (docs/comparing.md)",
     )
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
     group.addoption("--ampbench-rounds", help="rounds (default: 20 on CUDA, 2 on CPU)")
@@ -91,13 +99,19 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
     )
     modes = opt("--ampbench-modes")
     out["modes"] = _names("--ampbench-modes", modes, MODES) if modes is not None else None
+    phases = opt("--ampbench-phases")
+    out["phases"] = _names("--ampbench-phases", phases, PHASES) if phases is not None else None
     sizes = opt("--ampbench-batch-sizes")
     out["batch_sizes"] = (
         [_positive("--ampbench-batch-sizes", t.strip()) for t in sizes.split(",")]
         if sizes is not None
         else None
     )
-    for option, values in (("--ampbench-modes", modes), ("--ampbench-batch-sizes", sizes)):
+    for option, values in (
+        ("--ampbench-modes", modes),
+        ("--ampbench-phases", phases),
+        ("--ampbench-batch-sizes", sizes),
+    ):
         items = [t.strip() for t in values.split(",")] if values is not None else []
         repeated = [t for i, t in enumerate(items) if t in items[:i]]
         if repeated:

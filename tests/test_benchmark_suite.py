@@ -147,6 +147,8 @@ class _Config:
         ("rounds", "x", "'x'"),
         ("optimizer", "sgd", "'sgd'"),
         ("modes", "fp32,fp99", "'fp99'"),
+        ("phases", "step,loss", "'loss'"),
+        ("phases", "step,step", "'step' is listed twice"),
         ("preset", "huge", "'huge'"),
     ],
 )
@@ -158,12 +160,15 @@ def test_a_bad_suite_option_names_its_value(option, value, named):
 
 def test_the_suite_options_parse():
     given = suite_options(
-        _Config(models="gpt", modes="fp32,bf16-amp", batch_sizes="8,16", rounds="3")
+        _Config(
+            models="gpt", modes="fp32,bf16-amp", phases="step", batch_sizes="8,16", rounds="3"
+        )
     )
     assert given == {
         "preset": None,
         "models": ["gpt"],
         "modes": ["fp32", "bf16-amp"],
+        "phases": ["step"],
         "batch_sizes": [8, 16],
         "optimizer": "fused",
         "rounds": 3,
@@ -195,7 +200,7 @@ def test_a_read_only_storage_is_refused(tmp_path, monkeypatch):
 
 
 def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(tmp_path):
-    # docs/comparing.md: --benchmark-compare=0001 --benchmark-compare-fail=median:5%
+    # docs/comparing.md's gate: --ampbench-phases step --benchmark-compare-fail=median:5%
     gate = ["--benchmark-compare=0001", "--benchmark-compare-fail=median:5%"]
     proc = _pytest(tmp_path, *gate)
     assert proc.returncode == 4, proc.stdout + proc.stderr  # nothing saved to compare with yet
@@ -210,8 +215,11 @@ def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(tmp_path):
             for k, v in bench["stats"].items()
         }
     saved.write_text(json.dumps(data))
-    proc = _pytest(tmp_path, *gate)
+    # The documented gate times the step alone, against a save of every phase.
+    proc = _pytest(tmp_path, *gate, "--ampbench-phases", "step")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "Performance has regressed" in out and "Traceback" not in out
     assert "--benchmark-compare-fail: performance has regressed" in out
+    regressed = [s for s in out.splitlines() if "has failed PercentageRegressionCheck" in s]
+    assert regressed and all("-step] " in line for line in regressed), regressed

@@ -26,9 +26,7 @@ import torch
 from bench.cases.case import Case
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, build
-from tests.conftest import suite_options
-
-PHASES = ("forward", "backward", "optimizer", "step")
+from tests.conftest import PHASES, suite_options
 
 CUDA = torch.cuda.is_available()
 
@@ -92,7 +90,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         for w in models
         for m in modes
         for b in given["batch_sizes"] or [DEFAULT_BATCH[w]]
-        for p in PHASES
+        for p in given["phases"] or PHASES
     ]
     metafunc.parametrize("spec", specs, ids=[s.id for s in specs])
 
