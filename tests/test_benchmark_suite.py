@@ -160,9 +160,7 @@ def test_a_bad_suite_option_names_its_value(option, value, named):
 
 def test_the_suite_options_parse():
     given = suite_options(
-        _Config(
-            models="gpt", modes="fp32,bf16-amp", phases="step", batch_sizes="8,16", rounds="3"
-        )
+        _Config(models="gpt", modes="fp32,bf16-amp", phases="step", batch_sizes="8,16", rounds="3")
     )
     assert given == {
         "preset": None,
