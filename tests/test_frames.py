@@ -1,5 +1,5 @@
-"""A table kept as `.npz` (`bench.store.frames`) reads back as read_csv reads its CSV, exactly
-and in order."""
+"""A table kept as `.npz` (`bench.store.frames`) reads back as `frames.read_csv` reads its CSV,
+exactly and in order."""
 
 import io
 import math
@@ -29,7 +29,7 @@ def _table(n: int = 300) -> pd.DataFrame:
 
 
 def _as_csv_reads_it(df: pd.DataFrame) -> pd.DataFrame:
-    return pd.read_csv(io.StringIO(df.to_csv(index=False)))
+    return frames.read_csv(io.StringIO(df.to_csv(index=False)))
 
 
 @pytest.mark.parametrize("n", [0, 2, 300])

@@ -263,6 +263,7 @@ def test_pages_render_in_chromium_with_no_console_error(site):
     print(f"screenshots in {shots} ({time.monotonic() - start:.1f} s in Chromium)")
 
 
+@needs_site
 def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
     from bench.publish import runs
     from bench.publish.site import front

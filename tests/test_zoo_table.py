@@ -71,7 +71,7 @@ def test_the_readme_block_links_every_run(tmp_path):
     write_run(tmp_path / "results" / "b", _rows("hf:bert", fp8=True), gpu="NVIDIA H200")
     block = readme.Block("zoo", "results/a", {"with": "b"}, "", 1)
     text = readme.generate(block, root=tmp_path)
-    assert "`hf:gpt2`" in text and "`hf:bert`" in text and "and [`b`]" in text
+    assert "From [`hf:gpt2`](results/a) and [`hf:bert`](results/b):" in text  # by model
 
 
 def test_a_run_that_stopped_early_says_so_under_the_table(tmp_path):

@@ -31,9 +31,10 @@ from docs/), so the marker is the one place that names it. KIND is
   (`bench.publish.zoo`).
 
 Every block but the summary (whose first line names its folders) opens with "From [RUN](its
-report.md):", and the runs `with=` adds; every kind also takes `figure=NAME.png[+NAME.png]`:
-figures of RUN's folder, embedded after the content. So a link or a figure follows its block's
-folder, and re-pointing a block is an edit of its marker alone.
+report.md):", and the runs `with=` adds (a zoo names each run by its model); every kind also
+takes `figure=NAME.png[+NAME.png]`: figures of RUN's folder, embedded after the content. So a
+link or a figure follows its block's folder, and re-pointing a block is an edit of its marker
+alone.
 
 `readme` rewrites every block from its run's files, in a README.md and in the pages of the
 docs/ folder beside it; `readme --check` says which blocks disagree with their run, so a table
@@ -43,6 +44,7 @@ cannot drift from its data.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -303,12 +305,25 @@ def _report(folder: Path, link: str, text: str | None = None) -> str:
     return f"[{text or f'`{folder.name}`'}]({target})"
 
 
-def _source(run: Path, link: str, options: dict[str, str]) -> str:
+def _model(run: Path) -> str:
+    """A zoo row's run named as its row names it: by its model."""
+    return f"`{results.load(run)['model'].iloc[0]}`"
+
+
+SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model}
+"""Kinds whose From line names each run otherwise than by its folder: a zoo's eight folder names
+would take a paragraph of the README."""
+
+
+def _source(run: Path, link: str, options: dict[str, str], kind: str = "") -> str:
     """The line that opens a block, From [RUN](its report): with the runs `with=` adds, so the
     block's text links the folders its marker names and no prose has to."""
     here = PurePosixPath(link).parent
     others = [n for n in options.get("with", "").split("+") if n]
-    shown = [_report(run, link)] + [_report(run.parent / n, str(here / n)) for n in others]
+    text = SOURCE_TEXT.get(kind, lambda folder: None)
+    shown = [_report(run, link, text(run))] + [
+        _report(run.parent / n, str(here / n), text(run.parent / n)) for n in others
+    ]
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
     return f"From {listed}:"
 
@@ -335,7 +350,7 @@ def generate(block: Block, root: Path = paths.ROOT) -> str:
     figures = options.pop("figure", None)
     content = KINDS[block.kind](run, dict(options), block.run)
     if block.kind != "summary":  # the summary names its folders in its own first line
-        content = f"{_source(run, block.run, options)}\n\n{content}"
+        content = f"{_source(run, block.run, options, block.kind)}\n\n{content}"
     if figures is not None:
         content += "\n\n" + _figures(run, block.run, figures)
     return f"\n{content}\n\n"

@@ -160,11 +160,11 @@ def table(
     study_columns = " and ".join(f'"{c}"' for c in STUDY_COLUMNS)
     notes = [
         f"Preset in brackets; {optimizer} Adam; each model at its largest batch measured. "
-        "× fp32, × TF32 and peak GiB are of the fastest recipe that trains like fp32 where a "
-        "numerics study says which (else of the fastest), against fp32 and TF32 at its variant.",
-        "fp16 without GradScaler: the study's verdict, with the largest share of a gradient "
-        "tensor it flushed to zero; unless a census shows the scaler not needed, fp16 without it "
-        "does not count as training like fp32.",
+        "× fp32, × TF32 and peak GiB: of the fastest recipe that trains like fp32 (else of the "
+        "fastest), against fp32 and TF32 at its variant.",
+        "fp16 without GradScaler: the study's verdict and the largest share of a gradient it "
+        "flushed to zero; unless its census shows the scaler not needed, fp16 without it does "
+        "not count as training like fp32.",
     ]
     if any(not s for _, s in models):
         notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")

@@ -9,7 +9,9 @@ and mode (108 benchmarks on CUDA) did not finish in 200 s there, and the MLP's 9
 benchmarks, 10 rounds) took 46 s, about 4 s a mode of which the fp32 step is the most. So the
 default is the MLP and the four modes of the question (fp32, TF32, fp16 autocast with its scaler,
 bf16 autocast): 16 benchmarks, with 20 rounds (the statistics of a save's rounds want more than
-10); its time on an H200 is measured by `scripts/h200_compare.sh pytest`.
+10): 34 to 40 s a save on one H200 (results/ab-h200/). A CI gate times the step alone
+(`--ampbench-phases step`): the 1.35 ms forward passes under autocast move by up to 15% from one
+process to the next, the steps by a few percent (docs/comparing.md).
 `--ampbench-models all --ampbench-modes all` is the whole grid.
 """
 

@@ -262,7 +262,7 @@ def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
 def compact(run_dir: Path) -> list[str]:
     """Rewrite each table `run_dir` keeps in a form other than the one this version writes, in
     that form, its content unchanged: a CSV's bytes gzip-compressed, or its rows (as
-    `pandas.read_csv` gives them) in `.npz`, checked to read back equal before the CSV goes.
+    `frames.read_csv` gives them) in `.npz`, checked to read back equal before the CSV goes.
     Returns the names of the files rewritten."""
     done = []
     for name, table in TABLES.items():
@@ -273,7 +273,7 @@ def compact(run_dir: Path) -> list[str]:
             want.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0))
         else:
             try:
-                df = pd.read_csv(path)
+                df = frames.read_csv(path)
             except pd.errors.EmptyDataError:  # nothing to keep: written anew with its columns
                 df = frame(name, [])
             if table.form == NPZ:
@@ -337,7 +337,7 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
     table = TABLES[name]
     path = table.path(run_dir)
     try:
-        df = frames.read(path) if path.suffix == ".npz" else pd.read_csv(path)
+        df = frames.read(path) if path.suffix == ".npz" else frames.read_csv(path)
     except pd.errors.EmptyDataError:  # an empty table of an older folder: not even a header
         df = pd.DataFrame()
     except FileNotFoundError:  # an optional table the folder predates (`load` checks the rest)
