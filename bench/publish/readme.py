@@ -305,14 +305,11 @@ def _report(folder: Path, link: str, text: str | None = None) -> str:
     return f"[{text or f'`{folder.name}`'}]({target})"
 
 
-def _model(run: Path) -> str:
-    """A zoo row's run named as its row names it: by its model."""
-    return f"`{results.load(run)['model'].iloc[0]}`"
-
-
-SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model}
-"""Kinds whose From line names each run otherwise than by its folder: a zoo's eight folder names
-would take a paragraph of the README."""
+SOURCE_TEXT: dict[str, Callable[[Path], str]] = {
+    "zoo": lambda run: f"`{results.load(run)['model'].iloc[0]}`",
+}
+"""Kinds whose From line names each run otherwise than by its folder: a zoo's by its model, as
+its rows do (eight folder names would take a paragraph of the README)."""
 
 
 def _source(run: Path, link: str, options: dict[str, str], kind: str = "") -> str:
