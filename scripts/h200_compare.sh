@@ -23,6 +23,8 @@
 # Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [GRID="run options"] [PHASES=step] [FAIL=median:5%]
 #        scripts/h200_compare.sh OUT_DIR pytest|ab
 #   LIMIT: start no new step this many seconds after the script began (a device command's limit).
+#   OUT_DIR/kept.tgz holds the saves and each comparison's report.md, verdicts.csv and env.json,
+#   repacked after each step.
 #   GRID: the ab grid's run options, and for `pytest` its --ampbench-* options (a CPU check:
 #   GRID="--device cpu --preset tiny" for ab, GRID="--ampbench-preset tiny" for pytest).
 set -uo pipefail
@@ -110,6 +112,14 @@ git -C "$repo" diff base slow5 > "$out/slow5.diff"
 # Each save and round names the scratch commit it ran, not the copied tree's.
 unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY
 
+keep() {  # kept.tgz: what is published of every save and comparison made so far, packed after
+    # each, so that a command stopped by its limit still brings them back (a device returns a few
+    # shallow files, not the storage's or the comparisons' nested folders)
+    (cd "$out" && find . \( -path './storage/*.json' -o -path './ab/*/report.md' \
+        -o -path './ab/*/verdicts.csv' -o -path './ab/*/env.json' \) -not -path './ab/*/*/*' \
+        -print0 | tar --null -czf kept.tgz.part -T - && mv kept.tgz.part kept.tgz)
+}
+
 left() {  # left NAME: 0 when there is time to start it, else logs why not
     if ((limit > 0 && SECONDS - start > limit)); then
         echo "== $1: not started, ${limit}s were used" | tee -a "$log"
@@ -132,6 +142,7 @@ case "$part" in
             ./run_bench.sh pytest "${grid[@]}" "${phases[@]}" "${gate[@]}" >>"$log" 2>&1
             code=$?
             echo "$n,$rev,${prev:-none},${gate[1]:-none},$code,$((SECONDS - t0))" | tee -a "$out/gate.csv"
+            keep
         }
         save 1 base
         for ((i = 2; i <= aa + 1; i++)); do
@@ -151,6 +162,7 @@ case "$part" in
             python3 -m bench ab "$2" "$3" "${grid[@]}" --results-dir "$out/ab" --tag "$1" \
                 >>"$log" 2>&1
             echo "== $1 exit $? seconds $((SECONDS - t0))" | tee -a "$log"
+            keep
         }
         # The slowdown between the A/A pairs, so that each kind meets the machine's drift.
         for ((i = 1; i <= aa || i <= slow; i++)); do
