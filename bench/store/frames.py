@@ -43,10 +43,10 @@ _EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".
 the option."""
 
 
-def read_csv(path: Path | io.StringIO, **kwargs: object) -> pd.DataFrame:
+def read_csv(path: Path | io.StringIO) -> pd.DataFrame:
     """`pandas.read_csv`, every float read back as the float that was written, on pandas 2 and 3:
     a table rewritten from its CSV keeps its values."""
-    return pd.read_csv(path, **_EXACT_FLOATS, **kwargs)  # type: ignore[arg-type]
+    return pd.read_csv(path, **_EXACT_FLOATS)  # type: ignore[call-overload]
 
 
 def _is_text(col: pd.Series) -> bool:
