@@ -12,7 +12,7 @@
 #   pytest  AA+1 saves of the documented gate's suite, `./run_bench.sh pytest --ampbench-phases
 #           PHASES` (default step), each timed, every one after the first under the gate against
 #           the save before it (--benchmark-compare=PREVIOUS --benchmark-compare-fail=FAIL,
-#           default median:5%): AA pairs of one commit; then one save of slow5 under the gate
+#           default median:3%): AA pairs of one commit; then one save of slow5 under the gate
 #           against the last. gate.csv: one row each. PHASES=forward,backward,optimizer,step
 #           times the suite's default.
 #   ab      `ampbench ab base base` AA times and `ampbench ab base slow5` SLOW times, ab's
@@ -20,9 +20,12 @@
 #           fused Adam, fp32, tf32, fp16-amp, bf16-amp and bf16-pure, eager (10 cases), one
 #           timed window a case (a round is one process's median step: more windows only
 #           lengthen it); each comparison a folder under OUT_DIR/ab.
-# Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [GRID="run options"] [PHASES=step] [FAIL=median:5%]
+# Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [FIRST=1] [GRID="run options"] [PHASES=step]
+#        [FAIL=median:3%]
 #        scripts/h200_compare.sh OUT_DIR pytest|ab
 #   LIMIT: start no new step this many seconds after the script began (a device command's limit).
+#   FIRST: the number of ab's first comparison of each kind (aa-FIRST, slow-FIRST), so that
+#   comparisons made by several commands into one OUT_DIR keep distinct tags.
 #   OUT_DIR/kept.tgz holds the saves and each comparison's report.md, verdicts.csv and env.json,
 #   repacked after each step.
 #   GRID: the ab grid's run options, and for `pytest` its --ampbench-* options (a CPU check:
@@ -132,7 +135,7 @@ case "$part" in
         export AMPBENCH_BENCH_STORAGE="$out/storage"
         read -ra grid <<<"${GRID:-}"
         phases=(--ampbench-phases "${PHASES:-step}")
-        fail="--benchmark-compare-fail=${FAIL:-median:5%}"
+        fail="--benchmark-compare-fail=${FAIL:-median:3%}"
         echo "save,revision,compared_with,gate,exit,seconds" > "$out/gate.csv"
         save() {  # save N REVISION [PREVIOUS]: the suite, gated against save PREVIOUS if given
             local n=$1 rev=$2 prev=${3:-} t0=$SECONDS code gate=()
@@ -165,9 +168,11 @@ case "$part" in
             keep
         }
         # The slowdown between the A/A pairs, so that each kind meets the machine's drift.
-        for ((i = 1; i <= aa || i <= slow; i++)); do
-            if ((i <= aa)); then left "aa-$i" && compare "aa-$i" base base; fi
-            if ((i <= slow)); then left "slow-$i" && compare "slow-$i" base slow5; fi
+        first="${FIRST:-1}"
+        for ((k = 0; k < aa || k < slow; k++)); do
+            i=$((first + k))
+            if ((k < aa)); then left "aa-$i" && compare "aa-$i" base base; fi
+            if ((k < slow)); then left "slow-$i" && compare "slow-$i" base slow5; fi
         done
         ;;
     *)
