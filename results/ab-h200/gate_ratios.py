@@ -5,7 +5,7 @@ each benchmark's median in save i+1 over save i, as that check computes it (the 
     python results/ab-h200/gate_ratios.py results/ab-h200/pytest-default/Linux-CPython-3.12-64bit
 
 writes gate_ratios.csv beside that folder: one row per pair and benchmark, with the change and
-whether a 5% and a 10% threshold fail it.
+whether a 3%, a 5% and a 10% threshold fail it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(storage: Path) -> pd.DataFrame:
                     "median_ms_before": round(1e3 * medians[before.stem][name], 4),
                     "median_ms_after": round(1e3 * median, 4),
                     "change_pct": round(change, 2),
+                    "fails_3pct": change > 3,
                     "fails_5pct": change > 5,
                     "fails_10pct": change > 10,
                 }
