@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+THRESHOLDS = (3, 5, 10)
+"""The `median:N%` thresholds each change is checked against."""
+
 
 def main(storage: Path) -> pd.DataFrame:
     saves = sorted(storage.glob("*.json"))
@@ -36,9 +39,7 @@ def main(storage: Path) -> pd.DataFrame:
                     "median_ms_before": round(1e3 * medians[before.stem][name], 4),
                     "median_ms_after": round(1e3 * median, 4),
                     "change_pct": round(change, 2),
-                    "fails_3pct": change > 3,
-                    "fails_5pct": change > 5,
-                    "fails_10pct": change > 10,
+                    **{f"fails_{pct}pct": change > pct for pct in THRESHOLDS},
                 }
             )
     df = pd.DataFrame(rows)
