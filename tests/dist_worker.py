@@ -2,11 +2,14 @@
 
 `AMPBENCH_TEST_FAULTS` lists `KIND|CASE_ID|RANK` items separated by `;`: on that rank, building
 that case raises (`error`) or never returns (`hang`), as a rank that runs out of memory or
-stalls would. Run as `torchrun ... tests/dist_worker.py run --gpus 2 ...`.
+stalls would. With `AMPBENCH_TEST_FINALIZED` naming a folder, a rank that goes through Python's
+finalization leaves a file there (`distributed.leave` ends a rank without it).
+Run as `torchrun ... tests/dist_worker.py run --gpus 2 ...`.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import time
@@ -32,6 +35,9 @@ def main() -> int:
         return real_build(case, **kwargs)
 
     runner.build = build
+    finalized = os.environ.get("AMPBENCH_TEST_FINALIZED")
+    if finalized:
+        atexit.register((Path(finalized) / f"rank{rank}").touch)
     return cli.main(sys.argv[1:])
 
 

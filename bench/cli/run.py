@@ -78,7 +78,9 @@ def command(args: argparse.Namespace) -> int:
             render.after_job(run_dir)
         print(run_dir)
     if code == 1 and world.distributed and launch.launched():
-        return 0  # the launcher exits 1 for it: torchrun would add a traceback to a rank's 1
+        code = 0  # the launcher exits 1 for it: torchrun would add a traceback to a rank's 1
+    if world.distributed:
+        distributed.leave(code)
     return code
 
 
