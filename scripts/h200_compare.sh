@@ -6,8 +6,8 @@
 # repository of that copy (one commit, branch `base`, whose message names AMPBENCH_GIT_COMMIT) and
 # on top of it branch `slow5`, whose every training step waits 5% of its own time more: after the
 # forward, the device spins (torch.cuda._sleep) for 5% of the step time it measured on the state
-# before, in the first call (a warm-up), so every case of every mode is 5% slower, which the
-# comparisons themselves measure.
+# before, in the first call (a warm-up). It is meant to slow every case of every mode by 5%;
+# what it costs is what the comparisons measure (results/ab-h200: less than 5% in places).
 # The project's repository, worktrees and runs/ are not touched.
 #   pytest  AA+1 saves of the documented gate's suite, `./run_bench.sh pytest --ampbench-phases
 #           PHASES` (default step), each timed, every one after the first under the gate against

@@ -312,7 +312,7 @@ SOURCE_TEXT: dict[str, Callable[[Path], str]] = {
 its rows do (eight folder names would take a paragraph of the README)."""
 
 
-def _source(run: Path, link: str, options: dict[str, str], kind: str = "") -> str:
+def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
     """The line that opens a block, From [RUN](its report): with the runs `with=` adds, so the
     block's text links the folders its marker names and no prose has to."""
     here = PurePosixPath(link).parent
