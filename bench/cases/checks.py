@@ -67,6 +67,9 @@ NON_NEGATIVE_INT = Check("is not an integer >= 0", int, lambda v: _is_int(v) and
 POSITIVE_FINITE = Check(
     "is not a positive finite number", float, lambda v: _is_number(v) and 0 < v < math.inf
 )
+NON_NEGATIVE_FINITE = Check(
+    "is not a finite number >= 0", float, lambda v: _is_number(v) and 0 <= v < float("inf")
+)
 FRACTION = Check("is not a number between 0 and 1", float, lambda v: _is_number(v) and 0 < v < 1)
 TAG = Check(
     "is not a tag: use letters, digits, '.' and '-' only",

@@ -23,7 +23,7 @@ PRESETS = ("seed", "tiny")
 """Keys of `bench.workloads.mlp.PRESETS`."""
 WORKLOADS = {
     "mlp": PRESETS,
-    "gpt": ("gpt2-124m", "gpt-1.3b", "tiny"),
+    "gpt": ("gpt2-124m", "gpt-1.3b", "tiny", "shakespeare-char", "shakespeare-tiny"),
     "resnet50": ("resnet50", "tiny"),
 }
 """Keys of `bench.workloads.registry.WORKLOADS`, each with its presets' names."""

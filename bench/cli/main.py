@@ -20,6 +20,7 @@ from bench.cli import (
     numerics,
     promote,
     publish,
+    quality,
     readme,
     report,
 )
@@ -38,6 +39,7 @@ COMMANDS = {
         compare,
         ab,
         numerics,
+        quality,
         maxbatch,
         index,
         promote,

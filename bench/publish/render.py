@@ -37,6 +37,10 @@ def render(run_dir: Path) -> Path:
         from bench.publish import maxbatch
 
         return maxbatch.render(run_dir)
+    if found == "quality":
+        from bench.publish import quality
+
+        return quality.render(run_dir)
     if found == "ab":
         from bench.publish import ab
 

@@ -22,6 +22,7 @@ KINDS = {
     "maxbatch": ("maxbatch_config", "a largest-batch search"),
     "timing": ("config", "a timing run"),
     "ab": ("ab_config", "a comparison of two revisions (`ampbench ab`)"),
+    "quality": ("quality_config", "a time-to-quality study"),
 }
 """A folder's kind -> (the env.json key of its job's settings, what it is in words). In this
 order a folder of version 1 is told by its keys: the short study a timing run made inside its

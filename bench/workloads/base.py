@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from bench.data.sources import DataShape
 from bench.workloads import heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
@@ -91,10 +92,24 @@ class Workload:
     """Device -> numerics study settings that differ for this workload from
     `bench.numerics.measure.defaults.PER_DEVICE` (batch sizes in the workload's samples,
     held-out size)."""
+    fit_data: Callable[[object, DataShape], object] | None = None
+    """(size, a data source's shape) -> the size sized to that data (its vocabulary, its
+    classes), for the time-to-quality study; raises ValueError saying why where the model cannot
+    be sized to it. None: the model trains on its synthetic batches only. Ask `sized_to`."""
     unsupported_reason: Callable[[], str | None] = field(default=lambda: None)
     """Why no case of this workload can run here (an optional package it needs is missing), or
     None. Asked before anything of the model is built: each case is then an `unsupported` row
     with this reason (`bench.execution.variants.unsupported_reason`)."""
+
+    def sized_to(self, size: object, data: DataShape) -> object:
+        """`size` sized to a real data source's shape; ValueError with the reason where it
+        cannot be."""
+        if self.fit_data is None:
+            raise ValueError(
+                f"{self.name} cannot be sized to real data: its workload sets no vocabulary or "
+                "classes (it trains on its own synthetic batches)"
+            )
+        return self.fit_data(size, data)
 
     def make_task(self, size: object, seed: int, noise: float, device: str) -> Task:
         """The task the numerics study trains this workload on."""

@@ -4,12 +4,15 @@ token batches, its loss, and what the rest of ampbench needs to know about it.
 Token and position embeddings -> `layers` pre-LayerNorm blocks (causal self-attention through
 `F.scaled_dot_product_attention(is_causal=True)`, then a GELU MLP of width 4×) -> a final
 LayerNorm -> a vocabulary head; next-token cross-entropy. Linears and LayerNorms carry biases as
-GPT-2's do; the head has none. There is no dropout: a benchmark step should do the same work every
-time, and dropout's masks would make two modes' numerics differ by more than their precision.
+GPT-2's do; the head has none. The timing presets have no dropout: a benchmark step should do the
+same work every time, and dropout's masks would make two modes' numerics differ by more than their
+precision.
 
-The head is *not* tied to the token embedding (GPT-2 and nanoGPT tie them). Untied, every
-parameter belongs to exactly one module, so a float8 recipe can keep the head in higher precision
-without touching the embedding, and FSDP2 can shard the embedding and the head as separate units.
+The timing presets' head is *not* tied to the token embedding (GPT-2 and nanoGPT tie them; the
+`shakespeare-char` preset, nanoGPT's own model, does, with its dropout and without biases).
+Untied, every parameter belongs to exactly one module, so a float8 recipe can keep the head in
+higher precision without touching the embedding, and FSDP2 can shard the embedding and the head
+as separate units.
 The cost is vocab × width more parameters: `gpt2-124m` has 163.1M here, not GPT-2's 124M; the name
 keeps GPT-2's shape, not its count.
 
@@ -41,12 +44,21 @@ class GPTSize:
     vocab: int
     """Vocabulary size. 50304 is GPT-2's 50257 rounded up to a multiple of 64, as nanoGPT does:
     the head's matmul then tiles evenly, and float8 needs a multiple of 16 anyway."""
+    dropout: float = 0.0
+    """Dropout after the embeddings, in attention and on each residual branch (nanoGPT's places);
+    0 for the timing presets, whose steps should do the same work every time."""
+    bias: bool = True
+    """Biases in the Linears and LayerNorms (GPT-2's); nanoGPT's Shakespeare model has none."""
+    tied: bool = False
+    """The head shares the token embedding's weight (GPT-2's and nanoGPT's arrangement)."""
 
     def __post_init__(self) -> None:
         for name in ("layers", "width", "heads", "context", "vocab"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"GPTSize.{name} must be a positive int, got {value!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"GPTSize.dropout must be in [0, 1), got {self.dropout!r}")
         if self.width % self.heads:
             raise ValueError(
                 f"GPTSize.width {self.width} is not divisible by GPTSize.heads {self.heads}"
@@ -61,6 +73,16 @@ PRESETS: dict[str, GPTSize] = {
     # For the CPU and the tests: every dimension a multiple of 16, so the fp8 plan converts all
     # but the head, as it does for the large presets.
     "tiny": GPTSize(layers=2, width=64, heads=4, context=32, vocab=128),
+    # nanoGPT's config/train_shakespeare_char.py: a character-level model of the bundled
+    # Shakespeare text (its vocabulary, 65, is set from the data), tied, no biases, dropout 0.2.
+    # Its training settings are the time-to-quality study's defaults (`bench.quality.config`).
+    "shakespeare-char": GPTSize(
+        layers=6, width=384, heads=6, context=256, vocab=65, dropout=0.2, bias=False, tied=True
+    ),
+    # The same shape at CPU size, for the tests and a smoke study.
+    "shakespeare-tiny": GPTSize(
+        layers=2, width=64, heads=4, context=64, vocab=65, dropout=0.0, bias=False, tied=True
+    ),
 }
 
 
@@ -84,7 +106,10 @@ def num_params(size: GPTSize, *, embeddings: bool = True) -> int:
     each); then the final LayerNorm (2d) and the head (vocab·d, no bias). `embeddings` adds the
     token (vocab·d) and position (context·d) tables, which do no matmul work."""
     d = size.width
-    n = size.layers * (12 * d * d + 13 * d) + 2 * d + size.vocab * d
+    per_block = 12 * d * d + (13 * d if size.bias else 2 * d)
+    n = size.layers * per_block + (2 if size.bias else 1) * d
+    if not size.tied:
+        n += size.vocab * d
     if embeddings:
         n += size.vocab * d + size.context * d
     return n
@@ -116,8 +141,10 @@ class Attention(nn.Module):
     def __init__(self, size: GPTSize) -> None:
         super().__init__()
         self.heads = size.heads
-        self.qkv = nn.Linear(size.width, 3 * size.width)
-        self.proj = nn.Linear(size.width, size.width)
+        self.qkv = nn.Linear(size.width, 3 * size.width, bias=size.bias)
+        self.proj = nn.Linear(size.width, size.width, bias=size.bias)
+        self.dropout = size.dropout
+        self.resid_drop = nn.Dropout(size.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, d = x.shape
@@ -126,8 +153,9 @@ class Attention(nn.Module):
             t.view(b, s, self.heads, d // self.heads).transpose(1, 2)
             for t in self.qkv(x).split(d, dim=2)
         )
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.proj(y.transpose(1, 2).reshape(b, s, d))
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        return self.resid_drop(self.proj(y.transpose(1, 2).reshape(b, s, d)))
 
 
 class FeedForward(nn.Module):
@@ -135,12 +163,13 @@ class FeedForward(nn.Module):
 
     def __init__(self, size: GPTSize) -> None:
         super().__init__()
-        self.fc = nn.Linear(size.width, 4 * size.width)
+        self.fc = nn.Linear(size.width, 4 * size.width, bias=size.bias)
         self.act = nn.GELU(approximate="tanh")
-        self.proj = nn.Linear(4 * size.width, size.width)
+        self.proj = nn.Linear(4 * size.width, size.width, bias=size.bias)
+        self.drop = nn.Dropout(size.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(self.act(self.fc(x)))
+        return self.drop(self.proj(self.act(self.fc(x))))
 
 
 class Block(nn.Module):
@@ -149,9 +178,9 @@ class Block(nn.Module):
 
     def __init__(self, size: GPTSize) -> None:
         super().__init__()
-        self.ln1 = nn.LayerNorm(size.width)
+        self.ln1 = nn.LayerNorm(size.width, bias=size.bias)
         self.attn = Attention(size)
-        self.ln2 = nn.LayerNorm(size.width)
+        self.ln2 = nn.LayerNorm(size.width, bias=size.bias)
         self.mlp = FeedForward(size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -164,15 +193,18 @@ class GPT(nn.Module):
         super().__init__()
         self.size = size
         self.embed = Embeddings(size)
+        self.drop = nn.Dropout(size.dropout)
         self.blocks = nn.ModuleList(Block(size) for _ in range(size.layers))
-        self.norm = nn.LayerNorm(size.width)
+        self.norm = nn.LayerNorm(size.width, bias=size.bias)
         self.head = nn.Linear(size.width, size.vocab, bias=False)
+        if size.tied:
+            self.head.weight = self.embed.tok.weight
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         """(batch, seq) token ids -> (batch, seq, vocab) logits."""
         if idx.shape[1] > self.size.context:
             raise ValueError(f"sequence length {idx.shape[1]} exceeds context {self.size.context}")
-        x = self.embed(idx)
+        x = self.drop(self.embed(idx))
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
@@ -202,6 +234,8 @@ def build(
     if device.type == "meta":
         return model
     model.to_empty(device=device)
+    if size.tied:  # to_empty gives each module a new tensor of its own: tie them again
+        model.head.weight = model.embed.tok.weight
     gen = torch.Generator(device=device).manual_seed(seed)
     residual_std = 0.02 / math.sqrt(2 * size.layers) if scaled_residual else 0.02
     with torch.no_grad():
@@ -215,7 +249,8 @@ def build(
                 nn.init.normal_(module.weight, 0.0, 0.02, generator=gen)
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
     return model
 
 

@@ -10,6 +10,7 @@ process of a run (a numerics worker, a torchrun rank) finds it the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import sys
@@ -17,12 +18,19 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from bench.data.sources import DataShape
 from bench.faults import UsageError
 from bench.store import paths
 from bench.workloads import gpt, mlp, resnet, tasks, zoo
 from bench.workloads.base import Workload
 
 MLP = mlp.WORKLOAD
+
+
+def _gpt_on_data(size: gpt.GPTSize, data: DataShape) -> gpt.GPTSize:
+    if data.task != "causal-lm":
+        raise ValueError(f"gpt is a causal LM; the data is for {data.task}")
+    return dataclasses.replace(size, vocab=data.vocab)
 
 
 def _gpt_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -49,6 +57,7 @@ GPT = Workload(
     dims=lambda size: (size.context, size.width, size.vocab),
     unit="tokens",
     per_sample=lambda size: size.context,
+    fit_data=_gpt_on_data,
     task=lambda size, seed, noise, device: tasks.MarkovTask(
         vocab=size.vocab, context=size.context, seed=seed, noise=noise, device=device
     ),

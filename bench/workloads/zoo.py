@@ -19,6 +19,7 @@ their precision (the built-in GPT has none either).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.data.sources import DataShape
 from bench.faults import UsageError
 from bench.workloads import heads, structure, tasks
 from bench.workloads.base import Workload
@@ -107,6 +109,24 @@ def make(
         except (NotImplementedError, RuntimeError):
             return build(size, "cpu", 0)
 
+    def on_data(size: ZooSize, data: DataShape) -> ZooSize:
+        """The preset sized to real data: a causal LM's vocabulary (its config's `vocab_size`,
+        no padding id), an image classifier's classes (`num_classes`)."""
+        if data.task != size.shape.task:
+            raise ValueError(f"{name} is a {size.shape.task} model; the data is for {data.task}")
+        options = dict(size.options)
+        if data.task == "causal-lm":
+            if not name.startswith("hf:"):
+                raise ValueError(f"{name}: only transformers' causal LMs can be sized to text")
+            options["vocab_size"] = data.vocab
+            if size.shape.pad is not None:
+                options["pad_token_id"] = None
+            shape = dataclasses.replace(size.shape, vocab=data.vocab, pad=None)
+        else:
+            options["num_classes"] = data.classes
+            shape = dataclasses.replace(size.shape, classes=data.classes)
+        return dataclasses.replace(size, shape=shape, options=tuple(options.items()))
+
     first = next(iter(presets.values()))
     shape = first.shape
     task = None
@@ -129,6 +149,7 @@ def make(
         unit="tokens" if shape.text else "samples",
         per_sample=lambda size: size.shape.seq if size.shape.text else 1,
         task=task,
+        fit_data=on_data,
         batch_sizes=TEXT_BATCHES if shape.text else IMAGE_BATCHES,
         numerics=TEXT_NUMERICS if shape.text else IMAGE_NUMERICS,
     )

@@ -1,0 +1,180 @@
+"""A time-to-quality study as a job: a folder, the step time of every recipe measured alone, then
+every (recipe, seed) run trained, `workers` side by side as processes on the one device, each
+run's tables appended as it ends. `resume` trains what an interrupted study left, and may add
+recipes.
+
+The step times are taken first, before any training shares the device: time to the target is
+steps × that step time, never a run's own wall time, which other runs beside it inflate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+from pathlib import Path
+
+from bench.jobs.base import log, new_folder, resumed_folder
+from bench.quality import tables
+from bench.quality.config import QualityConfig
+from bench.store import folders, schema
+
+KIND = "quality"
+START_S = 30.0
+"""What a budget keeps back for starting the workers and building their models."""
+EVAL_SHARE = 0.1
+"""What evaluation adds to a run's training steps, at most (the default study's: 7 held-out
+batches of forward passes every 100 steps)."""
+
+
+def _unsupported(cfg: QualityConfig, mode: str) -> str | None:
+    """Why `mode` cannot train this study's model here, or None."""
+    from bench.quality.feed import fit
+    from bench.recipes.modes import MODES
+
+    m = MODES[mode]
+    why = m.unsupported_reason(cfg.device)
+    if why is None and m.fp8_recipe is not None:
+        fitted = fit(cfg)
+        plan = m.fp8_plan(fitted.workload, fitted.size)
+        if not any(v == "converted" for v in plan.values()):
+            why = "float8 converts no Linear of this model"
+    return why
+
+
+def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None:
+    from bench.faults import fault
+    from bench.quality.train import time_step
+
+    timed = {r["mode"] for r in tables.load(folder_path)["timing"].to_dict("records")}
+    for mode in modes:
+        if mode in timed:
+            continue
+        why = _unsupported(cfg, mode)
+        if why is not None:
+            tables.append(
+                folder_path, "timing", [{"mode": mode, "status": "unsupported", "error": why}]
+            )
+            continue
+        log(f"timing {mode}")
+        try:
+            row = {**time_step(cfg, mode), "status": "ok", "error": ""}
+        except Exception as exc:  # a recipe that fails here is a row; the study goes on
+            info = fault(exc)
+            row = {"mode": mode, "status": info["status"], "error": info["error"]}
+        tables.append(folder_path, "timing", [row])
+
+
+def _work(args: tuple[dict, str, int]) -> dict[str, list[dict]]:
+    """One run in a worker process (spawned: CUDA cannot be forked)."""
+    from bench import quiet
+    from bench.quality.train import safe_train
+
+    quiet.quiet()
+    record, mode, seed = args
+    return safe_train(QualityConfig.from_record(record), mode, seed)
+
+
+def _within(
+    todo: list[tuple[str, int]], cfg: QualityConfig, timing, budget_s: float
+) -> list[tuple[str, int]]:
+    """The runs of `todo`, in order, whose summed cost fits `budget_s`: each costs its steps ×
+    its recipe's step time alone (runs side by side share the device, so together they take no
+    longer than one after another), plus what evaluation and starting a process add."""
+    step_s = dict(zip(timing["mode"], timing["step_ms"] / 1e3, strict=True))
+    chosen, spent = [], START_S
+    for mode, seed in todo:
+        cost = cfg.steps * step_s[mode] * (1 + EVAL_SHARE)
+        if spent + cost > budget_s:
+            continue
+        chosen.append((mode, seed))
+        spent += cost
+    return chosen
+
+
+def _train(folder_path: Path, cfg: QualityConfig, budget_s: float = 0) -> None:
+    timing = tables.load(folder_path)["timing"]
+    skip = dict(zip(timing["mode"], timing["status"], strict=True))
+    finished = tables.done(folder_path)
+    # fp32 first, the costliest: the target is its; then recipe by recipe.
+    todo = [
+        (m, s)
+        for m in cfg.modes
+        for s in cfg.seeds
+        if (m, s) not in finished and skip.get(m) == "ok"
+    ]
+    for m in cfg.modes:
+        if skip.get(m, "ok") != "ok":  # an unsupported recipe: one row per seed says so
+            why = timing[timing["mode"] == m]["error"].iloc[0]
+            rows = [{"mode": m, "seed": s, "status": skip[m], "error": why} for s in cfg.seeds]
+            tables.append(folder_path, "runs", [r for r in rows if (m, r["seed"]) not in finished])
+    if budget_s:
+        chosen = _within(todo, cfg, timing, budget_s)
+        left = [f"{m} seed {s}" for m, s in todo if (m, s) not in chosen]
+        if left:
+            log(f"--budget-s {budget_s:g} leaves {len(left)} runs for --resume: {', '.join(left)}")
+        todo = chosen
+    record = cfg.record()
+    jobs = [(record, m, s) for m, s in todo]
+    log(f"training {len(jobs)} runs, {cfg.workers} at a time")
+
+    def keep(result: dict[str, list[dict]]) -> None:
+        for table in ("curves", "checks", "runs"):  # runs last: it marks the run done
+            tables.append(folder_path, table, result[table])
+        run = result["runs"][0]
+        log(f"{run['mode']} seed {run['seed']}: {run['status']}")
+
+    if cfg.workers == 1 or len(jobs) <= 1:
+        for job in jobs:
+            keep(_work(job))
+        return
+    with mp.get_context("spawn").Pool(min(cfg.workers, len(jobs))) as pool:
+        for result in pool.imap_unordered(_work, jobs):
+            keep(result)
+
+
+def start(
+    cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
+) -> Path:
+    from bench.quality.feed import fit
+
+    fitted = fit(cfg)  # bad data or a model that cannot be sized to it: before any folder
+    suffix = folders.tagged(f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}", tag)
+    with new_folder(
+        results_dir, kind=KIND, device=cfg.device, settings=cfg.record(), command=command,
+        suffix=suffix,
+    ) as folder:  # fmt: skip
+        folder.info["data_description"] = fitted.data.description
+        folder.info["model_description"] = fitted.workload.description
+        folder.info["size"] = repr(fitted.size)
+        folder.save()
+        _time(folder.path, cfg, cfg.modes)
+        _train(folder.path, cfg, budget_s)
+        _finish(folder, cfg)
+        return folder.path
+
+
+def _finish(folder, cfg: QualityConfig) -> None:
+    """Mark the study ended when every run it names has a row."""
+    if all((m, s) in tables.done(folder.path) for m in cfg.modes for s in cfg.seeds):
+        folder.finish()
+
+
+def resume(
+    run_dir: Path,
+    *,
+    add_modes: tuple[str, ...] = (),
+    workers: int | None = None,
+    budget_s: float = 0,
+) -> Path:
+    """Train what the study in `run_dir` has not; `add_modes` adds recipes to it first."""
+    with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit",)) as folder:
+        cfg = QualityConfig.from_record(folder.settings)
+        modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
+        cfg = dataclasses.replace(cfg, modes=modes, workers=workers or cfg.workers)
+        folder.info[schema.settings_key(KIND)] = cfg.record()
+        folder.info.pop("ended", None)
+        folder.save()
+        _time(folder.path, cfg, cfg.modes)
+        _train(folder.path, cfg, budget_s)
+        _finish(folder, cfg)
+        return folder.path

@@ -1,0 +1,137 @@
+"""The settings of a time-to-quality study: one frozen dataclass, validated once, whose defaults
+are nanoGPT's `config/train_shakespeare_char.py` (AdamW with beta2 0.99 and weight decay 0.1,
+learning rate 1e-3 warmed up over 100 steps and decayed by a cosine to 1e-4, gradient clipping at
+1.0, batch 64) on a GPU, and a smoke study of seconds on the CPU. Importable without torch."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from bench.cases import checks, choices
+from bench.cases.case import DEVICES
+
+FP32 = "fp32"
+"""The reference every recipe is judged against (`bench.recipes.catalog.reference`)."""
+RECIPES = (
+    "fp32",
+    "tf32",
+    "fp16-amp",
+    "fp16-amp-noscale",
+    "bf16-amp",
+    "bf16-pure",
+    "fp8-tensorwise",
+)
+"""The recipes a study trains when none are named."""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A published figure a study of this model, preset and data can be set beside."""
+
+    loss: float
+    mode: str
+    source: str
+
+
+ANCHORS = {
+    ("gpt", "shakespeare-char", "shakespeare"): Anchor(
+        loss=1.4697,
+        mode="bf16-amp",
+        source="nanoGPT's best validation loss for config/train_shakespeare_char.py (its README)",
+    ),
+}
+"""(model, preset, data) -> the published result of the same model, recipe and data."""
+
+PER_DEVICE: dict[str, dict[str, object]] = {
+    "cuda": {"preset": "shakespeare-char", "steps": 5000, "eval_every": 100, "batch_size": 64},
+    "cpu": {
+        "preset": "shakespeare-tiny",
+        "steps": 60,
+        "eval_every": 20,
+        "batch_size": 8,
+        "warmup": 5,
+        "heldout_limit": 32,
+    },
+}
+
+_POSITIVE, _NON_NEGATIVE = {"check": checks.POSITIVE_INT}, {"check": checks.NON_NEGATIVE_INT}
+_NUMBER = {"check": checks.POSITIVE_FINITE}
+_SHARE = {"check": checks.Check("is not a number in [0, 1)", float, lambda v: 0 <= v < 1)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualityConfig:
+    device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
+    """`cuda` or `cpu`."""
+    model: str = field(default="gpt", metadata={"check": checks.MODEL})
+    """The workload: gpt, an hf: causal LM, a timm: or torchvision: image classifier."""
+    preset: str = field(default="", metadata={"cli": False})
+    """The workload's size preset (`--preset`)."""
+    data: str = field(
+        default="shakespeare", metadata={"check": checks.Check("is empty", str, bool)}
+    )
+    """The data: shakespeare (text), digits (images), or the path of a text file."""
+    modes: tuple[str, ...] = field(
+        default=RECIPES, metadata={"check": checks.choice(choices.MODES), "items": True}
+    )
+    """The recipes trained (fp32, the reference, is always among them)."""
+    seeds: tuple[int, ...] = field(default=(0, 1, 2), metadata={**_NON_NEGATIVE, "items": True})
+    """Seeds: each gives the initial weights, the batches and the dropout of every recipe."""
+    steps: int = field(default=0, metadata=_POSITIVE)
+    """The step budget of every run."""
+    eval_every: int = field(default=0, metadata=_POSITIVE)
+    """Held-out evaluation period, in steps (and at step 0 and the last step)."""
+    batch_size: int = field(default=0, metadata=_POSITIVE)
+    """Samples (sequences, images) per step."""
+    heldout_limit: int = field(default=0, metadata=_NON_NEGATIVE)
+    """Held-out samples (windows of text, images) evaluated, from the split's start; 0: all."""
+    lr: float = field(default=1e-3, metadata=_NUMBER)
+    """Peak learning rate."""
+    min_lr: float = field(default=1e-4, metadata=_NUMBER)
+    """Learning rate at the end of the cosine decay (the last step)."""
+    warmup: int = field(default=100, metadata=_NON_NEGATIVE)
+    """Linear warm-up steps."""
+    beta2: float = field(default=0.99, metadata=_SHARE)
+    """AdamW's beta2 (beta1 is 0.9)."""
+    weight_decay: float = field(default=0.1, metadata={"check": checks.NON_NEGATIVE_FINITE})
+    """AdamW's weight decay, on the weights of two or more dimensions (nanoGPT's groups)."""
+    grad_clip: float = field(default=1.0, metadata={"check": checks.NON_NEGATIVE_FINITE})
+    """Gradient-norm clip (0: none); a scaled recipe unscales first."""
+    workers: int = field(default=1, metadata=_POSITIVE)
+    """Runs trained side by side, each in a process of its own on the same device."""
+    timing_steps: int = field(default=50, metadata=_POSITIVE)
+    """Timed steps per recipe of the step-time measurement, taken before training, alone."""
+    check_points: int = field(default=3, metadata=_NON_NEGATIVE)
+    """GradScaler checks per scaled-fp16 run (evenly over the budget, step 0 first)."""
+
+    def __post_init__(self) -> None:
+        checks.fields(self, blame=lambda name: "--" + name.replace("_", "-"))
+        if FP32 not in self.modes:
+            raise ValueError(f"--modes {','.join(self.modes)} leaves out {FP32}, the reference")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"--seeds {','.join(map(str, self.seeds))} repeats a seed")
+        if self.min_lr > self.lr:
+            raise ValueError(f"--min-lr {self.min_lr:g} is above --lr {self.lr:g}")
+
+    @classmethod
+    def build(cls, device: str, options: dict[str, object]) -> QualityConfig:
+        """The config of a new study: the options given, else the device's defaults."""
+        return cls(device=device, **{**PER_DEVICE[device], **options})
+
+    def record(self) -> dict[str, object]:
+        """As env.json keeps it."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, object]) -> QualityConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in names}
+        )
+
+    @property
+    def anchor(self) -> Anchor | None:
+        return ANCHORS.get((self.model, self.preset, self.data))

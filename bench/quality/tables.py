@@ -1,0 +1,55 @@
+"""The files a time-to-quality study writes, one JSON object per line, appended as each part ends
+(so a killed study keeps every finished run and `--resume` trains the rest), and read back as
+DataFrames without torch.
+
+- `timing.jsonl`: per recipe, its training step timed alone (median, p10, p90, IQR in ms), or its
+  status where it cannot run here.
+- `runs.jsonl`: per (recipe, seed), the run's status, steps, divergence and skipped steps.
+- `curves.jsonl`: per evaluation of a run, its held-out loss and accuracy and its running train
+  loss.
+- `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from bench.store import results
+
+TABLES = ("timing", "runs", "curves", "checks")
+COLUMNS = {
+    "timing": ["mode", "status", "error", "step_ms", "step_ms_p10", "step_ms_p90", "step_ms_iqr"],
+    "runs": ["mode", "seed", "status", "error", "steps", "diverged_at_step", "skipped_steps"],
+    "curves": ["mode", "seed", "step", "train_loss", "heldout_loss", "heldout_accuracy"],
+    "checks": ["mode", "seed", "step", "tensor", "numel", "lost_unscaled", "lost_scaled",
+               "kept_by_scaler"],
+}  # fmt: skip
+"""The columns each table has at least (an empty table has them too)."""
+
+
+def path(run_dir: Path, table: str) -> Path:
+    return Path(run_dir) / f"{table}.jsonl"
+
+
+def append(run_dir: Path, table: str, rows: list[dict]) -> None:
+    for row in rows:
+        results.append_jsonl(path(run_dir, table), row)
+
+
+def load(run_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every table of the study, by name."""
+    out = {}
+    for table in TABLES:
+        df = pd.DataFrame(results.read_jsonl(path(run_dir, table)))
+        for column in COLUMNS[table]:
+            if column not in df:
+                df[column] = pd.Series(dtype=object)
+        out[table] = df
+    return out
+
+
+def done(run_dir: Path) -> set[tuple[str, int]]:
+    """The (mode, seed) runs the study has finished, whatever their status."""
+    return {(r["mode"], int(r["seed"])) for r in results.read_jsonl(path(run_dir, "runs"))}

@@ -1,0 +1,282 @@
+"""One run of the time-to-quality study: a recipe trained from a seed's initial weights on real
+data, evaluated on the whole held-out split every `eval_every` steps; the step it trains with,
+timed alone by the harness's timing function; and, for a recipe that scales the loss, the
+GradScaler check.
+
+The step is nanoGPT's: the learning rate set by the schedule, the forward pass and loss under the
+recipe's context, backward of the (scaled) loss, the gradients unscaled and clipped, the update
+(skipped by GradScaler after an overflow), the gradients dropped. Losses and scales stay on the
+device between evaluations and are read once per evaluation, so the loop never waits for the
+device between steps.
+
+The GradScaler check compares, on the run's current weights and one batch, three gradients of the
+same function (dropout off): float32's (the reference), float16 autocast's without scaling, and
+float16 autocast's at the scaler's current scale, unscaled. Per parameter it records the share of
+the reference gradient's norm that is flushed to zero without the scaler and kept with it, and
+the share lost with it: where the scaler keeps no more than it loses, it does not fix underflow.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+from torch import nn
+
+from bench.faults import fault
+from bench.measure.stats import summarize
+from bench.measure.timing import clock_for, time_phases
+from bench.quality.config import FP32, QualityConfig
+from bench.quality.feed import Feed, Fitted, fit
+from bench.recipes.modes import MODES, Mode
+from bench.workloads import outputs
+
+
+def lr_at(cfg: QualityConfig, step: int) -> float:
+    """nanoGPT's schedule: linear warm-up to `lr`, then a cosine down to `min_lr` at the last
+    step."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / (cfg.warmup + 1)
+    span = max(cfg.steps - cfg.warmup, 1)
+    ratio = min((step - cfg.warmup) / span, 1.0)
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (cfg.lr - cfg.min_lr)
+
+
+def adamw(model: nn.Module, mode: Mode, cfg: QualityConfig, device: str) -> torch.optim.Optimizer:
+    """AdamW (beta1 0.9) with nanoGPT's two groups: weight decay on the parameters of two or more
+    dimensions (matmul weights, embeddings), none on biases and norms. Fused on a GPU; torchao's
+    stochastically rounding AdamW for a recipe that asks for it."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    betas = (0.9, cfg.beta2)
+    if mode.stochastic_round:
+        from torchao.optim import _AdamW  # optional dependency: imported only when used
+
+        return _AdamW(groups, lr=cfg.lr, betas=betas, bf16_stochastic_round=True)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, fused=device == "cuda")
+
+
+class Run:
+    """One recipe, one seed: the model, its optimizer and scaler, and its batches."""
+
+    def __init__(self, cfg: QualityConfig, mode_name: str, seed: int, fitted: Fitted | None = None):
+        self.cfg, self.seed, self.device = cfg, seed, cfg.device
+        self.mode = MODES[mode_name]
+        self.fitted = fitted or fit(cfg)
+        workload, size = self.fitted.workload, self.fitted.size
+        # The same initial weights and dropout stream for every recipe of a seed.
+        torch.manual_seed(seed)
+        model = workload.build(size, self.device, seed)
+        self.model = self.mode.prepare(model, workload, size)
+        self.model.train()
+        self.optimizer = adamw(self.model, self.mode, cfg, self.device)
+        self.scaler = self.mode.scaler(self.device)
+        self.feed = Feed(self.fitted, cfg.batch_size, seed, self.device, cfg.heldout_limit)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor, mode: Mode | None = None) -> torch.Tensor:
+        mode = mode or self.mode
+        with mode.context(self.device, forward=True):
+            output = self.model(mode.cast_input(x))
+            return self.fitted.workload.loss(output, y, "mean")
+
+    def step(self, k: int) -> torch.Tensor:
+        """Training step `k`; returns the loss tensor, unsynchronized."""
+        x, y = self.feed.train(k)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr_at(self.cfg, k)
+        loss = self.loss(x, y)
+        with self.mode.context(self.device):
+            self.scaler.scale(loss).backward()
+        if self.cfg.grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)  # clip the true gradients, not scaled ones
+            nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    def scale(self) -> torch.Tensor | None:
+        """GradScaler's scale as a device tensor (None without a scaler). The private `_scale`
+        is read because `get_scale()` syncs, and this is read after every step."""
+        return self.scaler._scale if self.scaler.is_enabled() else None
+
+    def evaluate(self) -> tuple[float, float]:
+        """Held-out mean loss over every prediction of the split, and accuracy, dropout off."""
+        sums = torch.zeros(3, dtype=torch.float64, device=self.device)
+        self.model.eval()
+        with torch.no_grad():
+            for x, y in self.feed.heldout():
+                with self.mode.context(self.device, forward=True):
+                    output = outputs.to_float(self.model(self.mode.cast_input(x)))
+                    loss = self.fitted.workload.loss(output, y, "mean")
+                sums[0] += loss.double() * y.numel()
+                sums[1] += (outputs.tensor(output).argmax(-1) == y).sum()
+                sums[2] += y.numel()
+        self.model.train()
+        loss_sum, correct, total = sums.tolist()
+        return loss_sum / total, correct / total
+
+    def scaler_check(self, k: int) -> list[dict]:
+        """The GradScaler check at step `k` (see the module docstring): one row per parameter."""
+        x, y = self.feed.train(k)
+        reference, scale = MODES[FP32], float(self.scaler.get_scale())
+        self.model.eval()  # dropout off: three gradients of one function
+        grads = {}
+        for name, mode, mult in (
+            ("reference", reference, 1.0),
+            ("unscaled", self.mode, 1.0),
+            ("scaled", self.mode, scale),
+        ):
+            self.model.zero_grad(set_to_none=True)
+            loss = self.loss(x, y, mode)
+            with mode.context(self.device):
+                (loss * mult).backward()
+            grads[name] = {
+                n: p.grad.detach().float() / mult
+                for n, p in self.model.named_parameters()
+                if p.grad is not None
+            }
+        self.model.zero_grad(set_to_none=True)
+        self.model.train()
+        rows = []
+        for n, ref in grads["reference"].items():
+            bare, scaled = grads["unscaled"][n], grads["scaled"][n]
+            live = ref != 0
+            norm = ref.norm()
+
+            def share(mask: torch.Tensor, ref=ref, norm=norm) -> float:
+                return (ref[mask].norm() / norm).item() if norm > 0 else float("nan")
+
+            rows.append(
+                {
+                    "step": k,
+                    "tensor": n,
+                    "numel": ref.numel(),
+                    "scale": scale,
+                    "lost_unscaled": share(live & (bare == 0)),
+                    "lost_scaled": share(live & (scaled == 0)),
+                    "kept_by_scaler": share(live & (bare == 0) & (scaled != 0)),
+                    "overflow": bool(not torch.isfinite(scaled).all()),
+                }
+            )
+        return rows
+
+
+def _eval_steps(cfg: QualityConfig) -> list[int]:
+    return sorted({*range(0, cfg.steps, cfg.eval_every), cfg.steps})
+
+
+def _check_steps(cfg: QualityConfig) -> set[int]:
+    if cfg.check_points == 0:
+        return set()
+    evals = _eval_steps(cfg)
+    picks = {
+        round(i * (len(evals) - 1) / max(cfg.check_points - 1, 1)) for i in range(cfg.check_points)
+    }
+    return {evals[i] for i in picks}
+
+
+def train(cfg: QualityConfig, mode_name: str, seed: int) -> dict[str, list[dict]]:
+    """One run, as rows of the study's tables (`bench.quality.tables`): `curves` (one per
+    evaluation), `checks` (scaled fp16 only) and one `runs` row with its status. A run whose loss
+    goes non-finite stops there, `diverged`."""
+    started = time.perf_counter()
+    run = Run(cfg, mode_name, seed)
+    key = {"mode": mode_name, "seed": seed}
+    curve, checks_rows = [], []
+    losses: list[torch.Tensor] = []
+    scales: list[torch.Tensor] = []
+    status, diverged_at, skipped, last_scale = "ok", None, 0, None
+    checks_at = _check_steps(cfg) if run.mode.scale_loss else set()
+    prev = 0
+    for k in _eval_steps(cfg):
+        while prev < k:
+            losses.append(run.step(prev))
+            s = run.scale()
+            if s is not None:
+                scales.append(s.detach().clone())
+            prev += 1
+        train_loss = float("nan")
+        if losses:
+            values = torch.stack(losses).float()
+            bad = (~torch.isfinite(values)).nonzero()
+            if len(bad):
+                status, diverged_at = "diverged", k - len(losses) + int(bad[0, 0]) + 1
+            train_loss = values.mean().item()
+        if scales:
+            seq = torch.stack(([last_scale] if last_scale is not None else []) + scales)
+            skipped += int((seq[1:] < seq[:-1]).sum().item())  # the scaler halves after a skip
+            last_scale = scales[-1]
+        losses, scales = [], []
+        heldout_loss, accuracy = run.evaluate()
+        if not math.isfinite(heldout_loss) and status == "ok":
+            status, diverged_at = "diverged", k
+        curve.append(
+            {
+                **key,
+                "step": k,
+                "train_loss": train_loss,
+                "heldout_loss": heldout_loss,
+                "heldout_accuracy": accuracy,
+                "lr": lr_at(cfg, max(k - 1, 0)),
+                "skipped_steps": skipped,
+                "elapsed_s": time.perf_counter() - started,
+            }
+        )
+        if status != "ok":
+            break
+        if k in checks_at:
+            checks_rows += [{**key, **r} for r in run.scaler_check(k)]
+    return {
+        "curves": curve,
+        "checks": checks_rows,
+        "runs": [
+            {
+                **key,
+                "status": status,
+                "diverged_at_step": diverged_at,
+                "skipped_steps": skipped,
+                "steps": prev,
+                "wall_s": time.perf_counter() - started,
+                "error": "",
+            }
+        ],
+    }
+
+
+def safe_train(cfg: QualityConfig, mode_name: str, seed: int) -> dict[str, list[dict]]:
+    """`train`, with a fault (out of memory, an error) as a run row with its status: the study
+    goes on."""
+    try:
+        return train(cfg, mode_name, seed)
+    except Exception as exc:  # one run's fault is a row, not the study's end
+        info = fault(exc)
+        row = {"mode": mode_name, "seed": seed, "status": info["status"], "error": info["error"]}
+        return {"curves": [], "checks": [], "runs": [row]}
+
+
+def time_step(cfg: QualityConfig, mode_name: str) -> dict[str, float]:
+    """The recipe's training step (the first seed's), timed alone by the harness's timing
+    function after a warm-up: median, p10, p90 and IQR in ms."""
+    run = Run(cfg, mode_name, cfg.seeds[0])
+    counter = iter(range(10**9))
+    samples = time_phases(
+        {"step": lambda: run.step(next(counter))},
+        warmup=10,
+        steps=cfg.timing_steps,
+        clock=clock_for(cfg.device),
+    )["step"]
+    stats = summarize(samples)
+    return {
+        "mode": mode_name,
+        "step_ms": stats["median"],
+        "step_ms_p10": stats["p10"],
+        "step_ms_p90": stats["p90"],
+        "step_ms_iqr": stats["iqr"],
+        "timed_steps": len(samples),
+    }
