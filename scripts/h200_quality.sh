@@ -26,7 +26,7 @@ case "$part" in
         dirs=("$out"/results/*/)
         ;;
     resume)
-        study="${1:?resume needs the study's folder}"
+        study="${1:?resume needs the study folder}"
         shift
         echo "== ./run_bench.sh quality --resume $study --budget-s $budget $*" | tee -a "$log"
         "${stop[@]}" ./run_bench.sh quality --resume "$study" --budget-s "$budget" "$@" \
