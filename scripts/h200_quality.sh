@@ -16,8 +16,9 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$out/results"
 log="$out/quality.log"
 { nvidia-smi -L; echo "commit $(git rev-parse HEAD 2>/dev/null || echo unknown)"; } | tee -a "$log"
-# Past the budget the job stops starting runs; the limit here only catches a hang.
-stop=(timeout --signal=INT --kill-after=20 "$((budget + 90))")
+# LIMIT (seconds, default 560): the command's own limit, under the device's; runs still training
+# then are lost, finished ones are kept.
+stop=(timeout --signal=INT --kill-after=20 "${LIMIT:-560}")
 case "$part" in
     start)
         echo "== ./run_bench.sh quality --budget-s $budget --results-dir OUT/results $*" | tee -a "$log"

@@ -46,6 +46,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         "fits this many seconds, fp32's first; `--resume` trains the rest",
     )
     q.add_argument(
+        "--only",
+        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        help="with --resume: train only these recipes' runs this time (a study split over "
+        "several sessions)",
+    )
+    q.add_argument(
         "--add-modes",
         type=o.converter(checks.choice(choices.MODES), "mode", items=True),
         help="with --resume: add these recipes to the study and train them",
@@ -64,8 +70,8 @@ def command(args: argparse.Namespace) -> int:
             args.resume, add_modes=tuple(args.add_modes or ()), workers=args.workers
         )
     else:
-        if args.add_modes or args.force:
-            raise UsageError("--add-modes and --force go with --resume")
+        if args.add_modes or args.force or args.only:
+            raise UsageError("--add-modes, --only and --force go with --resume")
         given = fields.given(args, QualityConfig)
         if args.preset is not None:
             given["preset"] = args.preset

@@ -91,7 +91,9 @@ def _within(
     return chosen
 
 
-def _train(folder_path: Path, cfg: QualityConfig, budget_s: float = 0) -> None:
+def _train(
+    folder_path: Path, cfg: QualityConfig, budget_s: float = 0, only: tuple[str, ...] = ()
+) -> None:
     timing = tables.load(folder_path)["timing"]
     skip = dict(zip(timing["mode"], timing["status"], strict=True))
     finished = tables.done(folder_path)
@@ -100,7 +102,7 @@ def _train(folder_path: Path, cfg: QualityConfig, budget_s: float = 0) -> None:
         (m, s)
         for m in cfg.modes
         for s in cfg.seeds
-        if (m, s) not in finished and skip.get(m) == "ok"
+        if (m, s) not in finished and skip.get(m) == "ok" and (not only or m in only)
     ]
     for m in cfg.modes:
         if skip.get(m, "ok") != "ok":  # an unsupported recipe: one row per seed says so
@@ -165,8 +167,10 @@ def resume(
     add_modes: tuple[str, ...] = (),
     workers: int | None = None,
     budget_s: float = 0,
+    only: tuple[str, ...] = (),
 ) -> Path:
-    """Train what the study in `run_dir` has not; `add_modes` adds recipes to it first."""
+    """Train what the study in `run_dir` has not; `add_modes` adds recipes to it first; `only`
+    trains only those recipes' runs this time."""
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit",)) as folder:
         cfg = QualityConfig.from_record(folder.settings)
         modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
@@ -175,6 +179,6 @@ def resume(
         folder.info.pop("ended", None)
         folder.save()
         _time(folder.path, cfg, cfg.modes)
-        _train(folder.path, cfg, budget_s)
+        _train(folder.path, cfg, budget_s, only)
         _finish(folder, cfg)
         return folder.path
