@@ -65,10 +65,12 @@ def command(args: argparse.Namespace) -> int:
     from bench.quality.config import QualityConfig
 
     if args.resume is not None:
-        argv.refuse_with_resume(args, ("resume", "force", "workers", "debug", "add_modes"))
+        allowed = ("resume", "force", "workers", "debug", "add_modes", "budget_s", "only")
+        argv.refuse_with_resume(args, allowed)
         run_dir = study.resume(
-            args.resume, add_modes=tuple(args.add_modes or ()), workers=args.workers
-        )
+            args.resume, add_modes=tuple(args.add_modes or ()), workers=args.workers,
+            budget_s=args.budget_s, only=tuple(args.only or ()),
+        )  # fmt: skip
     else:
         if args.add_modes or args.force or args.only:
             raise UsageError("--add-modes, --only and --force go with --resume")
