@@ -33,8 +33,11 @@ def _unsupported(cfg: QualityConfig, mode: str) -> str | None:
 
     m = MODES[mode]
     why = m.unsupported_reason(cfg.device)
-    if why is None and m.fp8_recipe is not None:
+    try:
         fitted = fit(cfg)
+    except ValueError as exc:  # the model cannot be sized to the data: every run says why
+        return str(exc)
+    if why is None and m.fp8_recipe is not None:
         plan = m.fp8_plan(fitted.workload, fitted.size)
         if not any(v == "converted" for v in plan.values()):
             why = "float8 converts no Linear of this model"
@@ -137,17 +140,24 @@ def _train(
 def start(
     cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
 ) -> Path:
+    from bench.data import sources
     from bench.quality.feed import fit
+    from bench.workloads import registry
 
-    fitted = fit(cfg)  # bad data or a model that cannot be sized to it: before any folder
+    data = sources.get(cfg.data)  # bad data is bad input: one line, before any folder
+    workload = registry.get(cfg.model)
+    try:
+        size = repr(fit(cfg).size)
+    except ValueError as exc:  # a model that cannot be sized to it: its rows say why
+        size = f"not sized to the data: {exc}"
     suffix = folders.tagged(f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}", tag)
     with new_folder(
         results_dir, kind=KIND, device=cfg.device, settings=cfg.record(), command=command,
         suffix=suffix,
     ) as folder:  # fmt: skip
-        folder.info["data_description"] = fitted.data.description
-        folder.info["model_description"] = fitted.workload.description
-        folder.info["size"] = repr(fitted.size)
+        folder.info["data_description"] = data.description
+        folder.info["model_description"] = workload.description
+        folder.info["size"] = size
         folder.save()
         _time(folder.path, cfg, cfg.modes)
         _train(folder.path, cfg, budget_s)

@@ -113,7 +113,7 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
         row["seeds"] = str(int((mine["status"] == "ok").sum())) if len(mine) else "0"
         row["diverged"] = str(int((mine["status"] == "diverged").sum())) if len(mine) else DASH
         row["skipped steps"] = _range(mine["skipped_steps"]) if len(mine) else DASH
-        row["vs fp32"] = v.verdict if v is not None else DASH
+        row["vs fp32"] = "reference" if mode == "fp32" else v.verdict if v is not None else DASH
         rows.append(row)
     if s["target"] is None:
         notes.append(f"steps and time to target: no target ({s['target_why']})")
