@@ -57,6 +57,7 @@ SECTIONS = {
     "timing": ("Timing runs", "cases ok"),
     "maxbatch": ("Largest-batch runs", "modes ok"),
     "numerics": ("Numerics studies", "jobs ok"),
+    "quality": ("Time-to-quality studies", "runs ok"),
     SAVES: ("pytest-benchmark saves", "benchmarks"),
     UNKNOWN: ("Other run folders", "ok"),
 }
@@ -193,7 +194,23 @@ def _maxbatch(run: Run) -> Cells:
     return Cells(1, _preset(cfg), line(axes, extras=extras), passed)
 
 
+def _quality(run: Run) -> Cells:
+    cfg = run.env.get("quality_config", {})
+    modes, seeds = cfg.get("modes", []), cfg.get("seeds", [])
+    runs = results.read_jsonl(run.path / "runs.jsonl")
+    ok = sum(r["status"] == "ok" for r in runs)
+    axes = [
+        axis(modes, "mode"),
+        Axis(f"data {cfg.get('data')}", f"data {cfg.get('data')}"),
+        axis(seeds, "seed", label="seeds "),
+        Axis(f"{cfg.get('steps')} steps", f"{cfg.get('steps')} steps"),
+    ]
+    passed = _finished(run.env, f"{ok}/{len(modes) * len(seeds)}")
+    return Cells(int(cfg.get("workers") or 1), _preset(cfg), line(axes), passed)
+
+
 ROW: dict[str, Callable[[Run], Cells]] = {
+    "quality": _quality,
     "timing": _timing,
     "numerics": _numerics,
     "maxbatch": _maxbatch,
