@@ -62,9 +62,9 @@ class AbConfig:
     """The options every round's `python -m bench run` gets, as the user gave them."""
     statistic: str = "median"
     """What each round of a case is summed up by for the verdicts (`bench.measure.stats`)."""
-    min_effect: float = 0.02
+    min_effect: float = stats.MIN_EFFECT
     """The smallest relative change reported as faster or slower."""
-    confidence: float = 0.95
+    confidence: float = stats.CONFIDENCE
     """The confidence of the verdicts' intervals."""
     commit_a: str = field(default="", metadata={"cli": False})
     commit_b: str = field(default="", metadata={"cli": False})

@@ -56,6 +56,13 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
     return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
 
 
+MIN_EFFECT = 0.02
+"""The smallest relative change a verdict calls faster or slower, unless told otherwise
+(`--min-effect` of `compare` and `ab`): a change below it is not worth a verdict, however sure."""
+CONFIDENCE = 0.95
+"""The confidence of a verdict's interval, unless told otherwise (`--confidence`); 1 minus it is
+the level of its test."""
+
 EXACT_PAIRS = 900
 """Up to this many pairs of rounds (30 a side) the interval comes from U's exact distribution;
 beyond, from its normal approximation (a pytest-benchmark save may hold hundreds of rounds)."""
@@ -88,8 +95,8 @@ def rounds_verdict(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
     noise_k: float = 2.0,
 ) -> dict[str, object]:
     """The verdict on a case from its rounds: `a` and `b` hold one value per round of each side

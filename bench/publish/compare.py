@@ -74,8 +74,8 @@ def verdict(
     a: np.ndarray,
     b: np.ndarray,
     *,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
+    min_effect: float = round_stats.MIN_EFFECT,
+    confidence: float = round_stats.CONFIDENCE,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> dict[str, object]:
@@ -128,8 +128,8 @@ def compare(
     run_b: Path,
     *,
     pair: Pair | None = None,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
+    min_effect: float = round_stats.MIN_EFFECT,
+    confidence: float = round_stats.CONFIDENCE,
     statistic: str = "median",
 ) -> pd.DataFrame:
     """One row per case matched between the sides: the medians of all its steps, the rounds'
