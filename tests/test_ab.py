@@ -221,4 +221,7 @@ def test_ab_options_after_the_revisions_are_abs_and_the_rest_go_to_run(
     assert out.startswith("# ampbench ab: `main` (aaaaaaa) against `HEAD` (bbbbbbb)")
     assert ("1 slower." in out) == (slower > 1) and out.strip().endswith(str(tmp_path / "cmp"))
     assert (tmp_path / "cmp" / "report.md").read_text() in out
-    assert (tmp_path / "cmp" / "verdicts.csv").is_file()
+    holm = "Verdicts hold the chance of any false `slower` across the 1 case at 5% (Holm's"
+    assert holm in out
+    header = (tmp_path / "cmp" / "verdicts.csv").read_text().splitlines()[0].split(",")
+    assert header[header.index("p_value") + 1] == "p_holm"

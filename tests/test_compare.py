@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -226,6 +227,36 @@ def test_a_run_with_passes_is_judged_by_its_passes(tmp_path):
     row = compare.compare(a, b).iloc[0]
     assert row["unit_a"] == "rounds" and row["rounds_b"] == 5 and row["verdict"] == "slower"
     assert "Rounds of one process" not in _render(compare.compare(a, b), a, b)
+
+
+HOLM = "Verdicts hold the chance of any false `slower` across the {} at 5% (Holm's correction)."
+
+
+def test_the_cases_of_a_comparison_are_judged_as_one_family(tmp_path):
+    """Ten cases, B's rounds each 20% above A's, every round of B above every round of A: case
+    by case each is slower. Holm's correction across the ten asks the smallest p to be at most
+    5% / 10 = 0.005: with 5 rounds a side p is 2 / C(10, 5) = 2 / 252 and p_holm 10 × 2 / 252
+    = 0.079, so no case is called, and the report says why; with 7, p is 2 / C(14, 7) = 2 / 3432
+    and p_holm 0.0058: all ten are slower."""
+    modes = ("fp32", "tf32", "fp16-amp", "bf16-amp", "bf16-pure")
+    cases = [(mode, opt) for mode in modes for opt in ("foreach", "fused")]
+    for rounds, p, verdict in ((5, 2 / 252, "unclear"), (7, 2 / 3432, "slower")):
+        windows = _exact_windows([0.01 * i for i in range(rounds)])
+        slower = [w * 1.2 for w in windows]
+        a = _write_run(tmp_path / f"{rounds}a", dict.fromkeys(cases, windows), passes=rounds)
+        b = _write_run(tmp_path / f"{rounds}b", dict.fromkeys(cases, slower), passes=rounds)
+        table = compare.compare(a, b)
+        assert table["p_value"].tolist() == pytest.approx([p] * 10)
+        assert table["p_holm"].tolist() == pytest.approx([10 * p] * 10)
+        assert set(table["verdict"]) == {verdict}
+        text = _render(table, a, b)
+        assert HOLM.format("10 cases") in text
+        assert re.search(r"\|\s+p_value\s+\|\s+p_holm\s+\|", text)
+        too_few = "**Too few rounds for 10 cases**: Holm's correction asks the smallest p-value"
+        assert (too_few in text) == (rounds == 5)
+        assert ("Give each side 6 rounds or more (`ampbench ab --rounds 6`" in text) == (
+            rounds == 5
+        )
 
 
 def test_a_folder_of_runs_is_one_round_per_run(tmp_path):

@@ -99,7 +99,8 @@ def add_verdict_settings(p: argparse.ArgumentParser) -> None:
         "--confidence",
         type=FRACTION,
         default=None,
-        help=f"the confidence of each case's interval (default {choices.CONFIDENCE:g})",
+        help="the confidence of each case's interval; 1 minus it bounds the chance of any false "
+        f"faster or slower across the cases (Holm's correction; default {choices.CONFIDENCE:g})",
     )
 
 

@@ -114,7 +114,9 @@ def rounds_verdict(
     - noise: `noise_k` times the spread between the rounds of one side (the standard deviation
       of their logs, pooled over both sides): how far apart rounds of the same code are;
     - `faster` / `slower`: the interval excludes 1 and the ratio is beyond 1 -/+ the larger of
-      `min_effect` and the noise; `same`: the interval lies within 1 -/+ `min_effect`;
+      `min_effect` and the noise (a comparison of several cases keeps the call only where it
+      survives Holm's correction across them, `family_verdicts`); `same`: the interval lies
+      within 1 -/+ `min_effect`;
       `unclear`: anything else, and always where the rounds are too few for any test at
       `confidence` to tell (`too_few`: Mann-Whitney's smallest p, `smallest_p`, is above
       1 - confidence; 3 rounds a side give 0.1, 4 give 0.029, 5 give 0.008).
