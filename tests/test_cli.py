@@ -543,6 +543,7 @@ def test_a_tag_ends_the_folder_name_of_a_run_and_a_maxbatch(tmp_path):
 
 def test_the_parsers_choices_are_the_registries():
     from bench.execution import parallel, variants
+    from bench.measure import stats
     from bench.publish import export
     from bench.recipes import modes
     from bench.workloads import mlp as model
@@ -554,6 +555,7 @@ def test_the_parsers_choices_are_the_registries():
     assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
     assert tuple(parallel.PARALLELS) == choices.PARALLELS
     assert choices.EXPORT_FORMATS == export.FORMATS
+    assert (choices.MIN_EFFECT, choices.CONFIDENCE) == (stats.MIN_EFFECT, stats.CONFIDENCE)
 
 
 # Quick help: parsing and reading folders import no torch.

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -228,6 +229,36 @@ def test_a_run_with_passes_is_judged_by_its_passes(tmp_path):
     assert "Rounds of one process" not in _render(compare.compare(a, b), a, b)
 
 
+HOLM = "Verdicts hold the chance of any false `slower` across the {} at 5% (Holm's correction)."
+
+
+def test_the_cases_of_a_comparison_are_judged_as_one_family(tmp_path):
+    """Ten cases, B's rounds each 20% above A's, every round of B above every round of A: case
+    by case each is slower. Holm's correction across the ten asks the smallest p to be at most
+    5% / 10 = 0.005: with 5 rounds a side p is 2 / C(10, 5) = 2 / 252 and p_holm 10 × 2 / 252
+    = 0.079, so no case is called, and the report says why; with 7, p is 2 / C(14, 7) = 2 / 3432
+    and p_holm 0.0058: all ten are slower."""
+    modes = ("fp32", "tf32", "fp16-amp", "bf16-amp", "bf16-pure")
+    cases = [(mode, opt) for mode in modes for opt in ("foreach", "fused")]
+    for rounds, p, verdict in ((5, 2 / 252, "unclear"), (7, 2 / 3432, "slower")):
+        windows = _exact_windows([0.01 * i for i in range(rounds)])
+        slower = [w * 1.2 for w in windows]
+        a = _write_run(tmp_path / f"{rounds}a", dict.fromkeys(cases, windows), passes=rounds)
+        b = _write_run(tmp_path / f"{rounds}b", dict.fromkeys(cases, slower), passes=rounds)
+        table = compare.compare(a, b)
+        assert table["p_value"].tolist() == pytest.approx([p] * 10)
+        assert table["p_holm"].tolist() == pytest.approx([10 * p] * 10)
+        assert set(table["verdict"]) == {verdict}
+        text = _render(table, a, b)
+        assert HOLM.format("10 cases") in text
+        assert re.search(r"\|\s+p_value\s+\|\s+p_holm\s+\|", text)
+        too_few = "**Too few rounds for 10 cases**: Holm's correction asks the smallest p-value"
+        assert (too_few in text) == (rounds == 5)
+        assert ("Give each side 6 rounds or more (`ampbench ab --rounds 6`" in text) == (
+            rounds == 5
+        )
+
+
 def test_a_folder_of_runs_is_one_round_per_run(tmp_path):
     """Repeated runs of one commit (a revision of `ampbench ab`): each run folder is one round,
     whatever its windows; a case that failed in one run has a round fewer."""
@@ -423,3 +454,49 @@ def test_a_save_and_a_run_do_not_compare_and_a_stray_path_is_named(tmp_path, cap
     (tmp_path / "empty").mkdir()
     assert main(["compare", str(run), str(tmp_path / "empty")]) == 2
     assert "is not a run folder, a folder of run folders" in capsys.readouterr().err
+
+
+def _comparison_of_many_cases(rng, *, cases, rounds, slower=1.0, layout=0.0):
+    """One simulated comparison of `cases` cases, `rounds` fresh processes a side, judged by the
+    verdict code compare runs (`rounds_verdict` per case, then `family_verdicts`): the verdicts
+    case by case (the rule before Holm's correction) and those of the family. A round's value is
+    10 ms × B's `slower` × lognormal noise: each process's own speed (0.2%, shared by all its
+    cases), each case's (0.3%), and, with `layout`, a second speed `layout` slower that each
+    process lands on for each case by a coin toss (a kernel or an allocation that a fresh
+    process picks anew): a spread the noise bound underrates when one side's coins fall alike."""
+
+    def side(scale):
+        process = rng.normal(0, 0.002, (1, rounds))
+        logs = process + rng.normal(0, 0.003, (cases, rounds))
+        logs += math.log1p(layout) * (rng.random((cases, rounds)) < 0.5)
+        return 10.0 * scale * np.exp(logs)
+
+    a, b = side(1.0), side(slower)
+    alone = [stats.rounds_verdict(a[c], b[c]) for c in range(cases)]
+    return [v["verdict"] for v in alone], [v["verdict"] for v in stats.family_verdicts(alone)]
+
+
+def test_holms_correction_holds_false_alarms_across_the_cases():
+    """A/A: 80 simulated comparisons of one code with itself, 32 cases each (the largest grid
+    the gate is meant for), 7 rounds a side (ab's default), with the two-speed layout noise (3%
+    apart). Case by case, coin tosses that put most of one side's rounds on the slow speed are
+    now and then called `slower`, and over 32 cases that happens in far more than 5% of the
+    comparisons (in 1000 such comparisons: 28.0% without the correction, 1.0% with it). With
+    80 comparisons a rate of 5% would show 4 ± 2: the corrected rule must show at most 4 (5%),
+    the rule without it at least 12 (15%)."""
+    rng = np.random.default_rng(20261202)
+    runs = [_comparison_of_many_cases(rng, cases=32, rounds=7, layout=0.03) for _ in range(80)]
+    without = sum("slower" in alone for alone, _ in runs)
+    with_holm = sum("slower" in family for _, family in runs)
+    assert with_holm <= 4, (with_holm, without)
+    assert without >= 12, (with_holm, without)
+
+
+def test_holms_correction_still_catches_a_five_percent_slowdown():
+    """Every case 5% slower, low noise (0.2% per process, 0.3% per case), 32 cases, 7 rounds a
+    side: each case's rounds lie wholly apart (p = 2 / 3432, 32 × that = 0.019 after the
+    correction), and every case of every comparison is `slower`."""
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        _, family = _comparison_of_many_cases(rng, cases=32, rounds=7, slower=1.05)
+        assert family == ["slower"] * 32, family

@@ -36,5 +36,9 @@ PARALLELS = ("none", "ddp", "ddp-bf16", "fsdp", "fsdp-bf16")
 EXPORT_FORMATS = ("github-action-benchmark",)
 """`bench.publish.export.FORMATS`."""
 
+MIN_EFFECT, CONFIDENCE = 0.02, 0.95
+"""`bench.measure.stats.MIN_EFFECT` and `CONFIDENCE`, the verdicts' defaults, as `compare`'s and
+`ab`'s help shows them (the verdicts read them from `bench.measure.stats`)."""
+
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
 """Batch sizes (per GPU) of a timing run when `--batch-sizes` is not given."""

@@ -20,16 +20,10 @@ def _own(p: argparse.ArgumentParser) -> None:
         "--rounds",
         type=o.POSITIVE,
         default=None,
-        help="fresh processes per revision, alternated A B B A A B ... (default 5; each process "
-        "times the grid once)",
+        help="fresh processes per revision, alternated A B B A A B ... (default 7, enough for "
+        "Holm's correction across up to 85 cases; each process times the grid once)",
     )
-    p.add_argument(
-        "--min-effect",
-        type=o.FRACTION,
-        default=None,
-        help="smallest relative change reported as faster/slower (default 0.02)",
-    )
-    p.add_argument("--confidence", type=o.FRACTION, default=None, help="default 0.95")
+    o.add_verdict_settings(p)
     o.add_statistic(p, default=None)
     p.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"

@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from bench.cli import folders
-from bench.cli.options import FRACTION, add_statistic, path
+from bench.cli.options import add_statistic, add_verdict_settings, path
 
 if TYPE_CHECKING:
     from bench.publish.compare import Pair
@@ -40,13 +40,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="AXIS=A:B",
         help="compare across one axis, e.g. optimizer=foreach:fused (A and B may be the same run)",
     )
-    c.add_argument(
-        "--min-effect",
-        type=FRACTION,
-        default=0.02,
-        help="smallest relative change reported as faster/slower (default 0.02)",
-    )
-    c.add_argument("--confidence", type=FRACTION, default=0.95, help="default 0.95")
+    add_verdict_settings(c)
     add_statistic(c)
     c.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
@@ -56,6 +50,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from bench.faults import UsageError
+    from bench.measure import stats
     from bench.publish import compare
 
     run_a, run_b = args.run_a, args.run_b
@@ -65,7 +60,11 @@ def command(args: argparse.Namespace) -> int:
     if args.pair is None and compare.same_folder(run_a, run_b):
         print(f"A and B are the same folder ({run_a}): nothing to compare")
         return 0
-    settings = {"pair": args.pair, "min_effect": args.min_effect, "confidence": args.confidence}
+    settings = {
+        "pair": args.pair,
+        "min_effect": stats.MIN_EFFECT if args.min_effect is None else args.min_effect,
+        "confidence": stats.CONFIDENCE if args.confidence is None else args.confidence,
+    }
     table = compare.compare(run_a, run_b, statistic=args.statistic, **settings)
     if table.empty:  # nothing in common: a mistake in the folders or the --pair
         raise UsageError(f"no case of {run_a} matches a case of {run_b}")

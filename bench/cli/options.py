@@ -86,6 +86,24 @@ def add_statistic(p: argparse.ArgumentParser, default: str | None = "median") ->
     )
 
 
+def add_verdict_settings(p: argparse.ArgumentParser) -> None:
+    """`--min-effect` and `--confidence` of the verdicts; left out, they are None and the
+    verdicts' own defaults (`bench.measure.stats.MIN_EFFECT`, `CONFIDENCE`) apply."""
+    p.add_argument(
+        "--min-effect",
+        type=FRACTION,
+        default=None,
+        help=f"smallest relative change reported as faster/slower (default {choices.MIN_EFFECT:g})",
+    )
+    p.add_argument(
+        "--confidence",
+        type=FRACTION,
+        default=None,
+        help="the confidence of each case's interval; 1 minus it bounds the chance of any false "
+        f"faster or slower across the cases (Holm's correction; default {choices.CONFIDENCE:g})",
+    )
+
+
 def add_device(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device",

@@ -35,12 +35,16 @@ from bench.measure import stats
 from bench.store import folders, paths
 
 SIDES = ("A", "B")
-DEFAULT_ROUNDS = 5
+DEFAULT_ROUNDS = 7
 """Fresh processes per revision when `--rounds` is not given. Each round is one observation of
 each case, and Mann-Whitney's test (`bench.measure.stats.rounds_verdict`) cannot tell two sides
 apart at 95% with fewer than 4 a side (3 give a smallest p of 0.1, 4 give 0.029 and only when
-every round of one side is slower than every round of the other, 5 give 0.008): 5 leaves it room
-for one odd round."""
+every round of one side is slower than every round of the other, 5 give 0.0079). Across the
+cases of a grid, Holm's correction (`bench.measure.stats.family_verdicts`) asks more: the
+smallest p at most 5% / cases, which 5 a side reach for up to 6 cases, 6 for up to 23 and 7
+(smallest p 0.00058) for up to 85 (`bench.measure.stats.rounds_needed`). 7 judge a grid of 8 to
+32 cases even with a pair of rounds out of order (one round of B faster than one of A); across
+10 cases, with up to three."""
 LOGS = "logs"
 CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY")
 """Variables that would make a revision's run record another commit than its own."""
@@ -62,9 +66,9 @@ class AbConfig:
     """The options every round's `python -m bench run` gets, as the user gave them."""
     statistic: str = "median"
     """What each round of a case is summed up by for the verdicts (`bench.measure.stats`)."""
-    min_effect: float = 0.02
+    min_effect: float = stats.MIN_EFFECT
     """The smallest relative change reported as faster or slower."""
-    confidence: float = 0.95
+    confidence: float = stats.CONFIDENCE
     """The confidence of the verdicts' intervals."""
     commit_a: str = field(default="", metadata={"cli": False})
     commit_b: str = field(default="", metadata={"cli": False})

@@ -6,6 +6,7 @@ long right tail (clock ramps, other processes) that should neither move the cent
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -56,16 +57,25 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
     return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
 
 
+MIN_EFFECT = 0.02
+"""The smallest relative change a verdict calls faster or slower, unless told otherwise
+(`--min-effect` of `compare` and `ab`): a change below it is not worth a verdict, however sure."""
+CONFIDENCE = 0.95
+"""The confidence of a verdict's interval, unless told otherwise (`--confidence`); 1 minus it is
+the level of its test."""
+
 EXACT_PAIRS = 900
 """Up to this many pairs of rounds (30 a side) the interval comes from U's exact distribution;
 beyond, from its normal approximation (a pytest-benchmark save may hold hundreds of rounds)."""
 
 
+@functools.lru_cache(maxsize=64)
 def rank_sum_counts(n: int, m: int) -> np.ndarray:
     """counts[u]: how many of the C(n+m, n) orderings of n values of A and m of B give
     Mann-Whitney's U = u (the pairs with A's value above B's): its exact null distribution,
     without ties. The largest value is A's (it tops all m of B's) or B's (it tops none), so
-    f(i, j)[u] = f(i-1, j)[u-j] + f(i, j-1)[u]."""
+    f(i, j)[u] = f(i-1, j)[u-j] + f(i, j-1)[u]. Kept per (n, m), read-only: a comparison asks
+    for the same few over and over."""
     f = [np.ones(1, dtype=float) for _ in range(m + 1)]  # i = 0: U = 0 whatever j
     for i in range(1, n + 1):
         row = [np.ones(1, dtype=float)]  # j = 0
@@ -75,6 +85,7 @@ def rank_sum_counts(n: int, m: int) -> np.ndarray:
             counts[: len(row[j - 1])] += row[j - 1]  # B's value on top: from (i, j - 1)
             row.append(counts)
         f = row
+    f[m].flags.writeable = False
     return f[m]
 
 
@@ -88,8 +99,8 @@ def rounds_verdict(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
     noise_k: float = 2.0,
 ) -> dict[str, object]:
     """The verdict on a case from its rounds: `a` and `b` hold one value per round of each side
@@ -103,7 +114,9 @@ def rounds_verdict(
     - noise: `noise_k` times the spread between the rounds of one side (the standard deviation
       of their logs, pooled over both sides): how far apart rounds of the same code are;
     - `faster` / `slower`: the interval excludes 1 and the ratio is beyond 1 -/+ the larger of
-      `min_effect` and the noise; `same`: the interval lies within 1 -/+ `min_effect`;
+      `min_effect` and the noise (a comparison of several cases keeps the call only where it
+      survives Holm's correction across them, `family_verdicts`); `same`: the interval lies
+      within 1 -/+ `min_effect`;
       `unclear`: anything else, and always where the rounds are too few for any test at
       `confidence` to tell (`too_few`: Mann-Whitney's smallest p, `smallest_p`, is above
       1 - confidence; 3 rounds a side give 0.1, 4 give 0.029, 5 give 0.008).
@@ -155,3 +168,71 @@ def rounds_verdict(
         word = "unclear"
     out.update(ratio_lo=lo, ratio_hi=hi, p_value=p, verdict=word)
     return out
+
+
+VERDICTS_CALLED = ("faster", "slower")
+"""The verdicts that claim a difference: the ones a family of cases must earn together."""
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjustment of the p-values of one family of tests, in their order: with
+    the m p-values sorted, p(1) <= ... <= p(m), the i-th becomes min(1, max over j <= i of
+    (m - j + 1) * p(j)). Calling each test whose adjusted p is at most alpha holds the chance of
+    any false call among the m at alpha, however the tests depend on each other (Holm, 1979):
+    the smallest p faces alpha / m, the next alpha / (m - 1), and so on, and the first that
+    fails stops the steps. A NaN (a test not made) stays NaN and does not count in m.
+
+    >>> holm([0.01, 0.04, 0.03, 0.005]).tolist()
+    [0.03, 0.06, 0.06, 0.02]
+    """
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1 or ((p < 0) | (p > 1)).any():
+        raise ValueError(f"holm wants a list of p-values in [0, 1], got {p_values!r}")
+    out = np.full(p.shape, math.nan)
+    order = np.flatnonzero(~np.isnan(p))
+    order = order[np.argsort(p[order], kind="stable")]
+    steps = (len(order) - np.arange(len(order))) * p[order]
+    out[order] = np.minimum(1.0, np.maximum.accumulate(steps))
+    return out
+
+
+def family_verdicts(
+    cases: Sequence[dict[str, object]], *, confidence: float = CONFIDENCE
+) -> list[dict[str, object]]:
+    """The verdicts of one comparison's cases, judged as one family: each case (a dict with
+    `rounds_verdict`'s `p_value` and `verdict`, among any other keys) gains `p_holm`, its
+    p-value after Holm's correction over the cases that have one (`holm`), and keeps `faster`
+    or `slower` only where `p_holm` is at most 1 - confidence, becoming `unclear` elsewhere.
+
+    Case by case, each of N cases of the same code has up to that chance of a false call; the
+    correction holds the chance of any false `slower` (or `faster`) among all N at it. `same`
+    (the interval within the smallest effect) and `unclear` stand; a case without a p-value
+    (too few rounds, or `missing` without a `p_value` key) is not part of the family. Returns
+    new dicts, `p_holm` right after `p_value`."""
+    alpha = 1 - confidence
+    adjusted = holm([float(c.get("p_value", math.nan)) for c in cases])
+    out = []
+    for case, p_holm in zip(cases, adjusted, strict=True):
+        row: dict[str, object] = {}
+        for key, value in case.items():
+            row[key] = value
+            if key == "p_value":
+                row["p_holm"] = float(p_holm)
+        if case.get("verdict") in VERDICTS_CALLED and not p_holm <= alpha:
+            row["verdict"] = "unclear"
+        out.append(row)
+    return out
+
+
+def rounds_needed(cases: int, confidence: float = CONFIDENCE) -> int:
+    """The fewest rounds a side with which a comparison of `cases` cases can call any of them
+    faster or slower: Holm's correction asks the smallest p-value to be at most
+    (1 - confidence) / cases, and with n rounds a side Mann-Whitney's smallest is
+    `smallest_p(n, n)`. At 95%: 4 for one case, 5 for up to 6 cases, 6 for up to 23, 7 for up
+    to 85."""
+    if isinstance(cases, bool) or not isinstance(cases, int) or cases < 1:
+        raise ValueError(f"cases: {cases!r} is not a positive integer")
+    n = 1
+    while smallest_p(n, n) * cases > 1 - confidence:
+        n += 1
+    return n

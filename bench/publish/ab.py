@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.measure import stats
 from bench.publish import compare, tables
 from bench.store import paths, results
 
 VERDICTS_CSV = "verdicts.csv"
-SETTINGS = {"statistic": "median", "min_effect": 0.02, "confidence": 0.95}
+SETTINGS = {"statistic": "median", "min_effect": stats.MIN_EFFECT, "confidence": stats.CONFIDENCE}
 """How the verdicts are made where the folder does not record it (`ab`'s defaults)."""
 
 

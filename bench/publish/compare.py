@@ -12,10 +12,14 @@ median of its steps by default, `bench.measure.stats.STATISTICS`), with
 `bench.measure.stats.rounds_verdict`: the Hodges-Lehmann ratio, Mann-Whitney's p and its exact
 interval, and a noise bound of `NOISE_K` times the spread between the rounds of one side, the
 between-run spread that two runs of the same code show. `faster` / `slower` need the interval to
-exclude 1 and the ratio beyond 1 -/+ the larger of that noise and `min_effect`; `same` needs
-the interval within 1 -/+ `min_effect`. With too few rounds for any test at the confidence asked
-(3 a side give Mann-Whitney's smallest p, 0.1), a case is `unclear` and the table says plainly
-that it cannot judge; `missing`: the case ran on both sides but passed in no round of one.
+exclude 1, the ratio beyond 1 -/+ the larger of that noise and `min_effect`, and the p-value to
+survive Holm's correction across the comparison's cases (`bench.measure.stats.family_verdicts`:
+a comparison of 10 or 30 cases would otherwise have, case by case, 10 or 30 chances of a false
+call); `same` needs the interval within 1 -/+ `min_effect`. With too few rounds for any test at
+the confidence asked (3 a side give Mann-Whitney's smallest p, 0.1), or for the correction
+across that many cases (5 a side allow at most 6), a case is `unclear` and the report says
+plainly that it cannot judge; `missing`: the case ran on both sides but passed in no round of
+one.
 
 Rounds within one process (a run's `--repeats` windows, one save's calls) follow each other
 within seconds: they show the process's own spread, not how far two processes differ, and a
@@ -74,8 +78,8 @@ def verdict(
     a: np.ndarray,
     b: np.ndarray,
     *,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
+    min_effect: float = round_stats.MIN_EFFECT,
+    confidence: float = round_stats.CONFIDENCE,
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> dict[str, object]:
@@ -128,14 +132,16 @@ def compare(
     run_b: Path,
     *,
     pair: Pair | None = None,
-    min_effect: float = 0.02,
-    confidence: float = 0.95,
+    min_effect: float = round_stats.MIN_EFFECT,
+    confidence: float = round_stats.CONFIDENCE,
     statistic: str = "median",
 ) -> pd.DataFrame:
     """One row per case matched between the sides: the medians of all its steps, the rounds'
     ratio, interval, p-value, noise and verdict (`bench.measure.stats.rounds_verdict`), the
-    rounds per side (`rounds_a`, `rounds_b`), what a round is (`unit_a`, `unit_b`: keys of
-    `bench.publish.sides.UNITS`) and whether they were too few to judge (`too_few`)."""
+    p-value after Holm's correction across the cases (`p_holm`) and the verdict that survives
+    it (`bench.measure.stats.family_verdicts`), the rounds per side (`rounds_a`, `rounds_b`),
+    what a round is (`unit_a`, `unit_b`: keys of `bench.publish.sides.UNITS`) and whether they
+    were too few to judge (`too_few`)."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
         raise UsageError(
@@ -176,7 +182,7 @@ def compare(
             )
         )
         out.append(row)
-    table = pd.DataFrame(out)
+    table = pd.DataFrame(round_stats.family_verdicts(out, confidence=confidence))
     table.attrs.update(
         only_a=len(cases_a) - len(merged),
         only_b=len(cases_b) - len(merged),
@@ -195,18 +201,28 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
     """What decided the verdicts, what a round is on each side, and the cases too few rounds
     could not judge."""
     statistic = table.attrs.get("statistic", "median")
+    alpha = 1 - confidence
+    judged = table[table["verdict"] != "missing"] if "verdict" in table else table
+    tested = judged[judged["p_value"].notna()] if "p_value" in judged else judged.iloc[:0]
+    family = len(tested)
     lines = [
         "Ratio = B's step time over A's (below 1: B faster). Each round is one observation, "
         f"summed up by the {statistic} of its step times; ratio: the Hodges-Lehmann estimate "
         "over the rounds (the median of every round of B over every round of A); interval: "
-        f"its {confidence:.0%} confidence interval and p: "
-        f"Mann-Whitney's; noise: {NOISE_K:g} × the spread between the rounds of one side. A case "
-        "is faster or slower when its interval excludes 1 and its ratio is beyond 1 ± the larger "
-        f"of its noise and the smallest effect reported ({min_effect:.1%}), same when its "
-        f"interval lies within 1 ± {min_effect:.1%}.",
+        f"its {confidence:.0%} confidence interval and p: Mann-Whitney's, p_holm: p after "
+        f"Holm's correction across the cases; noise: {NOISE_K:g} × the spread between the "
+        "rounds of one side. A case is faster or slower when its interval excludes 1, its "
+        f"p_holm is at most {alpha:.0%} and its ratio is beyond 1 ± the larger of its noise and "
+        f"the smallest effect reported ({min_effect:.1%}), same when its interval lies within "
+        f"1 ± {min_effect:.1%}.",
         "",
     ]
-    judged = table[table["verdict"] != "missing"] if "verdict" in table else table
+    if family:
+        lines += [
+            f"Verdicts hold the chance of any false `slower` across the {family} "
+            f"case{'s' if family != 1 else ''} at {alpha:.0%} (Holm's correction).",
+            "",
+        ]
     units = {u for c in ("unit_a", "unit_b") if c in judged for u in judged[c].dropna()}
     for name in ("a", "b"):
         col = f"unit_{name}"
@@ -227,14 +243,31 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
     few = int(judged["too_few"].fillna(False).astype(bool).sum()) if "too_few" in judged else 0
     if few:
         which = "Every case" if few == len(judged) else f"{few} case(s)"
+        need = round_stats.rounds_needed(len(judged), confidence)
         lines += [
             f"**Too few rounds to judge**: {which} had too few rounds for any test at "
             f"{confidence:.0%} to tell A from B (with 3 rounds a side the smallest p Mann-Whitney "
             "can give is 0.1; 4 a side give 0.029, 5 give 0.008): they are `unclear`, their "
-            "ratio shown for information. Give each side 5 rounds or more (`ampbench ab "
-            "--rounds 5`, `run --rounds 5`, or `--repeats 5` within one run).",
+            f"ratio shown for information. For {len(judged)} case(s), give each side {need} "
+            f"rounds or more (`ampbench ab --rounds {need}`, `run --rounds {need}`, or "
+            f"`--repeats {need}` within one run).",
             "",
         ]
+    if family:
+        rounds = zip(tested["rounds_a"], tested["rounds_b"], strict=True)
+        smallest = min(round_stats.smallest_p(int(a), int(b)) for a, b in rounds)
+        if smallest * family > alpha:
+            need = round_stats.rounds_needed(family, confidence)
+            lines += [
+                f"**Too few rounds for {family} cases**: Holm's correction asks the smallest "
+                f"p-value among them to be at most {alpha:.0%} / {family} = "
+                f"{alpha / family:.2g}, and these rounds can give no p below {smallest:.2g} "
+                "(every round of one side beyond every round of the other): no case can be "
+                f"called faster or slower, only same or unclear. Give each side {need} rounds or "
+                f"more (`ampbench ab --rounds {need}`, `run --rounds {need}`), or compare fewer "
+                "cases.",
+                "",
+            ]
     return lines
 
 
@@ -266,6 +299,8 @@ def render(
             for lo, hi in zip(shown.pop("ratio_lo"), shown.pop("ratio_hi"), strict=True)
         ]
         shown["p_value"] = shown.pop("p_value")
+        if "p_holm" in shown:
+            shown["p_holm"] = shown.pop("p_holm")
     if "noise" in shown:
         shown["noise"] = shown.pop("noise").map(lambda x: f"±{x:.1%}" if pd.notna(x) else "")
     if "rounds_a" in shown:

@@ -29,6 +29,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
+from bench.measure import stats
 from bench.publish import compare, figures, tables
 from bench.publish.runs import HISTORY_DIR, run_folders
 from bench.recipes.catalog import colour as mode_colour
@@ -102,7 +103,7 @@ def _runs(results_dir: Path, gpu: str) -> pd.DataFrame:
 
 
 def collect(
-    results_dir: Path, gpu: str, *, min_effect: float = 0.02
+    results_dir: Path, gpu: str, *, min_effect: float = stats.MIN_EFFECT
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(runs, points): the runs in history order, and one point per run and case with its
     median step time and its verdict against the previous run that has the case."""

@@ -16,11 +16,10 @@ import pandas as pd
 
 from bench.cases import case
 from bench.faults import UsageError
+from bench.measure.stats import CONFIDENCE, MIN_EFFECT
 from bench.publish import compare
 from bench.publish.runs import Run
 
-MIN_EFFECT, CONFIDENCE = 0.02, 0.95
-"""`ampbench compare`'s defaults: the smallest change reported, the interval's level."""
 SIZES = ("model", "preset", "input_size", "hidden_size", "num_classes")
 
 
