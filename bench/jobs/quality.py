@@ -168,6 +168,7 @@ def start(
 def _finish(folder, cfg: QualityConfig) -> None:
     """Mark the study ended when every run it names has a row."""
     if all((m, s) in tables.done(folder.path) for m in cfg.modes for s in cfg.seeds):
+        tables.compact(folder.path)
         folder.finish()
 
 

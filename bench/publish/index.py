@@ -197,8 +197,10 @@ def _maxbatch(run: Run) -> Cells:
 def _quality(run: Run) -> Cells:
     cfg = run.env.get("quality_config", {})
     modes, seeds = cfg.get("modes", []), cfg.get("seeds", [])
-    runs = results.read_jsonl(run.path / "runs.jsonl")
-    ok = sum(r["status"] == "ok" for r in runs)
+    from bench.quality import tables  # the study's own reader: its tables may be compressed
+
+    runs = tables.load(run.path)["runs"]
+    ok = int((runs["status"] == "ok").sum())
     axes = [
         axis(modes, "mode"),
         Axis(f"data {cfg.get('data')}", f"data {cfg.get('data')}"),

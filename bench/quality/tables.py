@@ -8,10 +8,16 @@ DataFrames without torch.
 - `curves.jsonl`: per evaluation of a run, its held-out loss and accuracy and its running train
   loss.
 - `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter.
+
+A finished study's tables are gzip-compressed (`compact`), as every large table of a results
+folder is; they are read either way, and a resumed study unpacks them before appending.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -33,16 +39,46 @@ def path(run_dir: Path, table: str) -> Path:
     return Path(run_dir) / f"{table}.jsonl"
 
 
+def _packed(run_dir: Path, table: str) -> Path:
+    return Path(run_dir) / f"{table}.jsonl.gz"
+
+
 def append(run_dir: Path, table: str, rows: list[dict]) -> None:
+    packed = _packed(run_dir, table)
+    if packed.is_file():  # a finished study resumed: its table back to plain lines first
+        with gzip.open(packed, "rb") as src, path(run_dir, table).open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        packed.unlink()
     for row in rows:
         results.append_jsonl(path(run_dir, table), row)
+
+
+def compact(run_dir: Path) -> None:
+    """Each table gzip-compressed in place (a finished study's)."""
+    for table in TABLES:
+        plain = path(run_dir, table)
+        if plain.is_file():
+            with (
+                plain.open("rb") as src,
+                gzip.GzipFile(_packed(run_dir, table), "wb", mtime=0) as dst,
+            ):
+                shutil.copyfileobj(src, dst)
+            plain.unlink()
+
+
+def _rows(run_dir: Path, table: str) -> list[dict]:
+    packed = _packed(run_dir, table)
+    if packed.is_file():
+        with gzip.open(packed, "rt") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    return results.read_jsonl(path(run_dir, table))
 
 
 def load(run_dir: Path) -> dict[str, pd.DataFrame]:
     """Every table of the study, by name."""
     out = {}
     for table in TABLES:
-        df = pd.DataFrame(results.read_jsonl(path(run_dir, table)))
+        df = pd.DataFrame(_rows(run_dir, table))
         for column in COLUMNS[table]:
             if column not in df:
                 df[column] = pd.Series(dtype=object)
@@ -52,4 +88,4 @@ def load(run_dir: Path) -> dict[str, pd.DataFrame]:
 
 def done(run_dir: Path) -> set[tuple[str, int]]:
     """The (mode, seed) runs the study has finished, whatever their status."""
-    return {(r["mode"], int(r["seed"])) for r in results.read_jsonl(path(run_dir, "runs"))}
+    return {(r["mode"], int(r["seed"])) for r in _rows(run_dir, "runs")}
