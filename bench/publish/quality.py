@@ -90,6 +90,12 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
     text = cfg.data != "digits"
     for mode in cfg.modes:
         mine = summary[summary["mode"] == mode]
+        ran = s["tables"]["runs"]
+        untrained = (
+            len(cfg.seeds) - int((ran["mode"] == mode).sum()) if len(ran) else len(cfg.seeds)
+        )
+        if untrained:
+            notes.append(f"{mode}: {untrained} of {len(cfg.seeds)} seeds not trained yet")
         status = timing.loc[mode, "status"] if mode in timing.index else "not timed"
         if status != "ok":
             why = timing.loc[mode, "error"] if mode in timing.index else "it was not timed"
@@ -117,6 +123,8 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
         rows.append(row)
     if s["target"] is None:
         notes.append(f"steps and time to target: no target ({s['target_why']})")
+    if any("not trained yet" in n for n in notes):
+        notes.append("the study is unfinished: `ampbench quality --resume FOLDER` trains the rest")
     return pd.DataFrame(rows), notes
 
 
@@ -163,7 +171,7 @@ def _scaler(s: dict) -> list[str]:
     v, checks = s["scaler"], s["tables"]["checks"]
     if v is None:
         return []
-    lines = ["## GradScaler", "", f"**{v.verdict}**: {v.reason}.", ""]
+    lines = ["## The GradScaler check", ""]
     if len(checks):
         worst = (
             checks.sort_values("kept_by_scaler", ascending=False)
@@ -198,6 +206,32 @@ def _scaler(s: dict) -> list[str]:
     return lines
 
 
+def findings(s: dict) -> list[str]:
+    """The study's results as markdown lines: the target, the anchor, the recipe table with its
+    note, the verdicts and GradScaler's; the report and README.md's `quality` block show them."""
+    table, notes = recipe_table(s)
+    goal = (
+        f"**Target**: held-out loss {figure(s['target'])} ({s['target_why']})."
+        if s["target"] is not None
+        else f"**Target**: none: {s['target_why']}. No recipe is judged against fp32."
+    )
+    scaler = s["scaler"]
+    return [
+        goal,
+        "",
+        *([*_anchor(s), ""] if s["cfg"].anchor else []),
+        markdown(table),
+        "",
+        "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
+        f"held-out loss (margin {rules.MARGIN_SPREAD:g} × fp32's seed spread, at least "
+        f"{rules.MARGIN_FLOOR:.0%} of its mean; 90% interval by Welch's t)."
+        + (f" `–`: {'; '.join(notes)}." if notes else ""),
+        "",
+        *_verdict_lines(s),
+        *([f"- **GradScaler with float16**: {scaler.verdict}: {scaler.reason}."] if scaler else []),
+    ]
+
+
 def plot(s: dict, path: Path) -> None:
     curves = s["tables"]["curves"]
     fig = Figure(figsize=(10, 4.2))
@@ -221,17 +255,11 @@ def plot(s: dict, path: Path) -> None:
 def render(run_dir: Path) -> Path:
     s = study(run_dir)
     cfg, env = s["cfg"], s["env"]
-    table, notes = recipe_table(s)
     unit = "sequences" if cfg.data != "digits" else "images"
     heldout = (
         f"the first {cfg.heldout_limit} held-out samples"
         if cfg.heldout_limit
         else "the whole held-out split"
-    )
-    goal = (
-        f"**Target**: held-out loss {figure(s['target'])} ({s['target_why']})."
-        if s["target"] is not None
-        else f"**Target**: none: {s['target_why']}. No recipe is judged against fp32."
     )
     lines = [
         f"# Time to quality: `{cfg.model}` ({cfg.preset}) on {cfg.data}",
@@ -251,19 +279,9 @@ def render(run_dir: Path) -> Path:
         f"({cfg.timing_steps} steps after a warm-up) before training; time to target is steps × "
         "that time.",
         "",
-        goal,
+        "## Results",
         "",
-        *([*_anchor(s), ""] if cfg.anchor else []),
-        "## Recipes",
-        "",
-        markdown(table),
-        "",
-        "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
-        f"held-out loss (margin {rules.MARGIN_SPREAD:g} × fp32's seed spread, at least "
-        f"{rules.MARGIN_FLOOR:.0%} of its mean; 90% interval by Welch's t)."
-        + (f" `–`: {'; '.join(notes)}." if notes else ""),
-        "",
-        *_verdict_lines(s),
+        *findings(s),
         "",
         *_scaler(s),
         "## Loss curves",

@@ -26,6 +26,8 @@ from docs/), so the marker is the one place that names it. KIND is
   `bench.publish.variants`);
 - `scaling`: the scaling efficiency per mode and parallelism of a run of several ranks
   (`optimizer=NAME`; `with=RUN2` adds a run on another GPU count as columns);
+- `quality`: a time-to-quality study's target, recipes against fp32 and verdicts
+  (`bench.publish.quality`);
 - `zoo`: which recipe for which model, a row per timing run (RUN and `with=RUN2+RUN3`, one
   model each) with the numerics studies of its model among `numerics=NAME+NAME`
   (`bench.publish.zoo`).
@@ -48,10 +50,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-import pandas as pd
-
 from bench.faults import UsageError
-from bench.publish import columns, findings, ranks, report, tables, variants
+from bench.publish.readme_blocks import KINDS, link_to_report
 from bench.store import paths, results
 
 # Markers count only at the start of a line, so that prose may quote them (`<!-- ampbench:...`).
@@ -109,202 +109,6 @@ def blocks(text: str) -> list[Block]:
     return found
 
 
-def _headline(run: Path, options: dict[str, str], link: str) -> str:
-    unknown = set(options) - {"batch_size", "optimizer"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:headline takes batch_size= and optimizer=, not {sorted(unknown)[0]}="
-        )
-    bs = options.get("batch_size")
-    return report.headline(
-        results.load(run),
-        batch_size=int(bs) if bs else None,
-        optimizer=options.get("optimizer", "fused"),
-    )
-
-
-def _answer(run: Path, options: dict[str, str], link: str) -> str:
-    from bench.numerics.measure import tables
-    from bench.numerics.render import answer
-
-    only = options.pop("only", None)
-    if options:
-        raise UsageError(f"ampbench:answer takes only only=, got {sorted(options)[0]}=")
-    t = tables.load(run)
-    paragraphs = answer.answer(t, str(t["env"].get("torch")))
-    if only is not None:
-        # Paragraphs by their bold heading, in the Answer's order: "**Divergence** (...". A
-        # heading the Answer lacks is an error, so a quote cannot silently shrink.
-        heads = only.split(",")
-        missing = [h for h in heads if not any(p.startswith(f"**{h}") for p in paragraphs)]
-        if missing:
-            raise UsageError(f"ampbench:answer {run.name}: no paragraph {missing[0]!r}")
-        paragraphs = [p for p in paragraphs if any(p.startswith(f"**{h}") for h in heads)]
-    return "\n>\n".join(f"> {p}" for p in paragraphs)
-
-
-def _rows_table(run: Path, options: dict[str, str], link: str) -> str:
-    df = results.load(run)
-    shown = options.pop("columns", ",".join(columns.HEADLINE)).split(",")
-    for key, value in options.items():
-        if key not in df.columns:
-            raise UsageError(f"ampbench:table {run.name}: no column {key!r}")
-        df = df[df[key].astype(str) == value]
-    missing = [c for c in shown if c not in df.columns]
-    if missing:
-        raise UsageError(f"ampbench:table {run.name}: no column {missing[0]!r}")
-    return tables.markdown(df[shown])
-
-
-def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
-    """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it), for a
-    block kind whose options are `optimizer=` and `with=`."""
-    unknown = set(options) - {"optimizer", "with"}
-    if unknown:
-        raise UsageError(f"ampbench:{kind} takes optimizer= and with=, not {sorted(unknown)[0]}=")
-    runs = [run] + [run.parent / name for name in options.get("with", "").split("+") if name]
-    for other in runs[1:]:
-        if not (other / results.ENV).is_file():
-            raise UsageError(f"ampbench:{kind}: {other.name} is not a run folder")
-    return pd.concat([results.load(r) for r in runs], ignore_index=True)
-
-
-def _variants(run: Path, options: dict[str, str], link: str) -> str:
-    """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
-    (variants measured in a folder of their own)."""
-    df = _rows_with("variants", run, options)
-    return variants.best_variant_table(df, options.get("optimizer", "fused"))
-
-
-def _recipes(run: Path, options: dict[str, str], link: str) -> str:
-    """The fastest mode and variant per batch size of a timing run."""
-    unknown = set(options) - {"optimizer"}
-    if unknown:
-        raise UsageError(f"ampbench:recipes takes optimizer=, not {sorted(unknown)[0]}=")
-    return variants.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
-
-
-def _scaling(run: Path, options: dict[str, str], link: str) -> str:
-    """The scaling efficiency per mode and parallelism of a run of several ranks; `with=RUN2`
-    adds the columns of a run on another GPU count."""
-    df = _rows_with("scaling", run, options)
-    optimizer = options.get("optimizer", "fused")
-    try:
-        table = ranks.scaling_table(df, optimizer)
-    except ValueError as exc:
-        raise UsageError(f"ampbench:scaling {run.name}: {exc}") from exc
-    return f"Scaling efficiency (%), {optimizer} Adam:\n\n{table}"
-
-
-def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
-    """The largest-batch table of a `maxbatch` folder."""
-    from bench.publish import maxbatch
-
-    if options:
-        raise UsageError(f"ampbench:maxbatch takes no option, got {sorted(options)[0]}=")
-    limit = results.read_env(run)["maxbatch_config"]["limit"]
-    table = maxbatch.summarize_trials(
-        pd.DataFrame(results.read_jsonl(run / maxbatch.TRIALS)), limit
-    )
-    headers = {
-        "mode": "mode",
-        "largest_batch": "largest batch",
-        "samples_per_s": "samples/s there",
-        "peak_alloc_gib": "peak GiB there",
-        "limited_by": "limited by",
-    }
-    return tables.markdown(table[list(headers)].rename(columns=headers))
-
-
-def _summary(run: Path, options: dict[str, str], link: str) -> str:
-    """The answer in a few lines from a timing run and the numerics studies beside it."""
-    from bench.numerics.measure import tables as study_tables
-    from bench.publish import summary
-
-    unknown = set(options) - {"numerics", "optimizer", "skip"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:summary takes numerics=, optimizer= and skip=, not {sorted(unknown)[0]}="
-        )
-    names = [n for n in options.get("numerics", "").split("+") if n]
-    for name in names:
-        if not (run.parent / name / study_tables.AUDIT_JSON).is_file():
-            raise UsageError(f"ampbench:summary: {name} is not a finished numerics study")
-    studies = [study_tables.load(run.parent / name) for name in names]
-    here = PurePosixPath(link).parent
-    sources = [_report(run, link, "timing run")] + [
-        _report(
-            run.parent / n, str(here / n), "numerics study" + (f" {i}" if len(names) > 1 else "")
-        )
-        for i, n in enumerate(names, 1)
-    ]
-    lines = summary.summary(
-        results.load(run),
-        results.read_env(run),
-        studies,
-        sources,
-        optimizer=options.get("optimizer", "fused"),
-    )
-    skipped = [w for w in options.get("skip", "").split(",") if w]
-    for word in skipped:
-        # A lead the summary lacks is an error, as for `answer`'s only=: a stale marker says so.
-        if not any(line.startswith(f"- **{word}") for line in lines):
-            raise UsageError(f"ampbench:summary {run.name}: no bullet {word!r} to skip")
-    lines = [ln for ln in lines if not any(ln.startswith(f"- **{w}") for w in skipped)]
-    return "\n".join(lines)
-
-
-def _found(run: Path, options: dict[str, str], link: str) -> str:
-    """The bullets of "What this run found" in the run's report."""
-    if options:
-        raise UsageError(f"ampbench:found takes no options, got {sorted(options)[0]}=")
-    df = results.load(run)
-    return "\n".join(findings.findings(df, report.headline_optimizer(df)))
-
-
-def _zoo(run: Path, options: dict[str, str], link: str) -> str:
-    """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
-    numerics studies of its model and preset among `numerics=` (`bench.publish.zoo`)."""
-    from bench.numerics.measure import tables as study_tables
-    from bench.publish import zoo
-
-    unknown = set(options) - {"with", "numerics", "optimizer"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:zoo takes with=, numerics=, optimizer=, not {sorted(unknown)[0]}="
-        )
-    runs = [run] + [run.parent / n for n in options.get("with", "").split("+") if n]
-    names = [n for n in options.get("numerics", "").split("+") if n]
-    for folder in [*runs[1:], *(run.parent / n for n in names)]:
-        if not (folder / results.ENV).is_file():
-            raise UsageError(f"ampbench:zoo: {folder.name} is not a run folder")
-    studies = [study_tables.load(run.parent / n) for n in names]
-    models = [(rows, zoo.studies_of(rows, studies)) for rows in map(results.load, runs)]
-    expected = [results.read_env(r).get("expected_cases") for r in runs]
-    return "\n".join(zoo.table(models, options.get("optimizer", "fused"), expected))
-
-
-KINDS = {
-    "summary": _summary,
-    "zoo": _zoo,
-    "found": _found,
-    "headline": _headline,
-    "answer": _answer,
-    "table": _rows_table,
-    "variants": _variants,
-    "maxbatch": _maxbatch,
-    "recipes": _recipes,
-    "scaling": _scaling,
-}
-
-
-def _report(folder: Path, link: str, text: str | None = None) -> str:
-    """A markdown link to a folder's report.md (to the folder where it has none), `link` being
-    the folder as the page reaches it."""
-    target = f"{link}/{results.REPORT}" if (folder / results.REPORT).is_file() else link
-    return f"[{text or f'`{folder.name}`'}]({target})"
-
-
 SOURCE_TEXT: dict[str, Callable[[Path], str]] = {
     "zoo": lambda run: f"`{results.load(run)['model'].iloc[0]}`",
 }
@@ -318,8 +122,8 @@ def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
     here = PurePosixPath(link).parent
     others = [n for n in options.get("with", "").split("+") if n]
     text = SOURCE_TEXT.get(kind, lambda folder: None)
-    shown = [_report(run, link, text(run))] + [
-        _report(run.parent / n, str(here / n), text(run.parent / n)) for n in others
+    shown = [link_to_report(run, link, text(run))] + [
+        link_to_report(run.parent / n, str(here / n), text(run.parent / n)) for n in others
     ]
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
     return f"From {listed}:"

@@ -144,7 +144,8 @@ def trains_like_fp32(summary: pd.DataFrame, mode: str, *, synthetic: bool) -> Ve
         return Verdict(WORSE, f"diverged in {len(diverged)} of {len(mine)} seeds (step {steps})")
     done = mine[mine["status"] == "ok"]
     if len(done) < MIN_SEEDS:
-        return Verdict(NOT_KNOWN, f"{len(done)} seeds finished, fewer than {MIN_SEEDS}")
+        seeds = "1 seed" if len(done) == 1 else f"{len(done)} seeds"
+        return Verdict(NOT_KNOWN, f"{seeds} finished, fewer than {MIN_SEEDS}")
     gap, low, high = interval(done["best_loss"], ref["best_loss"])
     m = margin(ref["best_loss"])
     stated = f"gap {gap:+.3g}, 90% interval [{low:+.3g}, {high:+.3g}], margin ±{m:.3g}"
