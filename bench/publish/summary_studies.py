@@ -20,13 +20,13 @@ import pandas as pd
 from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
 from bench.numerics.render.answer import (
-    FLUSH_LIMIT,
     LOSS_GAP,
     bf16_against_fp16_error,
     lost_direction,
 )
 from bench.publish.prose import batch_sizes, figure, joined
 from bench.recipes import catalog
+from bench.verdicts import training
 
 
 def _autocast(dtype: str) -> str:
@@ -106,15 +106,14 @@ def _seeds(r, nested: bool = False) -> str:
 
 
 def trains_like_fp32(studies: list[dict], mode: str) -> bool | None:
-    """Whether every seed of `mode` ended within LOSS_GAP of the reference's (fp32's) worst seed
-    at every batch
-    size trained, without a divergence; None where no study trained it beside the reference."""
+    """Whether `mode` trains like fp32 by these numerics studies: True for the reference itself,
+    else None (not known). A numerics study trains on a synthetic task, with one or two seeds, on
+    which `bench.verdicts.training` decides nothing: only a time-to-quality study on real data
+    does (`bench.publish.quality`)."""
     if mode == catalog.reference():
         return True
-    vs = against_fp32(studies, mode)
-    if vs.empty:
-        return None
-    return bool(vs["within"].all() and (vs["diverged"] == 0).all())
+    verdict = training.trains_like_fp32(pd.DataFrame(), mode, synthetic=True)
+    return True if verdict.verdict == training.LIKE else None
 
 
 def training_cost(studies: list[dict], mode: str) -> str:
@@ -169,87 +168,49 @@ def gradients_line(studies: list[dict]) -> str | None:
     return f"- **Gradients.** {' '.join(parts)}"
 
 
-def _underflow(census: pd.DataFrame) -> tuple[list[int], str]:
-    """(the batch sizes the census measured fp16 without a scaler at, and a clause on where it
-    flushed more than FLUSH_LIMIT of some gradient to zero; empty where it did not)."""
-    _, bare = catalog.fp16_pair()
-    noscale = census[census["mode"] == bare]
-    sizes = sorted(int(b) for b in noscale["batch_size"].unique())
-    worst = {int(bs): g.loc[g["flushed"].idxmax()] for bs, g in noscale.groupby("batch_size")}
-    flushing = [bs for bs in sizes if worst[bs]["flushed"] > FLUSH_LIMIT]
-    if not flushing:
-        return sizes, ""
-    w = worst[flushing[0]]
-    where = (
-        f"every batch size measured, {batch_sizes(sizes)}"
-        if flushing == sizes
-        else f"batch {batch_sizes(flushing)} of {batch_sizes(sizes)}"
-    )
-    return sizes, (
-        f"more than {FLUSH_LIMIT:.0%} of some gradient underflows to zero at {where} "
-        f"({w['flushed']:.1%} of {w['tensor']} at batch {flushing[0]})"
-    )
-
-
-def _scaler_evidence(
-    studies: list[dict],
-) -> tuple[pd.DataFrame, pd.DataFrame, list[int], list[str]]:
-    """(the census and the training comparison the scaler line reads, the batch sizes the census
-    measured, and the evidence that float16 needs GradScaler: where it flushed, diverged or ended
-    worse without one; empty where neither test says so)."""
-    reference, (_, bare) = catalog.reference(), catalog.fp16_pair()
-    census = _first(studies, "census", lambda c: bare in set(c["mode"]))
+def _scaler_evidence(studies: list[dict]) -> tuple[pd.DataFrame, list[str]]:
+    """(the training comparison the scaler line reads, and the evidence that float16 needs
+    GradScaler: where training without it diverged and training with it did not). The census's
+    share of flushed elements is not evidence (`bench.verdicts.training.scaler_needed` weighs
+    the gradient's norm, which a numerics census does not record), nor is a loss compared by a
+    fixed gap on a synthetic task."""
+    scaled, bare = catalog.fp16_pair()
     vs = against_fp32(studies, bare)
-    sizes, flushed = _underflow(census) if len(census) else ([], "")
+    vs_scaled = against_fp32(studies, scaled)
+    scaled_diverged = bool(len(vs_scaled)) and bool((vs_scaled["diverged"] > 0).any())
     training = []
-    for r in vs.itertuples() if len(vs) else ():
+    for r in vs.itertuples() if len(vs) and not scaled_diverged else ():
         if r.diverged:
             steps = joined([str(s) for s in r.steps])
             training.append(
                 f"diverged at batch {r.batch_size} (step{'s' if len(r.steps) > 1 else ''} "
                 f"{steps}, {r.diverged} of {r.runs} seeds)"
             )
-        elif not r.within:
-            training.append(
-                f"ended at {figure(r.loss)} against {reference}'s {figure(r.fp32_loss)} "
-                f"at batch {r.batch_size}"
-            )
-    evidence = [flushed] if flushed else []
-    evidence += [f"training {joined(training)}"] if training else []
-    return census, vs, sizes, evidence
+    return vs, [f"training {joined(training)}"] if training else []
 
 
 def scaler_needed(studies: list[dict]) -> bool | None:
-    """Whether the studies say float16 needs GradScaler; None where they measured neither
-    underflow nor training without it."""
-    census, vs, _, evidence = _scaler_evidence(studies)
-    if census.empty and vs.empty:
-        return None
-    return bool(evidence)
+    """True where the studies show float16 needs GradScaler (training without it diverged);
+    None, not known, otherwise: a numerics study cannot show it not needed."""
+    _, evidence = _scaler_evidence(studies)
+    return True if evidence else None
 
 
 def scaler_line(studies: list[dict]) -> str | None:
-    """Whether float16 needs GradScaler: its measured underflow (the first census with fp16
-    without a scaler) and training (against fp32, divergence where a study looked for it)."""
-    reference, (_, bare) = catalog.reference(), catalog.fp16_pair()
-    census, vs, sizes, evidence = _scaler_evidence(studies)
-    if census.empty and vs.empty:
+    """Whether float16 needs GradScaler, by the studies' training without it."""
+    vs, evidence = _scaler_evidence(studies)
+    if vs.empty:
         return None
     if evidence:
         return (
-            f"- **GradScaler: needed with float16.** Without it {'; '.join(evidence)}. A float32 "
-            "`param.grad` does not help: the gradients are rounded to float16 before that cast."
+            f"- **GradScaler: needed with float16** (on this synthetic task). Without it "
+            f"{'; '.join(evidence)}. A float32 `param.grad` does not help: the gradients are "
+            "rounded to float16 before that cast."
         )
-    measured = []
-    if len(census):
-        top = census[census["mode"] == bare]["flushed"].max()
-        measured.append(f"at most {top:.1%} of any gradient underflowed to zero")
-    if len(vs):
-        measured.append(f"training ended within {LOSS_GAP:.0%} of {reference}'s loss")
-    where = batch_sizes(sizes or vs["batch_size"].tolist())
     return (
-        f"- **GradScaler: not needed with float16 on this model** at batch {where}: "
-        f"{' and '.join(measured)}."
+        "- **GradScaler with float16: not known** on this synthetic task: training without it "
+        "did not diverge, and its census counts flushed elements, not the share of the "
+        "gradient's norm lost, which decides (docs/quality.md)."
     )
 
 
@@ -267,12 +228,7 @@ def bf16_line(studies: list[dict]) -> str | None:
         ]
         # A clause on the reference's seeds has commas of its own: the items are then set apart.
         losses = "; ".join(each) if any("," in e for e in each) else joined(each)
-        verdict = (
-            f"ends training within {LOSS_GAP:.0%} of {reference}'s worst seed"
-            if trains_like_fp32(studies, bf16)
-            else f"does not end training within {LOSS_GAP:.0%} of {reference}'s worst seed"
-        )
-        parts.append(f"{verdict} ({losses})")
+        parts.append(f"ends its synthetic-task training at {losses}")
     errors = bf16_against_fp16_error(census)
     if errors is not None:
         bf, fp = errors
@@ -306,7 +262,6 @@ def learning_line(studies: list[dict]) -> str | None:
             f"- **Learning the task.** A run stays on a plateau until it learns the task (held-out "
             f"loss within {LEARNED_RATIO:g}× a perfect model's), at a step that varies with the "
             f"seed. Runs still on the plateau{at}: {'; '.join(parts)}; every other run learned "
-            f"it. So a recipe trains like fp32 here when each of its seeds ends within "
-            f"{LOSS_GAP:.0%} of fp32's worst."
+            f"it."
         )
     return None
