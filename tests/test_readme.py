@@ -280,8 +280,8 @@ SUMMARY = [
     "help: the gradients are rounded to float16 before that cast.",
     # The run timed each case once: a cost of a few percent is not told from the drift between
     # two cases timed seconds apart (`scaler_cost_reason`).
-    "- **What GradScaler costs.** Not measured here: each case was timed once (`--rounds 1`), "
-    "not interleaved with the other.",
+    "- **What GradScaler costs.** Not measured: each case was timed once (`--rounds 1`), not "
+    "interleaved.",
     "- **What bf16 gives up.** bf16 autocast ends training within 10% of fp32's worst seed (0.100 "
     "against 0.100 at batch 1024); its gradients are 8.00× further from fp32's than scaled fp16's "
     "(median relative error 0.00800 against 0.00100): it keeps float32's range with 3 fewer "
@@ -352,9 +352,7 @@ def test_the_scaler_cost_is_printed_only_from_interleaved_rounds_outside_the_noi
     rows, env = results.load(run), results.read_env(run)
     ok = summary.passing(rows, "fused")
     # The old rule printed SCALER_COST from these rows of a run of one round.
-    assert summary.scaler_cost_line(ok, "fused", env).endswith(
-        "(`--rounds 1`), not interleaved with the other."
-    )
+    assert summary.scaler_cost_line(ok, "fused", env).endswith("(`--rounds 1`), not interleaved.")
     interleaved = {**env, "config": {**env["config"], "rounds": 3}}
     assert summary.scaler_cost_line(ok.assign(rounds=3), "fused", interleaved) == SCALER_COST
     # fp16-amp's p10-p90 reaching into fp16-amp-noscale's at batch 8: no sign there.
@@ -391,6 +389,26 @@ def test_recipes_two_ms_apart_inside_each_others_noise_are_tied_not_ranked():
         "(eager, 20.0 ms, 4.00× eager fp32) and `bf16-amp` (eager, 22.0 ms, 3.64× eager fp32) "
         "(p10–p90 overlap; the fastest is noisy: IQR 15.0% of its median); `bf16-pure` and "
         "`bf16-amp`: no numerics study trained it."
+    )
+
+
+def test_variants_of_one_mode_tied_within_noise_name_the_mode_and_each_variant():
+    ok = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 8, "variant": v, "total_ms": ms}
+            | {"total_ms_p10": ms * 0.99, "total_ms_p90": ms * 1.01, "noisy": False}
+            for m, v, ms in (
+                ("fp32", "eager", 40.0),
+                ("bf16-pure", "compile", 4.00),
+                ("bf16-pure", "cudagraph", 4.04),
+                ("bf16-amp", "compile", 5.0),
+            )
+        ]
+    )
+    (line,) = summary.fastest_lines(ok, [], "fused")
+    assert line == (
+        "- **Fastest at batch 8** (any variant, fused Adam): `bf16-pure` at batch 8 (compile, "
+        "4.00 ms, 10.0× eager fp32; cudagraph tied within noise); no numerics study trained it."
     )
 
 

@@ -113,7 +113,7 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
     lead = "- **What GradScaler costs.**"
     why = timing.scaler_cost_reason(env, pd.DataFrame([r for _, *two in pairs for r in two]))
     if why is not None:
-        return f"{lead} Not measured here: {why}."
+        return f"{lead} Not measured: {why}."
     cost = [(bs, a, b) for bs, a, b in pairs if not timing.overlap(a, b)]
     noise = [bs for bs, a, b in pairs if timing.overlap(a, b)]
     if cost:
@@ -147,11 +147,11 @@ def _winners(ok: pd.DataFrame) -> list[tuple[int, Fastest]]:
 
 
 def _regimes(winners: list[tuple[int, Fastest]]) -> list[list[tuple[int, Fastest]]]:
-    """Consecutive batch sizes whose verdict names the same modes (alone, or tied), grouped."""
+    """Consecutive batch sizes whose verdict names the same modes (one mode, alone or tied
+    with itself at other variants; or the same modes tied), grouped."""
     groups: list[list[tuple[int, Fastest]]] = []
     for bs, f in winners:
-        last = groups[-1][-1][1] if groups else None
-        if last is not None and (last.modes, last.tie) == (f.modes, f.tie):
+        if groups and groups[-1][-1][1].modes == f.modes:
             groups[-1].append((bs, f))
         else:
             groups.append([(bs, f)])
@@ -166,16 +166,35 @@ def _recipe(ok: pd.DataFrame, bs: int, row: pd.Series) -> str:
     return f"{row['variant']}, {figure(row['total_ms'])} ms{vs if not math.isnan(fp32) else ''}"
 
 
-def _at(ok: pd.DataFrame, group: list[tuple[int, Fastest]]) -> str:
-    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...); where tied,
-    `tied within noise: ` and every row tied, with why."""
-    if not group[0][1].tie:
-        parts = [f"{bs} ({_recipe(ok, bs, f.first)})" for bs, f in group]
-        return f"`{group[0][1].first['mode']}` at batch {joined(parts)}"
-    per = []
-    for bs, f in group:
-        named = joined([f"`{r['mode']}` ({_recipe(ok, bs, r)})" for _, r in f.rows.iterrows()])
-        per.append(f"{f'at batch {bs}: ' if len(group) > 1 else ''}{named} ({f.reason})")
+def _tied(ok: pd.DataFrame, bs: int, f: Fastest) -> str:
+    """Every row of a tie, each mode once: `bf16-pure` (compile, 2.31 ms, 5.20× eager fp32;
+    cudagraph, 2.32 ms) and `bf16-amp` (...)."""
+    named = []
+    for mode, g in f.rows.groupby("mode", sort=False):
+        first, *rest = (r for _, r in g.iterrows())
+        others = "".join(f"; {r['variant']}, {figure(r['total_ms'])} ms" for r in rest)
+        named.append(f"`{mode}` ({_recipe(ok, bs, first)}{others})")
+    return joined(named)
+
+
+def _at(ok: pd.DataFrame, group: list[tuple[int, Fastest]], *, say_batch: bool) -> str:
+    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...), with its other
+    variants tied within noise named; where modes are tied, `tied within noise: ` and every
+    row tied, with why (`at batch N: ` before each batch size's, where the group has several or
+    `say_batch`)."""
+    first = group[0][1]
+    if len(first.modes) == 1:
+        parts = []
+        for bs, f in group:
+            others = [r["variant"] for _, r in f.rows.iloc[1:].iterrows()]
+            tied = f"; {joined(others)} tied within noise" if others else ""
+            parts.append(f"{bs} ({_recipe(ok, bs, f.first)}{tied})")
+        return f"`{first.modes[0]}` at batch {joined(parts)}"
+    say_batch = say_batch or len(group) > 1
+    per = [
+        f"{f'at batch {bs}: ' if say_batch else ''}{_tied(ok, bs, f)} ({f.reason})"
+        for bs, f in group
+    ]
     return f"tied within noise: {'; '.join(per)}"
 
 
@@ -190,16 +209,17 @@ def _costs(studies: list[dict], modes: tuple[str, ...]) -> str:
 
 
 def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list[str]:
-    """Per regime (consecutive batch sizes with one winner): the fastest mode and variant with
-    its speed over eager fp32, and what it does to training; then the fastest among the modes
-    that train like fp32, where that differs somewhere."""
+    """Per regime (consecutive batch sizes with one winning mode, or the same modes tied within
+    noise: `bench.verdicts.timing.fastest`): the fastest mode and variant with its speed over
+    eager fp32, or every row tied, and what it does to training; then the fastest among the
+    modes that train like fp32, where that differs somewhere."""
     ref = catalog.reference()
     if ok.empty:
         return []
     winners = _winners(ok)
     lines = [
         f"- **Fastest at batch {batch_sizes([bs for bs, _ in group])}** (any variant, {optimizer} "
-        f"Adam): {_at(ok, group)}; {_costs(studies, group[0][1].modes)}."
+        f"Adam): {_at(ok, group, say_batch=False)}; {_costs(studies, group[0][1].modes)}."
         for group in _regimes(winners)
     ]
     like = {m: trains_like_fp32(studies, m) for m in ok["mode"].unique()}
@@ -207,7 +227,7 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
         return lines  # no study trained a mode beside the reference: nothing to choose among
     safe = ok[ok["mode"].map(like).eq(True)]
     safe_winners = _winners(safe)
-    if [(f.modes, f.tie) for _, f in safe_winners] == [(f.modes, f.tie) for _, f in winners]:
+    if [f.modes for _, f in safe_winners] == [f.modes for _, f in winners]:
         return lines
     untested = sorted(m for m, v in like.items() if v is None)
     note = f"; no study trained {', '.join(untested)}" if untested else ""
@@ -217,7 +237,7 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
     lines.append(
         f"- **Fastest that trains like {ref}** (each seed's final loss within {LOSS_GAP:.0%} of "
         f"{ref}'s worst at every batch size trained, no divergence{note}): "
-        f"{'; '.join(_at(ok, g) for g in _regimes(safe_winners))}."
+        f"{'; '.join(_at(ok, g, say_batch=True) for g in _regimes(safe_winners))}."
     )
     return lines
 

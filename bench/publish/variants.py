@@ -76,6 +76,9 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         fastest = timing.fastest(g)
         best = fastest.first
         named = [f"{r['mode']} ({r['variant']})" for _, r in fastest.rows.iterrows()]
+        if len(fastest.modes) == 1 and fastest.tie:  # one mode, its variants tied
+            others = " and ".join(fastest.rows["variant"].iloc[1:])
+            named = [f"{best['mode']} ({best['variant']}; {others} tied)"]
         rest = g.drop(fastest.rows.index).sort_values("total_ms")
         second = rest[rest["mode"] != best["mode"]].head(1)
         amp = g[g["mode"] == head]
@@ -86,7 +89,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         rows.append(
             {
                 "batch": int(bs),
-                "fastest": f"tied: {', '.join(named)}" if fastest.tie else named[0],
+                "fastest": f"tied: {', '.join(named)}" if len(named) > 1 else named[0],
                 "ms": best["total_ms"],
                 f"× best {head}": amp["total_ms"].min() / best["total_ms"] if len(amp) else nan,
                 f"× eager {head}": (

@@ -52,10 +52,20 @@ def _recipe(row: pd.Series) -> str:
 
 
 def _named(fastest: Fastest) -> str:
-    """The fastest recipe, or `tied: a (...), b (...)`: every recipe tied within noise."""
-    if not fastest.tie:
-        return _recipe(fastest.first)
-    return "tied: " + ", ".join(_recipe(r) for _, r in fastest.rows.iterrows())
+    """The fastest recipe; where its other variants are tied with it within noise, they are
+    named; where other modes are, `tied: a (compile, 2.0 ms), b (...)`, each mode at its
+    fastest variant (which recipe to use is the table's question)."""
+    if len(fastest.modes) == 1:
+        others = [str(v) for v in fastest.rows["variant"].iloc[1:]]
+        if not others:
+            return _recipe(fastest.first)
+        first = fastest.first
+        return (
+            f"{first['mode']} ({first['variant']}, {figure(first['total_ms'])} ms; "
+            f"{' and '.join(others)} tied)"
+        )
+    per_mode = fastest.rows.drop_duplicates("mode")
+    return "tied: " + ", ".join(_recipe(r) for _, r in per_mode.iterrows())
 
 
 def _speedup(at: pd.DataFrame, row: pd.Series, mode: str) -> str:
@@ -134,7 +144,8 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
         unsafe = set() if shown_safe else {bare}
         safe = at[[m not in unsafe and bool(trains_like_fp32(studies, m)) for m in at["mode"]]]
         chosen = timing.fastest(safe) if len(safe) else None
-        row["fastest that trains like fp32"] = _named(chosen) if chosen is not None else "none"
+        named = _named(chosen) if chosen is not None else "none"
+        row["fastest that trains like fp32"] = "same" if named == row["fastest"] else named
     shown = (chosen or fastest).first
     row["× fp32"] = _speedup(at, shown, catalog.reference())
     row["× TF32"] = _speedup(at, shown, "tf32")
@@ -175,9 +186,9 @@ def table(
     study_columns = " and ".join(f'"{c}"' for c in STUDY_COLUMNS)
     notes = [
         f"Preset in brackets; {optimizer} Adam; each model at its largest batch measured. "
-        "tied: within each other's p10–p90, or the fastest noisy. × fp32, × TF32 and peak GiB: "
-        "of the fastest recipe that trains like fp32 (else of the fastest; the first named "
-        "where tied), against fp32 and TF32 at its variant.",
+        "tied: within noise (p10–p90), each mode at its fastest variant. × fp32, × TF32 and "
+        "peak GiB: of the (first) fastest recipe that trains like fp32, else of the fastest, "
+        "against fp32 and TF32 at its variant.",
         "fp16 without GradScaler: the study's verdict and the largest share of a gradient it "
         "flushed to zero; unless its census shows the scaler not needed, fp16 without it does "
         "not count as training like fp32.",
@@ -186,4 +197,8 @@ def table(
         notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")
     if stopped:
         notes.append("; ".join(stopped) + ".")
-    return [df.to_markdown(index=False, disable_numparse=True), "", " ".join(notes)]
+    # Cells unpadded: a column as wide as its longest list of tied recipes, repeated on every
+    # row, would double the README (tests/test_readme.py holds it to a size).
+    lines = ["| " + " | ".join(cells) + " |" for cells in [COLUMNS, *df.values]]
+    lines.insert(1, "|" + "---|" * len(COLUMNS))
+    return ["\n".join(lines), "", " ".join(notes)]

@@ -181,7 +181,7 @@ def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
     by_row = pd.to_numeric(rows["rounds"], errors="coerce") if "rounds" in rows else None
     if rounds > 1 and by_row is not None and by_row.notna().all() and (by_row > 1).all():
         return None
-    return "each case was timed once (`--rounds 1`), not interleaved with the other"
+    return "each case was timed once (`--rounds 1`), not interleaved"
 
 
 # ---- float8 that converts no Linear -----------------------------------------------------
