@@ -27,13 +27,15 @@ ORDER = [
 ]
 """The packages from the bottom up: a module may import its own package and those before it.
 `numerics` holds both the study's measuring and its rendering, in sub-packages of their own
-(`NUMERICS`)."""
+(`NUMERICS`). `verdicts`, each rule that turns measurements into a claim, sits below the case-level
+checks (`execution`) and publishing, which both ask it (`VERDICTS_IMPORT`)."""
 
 ALLOWED_UP = {
     # The torch-free mode table is data every layer reads, the store's loader included (the
     # speedup columns divide by the modes whose card says so).
     ("store", "recipes.catalog"),
     ("cases", "recipes.catalog"),
+    ("verdicts", "recipes.catalog"),
     # The study's report formats its cells as every report does (its measuring may not:
     # `test_the_study_imports_only_downwards`) ...
     ("numerics.render", "publish.tables"),
@@ -42,6 +44,9 @@ ALLOWED_UP = {
     # A case's fields are checked against the registries' names where a case is built
     # (function-level imports in Case.__post_init__ are not module imports and not listed).
 }
+
+VERDICTS_IMPORT = {"store", "recipes.catalog"}
+"""What a verdict may import of bench, at any depth: the folders and the torch-free mode table."""
 
 COMMANDS = {
     "run",
@@ -133,6 +138,18 @@ def test_measuring_never_imports_publishing():
         for target in _imports(path, top_level_only=False):
             if _package(target) in ("publish", "cli") or _numerics(target) == "render":
                 wrong.append(f"{module} -> {target}")
+    assert not wrong, wrong
+
+
+def test_verdicts_import_only_the_store_and_the_mode_table():
+    wrong = [
+        f"{module} -> {target}"
+        for module, path in _modules().items()
+        if _package(module) == "verdicts"
+        for target in _imports(path, top_level_only=False)
+        if _package(target) != "verdicts"
+        and not any(f"{target}.".startswith(f"bench.{ok}.") for ok in VERDICTS_IMPORT)
+    ]
     assert not wrong, wrong
 
 

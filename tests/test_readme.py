@@ -11,7 +11,7 @@ import pytest
 from bench.cli import main
 from bench.faults import UsageError
 from bench.numerics.measure import tables as study_tables
-from bench.publish import readme, report, summary, summary_studies
+from bench.publish import findings, readme, report, summary, summary_studies
 from bench.store import paths, results
 from tests.stored import small_grid, timing_row, write_run
 
@@ -278,9 +278,10 @@ SUMMARY = [
     "zero at batch 1024 of 64 and 1024 (50.0% of grad of fc3 output at batch 1024); training "
     "diverged at batch 1024 (steps 700 and 900, 2 of 2 seeds). A float32 `param.grad` does not "
     "help: the gradients are rounded to float16 before that cast.",
-    "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 8 and 10.0% at 32 "
-    "(22.0 against 20.0 ms at 32; eager, fused Adam); bf16 autocast needs no scaler and takes "
-    "16.0 ms there.",
+    # The run timed each case once: a cost of a few percent is not told from the drift between
+    # two cases timed seconds apart (`scaler_cost_reason`).
+    "- **What GradScaler costs.** Not measured: each case was timed once (`--rounds 1`), not "
+    "interleaved.",
     "- **What bf16 gives up.** bf16 autocast ends training within 10% of fp32's worst seed (0.100 "
     "against 0.100 at batch 1024); its gradients are 8.00× further from fp32's than scaled fp16's "
     "(median relative error 0.00800 against 0.00100): it keeps float32's range with 3 fewer "
@@ -337,6 +338,78 @@ def test_a_summary_without_a_study_keeps_only_the_timing_lines(answered):
         "Memory",
     ]
     assert "no numerics study trained it" in lines[4]
+
+
+SCALER_COST = (
+    "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 8 and 10.0% at 32 "
+    "(22.0 against 20.0 ms at 32; eager, fused Adam); bf16 autocast needs no scaler and takes "
+    "16.0 ms there."
+)
+
+
+def test_the_scaler_cost_is_printed_only_from_interleaved_rounds_outside_the_noise(answered):
+    run = answered / "results" / "run1"
+    rows, env = results.load(run), results.read_env(run)
+    ok = summary.passing(rows, "fused")
+    # The old rule printed SCALER_COST from these rows of a run of one round.
+    assert summary.scaler_cost_line(ok, "fused", env).endswith("(`--rounds 1`), not interleaved.")
+    interleaved = {**env, "config": {**env["config"], "rounds": 3}}
+    assert summary.scaler_cost_line(ok.assign(rounds=3), "fused", interleaved) == SCALER_COST
+    # fp16-amp's p10-p90 reaching into fp16-amp-noscale's at batch 8: no sign there.
+    wide = ok.assign(rounds=3, total_ms_p10=ok["total_ms"] * 0.85, total_ms_p90=ok["total_ms"])
+    wide.loc[wide["batch_size"] == 32, ["total_ms_p10", "total_ms_p90"]] = float("nan")
+    line = summary.scaler_cost_line(wide, "fused", interleaved)
+    assert line.startswith(
+        "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 32 (22.0 "
+        "against 20.0 ms at 32; eager, fused Adam); at 8 the two are within noise;"
+    )
+    everywhere = wide.assign(total_ms_p10=wide["total_ms"] * 0.85, total_ms_p90=wide["total_ms"])
+    assert summary.scaler_cost_line(everywhere, "fused", interleaved).startswith(
+        "- **What GradScaler costs.** Within noise at batch 8 and 32 (eager, fused Adam: the "
+        "p10–p90 of the two overlap); bf16 autocast needs no scaler and takes 16.0 ms there."
+    )
+
+
+def test_recipes_two_ms_apart_inside_each_others_noise_are_tied_not_ranked():
+    # Medians 20 and 22 ms, IQRs of 3 and 9 ms: the old rule named bf16-pure the fastest.
+    ok = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 8, "variant": "eager", "total_ms": ms}
+            | {"total_ms_p10": lo, "total_ms_p90": hi, "total_ms_iqr": iqr, "noisy": True}
+            for m, ms, lo, hi, iqr in (
+                ("fp32", 80.0, 79.0, 81.0, 1.0),
+                ("bf16-amp", 22.0, 18.0, 30.0, 9.0),
+                ("bf16-pure", 20.0, 18.5, 23.0, 3.0),
+            )
+        ]
+    )
+    (line,) = summary.fastest_lines(ok, [], "fused")
+    assert line == (
+        "- **Fastest at batch 8** (any variant, fused Adam): tied within noise: `bf16-pure` "
+        "(eager, 20.0 ms, 4.00× eager fp32) and `bf16-amp` (eager, 22.0 ms, 3.64× eager fp32) "
+        "(p10–p90 overlap; the fastest is noisy: IQR 15.0% of its median); `bf16-pure` and "
+        "`bf16-amp`: no numerics study trained it."
+    )
+
+
+def test_variants_of_one_mode_tied_within_noise_name_the_mode_and_each_variant():
+    ok = pd.DataFrame(
+        [
+            {"mode": m, "batch_size": 8, "variant": v, "total_ms": ms}
+            | {"total_ms_p10": ms * 0.99, "total_ms_p90": ms * 1.01, "noisy": False}
+            for m, v, ms in (
+                ("fp32", "eager", 40.0),
+                ("bf16-pure", "compile", 4.00),
+                ("bf16-pure", "cudagraph", 4.04),
+                ("bf16-amp", "compile", 5.0),
+            )
+        ]
+    )
+    (line,) = summary.fastest_lines(ok, [], "fused")
+    assert line == (
+        "- **Fastest at batch 8** (any variant, fused Adam): `bf16-pure` at batch 8 (compile, "
+        "4.00 ms, 10.0× eager fp32; cudagraph tied within noise); no numerics study trained it."
+    )
 
 
 def test_float16_that_trains_well_without_a_scaler_needs_none(answered):
@@ -402,24 +475,31 @@ def test_the_learning_line_counts_the_runs_left_on_the_plateau():
     assert summary_studies.learning_line([everyone]) is None
 
 
-def test_the_float8_line_says_where_float8_pays_and_what_it_did_not_convert():
+def test_the_float8_line_says_where_float8_pays_and_leaves_out_what_converts_nothing():
     rows = pd.DataFrame(
         [
             {"mode": "bf16-amp", "batch_size": 8, "variant": "compile", "total_ms": 20.0},
             {"mode": "fp8-tensorwise", "batch_size": 8, "variant": "compile", "total_ms": 40.0}
             | {"fp8_linears": "a converted; b kept: too small for tensorwise (in 768 ≤ 4096)"},
+            # An older folder's ok row of a recipe that converted nothing: the old rule set its
+            # bf16 autocast step against bf16 autocast (1.053×).
             {"mode": "fp8-rowwise", "batch_size": 8, "variant": "eager", "total_ms": 19.0}
             | {"fp8_linears": "a kept: too small for rowwise (in 768 ≤ 1024); head kept: x"},
         ]
+    ).assign(status="ok", optimizer="fused", parallel="none")
+    ok = summary.passing(rows, "fused")
+    assert "fp8-rowwise" not in set(ok["mode"])
+    line = summary.float8_line(ok, findings.float8_unconverted(rows))
+    assert line == (
+        "- **Float8** against bf16-amp, each at its fastest variant (bf16-amp too): at batch 8 "
+        "against 20.0 ms: fp8-tensorwise 0.5000× (compile, 40.00 ms). Below 1×, float8 does not "
+        "pay: fp8-tensorwise at batch 8. fp8-rowwise converts no Linear of this model: "
+        "unsupported."
     )
-    line = summary.float8_line(rows)
-    assert "at batch 8 against 20.0 ms: fp8-tensorwise 0.5000× (compile, 40.00 ms);" in line
-    assert (
-        "fp8-rowwise 1.053× (eager, 19.00 ms; it converted no Linear of the model, so this is "
-        "bf16-amp's step)" in line
+    alone = summary.passing(rows[rows["mode"] != "fp8-tensorwise"], "fused")
+    assert summary.float8_line(alone, ["fp8-rowwise"]) == (
+        "- **Float8.** fp8-rowwise converts no Linear of this model: unsupported."
     )
-    # Only the recipe below 1× is said not to pay, with where.
-    assert line.endswith(" Below 1×, float8 does not pay: fp8-tensorwise at batch 8.")
 
 
 def test_fp16_without_a_scaler_that_trains_like_fp32_is_flagged_where_it_flushes():

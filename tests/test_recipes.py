@@ -66,7 +66,9 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
     monkeypatch.setattr(fp8, "capability", lambda device: cap)
     monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0" if torchao else None)
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
-        reason = unsupported_reason(tiny_case(mode=mode, device="cuda"))
+        # An MLP of which both recipes convert fc2 (the tiny one's plan converts nothing).
+        case = tiny_case(mode=mode, device="cuda", input_size=2048, hidden_size=4096)
+        reason = unsupported_reason(case)
         assert reason is None if expected is None else expected in reason
     # Pure bf16 needs neither; its stochastic-rounding twin needs torchao only.
     assert unsupported_reason(tiny_case(mode="bf16-pure", device="cuda")) is None
@@ -75,14 +77,32 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
 
 
 def test_fp8_on_the_cpu_is_an_unsupported_row(with_torchao, cpu_ceilings):
-    row, samples = run_case(tiny_case(mode="fp8-tensorwise"), cpu_ceilings)
+    case = tiny_case(mode="fp8-tensorwise", input_size=2048, hidden_size=4096)
+    row, samples = run_case(case, cpu_ceilings)
     assert row["status"] == "unsupported" and "CUDA GPU" in row["error"] and not samples
-    # What would be converted is in the row even so: on the tiny model, nothing (torchao's rules).
-    assert row["fp8_linears"].startswith("fc1 kept: too small for tensorwise (in 32 ≤ 4096")
-    assert "fc3 kept: in 64 × out 10 not both divisible by 16" in row["fp8_linears"]
+    # What would be converted is in the row even so (torchao's rules).
+    assert row["fp8_linears"].startswith("fc1 converted; fc2 converted; fc3 kept: in 4096 × out")
     assert (
         row["matmul_dtype"] == "fp8-tensorwise" and row["ceiling_tflops"] != row["ceiling_tflops"]
     )
+
+
+def test_a_float8_plan_that_converts_no_linear_is_unsupported_on_any_machine(
+    monkeypatch, cpu_ceilings
+):
+    monkeypatch.setattr(fp8, "capability", lambda device: (9, 0))  # a float8 GPU, with torchao
+    monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0")
+    # The tiny MLP's fc1 and fc2 are float8-shaped, so the old check ran the case; every Linear
+    # is below torchao's size thresholds, so its step would be bf16 autocast's.
+    assert fp8.convertible(MLP, PRESETS["tiny"]) == ["fc1", "fc2"]
+    for mode in ("fp8-tensorwise", "fp8-rowwise"):
+        reason = unsupported_reason(tiny_case(mode=mode, device="cuda"))
+        assert reason.startswith(f"{mode}: float8 converts no Linear of mlp: fc1 kept: too small")
+        assert "fc3 kept: in 64 × out 10 not both divisible by 16" in reason
+        assert "convolutions" not in reason  # it applies to the model, at a larger size
+    row, samples = run_case(tiny_case(mode="fp8-rowwise"), cpu_ceilings)
+    assert row["status"] == "unsupported" and not samples
+    assert row["error"].startswith("fp8-rowwise: float8 converts no Linear of mlp: ")
 
 
 def test_bf16_pure_sr_without_torchao_is_an_unsupported_row(no_torchao, cpu_ceilings):

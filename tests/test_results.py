@@ -282,3 +282,38 @@ def test_a_long_float8_list_is_counted_in_the_report_and_kept_whole_in_the_rows(
     text = (run / "report.md").read_text()
     assert cell in text and listed not in text
     assert results.load(run)["fp8_linears"].iloc[0] == listed
+
+
+def test_a_report_names_every_recipe_tied_within_noise_and_no_float8_that_converted_nothing():
+    from bench.publish import findings, variants
+
+    rows = [
+        # (mode, variant, total_ms, p10, p90): bf16-pure's p10-p90 reaches into bf16-amp's.
+        ("fp32", "eager", 80.0, 79.0, 81.0),
+        ("bf16-amp", "eager", 22.0, 18.0, 30.0),
+        ("bf16-pure", "compile", 20.0, 18.5, 23.0),
+        ("fp8-rowwise", "compile", 15.0, 14.9, 15.1),  # an older folder's: converted nothing
+    ]
+    df = pd.DataFrame(
+        [
+            {"mode": m, "variant": v, "total_ms": ms, "total_ms_p10": lo, "total_ms_p90": hi}
+            for m, v, ms, lo, hi in rows
+        ]
+    ).assign(status="ok", batch_size=64, optimizer="fused", parallel="none", noisy=False)
+    df["peak_alloc_gib"] = float("nan")
+    df["fp8_linears"] = ["", "", "", "fc1 kept: too small for rowwise (out 64 ≤ 2048)"]
+    found = findings.findings(df, "fused")
+    # The old report: "the fastest is fp8-rowwise (compile), 15.00 ms per step".
+    assert found[0] == (
+        "- Batch 64, fused Adam: tied within noise (p10–p90 overlap): bf16-pure (compile, "
+        "20.00 ms) and bf16-amp (eager, 22.00 ms)."
+    )
+    assert "- fp8-rowwise converts no Linear of this model: unsupported." in found
+    table = variants.fastest_recipe_table(df)
+    assert "| tied: bf16-pure (compile), bf16-amp (eager) |" in table
+    assert "fp8-rowwise" not in table and "fp32 (eager), 80 ms" in table  # the runner-up
+    headline = report.headline(df.assign(variant="eager"), batch_size=64)
+    assert "| fp8-rowwise" not in headline
+    assert headline.endswith(
+        "Not in the table: fp8-rowwise (unsupported) (see the cases that did not pass)."
+    )

@@ -30,6 +30,7 @@ import torch
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
+from bench.verdicts.timing import float8_unsupported_reason
 
 if TYPE_CHECKING:  # bench.cases.case imports this module's table
     from bench.cases.case import Case
@@ -71,7 +72,8 @@ DEFAULT_VARIANTS = tuple(name for name, v in VARIANTS.items() if v.in_default_gr
 def unsupported_reason(case: Case) -> str | None:
     """Why a case cannot run here, or None when it can: the one place that asks its workload (an
     optional package it needs), its variant (CUDA graphs on the CPU) and its mode's recipe (a
-    Linear float8 can convert, torchao, a float8 GPU)."""
+    Linear its float8 plan converts, `bench.verdicts.timing.float8_unsupported_reason`; torchao;
+    a float8 GPU)."""
     workload = case.workload
     reason = workload.unsupported_reason()
     if reason is not None:
@@ -79,14 +81,16 @@ def unsupported_reason(case: Case) -> str | None:
     variant, mode = VARIANTS[case.variant], MODES[case.mode]
     if variant.graphs and case.device != "cuda":
         return "CUDA graphs need a CUDA device"
-    if mode.fp8_recipe is not None and not fp8.convertible(workload, case.size):
-        # On no machine would anything run in float8: the step would be bf16 autocast under a
-        # float8 name, and comparing it with bf16 autocast would compare bf16 with itself.
-        plan = fp8.describe(mode.fp8_plan(workload, case.size)) or "it has none"
-        return (
-            f"{mode.name}: no Linear of {workload.name} is convertible: {plan} (torchao's "
-            "float8 training converts nn.Linear modules only, not convolutions)"
-        )
+    # A float8 plan that converts no Linear (none float8 can run, or all below torchao's size
+    # thresholds) would time bf16 autocast under a float8 name, on any machine.
+    plan = mode.fp8_plan(workload, case.size)  # empty for a mode that is not float8
+    reason = float8_unsupported_reason(plan, workload.name) if mode.fp8_recipe else None
+    if reason is not None:
+        if not fp8.convertible(workload, case.size):
+            reason += (
+                " (torchao's float8 training converts nn.Linear modules only, not convolutions)"
+            )
+        return f"{mode.name}: {reason}"
     reason = mode.unsupported_reason(case.device)
     if reason is not None:
         return f"{mode.name}: {reason}"

@@ -6,60 +6,61 @@ env.json, measures nothing, and judges nothing against expectations (those are t
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-
 import pandas as pd
 
 from bench.publish import tables
 from bench.publish.prose import joined
 from bench.recipes import catalog
 from bench.store import results
+from bench.verdicts import timing
 
 
 def contenders(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows that may win a speed table: passed, and not recompiled during timing (such a
-    window did not time the compiled step alone)."""
-    ok = df[df["status"] == "ok"]
+    """The rows that may win a speed table: passed, not recompiled during timing (such a window
+    did not time the compiled step alone), and not a float8 recipe that converted no Linear (an
+    older folder's `ok` row of bf16 autocast's step under a float8 name, which is `unsupported`:
+    `bench.verdicts.timing.float8_as_unsupported`)."""
+    ok = timing.float8_as_unsupported(df)
+    ok = ok[ok["status"] == "ok"]
     if "recompiled" in ok:
         ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
     return ok
 
 
-CONVERTED = re.compile(r"(?:^|; )[^;:]+ converted(?=;|$)")
-"""One converted Linear in a row's `fp8_linears` ("fc1 converted; fc2 kept: too small ...")."""
-
-
-ENTRY = re.compile(r"; (?=[^\s;:]+ (?:converted|kept:))")
-"""Where one Linear's entry of a row's `fp8_linears` ends: a reason may itself hold "; "."""
-FULL_LIST_UP_TO = 4
+FULL_LIST_UP_TO = timing.WHOLE_PLAN_UP_TO
 """A model of at most this many Linears shows its `fp8_linears` whole in a report's table."""
 
 
 def float8_cell(listed: object) -> object:
     """A row's `fp8_linears` as a report's table cell: the list itself for a model of a few
     Linears, else how many Linears took each decision (`72 converted; 24 kept: too small for
-    tensorwise`). A transformer's list runs to tens of KB a row; results.csv keeps it whole."""
+    tensorwise`, `bench.verdicts.timing.plan_summary`). A transformer's list runs to tens of KB
+    a row; results.csv keeps it whole."""
     if not isinstance(listed, str) or not listed:
         return listed
-    entries = ENTRY.split(listed)
-    if len(entries) <= FULL_LIST_UP_TO:
-        return listed
-    # "NAME kept: reason (its sizes)" counts under "kept: reason", the sizes being per Linear.
-    decisions = Counter(e.partition(" ")[2].split(" (")[0] for e in entries)
-    return "; ".join(f"{n} {what}" for what, n in decisions.items())
+    return timing.plan_summary(timing.plan_of(listed))
 
 
-def converted_nothing(row: pd.Series) -> bool:
-    """Whether a float8 row converted no Linear of its model (every one kept by the recipe's
-    filter): its step is then its autocast mode's. False where the row does not say."""
-    listed = row.get("fp8_linears")
-    return isinstance(listed, str) and bool(listed) and not CONVERTED.search(listed)
+def float8_unconverted(df: pd.DataFrame) -> list[str]:
+    """The float8 recipes of a run whose rows say they convert no Linear of its model
+    (`bench.verdicts.timing.converts_nothing`): `unsupported`, never set against anything."""
+    if df.empty or "mode" not in df:
+        return []
+    nothing = df[df.apply(timing.converts_nothing, axis=1).astype(bool)]
+    return list(dict.fromkeys(nothing["mode"]))
 
 
-def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, float, list[pd.Series]]]:
-    """Per batch size where the headline mode passed: (batch size, its fastest step in ms, the
-    fastest row of each float8 recipe that passed there)."""
+def unconverted_note(modes: list[str]) -> str:
+    """` fp8-rowwise converts no Linear of this model: unsupported.`; empty without such modes."""
+    if not modes:
+        return ""
+    verb = "converts" if len(modes) == 1 else "convert"
+    return f" {joined(modes)} {verb} no Linear of this model: unsupported."
+
+
+def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, pd.Series, list[pd.Series]]]:
+    """Per batch size where the headline mode passed: (batch size, its fastest row, the fastest
+    row of each float8 recipe that passed there)."""
     head = catalog.headline()
     float8 = [name for name, card in catalog.CARDS.items() if card.kind == "float8"]
     out = []
@@ -71,25 +72,31 @@ def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, float, list[pd.
             g.loc[g.loc[g["mode"] == m, "total_ms"].idxmin()] for m in float8 if m in set(g["mode"])
         ]
         if best:
-            out.append((int(bs), float(base["total_ms"].min()), best))
+            out.append((int(bs), base.loc[base["total_ms"].idxmin()], best))
     return out
 
 
-def float8_ratio(base_ms: float, row: pd.Series) -> str:
-    """`fp8-rowwise 1.062× (compile, 20.69 ms)`, and what its conversion left out."""
+def float8_ratio(base: pd.Series, row: pd.Series) -> str:
+    """`fp8-rowwise 1.062× (compile, 20.69 ms)`, the headline mode's fastest row `base` over a
+    float8 recipe's `row`; `, within noise` where their intervals overlap
+    (`bench.verdicts.timing.overlap`)."""
     c = tables.cell
-    text = (
-        f"{row['mode']} {c(base_ms / row['total_ms'])}× ({row['variant']}, {c(row['total_ms'])} ms"
+    noise = ", within noise" if timing.overlap(base, row) else ""
+    return (
+        f"{row['mode']} {c(base['total_ms'] / row['total_ms'])}× ({row['variant']}, "
+        f"{c(row['total_ms'])} ms{noise})"
     )
-    if converted_nothing(row):
-        text += f"; it converted no Linear of the model, so this is {catalog.headline()}'s step"
-    return text + ")"
 
 
-def below_one(base_ms: float, rows: list[pd.Series]) -> list[str]:
+def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
     """The float8 recipes of `rows` whose step, as its ratio shows (`float8_ratio`), is slower
-    than the headline mode's `base_ms`: below 1×, where float8 does not pay."""
-    return [r["mode"] for r in rows if float(tables.cell(base_ms / r["total_ms"])) < 1]
+    than the headline mode's fastest row `base`, outside the noise: below 1×, where float8 does
+    not pay."""
+    return [
+        r["mode"]
+        for r in rows
+        if float(tables.cell(base["total_ms"] / r["total_ms"])) < 1 and not timing.overlap(base, r)
+    ]
 
 
 def not_paying(modes: list[str], where: str = "here") -> str:
@@ -107,18 +114,18 @@ def _float8(ok: pd.DataFrame) -> list[str]:
     c = tables.cell
     head = catalog.headline()
     return [
-        f"- Batch {bs}, float8 against {head} ({c(base_ms)} ms), each at its fastest variant: "
-        f"{'; '.join(float8_ratio(base_ms, r) for r in rows)}."
-        + not_paying(below_one(base_ms, rows))
-        for bs, base_ms, rows in float8_against_headline(ok)
+        f"- Batch {bs}, float8 against {head} ({c(base['total_ms'])} ms), each at its fastest "
+        f"variant: {'; '.join(float8_ratio(base, r) for r in rows)}."
+        + not_paying(below_one(base, rows))
+        for bs, base, rows in float8_against_headline(ok)
     ]
 
 
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
-    """One bullet per batch size (the fastest recipe, against the reference mode at the same
-    variant where the run has it),
-    then the dtypes of the parameters' gradients and the range of peak memory. Every figure is a
-    column of the run's rows."""
+    """One bullet per batch size (the fastest recipe, or the recipes tied within noise with it,
+    `bench.verdicts.timing.fastest`, against the reference mode at the same variant where the
+    run has it, and the range of peak memory), the float8 recipes against the headline mode,
+    then the dtypes of the parameters' gradients. Every figure is a column of the run's rows."""
     ok = contenders(df)
     ok = ok[(ok["optimizer"] == optimizer) & (ok["parallel"] == "none")]
     if ok.empty:
@@ -128,13 +135,23 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     speedup = results.SPEEDUP_COLUMNS[ref]
     lines = []
     for bs, g in ok.groupby("batch_size", sort=True):
-        best = g.loc[g["total_ms"].idxmin()]
-        line = (
-            f"- Batch {bs}, {optimizer} Adam: the fastest is {best['mode']} ({best['variant']}), "
-            f"{c(best['total_ms'])} ms per step"
-        )
-        if pd.notna(best.get(speedup)):
-            line += f", {c(best[speedup])}× {ref} at the same variant"
+        fastest = timing.fastest(g)
+        line = f"- Batch {bs}, {optimizer} Adam: "
+        if fastest.tie:
+            named = [
+                f"{r['mode']} ({r['variant']}, {c(r['total_ms'])} ms"
+                + (f", {c(r[speedup])}× {ref} at its variant)" if pd.notna(r.get(speedup)) else ")")
+                for _, r in fastest.rows.iterrows()
+            ]
+            line += f"tied within noise ({fastest.reason}): {joined(named)}"
+        else:
+            best = fastest.first
+            line += (
+                f"the fastest is {best['mode']} ({best['variant']}), {c(best['total_ms'])} ms "
+                "per step"
+            )
+            if pd.notna(best.get(speedup)):
+                line += f", {c(best[speedup])}× {ref} at the same variant"
         peak = g["peak_alloc_gib"].dropna()
         if len(peak):
             low, high = g.loc[peak.idxmin()], g.loc[peak.idxmax()]
@@ -145,6 +162,9 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
             )
         lines.append(line + ".")
     lines += _float8(ok)
+    unconverted = unconverted_note(float8_unconverted(df))
+    if unconverted:
+        lines.append(f"-{unconverted}")
     if "param_grad_dtype" in ok:
         by_dtype = ok.drop_duplicates("mode").groupby("param_grad_dtype", sort=False)["mode"]
         parts = [f"{dtype} in {', '.join(modes)}" for dtype, modes in by_dtype]

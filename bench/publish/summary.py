@@ -5,7 +5,10 @@ Each line is one bullet with a bold lead: how much faster autocast is, which dty
 have, whether float16 needs GradScaler (and why, by its measured underflow and divergence), what
 GradScaler costs, what bf16 gives up, the fastest recipe per batch regime with what it costs in
 convergence, the fastest recipe that trains like fp32, and memory. Every figure is a cell of the
-rows or the tables; a line whose data the folders lack is left out, never guessed.
+rows or the tables; a line whose data the folders lack is left out, never guessed. A claim the
+rows cannot carry is not made (`bench.verdicts.timing`): recipes inside each other's noise are
+tied, not ranked; GradScaler's cost comes only from a run that interleaved the two fp16 modes in
+one process, else the line says why not.
 
 The lines from the timing run are here; those from the numerics studies, and how each study is
 chosen, are `bench.publish.summary_studies`. The modes a line names are the mode table's
@@ -23,9 +26,10 @@ from bench.numerics.render.answer import LOSS_GAP
 from bench.publish.findings import (
     below_one,
     contenders,
-    converted_nothing,
     float8_against_headline,
     float8_ratio,
+    float8_unconverted,
+    unconverted_note,
 )
 from bench.publish.prose import batch_sizes, figure, joined
 from bench.publish.summary_studies import (
@@ -38,12 +42,20 @@ from bench.publish.summary_studies import (
     trains_like_fp32,
 )
 from bench.recipes import catalog
+from bench.verdicts import timing
+from bench.verdicts.timing import Fastest
+
+
+def _eager_row(rows: pd.DataFrame, mode: str, bs: int) -> pd.Series | None:
+    """The eager row of `mode` at batch `bs` among `rows` (None where it did not pass)."""
+    sel = rows[(rows["mode"] == mode) & (rows["batch_size"] == bs) & (rows["variant"] == "eager")]
+    return sel.iloc[0] if len(sel) else None
 
 
 def _eager(rows: pd.DataFrame, mode: str, bs: int) -> float:
     """The eager step time of `mode` at batch `bs` among `rows` (NaN where it did not pass)."""
-    sel = rows[(rows["mode"] == mode) & (rows["batch_size"] == bs) & (rows["variant"] == "eager")]
-    return float(sel["total_ms"].iloc[0]) if len(sel) else math.nan
+    row = _eager_row(rows, mode, bs)
+    return float(row["total_ms"]) if row is not None else math.nan
 
 
 def passing(rows: pd.DataFrame, optimizer: str) -> pd.DataFrame:
@@ -84,76 +96,130 @@ def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
     )
 
 
-def scaler_cost_line(ok: pd.DataFrame, optimizer: str) -> str | None:
+def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
     """fp16 with GradScaler against fp16 without (`bench.recipes.catalog.fp16_pair`), eager, per
-    batch size; and the headline mode (bf16 autocast)."""
+    batch size, and the headline mode (bf16 autocast); only from a run that timed them
+    interleaved in one process, each batch size's sign only outside the noise
+    (`bench.verdicts.timing.scaler_cost_reason`, `overlap`). Else why not, in one clause."""
     scaled_mode, bare_mode = catalog.fp16_pair()
     head = catalog.headline()
-    parts, last = [], None
+    pairs = []
     for bs in sorted(ok["batch_size"].unique()):
-        scaled, bare = _eager(ok, scaled_mode, bs), _eager(ok, bare_mode, bs)
-        if math.isnan(scaled) or math.isnan(bare):
-            continue
-        parts.append(f"{scaled / bare - 1:.1%} at {'batch ' if not parts else ''}{bs}")
-        last = (bs, scaled, bare)
-    if last is None:
+        scaled, bare = _eager_row(ok, scaled_mode, bs), _eager_row(ok, bare_mode, bs)
+        if scaled is not None and bare is not None:
+            pairs.append((int(bs), scaled, bare))
+    if not pairs:
         return None
-    bs, scaled, bare = last
-    line = (
-        f"- **What GradScaler costs.** It lengthens the fp16 step by {joined(parts)} "
-        f"({figure(scaled)} against {figure(bare)} ms at {bs}; eager, {optimizer} Adam)"
-    )
+    lead = "- **What GradScaler costs.**"
+    why = timing.scaler_cost_reason(env, pd.DataFrame([r for _, *two in pairs for r in two]))
+    if why is not None:
+        return f"{lead} Not measured: {why}."
+    cost = [(bs, a, b) for bs, a, b in pairs if not timing.overlap(a, b)]
+    noise = [bs for bs, a, b in pairs if timing.overlap(a, b)]
+    if cost:
+        parts = [
+            f"{a['total_ms'] / b['total_ms'] - 1:.1%} at {'batch ' if i == 0 else ''}{bs}"
+            for i, (bs, a, b) in enumerate(cost)
+        ]
+        bs, scaled, bare = cost[-1]
+        line = (
+            f"{lead} It lengthens the fp16 step by {joined(parts)} ({figure(scaled['total_ms'])} "
+            f"against {figure(bare['total_ms'])} ms at {bs}; eager, {optimizer} Adam)"
+        )
+        if noise:
+            line += f"; at {batch_sizes(noise)} the two are within noise"
+    else:
+        bs = noise[-1]
+        line = (
+            f"{lead} Within noise at batch {batch_sizes(noise)} (eager, {optimizer} Adam: the "
+            "p10–p90 of the two overlap)"
+        )
     bf16 = _eager(ok, head, bs)
     if not math.isnan(bf16):
         line += f"; {catalog.label(head)} needs no scaler and takes {figure(bf16)} ms there"
     return line + "."
 
 
-def _winners(ok: pd.DataFrame) -> list[tuple[int, pd.Series]]:
-    """(batch size, its fastest row) per batch size of `ok`, smallest batch first."""
-    return [
-        (int(bs), g.loc[g["total_ms"].idxmin()]) for bs, g in ok.groupby("batch_size", sort=True)
-    ]
+def _winners(ok: pd.DataFrame) -> list[tuple[int, Fastest]]:
+    """(batch size, its fastest row or the rows tied within noise) per batch size of `ok`,
+    smallest batch first."""
+    return [(int(bs), timing.fastest(g)) for bs, g in ok.groupby("batch_size", sort=True)]
 
 
-def _regimes(winners: list[tuple[int, pd.Series]]) -> list[list[tuple[int, pd.Series]]]:
-    """Consecutive batch sizes with the same winning mode, grouped."""
-    groups: list[list[tuple[int, pd.Series]]] = []
-    for bs, row in winners:
-        if groups and groups[-1][-1][1]["mode"] == row["mode"]:
-            groups[-1].append((bs, row))
+def _regimes(winners: list[tuple[int, Fastest]]) -> list[list[tuple[int, Fastest]]]:
+    """Consecutive batch sizes whose verdict names the same modes (one mode, alone or tied
+    with itself at other variants; or the same modes tied), grouped."""
+    groups: list[list[tuple[int, Fastest]]] = []
+    for bs, f in winners:
+        if groups and groups[-1][-1][1].modes == f.modes:
+            groups[-1].append((bs, f))
         else:
-            groups.append([(bs, row)])
+            groups.append([(bs, f)])
     return groups
 
 
-def _at(ok: pd.DataFrame, group: list[tuple[int, pd.Series]]) -> str:
-    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...)."""
-    ref = catalog.reference()
-    parts = []
-    for bs, row in group:
-        fp32 = _eager(ok, ref, bs)
-        vs = f", {figure(fp32 / row['total_ms'])}× eager {ref}" if not math.isnan(fp32) else ""
-        same = (
-            f"; it converted no Linear, so this is {catalog.headline()}'s step"
-            if converted_nothing(row)
-            else ""
-        )
-        parts.append(f"{bs} ({row['variant']}, {figure(row['total_ms'])} ms{vs}{same})")
-    return f"`{group[0][1]['mode']}` at batch {joined(parts)}"
+def _recipe(ok: pd.DataFrame, bs: int, row: pd.Series) -> str:
+    """`compile, 2.33 ms, 5.15× eager fp32`: a row's variant, its time and its speed over the
+    eager reference at its batch size."""
+    fp32 = _eager(ok, catalog.reference(), bs)
+    vs = f", {figure(fp32 / row['total_ms'])}× eager {catalog.reference()}"
+    return f"{row['variant']}, {figure(row['total_ms'])} ms{vs if not math.isnan(fp32) else ''}"
+
+
+def _tied(ok: pd.DataFrame, bs: int, f: Fastest) -> str:
+    """Every row of a tie, each mode once: `bf16-pure` (compile, 2.31 ms, 5.20× eager fp32;
+    cudagraph, 2.32 ms) and `bf16-amp` (...)."""
+    named = []
+    for mode, g in f.rows.groupby("mode", sort=False):
+        first, *rest = (r for _, r in g.iterrows())
+        others = "".join(f"; {r['variant']}, {figure(r['total_ms'])} ms" for r in rest)
+        named.append(f"`{mode}` ({_recipe(ok, bs, first)}{others})")
+    return joined(named)
+
+
+def _at(ok: pd.DataFrame, group: list[tuple[int, Fastest]], *, say_batch: bool) -> str:
+    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...), with its other
+    variants tied within noise named; where modes are tied, `tied within noise: ` and every
+    row tied, with why (`at batch N: ` before each batch size's, where the group has several or
+    `say_batch`)."""
+    first = group[0][1]
+    if len(first.modes) == 1:
+        parts = []
+        for bs, f in group:
+            others = [r["variant"] for _, r in f.rows.iloc[1:].iterrows()]
+            tied = f"; {joined(others)} tied within noise" if others else ""
+            parts.append(f"{bs} ({_recipe(ok, bs, f.first)}{tied})")
+        return f"`{first.modes[0]}` at batch {joined(parts)}"
+    say_batch = say_batch or len(group) > 1
+    per = [
+        f"{f'at batch {bs}: ' if say_batch else ''}{_tied(ok, bs, f)} ({f.reason})"
+        for bs, f in group
+    ]
+    return f"tied within noise: {'; '.join(per)}"
+
+
+def _costs(studies: list[dict], modes: tuple[str, ...]) -> str:
+    """What training did to each mode named (`training_cost`), each by name where several."""
+    if len(modes) == 1:
+        return training_cost(studies, modes[0])
+    costs: dict[str, list[str]] = {}
+    for mode in modes:
+        costs.setdefault(training_cost(studies, mode), []).append(f"`{mode}`")
+    return "; ".join(f"{joined(named)}: {cost}" for cost, named in costs.items())
 
 
 def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list[str]:
-    """Per regime (consecutive batch sizes with one winner): the fastest mode and variant with
-    its speed over eager fp32, and what it does to training; then the fastest among the modes
-    that train like fp32, where that differs somewhere."""
+    """Per regime (consecutive batch sizes with one winning mode, or the same modes tied within
+    noise: `bench.verdicts.timing.fastest`): the fastest mode and variant with its speed over
+    eager fp32, or every row tied, and what it does to training; then the fastest among the
+    modes that train like fp32, where that differs somewhere."""
     ref = catalog.reference()
     if ok.empty:
         return []
     winners = _winners(ok)
     lines = [
         f"- **Fastest at batch {batch_sizes([bs for bs, _ in group])}** (any variant, {optimizer} "
-        f"Adam): {_at(ok, group)}; {training_cost(studies, group[0][1]['mode'])}."
+        f"Adam): {_at(ok, group, say_batch=False)}; {_costs(studies, group[0][1].modes)}."
         for group in _regimes(winners)
     ]
     like = {m: trains_like_fp32(studies, m) for m in ok["mode"].unique()}
@@ -161,43 +227,45 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
         return lines  # no study trained a mode beside the reference: nothing to choose among
     safe = ok[ok["mode"].map(like).eq(True)]
     safe_winners = _winners(safe)
-    if [r["mode"] for _, r in safe_winners] == [r["mode"] for _, r in winners]:
+    if [f.modes for _, f in safe_winners] == [f.modes for _, f in winners]:
         return lines
     untested = sorted(m for m, v in like.items() if v is None)
     note = f"; no study trained {', '.join(untested)}" if untested else ""
     _, bare = catalog.fp16_pair()
-    if bare in {r["mode"] for _, r in safe_winners} and scaler_needed(studies):
+    if bare in {m for _, f in safe_winners for m in f.modes} and scaler_needed(studies):
         note += f"; {bare} trained like {ref} in these runs, though its underflow needs GradScaler"
     lines.append(
         f"- **Fastest that trains like {ref}** (each seed's final loss within {LOSS_GAP:.0%} of "
         f"{ref}'s worst at every batch size trained, no divergence{note}): "
-        f"{'; '.join(_at(ok, g) for g in _regimes(safe_winners))}."
+        f"{'; '.join(_at(ok, g, say_batch=True) for g in _regimes(safe_winners))}."
     )
     return lines
 
 
-def float8_line(ok: pd.DataFrame) -> str | None:
+def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str | None:
     """Each float8 recipe against the headline mode (bf16 autocast) per batch size, each at its
     fastest variant: where float8 pays, and the recipes and batch sizes where it does not
-    (below 1×)."""
+    (below 1×); then the recipes `unconverted` that convert no Linear of the model
+    (`bench.publish.findings.float8_unconverted`), which are `unsupported`."""
     per = float8_against_headline(ok)
+    note = unconverted_note(unconverted or [])
     if not per:
-        return None
+        return f"- **Float8.**{note}" if note else None
     head = catalog.headline()
     parts = [
-        f"at batch {bs} against {figure(base_ms)} ms: "
-        + "; ".join(float8_ratio(base_ms, r) for r in rows)
-        for bs, base_ms, rows in per
+        f"at batch {bs} against {figure(base['total_ms'])} ms: "
+        + "; ".join(float8_ratio(base, r) for r in rows)
+        for bs, base, rows in per
     ]
     slower: dict[str, list[int]] = {}
-    for bs, base_ms, rows in per:
-        for mode in below_one(base_ms, rows):
+    for bs, base, rows in per:
+        for mode in below_one(base, rows):
             slower.setdefault(mode, []).append(bs)
     where = [f"{mode} at batch {batch_sizes(sizes)}" for mode, sizes in slower.items()]
     tail = f" Below 1×, float8 does not pay: {joined(where)}." if where else ""
     return (
         f"- **Float8** against {head}, each at its fastest variant ({head} too): "
-        f"{'; '.join(parts)}.{tail}"
+        f"{'; '.join(parts)}.{tail}{note}"
     )
 
 
@@ -261,11 +329,11 @@ def summary(
         speed_line(ok, optimizer),
         gradients_line(studies),
         scaler_line(studies),
-        scaler_cost_line(ok, optimizer),
+        scaler_cost_line(ok, optimizer, env),
         bf16_line(studies),
         learning_line(studies),
         *fastest_lines(ok, studies, optimizer),
-        float8_line(ok),
+        float8_line(ok, float8_unconverted(rows)),
         memory_line(ok),
     ]
     return [heading(env, sources), "", *(line for line in lines if line)]

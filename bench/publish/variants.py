@@ -11,6 +11,7 @@ import pandas as pd
 from bench.publish import findings, tables
 from bench.recipes import catalog
 from bench.store import results
+from bench.verdicts import timing
 
 
 def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
@@ -58,10 +59,11 @@ def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
 
 
 def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
-    """Per batch size (rows): the fastest mode and variant, its step time, how many times faster it
-    is than the headline mode's fastest variant, the eager headline mode and the eager reference
-    mode, its peak memory over the headline mode's (the same variant), and the runner-up (another
-    mode) with its time."""
+    """Per batch size (rows): the fastest mode and variant (`tied: ...`, every one named, where
+    recipes are tied within noise: `bench.verdicts.timing.fastest`), its step time, how many
+    times faster it is than the headline mode's fastest variant, the eager headline mode and the
+    eager reference mode, its peak memory over the headline mode's (the same variant), and the
+    runner-up (another mode, outside the tie) with its time; the figures are the first named's."""
     head, ref = catalog.headline(), catalog.reference()
     ok = findings.contenders(df)
     ok = ok[ok["optimizer"] == optimizer]
@@ -71,9 +73,14 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         return f"(no successful cases with {optimizer} Adam)"
     rows = []
     for bs, g in ok.groupby("batch_size"):
-        ranked = g.sort_values("total_ms")
-        best = ranked.iloc[0]
-        second = ranked[ranked["mode"] != best["mode"]].head(1)
+        fastest = timing.fastest(g)
+        best = fastest.first
+        named = [f"{r['mode']} ({r['variant']})" for _, r in fastest.rows.iterrows()]
+        if len(fastest.modes) == 1 and fastest.tie:  # one mode, its variants tied
+            others = " and ".join(fastest.rows["variant"].iloc[1:])
+            named = [f"{best['mode']} ({best['variant']}; {others} tied)"]
+        rest = g.drop(fastest.rows.index).sort_values("total_ms")
+        second = rest[rest["mode"] != best["mode"]].head(1)
         amp = g[g["mode"] == head]
         amp_eager = amp[amp["variant"] == "eager"]["total_ms"]
         fp32 = g[(g["mode"] == ref) & (g["variant"] == "eager")]["total_ms"]
@@ -82,7 +89,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         rows.append(
             {
                 "batch": int(bs),
-                "fastest": f"{best['mode']} ({best['variant']})",
+                "fastest": f"tied: {', '.join(named)}" if len(named) > 1 else named[0],
                 "ms": best["total_ms"],
                 f"× best {head}": amp["total_ms"].min() / best["total_ms"] if len(amp) else nan,
                 f"× eager {head}": (

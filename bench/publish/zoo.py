@@ -6,9 +6,12 @@ Per model, at its largest batch size measured, with the given Adam:
 - the fastest recipe (mode and variant) and, where a study trained the modes, the fastest that
   trains like fp32 (`bench.publish.summary_studies.trains_like_fp32`: every seed within the
   Answer's loss gap of fp32's worst, no divergence; fp16 without a scaler only where the
-  study's census shows the scaler not needed);
+  study's census shows the scaler not needed); each `tied: ...` where recipes are tied within
+  noise (`bench.verdicts.timing.fastest`), every one named;
 - that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
-- whether float8 pays: the fastest float8 row against the fastest bf16-amp row;
+- whether float8 pays: the fastest float8 row against the fastest bf16-amp row, `within noise`
+  where their intervals overlap; `unsupported: converts no Linear` where no float8 recipe
+  converts a Linear of the model (`bench.verdicts.timing.converts_nothing`);
 - whether fp16 needs GradScaler, by the study's measurements (`scaler_needed`), with the worst
   share of a gradient that fp16 without a scaler flushed to zero.
 
@@ -25,6 +28,8 @@ from bench.publish.prose import figure
 from bench.publish.summary import passing
 from bench.publish.summary_studies import scaler_needed, trains_like_fp32
 from bench.recipes import catalog
+from bench.verdicts import timing
+from bench.verdicts.timing import Fastest
 
 NO_STUDY = "no numerics study of this model and preset"
 COLUMNS = (
@@ -46,26 +51,50 @@ def _recipe(row: pd.Series) -> str:
     return f"{row['mode']} ({row['variant']}, {figure(row['total_ms'])} ms)"
 
 
+def _named(fastest: Fastest) -> str:
+    """The fastest recipe; where its other variants are tied with it within noise, they are
+    named; where other modes are, `tied: a (compile, 2.0 ms), b (...)`, each mode at its
+    fastest variant (which recipe to use is the table's question)."""
+    if len(fastest.modes) == 1:
+        others = [str(v) for v in fastest.rows["variant"].iloc[1:]]
+        if not others:
+            return _recipe(fastest.first)
+        first = fastest.first
+        return (
+            f"{first['mode']} ({first['variant']}, {figure(first['total_ms'])} ms; "
+            f"{' and '.join(others)} tied)"
+        )
+    per_mode = fastest.rows.drop_duplicates("mode")
+    return "tied: " + ", ".join(_recipe(r) for _, r in per_mode.iterrows())
+
+
 def _speedup(at: pd.DataFrame, row: pd.Series, mode: str) -> str:
     base = at[(at["mode"] == mode) & (at["variant"] == row["variant"])]
     return figure(base["total_ms"].iloc[0] / row["total_ms"]) if len(base) else "–"
 
 
 def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """Whether float8 pays: the fastest float8 row of `at` (the rows that passed) against the
+    fastest bf16-amp row, `within noise` where their intervals overlap; where none passed, why
+    not, from `rows` (every row at that batch size)."""
+    fp8 = at[at["mode"].isin(timing.FLOAT8)]
+    if fp8.empty:
+        tried = rows[rows["mode"].isin(timing.FLOAT8)]
+        if tried.empty:
+            return "–"
+        if tried.apply(timing.converts_nothing, axis=1).all():
+            return "unsupported: converts no Linear"
+        return ", ".join(dict.fromkeys(tried["status"]))
     bf16 = at[at["mode"] == "bf16-amp"]
-    fp8 = at[at["mode"].str.startswith("fp8-")]
-    if fp8.empty:
-        why = rows.loc[rows["mode"].str.startswith("fp8-"), "error"].dropna()
-        return "unsupported: no convertible Linear" if len(why) else "–"
-    # A recipe whose size rule converted no Linear ran bf16-amp's step under its name.
-    fp8 = fp8[fp8["fp8_linears"].fillna("").str.contains(" converted")]
-    if fp8.empty:
-        return "converted no Linear here"
     if bf16.empty:
         return "–"
     best = fp8.loc[fp8["total_ms"].idxmin()]
-    ratio = bf16["total_ms"].min() / best["total_ms"]
-    verdict = "pays" if ratio > 1 else "does not pay"
+    base = bf16.loc[bf16["total_ms"].idxmin()]
+    ratio = base["total_ms"] / best["total_ms"]
+    if timing.overlap(base, best):
+        verdict = "within noise"
+    else:
+        verdict = "pays" if ratio > 1 else "does not pay"
     return f"{verdict}: {best['mode']} {figure(ratio)}× bf16-amp"
 
 
@@ -95,13 +124,15 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     row = dict.fromkeys(COLUMNS, "–")
     row["model"] = f"`{model}` ({preset})" if preset else f"`{model}`"
+    rows = timing.float8_as_unsupported(rows)
     ok = passing(rows, optimizer)
     if ok.empty:
         return row
     bs = int(ok["batch_size"].max())
     at = ok[ok["batch_size"] == bs].sort_values("total_ms")
     row["batch"] = str(bs)
-    row["fastest"] = _recipe(at.iloc[0])
+    fastest = timing.fastest(at)
+    row["fastest"] = _named(fastest)
     chosen = None
     needed = scaler_needed(studies)
     if studies:
@@ -111,16 +142,11 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
         _, bare = catalog.fp16_pair()
         shown_safe = needed is False and any(len(s["census"]) for s in studies)
         unsafe = set() if shown_safe else {bare}
-        chosen = next(
-            (
-                r
-                for _, r in at.iterrows()
-                if r["mode"] not in unsafe and trains_like_fp32(studies, r["mode"])
-            ),
-            None,
-        )
-        row["fastest that trains like fp32"] = _recipe(chosen) if chosen is not None else "none"
-    shown = chosen if chosen is not None else at.iloc[0]
+        safe = at[[m not in unsafe and bool(trains_like_fp32(studies, m)) for m in at["mode"]]]
+        chosen = timing.fastest(safe) if len(safe) else None
+        named = _named(chosen) if chosen is not None else "none"
+        row["fastest that trains like fp32"] = "same" if named == row["fastest"] else named
+    shown = (chosen or fastest).first
     row["× fp32"] = _speedup(at, shown, catalog.reference())
     row["× TF32"] = _speedup(at, shown, "tf32")
     row["peak GiB"] = figure(shown["peak_alloc_gib"])
@@ -160,8 +186,9 @@ def table(
     study_columns = " and ".join(f'"{c}"' for c in STUDY_COLUMNS)
     notes = [
         f"Preset in brackets; {optimizer} Adam; each model at its largest batch measured. "
-        "× fp32, × TF32 and peak GiB: of the fastest recipe that trains like fp32 (else of the "
-        "fastest), against fp32 and TF32 at its variant.",
+        "tied: within noise (p10–p90), each mode at its fastest variant. × fp32, × TF32 and "
+        "peak GiB: of the (first) fastest recipe that trains like fp32, else of the fastest, "
+        "against fp32 and TF32 at its variant.",
         "fp16 without GradScaler: the study's verdict and the largest share of a gradient it "
         "flushed to zero; unless its census shows the scaler not needed, fp16 without it does "
         "not count as training like fp32.",
@@ -170,4 +197,8 @@ def table(
         notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")
     if stopped:
         notes.append("; ".join(stopped) + ".")
-    return [df.to_markdown(index=False, disable_numparse=True), "", " ".join(notes)]
+    # Cells unpadded: a column as wide as its longest list of tied recipes, repeated on every
+    # row, would double the README (tests/test_readme.py holds it to a size).
+    lines = ["| " + " | ".join(cells) + " |" for cells in [COLUMNS, *df.values]]
+    lines.insert(1, "|" + "---|" * len(COLUMNS))
+    return ["\n".join(lines), "", " ".join(notes)]

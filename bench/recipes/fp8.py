@@ -91,10 +91,10 @@ def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
 
 def convertible(workload: Workload, size: object) -> list[str]:
     """The Linears of `workload` at `size` that float8 can run at all: not kept by the workload
-    and both dimensions multiples of 16. torchao's size thresholds are left out: they say whether
-    float8 pays at this size, not whether it applies to the model, and a row whose Linears are
-    all below them runs and says so in its plan. None convertible (ResNet-50, whose one Linear
-    is its head; a model without a Linear): a float8 recipe has nothing to do on this model."""
+    and both dimensions multiples of 16, torchao's size thresholds left out. None convertible
+    (ResNet-50, whose one Linear is its head; a model without a Linear): float8 does not apply
+    to this model at any size. A plan that converts none for the thresholds alone is
+    `unsupported` too (`bench.verdicts.timing.float8_unsupported_reason`), but for its size."""
     excluded = workload.fp8_excluded(size)
     return [
         name

@@ -1,2 +1,12 @@
-"""Verdicts: each rule that turns measurements into a claim, in one place, pandas only (no
-torch)."""
+"""Verdicts: each rule that turns measurements into a claim, in one place, pandas only (no torch).
+
+- `timing`: what a timing run's rows can carry: which recipe is fastest (or which are tied within
+  noise), when GradScaler's cost may be printed, and that a float8 recipe converting no Linear is
+  `unsupported`.
+- `training`: what a time-to-quality study's runs can carry: the quality target, whether a recipe
+  trains like fp32 (an equivalence test over seeds), whether float16 needs GradScaler (the share
+  of the gradient's norm it keeps), and the fastest recipe to the target.
+
+May import: `bench.store` and the mode table (`bench.recipes.catalog`, which needs no torch);
+pandas and scipy, no torch. The case-level checks (`bench.execution`), the studies and publishing
+(`bench.publish`) ask a verdict here rather than restate its rule."""

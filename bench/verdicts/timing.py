@@ -1,0 +1,260 @@
+"""The verdicts of a timing run: the claims its rows can carry, and where they cannot, why not.
+
+- **Fastest** (`fastest`): a recipe is the fastest alone only if the interval of its step times
+  (p10 to p90, `interval`) does not overlap the runner-up's and it is not flagged `noisy` (its
+  IQR over 5% of its median, `bench.measure.stats`). Otherwise every row whose interval overlaps
+  the fastest's is tied within noise with it (and, where the fastest is noisy, the runner-up at
+  least), and each is named. A row without p10/p90 (a folder older than them) is read as median
+  ± IQR/2, and the reason says so.
+- **GradScaler's cost** (`scaler_cost_reason`): fp16 with GradScaler against fp16 without is a
+  difference of a few percent, of the size of what moves between two processes, or between two
+  minutes of one shared machine. It is read only off rows that one process timed interleaved
+  (`run --rounds N`, N > 1: every case's windows spread over the whole run), and its sign only
+  where the two rows' intervals do not overlap (`overlap`).
+- **A float8 recipe that converts no Linear** (`float8_unsupported_reason`): its step would be
+  its autocast mode's under a float8 name, and setting it against that mode would compare a mode
+  with itself. It is `unsupported` whether a case is being planned (`bench.execution.variants`)
+  or an older folder ran it as `ok` (`float8_as_unsupported`, which publishing applies).
+
+Pure: pandas only, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import pandas as pd
+
+from bench.recipes import catalog
+
+# ---- fastest ----------------------------------------------------------------------------
+
+P10_P90 = "p10–p90"
+IQR_HALF = "median ± IQR/2"
+MEDIAN = "median"
+
+
+class Interval(NamedTuple):
+    """The span of a row's step times that a verdict compares, in ms."""
+
+    lo: float
+    hi: float
+    spread: str
+    """What the bounds are: `P10_P90`, `IQR_HALF` (a row without p10/p90) or `MEDIAN` (a row
+    without either: no spread to compare)."""
+
+
+def _number(row: pd.Series, key: str) -> float:
+    value = row.get(key)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def interval(row: pd.Series) -> Interval:
+    """p10 to p90 of a row's step times (`total_ms_p10`, `total_ms_p90`); for a row without
+    them, its median ± half its IQR; without either, its median alone."""
+    median = _number(row, "total_ms")
+    p10, p90 = _number(row, "total_ms_p10"), _number(row, "total_ms_p90")
+    if not (math.isnan(p10) or math.isnan(p90)):
+        return Interval(p10, p90, P10_P90)
+    iqr = _number(row, "total_ms_iqr")
+    if not math.isnan(iqr):
+        return Interval(median - iqr / 2, median + iqr / 2, IQR_HALF)
+    return Interval(median, median, MEDIAN)
+
+
+def overlap(a: pd.Series, b: pd.Series) -> bool:
+    """Whether two rows' intervals overlap: which of them is faster is inside the noise."""
+    x, y = interval(a), interval(b)
+    return x.lo <= y.hi and y.lo <= x.hi
+
+
+def noisy(row: pd.Series) -> bool:
+    """The row's `noisy` flag (its IQR over 5% of its median); False where the row lacks it."""
+    flag = row.get("noisy")
+    return bool(flag) if pd.notna(flag) else False
+
+
+def _spread_words(spans: list[Interval]) -> str:
+    """What the compared intervals are, in words: `p10–p90`, with the fallbacks where used."""
+    kinds = {s.spread for s in spans}
+    if kinds == {P10_P90}:
+        return P10_P90
+    if kinds == {IQR_HALF}:
+        return f"{IQR_HALF} (no p10/p90 recorded)"
+    if kinds == {MEDIAN}:
+        return "medians (no spread recorded)"
+    words = [P10_P90] if P10_P90 in kinds else []
+    if IQR_HALF in kinds:
+        words.append(f"{IQR_HALF} where a row has no p10/p90")
+    if MEDIAN in kinds:
+        words.append("the median where a row has no spread")
+    return ", or ".join(words)
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: a DataFrame has no truth value to compare by
+class Fastest:
+    """The fastest of some rows, as far as their noise lets one say (`fastest`)."""
+
+    rows: pd.DataFrame
+    """The fastest row alone, or every row tied with it within noise; lowest median first."""
+    tie: bool
+    """Whether the rows are tied within noise (more than one is named)."""
+    reason: str
+    """Why, in one line: the intervals apart, or what ties them."""
+
+    @property
+    def first(self) -> pd.Series:
+        """The row of the lowest median: the fastest, where there is no tie."""
+        return self.rows.iloc[0]
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The modes named, lowest median first, each once."""
+        return tuple(dict.fromkeys(self.rows["mode"]))
+
+
+def fastest(rows: pd.DataFrame) -> Fastest:
+    """The fastest of `rows` (the candidates: rows that passed, of one batch size, say), by
+    median step time (`total_ms`), alone only where its interval does not overlap the
+    runner-up's and it is not `noisy`; else every row tied with it within noise (`Fastest`)."""
+    ranked = rows[pd.to_numeric(rows["total_ms"], errors="coerce").notna()]
+    ranked = ranked.sort_values("total_ms", kind="stable")
+    if ranked.empty:
+        raise ValueError("fastest: no row has a step time (total_ms) to compare")
+    if len(ranked) == 1:
+        return Fastest(ranked, False, "the only row")
+    spans = [interval(row) for _, row in ranked.iterrows()]
+    lo, hi = spans[0].lo, spans[0].hi
+    overlapping = [s.lo <= hi and lo <= s.hi for s in spans]
+    first_noisy = noisy(ranked.iloc[0])
+    tied = [o or (i == 1 and first_noisy) for i, o in enumerate(overlapping)]
+    if sum(tied) == 1:
+        runner = spans[1]
+        return Fastest(
+            ranked.head(1),
+            False,
+            f"its {_spread_words(spans[:2])} ({lo:.3g}–{hi:.3g} ms) clears the runner-up's "
+            f"({runner.lo:.3g}–{runner.hi:.3g} ms)",
+        )
+    why = []
+    if sum(overlapping) > 1:
+        why.append(f"{_spread_words([s for s, t in zip(spans, tied, strict=True) if t])} overlap")
+    if first_noisy:
+        median = float(ranked.iloc[0]["total_ms"])
+        spread = _number(ranked.iloc[0], "total_ms_iqr") / median
+        share = f": IQR {spread:.1%} of its median" if not math.isnan(spread) else ""
+        why.append(f"the fastest is noisy{share}")
+    return Fastest(ranked[tied], True, "; ".join(why))
+
+
+# ---- GradScaler's cost ------------------------------------------------------------------
+
+
+def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
+    """Why GradScaler's cost may not be read off `rows` (fp16's rows with and without it) of the
+    folder whose env.json is `env`, or None where it may: both timed interleaved by one process.
+
+    Only a timing run's rounds interleave (`run --rounds N`, N > 1, one process running the
+    grid N times, every case's row over its windows of all N passes): a numerics study's step
+    times do not, nor does a run of several ranks (one round), nor a run of one round, whose
+    two cases were timed seconds apart once each. Whether the two rows' intervals overlap is
+    `overlap`'s to say, per pair."""
+    kind = env.get("kind")
+    if kind not in (None, "timing"):
+        return f"these are a {kind} folder's step times, not a timing run's interleaved rounds"
+    config = env.get("config") or {}
+    ranks = [int(config.get("world_size") or 1)]
+    if "world_size" in rows:
+        ranks += [int(w) for w in rows["world_size"].dropna()]
+    parallel = set(rows["parallel"].dropna()) if "parallel" in rows else set()
+    if max(ranks) > 1 or parallel - {"none"}:
+        return "a run of several ranks times each case once, not interleaved"
+    rounds = int(config.get("rounds") or 1)
+    by_row = pd.to_numeric(rows["rounds"], errors="coerce") if "rounds" in rows else None
+    if rounds > 1 and by_row is not None and by_row.notna().all() and (by_row > 1).all():
+        return None
+    return "each case was timed once (`--rounds 1`), not interleaved"
+
+
+# ---- float8 that converts no Linear -----------------------------------------------------
+
+CONVERTED = "converted"
+"""A Linear's decision in a float8 plan when the recipe converts it (else `kept: why`)."""
+ENTRY = re.compile(r"; (?=[^\s;:]+ (?:converted|kept:))")
+"""Where one Linear's entry of a row's `fp8_linears` ends: a reason may itself hold "; "."""
+WHOLE_PLAN_UP_TO = 4
+"""A plan of at most this many Linears is said Linear by Linear; a longer one is counted."""
+NO_LINEAR = re.compile(r"converts no Linear|no Linear of .+ is convertible")
+"""What the reason of an `unsupported` float8 row says when its recipe converts no Linear (the
+second form: folders from before the rule covered torchao's size thresholds)."""
+FLOAT8 = frozenset(name for name, c in catalog.CARDS.items() if c.kind == "float8")
+
+
+def plan_of(listed: object) -> dict[str, str]:
+    """A row's `fp8_linears` ("fc1 converted; fc2 kept: too small ...") as the plan it was
+    written from (Linear name -> decision); empty where the row lists nothing."""
+    if not isinstance(listed, str) or not listed:
+        return {}
+    entries = (entry.partition(" ") for entry in ENTRY.split(listed))
+    return {name: what for name, _, what in entries}
+
+
+def plan_summary(plan: Mapping[str, str]) -> str:
+    """A float8 plan in one line: each Linear's decision for a model of a few Linears, else
+    how many Linears took each decision, without their sizes (`72 converted; 24 kept: too
+    small for tensorwise`). A transformer's plan runs to tens of KB."""
+    if len(plan) <= WHOLE_PLAN_UP_TO:
+        return "; ".join(f"{name} {what}" for name, what in plan.items())
+    decisions = Counter(what.split(" (")[0] for what in plan.values())
+    return "; ".join(f"{n} {what}" for what, n in decisions.items())
+
+
+def float8_unsupported_reason(plan: Mapping[str, str], model: str) -> str | None:
+    """Why a float8 recipe whose `plan` on `model` (Linear name -> `converted` or `kept: why`,
+    `bench.recipes.fp8.plan`) converts nothing is `unsupported`, with each decision summed up
+    (`plan_summary`); None where it converts a Linear."""
+    if CONVERTED in plan.values():
+        return None
+    return f"float8 converts no Linear of {model}: {plan_summary(plan) or 'it has none'}"
+
+
+def converts_nothing(row: pd.Series) -> bool:
+    """Whether a float8 row's recipe converted no Linear: its `fp8_linears` lists none converted,
+    or, for a row that did not pass, its reason says so. False where the row does not say."""
+    if row.get("mode") not in FLOAT8:
+        return False
+    if row.get("status") == "ok":
+        plan = plan_of(row.get("fp8_linears"))
+        return bool(plan) and CONVERTED not in plan.values()
+    error = row.get("error")
+    return isinstance(error, str) and bool(NO_LINEAR.search(error))
+
+
+def float8_as_unsupported(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with every `ok` float8 row that converted no Linear (a folder written before such
+    a case was `unsupported`: its row timed its autocast mode's step) made `unsupported`, with
+    the reason a new case of it gets. Every other row as it was; `rows` itself unchanged."""
+    if rows.empty or not {"mode", "status", "fp8_linears"} <= set(rows.columns):
+        return rows
+    ran = rows["status"] == "ok"
+    mask = ran & rows.apply(converts_nothing, axis=1).astype(bool)
+    if not mask.any():
+        return rows
+    out = rows.copy()
+    if "error" not in out:
+        out["error"] = ""
+    out["error"] = out["error"].astype(object)
+    for i in out.index[mask]:
+        row = out.loc[i]
+        model = str(row.get("model", "this model"))
+        why = float8_unsupported_reason(plan_of(row["fp8_linears"]), model)
+        out.loc[i, ["status", "error"]] = ["unsupported", f"{row['mode']}: {why}"]
+    return out
