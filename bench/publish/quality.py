@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from bench.publish import figures
 from bench.publish.prose import figure, joined
-from bench.publish.tables import markdown
+from bench.publish.tables import markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.recipes import catalog
@@ -23,13 +23,18 @@ CURVES_PNG = "curves.png"
 DASH = "–"
 
 
-def _range(values: pd.Series) -> str:
+def loss(x: float) -> str:
+    """A loss to 4 significant digits: recipes differ in the third."""
+    return number(float(x), 4)
+
+
+def _range(values: pd.Series, show=figure) -> str:
     values = values.dropna()
     if values.empty:
         return DASH
     if len(values) == 1 or values.min() == values.max():
-        return figure(values.iloc[0])
-    return f"{figure(values.mean())} ({figure(values.min())}–{figure(values.max())})"
+        return show(values.iloc[0])
+    return f"{show(values.mean())} ({show(values.min())}–{show(values.max())})"
 
 
 def study(run_dir: Path) -> dict:
@@ -111,8 +116,8 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
             "step ms": figure(timing.loc[mode, "step_ms"]) if status == "ok" else DASH,
             "steps to target": steps,
             "s to target": figure(times.loc[mode, "mean_s"]) if mode in times.index else DASH,
-            "best held-out loss": _range(mine["best_loss"]) if len(mine) else DASH,
-            "final held-out loss": _range(mine["final_loss"]) if len(mine) else DASH,
+            "best held-out loss": _range(mine["best_loss"], loss) if len(mine) else DASH,
+            "final held-out loss": _range(mine["final_loss"], loss) if len(mine) else DASH,
         }
         if not text:
             row["best accuracy"] = _range(mine["best_accuracy"]) if len(mine) else DASH
@@ -163,7 +168,7 @@ def _anchor(s: dict) -> list[str]:
     mean = mine["best_loss"].mean()
     return [
         f"**Published anchor**: {a.source}: {a.loss}. Here {a.mode}'s best held-out loss is "
-        f"{_range(mine['best_loss'])} over {len(mine)} seeds, {mean - a.loss:+.3g} from it."
+        f"{_range(mine['best_loss'], loss)} over {len(mine)} seeds, {mean - a.loss:+.3g} from it."
     ]
 
 
@@ -211,7 +216,7 @@ def findings(s: dict) -> list[str]:
     note, the verdicts and GradScaler's; the report and README.md's `quality` block show them."""
     table, notes = recipe_table(s)
     goal = (
-        f"**Target**: held-out loss {figure(s['target'])} ({s['target_why']})."
+        f"**Target**: held-out loss {loss(s['target'])} ({s['target_why']})."
         if s["target"] is not None
         else f"**Target**: none: {s['target_why']}. No recipe is judged against fp32."
     )

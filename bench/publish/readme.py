@@ -29,7 +29,7 @@ from docs/), so the marker is the one place that names it. KIND is
 - `quality`: a time-to-quality study's target, recipes against fp32 and verdicts
   (`bench.publish.quality`);
 - `zoo`: which recipe for which model, a row per timing run (RUN and `with=RUN2+RUN3`, one
-  model each) with the numerics studies of its model among `numerics=NAME+NAME`
+  model each) with the time-to-quality studies of its model among `quality=NAME+NAME`
   (`bench.publish.zoo`).
 
 Every block but the summary (whose first line names its folders) opens with "From [RUN](its

@@ -176,21 +176,20 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
     """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
-    numerics studies of its model and preset among `numerics=` (`bench.publish.zoo`)."""
-    from bench.numerics.measure import tables as study_tables
-    from bench.publish import zoo
+    time-to-quality studies of its model among `quality=` (`bench.publish.zoo`)."""
+    from bench.publish import quality, zoo
 
-    unknown = set(options) - {"with", "numerics", "optimizer"}
+    unknown = set(options) - {"with", "quality", "optimizer"}
     if unknown:
         raise UsageError(
-            f"ampbench:zoo takes with=, numerics=, optimizer=, not {sorted(unknown)[0]}="
+            f"ampbench:zoo takes with=, quality=, optimizer=, not {sorted(unknown)[0]}="
         )
     runs = [run] + [run.parent / n for n in options.get("with", "").split("+") if n]
-    names = [n for n in options.get("numerics", "").split("+") if n]
+    names = [n for n in options.get("quality", "").split("+") if n]
     for folder in [*runs[1:], *(run.parent / n for n in names)]:
         if not (folder / results.ENV).is_file():
             raise UsageError(f"ampbench:zoo: {folder.name} is not a run folder")
-    studies = [study_tables.load(run.parent / n) for n in names]
+    studies = [quality.study(run.parent / n) for n in names]
     models = [(rows, zoo.studies_of(rows, studies)) for rows in map(results.load, runs)]
     expected = [results.read_env(r).get("expected_cases") for r in runs]
     return "\n".join(zoo.table(models, options.get("optimizer", "fused"), expected))

@@ -1,37 +1,39 @@
 """Which recipe for which model: one row per model of a model-zoo run (a timing run per model,
-and the numerics study of the same model and preset where there is one), for README.md's
+and the time-to-quality study of the same model where there is one), for README.md's
 `ampbench:zoo` block.
 
 Per model, at its largest batch size measured, with the given Adam:
-- the fastest recipe (mode and variant) and, where a study trained the modes, the fastest that
-  trains like fp32 (`bench.publish.summary_studies.trains_like_fp32`: every seed within the
-  Answer's loss gap of fp32's worst, no divergence; fp16 without a scaler only where the
-  study's census shows the scaler not needed); each `tied: ...` where recipes are tied within
-  noise (`bench.verdicts.timing.fastest`), every one named;
+- the fastest recipe (mode and variant) and, where a time-to-quality study on real data trained
+  the model at that batch size, the fastest that trains like fp32 by its equivalence test
+  (`bench.verdicts.training`; fp16 without a scaler only where the study finds the scaler not
+  needed); each `tied: ...` where recipes are tied within noise (`bench.verdicts.timing.fastest`),
+  every one named; `not known` without such a study (a numerics study trains one seed on a
+  synthetic task, which cannot decide);
 - that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
 - whether float8 pays: the fastest float8 row against the fastest bf16-amp row, `within noise`
   where their intervals overlap; `unsupported: converts no Linear` where no float8 recipe
   converts a Linear of the model (`bench.verdicts.timing.converts_nothing`);
-- whether fp16 needs GradScaler, by the study's measurements (`scaler_needed`), with the worst
-  share of a gradient that fp16 without a scaler flushed to zero.
+- whether fp16 needs GradScaler, by the time-to-quality study's verdict
+  (`bench.verdicts.training.scaler_needed`), `not known` without one.
 
 A cell the folders cannot fill is `–`, and a note under the table says why. Pure: pandas only.
 """
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from bench.publish.prose import figure
 from bench.publish.summary import passing
-from bench.publish.summary_studies import scaler_needed, trains_like_fp32
 from bench.recipes import catalog
-from bench.verdicts import timing
+from bench.verdicts import timing, training
 from bench.verdicts.timing import Fastest
 
-NO_STUDY = "no numerics study of this model and preset"
+NOT_KNOWN = "not known"
+NO_STUDY = (
+    "no time-to-quality study on real data of this model at this batch size (its numerics "
+    "study trains one seed on a synthetic task, which cannot decide: docs/quality.md)"
+)
 COLUMNS = (
     "model",
     "batch",
@@ -44,7 +46,7 @@ COLUMNS = (
     "fp16 without GradScaler",
 )
 STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
-"""The columns only a numerics study of the model can fill."""
+"""The columns only a time-to-quality study of the model can fill."""
 
 
 def _recipe(row: pd.Series) -> str:
@@ -98,28 +100,15 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
     return f"{verdict}: {best['mode']} {figure(ratio)}× bf16-amp"
 
 
-def _scaler(studies: list[dict], needed: bool | None) -> str:
-    """The GradScaler cell, from the studies' verdict (`scaler_needed`)."""
-    if needed is None:
-        return "–"
-    _, bare = catalog.fp16_pair()
-    censuses = [s["census"] for s in studies if len(s["census"])]
-    if not censuses:
-        # Training alone can show the scaler needed (a run diverged or ended worse), never that
-        # it is not: that takes the census, as the study's own Answer says.
-        failed = any((s["failed"]["kind"] == "census").any() for s in studies)
-        why = "its census failed" if failed else "no census"
-        if needed:
-            return f"needed (by training; {why})"
-        return f"not known ({why})"
-    census = pd.concat(censuses, ignore_index=True)
-    flushed = census.loc[census["mode"] == bare, "flushed"].max()
-    worst = f"{flushed:.1%} of a gradient flushed" if not math.isnan(flushed) else "no census"
-    return f"{'needed' if needed else 'not needed'} ({worst})"
+def _scaler(study: dict | None) -> str:
+    """The GradScaler cell, from a time-to-quality study's verdict."""
+    if study is None or study["scaler"] is None:
+        return NOT_KNOWN
+    return study["scaler"].verdict
 
 
 def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
-    """The table's row of one model: its timing run's rows and its studies."""
+    """The table's row of one model: its timing run's rows and its time-to-quality studies."""
     model = str(rows["model"].iloc[0])
     preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     row = dict.fromkeys(COLUMNS, "–")
@@ -134,15 +123,16 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     fastest = timing.fastest(at)
     row["fastest"] = _named(fastest)
     chosen = None
-    needed = scaler_needed(studies)
-    if studies:
-        # fp16 without a scaler can end a short study like fp32 and still flush gradients to
-        # zero: unless the study's census shows the scaler not needed, it is not a recipe to
-        # recommend.
+    study = next((s for s in studies if s["cfg"].batch_size == bs), None)
+    row["fastest that trains like fp32"] = NOT_KNOWN
+    if study is not None:
+        # fp16 without a scaler is a recipe to recommend only where the study finds the scaler
+        # not needed.
         _, bare = catalog.fp16_pair()
-        shown_safe = needed is False and any(len(s["census"]) for s in studies)
-        unsafe = set() if shown_safe else {bare}
-        safe = at[[m not in unsafe and bool(trains_like_fp32(studies, m)) for m in at["mode"]]]
+        scaler = study["scaler"]
+        unsafe = set() if scaler is not None and scaler.verdict == training.NOT_NEEDED else {bare}
+        like = {m for m, v in study["verdicts"].items() if v.verdict == training.LIKE}
+        safe = at[[m in like and m not in unsafe for m in at["mode"]]]
         chosen = timing.fastest(safe) if len(safe) else None
         named = _named(chosen) if chosen is not None else "none"
         row["fastest that trains like fp32"] = "same" if named == row["fastest"] else named
@@ -151,24 +141,18 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     row["× TF32"] = _speedup(at, shown, "tf32")
     row["peak GiB"] = figure(shown["peak_alloc_gib"])
     row["float8"] = _float8(at, rows[rows["batch_size"] == bs])
-    row["fp16 without GradScaler"] = _scaler(studies, needed)
+    row["fp16 without GradScaler"] = _scaler(study)
     return row
 
 
 def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
-    """The studies (`bench.numerics.measure.tables.load`) of a run's model and preset."""
+    """The time-to-quality studies (`bench.publish.quality.study`) of a run's model."""
     model = str(rows["model"].iloc[0])
-    preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
-    return [
-        s
-        for s in studies
-        if s["env"].get("numerics_config", {}).get("model") == model
-        and s["env"]["numerics_config"].get("preset") == preset
-    ]
+    return [s for s in studies if s["cfg"].model == model]
 
 
 def table(
-    models: list[tuple[pd.DataFrame, list[dict]]],
+    models: list[tuple[pd.DataFrame, list[dict]]],  # (a timing run's rows, its model's studies)
     optimizer: str,
     expected: list[int | None] | None = None,
 ) -> list[str]:
@@ -189,12 +173,11 @@ def table(
         "tied: within noise (p10–p90), each mode at its fastest variant. × fp32, × TF32 and "
         "peak GiB: of the (first) fastest recipe that trains like fp32, else of the fastest, "
         "against fp32 and TF32 at its variant.",
-        "fp16 without GradScaler: the study's verdict and the largest share of a gradient it "
-        "flushed to zero; unless its census shows the scaler not needed, fp16 without it does "
-        "not count as training like fp32.",
+        "fp16 without GradScaler: the time-to-quality study's verdict; unless it finds the "
+        "scaler not needed, fp16 without it does not count as training like fp32.",
     ]
-    if any(not s for _, s in models):
-        notes.append(f"`–` in {study_columns}: {NO_STUDY} yet.")
+    if any(NOT_KNOWN in (r[c] for c in STUDY_COLUMNS) for _, r in df.iterrows()):
+        notes.append(f"{NOT_KNOWN} in {study_columns}: {NO_STUDY}.")
     if stopped:
         notes.append("; ".join(stopped) + ".")
     # Cells unpadded: a column as wide as its longest list of tied recipes, repeated on every

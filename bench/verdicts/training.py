@@ -150,11 +150,11 @@ def trains_like_fp32(summary: pd.DataFrame, mode: str, *, synthetic: bool) -> Ve
     m = margin(ref["best_loss"])
     stated = f"gap {gap:+.3g}, 90% interval [{low:+.3g}, {high:+.3g}], margin ±{m:.3g}"
     if -m < low and high < m:
-        return Verdict(LIKE, f"equivalent: {stated}", gap, low, high, m)
+        return Verdict(LIKE, stated, gap, low, high, m)
     if low > m:
-        return Verdict(WORSE, f"worse: {stated}", gap, low, high, m)
+        return Verdict(WORSE, stated, gap, low, high, m)
     if high < -m:
-        return Verdict(BETTER, f"better: {stated}", gap, low, high, m)
+        return Verdict(BETTER, stated, gap, low, high, m)
     missed = done[done["best_loss"] > goal]
     budget = (
         f"; {len(missed)} of {len(done)} seeds did not reach the target within the step budget"
