@@ -3,10 +3,11 @@ and study tables made here."""
 
 from __future__ import annotations
 
-import pandas as pd
-
 from bench.publish import readme, zoo
+from bench.quality.config import QualityConfig
 from bench.store import results
+from bench.verdicts import training
+from bench.verdicts.training import Verdict
 from tests.stored import timing_row, write_run
 
 
@@ -31,28 +32,26 @@ def _rows(model: str, fp8: bool) -> list[dict]:
     return out
 
 
-def _study(model: str, flushed: float) -> dict:
-    census = pd.DataFrame(
-        {
-            "mode": ["fp16-amp-noscale", "fp16-amp"],
-            "batch_size": [8, 8],
-            "flushed": [flushed, 0.0],
-            "tensor": ["grad of logits", "grad of logits"],
-        }
-    )
-    return {
-        "census": census,
-        "summary": pd.DataFrame(columns=["mode"]),
-        "env": {"numerics_config": {"model": model, "preset": ""}},
+def _study(model: str, scaler: str, unlike: tuple[str, ...] = (), batch: int = 8) -> dict:
+    """A time-to-quality study of `model` as `bench.publish.quality.study` gives it: every mode
+    but `unlike` trains like fp32, and the GradScaler verdict is `scaler`."""
+    modes = ("fp32", "tf32", "bf16-amp", "fp8-tensorwise", "fp16-amp", "fp16-amp-noscale")
+    verdicts = {
+        m: Verdict(training.WORSE if m in unlike else training.LIKE, "a fixture") for m in modes
     }
+    cfg = QualityConfig(device="cuda", model=model, preset="default", batch_size=batch,
+                        steps=10, eval_every=5)  # fmt: skip
+    return {"cfg": cfg, "verdicts": verdicts, "scaler": Verdict(scaler, "a fixture")}
 
 
 def test_each_model_gets_its_recipe_float8_and_scaler_verdict(tmp_path, monkeypatch):
     a = write_run(tmp_path / "a", _rows("timm:resnet18", fp8=True), gpu="NVIDIA H200")
     b = write_run(tmp_path / "b", _rows("tests.own:cnn", fp8=False), gpu="NVIDIA H200")
-    studies = [_study("timm:resnet18", 0.5), _study("other:model", 0.0)]
     # Which modes trained like fp32 is the study's verdict; here fp8-tensorwise did not.
-    monkeypatch.setattr(zoo, "trains_like_fp32", lambda s, mode: mode != "fp8-tensorwise")
+    studies = [
+        _study("timm:resnet18", training.NEEDED, unlike=("fp8-tensorwise",)),
+        _study("other:model", training.NOT_NEEDED),
+    ]
     models = [(results.load(f), zoo.studies_of(results.load(f), studies)) for f in (a, b)]
     assert [len(s) for _, s in models] == [1, 0]
     text = "\n".join(zoo.table(models, "fused"))
@@ -64,10 +63,17 @@ def test_each_model_gets_its_recipe_float8_and_scaler_verdict(tmp_path, monkeypa
     assert first[3] == "bf16-amp (eager, 2.50 ms)"
     assert first[4:7] == ["4.00", "2.00", "0.250"]  # fp32 10 and tf32 5 over 2.5 ms; its peak
     assert first[7] == "pays: fp8-tensorwise 1.25× bf16-amp"
-    assert first[8] == "needed (50.0% of a gradient flushed)"
-    assert second[2] == "bf16-amp (eager, 2.50 ms)" and second[3] == "–"
-    assert second[7] == "unsupported: converts no Linear" and second[8] == "–"
-    assert "no numerics study of this model and preset yet" in text
+    assert first[8] == "needed"
+    assert second[2] == "bf16-amp (eager, 2.50 ms)" and second[3] == "not known"
+    assert second[7] == "unsupported: converts no Linear" and second[8] == "not known"
+    assert "no time-to-quality study on real data of this model at this batch size" in text
+
+
+def test_a_study_at_another_batch_size_decides_nothing(tmp_path):
+    run = results.load(write_run(tmp_path / "a", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200"))
+    (row,) = _cells("\n".join(zoo.table([(run, [_study("hf:gpt2", training.NEEDED, batch=2)])],
+                                         "fused")))  # fmt: skip
+    assert row[3] == "not known" and row[8] == "not known"
 
 
 def test_the_readme_block_links_every_run(tmp_path):
@@ -100,27 +106,12 @@ def test_fp16_without_a_scaler_is_not_the_recipe_where_the_study_needs_the_scale
         rows.append(timing_row(mode=mode, optimizer="fused", model="hf:t5", total_ms=ms))
         rows[-1]["peak_alloc_gib"] = 1.0
     run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
-    monkeypatch.setattr(zoo, "trains_like_fp32", lambda s, mode: True)  # a short study's verdict
-    (needed,) = _cells("\n".join(zoo.table([(run, [_study("hf:t5", 0.5)])], "fused")))
+    (needed,) = _cells("\n".join(zoo.table([(run, [_study("hf:t5", training.NEEDED)])], "fused")))
     assert needed[2] == "fp16-amp-noscale (eager, 1.50 ms)"  # the fastest is still shown
     assert needed[3] == "fp16-amp (eager, 1.60 ms)" and needed[8].startswith("needed")
-    (fine,) = _cells("\n".join(zoo.table([(run, [_study("hf:t5", 0.0)])], "fused")))
-    # Where the census shows the scaler not needed, fp16 without it is the fastest as well.
+    (fine,) = _cells("\n".join(zoo.table([(run, [_study("hf:t5", training.NOT_NEEDED)])], "fused")))
+    # Where the study finds the scaler not needed, fp16 without it is the fastest as well.
     assert fine[3] == "same" and fine[8].startswith("not needed")
-
-
-def test_a_study_without_a_census_says_what_training_alone_can_say(tmp_path, monkeypatch):
-    run = results.load(write_run(tmp_path / "a", _rows("hf:llama", fp8=True), gpu="NVIDIA H200"))
-    study = _study("hf:llama", 0.0)
-    study["census"] = study["census"].iloc[0:0]
-    study["failed"] = pd.DataFrame({"kind": ["census"], "mode": ["fp16-amp"], "status": ["oom"]})
-    monkeypatch.setattr(zoo, "scaler_needed", lambda s: False)  # training ended like fp32
-    (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
-    assert row[8] == "not known (its census failed)"
-    monkeypatch.setattr(zoo, "scaler_needed", lambda s: True)  # training diverged without it
-    study["failed"] = study["failed"].iloc[0:0]
-    (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
-    assert row[8] == "needed (by training; no census)"
 
 
 def test_recipes_inside_each_others_noise_are_tied_and_float8_within_it_neither_pays_nor_not(
@@ -130,8 +121,7 @@ def test_recipes_inside_each_others_noise_are_tied_and_float8_within_it_neither_
     for row in rows:  # p10-p90 of ±20% of each median: fp8-tensorwise 1.6-2.4, bf16-amp 2-3 ms
         row |= {"total_ms_p10": row["total_ms"] * 0.8, "total_ms_p90": row["total_ms"] * 1.2}
     run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
-    monkeypatch.setattr(zoo, "trains_like_fp32", lambda s, mode: True)
-    (row,) = _cells("\n".join(zoo.table([(run, [_study("hf:vit", 0.5)])], "fused")))
+    (row,) = _cells("\n".join(zoo.table([(run, [_study("hf:vit", training.NEEDED)])], "fused")))
     # The old table: fp8-tensorwise the fastest (2.0 ms), and it "pays" 1.25× bf16-amp.
     assert row[2] == "tied: fp8-tensorwise (eager, 2.00 ms), bf16-amp (eager, 2.50 ms)"
     assert row[3] == "same"  # the study ruled none of them out

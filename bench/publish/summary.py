@@ -224,7 +224,13 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
     ]
     like = {m: trains_like_fp32(studies, m) for m in ok["mode"].unique()}
     if all(v is None for m, v in like.items() if m != ref):
-        return lines  # no study trained a mode beside the reference: nothing to choose among
+        if studies:  # studies that cannot decide it (a synthetic task): say so, once
+            lines.append(
+                f"- **Which of these trains like {ref}: not known** here: a numerics study "
+                "trains one or two seeds on a synthetic task, which cannot decide it; a "
+                "time-to-quality study on real data does (docs/quality.md)."
+            )
+        return lines
     safe = ok[ok["mode"].map(like).eq(True)]
     safe_winners = _winners(safe)
     if [f.modes for _, f in safe_winners] == [f.modes for _, f in winners]:
