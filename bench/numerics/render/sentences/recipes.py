@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bench.numerics.analysis.runs import versus
+from bench.numerics.analysis.runs import LOSS_GAP, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PRODUCED_GRAD
 from bench.numerics.render.markdown import block_key
 from bench.recipes.catalog import beyond_autocast, card, headline, reference
@@ -69,8 +69,9 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
     out = []
     if parts:
         out.append(
-            "**Which recipe is fastest** (the eager step time each convergence run measured, mean "
-            "over seeds; float8 is fast only compiled, which the timing runs measure): "
+            "**The shortest step in this study** (the eager step time each convergence run "
+            "measured, mean over seeds, while the study's other runs shared the GPUs: no ranking, "
+            "which the timing runs give; float8 is fast only compiled): "
             f"{'; '.join(parts)}."
         )
     verdicts = []
@@ -87,7 +88,11 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
                 f"{vs.ref:.3g}: {vs.describe(ref_mode)}"
             )
     if verdicts:
-        out.append(f"**Do the recipes beyond autocast converge?** {'; '.join(verdicts)}.")
+        out.append(
+            "**Do the recipes beyond autocast converge?** On this synthetic task, one or two "
+            f"seeds against a fixed {LOSS_GAP:.0%} gap: a description, not a verdict on training "
+            f"like fp32 (docs/quality.md). {'; '.join(verdicts)}."
+        )
     return out
 
 
