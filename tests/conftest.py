@@ -178,8 +178,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # fixture run on one worker, which builds it once; with `--dist load` the GPU box built
         # test_distributed.py's two-rank run on two workers, a minute each. The other tests go
         # to whichever worker is free, a file's apart (test_zoo.py's take minutes together).
+        # pytest-xdist (3.8) names the group in the test's id through `item._nodeid`, which
+        # pytest 9.2 no longer reads: there the tests spread as under `--dist load`, and each
+        # worker that runs one of a group builds its fixture (slower, not wrong).
         if _shares_a_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 def tiny_case(**overrides: object) -> Case:
