@@ -126,13 +126,21 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
     return out
 
 
+def _cores() -> int:
+    """The cores this process may run on (a container or `taskset` may allow fewer than the
+    machine has); run_tests.sh counts them the same way."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _share_the_cores() -> None:
     """Under pytest-xdist, each worker takes its share of the cores: torch's CPU ops otherwise
     start a thread per core in every worker and in every process a test starts, and on a
     16-core GPU box with 8 workers a one-second CPU test took minutes."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        threads = str(max(1, (os.cpu_count() or 1) // workers))
+        threads = str(max(1, _cores() // workers))
         os.environ.setdefault("OMP_NUM_THREADS", threads)  # the processes tests start
         torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
@@ -140,12 +148,24 @@ def _share_the_cores() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     suite_options(config)  # a bad --ampbench-* value ends the run here, in one line
     _share_the_cores()
+    if not config.pluginmanager.hasplugin("xdist"):  # its mark, known to --strict-markers
+        config.addinivalue_line("markers", "xdist_group(name): pytest-xdist's group of tests")
     # Known warnings of torch and torchao (bench.quiet) stay out of the session's summary, as
     # they stay out of the command line's output; AMPBENCH_DEBUG=1 shows them.
     for line in quiet.pytest_filters():
         config.addinivalue_line("filterwarnings", line)
 
 
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether `item` uses a fixture built once per module or class (a torchrun run, a study, a
+    clone of the project)."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's; without it, nothing is grouped
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(d and d[-1].scope in ("module", "class") for d in defs)
+
+
+# tryfirst: before pytest-xdist's own hook, which reads the xdist_group marks added here.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
     not_asked = pytest.mark.skip(reason="the rest of the model zoo runs with --zoo")
@@ -154,6 +174,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(no_gpu)
         if "zoo" in item.keywords and not config.getoption("--zoo"):
             item.add_marker(not_asked)
+        # Under `--dist loadgroup` (run_tests.sh on many cores) the tests that share a module's
+        # fixture run on one worker, which builds it once; with `--dist load` the GPU box built
+        # test_distributed.py's two-rank run on two workers, a minute each. The other tests go
+        # to whichever worker is free, a file's apart (test_zoo.py's take minutes together).
+        # pytest-xdist (3.8) names the group in the test's id through `item._nodeid`, which
+        # pytest 9.2 no longer reads: there the tests spread as under `--dist load`, and each
+        # worker that runs one of a group builds its fixture (slower, not wrong).
+        if _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 def tiny_case(**overrides: object) -> Case:

@@ -138,33 +138,63 @@ def _worktrees(repo: Path) -> int:
 
 @pytest.mark.slow
 def test_ab_of_a_commit_with_itself_end_to_end(clone, tmp_path):
-    """`ab HEAD HEAD`, 2 rounds each, on a tiny CPU grid: alternating fresh processes of the
-    revision's own code, one folder with both sides' rounds, the order, the verdicts (2 rounds
-    a side are too few to judge, and say so) and the report; the worktrees are gone after."""
+    """`ab HEAD HEAD`, 1 round each, on a tiny CPU grid: fresh processes of the revision's own
+    code, one folder with both sides' rounds, the verdicts (1 round a side is too few to judge,
+    and says so) and the report; the worktrees are gone after. (The order of more rounds:
+    `test_the_rounds_alternate_in_the_jobs_own_loop`, with the processes faked.)"""
     out = tmp_path / "out"
-    done = _ab(clone, "HEAD", "HEAD", "--rounds", "2", *TINY, "--results-dir", str(out))
+    done = _ab(clone, "HEAD", "HEAD", "--rounds", "1", *TINY, "--results-dir", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     (folder,) = out.iterdir()
     sha = _git(clone, "rev-parse", "HEAD").strip()
     assert folder.name.endswith(f"_{sha[:7]}_vs_{sha[:7]}_ab")
     env = json.loads((folder / "env.json").read_text())
-    assert env["kind"] == "ab" and env["ab_config"]["order"] == [*"ABBA"]
+    assert env["kind"] == "ab" and env["ab_config"]["order"] == [*"AB"]
     assert env["ab_config"]["commit_a"] == env["ab_config"]["commit_b"] == sha
-    assert [(r["side"], r["round"], r["exit"]) for r in env["rounds"]] == [
-        ("A", 1, 0), ("B", 1, 0), ("B", 2, 0), ("A", 2, 0),
-    ]  # fmt: skip
-    assert [r["folder"].split("/")[0] for r in env["rounds"]] == [*"ABBA"]
+    assert [(r["side"], r["round"], r["exit"]) for r in env["rounds"]] == [("A", 1, 0), ("B", 1, 0)]
+    assert [r["folder"].split("/")[0] for r in env["rounds"]] == [*"AB"]
     for record in env["rounds"]:  # each round is the revision's own run, at its own commit
         run_env = json.loads((folder / record["folder"] / "env.json").read_text())
         assert run_env["commit"] == sha and "--results-dir" in run_env["command"]
-    assert len(list((folder / "A").iterdir())) == len(list((folder / "B").iterdir())) == 2
-    assert len(list((folder / "logs").iterdir())) == 4
+    assert len(list((folder / "A").iterdir())) == len(list((folder / "B").iterdir())) == 1
+    assert len(list((folder / "logs").iterdir())) == 2
     report = (folder / "report.md").read_text()
     assert report.startswith("# ampbench ab: `HEAD`") and "**Too few rounds to judge**" in report
     verdicts = (folder / "verdicts.csv").read_text().splitlines()
     assert len(verdicts) == 2 and verdicts[1].endswith(",unclear")
     assert done.stdout.strip().splitlines()[-1] == str(folder)
     assert _worktrees(clone) == 1  # the temporary worktrees were removed
+
+
+def test_the_rounds_alternate_in_the_jobs_own_loop(clone, tmp_path, monkeypatch):
+    """`ab`'s job with 3 rounds a side, each round's process faked (it writes a run folder at
+    once): A B B A A B, each in its side's worktree and folder, numbered within its side, one log
+    each, recorded in env.json in that order."""
+    calls = []
+
+    def one_process(tree, parent, log_path, options):
+        calls.append((parent.name, tree, options))
+        (parent / f"run{len(calls)}").mkdir()
+        log_path.write_text("a fake round\n")
+        return 0
+
+    monkeypatch.setattr(ab, "repository", lambda: clone)
+    monkeypatch.setattr(ab, "_one_process", one_process)
+    cfg = ab.AbConfig(rev_a="HEAD", rev_b="HEAD", rounds=3, run_options=("--device", "cpu"))
+    folder = ab.run(cfg, results_dir=tmp_path, command="test", device="cpu", tag=None)
+    assert [side for side, _, _ in calls] == [*"ABBAAB"]
+    trees = {side: {tree for s, tree, _ in calls if s == side} for side in "AB"}
+    assert all(len(t) == 1 for t in trees.values()) and trees["A"] != trees["B"]
+    assert {options for _, _, options in calls} == {("--device", "cpu")}
+    env = json.loads((folder / "env.json").read_text())
+    assert [(r["side"], r["round"], r["exit"], r["folder"]) for r in env["rounds"]] == [
+        ("A", 1, 0, "A/run1"), ("B", 1, 0, "B/run2"), ("B", 2, 0, "B/run3"),
+        ("A", 2, 0, "A/run4"), ("A", 3, 0, "A/run5"), ("B", 3, 0, "B/run6"),
+    ]  # fmt: skip
+    assert sorted(p.name for p in (folder / "logs").iterdir()) == [
+        f"{i:02d}-{side}.log" for i, side in enumerate("ABBAAB", 1)
+    ]
+    assert _worktrees(clone) == 1
 
 
 @pytest.mark.slow

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,24 +14,18 @@ from tests.benchmarks.conftest import _storage_problem
 from tests.conftest import suite_options
 
 ROOT = Path(__file__).resolve().parent.parent
+SIZES = ["--ampbench-preset", "tiny", "--ampbench-batch-sizes", "8"]
+"""Given, so that the benchmarks' names are the same on a GPU box as on the CPU."""
 
 
-def test_saved_runs_carry_extra_info_and_compare(tmp_path):
-    env = {**os.environ, "PYTHON": sys.executable, "AMPBENCH_BENCH_STORAGE": str(tmp_path)}
-    # The sizes are given, so that the names are the same on a GPU box as on the CPU.
-    args = [
-        "--ampbench-preset",
-        "tiny",
-        "--ampbench-batch-sizes",
-        "8",
-        "--ampbench-modes",
-        "fp32,bf16-amp",
-        "--ampbench-rounds",
-        "2",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-    ]
+@pytest.fixture(scope="module")
+def saves(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A storage with two saves of `./run_bench.sh pytest`, fp32 and bf16-amp, 2 rounds: 0001
+    with foreach Adam, 0002 with fused. Made once: the compare gate's test takes a copy."""
+    storage = tmp_path_factory.mktemp("saves")
+    env = {**os.environ, "PYTHON": sys.executable, "AMPBENCH_BENCH_STORAGE": str(storage)}
+    args = [*SIZES, "--ampbench-modes", "fp32,bf16-amp", "--ampbench-rounds", "2"]
+    args += ["-q", "-p", "no:cacheprovider"]
     for optimizer in ("foreach", "fused"):
         proc = subprocess.run(
             [str(ROOT / "run_bench.sh"), "pytest", *args, "--ampbench-optimizer", optimizer],
@@ -41,7 +36,11 @@ def test_saved_runs_carry_extra_info_and_compare(tmp_path):
             check=False,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    saved = sorted(tmp_path.glob("*/*.json"))
+    return storage
+
+
+def test_saved_runs_carry_extra_info_and_compare(saves):
+    saved = sorted(saves.glob("*/*.json"))
     assert [p.name[:4] for p in saved] == ["0001", "0002"]
     data = json.loads(saved[0].read_text())
     names = {b["name"] for b in data["benchmarks"]}
@@ -72,7 +71,7 @@ def test_saved_runs_carry_extra_info_and_compare(tmp_path):
             sys.executable,
             "-m",
             "pytest_benchmark",
-            f"--storage=file://{tmp_path}",
+            f"--storage=file://{saves}",
             "compare",
             "0001",
             "0002",
@@ -197,15 +196,16 @@ def test_a_read_only_storage_is_refused(tmp_path, monkeypatch):
     assert _storage_problem(f"file://{tmp_path}") is None
 
 
-def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(tmp_path):
+def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(saves, tmp_path):
     # docs/comparing.md's gate: --ampbench-phases step --benchmark-compare-fail=median:3%
-    gate = ["--benchmark-compare=0001", "--benchmark-compare-fail=median:3%"]
-    proc = _pytest(tmp_path, *gate)
+    gate = ["--benchmark-compare=0001", "--benchmark-compare-fail=median:3%", *SIZES]
+    proc = _pytest(tmp_path / "empty", *gate)
     assert proc.returncode == 4, proc.stdout + proc.stderr  # nothing saved to compare with yet
     assert "found none in" in proc.stderr and "passed" not in proc.stdout
-    assert _pytest(tmp_path).returncode == 0
-    # Make the saved run 1000 times faster, so that every benchmark has regressed against it.
-    (saved,) = tmp_path.glob("*/0001_*.json")
+    # A save of every phase (the module's 0001, foreach Adam; the names leave the optimizer
+    # out), made 1000 times faster, so that every benchmark has regressed against it.
+    storage = Path(shutil.copytree(saves, tmp_path / "storage"))
+    (saved,) = storage.glob("*/0001_*.json")
     data = json.loads(saved.read_text())
     for bench in data["benchmarks"]:
         bench["stats"] = {
@@ -214,7 +214,7 @@ def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(tmp_path):
         }
     saved.write_text(json.dumps(data))
     # The documented gate times the step alone, against a save of every phase.
-    proc = _pytest(tmp_path, *gate, "--ampbench-phases", "step")
+    proc = _pytest(storage, *gate, "--ampbench-phases", "step")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "Performance has regressed" in out and "Traceback" not in out

@@ -153,15 +153,28 @@ def _only_folder(parent):
     return folder
 
 
+@pytest.fixture(scope="module")
+def _made_once(tmp_path_factory):
+    parent = tmp_path_factory.mktemp("tiny")
+    assert _run(parent) == 0
+    return _only_folder(parent)
+
+
+@pytest.fixture
+def tiny_folder(_made_once, tmp_path):
+    """A finished `_run` folder (4 cases) of this test's own, to damage or resume: a copy of one
+    run made once for the module, under the same name."""
+    return Path(shutil.copytree(_made_once, tmp_path / _made_once.name))
+
+
 def _one_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
 
 
-def test_resume_at_another_commit_is_refused_unless_forced(tmp_path, capsys, monkeypatch):
-    assert _run(tmp_path) == 0
-    run_dir = _only_folder(tmp_path)
+def test_resume_at_another_commit_is_refused_unless_forced(tiny_folder, capsys, monkeypatch):
+    run_dir = tiny_folder
     lines = (run_dir / results.ROWS).read_text().splitlines()
     (run_dir / results.ROWS).write_text("\n".join(lines[:2]) + "\n")
     capsys.readouterr()
@@ -174,9 +187,8 @@ def test_resume_at_another_commit_is_refused_unless_forced(tmp_path, capsys, mon
     assert forced and forced[0].startswith("commit")
 
 
-def test_a_truncated_last_line_is_repaired_on_resume(tmp_path):
-    assert _run(tmp_path) == 0
-    run_dir = _only_folder(tmp_path)
+def test_a_truncated_last_line_is_repaired_on_resume(tiny_folder):
+    run_dir = tiny_folder
     rows = (run_dir / results.ROWS).read_text().splitlines()
     (run_dir / results.ROWS).write_text("\n".join(rows[:2]) + "\n" + rows[2][:25])
     assert main(["run", "--resume", str(run_dir)]) == 0
@@ -186,9 +198,8 @@ def test_a_truncated_last_line_is_repaired_on_resume(tmp_path):
     assert main(["report", str(run_dir)]) == 0 and main(["headline", str(run_dir)]) == 0
 
 
-def test_a_row_whose_samples_were_never_written_is_run_again(tmp_path, capsys):
-    assert _run(tmp_path) == 0
-    run_dir = _only_folder(tmp_path)
+def test_a_row_whose_samples_were_never_written_is_run_again(tiny_folder, capsys):
+    run_dir = tiny_folder
     samples = (run_dir / results.SAMPLES).read_text().splitlines()
     (run_dir / results.SAMPLES).write_text("\n".join(samples[:-1]) + "\n")
     capsys.readouterr()
@@ -197,9 +208,8 @@ def test_a_row_whose_samples_were_never_written_is_run_again(tmp_path, capsys):
     assert len(results.load_samples(run_dir)["case_id"].unique()) == 4
 
 
-def test_a_folder_being_written_refuses_a_second_process(tmp_path, capsys):
-    assert _run(tmp_path) == 0
-    run_dir = _only_folder(tmp_path)
+def test_a_folder_being_written_refuses_a_second_process(tiny_folder, capsys):
+    run_dir = tiny_folder
     capsys.readouterr()
     with folders.locked(run_dir):
         assert main(["run", "--resume", str(run_dir)]) == 2
@@ -212,13 +222,12 @@ def test_resume_refuses_every_flag_it_does_not_honour(tmp_path, capsys, flag):
     assert f"drop {flag[0]}" in _one_line(capsys.readouterr().err)
 
 
-def test_bad_folders_are_one_line_errors(tmp_path, capsys):
+def test_bad_folders_are_one_line_errors(tiny_folder, tmp_path, capsys):
     afile = tmp_path / "afile"
     afile.write_text("")
     assert _run(afile) == 2
     assert "not a directory" in _one_line(capsys.readouterr().err)
-    assert _run(tmp_path / "r") == 0
-    good = _only_folder(tmp_path / "r")
+    good = tiny_folder
     for damage in ("garbage", "empty", "env"):
         broken = tmp_path / damage
         shutil.copytree(good, broken)
@@ -395,9 +404,8 @@ def test_argv_notes_hide_machine_paths_and_reports_show_commands_that_re_run():
     )
 
 
-def test_more_damage_is_one_line(tmp_path, capsys):
-    assert _run(tmp_path / "r") == 0
-    good = _only_folder(tmp_path / "r")
+def test_more_damage_is_one_line(tiny_folder, tmp_path, capsys):
+    good = tiny_folder
     capsys.readouterr()
     # A recorded grid that no longer makes cases.
     bad_grid = tmp_path / "grid"

@@ -18,7 +18,7 @@ from bench.numerics.measure import config, jobs, tables, training
 from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render import report as render_report
 from bench.numerics.render import study
-from bench.store import folders
+from bench.store import folders, frames
 from bench.workloads.mlp import PRESETS
 from tests.studies import resume_study, start_study
 
@@ -67,18 +67,18 @@ def test_a_study_writes_its_folder(small_study):
     info = json.loads((small_study / "env.json").read_text())
     assert info["command"] == "ampbench test" and info["run_name"] == small_study.name
     assert info["numerics_config"]["lr"] == 3e-4 and "started" in info and "ended" in info
-    steps = pd.read_csv(small_study / "convergence_steps.csv.gz")
+    steps = frames.read_csv(small_study / "convergence_steps.csv.gz")
     assert steps.groupby("mode")["step"].max().to_dict() == {
         "fp16-amp": 29,
         "fp16-amp-noscale": 19,
         "fp32": 19,
     }
-    assert pd.read_csv(small_study / "failed.csv").empty
+    assert frames.read_csv(small_study / "failed.csv").empty
     traces = tables.read(small_study, "traces")
     assert sorted(traces["step"].unique())[:3] == [0, 2, 4]  # trace_every 2 on the CPU
-    summary = pd.read_csv(small_study / "summary.csv")
+    summary = frames.read_csv(small_study / "summary.csv")
     assert set(summary["divergence"]) <= {"none", "blowup", "nonfinite"}
-    assert pd.read_csv(small_study / "census.csv.gz")["loss"].notna().all()
+    assert frames.read_csv(small_study / "census.csv.gz")["loss"].notna().all()
     report = (small_study / "report.md").read_text()
     assert "## 5. Answer" in report and "the loss is float32" in report
     assert "### Traces" in report and "**Divergence**" in report
@@ -107,7 +107,7 @@ def test_old_folders_get_the_columns_from_their_labels(small_study, tmp_path):
     shutil.copytree(small_study, old)
     for name in ("audit", "census", "fp16_fate"):
         path = tables.TABLES[name].path(old)
-        df = pd.read_csv(path)
+        df = frames.read_csv(path)
         path.unlink()  # such a folder kept every table as a plain CSV
         df.drop(columns=[c for c in tables.TENSOR_COLUMNS if c in df.columns]).to_csv(
             old / tables.TABLES[name].file, index=False
@@ -123,7 +123,7 @@ def test_an_unknown_old_label_is_named(small_study, tmp_path):
     old = tmp_path / "old"
     shutil.copytree(small_study, old)
     path = tables.TABLES["audit"].path(old)
-    audit = pd.read_csv(path).drop(columns=list(tables.TENSOR_COLUMNS))
+    audit = frames.read_csv(path).drop(columns=list(tables.TENSOR_COLUMNS))
     path.unlink()
     audit.loc[0, "tensor"] = "a tensor nobody wrote"
     audit.to_csv(old / "audit.csv", index=False)  # an older folder's plain CSV
@@ -256,9 +256,9 @@ def test_a_timing_run_can_run_a_short_study_into_its_folder(tmp_path):
     study.render(folder)
     assert "ended" in json.loads((folder / "env.json").read_text())
     assert "## 5. Answer" in (folder / "report.md").read_text()
-    census = pd.read_csv(folder / "census.csv.gz")
+    census = frames.read_csv(folder / "census.csv.gz")
     assert sorted(census["batch_size"].unique()) == [8, 16] and set(census["step"]) == {0, 100}
-    steps = pd.read_csv(folder / "convergence_steps.csv.gz")
+    steps = frames.read_csv(folder / "convergence_steps.csv.gz")
     assert steps.groupby("mode")["step"].max().to_dict() == {
         "bf16-amp": 199,
         "fp16-amp": 199,
@@ -280,11 +280,11 @@ def test_a_study_whose_census_jobs_all_fail_still_renders(tmp_path, monkeypatch)
     monkeypatch.setattr(training, "census_trajectory", _failing(RuntimeError("boom\ndetails")))
     run_dir = _start(tmp_path, tag="no-census", **FAST)
     assert run_dir.name.endswith("_numerics_no-census")
-    failed = pd.read_csv(run_dir / "failed.csv")
+    failed = frames.read_csv(run_dir / "failed.csv")
     assert failed[["kind", "status", "error"]].values.tolist() == [
         ["census", "error", "RuntimeError: boom"]
     ]
-    assert list(pd.read_csv(run_dir / "census.csv.gz").columns) == list(
+    assert list(frames.read_csv(run_dir / "census.csv.gz").columns) == list(
         tables.TABLES["census"].columns
     )
     report = (run_dir / "report.md").read_text()
@@ -299,10 +299,10 @@ def test_a_study_whose_convergence_jobs_all_fail_still_renders(tmp_path, monkeyp
     oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
     monkeypatch.setattr(training, "convergence", _failing(oom))
     run_dir = _start(tmp_path, **FAST)
-    failed = pd.read_csv(run_dir / "failed.csv")
+    failed = frames.read_csv(run_dir / "failed.csv")
     assert set(failed["kind"]) == {"convergence"} and set(failed["status"]) == {"oom"}
     assert len(failed) == 2
-    assert pd.read_csv(run_dir / "summary.csv").empty
+    assert frames.read_csv(run_dir / "summary.csv").empty
     report = (run_dir / "report.md").read_text()
     assert "No rows: every convergence job failed" in report
     assert "did not train both fp32 and fp16 without a scaler" in report

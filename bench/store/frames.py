@@ -37,15 +37,22 @@ FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 its rows."""
 
 
-_EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
-"""pandas 2's default float parser can read a CSV's shortest decimal one ulp off
-(2.2411623001098637 as 2.241162300109864); pandas 3's default reads it exactly, and deprecates
-the option."""
+def _exact_floats(version: str) -> dict[str, str]:
+    """The `read_csv` option that reads every float exactly in this pandas `version`. Before
+    3.1 the default float parser (the C engine's "high") reads some of the shortest decimals
+    `to_csv` writes one ulp off (2.2411623001098637 as 2.241162300109864), on 2.x and 3.0.x
+    alike; "round_trip" parses them with Python's own converter. From 3.1 every float_precision
+    is that exact converter, and passing the option is deprecated."""
+    major, minor = (int(n) for n in version.split(".")[:2])  # "3.1.0rc0" is 3.1
+    return {"float_precision": "round_trip"} if (major, minor) < (3, 1) else {}
+
+
+_EXACT_FLOATS = _exact_floats(pd.__version__)
 
 
 def read_csv(path: Path | io.StringIO) -> pd.DataFrame:
-    """`pandas.read_csv`, every float read back as the float that was written, on pandas 2 and 3:
-    a table rewritten from its CSV keeps its values."""
+    """`pandas.read_csv`, every float read back as the float that was written, on every pandas
+    2.x and 3.x: a table rewritten from its CSV keeps its values."""
     return pd.read_csv(path, **_EXACT_FLOATS)  # type: ignore[call-overload]
 
 
