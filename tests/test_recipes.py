@@ -258,7 +258,8 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     assert set(t["audit"]["mode"]) >= {"fp32", "bf16-pure"}
     report = (run_dir / "report.md").read_text()
     assert "Modes bf16-pure, bf16-pure-sr were added" in report and "### Update underflow" in report
-    assert "**Do the recipes beyond autocast converge?** `bf16-pure` at batch 16" in report
+    assert "**Do the recipes beyond autocast converge?** On this synthetic task" in report
+    assert "`bf16-pure` at batch 16 ends at" in report
 
     with pytest.raises(Exception, match="already has"):
         resume_study(run_dir, workers=None, force=False, add_modes=("bf16-pure",))
