@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from bench.publish import figures
@@ -250,6 +251,8 @@ def plot(s: dict, path: Path) -> None:
         ax.set_title(f"{title}, mean over seeds")
         ax.set_xlabel("step")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ticker.ScalarFormatter())  # 1.5, not 1.5×10⁰
+        ax.yaxis.set_minor_formatter(ticker.ScalarFormatter())
     if s["target"] is not None:
         held.axhline(s["target"], color="black", linestyle=":", label="target")
     held.legend(fontsize=8)
