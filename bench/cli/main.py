@@ -50,7 +50,9 @@ COMMANDS = {
         check,
     )
 }
-"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`."""
+"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
+`PASSES_ON`, the command whose options it takes besides its own, where it gives them on
+(`args.passed_on`; any other command refuses an option it does not know)."""
 
 
 def build_parser() -> Parser:
@@ -87,14 +89,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(argv: list[str]) -> tuple[int, str, str]:
-    """Parse `argv` and run its command: (exit status, status, error), as `bench.outcome`
+    """Parse `argv` once and run its command: (exit status, status, error), as `bench.outcome`
     records them; what went wrong is also one line on stderr."""
     try:
         argv = with_command(argv)
         if "--debug" not in argv:  # --debug shows the known warnings this leaves out
             quiet.quiet()
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, rest = parser.parse_known_args(argv)
+        if rest and not getattr(COMMANDS[args.command], "PASSES_ON", None):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")  # as parse_args says it
+        args.passed_on = rest  # the options a command gives on (`ab`: each round's `run`)
         args.argv = argv  # what a relaunch repeats
         args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
         with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
