@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from bench.cli import main
-from bench.jobs import ab
+from bench.faults import Interrupted, UsageError
+from bench.jobs import ab, base
 from bench.measure import stats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,6 +86,105 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path, capsys):
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("ampbench: error:") and needle in line, line
     assert not list(tmp_path.iterdir())  # no comparison folder
+
+
+STUB = """
+import json, os, sys
+from pathlib import Path
+
+parent = Path(sys.argv[-1])  # `--results-dir PARENT` ends a round's command line
+
+
+def made():
+    (parent / "run1").mkdir()
+    return str((parent / "run1").resolve())
+
+
+def say(**record):
+    Path(os.environ["AMPBENCH_RESULT_JSON"]).write_text(json.dumps(record))
+
+
+print("ampbench: error: a line that is not how it ended", file=sys.stderr)
+"""
+"""The start of a revision's `python -m bench` that a test's round runs instead of the project's:
+it writes the output the old `ab` scraped, and then what each test's body does."""
+PASSED = "say(folder=made(), status='ok', exit=0, error='')"
+
+
+def _tree(tmp_path: Path, side: str, body: str) -> Path:
+    """A checkout of a revision whose `python -m bench` is `STUB` and `body`."""
+    package = tmp_path / f"tree-{side}" / "bench"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text(STUB + body + "\n")
+    return package.parent
+
+
+def _rounds(tmp_path: Path, body_b: str, *, says_b: bool = True) -> tuple[list[dict], Exception]:
+    """One round of A (which passes) then one of B (`body_b`; `says_b`: whether B's revision
+    writes how its runs ended): env.json's rounds and what ended the comparison (None if
+    nothing)."""
+    cfg = ab.AbConfig(rev_a="main", rev_b="HEAD", rounds=1, commit_a="a" * 40, commit_b="b" * 40)
+    trees = {"A": _tree(tmp_path, "A", PASSED), "B": _tree(tmp_path, "B", body_b)}
+    folder = base.Folder(path=tmp_path / "cmp", info={}, kind="ab")
+    folder.path.mkdir()
+    raised = None
+    try:
+        ab._rounds(cfg, folder, trees, {"A": True, "B": says_b})
+    except (UsageError, Interrupted) as exc:
+        raised = exc
+    return json.loads((folder.path / "env.json").read_text())["rounds"], raised
+
+
+@pytest.mark.parametrize(
+    ("body", "folder_b", "raised", "said"),
+    [
+        (
+            "say(folder=None, status='error', exit=1, error='RuntimeError: boom'); sys.exit(1)",
+            None,
+            UsageError,
+            "B (HEAD, bbbbbbb): its run failed (exit status 1): RuntimeError: boom (log: ",
+        ),
+        (
+            "say(folder=made(), status='failed', exit=1, error=''); sys.exit(1)",
+            "B/run1",
+            UsageError,
+            "B (HEAD, bbbbbbb): no case of the grid passed (log: ",
+        ),
+        (
+            "say(folder=made(), status='interrupted', exit=130, error='x'); sys.exit(130)",
+            "B/run1",
+            Interrupted,
+            "B (HEAD, bbbbbbb) was interrupted (log: ",
+        ),
+        (  # made a folder, said nothing: no listing of B/ finds it
+            "made(); sys.exit(2)",
+            None,
+            UsageError,
+            "B (HEAD, bbbbbbb): its run ended without saying how (exit status 2; its log ends: "
+            "ampbench: error: a line that is not how it ended) (log: ",
+        ),
+    ],
+)
+def test_how_a_round_ended_is_what_it_wrote(body, folder_b, raised, said, tmp_path):
+    rounds, exc = _rounds(tmp_path, body)
+    assert type(exc) is raised and said in str(exc), exc
+    assert [(r["side"], r["folder"]) for r in rounds] == [("A", "A/run1"), ("B", folder_b)]
+    assert str(tmp_path / "cmp" / "logs" / "02-B.log") in str(exc)
+
+
+def test_a_round_that_wrote_its_result_and_exited_0_passes(tmp_path):
+    rounds, exc = _rounds(tmp_path, PASSED)
+    assert exc is None
+    assert [(r["folder"], r["exit"]) for r in rounds] == [("A/run1", 0), ("B/run1", 0)]
+
+
+def test_a_revision_older_than_the_result_file_is_read_by_its_exit_status(tmp_path):
+    rounds, exc = _rounds(tmp_path, "made()", says_b=False)
+    assert exc is None and rounds[1]["folder"] == "B/run1"
+    rounds, exc = _rounds(tmp_path / "again", "made(); sys.exit(2)", says_b=False)
+    assert isinstance(exc, UsageError) and rounds[1]["folder"] == "B/run1"
+    assert "its run failed (exit status 2): ampbench: error: a line that is not how" in str(exc)
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -10,6 +10,7 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 ORDER = [
     "faults",
+    "outcome",
     "quiet",
     "cases",
     "store",

@@ -5,9 +5,10 @@
 of the module that owns the job; the options of a job's settings are made from the fields of its
 config dataclass (`fields`), and `argv` holds what a command line says beyond its values (the
 command env.json records, the options given, the results folder). May import `bench.cases`,
-`bench.faults`, `bench.store.paths` and `bench.numerics.measure.defaults` at module level;
-everything else inside a command. Parsing imports no torch, pandas or matplotlib, so `--help`
-answers at once."""
+`bench.faults`, `bench.outcome`, `bench.store.paths` and `bench.numerics.measure.defaults` at
+module level; everything else inside a command. Parsing imports no torch, pandas or matplotlib,
+so `--help` answers at once. However a command ends, `main` writes how to the file
+AMPBENCH_RESULT_JSON names, if any (`bench.outcome`)."""
 
 from bench.cli.argv import results_dir, with_command
 from bench.cli.main import build_parser, command_line, main, run

@@ -10,31 +10,18 @@ from bench.cli import argv
 from bench.cli import options as o
 
 NAME = "ab"
+PASSES_ON = "run"
+"""Every option that is not ab's own is a run option, given to each round's `run`
+(`bench.cli.main` leaves them to this command in `args.passed_on`)."""
 REFUSED = ("--resume", "--force")
 """Run options that make no sense for a new comparison."""
 
 
-def _own(p: argparse.ArgumentParser) -> None:
-    """ab's own options; every other option is a run option, given to each round's `run`."""
-    p.add_argument(
-        "--rounds",
-        type=o.POSITIVE,
-        default=None,
-        help="fresh processes per revision, alternated A B B A A B ... (default 7, enough for "
-        "Holm's correction across up to 85 cases; each process times the grid once)",
-    )
-    o.add_verdict_settings(p)
-    o.add_statistic(p, default=None)
-    p.add_argument(
-        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
-    )
-    o.add_results_dir(p, "parent of the comparison folder", "the project's runs/, git-ignored")
-    o.add_tag(p)
-
-
 def add(sub: argparse._SubParsersAction) -> None:
+    # No abbreviations: a prefix of one of ab's options would take a run option meant for `run`.
     a = sub.add_parser(
         NAME,
+        allow_abbrev=False,
         help="time two revisions on one grid in alternating fresh processes and compare them",
         description="Check REV_A (the baseline) and REV_B out into temporary git worktrees and "
         "time each in --rounds fresh processes of its own `python -m bench run`, alternated "
@@ -42,25 +29,31 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     a.add_argument("rev_a", metavar="REV_A", help="the baseline: a commit, branch or tag")
     a.add_argument("rev_b", metavar="REV_B", help="the candidate")
-    _own(a)
     a.add_argument(
-        "run_options", nargs=argparse.REMAINDER, metavar="RUN_OPTIONS", help="`run`'s options"
+        "--rounds",
+        type=o.POSITIVE,
+        default=None,
+        help="fresh processes per revision, alternated A B B A A B ... (default 7, enough for "
+        "Holm's correction across up to 85 cases; each process times the grid once)",
     )
+    o.add_verdict_settings(a)
+    o.add_statistic(a, default=None)
+    a.add_argument(
+        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
+    )
+    o.add_results_dir(a, "parent of the comparison folder", "the project's runs/, git-ignored")
+    o.add_tag(a)
 
 
 def command(args: argparse.Namespace) -> int:
     from bench.faults import UsageError
 
-    own = o.Parser(prog="ampbench ab", add_help=False, allow_abbrev=False)
-    _own(own)
-    given, run_options = own.parse_known_args(args.run_options)  # ab's options after the revisions
-    for key, value in vars(given).items():
-        if value not in (None, False):
-            setattr(args, key, value)
+    run_options = args.passed_on
     refused = [t for t in run_options if t.split("=")[0] in REFUSED]
     if refused:
         raise UsageError(f"ab makes new runs; drop {refused[0].split('=')[0]}")
-    run_args = args.parser.parse_args(["run", *run_options])  # bad run options: one line here
+    # The rounds' own command line, checked with `run`'s options: bad ones are one line here.
+    run_args = args.parser.parse_args(["run", *run_options])
     from bench.jobs import ab as job
 
     chosen = ("rounds", "statistic", "min_effect", "confidence")

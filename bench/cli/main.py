@@ -7,7 +7,7 @@ import signal
 import sys
 from typing import NoReturn
 
-from bench import quiet
+from bench import outcome, quiet
 from bench.cli import (
     ab,
     check,
@@ -50,7 +50,9 @@ COMMANDS = {
         check,
     )
 }
-"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`."""
+"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
+`PASSES_ON`, the command whose options it takes besides its own, where it gives them on
+(`args.passed_on`; any other command refuses an option it does not know)."""
 
 
 def build_parser() -> Parser:
@@ -71,31 +73,48 @@ def main(argv: list[str] | None = None) -> int:
     """`ampbench ARGV`: the exit status (0; 1 when a run, study or check found a failure; 2 for bad
     input, a setting a config refused among them (`options.settings`); 130 when interrupted,
     143 when stopped by SIGTERM, which ends a job as Ctrl-C does). Known warnings of other
-    packages are left out unless AMPBENCH_DEBUG=1 (`bench.quiet`)."""
+    packages are left out unless AMPBENCH_DEBUG=1 (`bench.quiet`). How it ended is written to
+    the file AMPBENCH_RESULT_JSON names, if any (`bench.outcome`)."""
     previous = stop_on_sigterm()
     try:
-        argv = with_command(sys.argv[1:] if argv is None else argv)
-        if "--debug" not in argv:  # --debug shows the known warnings this leaves out
-            quiet.quiet()
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        args.argv = argv  # what a relaunch repeats
-        args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
-        with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
-            return COMMANDS[args.command].command(args)
-    except UsageError as exc:
-        print(f"ampbench: error: {exc}", file=sys.stderr)
-        return 2
-    except Interrupted as exc:
-        print(f"ampbench: {exc}", file=sys.stderr)
-        return exc.status
-    except KeyboardInterrupt as exc:
-        how, status = how_stopped(exc)
-        print(f"ampbench: {how}; every finished part is kept in its folder", file=sys.stderr)
-        return status
+        code, status, error = _command(sys.argv[1:] if argv is None else argv)
+    except BaseException as exc:  # a bug, or a SystemExit: it ends the process as it would have
+        outcome.write(*outcome.ended_by(exc))
+        raise
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+    outcome.write(code, status, error)
+    return code
+
+
+def _command(argv: list[str]) -> tuple[int, str, str]:
+    """Parse `argv` once and run its command: (exit status, status, error), as `bench.outcome`
+    records them; what went wrong is also one line on stderr."""
+    try:
+        argv = with_command(argv)
+        if "--debug" not in argv:  # --debug shows the known warnings this leaves out
+            quiet.quiet()
+        parser = build_parser()
+        args, rest = parser.parse_known_args(argv)
+        if rest and not getattr(COMMANDS[args.command], "PASSES_ON", None):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")  # as parse_args says it
+        args.passed_on = rest  # the options a command gives on (`ab`: each round's `run`)
+        args.argv = argv  # what a relaunch repeats
+        args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
+        with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
+            code = COMMANDS[args.command].command(args)
+        return code, outcome.status_of(code), ""
+    except UsageError as exc:
+        print(f"ampbench: error: {exc}", file=sys.stderr)
+        return 2, "usage", str(exc)
+    except Interrupted as exc:
+        print(f"ampbench: {exc}", file=sys.stderr)
+        return exc.status, "interrupted", str(exc)
+    except KeyboardInterrupt as exc:
+        how, status = how_stopped(exc)
+        print(f"ampbench: {how}; every finished part is kept in its folder", file=sys.stderr)
+        return status, "interrupted", how
 
 
 def command_line(argv: list[str] | None = None) -> str:

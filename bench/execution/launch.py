@@ -28,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import outcome
 from bench.faults import TRACEBACK_TEXT, UsageError
 from bench.store import errors, results
 
@@ -187,10 +188,12 @@ def launch(
     """Run `python -m bench ARGV` on `nproc` ranks through torchrun until the run finishes or a
     launch adds no row; returns the exit status of the last launch. `keep`: options carried to a
     relaunch (with `run --resume FOLDER --gpus N`). `worker`: what torchrun runs instead of
-    `-m bench` (the tests run a script that injects faults)."""
+    `-m bench` (the tests run a script that injects faults). The ranks' folder is this
+    process's, for `bench.outcome`: the ranks do not write its file, this process does."""
     fd, run_file = tempfile.mkstemp(prefix="ampbench-run-")
     os.close(fd)
-    env = {**os.environ, RUN_DIR_VAR: run_file}
+    env = {k: v for k, v in os.environ.items() if k != outcome.RESULT_VAR}
+    env[RUN_DIR_VAR] = run_file
     args = list(argv)
     rows_before = -1
     try:
@@ -206,6 +209,8 @@ def launch(
             ]
             code = _run(command, env)
             text = Path(run_file).read_text().strip()
+            if text:
+                outcome.note_folder(Path(text))
             if code == 0 and text and not _passed(Path(text)):
                 # Rank 0 exits 0 when a finished run passed no case (`bench.cli.run`): a rank's
                 # status 1 would make torchrun print a traceback after the report's last line.
@@ -232,6 +237,7 @@ def launch(
         # so it must not become a row when the run is resumed; `--resume` measures it again.
         text = Path(run_file).read_text().strip()
         if text:
+            outcome.note_folder(Path(text))
             clear_inflight(Path(text))
         raise
     finally:

@@ -14,6 +14,11 @@ would read as a change of the code. env.json records the order and each round as
 Layout of the folder: env.json (`ab_config`: revisions, commits, rounds, run options, order),
 `A/` and `B/` (one run folder per round), `logs/` (each process's output). The verdicts,
 report.md and verdicts.csv come from `bench.publish.ab`, after the job.
+
+What a round made and how it ended ab reads from the small JSON file the round's command line
+writes where AMPBENCH_RESULT_JSON says (`bench.outcome`: its folder, its status, its exit status,
+one line of error), not from its output or a listing of `A/` and `B/`; its output goes to its
+log, for people. A revision older than that file says only its exit status (`_older`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench import outcome
 from bench.faults import Interrupted, UsageError
 from bench.jobs import base
 from bench.measure import stats
@@ -151,15 +157,25 @@ def worktrees(repo: Path, commits: dict[str, str]) -> Iterator[dict[str, Path]]:
         _git(repo, "worktree", "prune")
 
 
-def _child_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in CHILD_ENV_DROPPED}
+def _child_env(result: Path | None = None) -> dict[str, str]:
+    """This environment for a child, with `result` as the file it writes how it ended to (none
+    where not given: not the file this process was given)."""
+    dropped = (*CHILD_ENV_DROPPED, outcome.RESULT_VAR)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env[paths.CWD_VAR] = os.environ.get(paths.CWD_VAR) or os.getcwd()
+    if result is not None:
+        env[outcome.RESULT_VAR] = str(result)
     return env
 
 
-def check_imports(tree: Path, label: str) -> None:
-    """The revision's command line imports with this Python (its code, from its worktree)."""
-    probe = "import bench, bench.cli.main, pathlib, sys; print(pathlib.Path(bench.__file__))"
+def check_imports(tree: Path, label: str) -> bool:
+    """The revision's command line imports with this Python (its code, from its worktree).
+    Returns whether its runs say how they ended (`bench.outcome`), which older ones do not."""
+    probe = (
+        "import bench, bench.cli.main, importlib.util, pathlib; "
+        "print(importlib.util.find_spec('bench.outcome') is not None); "
+        "print(pathlib.Path(bench.__file__))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=tree,
@@ -172,9 +188,11 @@ def check_imports(tree: Path, label: str) -> None:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise UsageError(f"{label} does not import: {last}")
-    found = Path(done.stdout.strip().splitlines()[-1]).resolve()
+    *_, says, found = done.stdout.strip().splitlines()
+    found = Path(found).resolve()
     if tree.resolve() not in found.parents:  # an installed copy would be measured instead
         raise UsageError(f"{label}: `import bench` finds {found}, not the revision's code")
+    return says == "True"
 
 
 def _label(cfg: AbConfig, side: str) -> str:
@@ -191,8 +209,7 @@ def run(cfg: AbConfig, *, results_dir: Path, command: str, device: str, tag: str
     cfg = AbConfig(**{**asdict(cfg), "commit_a": commits["A"], "commit_b": commits["B"]})
     folders.check_parent(results_dir)
     with worktrees(repo, commits) as trees:
-        for side, tree in trees.items():
-            check_imports(tree, _label(cfg, side))
+        says = {side: check_imports(tree, _label(cfg, side)) for side, tree in trees.items()}
         label = f"{commits['A'][:7]}_vs_{commits['B'][:7]}"
         with base.new_folder(
             results_dir,
@@ -204,54 +221,69 @@ def run(cfg: AbConfig, *, results_dir: Path, command: str, device: str, tag: str
             suffix=folders.tagged("_ab", tag),
         ) as folder:
             log(f"comparison folder {folder.path}")
-            _rounds(cfg, folder, trees)
+            _rounds(cfg, folder, trees, says)
             folder.finish()
     return folder.path
 
 
-def _rounds(cfg: AbConfig, folder: base.Folder, trees: dict[str, Path]) -> None:
+def _rounds(
+    cfg: AbConfig, folder: base.Folder, trees: dict[str, Path], says: dict[str, bool]
+) -> None:
+    """Every round in order, each recorded in env.json as it ends; the first that did not end
+    well ends the comparison (`_failed`). `says`: whether each side's runs write how they ended
+    (`check_imports`)."""
     sequence = order(cfg.rounds)
     (folder.path / LOGS).mkdir()
     done: list[dict] = folder.info.setdefault("rounds", [])
     seen = dict.fromkeys(SIDES, 0)
     start = time.monotonic()
-    for i, side in enumerate(sequence, 1):
-        seen[side] += 1
-        parent = folder.path / side
-        parent.mkdir(exist_ok=True)
-        before = set(parent.iterdir())
-        log_path = folder.path / LOGS / f"{i:02d}-{side}.log"
-        log(
-            f"[{i}/{len(sequence)}] {_label(cfg, side)}, round {seen[side]} of {cfg.rounds} "
-            f"(elapsed {time.monotonic() - start:.0f} s)"
-        )
-        began = folders.iso()
-        code = _one_process(trees[side], parent, log_path, cfg.run_options)
-        made = sorted(set(parent.iterdir()) - before)
-        done.append(
-            {
-                "process": i,
-                "side": side,
-                "round": seen[side],
-                "folder": f"{side}/{made[0].name}" if made else None,
-                "started": began,
-                "ended": folders.iso(),
-                "exit": code,
-            }
-        )
-        folder.save()
-        if code != 0:
-            _failed(cfg, side, code, log_path)
+    with tempfile.TemporaryDirectory(prefix="ampbench-ab-results-") as tmp:
+        for i, side in enumerate(sequence, 1):
+            seen[side] += 1
+            parent = folder.path / side
+            parent.mkdir(exist_ok=True)
+            log_path = folder.path / LOGS / f"{i:02d}-{side}.log"
+            log(
+                f"[{i}/{len(sequence)}] {_label(cfg, side)}, round {seen[side]} of {cfg.rounds} "
+                f"(elapsed {time.monotonic() - start:.0f} s)"
+            )
+            began = folders.iso()
+            result = Path(tmp) / f"{i:02d}-{side}.json"
+            listed = None if says[side] else set(parent.iterdir())  # for `_older` only
+            code = _one_process(trees[side], parent, log_path, cfg.run_options, result)
+            ended = outcome.read(result) if listed is None else _older(parent, listed, code)
+            made = Path(ended.folder).name if ended.folder else None
+            done.append(
+                {
+                    "process": i,
+                    "side": side,
+                    "round": seen[side],
+                    "folder": f"{side}/{made}" if made else None,
+                    "started": began,
+                    "ended": folders.iso(),
+                    "exit": code,
+                }
+            )
+            folder.save()
+            if ended.status != "ok" or made is None:
+                _failed(_label(cfg, side), ended, code, log_path)
 
 
-def _one_process(tree: Path, parent: Path, log_path: Path, options: tuple[str, ...]) -> int:
+def _one_process(
+    tree: Path, parent: Path, log_path: Path, options: tuple[str, ...], result: Path
+) -> int:
     # Only options every revision's `run` has had: an older commit compares as well as a new one
-    # (env.json records which round each folder is).
+    # (env.json records which round each folder is). How it ended it writes to `result`.
     argv = [sys.executable, "-m", "bench", "run", *options, "--results-dir", str(parent)]
     with log_path.open("w") as out:
         try:
             return subprocess.run(
-                argv, cwd=tree, env=_child_env(), stdout=out, stderr=subprocess.STDOUT, check=False
+                argv,
+                cwd=tree,
+                env=_child_env(result),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
             ).returncode
         except KeyboardInterrupt:
             raise Interrupted(
@@ -259,14 +291,31 @@ def _one_process(tree: Path, parent: Path, log_path: Path, options: tuple[str, .
             ) from None
 
 
-def _failed(cfg: AbConfig, side: str, code: int, log_path: Path) -> None:
-    """One line for a round that did not end well, naming the revision and its log."""
-    lines = log_path.read_text(errors="replace").strip().splitlines()
-    errors = [ln for ln in lines if ln.startswith("ampbench: error:")]
-    said = errors[-1].removeprefix("ampbench: error: ") if errors else (lines or ["no output"])[-1]
+def _older(parent: Path, before: set[Path], code: int) -> outcome.Outcome:
+    """A round of a revision older than `bench.outcome`, which says only its exit status: its
+    folder is the one it added to `parent` (each round's process is the only writer there)."""
+    made = sorted(set(parent.iterdir()) - before)
+    return outcome.Outcome(
+        folder=str(made[0]) if made else None, status=outcome.status_of(code), exit=code
+    )
+
+
+def _failed(label: str, ended: outcome.Outcome, code: int, log_path: Path) -> None:
+    """One line for a round that did not end well, from how it said it ended, naming the
+    revision (`label`) and its log; the log's last line where the round said nothing more."""
     where = f"(log: {log_path})"
-    if code == 130:
-        raise Interrupted(f"{_label(cfg, side)} was interrupted {where}")
-    if code == 1:
-        raise UsageError(f"{_label(cfg, side)}: no case of the grid passed {where}")
-    raise UsageError(f"{_label(cfg, side)}: its run failed (exit status {code}): {said} {where}")
+    if ended.status == "interrupted":
+        raise Interrupted(f"{label} was interrupted {where}")
+    if ended.status == "failed":
+        raise UsageError(f"{label}: no case of the grid passed {where}")
+    lines = log_path.read_text(errors="replace").strip().splitlines()
+    last = (lines or ["no output"])[-1]
+    if ended.status is None:
+        raise UsageError(
+            f"{label}: its run ended without saying how (exit status {code}; its log ends: "
+            f"{last}) {where}"
+        )
+    if ended.status == "ok":
+        raise UsageError(f"{label}: its run named no run folder {where}")
+    said = ended.error or last
+    raise UsageError(f"{label}: its run failed (exit status {ended.exit}): {said} {where}")

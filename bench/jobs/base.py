@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import outcome
 from bench.faults import UsageError
 from bench.store import folders, results, schema
 
@@ -68,7 +69,8 @@ def new_folder(
     `bench.store.schema.KINDS`), with env.json written (this machine, the start time, the
     command, the settings, the schema version and the kind), locked while the caller writes.
     Its name is the start time, the GPU, then `label` where given (a comparison of two commits
-    names both), else this checkout's short commit, then `suffix`."""
+    names both), else this checkout's short commit, then `suffix`. The folder is noted for the
+    process that started this one, if it asked (`bench.outcome`)."""
     folders.check_parent(results_dir)  # before anything is measured or collected
     info = schema.stamp(_machine(device), kind)
     now = folders.utc_now()
@@ -80,6 +82,7 @@ def new_folder(
     info["run_name"] = path.name
     folder = Folder(path=path, info=info, kind=kind, here=dict(info))
     folder.save()
+    outcome.note_folder(path)
     with folders.locked(path):
         yield folder
 
@@ -97,7 +100,7 @@ def resumed_folder(
     anything in it changes (`bench.store.folders.reopen`): it exists, is of this kind, was made
     by the same code on the same kind of machine (unless `force`; `allow` names what may
     differ), and, with `refuse_finished`, has not ended. The resumption is recorded in `info`
-    (written by the caller's first `save`)."""
+    (written by the caller's first `save`). The folder is noted as `new_folder` notes it."""
     import torch  # the machine this resumes on: a CUDA folder needs a GPU here
 
     folders.require_dir(run_dir)
@@ -110,4 +113,5 @@ def resumed_folder(
         info = folders.reopen(run_dir, kind=kind, here=here, force=force, allow=allow)
         if refuse_finished and "ended" in info:
             raise UsageError(f"--resume {run_dir}: it is complete; `report` re-renders it")
+        outcome.note_folder(run_dir)
         yield Folder(path=run_dir, info=info, kind=kind, here=here)
