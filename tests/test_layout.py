@@ -216,3 +216,32 @@ def test_modules_stay_readable(path):
     lines = len(path.read_text().splitlines())
     limit = 100 if path.parent.name == "cli" and path.stem in COMMANDS else 400
     assert lines <= limit, f"{path.relative_to(BENCH)}: {lines} lines (at most {limit})"
+
+
+LONGEST_FUNCTION = 80
+"""The most lines a function may span (from `def` to its last line, decorators excluded) where
+functions do one thing each: measuring, the case and its axes, and the timing report."""
+
+SHORT_FUNCTIONS = [BENCH / "measure", BENCH / "cases", BENCH / "publish" / "report.py"]
+
+
+def _long_functions(path: Path) -> list[str]:
+    """The functions (methods and nested ones too) of `path` over `LONGEST_FUNCTION` lines."""
+    return [
+        f"{node.name} (line {node.lineno}): {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION
+    ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p for root in SHORT_FUNCTIONS for p in ([root] if root.is_file() else root.rglob("*.py"))
+    ),
+    ids=lambda p: str(p.relative_to(BENCH)),
+)
+def test_functions_do_one_thing(path):
+    long = _long_functions(path)
+    assert not long, f"{path.relative_to(BENCH)}: over {LONGEST_FUNCTION} lines: {long}"

@@ -14,8 +14,12 @@ from __future__ import annotations
 import functools
 import gc
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import torch
+from torch import nn
 
 from bench.cases.case import Case
 from bench.execution import parallel, variants
@@ -23,7 +27,13 @@ from bench.execution.distributed import World
 from bench.execution.variants import VARIANTS, unsupported_reason
 from bench.faults import fault
 from bench.measure import memory
-from bench.measure.roofline import cast_columns, comm_floor_columns, floor_columns, step_work
+from bench.measure.roofline import (
+    Work,
+    cast_columns,
+    comm_floor_columns,
+    floor_columns,
+    step_work,
+)
 from bench.measure.stats import is_noisy, phase_columns, summarize
 from bench.measure.timing import clock_for, time_phases, time_repeats
 from bench.recipes import fp8
@@ -56,26 +66,54 @@ PHASES = tuple(results.PHASES)
 PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
 
 
-def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float]) -> dict:
+@dataclass(frozen=True)
+class Floor:
+    """What the figures derived from a case's samples divide by: its counted work, its global
+    batch and its floors, as its row's columns hold them (`of`)."""
+
+    gflop: float
+    """Forward plus backward matmul work of one rank's batch, in GFLOP."""
+    global_batch_size: int
+    floor_ms: float
+    """The whole step's floor, its collectives' included."""
+    phase_floor_ms: dict[str, float]
+    """Each phase's floor (`<phase>_floor_ms`), for the phases the row has one for."""
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Floor:
+        """The floor a row's columns state: a row being measured, or one a round kept
+        (`rederive`)."""
+        return cls(
+            gflop=row["fwd_gflop"] + row["bwd_gflop"],
+            global_batch_size=row["global_batch_size"],
+            floor_ms=row["floor_ms"],
+            phase_floor_ms={p: row[f"{p}_floor_ms"] for p in PHASES if f"{p}_floor_ms" in row},
+        )
+
+
+def _derived_columns(
+    case: Case, samples: dict[str, list[float]], floor: Floor
+) -> dict[str, object]:
     """Statistics of the samples and the figures derived from them. A phase the variant fused
     away (no samples of its own) gets no columns: it was not measured. `tflops` is per GPU: the
     matmul work of one rank's batch over the step."""
-    row: dict[str, object] = phase_columns(samples)
-    total_ms = row["total_ms"]
-    gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
-    row["samples_per_s"] = floor["global_batch_size"] / (total_ms * 1e-3)
+    columns: dict[str, object] = phase_columns(samples)
+    total_ms = columns["total_ms"]
+    columns["samples_per_s"] = floor.global_batch_size / (total_ms * 1e-3)
     workload = case.workload
     if workload.unit == "tokens":  # a sample of a token workload is a sequence of them
-        row["tokens_per_s"] = row["samples_per_s"] * workload.per_sample(case.size)
-    row["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
-    row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
-    row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
+        columns["tokens_per_s"] = columns["samples_per_s"] * workload.per_sample(case.size)
+    columns["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
+    columns["tflops"] = floor.gflop / total_ms  # GFLOP per ms is TFLOP per s
+    columns["pct_of_floor"] = floor.floor_ms / total_ms * 100
     for phase in PHASES:
         if phase in samples:
-            row[f"{phase}_pct_of_floor"] = floor[f"{phase}_floor_ms"] / row[f"{phase}_ms"] * 100
-            row[f"{phase}_share"] = row[f"{phase}_ms"] / total_ms
-    row["noisy"] = is_noisy(samples["total"])
-    return row
+            columns[f"{phase}_pct_of_floor"] = (
+                floor.phase_floor_ms[phase] / columns[f"{phase}_ms"] * 100
+            )
+            columns[f"{phase}_share"] = columns[f"{phase}_ms"] / total_ms
+    columns["noisy"] = is_noisy(samples["total"])
+    return columns
 
 
 def _matmul_ceilings(
@@ -100,16 +138,46 @@ def run_case(
     """Measure one case on this rank; returns its flat row and its raw per-phase samples (empty
     on a fault): `case.repeats` timed windows of `case.steps` samples each, one after another. A
     distributed case also times a window without gradient synchronization, whose samples come
-    back under `nosync_<phase>`."""
+    back under `nosync_<phase>`.
+
+    The row is put together here alone, from the columns each step below returns; a case that
+    cannot go on ends with the columns it has so far and its status."""
     world = world or World.single(case.device)
     mode = MODES[case.mode]
-    variant = VARIANTS[case.variant]
-    par = parallel.PARALLELS[case.parallel]
     # A workload that cannot be built here (a package it needs is missing) has no plan, no
     # counted work and no floors: its row is its reason alone.
     missing = case.workload.unsupported_reason() is not None
     plan = {} if missing else mode.fp8_plan(case.workload, case.size)
-    row: Row = {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
+    row = _case_columns(case, mode, plan, world, ceilings)
+    if missing:
+        return {**row, "status": "unsupported", "error": unsupported_reason(case)}, {}
+    try:
+        work = step_work(case.workload, case.size, case.batch_size, case.device)
+    except Exception as exc:  # a user's model that cannot run even to be counted: a row
+        return {**row, **fault(exc)}, {}
+    row |= _floors(case, mode, plan, work, world, ceilings)
+    with mode.context(case.device):
+        row |= tf32_flags()  # as the step's phases set them
+    reason = unsupported_reason(case) or parallel.unsupported_reason(
+        case.parallel, variant=case.variant, world_size=world.size
+    )
+    if reason is not None:
+        return {**row, "status": "unsupported", "error": reason}, {}
+    if parallel.PARALLELS[case.parallel].distributed:
+        comm = parallel.collective_bytes(work.num_params, case.parallel, mode)
+        row |= comm_floor_columns(comm, world.size, ceilings)
+        row["floor_ms"] += row["comm_floor_ms"]  # the step's floor: its phases' and collectives'
+    measured, samples = _measure(case, mode, world, Floor.of(row))
+    return {**row, **measured}, samples
+
+
+def _case_columns(
+    case: Case, mode: Mode, plan: dict[str, str], world: World, ceilings: dict[str, float]
+) -> Row:
+    """The columns every row has, an unsupported or failed one's too: the case's axes, its
+    status (`ok` until something says otherwise), where it ran, the recipe as it runs and the
+    ceilings its floors are built on."""
+    return {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
         "case_id": case.case_id,
         **case.axes(),
         "status": "ok",
@@ -128,118 +196,159 @@ def run_case(
         "optimizer_impl": mode.optimizer_name(case.optimizer),
         "fp8_linears": fp8.describe(plan),
     }
-    if missing:
-        row.update(status="unsupported", error=unsupported_reason(case))
-        return row, {}
-    try:
-        work = step_work(case.workload, case.size, case.batch_size, case.device)
-    except Exception as exc:  # a user's model that cannot run even to be counted: a row
-        row.update(fault(exc))
-        return row, {}
+
+
+def _floors(
+    case: Case,
+    mode: Mode,
+    plan: dict[str, str],
+    work: Work,
+    world: World,
+    ceilings: dict[str, float],
+) -> dict[str, object]:
+    """The step's counted work and the floor each phase has on the measured ceilings (matmuls
+    at their dtype's, float8's for the Linears the recipe converted; the optimizer and the
+    casts at the copy bandwidth). FSDP shards the optimizer's bytes over the ranks."""
     matmul_tflops, linear_tflops = _matmul_ceilings(mode, plan, ceilings)
-    row.update(
-        floor_columns(
-            work,
-            matmul_tflops=matmul_tflops,
-            linear_tflops=linear_tflops,
-            scale_loss=mode.scale_loss,
-            copy_gbps=ceilings["copy_gbps"],
-            param_bytes=mode.param_bytes,
-            shards=world.size if par.kind == "fsdp" else 1,
-        )
+    columns = floor_columns(
+        work,
+        matmul_tflops=matmul_tflops,
+        linear_tflops=linear_tflops,
+        scale_loss=mode.scale_loss,
+        copy_gbps=ceilings["copy_gbps"],
+        param_bytes=mode.param_bytes,
+        shards=world.size if parallel.PARALLELS[case.parallel].kind == "fsdp" else 1,
     )
-    row.update(cast_columns(work, mode, ceilings["copy_gbps"]))
-    with mode.context(case.device):
-        row.update(tf32_flags())  # as the step's phases set them
-    reason = unsupported_reason(case) or parallel.unsupported_reason(
-        case.parallel, variant=case.variant, world_size=world.size
-    )
-    if par.distributed and reason is None:
-        comm = parallel.collective_bytes(work.num_params, case.parallel, mode)
-        row.update(comm_floor_columns(comm, world.size, ceilings))
-        row["floor_ms"] += row["comm_floor_ms"]
-    if reason is not None:
-        row.update(status="unsupported", error=reason)
-        return row, {}
-    samples: dict[str, list[float]] = {}
-    s: TrainState | None = None
-    prepared: variants.Prepared | None = None
+    return {**columns, **cast_columns(work, mode, ceilings["copy_gbps"])}
+
+
+def _measure(
+    case: Case, mode: Mode, world: World, floor: Floor
+) -> tuple[dict[str, object], dict[str, list[float]]]:
+    """Build the case and measure it: memory in an eager pass, then the timed windows, the
+    figures derived from them, what the losses say and, for a distributed case, the window
+    without gradient synchronization. Returns the measured columns and the samples; a fault
+    is columns with its status (and no samples). Whatever the case held is freed before this
+    returns, so the next case starts from what this one found."""
+    variant = VARIANTS[case.variant]
     cuda = case.device == "cuda"
     # Memory still allocated before the case is built (by the caller, or left by an earlier case)
     # is not the case's: it is recorded, and taken out of the case's allocated peaks.
     residue = torch.cuda.memory_allocated() / memory.GIB if cuda else math.nan
-    row["residue_gib"] = residue
-    wrap = (
-        functools.partial(
-            parallel.wrap,
-            parallel=case.parallel,
-            group=world.data,
-            device=case.device,
-            blocks=lambda model: case.workload.blocks_of(model, case.size),
-        )
-        if par.distributed
-        else None
-    )
+    columns: dict[str, object] = {"residue_gib": residue}
+    samples: dict[str, list[float]] = {}
+    s: TrainState | None = None
+    prepared: variants.Prepared | None = None
     try:
-        s = build(case, capturable=variant.capture, wrap=wrap)
-        # Memory first, in an eager pass of its own: it syncs between phases.
-        row.update(memory.measure(s))
+        s = build(case, capturable=variant.capture, wrap=_wrapper(case, world))
+        # Memory first, in an eager pass of its own: it syncs between phases. The peak counters
+        # start again after it, for a variant's own peak (`_peaks`).
+        eager_memory = memory.measure(s)
+        columns |= eager_memory
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         prepared = variants.prepare(s)
-        row["prepare_s"] = prepared.prepare_s
-        row["eager_parts"] = prepared.eager_parts
-        graphs_before = prepared.compiled_graphs()
-        windows = time_repeats(
-            prepared.phases,
-            warmup=case.warmup,
-            steps=case.steps,
-            repeats=case.repeats,
-            clock=clock_for(case.device),
-        )
-        # The row's statistics are over every step of every window, one window after another;
-        # `repeat_windows` splits them back, `case.steps` at a time.
-        samples = {name: [ms for w in windows for ms in w[name]] for name in windows[0]}
-        row["recompiled"] = prepared.compiled_graphs() != graphs_before
-        if variant.name != "eager":
-            # The eager pass's phase peaks say nothing of this variant: its own peak is the
-            # highest allocation over compiling (or capturing) and the timed window.
-            row.update(dict.fromkeys(PEAK_PHASE_COLUMNS, math.nan))
-            if cuda:
-                row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / memory.GIB
-                row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / memory.GIB
-        if cuda:
-            for key in ("peak_alloc_gib", *PEAK_PHASE_COLUMNS):
-                row[key] -= residue
-        row.update(_derived(case, samples, row))
-        # After the window: reading values back syncs, which is fine now.
-        losses = prepared.losses
-        loss_values = torch.stack(losses).float()
-        row["final_loss"] = loss_values[-1].item()
-        row["grad_scale"] = s.scaler.get_scale() if mode.scale_loss else None
-        if not torch.isfinite(loss_values).all().item():
-            n_bad = int((~torch.isfinite(loss_values)).sum().item())
-            row["status"] = "nonfinite"
-            row["error"] = f"{n_bad} of {len(losses)} losses were not finite"
-        if row["recompiled"] and row["status"] == "ok":
-            row["error"] = "recompiled during the timed window"
-        if par.distributed:
-            samples.update(_without_sync(s, prepared, row))
+        columns |= {"prepare_s": prepared.prepare_s, "eager_parts": prepared.eager_parts}
+        samples, recompiled = _timed_windows(case, prepared)
+        columns["recompiled"] = recompiled
+        columns |= _peaks(case, eager_memory, residue)
+        derived = _derived_columns(case, samples, floor)
+        columns |= derived
+        scaler = s.scaler if mode.scale_loss else None
+        columns |= _loss_columns(prepared.losses, scaler, recompiled=recompiled)
+        if parallel.PARALLELS[case.parallel].distributed:
+            synced_ms = derived["fwd_ms"] + derived["bwd_ms"]
+            nosync_columns, nosync = _without_sync(s, prepared, synced_ms)
+            columns |= nosync_columns
+            samples |= nosync
     except Exception as exc:  # a fault is recorded as a row; the suite goes on
-        row.update(fault(exc))
+        columns |= fault(exc)
     finally:
         s = prepared = None
         free_device_memory(compiled=variant.compile_mode is not None)
-    return row, samples
+    return columns, samples
 
 
-def _without_sync(s: TrainState, prepared: variants.Prepared, row: dict) -> dict:
+def _wrapper(case: Case, world: World) -> Callable[[nn.Module, Mode], nn.Module] | None:
+    """How `build` wraps the model for the case's parallelism (DDP, or FSDP2 over the
+    workload's blocks, on the run's data group); None for a case each rank trains alone."""
+    if not parallel.PARALLELS[case.parallel].distributed:
+        return None
+    return functools.partial(
+        parallel.wrap,
+        parallel=case.parallel,
+        group=world.data,
+        device=case.device,
+        blocks=lambda model: case.workload.blocks_of(model, case.size),
+    )
+
+
+def _timed_windows(case: Case, prepared: variants.Prepared) -> tuple[dict[str, list[float]], bool]:
+    """The samples of `case.repeats` timed windows, and whether the variant compiled a graph
+    while they ran (a recompilation would be timed with them)."""
+    graphs_before = prepared.compiled_graphs()
+    windows = time_repeats(
+        prepared.phases,
+        warmup=case.warmup,
+        steps=case.steps,
+        repeats=case.repeats,
+        clock=clock_for(case.device),
+    )
+    # The row's statistics are over every step of every window, one window after another;
+    # `repeat_windows` splits them back, `case.steps` at a time.
+    samples = {name: [ms for w in windows for ms in w[name]] for name in windows[0]}
+    return samples, prepared.compiled_graphs() != graphs_before
+
+
+def _peaks(case: Case, eager_memory: dict[str, object], residue: float) -> dict[str, float]:
+    """The case's own peaks, read after the timed window, from the eager pass's memory columns
+    (`bench.measure.memory`). The eager pass's phase peaks say nothing of another variant: its
+    own peak is the highest allocation over compiling (or capturing) and the timed window. On
+    CUDA, memory the case found allocated (`residue`) is taken out of the allocated peaks."""
+    cuda = case.device == "cuda"
+    peaks: dict[str, float] = {}
+    if case.variant != "eager":
+        peaks |= dict.fromkeys(PEAK_PHASE_COLUMNS, math.nan)
+        if cuda:
+            peaks["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / memory.GIB
+            peaks["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / memory.GIB
+    if cuda:
+        measured = {**eager_memory, **peaks}
+        for key in ("peak_alloc_gib", *PEAK_PHASE_COLUMNS):
+            peaks[key] = measured[key] - residue
+    return peaks
+
+
+def _loss_columns(
+    losses: list[torch.Tensor], scaler: torch.amp.GradScaler | None, *, recompiled: bool
+) -> dict[str, object]:
+    """What the timed window left, read after it (reading values back syncs, which is fine
+    now): the last loss, GradScaler's scale (None for a mode that does not scale), a status of
+    `nonfinite` when a loss was not finite, and for an `ok` case that recompiled during the
+    window, a note saying so."""
+    loss_values = torch.stack(losses).float()
+    columns: dict[str, object] = {
+        "final_loss": loss_values[-1].item(),
+        "grad_scale": scaler.get_scale() if scaler is not None else None,
+    }
+    if not torch.isfinite(loss_values).all().item():
+        n_bad = int((~torch.isfinite(loss_values)).sum().item())
+        columns["status"] = "nonfinite"
+        columns["error"] = f"{n_bad} of {len(losses)} losses were not finite"
+    elif recompiled:
+        columns["error"] = "recompiled during the timed window"
+    return columns
+
+
+def _without_sync(
+    s: TrainState, prepared: variants.Prepared, synced_ms: float
+) -> tuple[dict[str, float], dict[str, list[float]]]:
     """A second window of forward and backward with gradient synchronization off
     (`bench.execution.parallel.gradient_sync_off`): `comm_ms` is the forward-plus-backward median
-    with it
-    on less that with it off, the communication the step could not hide. The optimizer phase is
-    left out of both (with FSDP it would find no gradient to step); gradients are dropped after
-    each step, as the optimizer phase does. Its samples come back as `nosync_fwd`, ...."""
+    with it on (`synced_ms`) less that with it off, the communication the step could not hide.
+    The optimizer phase is left out of both (with FSDP it would find no gradient to step);
+    gradients are dropped after each step, as the optimizer phase does. Returns its columns and
+    its samples, as `nosync_fwd`, ...."""
     case = s.case
     phases = {
         "fwd": prepared.phases["fwd"],
@@ -248,17 +357,18 @@ def _without_sync(s: TrainState, prepared: variants.Prepared, row: dict) -> dict
     }
     with parallel.gradient_sync_off(s.wrapper, case.parallel):
         nosync = time_phases(phases, warmup=1, steps=case.steps, clock=clock_for(case.device))
-    synced = row["fwd_ms"] + row["bwd_ms"]
     unsynced = summarize(nosync["fwd"])["median"] + summarize(nosync["bwd"])["median"]
-    row["nosync_fwd_bwd_ms"] = unsynced
-    # The two windows' medians differ by noise too: communication that was all hidden reads as
-    # a small negative difference, which is none.
-    row["comm_ms"] = max(synced - unsynced, 0.0)
-    return {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
+    columns = {
+        "nosync_fwd_bwd_ms": unsynced,
+        # The two windows' medians differ by noise too: communication that was all hidden reads
+        # as a small negative difference, which is none.
+        "comm_ms": max(synced_ms - unsynced, 0.0),
+    }
+    return columns, {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
 
 
 def rederive(case: Case, row: Row, samples: dict[str, list[float]]) -> Row:
     """`row` with its statistics and the figures derived from them recomputed over `samples`:
     a case timed in several rounds (`bench.jobs.suite`) gets its row from its last round and
     its statistics from the windows of every round."""
-    return {**row, **_derived(case, samples, row)}
+    return {**row, **_derived_columns(case, samples, Floor.of(row))}

@@ -189,14 +189,32 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     are embedded in their sections. It opens with what the run found (the lines and the
     headline table), then the detail, then how the run was made."""
     figures = figures or {}
-    out = [f"# ampbench run `{env.get('run_name', '')}`", ""]
     # An older folder's float8 row that converted no Linear ran bf16 autocast's step: read as
     # the `unsupported` row a new run writes for it.
     df = timing.float8_as_unsupported(df)
-    out += _status_lines(df, env)
+    out = [f"# ampbench run `{env.get('run_name', '')}`", "", *_status_lines(df, env)]
     df = df.copy()
     df.attrs["cpu"] = env.get("device") == "cpu"
     lead = columns.shown_axes(df)
+    out += _opening(df, env, figures)
+    out += _time_section(df, lead)
+    out += ranks.section(df)
+    out += variants.section(df)
+    out += _floor_section(df, lead, figures)
+    out += _memory_section(df, lead, figures)
+    out += _dtypes_section(df)
+    out += findings.overhead_section(df, env)
+    out += method.section(env)
+    out += _failed_section(df)
+    out += _notes_section(df)
+    return "\n".join(out)
+
+
+def _opening(df: pd.DataFrame, env: dict, figures: dict[str, str]) -> list[str]:
+    """What a reader sees before the detail: what a CPU run does not measure, what the run
+    found with its headline table and throughput figure, and a link to the numerics study
+    the run began with."""
+    out = []
     if env.get("device") == "cpu":
         out += [_cpu_note(env.get("config", {}).get("left_out") or {}), ""]
     optimizer = headline_optimizer(df)
@@ -212,19 +230,34 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
             "200 convergence steps, the Answer).",
             "",
         ]
-    out += [
+    return out
+
+
+def _by_batch(df: pd.DataFrame, shown: dict[str, str]) -> list[str]:
+    """One table of the `shown` columns per batch size, smallest first."""
+    out = []
+    for bs, group in df.groupby("batch_size", sort=True):
+        out += [f"### Batch size {bs}", "", columns.table(group, shown), ""]
+    return out
+
+
+def _time_section(df: pd.DataFrame, lead: dict[str, str]) -> list[str]:
+    """The median time of each phase and the speedups, per batch size."""
+    return [
         "## Time per step",
         "",
         "Medians over the timed steps, in ms. `optim` is the optimizer phase (GradScaler "
         "unscale/step/update, Adam, zero_grad). Speedups are the base mode's total time over "
         "this row's (above 1 is faster). `noisy`: IQR above 5% of the median.",
         "",
+        *_by_batch(df, {**lead, **columns.TIME}),
     ]
-    for bs, group in df.groupby("batch_size", sort=True):
-        out += [f"### Batch size {bs}", "", columns.table(group, {**lead, **columns.TIME}), ""]
-    out += ranks.section(df)
-    out += variants.section(df)
-    out += [
+
+
+def _floor_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, str]) -> list[str]:
+    """Each phase against its floor, per batch size, with the rows that beat their floor
+    explained, and the figures of the phases and the share of floor."""
+    return [
         "## Where the time goes: each phase against its floor",
         "",
         "Forward and backward are bound by the matmul ceiling of the `matmul` dtype, the "
@@ -234,26 +267,33 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
         "their time at the measured copy bandwidth: part of the distance to the floor. `–`: "
         "not measured (a variant that fuses the phases times only the whole step).",
         "",
+        *_above_floor(df),
+        *_by_batch(df, {**lead, **columns.FLOOR}),
+        *_figure(figures, "phases", "time per phase against the floor"),
+        *_figure(figures, "floor", "share of floor per mode and batch size"),
     ]
-    out += _above_floor(df)
-    for bs, group in df.groupby("batch_size", sort=True):
-        out += [f"### Batch size {bs}", "", columns.table(group, {**lead, **columns.FLOOR}), ""]
-    out += _figure(figures, "phases", "time per phase against the floor")
-    out += _figure(figures, "floor", "share of floor per mode and batch size")
-    out += [
+
+
+def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, str]) -> list[str]:
+    """The peaks per phase and what the forward pass saves, per batch size, and the figure."""
+    return [
         "## Memory (GiB)",
         "",
         "`saved by fwd`: what the forward pass leaves allocated for backward (activations, "
         "and under autocast the low-precision weight copies).",
         "",
+        *_by_batch(df, {**lead, **columns.MEMORY}),
+        *_figure(figures, "memory", "memory per mode"),
     ]
-    for bs, group in df.groupby("batch_size", sort=True):
-        out += [f"### Batch size {bs}", "", columns.table(group, {**lead, **columns.MEMORY}), ""]
-    out += _figure(figures, "memory", "memory per mode")
+
+
+def _dtypes_section(df: pd.DataFrame) -> list[str]:
+    """The dtypes each mode's step produced, one row per mode, with the float8 recipes'
+    decisions on each Linear."""
     dtypes = df.drop_duplicates("mode")
     if "fp8_linears" in dtypes:
         dtypes = dtypes.assign(fp8_linears=dtypes["fp8_linears"].map(findings.float8_cell))
-    out += [
+    return [
         "## Dtypes observed",
         "",
         "As the step produced them, per mode. `float8 Linears`: which Linears a float8 recipe "
@@ -265,25 +305,36 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
         columns.table(dtypes, columns.DTYPE),
         "",
     ]
-    out += findings.overhead_section(df, env)
-    out += method.section(env)
+
+
+def _failed_section(df: pd.DataFrame) -> list[str]:
+    """The cases that did not pass, with their status and error, and where their full
+    tracebacks are kept; nothing when every case passed."""
     bad = df[df["status"] != "ok"]
-    if not bad.empty:
-        out += [
-            "## Cases that did not pass",
-            "",
-            tables.markdown(bad[["case_id", "status", "error"]]),
-            "",
-            *error_files.where(bad.get(error_files.COLUMN, [])),
-        ]
-    # A passing row's error is a note on what it could not measure (a recompile, its peaks).
+    if bad.empty:
+        return []
+    return [
+        "## Cases that did not pass",
+        "",
+        tables.markdown(bad[["case_id", "status", "error"]]),
+        "",
+        *error_files.where(bad.get(error_files.COLUMN, [])),
+    ]
+
+
+def _notes_section(df: pd.DataFrame) -> list[str]:
+    """A passing row's error is a note on what it could not measure (a recompile, its peaks):
+    one line per such case; nothing when there is none."""
     errors = df.get("error", pd.Series("", index=df.index)).fillna("").astype(str)
     noted = df[(df["status"] == "ok") & (errors != "")]
-    if not noted.empty:
-        out += ["## Notes on cases that passed", ""]
-        out += [f"- `{r.case_id}`: {r.error}" for r in noted.itertuples()]
-        out.append("")
-    return "\n".join(out)
+    if noted.empty:
+        return []
+    return [
+        "## Notes on cases that passed",
+        "",
+        *(f"- `{r.case_id}`: {r.error}" for r in noted.itertuples()),
+        "",
+    ]
 
 
 def write(run_dir: Path) -> pd.DataFrame:
