@@ -20,9 +20,10 @@ from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
 from bench.store import results
-from bench.workloads import heads, outputs, structure, zoo
+from bench.workloads import heads, outputs, structure
 from bench.workloads.base import from_model
-from bench.workloads.registry import get
+from bench.workloads.registry import ZOOS, get
+from bench.workloads.zoo import common
 from tests import own_models
 
 # --- outputs -------------------------------------------------------------------------------
@@ -214,8 +215,8 @@ def test_a_head_ampbench_cannot_feed_is_an_unsupported_row():
 
 
 def test_a_missing_zoo_is_an_unsupported_row_with_the_install_line(monkeypatch, tmp_path):
-    monkeypatch.setattr(zoo, "_imports", lambda module: False)
-    workload = zoo.get("timm:resnet18")
+    monkeypatch.setattr(common, "importable", lambda module: False)
+    workload = ZOOS["timm"]("resnet18")
     assert "pip install -e '.[zoo]'" in workload.unsupported_reason()
     monkeypatch.setattr("bench.workloads.registry.get", lambda name: workload)
     get.cache_clear()

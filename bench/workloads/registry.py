@@ -1,7 +1,7 @@
 """The workloads by name: the MLP of the seed question (`mlp`, the default), a GPT-style
 transformer (`gpt`), torchvision's ResNet-50 (`resnet50`, when torchvision is installed), a
-zoo model by name (`hf:NAME`, `timm:NAME`, `torchvision:NAME`: `bench.workloads.zoo`), and a
-user's own model given as `package.module:factory`.
+zoo model by name (`hf:NAME`, `timm:NAME`, `torchvision:NAME`: `ZOOS`, `bench.workloads.zoo`),
+and a user's own model given as `package.module:factory`.
 
 A user's factory is called with no arguments and returns a `Workload`
 (`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import importlib
 import sys
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +22,9 @@ import torch.nn.functional as F
 from bench.data.sources import DataShape
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import gpt, mlp, resnet, tasks, zoo
+from bench.workloads import gpt, mlp, resnet, tasks
 from bench.workloads.base import Workload
+from bench.workloads.zoo import common, hf, timm, torchvision
 
 MLP = mlp.WORKLOAD
 
@@ -65,7 +67,7 @@ GPT = Workload(
     # thousand positions, each its own prediction. The held-out split is evaluated in chunks.
     # A zoo transformer's study, but trained at 1 and 2 sequences for 3000 steps more.
     numerics={
-        "cuda": {**zoo.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
+        "cuda": {**common.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
     },
 )
 
@@ -88,16 +90,31 @@ RESNET = Workload(
     unsupported_reason=resnet.unsupported_reason,
     # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;
     # a zoo image model's study takes the same.
-    numerics=zoo.IMAGE_NUMERICS,
+    numerics=common.IMAGE_NUMERICS,
 )
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}
-"""The built-in workloads; `get` also resolves a user's `package.module:factory`."""
+"""The built-in workloads; `get` also resolves a zoo model and a user's
+`package.module:factory`."""
+
+ZOOS: dict[str, Callable[[str], Workload]] = {
+    "hf": hf.workload,
+    "timm": timm.workload,
+    "torchvision": torchvision.workload,
+}
+"""The zoos by the part of a `--model` value before its first colon: `PREFIX:NAME` is the
+workload `ZOOS[PREFIX](NAME)` makes (`bench.workloads.zoo`)."""
+
+
+def is_zoo(name: str) -> bool:
+    """A zoo model, named `PREFIX:NAME`."""
+    prefix, _, rest = name.partition(":")
+    return prefix in ZOOS and bool(rest)
 
 
 def is_spec(name: str) -> bool:
     """A user's own model, named by the factory that makes it."""
-    return ":" in name and not zoo.is_zoo(name)
+    return ":" in name and not is_zoo(name)
 
 
 @functools.cache
@@ -106,8 +123,9 @@ def get(name: str) -> Workload:
     is one line (`UsageError`) naming the spec and what is wrong."""
     if name in WORKLOADS:
         return WORKLOADS[name]
-    if zoo.is_zoo(name):
-        return zoo.get(name)
+    if is_zoo(name):
+        prefix, _, rest = name.partition(":")
+        return ZOOS[prefix](rest)
     if not is_spec(name):
         raise UsageError(
             f"--model {name}: not a workload; choose from {', '.join(WORKLOADS)}, "
