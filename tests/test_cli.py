@@ -657,16 +657,16 @@ def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeyp
 
 
 def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
-    from bench.jobs.session import RunConfig
+    from bench.jobs.configs import run_config
     from bench.recipes.modes import MODES
 
-    cfg = RunConfig.build(device="cpu", preset=None)
+    cfg = run_config(device="cpu", preset=None)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out
     assert "CUDA GPU" in cfg.left_out["fp8-rowwise"]
     assert set(cfg.modes) | set(cfg.left_out) == set(MODES) and "fp32" in cfg.modes
     assert not set(cfg.modes) & set(cfg.left_out)
     # Asked for by name, a mode is in the grid and becomes an `unsupported` row.
-    asked = RunConfig.build(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])
+    asked = run_config(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])
     assert asked.modes == ("fp32", "fp8-rowwise") and asked.left_out == {}
     note = report._cpu_note(cfg.left_out)
     assert note.count("fp8-rowwise") == 1 and "float8 matmuls need a CUDA GPU" in note

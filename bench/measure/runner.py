@@ -31,6 +31,7 @@ from bench.recipes.modes import MODES, Mode, dtype_name, tf32_flags
 from bench.recipes.step import TrainState, build
 from bench.store import results
 from bench.store.schema import Row
+from bench.workloads import registry
 
 
 def free_device_memory(*, compiled: bool = False) -> None:
@@ -64,9 +65,9 @@ def _derived(case: Case, samples: dict[str, list[float]], floor: dict[str, float
     total_ms = row["total_ms"]
     gflop = floor["fwd_gflop"] + floor["bwd_gflop"]
     row["samples_per_s"] = floor["global_batch_size"] / (total_ms * 1e-3)
-    workload = case.workload
+    workload = registry.get(case.model)
     if workload.unit == "tokens":  # a sample of a token workload is a sequence of them
-        row["tokens_per_s"] = row["samples_per_s"] * workload.per_sample(case.size)
+        row["tokens_per_s"] = row["samples_per_s"] * workload.per_sample(registry.size_of(case))
     row["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
     row["tflops"] = gflop / total_ms  # GFLOP per ms is TFLOP per s
     row["pct_of_floor"] = floor["floor_ms"] / total_ms * 100
@@ -107,8 +108,9 @@ def run_case(
     par = parallel.PARALLELS[case.parallel]
     # A workload that cannot be built here (a package it needs is missing) has no plan, no
     # counted work and no floors: its row is its reason alone.
-    missing = case.workload.unsupported_reason() is not None
-    plan = {} if missing else mode.fp8_plan(case.workload, case.size)
+    workload = registry.get(case.model)
+    missing = workload.unsupported_reason() is not None
+    plan = {} if missing else mode.fp8_plan(workload, registry.size_of(case))
     row: Row = {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
         "case_id": case.case_id,
         **case.axes(),
@@ -131,8 +133,9 @@ def run_case(
     if missing:
         row.update(status="unsupported", error=unsupported_reason(case))
         return row, {}
+    size = registry.size_of(case)
     try:
-        work = step_work(case.workload, case.size, case.batch_size, case.device)
+        work = step_work(workload, size, case.batch_size, case.device)
     except Exception as exc:  # a user's model that cannot run even to be counted: a row
         row.update(fault(exc))
         return row, {}
@@ -175,7 +178,7 @@ def run_case(
             parallel=case.parallel,
             group=world.data,
             device=case.device,
-            blocks=lambda model: case.workload.blocks_of(model, case.size),
+            blocks=lambda model: workload.blocks_of(model, size),
         )
         if par.distributed
         else None

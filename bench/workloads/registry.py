@@ -6,6 +6,10 @@ and a user's own model given as `package.module:factory`.
 A user's factory is called with no arguments and returns a `Workload`
 (`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
 process of a run (a numerics worker, a torchrun rank) finds it the same way.
+
+A case (`bench.cases.case.Case`) names its workload and preset and nothing of torch: this module
+turns one into its workload (`get(case.model)`) and its size (`size_of`), and makes a case of a
+workload's preset (`make_case`), so that the case sits below every registry.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from bench.cases.case import Case
 from bench.data.sources import DataShape
 from bench.faults import UsageError
 from bench.store import paths
@@ -154,3 +159,23 @@ def get(name: str) -> Workload:
             "bench.workloads.base.Workload"
         )
     return made
+
+
+def size_of(case: Case) -> object:
+    """The workload's size object of `case`: the MLP's `ModelSize` from the case's three sizes
+    (any size, not only a preset's), another workload's from its preset."""
+    if case.model == "mlp":
+        return mlp.ModelSize.of(case)
+    return get(case.model).size(case.preset)
+
+
+def make_case(model: str, preset: str, **axes: object) -> Case:
+    """A case of workload `model` at `preset`; `axes` are the other fields. The MLP's preset
+    becomes its three sizes (and the case's preset stays empty, as before workloads); another
+    workload's three id sizes come from its preset."""
+    workload = get(model)
+    sizes = workload.dims(workload.size(preset))
+    dims = dict(zip(("input_size", "hidden_size", "num_classes"), sizes, strict=True))
+    if model == "mlp":
+        return Case(**dims, **axes)
+    return Case(**dims, model=model, preset=preset, **axes)
