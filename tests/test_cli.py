@@ -547,10 +547,12 @@ def test_the_parsers_choices_are_the_registries():
     from bench.publish import export
     from bench.recipes import modes
     from bench.workloads import mlp as model
+    from bench.workloads import registry
 
     assert tuple(modes.MODES) == choices.MODES
     assert tuple(modes.OPTIMIZERS) == choices.OPTIMIZERS
     assert tuple(model.PRESETS) == choices.PRESETS
+    assert tuple(registry.ZOOS) == choices.ZOOS
     assert tuple(variants.VARIANTS) == choices.VARIANTS
     assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
     assert tuple(parallel.PARALLELS) == choices.PARALLELS
