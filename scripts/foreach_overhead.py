@@ -26,11 +26,10 @@ from pathlib import Path
 
 import torch
 
-from bench.cases.case import Case
 from bench.execution import variants
 from bench.measure.timing import CudaClock, time_phases
 from bench.recipes.step import build, train_step
-from bench.workloads.mlp import PRESETS
+from bench.workloads.registry import make_case
 
 
 def median(xs: list[float]) -> float:
@@ -81,8 +80,9 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = []
     for optimizer in ("foreach", "fused"):
-        case = Case.of(
-            PRESETS["seed"],
+        case = make_case(
+            "mlp",
+            "seed",
             mode=args.mode,
             optimizer=optimizer,
             batch_size=args.batch_size,

@@ -36,16 +36,16 @@ import traceback
 import torch
 
 from bench.recipes import fp8
-from bench.cases.case import Case
-from bench.workloads.mlp import PRESETS
+from bench.workloads.registry import get, make_case, size_of
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
 from bench.execution.variants import unsupported_reason
 
 print("torch", torch.__version__, "torchao", fp8.torchao_version(), "capability", fp8.capability("cuda"))
 for name in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):
-    case = Case.of(PRESETS["seed"], mode=name, optimizer="fused", batch_size=256)
-    print(f"-- {name}: {fp8.describe(MODES[name].fp8_plan(case.size)) or 'no float8'}")
+    case = make_case("mlp", "seed", mode=name, optimizer="fused", batch_size=256)
+    plan = MODES[name].fp8_plan(get(case.model), size_of(case))
+    print(f"-- {name}: {fp8.describe(plan) or 'no float8'}")
     reason = unsupported_reason(case)
     if reason:
         print(f"   unsupported: {reason}")

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from bench.cases.case import grid
@@ -33,7 +35,7 @@ def test_grid_is_the_full_product_batch_outermost():
         modes=["fp32", "bf16-amp"],
         optimizers=["foreach", "fused"],
         batch_sizes=[4, 8],
-        size=PRESETS["tiny"],
+        **dataclasses.asdict(PRESETS["tiny"]),
         device="cpu",
     )
     assert len(cases) == 8

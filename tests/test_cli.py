@@ -555,10 +555,12 @@ def test_the_parsers_choices_are_the_registries():
     from bench.publish import export
     from bench.recipes import modes
     from bench.workloads import mlp as model
+    from bench.workloads import registry
 
     assert tuple(modes.MODES) == choices.MODES
     assert tuple(modes.OPTIMIZERS) == choices.OPTIMIZERS
     assert tuple(model.PRESETS) == choices.PRESETS
+    assert tuple(registry.ZOOS) == choices.ZOOS
     assert tuple(variants.VARIANTS) == choices.VARIANTS
     assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
     assert tuple(parallel.PARALLELS) == choices.PARALLELS
@@ -665,16 +667,16 @@ def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeyp
 
 
 def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
-    from bench.jobs.session import RunConfig
+    from bench.jobs.configs import run_config
     from bench.recipes.modes import MODES
 
-    cfg = RunConfig.build(device="cpu", preset=None)
+    cfg = run_config(device="cpu", preset=None)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out
     assert "CUDA GPU" in cfg.left_out["fp8-rowwise"]
     assert set(cfg.modes) | set(cfg.left_out) == set(MODES) and "fp32" in cfg.modes
     assert not set(cfg.modes) & set(cfg.left_out)
     # Asked for by name, a mode is in the grid and becomes an `unsupported` row.
-    asked = RunConfig.build(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])
+    asked = run_config(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])
     assert asked.modes == ("fp32", "fp8-rowwise") and asked.left_out == {}
     note = report._cpu_note(cfg.left_out)
     assert note.count("fp8-rowwise") == 1 and "float8 matmuls need a CUDA GPU" in note

@@ -1,7 +1,13 @@
 """The layout the architecture doc promises (docs/architecture.md): packages by role that import
-only downwards, no import circles, modules small enough to read top to bottom."""
+only downwards, no import circles, modules small enough to read top to bottom.
+
+Every rule reads every import statement of a module: inside a function or under `if
+TYPE_CHECKING:` as well as at its top. An import deferred into a function is still a dependency
+(it runs whenever the function does), and a circle through one is still a circle: deferring it
+only hides it from Python."""
 
 import ast
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -42,8 +48,9 @@ ALLOWED_UP = {
     ("numerics.render", "publish.tables"),
     # ... and writes its figures as every figure is written (a PNG of 256 colours).
     ("numerics.render", "publish.figures"),
-    # A case's fields are checked against the registries' names where a case is built
-    # (function-level imports in Case.__post_init__ are not module imports and not listed).
+    # No upward import inside a function is listed: a case is checked against the registries'
+    # torch-free names (`bench.cases.choices`), and what needs a registry is asked above it
+    # (`bench.workloads.registry.size_of`, `bench.jobs.configs`).
 }
 
 VERDICTS_IMPORT = {"store", "recipes.catalog"}
@@ -81,12 +88,11 @@ def _modules() -> dict[str, Path]:
     }
 
 
-def _imports(path: Path, *, top_level_only: bool) -> set[str]:
-    """The bench modules `path` imports (module-level statements only, when asked)."""
-    tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
+def _imports(path: Path) -> set[str]:
+    """The bench modules `path` imports, by any import statement in it (at any depth: inside a
+    function, a class or an `if TYPE_CHECKING:` block too)."""
     found = set()
-    for node in nodes:
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bench"):
             for alias in node.names:
                 found.add(f"{node.module}.{alias.name}")
@@ -115,14 +121,39 @@ def _numerics(module: str) -> str | None:
     return parts[2] if len(parts) > 3 and parts[1] == "numerics" else None
 
 
+def test_imports_are_read_at_any_depth(tmp_path):
+    """What every rule below reads: a deferred import counts as one at the top."""
+    module = tmp_path / "deferred.py"
+    module.write_text(
+        textwrap.dedent(
+            """
+            from typing import TYPE_CHECKING
+
+            if TYPE_CHECKING:
+                from bench.cases.case import Case
+
+            def f():
+                from bench.workloads import registry
+
+            class C:
+                def g(self):
+                    import bench.faults
+            """
+        )
+    )
+    assert _imports(module) == {"bench.cases.case", "bench.workloads.registry", "bench.faults"}
+
+
 def test_no_module_imports_a_package_above_its_own():
+    """Inside a function too: an upward import that is truly needed is listed in ALLOWED_UP,
+    with why."""
     rank = {name: i for i, name in enumerate(ORDER)}
     wrong = []
     for module, path in _modules().items():
         mine = _package(module)
         if mine not in rank:
             continue
-        for target in _imports(path, top_level_only=True):
+        for target in _imports(path):
             theirs = _package(target)
             sub = ".".join(target.split(".")[1:])
             if theirs in rank and rank[theirs] > rank[mine] and not _allowed_up(module, sub):
@@ -136,7 +167,7 @@ def test_measuring_never_imports_publishing():
     for module, path in _modules().items():
         if _package(module) not in ("measure", "jobs", "execution", "recipes", "workloads"):
             continue
-        for target in _imports(path, top_level_only=False):
+        for target in _imports(path):
             if _package(target) in ("publish", "cli") or _numerics(target) == "render":
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
@@ -147,7 +178,7 @@ def test_verdicts_import_only_the_store_and_the_mode_table():
         f"{module} -> {target}"
         for module, path in _modules().items()
         if _package(module) == "verdicts"
-        for target in _imports(path, top_level_only=False)
+        for target in _imports(path)
         if _package(target) != "verdicts"
         and not any(f"{target}.".startswith(f"bench.{ok}.") for ok in VERDICTS_IMPORT)
     ]
@@ -165,7 +196,7 @@ def test_the_study_imports_only_downwards():
         if mine is None:
             continue
         assert mine in rank, f"{module}: a sub-package NUMERICS does not list"
-        for target in _imports(path, top_level_only=False):
+        for target in _imports(path):
             theirs = _numerics(target)
             if theirs is not None and rank[theirs] > rank[mine]:
                 wrong.append(f"{module} -> {target}")
@@ -181,13 +212,15 @@ def test_no_command_imports_the_program():
         for module, path in _modules().items()
         if _package(module) == "cli"
         and module not in ("bench.cli.main", "bench.cli.__init__")
-        and "bench.cli.main" in _imports(path, top_level_only=False)
+        and "bench.cli.main" in _imports(path)
     ]
     assert not wrong, wrong
 
 
 def test_no_import_circles():
-    graph = {m: _imports(p, top_level_only=True) for m, p in _modules().items()}
+    """Through imports inside functions too (Python runs a deferred circle, but it is a circle
+    of the code all the same: neither module can be read or tested without the other)."""
+    graph = {m: _imports(p) for m, p in _modules().items()}
 
     def visit(node: str, stack: list[str], seen: set[str]) -> list[str] | None:
         if node in stack:

@@ -90,7 +90,7 @@ def test_a_gpt_trial_trains_its_model_and_counts_tokens():
     cfg = MaxBatchConfig(
         device="cpu", preset="tiny", model="gpt", modes=("fp32",), start=2, limit=2
     )
-    case = cfg.case("fp32", "eager", 2)
+    case = maxbatch.trial_case(cfg, "fp32", "eager", 2)
     assert (case.model, case.preset) == ("gpt", "tiny")
     row = maxbatch.trial(case)
     assert row["status"] == "ok", row["error"]
@@ -112,7 +112,7 @@ def test_a_failed_trial_leaves_no_memory_behind(monkeypatch):
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated() / 2**30
     cfg = MaxBatchConfig(device="cuda", preset="tiny", modes=("fp32",), start=8, limit=8)
-    row = maxbatch.trial(cfg.case("fp32", "eager", 8))
+    row = maxbatch.trial(maxbatch.trial_case(cfg, "fp32", "eager", 8))
     assert row["status"] == "oom"
     assert row["leftover_gib"] <= before + 0.01
 

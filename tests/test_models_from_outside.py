@@ -12,7 +12,6 @@ import pytest
 import torch
 from torch import nn
 
-from bench.cases.case import Case
 from bench.cli.main import main
 from bench.execution.variants import unsupported_reason
 from bench.numerics.measure import tables
@@ -20,9 +19,10 @@ from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
 from bench.store import results
-from bench.workloads import heads, outputs, structure, zoo
+from bench.workloads import heads, outputs, structure
 from bench.workloads.base import from_model
-from bench.workloads.registry import get
+from bench.workloads.registry import ZOOS, get, make_case
+from bench.workloads.zoo import common
 from tests import own_models
 
 # --- outputs -------------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def test_a_sequential_models_output_is_observed_once():
 def test_a_users_model_trains_in_every_cpu_mode_and_is_studied(factory, tmp_path):
     spec = f"tests.own_models:{factory}"
     for mode in ("fp32", "fp16-amp", "bf16-amp", "bf16-pure"):
-        case = Case.of_model(
+        case = make_case(
             spec, "default", mode=mode, optimizer="foreach", batch_size=2, device="cpu"
         )
         assert torch.isfinite(train_step(build(case)))
@@ -207,15 +207,15 @@ def test_a_head_ampbench_cannot_feed_is_an_unsupported_row():
     workload = get("hf:vit:causal-lm")
     reason = workload.unsupported_reason()
     assert "no causal-lm head" in reason and "image-cls" in reason
-    case = Case.of_model(
+    case = make_case(
         "hf:vit:causal-lm", "tiny", mode="fp32", optimizer="foreach", batch_size=2, device="cpu"
     )
     assert "no causal-lm head" in unsupported_reason(case)
 
 
 def test_a_missing_zoo_is_an_unsupported_row_with_the_install_line(monkeypatch, tmp_path):
-    monkeypatch.setattr(zoo, "_imports", lambda module: False)
-    workload = zoo.get("timm:resnet18")
+    monkeypatch.setattr(common, "importable", lambda module: False)
+    workload = ZOOS["timm"]("resnet18")
     assert "pip install -e '.[zoo]'" in workload.unsupported_reason()
     monkeypatch.setattr("bench.workloads.registry.get", lambda name: workload)
     get.cache_clear()
@@ -255,27 +255,27 @@ def test_a_zoo_model_has_its_own_batch_sizes_and_study_sizes():
     pytest.importorskip("transformers")
     pytest.importorskip("timm")
     from bench.cases.choices import DEFAULT_BATCH_SIZES
-    from bench.cases.grid import RunConfig
+    from bench.jobs.configs import run_config
     from bench.numerics.measure.config import defaults
 
     # Where --batch-sizes is not given: sequences of a transformer, images of a CNN, never the
     # MLP's thousands; given, they are what the user asked for.
     sizes = {
         model: (
-            RunConfig.build(device="cuda", preset=None, model=model).batch_sizes,
-            RunConfig.build(device="cpu", preset=None, model=model).batch_sizes,
+            run_config(device="cuda", preset=None, model=model).batch_sizes,
+            run_config(device="cpu", preset=None, model=model).batch_sizes,
         )
         for model in ("hf:gpt2", "timm:resnet18", "mlp")
     }
     assert sizes["hf:gpt2"] == ((8, 32), (2, 8))
     assert sizes["timm:resnet18"] == ((32, 128), (2, 8))
     assert sizes["mlp"] == (DEFAULT_BATCH_SIZES, DEFAULT_BATCH_SIZES)
-    asked = RunConfig.build(device="cpu", preset=None, model="hf:gpt2", batch_sizes=[4])
+    asked = run_config(device="cpu", preset=None, model="hf:gpt2", batch_sizes=[4])
     assert asked.batch_sizes == (4,)
     # The harness-overhead check: on the CPU for the MLP alone, on a GPU for every model.
-    on = {m: RunConfig.build(device="cpu", preset=None, model=m).overhead for m in sizes}
+    on = {m: run_config(device="cpu", preset=None, model=m).overhead for m in sizes}
     assert on == {"hf:gpt2": False, "timm:resnet18": False, "mlp": True}
-    assert RunConfig.build(device="cuda", preset=None, model="hf:gpt2").overhead
+    assert run_config(device="cuda", preset=None, model="hf:gpt2").overhead
     # A GPU study of a zoo model at its real size: batches that fit, a held-out set of its own.
     text, image, mlp = (defaults("cuda", m) for m in ("hf:gpt2", "timm:resnet18", "mlp"))
     assert text["census_batch_sizes"] == (2, 8) and text["heldout"] == 32

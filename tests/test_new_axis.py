@@ -9,6 +9,7 @@ from bench.cases import case as case_module
 from bench.cases import checks, grid
 from bench.cases.case import Case, Sweep
 from bench.cli import build_parser
+from bench.jobs.configs import run_config
 
 ACCUM = Sweep("accums", "accum")
 WithAccum = dataclasses.make_dataclass(
@@ -33,7 +34,7 @@ def accum(monkeypatch):
 
 
 def _cfg(**given):
-    return grid.RunConfig.build(
+    return run_config(
         device="cpu", preset="tiny", modes=["fp32"], optimizers=["fused"], batch_sizes=[4], **given
     )
 

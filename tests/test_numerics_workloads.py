@@ -14,7 +14,7 @@ import torch
 from bench.cli.main import main
 from bench.numerics.measure import tables
 from bench.workloads import gpt, tasks
-from bench.workloads.registry import get
+from bench.workloads.registry import get, make_case
 
 STUDY = [
     "numerics",
@@ -106,10 +106,9 @@ def test_a_pool_task_cycles_the_workloads_own_batches():
 def test_the_transformer_learns_its_task_on_the_cpu():
     """The task is learnable: a tiny transformer's held-out loss falls most of the way from the
     uniform guess, log(vocab), to the chain's own cross-entropy in 80 steps."""
-    from bench.cases.case import Case
     from bench.numerics.measure import training
 
-    case = Case.of_model(
+    case = make_case(
         "gpt", "tiny", mode="fp32", optimizer="fused", batch_size=8, device="cpu", lr=1e-2
     )
     out = training.convergence(case, steps=80, noise=2.0, eval_every=40, heldout=16)

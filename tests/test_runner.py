@@ -254,12 +254,13 @@ def test_every_window_losses_are_checked(monkeypatch, cpu_ceilings):
 
 
 def test_a_new_grid_takes_the_default_repeats_and_an_old_record_one():
+    from bench.jobs.configs import run_config
     from bench.jobs.session import DEFAULT_REPEATS, RunConfig
 
-    cfg = RunConfig.build(device="cpu", preset="tiny", batch_sizes=[8])
+    cfg = run_config(device="cpu", preset="tiny", batch_sizes=[8])
     assert cfg.repeats == DEFAULT_REPEATS == 3
     assert {c.repeats for c in cfg.cases()} == {3}
-    assert RunConfig.build(device="cpu", preset="tiny", repeats=5).repeats == 5
+    assert run_config(device="cpu", preset="tiny", repeats=5).repeats == 5
     old = {k: v for k, v in cfg.record().items() if k != "repeats"}  # env.json before --repeats
     assert RunConfig.from_record(old).repeats == 1
 

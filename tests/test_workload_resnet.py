@@ -18,11 +18,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.cases.case import Case
-from bench.cases.grid import RunConfig
-from bench.cases.maxbatch import MaxBatchConfig
 from bench.cli import main
 from bench.execution.variants import unsupported_reason
-from bench.jobs import maxbatch
+from bench.jobs import configs, maxbatch
 from bench.jobs.suite import run_suite
 from bench.measure import flops
 from bench.measure.roofline import step_work
@@ -32,7 +30,7 @@ from bench.recipes.step import build, forward, train_step
 from bench.store import results
 from bench.workloads import resnet
 from bench.workloads.base import Workload, from_model
-from bench.workloads.registry import RESNET, get
+from bench.workloads.registry import RESNET, get, make_case
 from tests.conftest import tiny_case
 
 TINY = resnet.PRESETS["tiny"]  # 64×64 images, 10 classes
@@ -68,7 +66,7 @@ def no_torchvision(monkeypatch):
 
 def resnet_case(preset: str = "tiny", **axes: object) -> Case:
     fields = dict(mode="fp32", optimizer="fused", batch_size=2, device="cpu", warmup=1, steps=2)
-    return Case.of_model("resnet50", preset, **{**fields, **axes})
+    return make_case("resnet50", preset, **{**fields, **axes})
 
 
 def test_presets_and_the_three_sizes_of_a_case_id():
@@ -256,7 +254,7 @@ def convs_only() -> Workload:
 
 
 def test_float8_on_a_model_without_a_linear_says_it_has_none():
-    case = Case.of_model(
+    case = make_case(
         "tests.test_workload_resnet:convs_only", "default", mode="fp8-tensorwise",
         optimizer="fused", batch_size=2, device="cpu",
     )  # fmt: skip
@@ -297,13 +295,13 @@ def test_without_torchvision_a_row_says_so_and_the_run_goes_on(no_torchvision, t
 
 
 def test_without_torchvision_the_largest_batch_search_reports_it(no_torchvision):
-    cfg = MaxBatchConfig.build(device="cpu", preset=None, model="resnet50", modes=("fp32",))
+    cfg = configs.maxbatch_config(device="cpu", preset=None, model="resnet50", modes=("fp32",))
     assert cfg.preset == "tiny"
     tried = []
 
     def run(batch: int) -> dict:
         tried.append(batch)
-        return maxbatch.trial(cfg.case("fp32", "eager", batch))
+        return maxbatch.trial(maxbatch.trial_case(cfg, "fp32", "eager", batch))
 
     (row,) = maxbatch.search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
     assert tried == [cfg.start]  # nothing to search
@@ -313,7 +311,7 @@ def test_without_torchvision_the_largest_batch_search_reports_it(no_torchvision)
 def test_without_torchvision_a_new_run_is_refused_in_one_line(no_torchvision, tmp_path, capsys):
     # As for any grid of which no case can run here: no folder of `unsupported` rows.
     with pytest.raises(ValueError, match="no case of this grid can run here: resnet50: needs"):
-        RunConfig.build(device="cpu", preset=None, model="resnet50")
+        configs.run_config(device="cpu", preset=None, model="resnet50")
     out = tmp_path / "out"
     assert main(["run", "--device", "cpu", "--model", "resnet50", "--results-dir", str(out)]) == 2
     err = capsys.readouterr().err.strip()

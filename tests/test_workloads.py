@@ -18,7 +18,7 @@ from bench.recipes.modes import MODES
 from bench.recipes.step import build
 from bench.workloads import gpt, mlp
 from bench.workloads.base import Workload
-from bench.workloads.registry import GPT, MLP
+from bench.workloads.registry import GPT, MLP, make_case
 from tests.conftest import tiny_case
 
 TINY = gpt.PRESETS["tiny"]  # 2 layers, width 64, 4 heads, context 32, vocabulary 128
@@ -30,7 +30,7 @@ CEILING = {"fp32": 1.0, "tf32": 2.0, "fp16-amp": 4.0, "fp16-amp-noscale": 4.0}
 
 def gpt_case(**axes: object) -> Case:
     fields = dict(mode="fp32", optimizer="foreach", batch_size=2, device="cpu", warmup=1, steps=2)
-    return Case.of_model("gpt", "tiny", **{**fields, **axes})
+    return make_case("gpt", "tiny", **{**fields, **axes})
 
 
 def gpt_fwd_flop(size: gpt.GPTSize, batch_size: int) -> int:
@@ -119,7 +119,7 @@ def test_converted_linears_run_at_the_float8_ceiling_and_every_other_flop_at_bf1
     # and the head run at bf16's ceiling.
     size = gpt.PRESETS["gpt2-124m"]
     ceilings = {**cpu_ceilings, "matmul_tflops_bf16": 1.0, "matmul_tflops_fp8-tensorwise": 2.0}
-    case = Case.of_model(
+    case = make_case(
         "gpt", "gpt2-124m", mode="fp8-tensorwise", optimizer="fused", batch_size=1, device="cpu"
     )
     row, _ = run_case(case, ceilings)
@@ -197,7 +197,7 @@ def toy() -> Workload:
 
 @pytest.mark.parametrize("mode", ["fp32", "bf16-amp"])
 def test_a_users_own_model_runs_through_run_case(mode, cpu_ceilings):
-    case = Case.of_model(
+    case = make_case(
         "tests.test_workloads:toy", "small", mode=mode, optimizer="foreach", batch_size=4,
         device="cpu", warmup=1, steps=2,
     )  # fmt: skip

@@ -14,17 +14,14 @@ import dataclasses
 import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from bench.cases import checks, choices
 
-# ModelSize imports torch: it is imported where a case is sized, so that reading a folder
-# (`bench.store.results`, which needs only the fields) and the command line's parser import no
-# torch. Names are checked against `bench.cases.choices`, which tests/test_cli.py holds equal to
-# the registries' keys.
-if TYPE_CHECKING:
-    from bench.workloads.base import Workload
-    from bench.workloads.mlp import ModelSize
+# A case is names and numbers, and imports nothing of the registries (torch), inside a function
+# either: reading a folder (`bench.store.results`, which needs only the fields) and the command
+# line's parser import no torch, and every layer above may build a case. Names are checked
+# against `bench.cases.choices`, which tests/test_cli.py holds equal to the registries' keys; a
+# case's workload and size are `bench.workloads.registry`'s (`get(case.model)`, `size_of`).
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
@@ -155,43 +152,6 @@ class Case:
         if self.model != "mlp" and self.model in choices.WORKLOADS:
             checks.choice(choices.WORKLOADS[self.model])(f"--preset of {self.model}", self.preset)
 
-    @classmethod
-    def of(cls, size: ModelSize, **axes: object) -> Case:
-        """A case of the given MLP size; `axes` are the other fields."""
-        return cls(**dataclasses.asdict(size), **axes)
-
-    @classmethod
-    def of_model(cls, model: str, preset: str, **axes: object) -> Case:
-        """A case of workload `model` at `preset`; `axes` are the other fields. The MLP's
-        preset becomes its three sizes (and the case's preset stays empty, as before workloads);
-        another workload's three id sizes come from its preset."""
-        from bench.workloads.registry import get
-
-        workload = get(model)
-        size = workload.size(preset)
-        dims = dict(
-            zip(("input_size", "hidden_size", "num_classes"), workload.dims(size), strict=True)
-        )
-        if model == "mlp":
-            return cls(**dims, **axes)
-        return cls(**dims, model=model, preset=preset, **axes)
-
-    @property
-    def workload(self) -> Workload:
-        from bench.workloads.registry import get
-
-        return get(self.model)
-
-    @property
-    def size(self) -> object:
-        """The workload's size object: the MLP's `ModelSize` from the three fields, another
-        workload's from its preset."""
-        if self.model == "mlp":
-            from bench.workloads.mlp import ModelSize
-
-            return ModelSize.of(self)
-        return self.workload.size(self.preset)
-
     @property
     def case_id(self) -> str:
         """A stable name of the case's axes, used to resume runs and to match cases across runs."""
@@ -231,16 +191,15 @@ def swept(cls: type[Case] | None = None) -> dict[str, Sweep]:
     }
 
 
-def sweep(
-    values: Mapping[str, Iterable[object]], *, size: ModelSize, **fixed: object
-) -> list[Case]:
+def sweep(values: Mapping[str, Iterable[object]], **fixed: object) -> list[Case]:
     """Every combination of the swept axes' `values` (field name -> values), later fields
     outermost: batch size outermost, so that a report grouped by batch size fills in as the run
     goes; within a batch size the one-GPU baseline (`parallel=none`) comes before the
-    parallelisms measured against it. `fixed` sets the other fields."""
+    parallelisms measured against it. `fixed` sets the other fields (the three sizes among
+    them)."""
     names = list(reversed(values))
     return [
-        Case.of(size, **dict(zip(names, combo, strict=True)), **fixed)
+        Case(**dict(zip(names, combo, strict=True)), **fixed)
         for combo in itertools.product(*(values[name] for name in names))
     ]
 
@@ -250,7 +209,6 @@ def grid(
     modes: Iterable[str],
     optimizers: Iterable[str],
     batch_sizes: Iterable[int],
-    size: ModelSize,
     variants: Iterable[str] = ("eager",),
     parallels: Iterable[str] = ("none",),
     **fixed: object,
@@ -263,4 +221,4 @@ def grid(
         "parallel": parallels,
         "batch_size": batch_sizes,
     }
-    return sweep(values, size=size, **fixed)
+    return sweep(values, **fixed)

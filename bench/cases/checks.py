@@ -81,9 +81,12 @@ TAG = Check(
 def _is_model(value: object) -> bool:
     from bench.cases import choices  # the built-in names; a user's model is its factory's spec
 
-    return isinstance(value, str) and (
+    if not isinstance(value, str):
+        return False
+    zoo, _, name = value.partition(":")
+    return (
         value in choices.WORKLOADS
-        or re.fullmatch(r"(hf|timm|torchvision):\S+", value) is not None
+        or (zoo in choices.ZOOS and re.fullmatch(r"\S+", name) is not None)
         or re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", value) is not None
     )
 

@@ -27,6 +27,8 @@ WORKLOADS = {
     "resnet50": ("resnet50", "tiny"),
 }
 """Keys of `bench.workloads.registry.WORKLOADS`, each with its presets' names."""
+ZOOS = ("hf", "timm", "torchvision")
+"""Keys of `bench.workloads.registry.ZOOS`: a `--model` value `PREFIX:NAME` is a zoo model."""
 VARIANTS = ("eager", "compile", "compile-max", "compile-graphs", "cudagraph")
 """Keys of `bench.execution.variants.VARIANTS`."""
 DEFAULT_VARIANTS = ("eager", "compile", "cudagraph")

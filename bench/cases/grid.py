@@ -1,23 +1,19 @@
 """The grid of a timing run (`RunConfig`): the values of each swept axis of `Case`, the model
 size, and how each case is measured; and the line the index describes a grid with.
 
-Importable without torch: names come from `bench.cases.choices`, and the registries a case is
-checked against are imported where the cases are built.
+Importable without torch: names come from `bench.cases.choices`. What needs a registry's torch
+side (a workload's defaults, whether a mode or a variant runs here) is asked where a new run's
+grid is built from the user's options (`bench.jobs.configs.run_config`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from bench.cases import case as cases
 from bench.cases import checks, choices
 from bench.cases.case import Case
-from bench.recipes import catalog
-
-if TYPE_CHECKING:
-    from bench.workloads.mlp import ModelSize
 
 DEFAULT_REPEATS = 3
 """Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
@@ -27,9 +23,6 @@ and 2% noise between steps, 3 windows call a 5% slowdown `slower` 98% of the tim
 66%. The two extra windows add 60 steps to a case: under a second for most cases of the default
 CUDA grid, 9 s for the slowest (fp32 at batch 4096, 147 ms a step on an H200), milliseconds on
 the CPU's tiny preset."""
-_FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}
-"""The axes that can leave nothing to run, each with a value that runs anywhere: the axis whose
-values, swapped for this, would let a case run is the one a refusal names."""
 DESCRIBED_FIRST = ("mode", "batch_size", "optimizer")
 """The axes the index's grid line always shows, in the order of its first rows; every other
 swept axis follows, in field order, where its values are not just its default."""
@@ -37,35 +30,11 @@ GRID_WIDTH = 60
 """Most characters of a grid line; a longer one shows counts instead of values."""
 
 
-def unsupported_reason(case: Case, world_size: int) -> str | None:
-    """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
-    None."""
-    from bench.execution import parallel as parallelisms
-    from bench.execution import variants as execution_variants
-
-    return execution_variants.unsupported_reason(case) or parallelisms.unsupported_reason(
-        case.parallel, variant=case.variant, world_size=world_size
-    )
-
-
-def _first_unsupported(cfg: RunConfig) -> str | None:
-    """None when some case of `cfg` can run here, else the first case's reason. A reason depends
-    on the mode, the variant and the parallelism alone: each such triple is asked once."""
-    reasons: dict[tuple[str, str, str], str | None] = {}
-    for case in cfg.cases():
-        key = (case.mode, case.variant, case.parallel)
-        if key not in reasons:
-            reasons[key] = unsupported_reason(case, cfg.world_size)
-            if reasons[key] is None:
-                return None
-    return next(iter(reasons.values()), None)
-
-
 def new_run_default(name: str, device: str, world_size: int = 1) -> tuple:
     """The values a new run on `device` sweeps axis `name` over when none are given: every
     choice of an axis without a default, else the field's default alone, but where a run's
-    defaults are wider (the CPU's modes are narrowed further by `RunConfig.build`, which needs
-    torch to ask each recipe)."""
+    defaults are wider (the CPU's modes are narrowed further by `bench.jobs.configs.run_config`,
+    which needs torch to ask each recipe)."""
     wider = {
         "batch_size": choices.DEFAULT_BATCH_SIZES,
         "variant": choices.DEFAULT_VARIANTS if device == "cuda" else ("eager",),
@@ -164,74 +133,6 @@ class RunConfig:
         raise AttributeError(name)
 
     @classmethod
-    def build(cls, *, device: str, preset: str | None, **given: object) -> RunConfig:
-        """The grid from the options the user gave (None: not given) and the defaults. Each
-        axis's values are given by its plural name (`modes=...`)."""
-        from bench.recipes import modes as recipes
-        from bench.workloads.registry import get
-
-        chosen = {k: v for k, v in given.items() if v is not None}
-        model = str(chosen.pop("model", "mlp"))
-        checks.MODEL("--model", model)
-        workload = get(model)  # a user's factory is imported here: its errors are one line
-        preset = preset or workload.default_preset[device]
-        checks.choice(tuple(workload.presets))("--preset", preset)
-        dims = dict(
-            zip(
-                ("input_size", "hidden_size", "num_classes"),
-                workload.dims(workload.size(preset)),
-                strict=True,
-            )
-        )
-        if model != "mlp":
-            for name in dims:
-                if name in chosen:
-                    raise ValueError(
-                        f"--{name.replace('_', '-')} sizes the MLP; --model {model} takes --preset"
-                    )
-        chosen.setdefault("repeats", DEFAULT_REPEATS)
-        if device == "cpu" and model != "mlp":
-            # A model's CPU step takes tens of milliseconds, where the harness's microseconds a
-            # step do not show, and the check (hundreds of steps a case) would take minutes of a
-            # smoke run; the MLP's tiny step is where the CPU can see them.
-            chosen.setdefault("overhead", False)
-        world_size = int(chosen.get("world_size", 1))
-        axes = {}
-        for name, how in cases.swept().items():
-            values = chosen.pop(how.plural, None)
-            if not values and name == "batch_size":
-                values = workload.batch_sizes.get(device)  # a zoo model's own, else the MLP's
-            axes[name] = tuple(values or new_run_default(name, device, world_size))
-        if device == "cpu" and given.get("modes") is None:
-            # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
-            # would be a row per batch size and optimizer saying the same thing (a third of the
-            # grid). They are named in the log and the report instead; --modes asks for them.
-            why = {name: m.unsupported_reason(device) for name, m in recipes.MODES.items()}
-            axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
-            chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
-        cfg = cls(device=device, preset=preset, model=model, axes=axes, **{**dims, **chosen})
-        refusal = cfg.nothing_runs()
-        if refusal is not None:
-            raise ValueError(refusal)
-        return cfg
-
-    def nothing_runs(self) -> str | None:
-        """None when some case of the grid can run here. Otherwise one line that names the
-        option and value that leave nothing to run, and why (`--variants cudagraph: CUDA graphs
-        need a CUDA device`): a new run of such a grid is refused before it makes a folder of
-        `unsupported` rows."""
-        reason = _first_unsupported(self)
-        if reason is None:
-            return None
-        swept = cases.swept()
-        for name in ("parallel", "variant", "mode"):
-            fallback = dataclasses.replace(self, axes={**self.axes, name: _FALLBACK[name]})
-            if _first_unsupported(fallback) is None:
-                value = ",".join(self.axes[name])
-                return f"{swept[name].flag} {value}: {reason}; no case of this grid can run here"
-        return f"no case of this grid can run here: {reason}"
-
-    @classmethod
     def from_record(cls, record: dict) -> RunConfig:
         """The grid of env.json's `config`: each axis under its plural name; an axis newer than
         the record takes its default (one value: the field's default)."""
@@ -252,19 +153,15 @@ class RunConfig:
         swept = cases.swept()
         return {**{swept[n].plural: list(v) for n, v in self.axes.items()}, **flat}
 
-    @property
-    def size(self) -> ModelSize:
-        from bench.workloads.mlp import ModelSize
-
-        return ModelSize.of(self)
-
     def cases(self) -> list[Case]:
         # The MLP's cases carry its sizes alone (their ids are those of every run before
         # workloads); another workload's carry its name and preset.
         named = {} if self.model == "mlp" else {"model": self.model, "preset": self.preset}
         return cases.sweep(
             self.axes,
-            size=self.size,
+            input_size=self.input_size,
+            hidden_size=self.hidden_size,
+            num_classes=self.num_classes,
             **named,
             device=self.device,
             seed=self.seed,

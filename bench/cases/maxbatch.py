@@ -1,8 +1,9 @@
 """The settings of a largest-batch search (`python -m bench maxbatch`): which modes and
 variants, with which Adam, from which batch size up to which, and how finely it bisects.
 
-Importable without torch: the mode names come from the torch-free table, and the presets are
-imported where a case is built.
+Importable without torch: the names come from `bench.cases.choices`. A new search's settings
+are built from the user's options where the workload's own presets can be asked
+(`bench.jobs.configs.maxbatch_config`), and its cases where it runs (`bench.jobs.maxbatch.case`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from bench.cases import checks, choices
-from bench.cases.case import DEVICES, Case
+from bench.cases.case import DEVICES
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
 """A search on the CPU (tiny preset) starts and stops lower."""
@@ -55,33 +56,6 @@ class MaxBatchConfig:
             checks.choice(choices.WORKLOADS[self.model])("--preset", self.preset)
         if not self.start <= self.limit:
             raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
-        for mode in self.modes:
-            for variant in self.variants:
-                self.case(mode, variant, self.start)  # validates every field
-
-    @classmethod
-    def build(cls, *, device: str, preset: str | None, **given: object) -> MaxBatchConfig:
-        """The search from the options the user gave and the defaults of `device`."""
-        from bench.workloads.registry import get
-
-        defaults = CPU_DEFAULTS if device == "cpu" else {}
-        model = str(given.pop("model", None) or "mlp")
-        checks.MODEL("--model", model)
-        preset = preset or get(model).default_preset[device]
-        return cls(device=device, preset=preset, model=model, **{**defaults, **given})
-
-    def case(self, mode: str, variant: str, batch_size: int) -> Case:
-        return Case.of_model(
-            self.model,
-            self.preset,
-            mode=mode,
-            variant=variant,
-            optimizer=self.optimizer,
-            batch_size=batch_size,
-            device=self.device,
-            warmup=self.warmup,
-            steps=self.steps,
-        )
 
     def record(self) -> dict[str, object]:
         return dataclasses.asdict(self)

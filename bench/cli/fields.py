@@ -81,7 +81,8 @@ def add(
         if f.type in ("bool", bool):
             store = "store_false" if flag(f).startswith("--no-") else "store_true"
             # None when not given, as every other option: the config's own default applies,
-            # which may depend on the rest (`RunConfig.build`'s overhead check on the CPU).
+            # which may depend on the rest (`bench.jobs.configs.run_config`'s overhead check on
+            # the CPU).
             p.add_argument(*options, dest=f.name, action=store, default=None, help=text)
             continue
         check = f.metadata.get("check")

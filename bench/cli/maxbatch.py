@@ -26,12 +26,12 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.jobs import maxbatch
+    from bench.jobs import configs, maxbatch
     from bench.measure import env
     from bench.publish import render
 
     with o.settings():
-        cfg = MaxBatchConfig.build(
+        cfg = configs.maxbatch_config(
             device=env.device(args.device),
             preset=args.preset,
             **fields.given(args, MaxBatchConfig),

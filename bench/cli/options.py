@@ -122,7 +122,7 @@ def add_preset(
 ) -> None:
     named = "; ".join(f"{model}: {', '.join(names)}" for model, names in choices.WORKLOADS.items())
     # The zoo's presets are known once a model is named: these are the ones every zoo model has,
-    # and the real sizes some transformers types add (`bench.workloads.hf.NAMED`).
+    # and the real sizes some transformers types add (`bench.workloads.zoo.hf.NAMED`).
     zoo = (
         "hf:, timm:, torchvision: models: default (the real size), tiny; hf:llama 1b; "
         "hf:t5, hf:bart base"

@@ -53,6 +53,7 @@ def run_config(args: argparse.Namespace, device: str, world_size: int) -> RunCon
     refused (exit 2) before any folder exists, or any rank is started."""
     from bench.cases import case
     from bench.cases.grid import RunConfig
+    from bench.jobs import configs
 
     if args.force:
         raise UsageError("--force goes with --resume")
@@ -61,4 +62,4 @@ def run_config(args: argparse.Namespace, device: str, world_size: int) -> RunCon
         given[how.plural] = getattr(args, how.plural)
     given["world_size"] = world_size
     with settings():
-        return RunConfig.build(device=device, preset=args.preset, **given)
+        return configs.run_config(device=device, preset=args.preset, **given)

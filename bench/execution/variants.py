@@ -23,17 +23,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 
+from bench.cases.case import Case
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
 from bench.verdicts.timing import float8_unsupported_reason
-
-if TYPE_CHECKING:  # bench.cases.case imports this module's table
-    from bench.cases.case import Case
+from bench.workloads import registry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +72,7 @@ def unsupported_reason(case: Case) -> str | None:
     optional package it needs), its variant (CUDA graphs on the CPU) and its mode's recipe (a
     Linear its float8 plan converts, `bench.verdicts.timing.float8_unsupported_reason`; torchao;
     a float8 GPU)."""
-    workload = case.workload
+    workload = registry.get(case.model)
     reason = workload.unsupported_reason()
     if reason is not None:
         return f"{workload.name}: {reason}"
@@ -83,10 +81,11 @@ def unsupported_reason(case: Case) -> str | None:
         return "CUDA graphs need a CUDA device"
     # A float8 plan that converts no Linear (none float8 can run, or all below torchao's size
     # thresholds) would time bf16 autocast under a float8 name, on any machine.
-    plan = mode.fp8_plan(workload, case.size)  # empty for a mode that is not float8
+    size = registry.size_of(case)
+    plan = mode.fp8_plan(workload, size)  # empty for a mode that is not float8
     reason = float8_unsupported_reason(plan, workload.name) if mode.fp8_recipe else None
     if reason is not None:
-        if not fp8.convertible(workload, case.size):
+        if not fp8.convertible(workload, size):
             reason += (
                 " (torchao's float8 training converts nn.Linear modules only, not convolutions)"
             )

@@ -34,6 +34,22 @@ from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.recipes.step import build
 from bench.store import errors, folders, results
+from bench.workloads import registry
+
+
+def trial_case(cfg: MaxBatchConfig, mode: str, variant: str, batch_size: int) -> Case:
+    """The case a trial of `cfg` trains: `mode` and `variant` at `batch_size`."""
+    return registry.make_case(
+        cfg.model,
+        cfg.preset,
+        mode=mode,
+        variant=variant,
+        optimizer=cfg.optimizer,
+        batch_size=batch_size,
+        device=cfg.device,
+        warmup=cfg.warmup,
+        steps=cfg.steps,
+    )
 
 
 def _cleanup(case: Case) -> float:
@@ -55,8 +71,9 @@ def _train(case: Case) -> dict[str, object]:
         "total_ms": total_ms,
         "samples_per_s": case.batch_size / (total_ms * 1e-3),
     }
-    if case.workload.unit == "tokens":  # as a timing row has it (`bench.measure.runner`)
-        out["tokens_per_s"] = out["samples_per_s"] * case.workload.per_sample(case.size)
+    workload = registry.get(case.model)
+    if workload.unit == "tokens":  # as a timing row has it (`bench.measure.runner`)
+        out["tokens_per_s"] = out["samples_per_s"] * workload.per_sample(registry.size_of(case))
     if not all(math.isfinite(v) for v in torch.stack(prepared.losses).float().tolist()):
         out.update(status="nonfinite", error="a loss was not finite")
     return out
@@ -135,7 +152,7 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | No
                 for variant in cfg.variants:
 
                     def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
-                        row = trial(cfg.case(mode, variant, batch))
+                        row = trial(trial_case(cfg, mode, variant, batch))
                         row = errors.keep(folder.path, row, str(row["case_id"]))
                         results.append_jsonl(folder.path / results.TRIALS, row)
                         base.log(f"{mode}/{variant} batch {batch}: {row['status']}")

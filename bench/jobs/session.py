@@ -35,7 +35,8 @@ from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.recipes import catalog
 from bench.store import folders, results
-from bench.workloads.registry import get as get_workload
+from bench.workloads import registry
+from bench.workloads.mlp import ModelSize
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -81,7 +82,7 @@ def start(
             log(f"left out of the CPU grid, as they cannot run here: {by_reason(cfg.left_out)}")
         folder.info["expected_cases"] = len(cfg.cases())
         # What --model built, in words (a zoo model's class and task): the report says it.
-        folder.info["model_description"] = get_workload(cfg.model).description
+        folder.info["model_description"] = registry.get(cfg.model).description
         return folder.path, _execute(cfg, folder, world)
 
 
@@ -186,7 +187,11 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
         mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
-        found.update(ceilings.measure_collectives(world, cases[0].workload, cases[0].size))
+        found.update(
+            ceilings.measure_collectives(
+                world, registry.get(cases[0].model), registry.size_of(cases[0])
+            )
+        )
         free_device_memory()  # the buffers' cached blocks would count in the first case's peak
         info["ceilings"] = found
         if world.leader:
@@ -239,7 +244,7 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
         return
     ncfg = config.short_config(
         device=cfg.device,
-        size=cfg.size,
+        size=ModelSize.of(cfg),  # the short study is the MLP's (`RunConfig` refuses it else)
         modes=list(cfg.modes),
         batch_sizes=list(cfg.batch_sizes),
         optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],

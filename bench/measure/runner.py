@@ -41,6 +41,7 @@ from bench.recipes.modes import MODES, Mode, dtype_name, tf32_flags
 from bench.recipes.step import TrainState, build
 from bench.store import results
 from bench.store.schema import Row
+from bench.workloads import registry
 
 
 def free_device_memory(*, compiled: bool = False) -> None:
@@ -100,9 +101,11 @@ def _derived_columns(
     columns: dict[str, object] = phase_columns(samples)
     total_ms = columns["total_ms"]
     columns["samples_per_s"] = floor.global_batch_size / (total_ms * 1e-3)
-    workload = case.workload
+    workload = registry.get(case.model)
     if workload.unit == "tokens":  # a sample of a token workload is a sequence of them
-        columns["tokens_per_s"] = columns["samples_per_s"] * workload.per_sample(case.size)
+        columns["tokens_per_s"] = columns["samples_per_s"] * workload.per_sample(
+            registry.size_of(case)
+        )
     columns["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
     columns["tflops"] = floor.gflop / total_ms  # GFLOP per ms is TFLOP per s
     columns["pct_of_floor"] = floor.floor_ms / total_ms * 100
@@ -146,13 +149,15 @@ def run_case(
     mode = MODES[case.mode]
     # A workload that cannot be built here (a package it needs is missing) has no plan, no
     # counted work and no floors: its row is its reason alone.
-    missing = case.workload.unsupported_reason() is not None
-    plan = {} if missing else mode.fp8_plan(case.workload, case.size)
+    missing = registry.get(case.model).unsupported_reason() is not None
+    plan = {} if missing else mode.fp8_plan(registry.get(case.model), registry.size_of(case))
     row = _case_columns(case, mode, plan, world, ceilings)
     if missing:
         return {**row, "status": "unsupported", "error": unsupported_reason(case)}, {}
     try:
-        work = step_work(case.workload, case.size, case.batch_size, case.device)
+        work = step_work(
+            registry.get(case.model), registry.size_of(case), case.batch_size, case.device
+        )
     except Exception as exc:  # a user's model that cannot run even to be counted: a row
         return {**row, **fault(exc)}, {}
     row |= _floors(case, mode, plan, work, world, ceilings)
@@ -279,7 +284,7 @@ def _wrapper(case: Case, world: World) -> Callable[[nn.Module, Mode], nn.Module]
         parallel=case.parallel,
         group=world.data,
         device=case.device,
-        blocks=lambda model: case.workload.blocks_of(model, case.size),
+        blocks=lambda model: registry.get(case.model).blocks_of(model, registry.size_of(case)),
     )
 
 

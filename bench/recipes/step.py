@@ -12,15 +12,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
+from bench.cases.case import Case
 from bench.recipes.modes import MODES, Mode
-
-if TYPE_CHECKING:  # bench.cases.case imports the variant table, which imports this module
-    from bench.cases.case import Case
+from bench.workloads import registry
 
 
 @dataclass
@@ -83,7 +81,7 @@ def build(
     # through torch's default init) gets the same weights as every run before workloads.
     torch.manual_seed(case.seed)
     mode = mode or MODES[case.mode]
-    workload, size = case.workload, case.size
+    workload, size = registry.get(case.model), registry.size_of(case)
     model = workload.build(size, case.device, case.seed)
     if case.init_scale != 1.0:
         with torch.no_grad():

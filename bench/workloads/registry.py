@@ -1,11 +1,15 @@
 """The workloads by name: the MLP of the seed question (`mlp`, the default), a GPT-style
 transformer (`gpt`), torchvision's ResNet-50 (`resnet50`, when torchvision is installed), a
-zoo model by name (`hf:NAME`, `timm:NAME`, `torchvision:NAME`: `bench.workloads.zoo`), and a
-user's own model given as `package.module:factory`.
+zoo model by name (`hf:NAME`, `timm:NAME`, `torchvision:NAME`: `ZOOS`, `bench.workloads.zoo`),
+and a user's own model given as `package.module:factory`.
 
 A user's factory is called with no arguments and returns a `Workload`
 (`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
 process of a run (a numerics worker, a torchrun rank) finds it the same way.
+
+A case (`bench.cases.case.Case`) names its workload and preset and nothing of torch: this module
+turns one into its workload (`get(case.model)`) and its size (`size_of`), and makes a case of a
+workload's preset (`make_case`), so that the case sits below every registry.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ import dataclasses
 import functools
 import importlib
 import sys
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
+from bench.cases.case import Case
 from bench.data.sources import DataShape
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import gpt, mlp, resnet, tasks, zoo
+from bench.workloads import gpt, mlp, resnet, tasks
 from bench.workloads.base import Workload
+from bench.workloads.zoo import common, hf, timm, torchvision
 
 MLP = mlp.WORKLOAD
 
@@ -65,7 +72,7 @@ GPT = Workload(
     # thousand positions, each its own prediction. The held-out split is evaluated in chunks.
     # A zoo transformer's study, but trained at 1 and 2 sequences for 3000 steps more.
     numerics={
-        "cuda": {**zoo.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
+        "cuda": {**common.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
     },
 )
 
@@ -88,16 +95,31 @@ RESNET = Workload(
     unsupported_reason=resnet.unsupported_reason,
     # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;
     # a zoo image model's study takes the same.
-    numerics=zoo.IMAGE_NUMERICS,
+    numerics=common.IMAGE_NUMERICS,
 )
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}
-"""The built-in workloads; `get` also resolves a user's `package.module:factory`."""
+"""The built-in workloads; `get` also resolves a zoo model and a user's
+`package.module:factory`."""
+
+ZOOS: dict[str, Callable[[str], Workload]] = {
+    "hf": hf.workload,
+    "timm": timm.workload,
+    "torchvision": torchvision.workload,
+}
+"""The zoos by the part of a `--model` value before its first colon: `PREFIX:NAME` is the
+workload `ZOOS[PREFIX](NAME)` makes (`bench.workloads.zoo`)."""
+
+
+def is_zoo(name: str) -> bool:
+    """A zoo model, named `PREFIX:NAME`."""
+    prefix, _, rest = name.partition(":")
+    return prefix in ZOOS and bool(rest)
 
 
 def is_spec(name: str) -> bool:
     """A user's own model, named by the factory that makes it."""
-    return ":" in name and not zoo.is_zoo(name)
+    return ":" in name and not is_zoo(name)
 
 
 @functools.cache
@@ -106,8 +128,9 @@ def get(name: str) -> Workload:
     is one line (`UsageError`) naming the spec and what is wrong."""
     if name in WORKLOADS:
         return WORKLOADS[name]
-    if zoo.is_zoo(name):
-        return zoo.get(name)
+    if is_zoo(name):
+        prefix, _, rest = name.partition(":")
+        return ZOOS[prefix](rest)
     if not is_spec(name):
         raise UsageError(
             f"--model {name}: not a workload; choose from {', '.join(WORKLOADS)}, "
@@ -136,3 +159,23 @@ def get(name: str) -> Workload:
             "bench.workloads.base.Workload"
         )
     return made
+
+
+def size_of(case: Case) -> object:
+    """The workload's size object of `case`: the MLP's `ModelSize` from the case's three sizes
+    (any size, not only a preset's), another workload's from its preset."""
+    if case.model == "mlp":
+        return mlp.ModelSize.of(case)
+    return get(case.model).size(case.preset)
+
+
+def make_case(model: str, preset: str, **axes: object) -> Case:
+    """A case of workload `model` at `preset`; `axes` are the other fields. The MLP's preset
+    becomes its three sizes (and the case's preset stays empty, as before workloads); another
+    workload's three id sizes come from its preset."""
+    workload = get(model)
+    sizes = workload.dims(workload.size(preset))
+    dims = dict(zip(("input_size", "hidden_size", "num_classes"), sizes, strict=True))
+    if model == "mlp":
+        return Case(**dims, **axes)
+    return Case(**dims, model=model, preset=preset, **axes)

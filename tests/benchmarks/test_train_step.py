@@ -13,12 +13,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.recipes.modes import MODES
 from bench.recipes.step import backward, forward, optimizer_step, train_step
-from bench.workloads.registry import get
+from bench.workloads.registry import get, make_case, size_of
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 
 
@@ -30,7 +29,7 @@ def _sync() -> None:
 def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> None:
     workload = get(spec.model)
     preset = suite.preset if spec.model == "mlp" else workload.default_preset[suite.device]
-    case = Case.of_model(
+    case = make_case(
         spec.model,
         preset,
         mode=spec.mode,
@@ -82,7 +81,7 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         target, extra = counted(lambda: (train_step(s), _sync())), dict(iterations=suite.iterations)
     result, _ = benchmark.pedantic(target, **extra, **timed)
 
-    work = step_work(case.workload, case.size, case.batch_size)
+    work = step_work(get(case.model), size_of(case), case.batch_size)
     phase_flops = {
         "forward": work.fwd_flop,
         "backward": work.bwd_flop,

@@ -257,8 +257,10 @@ class NumericsConfig:
             "init_scale": self.init_scale,
         }
         if self.model == "mlp":  # the MLP's size may be any, not only a preset's
-            return Case.of(self.size, **axes)
-        return Case.of_model(self.model, self.preset, **axes)
+            return Case(**dataclasses.asdict(self.size), **axes)
+        from bench.workloads.registry import make_case
+
+        return make_case(self.model, self.preset, **axes)
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""

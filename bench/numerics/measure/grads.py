@@ -26,7 +26,7 @@ from torch.utils._pytree import tree_flatten
 from bench.cases.case import Case
 from bench.recipes.modes import dtype_name
 from bench.recipes.step import TrainState, backward, forward
-from bench.workloads import outputs
+from bench.workloads import outputs, registry
 
 
 @dataclass
@@ -50,14 +50,15 @@ def chained(case: Case) -> str:
     """The parameter whose autograd chain and Adam state the audit records: the workload's
     (`Workload.audited_of`: the weight of the first matmul to run, unless the workload names
     one; every parameter's Adam state has the same dtypes)."""
-    return case.workload.audited_of(case.size, case.device)
+    return registry.get(case.model).audited_of(registry.size_of(case), case.device)
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
     """The modules whose outputs the study observes, by name, in forward order, asked of the
     state's own model (a float8 recipe has swapped its Linears for its own; a compiled model is
     asked through the module it wraps)."""
-    return s.case.workload.observed_of(_unwrapped(s.model), s.case.size)
+    workload = registry.get(s.case.model)
+    return workload.observed_of(_unwrapped(s.model), registry.size_of(s.case))
 
 
 def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:

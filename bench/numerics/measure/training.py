@@ -32,7 +32,7 @@ from bench.recipes import fp8
 from bench.recipes.catalog import autocast_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
-from bench.workloads import heads, outputs
+from bench.workloads import heads, outputs, registry
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
@@ -163,12 +163,13 @@ def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, fl
     on the device (float64) and are read once, not synced per chunk."""
     # loss × predictions, correct predictions, predictions
     sums = torch.zeros(3, dtype=torch.float64, device=x.device)
+    loss = registry.get(s.case.model).loss
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
         for xs, ys in zip(x.split(s.case.batch_size), y.split(s.case.batch_size), strict=True):
             output = outputs.to_float(s.model(s.mode.cast_input(xs)))
             # A masked LM's unmasked positions are no predictions: counted out of both sums.
             counted = (ys != heads.IGNORE).sum()
-            sums[0] += s.case.workload.loss(output, ys, "mean").double() * counted
+            sums[0] += loss(output, ys, "mean").double() * counted
             sums[1] += (outputs.tensor(output).argmax(-1) == ys).sum()
             sums[2] += counted
     loss_sum, correct, total = sums.tolist()
@@ -202,7 +203,7 @@ def convergence(
 ) -> dict[str, list[dict]]:
     """`steps` training steps of `case` on the task; rows of `steps`, `evals`, `runs` and, every
     `trace_every` steps (0: never), `traces`."""
-    task = case.workload.make_task(case.size, case.seed, noise, case.device)
+    task = registry.get(case.model).make_task(registry.size_of(case), case.seed, noise, case.device)
     axes = {
         "mode": case.mode,
         "batch_size": case.batch_size,
@@ -261,7 +262,7 @@ def census_trajectory(
     scaled, _ = fp16_pair()
     if case.mode != scaled:
         raise ValueError(f"the census trajectory trains with {scaled}, got mode {case.mode!r}")
-    task = case.workload.make_task(case.size, case.seed, noise, case.device)
+    task = registry.get(case.model).make_task(registry.size_of(case), case.seed, noise, case.device)
     s = build(case)
     census_rows, hist_rows, fate_rows, failed_rows = [], [], [], []
     last = max(checkpoints)

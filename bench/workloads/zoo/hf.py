@@ -29,8 +29,9 @@ from torch import nn
 
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import heads, zoo
+from bench.workloads import heads
 from bench.workloads.base import Workload
+from bench.workloads.zoo import common
 
 MAX_SEQ = 1024
 """Tokens per sequence at a real size: the model's positions, capped here (GPT-2's context)."""
@@ -230,8 +231,8 @@ def _shape(config: object, task: str, preset: str) -> heads.Shape:
 def workload(spec: str) -> Workload:
     """The workload of `hf:spec` (`spec` is NAME or NAME:TASK)."""
     name = f"hf:{spec}"
-    if not zoo._imports("transformers"):
-        return zoo.missing(name, "transformers")
+    if not common.importable("transformers"):
+        return common.missing(name, "transformers")
     base, _, task = spec.rpartition(":")
     if task not in heads.TASKS:
         base, task = spec, ""
@@ -252,12 +253,12 @@ def workload(spec: str) -> Workload:
     presets = {}
     for preset, fields in sizes.items():
         presets[preset] = _preset(config, chosen, preset, fields, only_present=False)
-    tiny = {**TINY, **_TINY_BY_TYPE.get(model_type, {}), "num_labels": zoo.TINY_CLASSES}
+    tiny = {**TINY, **_TINY_BY_TYPE.get(model_type, {}), "num_labels": common.TINY_CLASSES}
     presets["tiny"] = _preset(config, chosen, "tiny", tiny, only_present=True)
     head = _head_class(config, chosen)
     encoder_decoder = chosen == "seq2seq-lm"
 
-    def construct(size: zoo.ZooSize) -> nn.Module:
+    def construct(size: common.ZooSize) -> nn.Module:
         import transformers
 
         cfg = type(config).from_dict(config.to_dict())
@@ -271,7 +272,7 @@ def workload(spec: str) -> Workload:
             return heads.EncoderDecoderLM(model, int(start or 0))
         return model
 
-    return zoo.make(
+    return common.make(
         name,
         description=f"transformers' {head} ({chosen}), random weights from its config",
         presets=presets,
@@ -282,7 +283,7 @@ def workload(spec: str) -> Workload:
 
 def _preset(
     config: object, task: str, preset: str, fields: dict[str, object], *, only_present: bool
-) -> zoo.ZooSize:
+) -> common.ZooSize:
     """A preset: the fields it sets (those the config has, with `only_present`), and the shape
     of its batches, read from the config they make."""
     kept = {k: v for k, v in fields.items() if not only_present or hasattr(config, k)}
@@ -290,12 +291,12 @@ def _preset(
     _set(cfg, kept, only_present=False)
     _prepare(cfg, task)
     options = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in kept.items())
-    return zoo.ZooSize(preset=preset, shape=_shape(cfg, task, preset), options=options)
+    return common.ZooSize(preset=preset, shape=_shape(cfg, task, preset), options=options)
 
 
 def _unfeedable(name: str, why: str) -> Workload:
     """A model whose head ampbench cannot feed: it parses, and each case is `unsupported`."""
-    workload = zoo.missing(name, "transformers")
+    workload = common.missing(name, "transformers")
     return dataclasses.replace(
         workload, description=f"{name}: {why}", unsupported_reason=lambda: why
     )

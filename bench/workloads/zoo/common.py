@@ -1,21 +1,7 @@
-"""Real models by name from the three zoos people train from, with random weights from their
-configs: `hf:NAME` (Hugging Face transformers, `bench.workloads.hf`), `timm:NAME` and
-`torchvision:NAME`. Nothing is downloaded: timm's and torchvision's models are made with
-`pretrained=False` / `weights=None`, transformers' from a config class (or a local config.json).
-
-Each zoo model is a `Workload` like the built-in ones: its head decides the task, hence the
-batch, the labels and the loss (`bench.workloads.heads`); its blocks, observed points, audited
-weight and float8 exclusions are found in its module tree (`bench.workloads.structure`). Every
-name has a `tiny` preset (for the CPU and the tests) and the model's real size.
-
-A zoo whose package is missing still parses: every case of its models is an `unsupported` row
-that says how to install it (the `[zoo]` extra), as torchvision's ResNet-50 does. A name the
-installed zoo does not know is bad input: one line, exit status 2.
-
-Dropout is off in every zoo model (its probabilities set to zero): a benchmark step should do the
-same work every time, and dropout's masks would make two modes' numerics differ by more than
-their precision (the built-in GPT has none either).
-"""
+"""What every zoo model shares (`bench.workloads.zoo` says what a zoo model is): its size
+(`ZooSize`), the workload made from a constructor (`make`), the workload of a zoo whose package
+is missing (`missing`, after `importable` says so), the tiny presets' sizes, and a zoo model's
+batch and study sizes. Imports no zoo: each zoo imports this."""
 
 from __future__ import annotations
 
@@ -29,22 +15,15 @@ import torch
 from torch import nn
 
 from bench.data.sources import DataShape
-from bench.faults import UsageError
 from bench.workloads import heads, structure, tasks
 from bench.workloads.base import Workload
 
-PREFIXES = ("hf", "timm", "torchvision")
-"""The zoos, as the part of a `--model` value before its first colon."""
 INSTALL = "pip install -e '.[zoo]'"
 
 TINY_IMAGE = 64
 """The tiny presets' image side: every CNN in the zoos downsamples by 32 at most, so 64 leaves
 a 2×2 map at the end; a ViT is told this size."""
 TINY_CLASSES = 10
-
-
-def is_zoo(name: str) -> bool:
-    return name.partition(":")[0] in PREFIXES and bool(name.partition(":")[2])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,7 +196,8 @@ def missing(name: str, package: str) -> Workload:
     )
 
 
-def _imports(module: str) -> bool:
+def importable(module: str) -> bool:
+    """Whether a zoo's package `module` imports (each zoo asks before it makes a workload)."""
     try:
         importlib.import_module(module)
     except Exception:  # not installed, or broken against this torch: either way not usable
@@ -225,7 +205,7 @@ def _imports(module: str) -> bool:
     return True
 
 
-def _image_presets(
+def image_presets(
     default_side: int, default_classes: int, sized: Callable[[int], dict[str, object]]
 ) -> dict[str, ZooSize]:
     """`default` (the zoo's own input size and classes) and `tiny` (64×64 images, 10 classes);
@@ -240,87 +220,3 @@ def _image_presets(
         "default": preset("default", default_side, default_classes, {}),
         "tiny": preset("tiny", TINY_IMAGE, TINY_CLASSES, sized(TINY_IMAGE)),
     }
-
-
-def timm_workload(model_name: str) -> Workload:
-    """`timm:NAME`: `timm.create_model(NAME, pretrained=False)`, its input size from the
-    model's own config (`pretrained_cfg["input_size"]`), 1000 classes; `tiny` at 64×64 with 10
-    classes (a ViT or Swin is told the image size)."""
-    name = f"timm:{model_name}"
-    if not _imports("timm"):
-        return missing(name, "timm")
-    import timm
-
-    if not timm.is_model(model_name):
-        raise UsageError(f"--model {name}: timm has no model {model_name!r} (timm.list_models())")
-    with torch.device("meta"):
-        probe = timm.create_model(model_name, pretrained=False)
-    side = int(probe.pretrained_cfg.get("input_size", (3, 224, 224))[-1])
-    classes = int(getattr(probe, "num_classes", 1000) or 1000)
-
-    def sized(side: int) -> dict[str, object]:
-        try:
-            with torch.device("meta"):
-                timm.create_model(model_name, pretrained=False, img_size=side)
-        except TypeError:  # a CNN: any input size it can downsample
-            return {}
-        return {"img_size": side}
-
-    return make(
-        name,
-        description=f"timm's {model_name}, random weights, image classification",
-        presets=_image_presets(side, classes, sized),
-        default_preset={"cuda": "default", "cpu": "tiny"},
-        construct=lambda size: timm.create_model(model_name, pretrained=False, **size.kwargs),
-    )
-
-
-def torchvision_workload(model_name: str) -> Workload:
-    """`torchvision:NAME`: `torchvision.models.get_model(NAME, weights=None)`, a classification
-    model, at the crop size its weights' transforms name (224 for most; read from torchvision's
-    metadata, nothing downloaded), 1000 classes; `tiny` at 64×64 with 10 classes (a ViT is told
-    the image size)."""
-    name = f"torchvision:{model_name}"
-    if not _imports("torchvision.models"):
-        return missing(name, "torchvision")
-    import torchvision
-
-    known = torchvision.models.list_models(module=torchvision.models)
-    if model_name not in known:
-        raise UsageError(
-            f"--model {name}: not one of torchvision's classification models "
-            "(torchvision.models.list_models(module=torchvision.models))"
-        )
-    side = 224
-    try:
-        weights = torchvision.models.get_model_weights(model_name)
-        side = int(next(iter(weights)).transforms().crop_size[0])
-    except Exception:  # no weights enum or no crop size: torchvision's usual 224
-        pass
-
-    def sized(side: int) -> dict[str, object]:
-        # Only the vision transformers fix their input size; other builders would pass an
-        # unknown keyword on to a module that does not take it.
-        return {"image_size": side} if model_name.startswith("vit_") else {}
-
-    return make(
-        name,
-        description=f"torchvision's {model_name}, random weights, image classification",
-        presets=_image_presets(side, 1000, sized),
-        default_preset={"cuda": "default", "cpu": "tiny"},
-        construct=lambda size: torchvision.models.get_model(
-            model_name, weights=None, **size.kwargs
-        ),
-    )
-
-
-def get(name: str) -> Workload:
-    """The workload of a zoo model named `PREFIX:NAME`."""
-    prefix, _, rest = name.partition(":")
-    if prefix == "hf":
-        from bench.workloads import hf
-
-        return hf.workload(rest)
-    if prefix == "timm":
-        return timm_workload(rest)
-    return torchvision_workload(rest)

@@ -1,0 +1,129 @@
+"""A job's config from the options a user gave, with what only the registries know filled in:
+the workload's default preset, its three id sizes and its batch sizes, the modes the CPU can run,
+and the refusal of a grid of which no case can run here.
+
+The configs themselves (`bench.cases.grid.RunConfig`, `bench.cases.maxbatch.MaxBatchConfig`) are
+names and numbers, checked against the registries' torch-free names (`bench.cases.choices`): the
+store and the command line's parser read them without torch, so they import no registry, inside
+a function either (tests/test_layout.py). A new job's config is built here, above the
+registries, where asking a workload, a mode or a variant is an import downwards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bench.cases import case as cases
+from bench.cases import checks
+from bench.cases.case import Case
+from bench.cases.grid import DEFAULT_REPEATS, RunConfig, new_run_default
+from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
+from bench.execution import parallel as parallelisms
+from bench.execution import variants as execution_variants
+from bench.recipes import catalog
+from bench.recipes import modes as recipes
+from bench.workloads import registry
+
+_FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}
+"""The axes that can leave nothing to run, each with a value that runs anywhere: the axis whose
+values, swapped for this, would let a case run is the one a refusal names."""
+
+
+def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig:
+    """A new timing run's grid from the options the user gave (None: not given) and the
+    defaults. Each axis's values are given by its plural name (`modes=...`). A grid of which no
+    case can run here is refused (`nothing_runs`)."""
+    chosen = {k: v for k, v in given.items() if v is not None}
+    model = str(chosen.pop("model", "mlp"))
+    checks.MODEL("--model", model)
+    workload = registry.get(model)  # a user's factory is imported here: its errors are one line
+    preset = preset or workload.default_preset[device]
+    checks.choice(tuple(workload.presets))("--preset", preset)
+    dims = dict(
+        zip(
+            ("input_size", "hidden_size", "num_classes"),
+            workload.dims(workload.size(preset)),
+            strict=True,
+        )
+    )
+    if model != "mlp":
+        for name in dims:
+            if name in chosen:
+                raise ValueError(
+                    f"--{name.replace('_', '-')} sizes the MLP; --model {model} takes --preset"
+                )
+    chosen.setdefault("repeats", DEFAULT_REPEATS)
+    if device == "cpu" and model != "mlp":
+        # A model's CPU step takes tens of milliseconds, where the harness's microseconds a
+        # step do not show, and the check (hundreds of steps a case) would take minutes of a
+        # smoke run; the MLP's tiny step is where the CPU can see them.
+        chosen.setdefault("overhead", False)
+    world_size = int(chosen.get("world_size", 1))
+    axes = {}
+    for name, how in cases.swept().items():
+        values = chosen.pop(how.plural, None)
+        if not values and name == "batch_size":
+            values = workload.batch_sizes.get(device)  # a zoo model's own, else the MLP's
+        axes[name] = tuple(values or new_run_default(name, device, world_size))
+    if device == "cpu" and given.get("modes") is None:
+        # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
+        # would be a row per batch size and optimizer saying the same thing (a third of the
+        # grid). They are named in the log and the report instead; --modes asks for them.
+        why = {name: m.unsupported_reason(device) for name, m in recipes.MODES.items()}
+        axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
+        chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
+    cfg = RunConfig(device=device, preset=preset, model=model, axes=axes, **{**dims, **chosen})
+    refusal = nothing_runs(cfg)
+    if refusal is not None:
+        raise ValueError(refusal)
+    return cfg
+
+
+def nothing_runs(cfg: RunConfig) -> str | None:
+    """None when some case of the grid can run here. Otherwise one line that names the option
+    and value that leave nothing to run, and why (`--variants cudagraph: CUDA graphs need a
+    CUDA device`): a new run of such a grid is refused before it makes a folder of
+    `unsupported` rows."""
+    reason = _first_unsupported(cfg)
+    if reason is None:
+        return None
+    swept = cases.swept()
+    for name in ("parallel", "variant", "mode"):
+        fallback = dataclasses.replace(cfg, axes={**cfg.axes, name: _FALLBACK[name]})
+        if _first_unsupported(fallback) is None:
+            value = ",".join(cfg.axes[name])
+            return f"{swept[name].flag} {value}: {reason}; no case of this grid can run here"
+    return f"no case of this grid can run here: {reason}"
+
+
+def unsupported_reason(case: Case, world_size: int) -> str | None:
+    """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
+    None."""
+    return execution_variants.unsupported_reason(case) or parallelisms.unsupported_reason(
+        case.parallel, variant=case.variant, world_size=world_size
+    )
+
+
+def _first_unsupported(cfg: RunConfig) -> str | None:
+    """None when some case of `cfg` can run here, else the first case's reason. A reason depends
+    on the mode, the variant and the parallelism alone: each such triple is asked once."""
+    reasons: dict[tuple[str, str, str], str | None] = {}
+    for case in cfg.cases():
+        key = (case.mode, case.variant, case.parallel)
+        if key not in reasons:
+            reasons[key] = unsupported_reason(case, cfg.world_size)
+            if reasons[key] is None:
+                return None
+    return next(iter(reasons.values()), None)
+
+
+def maxbatch_config(*, device: str, preset: str | None, **given: object) -> MaxBatchConfig:
+    """A largest-batch search from the options the user gave and the defaults of `device`; its
+    preset is checked against the workload's own (a zoo model's or a user's too)."""
+    defaults = CPU_DEFAULTS if device == "cpu" else {}
+    model = str(given.pop("model", None) or "mlp")
+    checks.MODEL("--model", model)
+    workload = registry.get(model)
+    preset = preset or workload.default_preset[device]
+    checks.choice(tuple(workload.presets))("--preset", preset)
+    return MaxBatchConfig(device=device, preset=preset, model=model, **{**defaults, **given})
