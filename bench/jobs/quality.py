@@ -30,6 +30,7 @@ def _unsupported(cfg: QualityConfig, mode: str) -> str | None:
     """Why `mode` cannot train this study's model here, or None."""
     from bench.quality.feed import fit
     from bench.recipes.modes import MODES
+    from bench.verdicts.timing import float8_unsupported_reason
 
     m = MODES[mode]
     why = m.unsupported_reason(cfg.device)
@@ -38,9 +39,7 @@ def _unsupported(cfg: QualityConfig, mode: str) -> str | None:
     except ValueError as exc:  # the model cannot be sized to the data: every run says why
         return str(exc)
     if why is None and m.fp8_recipe is not None:
-        plan = m.fp8_plan(fitted.workload, fitted.size)
-        if not any(v == "converted" for v in plan.values()):
-            why = "float8 converts no Linear of this model"
+        why = float8_unsupported_reason(m.fp8_plan(fitted.workload, fitted.size), cfg.model)
     return why
 
 
@@ -81,8 +80,9 @@ def _within(
     todo: list[tuple[str, int]], cfg: QualityConfig, timing, budget_s: float
 ) -> list[tuple[str, int]]:
     """The runs of `todo`, in order, whose summed cost fits `budget_s`: each costs its steps ×
-    its recipe's step time alone (runs side by side share the device, so together they take no
-    longer than one after another), plus what evaluation and starting a process add."""
+    its recipe's step time alone, plus what evaluation and starting a process add. An estimate:
+    side by side on one GPU, runs bound by its matmuls take about as long as one after another
+    or longer, runs bound by the CPU's launches less."""
     step_s = dict(zip(timing["mode"], timing["step_ms"] / 1e3, strict=True))
     chosen, spent = [], START_S
     for mode, seed in todo:
