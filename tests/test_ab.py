@@ -272,10 +272,14 @@ def test_the_rounds_alternate_in_the_jobs_own_loop(clone, tmp_path, monkeypatch)
     each, recorded in env.json in that order."""
     calls = []
 
-    def one_process(tree, parent, log_path, options):
+    def one_process(tree, parent, log_path, options, result):
         calls.append((parent.name, tree, options))
-        (parent / f"run{len(calls)}").mkdir()
+        run_dir = parent / f"run{len(calls)}"
+        run_dir.mkdir()
         log_path.write_text("a fake round\n")
+        # How the round ended, as a child's `bench.outcome` writes it.
+        ended = {"folder": str(run_dir), "status": "ok", "exit": 0, "error": ""}
+        result.write_text(json.dumps(ended))
         return 0
 
     monkeypatch.setattr(ab, "repository", lambda: clone)
