@@ -6,9 +6,10 @@ Per model, at its largest batch size measured, with the given Adam:
 - the fastest recipe (mode and variant) and, where a time-to-quality study on real data trained
   the model at that batch size, the fastest that trains like fp32 by its equivalence test
   (`bench.verdicts.training`; fp16 without a scaler only where the study finds the scaler not
-  needed); each `tied: ...` where recipes are tied within noise (`bench.verdicts.timing.fastest`),
-  every one named; `not known` without such a study (a numerics study trains one seed on a
-  synthetic task, which cannot decide);
+  needed); `tied: ...` where modes are tied within noise (`bench.verdicts.timing.fastest`),
+  each named at its fastest variant, and a mode's other variants tied with it named beside it;
+  `same` where the two are the same; `not known` without such a study (a numerics study trains
+  one seed on a synthetic task, which cannot decide);
 - that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
 - whether float8 pays: the fastest float8 row against the fastest bf16-amp row, `within noise`
   where their intervals overlap; `unsupported: converts no Linear` where no float8 recipe
