@@ -12,11 +12,15 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.store import folders, schema
+
+if TYPE_CHECKING:  # torch: imported where a study runs, not where the command parses
+    from bench.quality.feed import Fitted
 
 KIND = "quality"
 START_S = 30.0
@@ -26,18 +30,25 @@ EVAL_SHARE = 0.1
 batches of forward passes every 100 steps)."""
 
 
-def _unsupported(cfg: QualityConfig, mode: str) -> str | None:
-    """Why `mode` cannot train this study's model here, or None."""
+def _fitted(cfg: QualityConfig) -> Fitted | str:
+    """The study's model sized to its data, or why it cannot be (a string): read once a job."""
     from bench.quality.feed import fit
+
+    try:
+        return fit(cfg)
+    except ValueError as exc:  # the model cannot be sized to the data: every run says why
+        return str(exc)
+
+
+def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> str | None:
+    """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None."""
     from bench.recipes.modes import MODES
     from bench.verdicts.timing import float8_unsupported_reason
 
+    if isinstance(fitted, str):
+        return fitted
     m = MODES[mode]
     why = m.unsupported_reason(cfg.device)
-    try:
-        fitted = fit(cfg)
-    except ValueError as exc:  # the model cannot be sized to the data: every run says why
-        return str(exc)
     if why is None and m.fp8_recipe is not None:
         why = float8_unsupported_reason(m.fp8_plan(fitted.workload, fitted.size), cfg.model)
     return why
@@ -48,10 +59,11 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
     from bench.quality.train import time_step
 
     timed = {r["mode"] for r in tables.load(folder_path)["timing"].to_dict("records")}
+    fitted = _fitted(cfg) if set(modes) - timed else None
     for mode in modes:
         if mode in timed:
             continue
-        why = _unsupported(cfg, mode)
+        why = _unsupported(cfg, mode, fitted)
         if why is not None:
             tables.append(
                 folder_path, "timing", [{"mode": mode, "status": "unsupported", "error": why}]
@@ -59,7 +71,7 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
             continue
         log(f"timing {mode}")
         try:
-            row = {**time_step(cfg, mode), "status": "ok", "error": ""}
+            row = {**time_step(cfg, mode, fitted), "status": "ok", "error": ""}
         except Exception as exc:  # a recipe that fails here is a row; the study goes on
             info = fault(exc)
             row = {"mode": mode, "status": info["status"], "error": info["error"]}
@@ -141,15 +153,12 @@ def start(
     cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
 ) -> Path:
     from bench.data import sources
-    from bench.quality.feed import fit
     from bench.workloads import registry
 
     data = sources.get(cfg.data)  # bad data is bad input: one line, before any folder
     workload = registry.get(cfg.model)
-    try:
-        size = repr(fit(cfg).size)
-    except ValueError as exc:  # a model that cannot be sized to it: its rows say why
-        size = f"not sized to the data: {exc}"
+    fitted = _fitted(cfg)  # a model that cannot be sized to it: its rows say why
+    size = f"not sized to the data: {fitted}" if isinstance(fitted, str) else repr(fitted.size)
     suffix = folders.tagged(f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}", tag)
     with new_folder(
         results_dir, kind=KIND, device=cfg.device, settings=cfg.record(), command=command,

@@ -260,10 +260,10 @@ def safe_train(cfg: QualityConfig, mode_name: str, seed: int) -> dict[str, list[
         return {"curves": [], "checks": [], "runs": [row]}
 
 
-def time_step(cfg: QualityConfig, mode_name: str) -> dict[str, float]:
+def time_step(cfg: QualityConfig, mode_name: str, fitted: Fitted | None = None) -> dict[str, float]:
     """The recipe's training step (the first seed's), timed alone by the harness's timing
     function after a warm-up: median, p10, p90 and IQR in ms."""
-    run = Run(cfg, mode_name, cfg.seeds[0])
+    run = Run(cfg, mode_name, cfg.seeds[0], fitted)
     counter = iter(range(10**9))
     samples = time_phases(
         {"step": lambda: run.step(next(counter))},
