@@ -32,14 +32,16 @@ def _rows(model: str, fp8: bool) -> list[dict]:
     return out
 
 
-def _study(model: str, scaler: str, unlike: tuple[str, ...] = (), batch: int = 8) -> dict:
+def _study(
+    model: str, scaler: str, unlike: tuple[str, ...] = (), batch: int = 8, preset: str = ""
+) -> dict:
     """A time-to-quality study of `model` as `bench.publish.quality.study` gives it: every mode
     but `unlike` trains like fp32, and the GradScaler verdict is `scaler`."""
     modes = ("fp32", "tf32", "bf16-amp", "fp8-tensorwise", "fp16-amp", "fp16-amp-noscale")
     verdicts = {
         m: Verdict(training.WORSE if m in unlike else training.LIKE, "a fixture") for m in modes
     }
-    cfg = QualityConfig(device="cuda", model=model, preset="default", batch_size=batch,
+    cfg = QualityConfig(device="cuda", model=model, preset=preset, batch_size=batch,
                         steps=10, eval_every=5)  # fmt: skip
     return {"cfg": cfg, "verdicts": verdicts, "scaler": Verdict(scaler, "a fixture")}
 
@@ -66,13 +68,25 @@ def test_each_model_gets_its_recipe_float8_and_scaler_verdict(tmp_path, monkeypa
     assert first[8] == "needed"
     assert second[2] == "bf16-amp (eager, 2.50 ms)" and second[3] == "not known"
     assert second[7] == "unsupported: converts no Linear" and second[8] == "not known"
-    assert "no time-to-quality study on real data of this model at this batch size" in text
+    assert "no time-to-quality study on real data of this model at this preset and batch size" in text
 
 
 def test_a_study_at_another_batch_size_decides_nothing(tmp_path):
     run = results.load(write_run(tmp_path / "a", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200"))
     (row,) = _cells("\n".join(zoo.table([(run, [_study("hf:gpt2", training.NEEDED, batch=2)])],
                                          "fused")))  # fmt: skip
+    assert row[3] == "not known" and row[8] == "not known"
+
+
+def test_a_study_of_another_size_decides_nothing(tmp_path):
+    rows = _rows("hf:llama", fp8=True)
+    for row in rows:
+        row["preset"] = "1b"
+    run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
+    small = _study("hf:llama", training.NEEDED, preset="small")  # at the rows' batch, 8
+    assert zoo.studies_of(run, [_study("hf:llama", training.NEEDED, preset="1b")]) != []
+    assert zoo.studies_of(run, [small]) == []
+    (row,) = _cells("\n".join(zoo.table([(run, zoo.studies_of(run, [small]))], "fused")))
     assert row[3] == "not known" and row[8] == "not known"
 
 

@@ -32,7 +32,7 @@ from bench.verdicts.timing import Fastest
 
 NOT_KNOWN = "not known"
 NO_STUDY = (
-    "no time-to-quality study on real data of this model at this batch size (its numerics "
+    "no time-to-quality study on real data of this model at this preset and batch size (its numerics "
     "study trains one seed on a synthetic task, which cannot decide: docs/quality.md)"
 )
 COLUMNS = (
@@ -147,9 +147,11 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
 
 
 def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
-    """The time-to-quality studies (`bench.publish.quality.study`) of a run's model."""
+    """The time-to-quality studies (`bench.publish.quality.study`) of a run's model at its
+    preset: a study of another size judges another model."""
     model = str(rows["model"].iloc[0])
-    return [s for s in studies if s["cfg"].model == model]
+    preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
+    return [s for s in studies if (s["cfg"].model, s["cfg"].preset) == (model, preset)]
 
 
 def table(
