@@ -68,7 +68,9 @@ def test_each_model_gets_its_recipe_float8_and_scaler_verdict(tmp_path, monkeypa
     assert first[8] == "needed"
     assert second[2] == "bf16-amp (eager, 2.50 ms)" and second[3] == "not known"
     assert second[7] == "unsupported: converts no Linear" and second[8] == "not known"
-    assert "no time-to-quality study on real data of this model at this preset and batch size" in text
+    assert (
+        "no time-to-quality study on real data of this model at this preset and batch size" in text
+    )
 
 
 def test_a_study_at_another_batch_size_decides_nothing(tmp_path):

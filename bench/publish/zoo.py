@@ -32,8 +32,8 @@ from bench.verdicts.timing import Fastest
 
 NOT_KNOWN = "not known"
 NO_STUDY = (
-    "no time-to-quality study on real data of this model at this preset and batch size (its numerics "
-    "study trains one seed on a synthetic task, which cannot decide: docs/quality.md)"
+    "no time-to-quality study on real data of this model at this preset and batch size (its "
+    "numerics study trains one seed on a synthetic task, which cannot decide: docs/quality.md)"
 )
 COLUMNS = (
     "model",
