@@ -190,8 +190,9 @@ def resume(
     only: tuple[str, ...] = (),
 ) -> Path:
     """Train what the study in `run_dir` has not; `add_modes` adds recipes to it first; `only`
-    trains only those recipes' runs this time."""
-    with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit",)) as folder:
+    trains only those recipes' runs this time. Another version of the code may resume it (each
+    run's row names its commit); another GPU or torch may not."""
+    with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)
         modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
         cfg = dataclasses.replace(cfg, modes=modes, workers=workers or cfg.workers)
