@@ -153,3 +153,17 @@ def test_fastest_to_the_target_alone_only_outside_the_others_interval():
     assert rules.fastest_to_target(apart) == (["a"], False)
     close = pd.DataFrame({"mode": ["a", "b"], "low_s": [10.0, 12.0], "high_s": [15.0, 30.0]})
     assert rules.fastest_to_target(close) == (["a", "b"], True)
+
+
+def test_a_clean_gradient_check_alone_does_not_make_the_scaler_not_needed():
+    # The check looks at a few steps; without fp16 trained beside it unscaled, or on a synthetic
+    # task, the old rule's "not needed" rested on those steps alone.
+    c = checks([("fc.weight", 1 << 20, 0.0001, 0.0)])
+    scaled_only = summary({"fp32": FP32, "fp16-amp": FP32})
+    v = rules.scaler_needed(c, scaled_only, "fp16-amp", "fp16-amp-noscale", synthetic=False)
+    assert v.verdict == rules.NOT_KNOWN and "not trained" in v.reason
+    v = rules.scaler_needed(c, TRAINED, "fp16-amp", "fp16-amp-noscale", synthetic=True)
+    assert v.verdict == rules.NOT_KNOWN and "synthetic" in v.reason
+    unclear = summary({"fp32": FP32, "fp16-amp": FP32, "fp16-amp-noscale": [1.47, 1.50, 1.53]})
+    v = rules.scaler_needed(c, unclear, "fp16-amp", "fp16-amp-noscale", synthetic=False)
+    assert v.verdict == rules.NOT_KNOWN

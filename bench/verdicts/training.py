@@ -14,7 +14,8 @@ in, a `Verdict` out.
 - **GradScaler needed** reads the GradScaler check (`bench.quality.train.Run.scaler_check`): the
   share of each gradient's norm that float16 flushes to zero without the scaler and keeps with
   it, on tensors of at least `MIN_ELEMENTS` elements (a few elements cannot decide), and whether
-  fp16 without the scaler diverged or trained worse than with it.
+  fp16 without the scaler diverged or trained worse than with it. "Not needed" takes both: no
+  deciding tensor loses norm, and fp16 without the scaler trains like fp16 with it on real data.
 - **Fastest to the target**: only where the recipes' intervals (the seeds' range of steps to the
   target, times the step time's p10–p90) do not overlap; otherwise tied within noise.
 """
@@ -182,6 +183,7 @@ def scaler_needed(
     ran = summary[summary["mode"] == bare]
     scaled_runs = summary[summary["mode"] == scaled]
     diverged = ran[ran["status"] == "diverged"]
+    vs = None
     if len(diverged) and not (scaled_runs["status"] == "diverged").any():
         evidence.append(f"without it training diverged in {len(diverged)} of {len(ran)} seeds")
     elif not synthetic and len(ran) and len(scaled_runs):
@@ -202,11 +204,23 @@ def scaler_needed(
                 f"scaler and {w['lost_scaled']:.1%} with it",
             )
         top = deciding["lost_unscaled"].max()
-        trained = f"; fp16 without it trained in {len(ran)} seeds" if len(ran) else ""
-        return Verdict(
-            NOT_NEEDED,
+        lost = (
             f"at most {top:.2%} of any gradient's norm (tensors of {MIN_ELEMENTS}+ elements) "
-            f"underflows without it{trained}",
+            "underflows without it"
+        )
+        # A few checked steps cannot rule out the steps between them: "not needed" also needs
+        # fp16 without the scaler to train like fp16 with it, on real data.
+        if vs is None or vs.verdict != LIKE:
+            why = (
+                "the task is synthetic"
+                if synthetic
+                else "fp16 without it was not trained beside fp16 with it"
+                if vs is None
+                else f"fp16 without it against fp16 with it: {vs.verdict} ({vs.reason})"
+            )
+            return Verdict(NOT_KNOWN, f"{lost}, but {why}")
+        return Verdict(
+            NOT_NEEDED, f"{lost}, and fp16 without it trains like fp16 with it ({vs.reason})"
         )
     if len(checks):
         return Verdict(
