@@ -4,6 +4,7 @@ to end (its tables, report and resume), and bad input."""
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -156,3 +157,27 @@ def test_settings_are_checked_before_any_folder(tmp_path, capsys):
     for bad in (["--seeds", "1,1"], ["--modes", "bf16-amp"], ["--min-lr", "0.1"]):
         assert main(["quality", "--device", "cpu", "--results-dir", str(tmp_path), *bad]) == 2
     assert not any(Path(tmp_path).iterdir())
+
+
+def test_a_recipe_with_a_seed_short_of_the_target_is_named_not_ranked():
+    # tf32 trains like fp32 but one seed missed the target (fp32's worst seed's best): it has no
+    # time to the target, and the fastest sentence must not read as if fp16-amp beat it.
+    from bench.publish import quality as page
+    from bench.verdicts import training as rules
+
+    like = rules.Verdict(rules.LIKE, "gap 0")
+    timing = pd.DataFrame(
+        [{"mode": m, "status": "ok", "step_ms": ms, "step_ms_p10": ms, "step_ms_p90": ms}
+         for m, ms in (("fp32", 30.0), ("tf32", 13.0), ("fp16-amp", 17.0))]
+    )  # fmt: skip
+    reached = pd.DataFrame(
+        [{"mode": m, "seed": i, "steps": st}
+         for m, steps in (("fp32", [1600, 1700, 1800]), ("tf32", [1600, 1700, None]),
+                          ("fp16-amp", [1500, 1600, 1700]))
+         for i, st in enumerate(steps)]
+    )  # fmt: skip
+    s = {"verdicts": {"tf32": like, "fp16-amp": like}, "tables": {"timing": timing},
+         "reached": reached}  # fmt: skip
+    (line,) = [x for x in page._verdict_lines(s) if "Fastest" in x]
+    assert "fp16-amp" in line and "the only one timed" in line
+    assert "Not ranked: tf32" in line

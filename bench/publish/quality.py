@@ -141,21 +141,32 @@ def _verdict_lines(s: dict) -> list[str]:
     like = [m for m, v in s["verdicts"].items() if v.verdict == rules.LIKE]
     times = _times(s)
     times = times[times["mode"].isin(like)]
+    # A recipe with a seed that missed the target has no time to it: it cannot be ranked, and
+    # the sentence says so rather than let the ranked ones read as faster than it.
+    unranked = [m for m in like if m not in set(times["mode"])]
+    besides = (
+        f" Not ranked: {joined(unranked)}, which {'train' if len(unranked) > 1 else 'trains'} "
+        "like fp32 but not every seed reached the target."
+        if unranked
+        else ""
+    )
     if len(times):
         fastest, tied = rules.fastest_to_target(times)
         if tied:
             lines.append(
                 f"- **Fastest to the target** among the recipes that train like fp32: tied within "
-                f"noise, {joined(fastest)} (their times to the target overlap)."
+                f"noise, {joined(fastest)} (their times to the target overlap).{besides}"
             )
         else:
             t = times.set_index("mode").loc[fastest[0]]
+            ahead = "ahead of every other's interval" if len(times) > 1 else "the only one timed"
             lines.append(
                 f"- **Fastest to the target** among the recipes that train like fp32: "
                 f"{fastest[0]}, {figure(t['mean_s'])} s ({figure(t['low_s'])}–"
-                f"{figure(t['high_s'])} s over seeds and step-time spread), ahead of every other's "
-                "interval."
+                f"{figure(t['high_s'])} s over seeds and step-time spread), {ahead}.{besides}"
             )
+    elif unranked:
+        lines.append(f"- **Fastest to the target**: not known.{besides}")
     return lines
 
 
