@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bench.cases.choices import CONFIDENCE, MIN_EFFECT  # the verdicts' defaults, defined once
+
 NOISY_IQR_OVER_MEDIAN = 0.05
 """A case whose total-step IQR exceeds 5% of its median is flagged `noisy`."""
 
@@ -56,13 +58,6 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
         raise ValueError(f"statistic {statistic!r}: choose from {', '.join(STATISTICS)}")
     return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
 
-
-MIN_EFFECT = 0.02
-"""The smallest relative change a verdict calls faster or slower, unless told otherwise
-(`--min-effect` of `compare` and `ab`): a change below it is not worth a verdict, however sure."""
-CONFIDENCE = 0.95
-"""The confidence of a verdict's interval, unless told otherwise (`--confidence`); 1 minus it is
-the level of its test."""
 
 EXACT_PAIRS = 900
 """Up to this many pairs of rounds (30 a side) the interval comes from U's exact distribution;

@@ -30,21 +30,16 @@ Cases that ran in only one of the sides are left out of the table and counted in
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from bench.faults import UsageError
 from bench.measure import stats as round_stats
 from bench.publish import sides, tables
 from bench.store import paths, results
-
-# scipy 1.15 renamed bootstrap's `random_state` to `rng`; GPU images may carry an older scipy.
-_RNG_ARG = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
 
 NOISE_K = 2.0
 """The noise floor of a verdict, in units of the pooled spread (standard deviation of the log of
@@ -74,43 +69,29 @@ class Pair:
         return cls(axis=axis, a=a, b=b)
 
 
-def verdict(
-    a: np.ndarray,
-    b: np.ndarray,
+def judge(
+    rounds_a: list[np.ndarray],
+    rounds_b: list[np.ndarray],
     *,
     min_effect: float = round_stats.MIN_EFFECT,
     confidence: float = round_stats.CONFIDENCE,
-    n_resamples: int = 2000,
-    seed: int = 0,
+    statistic: str = "median",
 ) -> dict[str, object]:
-    """Ratio of medians (B over A), its bootstrap interval, the U test's p-value, and a verdict."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ratio = float(np.median(b) / np.median(a))
-
-    def ratio_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.median(y, axis=axis) / np.median(x, axis=axis)
-
-    ci = stats.bootstrap(
-        (a, b),
-        ratio_of_medians,
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        method="percentile",
-        vectorized=True,
-        **{_RNG_ARG: np.random.default_rng(seed)},
-    ).confidence_interval
-    lo, hi = float(ci.low), float(ci.high)
-    p = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    differs = p < 1 - confidence
-    if differs and hi < 1 and ratio < 1 - min_effect:
-        word = "faster"
-    elif differs and lo > 1 and ratio > 1 + min_effect:
-        word = "slower"
-    elif 1 - min_effect <= lo and hi <= 1 + min_effect:
-        word = "same"
-    else:
-        word = "unclear"
-    return {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "p_value": p, "verdict": word}
+    """One case's verdict from its rounds (each an array of step times in ms): the medians of all
+    its steps (`median_ms_a`, `median_ms_b`) and `bench.measure.stats.rounds_verdict` of the
+    rounds summed up by `statistic`, before any correction across cases. `compare` and `history`
+    both judge a case here."""
+    return {
+        "median_ms_a": float(np.median(np.concatenate(rounds_a))),
+        "median_ms_b": float(np.median(np.concatenate(rounds_b))),
+        **round_stats.rounds_verdict(
+            [round_stats.of_round(r, statistic) for r in rounds_a],
+            [round_stats.of_round(r, statistic) for r in rounds_b],
+            min_effect=min_effect,
+            confidence=confidence,
+            noise_k=NOISE_K,
+        ),
+    }
 
 
 def env_differences(env_a: dict, env_b: dict) -> list[str]:
@@ -169,18 +150,15 @@ def compare(
             row["verdict"] = "missing"
             out.append(row)
             continue
-        row["median_ms_a"] = float(np.median(np.concatenate(rounds_a)))
-        row["median_ms_b"] = float(np.median(np.concatenate(rounds_b)))
-        row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
-        row.update(
-            round_stats.rounds_verdict(
-                [round_stats.of_round(r, statistic) for r in rounds_a],
-                [round_stats.of_round(r, statistic) for r in rounds_b],
-                min_effect=min_effect,
-                confidence=confidence,
-                noise_k=NOISE_K,
-            )
+        verdict = judge(
+            rounds_a, rounds_b, min_effect=min_effect, confidence=confidence, statistic=statistic
         )
+        row["median_ms_a"], row["median_ms_b"] = (
+            verdict.pop("median_ms_a"),
+            verdict.pop("median_ms_b"),
+        )
+        row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
+        row.update(verdict)
         out.append(row)
     table = pd.DataFrame(round_stats.family_verdicts(out, confidence=confidence))
     table.attrs.update(

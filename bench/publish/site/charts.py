@@ -1,12 +1,12 @@
 """The history's interactive charts: one plotly chart per case of a GPU model's history
-(`bench.publish.history.collect`), its median step time in each run that has it, runs in
-history order (by the date of their commit).
+(`bench.publish.history_points.collect`), its median step time in each revision that has it,
+in history order (by the date of their commit).
 
-Each point's marker is its verdict against the previous run that has the case, as the
+Each point's marker is its verdict against the previous revision that has the case, as the
 history's figure draws it (`history.VERDICT_MARKERS`): a regression (`slower`) is a large red
 up-pointing triangle, and its chart is framed in red and listed first among its mode's. The
-hover names the run, its commit and date, the median and the verdict with its ratio. A case
-measured in one run only has no history to draw: the tables below the charts hold it.
+hover names the revision's runs, its commit and date, the median and the verdict with its ratio.
+A case measured in one revision only has no history to draw: the tables below the charts hold it.
 """
 
 from __future__ import annotations
