@@ -59,6 +59,11 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
     return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
 
 
+NOISE_K = 2.0
+"""The noise floor of a verdict, in units of the pooled spread (standard deviation of the log of
+each round's statistic) between the rounds of one side: a change smaller than twice what
+separates two rounds of the same code is not told apart from no change."""
+
 EXACT_PAIRS = 900
 """Up to this many pairs of rounds (30 a side) the interval comes from U's exact distribution;
 beyond, from its normal approximation (a pytest-benchmark save may hold hundreds of rounds)."""
@@ -96,7 +101,7 @@ def rounds_verdict(
     *,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
-    noise_k: float = 2.0,
+    noise_k: float = NOISE_K,
 ) -> dict[str, object]:
     """The verdict on a case from its rounds: `a` and `b` hold one value per round of each side
     (a round's median step time, say), each round one observation.

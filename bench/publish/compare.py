@@ -7,19 +7,14 @@ saves on the benchmark's name), the ratio is B's step time over A's: below 1 mea
 
 Two runs of the same code differ by more than their per-step samples suggest: the machine's load,
 clocks and temperature and the layout of a fresh process move a whole run at once. So a case is
-judged from its rounds, each one observation, summed up by one statistic (`--statistic`: the
-median of its steps by default, `bench.measure.stats.STATISTICS`), with
-`bench.measure.stats.rounds_verdict`: the Hodges-Lehmann ratio, Mann-Whitney's p and its exact
-interval, and a noise bound of `NOISE_K` times the spread between the rounds of one side, the
-between-run spread that two runs of the same code show. `faster` / `slower` need the interval to
-exclude 1, the ratio beyond 1 -/+ the larger of that noise and `min_effect`, and the p-value to
-survive Holm's correction across the comparison's cases (`bench.measure.stats.family_verdicts`:
-a comparison of 10 or 30 cases would otherwise have, case by case, 10 or 30 chances of a false
-call); `same` needs the interval within 1 -/+ `min_effect`. With too few rounds for any test at
-the confidence asked (3 a side give Mann-Whitney's smallest p, 0.1), or for the correction
-across that many cases (5 a side allow at most 6), a case is `unclear` and the report says
-plainly that it cannot judge; `missing`: the case ran on both sides but passed in no round of
-one.
+judged from its rounds, each one observation summed up by one statistic (`--statistic`), with
+`bench.measure.stats.rounds_verdict` (`judge`, which `history` asks too): `faster` / `slower`
+need the interval to exclude 1, the ratio beyond 1 -/+ the larger of the noise between rounds and
+`min_effect`, and the p-value to survive Holm's correction across the comparison's cases
+(`bench.measure.stats.family_verdicts`); `same` needs the interval within 1 -/+ `min_effect`.
+With too few rounds for any test at the confidence asked (3 a side give no p below 0.1), or for
+the correction across that many cases, a case is `unclear` and the report says plainly that it
+cannot judge; `missing`: the case ran on both sides but passed in no round of one.
 
 Rounds within one process (a run's `--repeats` windows, one save's calls) follow each other
 within seconds: they show the process's own spread, not how far two processes differ, and a
@@ -40,11 +35,6 @@ from bench.faults import UsageError
 from bench.measure import stats as round_stats
 from bench.publish import sides, tables
 from bench.store import paths, results
-
-NOISE_K = 2.0
-"""The noise floor of a verdict, in units of the pooled spread (standard deviation of the log of
-each round's statistic) between the rounds of one side: a change smaller than twice what
-separates two rounds of the same code is not told apart from no change."""
 
 ENV_FIELDS = ("gpu", "driver", "torch", "cuda", "cudnn", "tf32_matmul", "tf32_cudnn")
 """Environment fields that change step times; a difference between the runs is warned about."""
@@ -89,7 +79,6 @@ def judge(
             [round_stats.of_round(r, statistic) for r in rounds_b],
             min_effect=min_effect,
             confidence=confidence,
-            noise_k=NOISE_K,
         ),
     }
 
@@ -188,11 +177,11 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
         f"summed up by the {statistic} of its step times; ratio: the Hodges-Lehmann estimate "
         "over the rounds (the median of every round of B over every round of A); interval: "
         f"its {confidence:.0%} confidence interval and p: Mann-Whitney's, p_holm: p after "
-        f"Holm's correction across the cases; noise: {NOISE_K:g} × the spread between the "
-        "rounds of one side. A case is faster or slower when its interval excludes 1, its "
-        f"p_holm is at most {alpha:.0%} and its ratio is beyond 1 ± the larger of its noise and "
-        f"the smallest effect reported ({min_effect:.1%}), same when its interval lies within "
-        f"1 ± {min_effect:.1%}.",
+        f"Holm's correction across the cases; noise: {round_stats.NOISE_K:g} × the spread "
+        "between the rounds of one side. A case is faster or slower when its interval excludes "
+        f"1, its p_holm is at most {alpha:.0%} and its ratio is beyond 1 ± the larger of its "
+        f"noise and the smallest effect reported ({min_effect:.1%}), same when its interval "
+        f"lies within 1 ± {min_effect:.1%}.",
         "",
     ]
     if family:
