@@ -45,11 +45,9 @@ def phase_columns(samples: dict[str, list[float]]) -> dict[str, float]:
 
 STATISTICS = {"median": 50.0, "p10": 10.0}
 """What one round (one observation) of a case is summed up by, for `bench compare`: the median of
-its step times (the default, what every report shows), or their 10th percentile. On a machine
-that other work shares, that work only ever adds time to some steps: the lower tail is what the
-code costs, and it moves less from one process to the next (on the 2-core CPU of
-results/ab-cpu/, a round's p10 varied by about 1% from process to process where its median
-varied by 1.5% to 10%)."""
+its step times (the default, what every report shows), or their 10th percentile. Work that shares
+the machine only ever adds time to some steps, so the lower tail is what the code costs and moves
+less from one process to the next."""
 
 
 def of_round(samples: Sequence[float], statistic: str = "median") -> float:
