@@ -104,7 +104,7 @@ def _method(points: pd.DataFrame) -> list[str]:
 
 
 def render(
-    runs: pd.DataFrame,
+    revisions: pd.DataFrame,
     points: pd.DataFrame,
     gpu: str,
     *,
@@ -115,7 +115,7 @@ def render(
     per mode. `runs`: the revisions (`history_points.revisions`). Links are relative to
     `results_dir`/history/, where it is written."""
     folder = results_dir / HISTORY_DIR
-    each = runs.explode("folders")
+    each = revisions.explode("folders")
     run_rows = pd.DataFrame(
         {
             "revision": each["label"],
@@ -152,7 +152,7 @@ def render(
     if figure:
         out += [f"![median step time per revision]({figure})", ""]
     axes = _case_axes(points)
-    labels = list(runs["label"])
+    labels = list(revisions["label"])
     for mode, g in points.groupby("mode", sort=False):
         g = g.assign(cell=g.apply(_cell, axis=1))
         wide = g.pivot_table(index=axes, columns="label", values="cell", aggfunc="first", sort=True)
@@ -161,7 +161,7 @@ def render(
     return "\n".join(out)
 
 
-def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
+def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
     """One panel per mode: each case's median step time per revision (log scale), its verdict
     against the revision before as the marker."""
     modes = list(dict.fromkeys(points["mode"]))
@@ -173,7 +173,7 @@ def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None
     )
     for ax in grid.flat[len(modes) :]:
         ax.set_visible(False)
-    x_of = {label: i for i, label in enumerate(runs["label"])}
+    x_of = {label: i for i, label in enumerate(revisions["label"])}
     shown: set[str] = set()
     for ax, mode in zip(grid.flat, modes, strict=False):
         colour = mode_colour(mode)
@@ -221,9 +221,11 @@ def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.tick_params(axis="y", which="minor", labelsize=6)
         ax.set_xticks(
-            range(len(runs)), [f"{r.label}\n{r.commit}" for r in runs.itertuples()], fontsize=7
+            range(len(revisions)),
+            [f"{r.label}\n{r.commit}" for r in revisions.itertuples()],
+            fontsize=7,
         )
-        ax.set_xlim(-0.5, len(runs) + 0.3)  # room for the names at the right
+        ax.set_xlim(-0.5, len(revisions) + 0.3)  # room for the names at the right
         ax.set_xlabel("revision (by commit date) and commit")
         ax.set_ylabel("median step time (ms, log scale)")
         ax.set_title(f"{mode} ({', '.join(axes_names).replace('_', ' ')})", fontsize=10)
@@ -263,10 +265,12 @@ def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Pat
         raise UsageError(f"{folder} is not writable")
     written = []
     for name in gpus:
-        runs, points = collect(results_dir, name)
+        revisions, points = collect(results_dir, name)
         slug = gpu_slug(name)
-        plot(runs, points, name, folder / f"{slug}.png")
+        plot(revisions, points, name, folder / f"{slug}.png")
         md = folder / f"{slug}.md"
-        md.write_text(render(runs, points, name, results_dir=results_dir, figure=f"{slug}.png"))
+        md.write_text(
+            render(revisions, points, name, results_dir=results_dir, figure=f"{slug}.png")
+        )
         written.append(md)
     return written

@@ -153,7 +153,7 @@ def histories(found: list[History]) -> str:
     rows = [
         {
             "GPU model": f"[{h.gpu}]({markup.SITE}:{h.page})",
-            "revisions": h.runs,
+            "revisions": h.revisions,
             "cases": h.cases,
             "charted": h.charts,
             "cases slower than the revision before": f"{h.slower} slower" if h.slower else "none",

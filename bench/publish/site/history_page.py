@@ -27,7 +27,8 @@ class History:
     gpu: str
     page: PurePosixPath
     body: str
-    runs: int
+    revisions: int
+    """The runs of one commit count once (`bench.publish.history_points.revisions`)."""
     cases: int
     slower: int
     charts: int
@@ -65,11 +66,11 @@ def _charts_html(found: list[charts.Chart], cases: int) -> str:
 
 def build(results_dir: Path, gpu: str, layout: Layout) -> History:
     """The history page of `gpu`, from the timing runs of that GPU model in `results_dir`."""
-    runs, points = history_points.collect(results_dir, gpu)
+    revisions, points = history_points.collect(results_dir, gpu)
     source = results_dir / HISTORY_DIR
     page = layout.add_history(source / f"{gpu_slug(gpu)}.md", gpu)
-    text = history.render(runs, points, gpu, results_dir=results_dir)
-    found = charts.charts(runs, points)
+    text = history.render(revisions, points, gpu, results_dir=results_dir)
+    found = charts.charts(revisions, points)
     drawn = {c.case_id for c in found}
 
     def to_chart(m: re.Match) -> str:
@@ -90,4 +91,6 @@ def build(results_dir: Path, gpu: str, layout: Layout) -> History:
         ]
     )
     slower = int((points["verdict"] == "slower").sum())
-    return History(gpu, page, body, len(runs), int(points["case_id"].nunique()), slower, len(found))
+    return History(
+        gpu, page, body, len(revisions), int(points["case_id"].nunique()), slower, len(found)
+    )
