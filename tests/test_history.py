@@ -150,3 +150,15 @@ def test_a_commit_of_too_few_rounds_is_unclear_and_says_so(tmp_path, monkeypatch
     text = history.render(revs, points, GPU, results_dir=tmp_path)
     assert "(unclear: too few rounds)" in text and "**Too few rounds**: 2 of the 2" in text
     assert text.count("[run0](../ca/run0/report.md)") == 1
+
+
+def test_a_case_that_failed_in_one_run_of_a_revision_is_judged_on_the_others(tmp_path):
+    rows = _rows(10.0, 5.0)
+    failed = [dict(rows[0], status="oom", error="out of memory"), rows[1]]
+    write_run(tmp_path / "c1" / "run0", rows, gpu=GPU, commit="1" * 40, seed=1)
+    write_run(tmp_path / "c1" / "run1", failed, gpu=GPU, commit="1" * 40, seed=2,
+              started="2026-11-29T11:00:00+00:00")  # fmt: skip
+    revs, points = history_points.collect(tmp_path, GPU)
+    fp32 = points.set_index("mode").loc["fp32"]
+    assert fp32["status"] == "oom" and fp32["rounds"] == 1 and fp32["median_ms"] > 0
+    assert "(oom in a run)" in history.render(revs, points, GPU, results_dir=tmp_path)

@@ -51,9 +51,11 @@ def _case_axes(points: pd.DataFrame) -> list[str]:
 
 
 def _cell(p: pd.Series) -> str:
-    if p["status"] != "ok":
+    if pd.isna(p["median_ms"]):  # it passed in no run of the revision
         return p["status"]
     text = f"{p['median_ms']:#.4g}"
+    if p["status"] != "ok":  # it passed in some runs of the revision only
+        text += f" ({p['status']} in a run)"
     if p["verdict"] == "first":
         return text
     if p["too_few"]:
