@@ -58,6 +58,7 @@ def test_history_writes_a_table_and_a_plot_per_gpu(three_runs):
     bf16 = text.split("## bf16-amp")[1]
     assert "(**slower** 1.2" in bf16 and "(same" in bf16
     assert "| R1 " in text and "[A](../A/report.md)" in text
+    assert "**Rounds of one process**: 4 verdicts" in text  # each revision one run's windows
     png = md.with_suffix(".png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000  # drawn (a palette PNG)
 
@@ -124,7 +125,7 @@ def test_run_to_run_noise_is_no_change_though_the_per_step_test_calls_one(tmp_pa
     ]
     second = points[points["label"] == "R2"].set_index("mode")
     assert set(second["verdict"]) <= {"same", "unclear"} and set(second["rounds"]) == {5}
-    assert (second["unit"] == "runs").all()
+    assert (second["unit"] == "runs").all() and not second["one_process"].any()
 
 
 def test_history_and_compare_give_the_same_verdicts_on_a_pair_of_commits(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
 from bench.measure import stats
-from bench.publish import figures, sides, tables
+from bench.publish import figures, tables
 from bench.publish.history_points import collect, gpu_models
 from bench.publish.runs import HISTORY_DIR
 from bench.recipes.catalog import colour as mode_colour
@@ -69,7 +69,8 @@ def _method(points: pd.DataFrame) -> list[str]:
     """What decided the verdicts, and what the rounds could not carry."""
     judged = points[~points["verdict"].isin(["first", "missing"])]
     few = int(judged["too_few"].astype(bool).sum())
-    one_process = int(judged["unit"].isin(sides.ONE_PROCESS).sum())
+    # Rounds of one process matter where they were enough for a verdict.
+    one_process = int((judged["one_process"].astype(bool) & ~judged["too_few"].astype(bool)).sum())
     counts = points["verdict"].value_counts()
     lines = [
         "Each case's median step time (ms, over all its steps) in every revision of this GPU "
@@ -97,7 +98,7 @@ def _method(points: pd.DataFrame) -> list[str]:
     if one_process:
         lines += [
             f"**Rounds of one process**: {one_process} verdicts rest on the timed windows of "
-            "one run, which follow each other within seconds; they show that process's own "
+            "a run, which follow each other within seconds; they show that process's own "
             "spread, not how far two runs of the same code differ, so a difference between the "
             "two runs larger than that reads as a real one.",
             "",

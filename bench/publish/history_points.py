@@ -7,7 +7,7 @@ revision; a run whose commit is unknown, or whose code differs from it (`dirty`)
 
 A case is judged as `ampbench compare` judges it (`bench.publish.compare.judge`): each run of a
 revision one round, a revision of one run its passes (`run --rounds`) or else its timed windows
-(rounds of one process, which cannot show how far two processes differ: `unit` says which), with
+(rounds of one process, which cannot show how far two processes differ: `one_process`), with
 Holm's correction across the cases of one revision (`bench.measure.stats.family_verdicts`).
 `faster`, `slower`, `same` or `unclear` (`too_few` where the rounds are too few for any verdict);
 `missing` where the case did not pass in one of the two, `first` in the first revision with it.
@@ -113,6 +113,7 @@ def _point(label: str, run: str, case: dict) -> dict[str, object]:
         "ratio": np.nan,
         "p_value": np.nan,
         "too_few": False,
+        "one_process": False,
         "verdict": "first",
     }
 
@@ -128,7 +129,7 @@ def collect(
     with its median step time and its verdict against the previous revision that has it."""
     revs = revisions(results_dir, gpu)
     points = []
-    last: dict[tuple, tuple[str, list]] = {}  # a case's key -> (label, rounds) where last seen
+    last: dict[tuple, tuple[str, list, str]] = {}  # a case's key -> its last (label, rounds, unit)
     for rev in revs.itertuples():
         side = sides.of_runs(rev.folders)
         judged = []
@@ -136,16 +137,17 @@ def collect(
             key = tuple(case[k] for k in side.keys)
             point = _point(rev.label, rev.run, case)
             if key in last:
-                prev_label, prev = last[key]
+                prev_label, prev, prev_unit = last[key]
                 point["previous"] = prev_label
                 if prev and case["rounds"]:
                     found = compare.judge(
                         prev, case["rounds"], min_effect=min_effect, confidence=confidence
                     )
                     point.update({k: found[k] for k in ("ratio", "p_value", "too_few", "verdict")})
+                    point["one_process"] = bool({prev_unit, point["unit"]} & set(sides.ONE_PROCESS))
                 else:
                     point["verdict"] = "missing"
-            last[key] = (rev.label, case["rounds"])
+            last[key] = (rev.label, case["rounds"], point["unit"])
             judged.append(point)
         points += stats.family_verdicts(judged, confidence=confidence)
     return revs, pd.DataFrame(points)
