@@ -38,9 +38,13 @@ PARALLELS = ("none", "ddp", "ddp-bf16", "fsdp", "fsdp-bf16")
 EXPORT_FORMATS = ("github-action-benchmark",)
 """`bench.publish.export.FORMATS`."""
 
-MIN_EFFECT, CONFIDENCE = 0.02, 0.95
-"""`bench.measure.stats.MIN_EFFECT` and `CONFIDENCE`, the verdicts' defaults, as `compare`'s and
-`ab`'s help shows them (the verdicts read them from `bench.measure.stats`)."""
+MIN_EFFECT = 0.02
+"""The smallest relative change a timing verdict calls faster or slower, unless told otherwise
+(`--min-effect`): a change below it is not worth a verdict, however sure. Defined here, once,
+because the help shows it before anything heavy is imported; `bench.measure.stats` reads it."""
+CONFIDENCE = 0.95
+"""The confidence of a timing verdict's interval, unless told otherwise (`--confidence`); 1 minus
+it is the level of its test. Read by `bench.measure.stats` as `MIN_EFFECT` is."""
 
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
 """Batch sizes (per GPU) of a timing run when `--batch-sizes` is not given."""

@@ -42,15 +42,10 @@ from bench.store import folders, paths
 
 SIDES = ("A", "B")
 DEFAULT_ROUNDS = 7
-"""Fresh processes per revision when `--rounds` is not given. Each round is one observation of
-each case, and Mann-Whitney's test (`bench.measure.stats.rounds_verdict`) cannot tell two sides
-apart at 95% with fewer than 4 a side (3 give a smallest p of 0.1, 4 give 0.029 and only when
-every round of one side is slower than every round of the other, 5 give 0.0079). Across the
-cases of a grid, Holm's correction (`bench.measure.stats.family_verdicts`) asks more: the
-smallest p at most 5% / cases, which 5 a side reach for up to 6 cases, 6 for up to 23 and 7
-(smallest p 0.00058) for up to 85 (`bench.measure.stats.rounds_needed`). 7 judge a grid of 8 to
-32 cases even with a pair of rounds out of order (one round of B faster than one of A); across
-10 cases, with up to three."""
+"""Fresh processes per revision when `--rounds` is not given, each one round of every case: Holm's
+correction across a grid's cases asks more rounds than one case does: 7 a side can call any case
+of a grid of up to 85 (`bench.measure.stats.rounds_needed`), and of 8 to 32 cases even with a
+round out of order."""
 LOGS = "logs"
 CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY")
 """Variables that would make a revision's run record another commit than its own."""

@@ -43,13 +43,10 @@ MATMUL_DTYPES: dict[str, tuple[torch.dtype, bool]] = {
 """Ceiling name -> (operand dtype, TF32 allowed)."""
 MATMUL_DEVICES = ("cuda",)
 """Devices whose matmul ceilings are measured. A GPU's GEMM rate is a property of the chip that
-the model's large matmuls approach. A CPU's is not a ceiling of anything: it depends on the shape,
-on the instruction set (bf16 and fp16 run on AMX or AVX-512 tiles, or are converted to float32)
-and on what else the cores run, and the CPU grid's model is tiny. On a shared 2-core box the 256²
-GEMM measured fp16 at 0.001 TFLOP/s and the float32 GEMM at 0.004 one time and 0.008 the next
-(tf32 is the same float32 GEMM on a CPU), and rows ran at 154-538% of floors made from them. A
-floor above the step it bounds says nothing, so the CPU gets none (its rows show `–`); the copy
-bandwidth, which bounds the optimizer phase, is measured everywhere."""
+the model's large matmuls approach; a CPU's depends on the shape, the instruction set and what
+else the cores run, so a floor made from it can sit above the step it bounds. The CPU gets no
+matmul floor (its rows show `–`); the copy bandwidth, which bounds the optimizer phase, is
+measured everywhere."""
 
 
 def _median_ms(fn: Callable[[], object], device: str, warmup: int, steps: int) -> float:

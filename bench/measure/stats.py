@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bench.cases.choices import CONFIDENCE, MIN_EFFECT  # the verdicts' defaults, defined once
+
 NOISY_IQR_OVER_MEDIAN = 0.05
 """A case whose total-step IQR exceeds 5% of its median is flagged `noisy`."""
 
@@ -43,11 +45,9 @@ def phase_columns(samples: dict[str, list[float]]) -> dict[str, float]:
 
 STATISTICS = {"median": 50.0, "p10": 10.0}
 """What one round (one observation) of a case is summed up by, for `bench compare`: the median of
-its step times (the default, what every report shows), or their 10th percentile. On a machine
-that other work shares, that work only ever adds time to some steps: the lower tail is what the
-code costs, and it moves less from one process to the next (on the 2-core CPU of
-results/ab-cpu/, a round's p10 varied by about 1% from process to process where its median
-varied by 1.5% to 10%)."""
+its step times (the default, what every report shows), or their 10th percentile. Work that shares
+the machine only ever adds time to some steps, so the lower tail is what the code costs and moves
+less from one process to the next."""
 
 
 def of_round(samples: Sequence[float], statistic: str = "median") -> float:
@@ -57,12 +57,10 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
     return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
 
 
-MIN_EFFECT = 0.02
-"""The smallest relative change a verdict calls faster or slower, unless told otherwise
-(`--min-effect` of `compare` and `ab`): a change below it is not worth a verdict, however sure."""
-CONFIDENCE = 0.95
-"""The confidence of a verdict's interval, unless told otherwise (`--confidence`); 1 minus it is
-the level of its test."""
+NOISE_K = 2.0
+"""The noise floor of a verdict, in units of the pooled spread (standard deviation of the log of
+each round's statistic) between the rounds of one side: a change smaller than twice what
+separates two rounds of the same code is not told apart from no change."""
 
 EXACT_PAIRS = 900
 """Up to this many pairs of rounds (30 a side) the interval comes from U's exact distribution;
@@ -101,7 +99,7 @@ def rounds_verdict(
     *,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
-    noise_k: float = 2.0,
+    noise_k: float = NOISE_K,
 ) -> dict[str, object]:
     """The verdict on a case from its rounds: `a` and `b` hold one value per round of each side
     (a round's median step time, say), each round one observation.

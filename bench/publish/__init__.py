@@ -7,7 +7,8 @@
   its card's); `maxbatch` (a largest-batch folder); `tables` (the one cell formatter).
 - results/ as a whole: `runs` (its run folders and saves), `index` (results/README.md, with
   `grid_text` for a grid in one line), `index_check` (is the committed index fresh),
-  `promote` (publishing a run into it), `history` (step time across runs).
+  `promote` (publishing a run into it), `history` (step time across revisions, judged per
+  case by `history_points` as `compare` judges).
 - The README's generated blocks: `readme`, and `summary` with `summary_studies` and `prose`.
 - Other tools and the user's own expectations: `export`, `compare`, `criteria` with
   `criteria_file`.

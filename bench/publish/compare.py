@@ -7,19 +7,14 @@ saves on the benchmark's name), the ratio is B's step time over A's: below 1 mea
 
 Two runs of the same code differ by more than their per-step samples suggest: the machine's load,
 clocks and temperature and the layout of a fresh process move a whole run at once. So a case is
-judged from its rounds, each one observation, summed up by one statistic (`--statistic`: the
-median of its steps by default, `bench.measure.stats.STATISTICS`), with
-`bench.measure.stats.rounds_verdict`: the Hodges-Lehmann ratio, Mann-Whitney's p and its exact
-interval, and a noise bound of `NOISE_K` times the spread between the rounds of one side, the
-between-run spread that two runs of the same code show. `faster` / `slower` need the interval to
-exclude 1, the ratio beyond 1 -/+ the larger of that noise and `min_effect`, and the p-value to
-survive Holm's correction across the comparison's cases (`bench.measure.stats.family_verdicts`:
-a comparison of 10 or 30 cases would otherwise have, case by case, 10 or 30 chances of a false
-call); `same` needs the interval within 1 -/+ `min_effect`. With too few rounds for any test at
-the confidence asked (3 a side give Mann-Whitney's smallest p, 0.1), or for the correction
-across that many cases (5 a side allow at most 6), a case is `unclear` and the report says
-plainly that it cannot judge; `missing`: the case ran on both sides but passed in no round of
-one.
+judged from its rounds, each one observation summed up by one statistic (`--statistic`), with
+`bench.measure.stats.rounds_verdict` (`judge`, which `history` asks too): `faster` / `slower`
+need the interval to exclude 1, the ratio beyond 1 -/+ the larger of the noise between rounds and
+`min_effect`, and the p-value to survive Holm's correction across the comparison's cases
+(`bench.measure.stats.family_verdicts`); `same` needs the interval within 1 -/+ `min_effect`.
+With too few rounds for any test at the confidence asked (3 a side give no p below 0.1), or for
+the correction across that many cases, a case is `unclear` and the report says plainly that it
+cannot judge; `missing`: the case ran on both sides but passed in no round of one.
 
 Rounds within one process (a run's `--repeats` windows, one save's calls) follow each other
 within seconds: they show the process's own spread, not how far two processes differ, and a
@@ -30,26 +25,16 @@ Cases that ran in only one of the sides are left out of the table and counted in
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from bench.faults import UsageError
 from bench.measure import stats as round_stats
 from bench.publish import sides, tables
 from bench.store import paths, results
-
-# scipy 1.15 renamed bootstrap's `random_state` to `rng`; GPU images may carry an older scipy.
-_RNG_ARG = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters else "random_state"
-
-NOISE_K = 2.0
-"""The noise floor of a verdict, in units of the pooled spread (standard deviation of the log of
-each round's statistic) between the rounds of one side: a change smaller than twice what
-separates two rounds of the same code is not told apart from no change."""
 
 ENV_FIELDS = ("gpu", "driver", "torch", "cuda", "cudnn", "tf32_matmul", "tf32_cudnn")
 """Environment fields that change step times; a difference between the runs is warned about."""
@@ -74,43 +59,28 @@ class Pair:
         return cls(axis=axis, a=a, b=b)
 
 
-def verdict(
-    a: np.ndarray,
-    b: np.ndarray,
+def judge(
+    rounds_a: list[np.ndarray],
+    rounds_b: list[np.ndarray],
     *,
     min_effect: float = round_stats.MIN_EFFECT,
     confidence: float = round_stats.CONFIDENCE,
-    n_resamples: int = 2000,
-    seed: int = 0,
+    statistic: str = "median",
 ) -> dict[str, object]:
-    """Ratio of medians (B over A), its bootstrap interval, the U test's p-value, and a verdict."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ratio = float(np.median(b) / np.median(a))
-
-    def ratio_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.median(y, axis=axis) / np.median(x, axis=axis)
-
-    ci = stats.bootstrap(
-        (a, b),
-        ratio_of_medians,
-        confidence_level=confidence,
-        n_resamples=n_resamples,
-        method="percentile",
-        vectorized=True,
-        **{_RNG_ARG: np.random.default_rng(seed)},
-    ).confidence_interval
-    lo, hi = float(ci.low), float(ci.high)
-    p = float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    differs = p < 1 - confidence
-    if differs and hi < 1 and ratio < 1 - min_effect:
-        word = "faster"
-    elif differs and lo > 1 and ratio > 1 + min_effect:
-        word = "slower"
-    elif 1 - min_effect <= lo and hi <= 1 + min_effect:
-        word = "same"
-    else:
-        word = "unclear"
-    return {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "p_value": p, "verdict": word}
+    """One case's verdict from its rounds (each an array of step times in ms): the medians of all
+    its steps (`median_ms_a`, `median_ms_b`) and `bench.measure.stats.rounds_verdict` of the
+    rounds summed up by `statistic`, before any correction across cases. `compare` and `history`
+    both judge a case here."""
+    return {
+        "median_ms_a": float(np.median(np.concatenate(rounds_a))),
+        "median_ms_b": float(np.median(np.concatenate(rounds_b))),
+        **round_stats.rounds_verdict(
+            [round_stats.of_round(r, statistic) for r in rounds_a],
+            [round_stats.of_round(r, statistic) for r in rounds_b],
+            min_effect=min_effect,
+            confidence=confidence,
+        ),
+    }
 
 
 def env_differences(env_a: dict, env_b: dict) -> list[str]:
@@ -169,18 +139,15 @@ def compare(
             row["verdict"] = "missing"
             out.append(row)
             continue
-        row["median_ms_a"] = float(np.median(np.concatenate(rounds_a)))
-        row["median_ms_b"] = float(np.median(np.concatenate(rounds_b)))
-        row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
-        row.update(
-            round_stats.rounds_verdict(
-                [round_stats.of_round(r, statistic) for r in rounds_a],
-                [round_stats.of_round(r, statistic) for r in rounds_b],
-                min_effect=min_effect,
-                confidence=confidence,
-                noise_k=NOISE_K,
-            )
+        verdict = judge(
+            rounds_a, rounds_b, min_effect=min_effect, confidence=confidence, statistic=statistic
         )
+        row["median_ms_a"], row["median_ms_b"] = (
+            verdict.pop("median_ms_a"),
+            verdict.pop("median_ms_b"),
+        )
+        row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
+        row.update(verdict)
         out.append(row)
     table = pd.DataFrame(round_stats.family_verdicts(out, confidence=confidence))
     table.attrs.update(
@@ -210,11 +177,11 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
         f"summed up by the {statistic} of its step times; ratio: the Hodges-Lehmann estimate "
         "over the rounds (the median of every round of B over every round of A); interval: "
         f"its {confidence:.0%} confidence interval and p: Mann-Whitney's, p_holm: p after "
-        f"Holm's correction across the cases; noise: {NOISE_K:g} × the spread between the "
-        "rounds of one side. A case is faster or slower when its interval excludes 1, its "
-        f"p_holm is at most {alpha:.0%} and its ratio is beyond 1 ± the larger of its noise and "
-        f"the smallest effect reported ({min_effect:.1%}), same when its interval lies within "
-        f"1 ± {min_effect:.1%}.",
+        f"Holm's correction across the cases; noise: {round_stats.NOISE_K:g} × the spread "
+        "between the rounds of one side. A case is faster or slower when its interval excludes "
+        f"1, its p_holm is at most {alpha:.0%} and its ratio is beyond 1 ± the larger of its "
+        f"noise and the smallest effect reported ({min_effect:.1%}), same when its interval "
+        f"lies within 1 ± {min_effect:.1%}.",
         "",
     ]
     if family:

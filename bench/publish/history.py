@@ -1,13 +1,9 @@
-"""Step time across runs, per GPU model: `python -m bench history [--gpu NAME]`.
+"""Step time across revisions, per GPU model: `python -m bench history [--gpu NAME]`.
 
-For one GPU model, every timing run in results/ (`bench.publish.runs.run_folders`), ordered by the
-date of the commit it ran (env.json's `started` where the commit is unknown or not in this
-repository's history; runs of one commit by their start). For each case, matched across runs by
-`case_id`: its median step time (`total_ms`) in each run, and a verdict against the previous run
-that has the case, computed by `bench.publish.compare.verdict` from the two runs' raw per-step
-samples: `faster`, `slower`, `same` or `unclear` (`missing` where the case did not pass in one
-of them, `first` in the first run that has it). A regression is then a `slower` in the table and
-a large up-pointing marker in the figure.
+For one GPU model, each case's median step time in every revision (the timing runs of one
+commit) and its verdict against the previous revision that has the case, judged from rounds as
+`ampbench compare` judges them (`bench.publish.history_points`). A regression is a `slower` in
+the table and a large up-pointing marker in the figure.
 
 Writes results/history/<gpu-slug>.md and .png (the slug as run folder names spell the GPU:
 `bench.store.folders.gpu_slug`).
@@ -16,132 +12,35 @@ Writes results/history/<gpu-slug>.md and .png (the slug as run folder names spel
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
 from bench.measure import stats
-from bench.publish import compare, figures, tables
-from bench.publish.runs import HISTORY_DIR, run_folders
+from bench.publish import figures, tables
+from bench.publish.history_points import collect, gpu_models
+from bench.publish.runs import HISTORY_DIR
 from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
 
-TIMING = "timing"
-"""The kind of folder a history reads (`bench.store.schema.KINDS`)."""
 VERDICT_MARKERS = {
     # verdict: (marker, size, legend text)
-    "slower": ("^", 11, "slower than the run before"),
-    "faster": ("v", 9, "faster than the run before"),
-    "same": ("o", 5, "same (within ±2%)"),
-    "unclear": ("o", 7, "unclear (hollow)"),
-    "missing": ("x", 7, "missing (did not pass in one run)"),
-    "first": ("s", 5, "first run of the case"),
+    "slower": ("^", 11, "slower than the revision before"),
+    "faster": ("v", 9, "faster than the revision before"),
+    "same": ("o", 5, f"same (within ±{stats.MIN_EFFECT:.0%})"),
+    "unclear": ("o", 7, "unclear or too few rounds (hollow)"),
+    "missing": ("x", 7, "missing (did not pass in one revision)"),
+    "first": ("s", 5, "first revision of the case"),
 }
 LINESTYLES = ("-", "--", ":", "-.")
-
-
-def commit_date(sha: str | None, root: Path = paths.ROOT) -> str | None:
-    """The committer date of `sha` in this repository (ISO 8601), or None when unknown."""
-    if not sha:
-        return None
-    try:
-        out = subprocess.run(
-            ["git", "-c", "safe.directory=*", "show", "-s", "--format=%cI", sha],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            cwd=root,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
-
-
-def gpu_models(results_dir: Path = paths.RESULTS) -> list[str]:
-    """The GPU models of the timing runs in `results_dir` (`cpu` for CPU runs)."""
-    found = run_folders(results_dir)
-    return sorted({str(r.env.get("gpu")) for r in found if r.kind == TIMING})
-
-
-def _runs(results_dir: Path, gpu: str) -> pd.DataFrame:
-    """The timing runs of one GPU model, in history order, with the date that orders them."""
-    found = [r for r in run_folders(results_dir) if r.kind == TIMING and r.env.get("gpu") == gpu]
-    if not found:
-        known = ", ".join(gpu_models(results_dir)) or "none"
-        raise UsageError(
-            f"--gpu {gpu!r}: no timing run of that GPU in {results_dir} (there: {known})"
-        )
-    out = []
-    for r in found:
-        committed = commit_date(r.env.get("commit"))
-        started = str(r.env.get("started", ""))
-        out.append(
-            {
-                "path": r.path,
-                "run": r.path.name,
-                "commit": (r.env.get("commit") or "")[:7] or "unknown",
-                "torch": r.env.get("torch"),
-                "date": pd.Timestamp(committed or started),
-                "dated_by": "commit" if committed else "start",
-                "started": started,
-            }
-        )
-    table = pd.DataFrame(out).sort_values(["date", "started"], kind="stable").reset_index(drop=True)
-    table["label"] = [f"R{i + 1}" for i in range(len(table))]
-    return table
-
-
-def collect(
-    results_dir: Path, gpu: str, *, min_effect: float = stats.MIN_EFFECT
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(runs, points): the runs in history order, and one point per run and case with its
-    median step time and its verdict against the previous run that has the case."""
-    runs = _runs(results_dir, gpu)
-    points = []
-    last: dict[str, tuple[str, np.ndarray | None]] = {}  # case_id -> (run label, ok samples)
-    for run in runs.itertuples():
-        rows = results.load(run.path)
-        samples = results.load_samples(run.path)
-        totals = {
-            case_id: g.sort_values("step")["ms"].to_numpy()
-            for case_id, g in samples[samples["phase"] == "total"].groupby("case_id")
-        }
-        for r in rows.to_dict("records"):
-            cur = totals.get(r["case_id"]) if r["status"] == "ok" else None
-            point = {
-                "label": run.label,
-                "run": run.run,
-                **{a: r[a] for a in results.axes()},
-                "case_id": r["case_id"],
-                "status": r["status"],
-                "median_ms": r["total_ms"] if r["status"] == "ok" else np.nan,
-                "previous": "",
-                "ratio": np.nan,
-                "verdict": "first",
-            }
-            if r["case_id"] in last:
-                prev_label, prev = last[r["case_id"]]
-                point["previous"] = prev_label
-                usable = prev is not None and cur is not None and len(prev) > 1 and len(cur) > 1
-                if usable:
-                    v = compare.verdict(prev, cur, min_effect=min_effect)
-                    point["ratio"], point["verdict"] = v["ratio"], v["verdict"]
-                else:
-                    point["verdict"] = "missing"
-            last[r["case_id"]] = (run.label, cur)
-            points.append(point)
-    return runs, pd.DataFrame(points)
 
 
 def _case_axes(points: pd.DataFrame) -> list[str]:
@@ -152,63 +51,101 @@ def _case_axes(points: pd.DataFrame) -> list[str]:
 
 
 def _cell(p: pd.Series) -> str:
-    if p["status"] != "ok":
+    if pd.isna(p["median_ms"]):  # it passed in no run of the revision
         return p["status"]
     text = f"{p['median_ms']:#.4g}"
+    if p["status"] != "ok":  # it passed in some runs of the revision only
+        text += f" ({p['status']} in a run)"
     if p["verdict"] == "first":
         return text
+    if p["too_few"]:
+        return f"{text} (unclear: too few rounds)"
     word = f"**{p['verdict']}**" if p["verdict"] in ("slower", "faster") else p["verdict"]
     ratio = f" {p['ratio']:.3f}×" if pd.notna(p["ratio"]) else ""
     return f"{text} ({word}{ratio})"
 
 
+def _method(points: pd.DataFrame) -> list[str]:
+    """What decided the verdicts, and what the rounds could not carry."""
+    judged = points[~points["verdict"].isin(["first", "missing"])]
+    few = int(judged["too_few"].astype(bool).sum())
+    # Rounds of one process matter where they were enough for a verdict.
+    one_process = int((judged["one_process"].astype(bool) & ~judged["too_few"].astype(bool)).sum())
+    counts = points["verdict"].value_counts()
+    lines = [
+        "Each case's median step time (ms, over all its steps) in every revision of this GPU "
+        "model in results/: a revision is the timing runs of one commit (and one torch), "
+        "ordered by the date of the commit (a run of unknown or uncommitted code is one alone, "
+        "dated by its start). In brackets: the verdict against the previous revision that has "
+        "the case and its ratio (this revision over that one; below 1 is faster), judged as "
+        "`ampbench compare` judges two sides (comparing.md): each run one round, a revision of "
+        "one run its passes (`run --rounds`) or else its timed windows; the Hodges-Lehmann "
+        "ratio of the rounds, Mann-Whitney's test with Holm's correction across the cases of "
+        f"the revision, the smallest effect {stats.MIN_EFFECT:.0%} at {stats.CONFIDENCE:.0%} "
+        "confidence. Cases are matched on every axis.",
+        "",
+        "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
+        "",
+    ]
+    if few:
+        lines += [
+            f"**Too few rounds**: {few} of the {len(judged)} verdicts had too few rounds for "
+            f"any test at {stats.CONFIDENCE:.0%} to tell the two revisions apart (3 rounds a "
+            "side can give no p below 0.1): they are `unclear`, whatever their ratio. More runs "
+            "of a commit (`run --rounds 7`, or `ampbench ab`) give each revision more rounds.",
+            "",
+        ]
+    if one_process:
+        lines += [
+            f"**Rounds of one process**: {one_process} verdicts rest on the timed windows of "
+            "a run, which follow each other within seconds; they show that process's own "
+            "spread, not how far two runs of the same code differ, so a difference between the "
+            "two runs larger than that reads as a real one.",
+            "",
+        ]
+    return lines
+
+
 def render(
-    runs: pd.DataFrame,
+    revisions: pd.DataFrame,
     points: pd.DataFrame,
     gpu: str,
     *,
     results_dir: Path = paths.RESULTS,
     figure: str | None = None,
 ) -> str:
-    """The history's markdown: the runs, the regressions, and one table per mode. Links are
-    relative to `results_dir`/history/, where it is written."""
+    """The history's markdown: the method, the regressions, the revisions' runs and one table
+    per mode. `runs`: the revisions (`history_points.revisions`). Links are relative to
+    `results_dir`/history/, where it is written."""
     folder = results_dir / HISTORY_DIR
+    each = revisions.explode("folders")
     run_rows = pd.DataFrame(
         {
-            "run": runs["label"],
+            "revision": each["label"],
             "folder": [
                 f"[{p.name}]({Path(os.path.relpath(p / results.REPORT, folder)).as_posix()})"
-                for p in runs["path"]
+                for p in each["folders"]
             ],
             "date": [
                 f"{d:%Y-%m-%d %H:%M} ({by})"
-                for d, by in zip(runs["date"], runs["dated_by"], strict=True)
+                for d, by in zip(each["date"], each["dated_by"], strict=True)
             ],
-            "commit": runs["commit"],
-            "torch": runs["torch"],
+            "commit": each["commit"],
+            "torch": each["torch"],
         }
     )
-    counts = points["verdict"].value_counts()
     slower = points[points["verdict"] == "slower"]
     out = [
-        f"# Step time across runs: {gpu}",
+        f"# Step time across revisions: {gpu}",
         "",
         "<!-- Generated by `python -m bench history`; do not edit. -->",
         "",
-        "Each case's median step time (ms, `total_ms`) in every timing run of this GPU model in "
-        "results/, runs ordered by the date of their commit (or their start where the commit is "
-        "unknown). In brackets: the verdict against the previous run that has the case and the "
-        "ratio of medians (this run over that one; below 1 is faster), from the raw per-step "
-        "samples (`bench compare`'s test: bootstrap interval and Mann-Whitney U, smallest "
-        "effect 2%). Cases are matched by `case_id`.",
-        "",
-        "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
-        "",
+        *_method(points),
     ]
     if slower.empty:
-        out += ["**No case is slower than in the run before it.**", ""]
+        out += ["**No case is slower than in the revision before it.**", ""]
     else:
-        out += ["**Slower than the run before** (regressions to look at):", ""]
+        out += ["**Slower than the revision before** (regressions to look at):", ""]
         out += [
             f"- `{p.case_id}`: {p.label} against {p.previous}, {p.ratio:.3f}×"
             for p in slower.itertuples()
@@ -216,9 +153,9 @@ def render(
         out.append("")
     out += ["## Runs", "", tables.markdown(run_rows), ""]
     if figure:
-        out += [f"![median step time per run]({figure})", ""]
+        out += [f"![median step time per revision]({figure})", ""]
     axes = _case_axes(points)
-    labels = list(runs["label"])
+    labels = list(revisions["label"])
     for mode, g in points.groupby("mode", sort=False):
         g = g.assign(cell=g.apply(_cell, axis=1))
         wide = g.pivot_table(index=axes, columns="label", values="cell", aggfunc="first", sort=True)
@@ -227,9 +164,9 @@ def render(
     return "\n".join(out)
 
 
-def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
-    """One panel per mode: each case's median step time per run (log scale), its verdict
-    against the run before as the marker."""
+def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
+    """One panel per mode: each case's median step time per revision (log scale), its verdict
+    against the revision before as the marker."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
     cols = min(len(modes), 2)
@@ -239,7 +176,7 @@ def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None
     )
     for ax in grid.flat[len(modes) :]:
         ax.set_visible(False)
-    x_of = {label: i for i, label in enumerate(runs["label"])}
+    x_of = {label: i for i, label in enumerate(revisions["label"])}
     shown: set[str] = set()
     for ax, mode in zip(grid.flat, modes, strict=False):
         colour = mode_colour(mode)
@@ -287,10 +224,12 @@ def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.tick_params(axis="y", which="minor", labelsize=6)
         ax.set_xticks(
-            range(len(runs)), [f"{r.label}\n{r.commit}" for r in runs.itertuples()], fontsize=7
+            range(len(revisions)),
+            [f"{r.label}\n{r.commit}" for r in revisions.itertuples()],
+            fontsize=7,
         )
-        ax.set_xlim(-0.5, len(runs) + 0.3)  # room for the names at the right
-        ax.set_xlabel("run (by commit date) and commit")
+        ax.set_xlim(-0.5, len(revisions) + 0.3)  # room for the names at the right
+        ax.set_xlabel("revision (by commit date) and commit")
         ax.set_ylabel("median step time (ms, log scale)")
         ax.set_title(f"{mode} ({', '.join(axes_names).replace('_', ' ')})", fontsize=10)
     handles = [
@@ -309,7 +248,7 @@ def plot(runs: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None
         if v in shown
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
-    fig.suptitle(f"Median step time per case across runs: {gpu}", fontsize=11)
+    fig.suptitle(f"Median step time per case across revisions: {gpu}", fontsize=11)
     figures.save(fig, path, dpi=100)
     plt.close(fig)
 
@@ -329,10 +268,12 @@ def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Pat
         raise UsageError(f"{folder} is not writable")
     written = []
     for name in gpus:
-        runs, points = collect(results_dir, name)
+        revisions, points = collect(results_dir, name)
         slug = gpu_slug(name)
-        plot(runs, points, name, folder / f"{slug}.png")
+        plot(revisions, points, name, folder / f"{slug}.png")
         md = folder / f"{slug}.md"
-        md.write_text(render(runs, points, name, results_dir=results_dir, figure=f"{slug}.png"))
+        md.write_text(
+            render(revisions, points, name, results_dir=results_dir, figure=f"{slug}.png")
+        )
         written.append(md)
     return written

@@ -89,6 +89,14 @@ def read(path: Path) -> Side:
     )
 
 
+def of_runs(runs: list[Path]) -> Side:
+    """The side that run folders of one revision make, as `read` makes it of a folder of them:
+    one run alone gives its passes (else its windows), several runs one round each."""
+    if not runs:
+        raise ValueError("a side of runs needs at least one run folder")
+    return _run_side(runs[0], list(runs), one_run=len(runs) == 1)
+
+
 def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
     """A run's rounds of one case: its passes, else its windows, else its one window."""
     steps = np.asarray(rec["samples_ms"].get("total", []), dtype=float)

@@ -217,11 +217,10 @@ def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
 
 
 RESIDUE_LIMIT_GIB = 0.25
-"""Memory still allocated when a case starts that is more than a library's workspaces (cuBLAS's
-and the ceilings', some 0.03 to 0.06 GiB on an H200): memory of an earlier case. The runner
-takes it out of the case's peaks, which is right only while it stays allocated; on the H200s,
-after DDP cases, up to 9.6 GiB was freed during the next case, leaving its peaks too low (even
-negative). Above this limit a row's peaks are not read as measured."""
+"""Memory still allocated when a case starts beyond what a library's workspaces hold is an earlier
+case's. The runner takes it out of the case's peaks, right only while it stays allocated; a
+larger residue can be freed during the case and leave its peaks too low (even negative), so
+above this limit a row's peaks are not read as measured."""
 
 PEAK_COLUMNS = (
     "peak_alloc_gib",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bench.faults import UsageError
-from bench.publish import history, index
+from bench.publish import history_points, index
 from bench.publish.runs import run_folders
 from bench.publish.site import assets, front, grids, history_page, markup, output, page, run_pages
 from bench.publish.site.layout import FRONT, RUNS_PAGE, Layout
@@ -36,7 +36,7 @@ def _write(results_dir: Path, site: Path) -> int:
     layout = Layout(results_dir)
     sources = [s for run in runs for s in run_pages.register(run, layout)]
     pairs = grids.pairs([r for r in runs if r.kind == "timing"])
-    gpus = [g for g in history.gpu_models(results_dir) if g != "cpu"]
+    gpus = [g for g in history_points.gpu_models(results_dir) if g != "cpu"]
     histories = [history_page.build(results_dir, gpu, layout) for gpu in gpus]
     nav = page.Nav(tuple((h.gpu, h.page) for h in histories))
     shown = paths.shown(results_dir)

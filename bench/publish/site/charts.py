@@ -1,12 +1,12 @@
 """The history's interactive charts: one plotly chart per case of a GPU model's history
-(`bench.publish.history.collect`), its median step time in each run that has it, runs in
-history order (by the date of their commit).
+(`bench.publish.history_points.collect`), its median step time in each revision that has it,
+in history order (by the date of their commit).
 
-Each point's marker is its verdict against the previous run that has the case, as the
+Each point's marker is its verdict against the previous revision that has the case, as the
 history's figure draws it (`history.VERDICT_MARKERS`): a regression (`slower`) is a large red
 up-pointing triangle, and its chart is framed in red and listed first among its mode's. The
-hover names the run, its commit and date, the median and the verdict with its ratio. A case
-measured in one run only has no history to draw: the tables below the charts hold it.
+hover names the revision's runs, its commit and date, the median and the verdict with its ratio.
+A case measured in one revision only has no history to draw: the tables below the charts hold it.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def _y_range(ms: pd.Series) -> list[float]:
     return [mid - 1.15 * half, mid + 1.15 * half]
 
 
-def _figure(case: pd.DataFrame, runs: pd.DataFrame, line: str) -> str:
-    run = runs.set_index("label")
+def _figure(case: pd.DataFrame, revisions: pd.DataFrame, line: str) -> str:
+    run = revisions.set_index("label")
     # Each run's commit under its label, while they fit side by side; the hover has it always.
     ticks = [
         f"{lab}<br>{run.loc[lab, 'commit']}" if len(case) <= TICKS_WITH_COMMITS else lab
@@ -125,8 +125,8 @@ def _figure(case: pd.DataFrame, runs: pd.DataFrame, line: str) -> str:
     return json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder)
 
 
-def charts(runs: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
-    """A chart per case measured in two runs or more, grouped by mode in the history's order,
+def charts(revisions: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
+    """A chart per case measured in two revisions or more, grouped by mode in the history's order,
     within a mode the cases that got slower first."""
     ok = points[points["median_ms"].notna()]
     shared = _shared(list(dict.fromkeys(ok["case_id"])))
@@ -137,7 +137,7 @@ def charts(runs: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
             if len(case) < 2:
                 continue
             regressed = bool((case["verdict"] == "slower").any())
-            figure = _figure(case, runs, colour(str(mode)))
+            figure = _figure(case, revisions, colour(str(mode)))
             title = _title(str(case_id), str(mode), shared)
             found.append(Chart(str(case_id), str(mode), title, regressed, figure))
         out += sorted(found, key=lambda c: not c.regressed)  # stable: ids in order otherwise

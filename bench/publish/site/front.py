@@ -153,10 +153,10 @@ def histories(found: list[History]) -> str:
     rows = [
         {
             "GPU model": f"[{h.gpu}]({markup.SITE}:{h.page})",
-            "timing runs": h.runs,
+            "revisions": h.revisions,
             "cases": h.cases,
             "charted": h.charts,
-            "cases slower than the run before": f"{h.slower} slower" if h.slower else "none",
+            "cases slower than the revision before": f"{h.slower} slower" if h.slower else "none",
         }
         for h in found
     ]
@@ -175,7 +175,7 @@ def body(
     pieces = [
         Piece(
             "# Results\n\nWhat the published runs measured: the answer for each workload, the "
-            "run of record, the newest runs and the step time of each case across runs. "
+            "run of record, the newest runs and the step time of each case across revisions. "
             f"[Every run]({markup.SITE}:{RUNS_PAGE}) has a page with its report's tables and "
             "figures.\n",
             results_dir,
@@ -197,5 +197,5 @@ def body(
         )
     )
     if found:
-        pieces.append(Piece(f"## Step time across runs\n\n{histories(found)}\n", results_dir))
+        pieces.append(Piece(f"## Step time across revisions\n\n{histories(found)}\n", results_dir))
     return "\n".join(markup.to_html(p.text, layout, p.source_dir, FRONT) for p in pieces)

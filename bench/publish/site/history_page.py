@@ -1,5 +1,5 @@
 """A GPU model's history page: what `ampbench history` writes (`bench.publish.history.render`:
-the verdict counts, the cases slower than the run before, the runs, a table per mode), with an
+the verdict counts, the cases slower than the revision before, the runs, a table per mode), with an
 interactive chart per case (`bench.publish.site.charts`) in place of the static figure. Each
 regression the page lists links to its case's chart."""
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path, PurePosixPath
 
-from bench.publish import history
+from bench.publish import history, history_points
 from bench.publish.runs import HISTORY_DIR
 from bench.publish.site import charts, markup
 from bench.publish.site.layout import Layout
@@ -27,7 +27,8 @@ class History:
     gpu: str
     page: PurePosixPath
     body: str
-    runs: int
+    revisions: int
+    """The runs of one commit count once (`bench.publish.history_points.revisions`)."""
     cases: int
     slower: int
     charts: int
@@ -35,11 +36,11 @@ class History:
 
 def _charts_html(found: list[charts.Chart], cases: int) -> str:
     out = [
-        '<h2 id="charts">Each case across runs</h2>',
-        f'<p class="lede">One chart per case measured in two runs or more ({len(found)} of '
-        f"{cases} cases), runs in the order of their commits. A red triangle pointing up is a "
-        "case slower than in the run before it (framed in red, first among its mode's), a "
-        "green one pointing down faster; hover a point for its run, commit and verdict. The "
+        '<h2 id="charts">Each case across revisions</h2>',
+        f'<p class="lede">One chart per case measured in two revisions or more ({len(found)} '
+        f"of {cases} cases), in the order of their commits. A red triangle pointing up is a "
+        "case slower than in the revision before it (framed in red, first among its mode's), a "
+        "green one pointing down faster; hover a point for its runs, commit and verdict. The "
         "tables below have every case.</p>",
     ]
     mode = None
@@ -65,11 +66,11 @@ def _charts_html(found: list[charts.Chart], cases: int) -> str:
 
 def build(results_dir: Path, gpu: str, layout: Layout) -> History:
     """The history page of `gpu`, from the timing runs of that GPU model in `results_dir`."""
-    runs, points = history.collect(results_dir, gpu)
+    revisions, points = history_points.collect(results_dir, gpu)
     source = results_dir / HISTORY_DIR
     page = layout.add_history(source / f"{gpu_slug(gpu)}.md", gpu)
-    text = history.render(runs, points, gpu, results_dir=results_dir)
-    found = charts.charts(runs, points)
+    text = history.render(revisions, points, gpu, results_dir=results_dir)
+    found = charts.charts(revisions, points)
     drawn = {c.case_id for c in found}
 
     def to_chart(m: re.Match) -> str:
@@ -90,4 +91,6 @@ def build(results_dir: Path, gpu: str, layout: Layout) -> History:
         ]
     )
     slower = int((points["verdict"] == "slower").sum())
-    return History(gpu, page, body, len(runs), int(points["case_id"].nunique()), slower, len(found))
+    return History(
+        gpu, page, body, len(revisions), int(points["case_id"].nunique()), slower, len(found)
+    )

@@ -1,0 +1,153 @@
+"""A GPU model's history as points: one per revision (the timing runs of one commit), each case's
+step time in it and its verdict against the previous revision that has the case.
+
+Revisions are ordered by the date of their commit (env.json's `started` where the commit is
+unknown or not in this repository's history). The runs of one commit and one torch are one
+revision; a run whose commit is unknown, or whose code differs from it (`dirty`), is one alone.
+
+A case is judged as `ampbench compare` judges it (`bench.publish.compare.judge`): each run of a
+revision one round, a revision of one run its passes (`run --rounds`) or else its timed windows
+(rounds of one process, which cannot show how far two processes differ: `one_process`), with
+Holm's correction across the cases of one revision (`bench.measure.stats.family_verdicts`).
+`faster`, `slower`, `same` or `unclear` (`too_few` where the rounds are too few for any verdict);
+`missing` where the case did not pass in one of the two, `first` in the first revision with it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.faults import UsageError
+from bench.measure import stats
+from bench.publish import compare, sides
+from bench.publish.runs import Run, run_folders
+from bench.store import paths, results
+
+TIMING = "timing"
+"""The kind of folder a history reads (`bench.store.schema.KINDS`)."""
+
+
+def commit_date(sha: str | None, root: Path = paths.ROOT) -> str | None:
+    """The committer date of `sha` in this repository (ISO 8601), or None when unknown."""
+    if not sha:
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-c", "safe.directory=*", "show", "-s", "--format=%cI", sha],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            cwd=root,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def gpu_models(results_dir: Path = paths.RESULTS) -> list[str]:
+    """The GPU models of the timing runs in `results_dir` (`cpu` for CPU runs)."""
+    found = run_folders(results_dir)
+    return sorted({str(r.env.get("gpu")) for r in found if r.kind == TIMING})
+
+
+def _revision_key(run: Run) -> tuple:
+    """What the runs of one revision share: their commit and torch; a run of unknown or
+    uncommitted code is a revision alone."""
+    sha = run.env.get("commit")
+    if not sha or run.env.get("dirty"):
+        return ("alone", str(run.path))
+    return (sha, str(run.env.get("torch")))
+
+
+def revisions(results_dir: Path, gpu: str) -> pd.DataFrame:
+    """The revisions of one GPU model's timing runs in history order: `label` (R1, R2, ...),
+    `commit`, `torch`, `date` and what dates it (`dated_by`), and its run `folders` (oldest
+    first; `run` names them)."""
+    found = [r for r in run_folders(results_dir) if r.kind == TIMING and r.env.get("gpu") == gpu]
+    if not found:
+        known = ", ".join(gpu_models(results_dir)) or "none"
+        raise UsageError(
+            f"--gpu {gpu!r}: no timing run of that GPU in {results_dir} (there: {known})"
+        )
+    groups: dict[tuple, list[Run]] = {}
+    for run in found:  # oldest first
+        groups.setdefault(_revision_key(run), []).append(run)
+    out = []
+    for group in groups.values():
+        env = group[0].env
+        committed = commit_date(env.get("commit"))
+        started = str(env.get("started", ""))
+        out.append(
+            {
+                "run": group[0].path.name if len(group) == 1 else f"{len(group)} runs",
+                "commit": (env.get("commit") or "")[:7] or "unknown",
+                "torch": env.get("torch"),
+                "date": pd.Timestamp(committed or started),
+                "dated_by": "commit" if committed else "start",
+                "started": started,
+                "folders": [r.path for r in group],
+            }
+        )
+    table = pd.DataFrame(out).sort_values(["date", "started"], kind="stable").reset_index(drop=True)
+    table.insert(0, "label", [f"R{i + 1}" for i in range(len(table))])
+    return table
+
+
+def _point(label: str, run: str, case: dict) -> dict[str, object]:
+    rounds = case["rounds"]
+    return {
+        "label": label,
+        "run": run,
+        **{a: case[a] for a in results.axes()},
+        "case_id": case["case_id"],
+        "status": case["status"],
+        "median_ms": float(np.median(np.concatenate(rounds))) if rounds else np.nan,
+        "rounds": len(rounds),
+        "unit": case["unit"] if rounds else "",
+        "previous": "",
+        "ratio": np.nan,
+        "p_value": np.nan,
+        "too_few": False,
+        "one_process": False,
+        "verdict": "first",
+    }
+
+
+def collect(
+    results_dir: Path,
+    gpu: str,
+    *,
+    min_effect: float = stats.MIN_EFFECT,
+    confidence: float = stats.CONFIDENCE,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(revisions, points): the revisions in history order, and one point per revision and case
+    with its median step time and its verdict against the previous revision that has it."""
+    revs = revisions(results_dir, gpu)
+    points = []
+    last: dict[tuple, tuple[str, list, str]] = {}  # a case's key -> its last (label, rounds, unit)
+    for rev in revs.itertuples():
+        side = sides.of_runs(rev.folders)
+        judged = []
+        for case in side.cases.to_dict("records"):
+            key = tuple(case[k] for k in side.keys)
+            point = _point(rev.label, rev.run, case)
+            if key in last:
+                prev_label, prev, prev_unit = last[key]
+                point["previous"] = prev_label
+                if prev and case["rounds"]:
+                    found = compare.judge(
+                        prev, case["rounds"], min_effect=min_effect, confidence=confidence
+                    )
+                    point.update({k: found[k] for k in ("ratio", "p_value", "too_few", "verdict")})
+                    point["one_process"] = bool({prev_unit, point["unit"]} & set(sides.ONE_PROCESS))
+                else:
+                    point["verdict"] = "missing"
+            last[key] = (rev.label, case["rounds"], point["unit"])
+            judged.append(point)
+        points += stats.family_verdicts(judged, confidence=confidence)
+    return revs, pd.DataFrame(points)
