@@ -150,6 +150,8 @@ def test_a_commit_of_too_few_rounds_is_unclear_and_says_so(tmp_path, monkeypatch
     assert set(second["verdict"]) == {"unclear"} and second["too_few"].all()  # 3 runs a side
     text = history.render(revs, points, GPU, results_dir=tmp_path)
     assert "(unclear: too few rounds)" in text and "**Too few rounds**: 2 of the 2" in text
+    # No verdict could have found a slowdown, so the page does not say there is none.
+    assert "Not known whether any case is slower" in text and "No case is slower" not in text
     assert text.count("[run0](../ca/run0/report.md)") == 1
 
 

@@ -142,7 +142,11 @@ def render(
         "",
         *_method(points),
     ]
-    if slower.empty:
+    judged = points[points["verdict"].isin(["slower", "faster", "same", "unclear"])]
+    if slower.empty and len(judged) and judged["too_few"].astype(bool).all():
+        # No test could have found a slowdown: say so, not that there is none.
+        out += ["**Not known whether any case is slower**: no verdict had rounds enough.", ""]
+    elif slower.empty:
         out += ["**No case is slower than in the revision before it.**", ""]
     else:
         out += ["**Slower than the revision before** (regressions to look at):", ""]
