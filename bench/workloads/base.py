@@ -13,16 +13,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from bench.data.sources import DataShape
-from bench.workloads import heads, structure
+from bench.data.sources import Batch, DataShape
+from bench.workloads import catalog, heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
-Batch = tuple[torch.Tensor, torch.Tensor]
-"""(inputs, targets), both on the case's device."""
+if TYPE_CHECKING:
+    from bench.cases.case import Case
+
+Sizes = tuple[int, int, int]
+"""The three sizes a case carries and its id spells out, in the workload's own terms (the MLP's
+input × hidden × classes, a GPT's context × width × vocabulary)."""
 
 
 def size_key(size: object) -> object:
@@ -75,8 +80,21 @@ class Workload:
     """size -> the parameter whose autograd chain and Adam state the numerics audit records (as
     `named_parameters()` names it); None: the weight of the first matmul to run, found in the
     module tree. Ask `audited_of`."""
-    dims: Callable[[object], tuple[int, int, int]]
-    """Three sizes a case id spells out (`input x hidden x classes` for the MLP)."""
+    dims: Callable[[object], Sizes]
+    """size -> the three sizes a case carries and its id spells out, in the workload's own
+    terms (`input x hidden x classes` for the MLP, `context x width x vocab` for the GPT). Ask
+    `sizes`."""
+    from_dims: Callable[[Sizes], object] | None = None
+    """The three sizes -> the size object, for a workload whose size may be any, not only a
+    preset's (`free_sizes`: the MLP's `--input-size` and its kin); None: a preset's alone."""
+    free_sizes: bool = False
+    """Its cases carry their own three sizes and an empty preset, and its size is
+    `from_dims(the case's sizes)` (`bench.workloads.catalog.Card.free_sizes`)."""
+    short_numerics: bool = False
+    """A timing run may begin with a short numerics study of it (`run --numerics`)."""
+    cpu_overhead: bool = False
+    """A CPU timing run checks the harness's overhead on it by default (its CPU step is short
+    enough for the harness's microseconds to show)."""
     unit: str = "samples"
     """What the throughput counts per second: `samples`, or `tokens` where samples have them."""
     per_sample: Callable[[object], int] = field(default=lambda size: 1)
@@ -100,6 +118,44 @@ class Workload:
     """Why no case of this workload can run here (an optional package it needs is missing), or
     None. Asked before anything of the model is built: each case is then an `unsupported` row
     with this reason (`bench.execution.variants.unsupported_reason`)."""
+
+    def __post_init__(self) -> None:
+        if self.free_sizes and self.from_dims is None:
+            raise ValueError(f"workload {self.name}: free_sizes needs from_dims")
+        card = catalog.card(self.name)
+        # A built-in workload's names are its card's: a case checks them without torch.
+        if card is not None and (tuple(self.presets), self.flags()) != (card.presets, card.flags()):
+            raise ValueError(
+                f"workload {self.name}: presets {tuple(self.presets)} and {self.flags()} "
+                f"differ from its card's in bench.workloads.catalog"
+            )
+
+    def flags(self) -> dict[str, bool]:
+        """How its cases are sized and run, as its card has it (`catalog.Card.flags`)."""
+        return {
+            "free_sizes": self.free_sizes,
+            "short_numerics": self.short_numerics,
+            "cpu_overhead": self.cpu_overhead,
+        }
+
+    def sizes(self, preset: str) -> Sizes:
+        """The three sizes a case of `preset` carries and its id spells out."""
+        return tuple(self.dims(self.size(preset)))
+
+    def size_of(self, case: Case) -> object:
+        """The size object `case` trains: from its own three sizes where the workload's sizes
+        may be any (`free_sizes`), else its preset's."""
+        if self.free_sizes:
+            return self.from_dims((case.input_size, case.hidden_size, case.num_classes))
+        return self.size(case.preset)
+
+    def case_fields(self, preset: str, sizes: Sizes | None = None) -> dict[str, object]:
+        """The fields a case of this workload carries for `preset`: its name, the three sizes
+        (`sizes`, where the workload takes any, else the preset's) and the preset, left empty
+        where the sizes say it all (`free_sizes`, as every MLP case before workloads)."""
+        three = sizes if sizes is not None and self.free_sizes else self.sizes(preset)
+        named = dict(zip(("input_size", "hidden_size", "num_classes"), three, strict=True))
+        return {"model": self.name, "preset": "" if self.free_sizes else preset, **named}
 
     def sized_to(self, size: object, data: DataShape) -> object:
         """`size` sized to a real data source's shape; ValueError with the reason where it

@@ -29,8 +29,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from bench.workloads import catalog, heads
+from bench.workloads.base import Workload
+from bench.workloads.zoo import common
 
 FEATURES = 2048
 """Width of ResNet-50's pooled features: layer4's 512 channels × the bottleneck's expansion of 4.
@@ -154,8 +157,9 @@ def make_batch(
 
 
 def loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """Cross-entropy over the classes; on autocast's float32 list, so it never sums in 16 bits."""
-    return F.cross_entropy(logits, labels, reduction=reduction)
+    """Cross-entropy over the classes (`heads.loss`, the one cross-entropy); on autocast's
+    float32 list, so it never sums in 16 bits."""
+    return heads.loss(logits, labels, reduction)
 
 
 def blocks(model: nn.Module) -> list[nn.Module]:
@@ -195,3 +199,27 @@ def fp8_excluded(size: ResNetSize) -> dict[str, str]:
     if k % 16 or n % 16:
         why += f"; in {k} × out {n} not both divisible by 16 either (float8 GEMMs need it)"
     return {"fc": why}
+
+
+WORKLOAD = Workload(
+    name=catalog.RESNET.name,
+    description="torchvision's ResNet-50 on synthetic images, channels-last",
+    presets=PRESETS,
+    default_preset={"cuda": "resnet50", "cpu": "tiny"},
+    build=build,
+    make_batch=make_batch,
+    loss=loss,
+    linears=linear_shapes,
+    fp8_excluded=fp8_excluded,
+    blocks=blocks,
+    observed=observed,
+    # Its one Linear, the head, as the audits published before the module-tree search.
+    audited=lambda size: "fc.weight",
+    dims=lambda size: (size.image, FEATURES, size.classes),
+    # torchvision is an optional extra: without it every case is an `unsupported` row.
+    unsupported_reason=unsupported_reason,
+    # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;
+    # a zoo image model's study takes the same.
+    numerics=common.IMAGE_NUMERICS,
+    **catalog.RESNET.flags(),
+)
