@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from bench.data.sources import Batch, DataShape
+from bench.data.sources import Batch, DataShape, generator
 from bench.workloads import catalog, heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
@@ -149,13 +149,14 @@ class Workload:
             return self.from_dims((case.input_size, case.hidden_size, case.num_classes))
         return self.size(case.preset)
 
-    def case_fields(self, preset: str, sizes: Sizes | None = None) -> dict[str, object]:
-        """The fields a case of this workload carries for `preset`: its name, the three sizes
+    def case_fields(self, model: str, preset: str, sizes: Sizes | None = None) -> dict[str, object]:
+        """The fields a case of this workload carries for `preset`: `model` (the `--model`
+        value that names it: a user's is the factory's spec, not `name`), the three sizes
         (`sizes`, where the workload takes any, else the preset's) and the preset, left empty
         where the sizes say it all (`free_sizes`, as every MLP case before workloads)."""
         three = sizes if sizes is not None and self.free_sizes else self.sizes(preset)
         named = dict(zip(("input_size", "hidden_size", "num_classes"), three, strict=True))
-        return {"model": self.name, "preset": "" if self.free_sizes else preset, **named}
+        return {"model": model, "preset": "" if self.free_sizes else preset, **named}
 
     def sized_to(self, size: object, data: DataShape) -> object:
         """`size` sized to a real data source's shape; ValueError with the reason where it
@@ -264,7 +265,7 @@ def from_model(
     def make(size: object, batch_size: int, device: str, seed: int) -> Batch:
         # The meta device (counting FLOPs) has no generator and draws nothing.
         meta = torch.device(device).type == "meta"
-        gen = None if meta else torch.Generator(device=device).manual_seed(seed)
+        gen = None if meta else generator(device, seed)
         return batch(batch_size, device, gen)
 
     def reduced(out: object, targets: torch.Tensor, reduction: str) -> torch.Tensor:

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.data.sources import DataShape
+from bench.data.sources import DataShape, generator
 from bench.workloads import catalog, heads, tasks
 from bench.workloads.base import Workload
 from bench.workloads.zoo import common
@@ -242,7 +242,7 @@ def build(
     model.to_empty(device=device)
     if size.tied:  # to_empty gives each module a new tensor of its own: tie them again
         model.head.weight = model.embed.tok.weight
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = generator(device, seed)
     residual_std = 0.02 / math.sqrt(2 * size.layers) if scaled_residual else 0.02
     with torch.no_grad():
         for name, module in model.named_modules():
@@ -277,7 +277,7 @@ def make_batch(
     if device.type == "meta":  # meta has no generator, and nothing to draw
         tokens = torch.empty(shape, dtype=torch.long, device=device)
     else:
-        gen = torch.Generator(device=device).manual_seed(seed)
+        gen = generator(device, seed)
         tokens = torch.randint(0, size.vocab, shape, generator=gen, device=device)
     # Contiguous copies: made once per case, they keep the loss's flatten a view, not a copy.
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()

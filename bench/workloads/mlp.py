@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.data.sources import generator
 from bench.workloads import catalog, heads
 from bench.workloads.base import Sizes, Workload
 from bench.workloads.tasks import PrototypeTask
@@ -82,7 +83,7 @@ def make_batch(
     if torch.device(device).type == "meta":
         x = torch.empty(batch_size, size.input_size, device=device)
         return x, torch.empty(batch_size, dtype=torch.long, device=device)
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = generator(device, seed)
     x = torch.randn(batch_size, size.input_size, generator=gen, device=device)
     y = torch.randint(0, size.num_classes, (batch_size,), generator=gen, device=device)
     return x, y

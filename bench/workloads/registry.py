@@ -127,4 +127,4 @@ def make_case(model: str, preset: str, **axes: object) -> Case:
     """A case of workload `model` at `preset`; `axes` are the other fields. The case carries
     the workload's name, preset and three sizes as the workload gives them
     (`Workload.case_fields`)."""
-    return Case(**get(model).case_fields(preset), **axes)
+    return Case(**get(model).case_fields(model, preset), **axes)

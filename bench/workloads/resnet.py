@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.data.sources import generator
 from bench.workloads import catalog, heads
 from bench.workloads.base import Workload
 from bench.workloads.zoo import common
@@ -108,7 +109,7 @@ def build(size: ResNetSize, device: torch.device | str, seed: int) -> nn.Module:
         model = resnet50(weights=None, num_classes=size.classes)
     if device.type != "meta":
         model.to_empty(device=device)
-        _init(model, torch.Generator(device=device).manual_seed(seed))
+        _init(model, generator(device, seed))
     # 4-D tensors (the convolutions' weights) become NHWC; the others have no such layout.
     return model.to(memory_format=torch.channels_last)
 
@@ -147,7 +148,7 @@ def make_batch(
     if device.type == "meta":  # meta has no generator, and nothing to draw
         images = torch.empty(shape, device=device, memory_format=torch.channels_last)
         return images, torch.empty(batch_size, dtype=torch.long, device=device)
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = generator(device, seed)
     # Drawn NCHW, then laid out NHWC once per case: the step's first convolution then reads the
     # layout the model's weights have, with no transpose inside the timed step.
     images = torch.randn(shape, generator=gen, device=device)

@@ -265,7 +265,7 @@ class NumericsConfig:
         workload = get(self.model)
         # A workload whose size may be any (the MLP's) gives its case this study's sizes.
         sizes = workload.dims(self.size) if workload.free_sizes else None
-        return Case(**workload.case_fields(self.preset, sizes), **axes)
+        return Case(**workload.case_fields(self.model, self.preset, sizes), **axes)
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""
