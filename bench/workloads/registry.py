@@ -85,17 +85,20 @@ other `package.module:factory` (`SPEC_KEY`) a user's factory (called with the wh
 
 
 def kind(name: str) -> str:
-    """The key of `RESOLVERS` that resolves `name` (KeyError-free: a bad name is `get`'s to
-    refuse)."""
+    """The key of `RESOLVERS` that resolves `name`: a name without a colon is a built-in one,
+    `PREFIX:NAME` the resolver of PREFIX where the table has one, anything else a user's
+    `package.module:factory` (a bad name is `get`'s to refuse)."""
     prefix, colon, rest = name.partition(":")
     if not colon:
         return BUILT_IN_KEY
-    return prefix if prefix in ZOOS and rest else SPEC_KEY
+    if prefix in RESOLVERS and prefix not in (BUILT_IN_KEY, SPEC_KEY) and rest:
+        return prefix
+    return SPEC_KEY
 
 
 def is_zoo(name: str) -> bool:
-    """A zoo model, named `PREFIX:NAME`."""
-    return kind(name) in ZOOS
+    """A model of a prefix's resolver (a zoo's), named `PREFIX:NAME`."""
+    return kind(name) not in (BUILT_IN_KEY, SPEC_KEY)
 
 
 def is_spec(name: str) -> bool:
@@ -113,7 +116,7 @@ def get(name: str) -> Workload:
             f"--model {name}: not a workload; choose from {', '.join(BUILT_IN)}, "
             f"a zoo model ({', '.join(p + ':NAME' for p in ZOOS)}) or package.module:factory"
         )
-    rest = name.partition(":")[2] if key in ZOOS else name
+    rest = name if key in (BUILT_IN_KEY, SPEC_KEY) else name.partition(":")[2]
     return RESOLVERS[key](rest)
 
 
