@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -18,12 +20,14 @@ from bench.cases.case import Case
 from bench.cli.main import main
 from bench.jobs import configs
 from bench.numerics.measure import tables
+from bench.recipes.step import build, train_step
 from bench.store import results
 from bench.workloads import catalog, heads, mlp, registry
 from bench.workloads.base import Workload
 
 SPEC = "tests.test_plugin:workload"
 BENCH = Path(__file__).resolve().parent.parent / "bench"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 
 # --- the plug-in: one module-level factory, nothing registered elsewhere ----------------------
 
@@ -245,3 +249,20 @@ def test_no_module_but_the_mlps_branches_on_its_name():
 )
 def test_the_modules_that_size_a_case_do_not_name_the_mlp(module):
     assert '"mlp"' not in (BENCH / module).read_text()
+
+
+# --- the doc's worked example is one file that works -------------------------------------------
+
+
+def test_the_architecture_docs_worked_example_trains(monkeypatch):
+    text = DOC.read_text().split("## A model is one plug-in", 1)[1]
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    module = types.ModuleType("plugin_doc_example")
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # a dataclass looks itself up
+    exec(compile(code, str(DOC), "exec"), module.__dict__)
+    spec = f"{module.__name__}:workload"
+    case = registry.make_case(
+        spec, "tiny", mode="bf16-amp", optimizer="foreach", batch_size=2, device="cpu"
+    )
+    assert f"/b2/6x8x5/cpu/s0/model={spec}/preset=tiny" in case.case_id
+    assert torch.isfinite(train_step(build(case)))

@@ -50,6 +50,15 @@ _STRUCTURES: dict[tuple[str, object, str], structure.Structure] = {}
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
+    """A model as one plug-in (in the manner of torchtitan's `TrainSpec`): a typed record of how
+    to build it, its presets by name, its synthetic batch and its loss, the three sizes its cases
+    carry (`sizes`), and its structure, each part of which defaults to what
+    `bench.workloads.structure` finds in the module tree. Nothing outside a workload branches on
+    its name: what differs (the MLP's sizes that may be any, its short study, its CPU overhead
+    check) is a field here. Made by a module of its own (`bench.workloads.mlp`, `gpt`, `resnet`),
+    a zoo (`bench.workloads.zoo`), a user's factory or `from_model`; resolved by name in
+    `bench.workloads.registry`."""
+
     name: str
     """The `--model` value and the case's `model` axis."""
     description: str
@@ -238,6 +247,7 @@ def from_model(
     description: str = "",
     blocks: Callable[[nn.Module], list[nn.Module]] | None = None,
     observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None,
+    sizes: Sizes = (1, 1, 1),
 ) -> Workload:
     """A workload from the three things a training script already has: `model(device)` builds
     the model on a device, `batch(batch_size, device, generator)` makes a synthetic batch on it
@@ -254,8 +264,10 @@ def from_model(
     to shard one by one, `observed(model)` a dict name -> module in forward order whose last
     module's output holds the logits.
 
-    A case id spells out three sizes; this workload's are 1 × 1 × 1, and the model's spec and
-    its preset say what it is."""
+    A case id spells out three sizes, `sizes` (the model's own: a context, a width, a
+    vocabulary); 1 × 1 × 1 by default, where the model's spec and its preset say what it is.
+    The result is the same `Workload` as a built-in one: its fields can be replaced
+    (`dataclasses.replace`) where a default does not fit."""
 
     @functools.cache
     def on_meta() -> nn.Module:
@@ -287,5 +299,5 @@ def from_model(
         fp8_excluded=lambda size: structure.fp8_excluded(on_meta()),
         blocks=blocks,
         observed=observed,
-        dims=lambda size: (1, 1, 1),
+        dims=lambda size: tuple(sizes),
     )
