@@ -166,8 +166,12 @@ def test_the_preset_choices_are_the_workloads_own():
 
 
 def test_a_built_in_workload_that_differs_from_its_card_is_refused():
+    assert set(registry.BUILT_IN) == set(catalog.CARDS)
+    other = dataclasses.replace(registry.GPT, presets={"other": registry.GPT.size("tiny")})
     with pytest.raises(ValueError, match="differ from its card"):
-        dataclasses.replace(registry.GPT, presets={"other": registry.GPT.size("tiny")})
+        registry.carded(other)
+    with pytest.raises(ValueError, match="differ from its card"):
+        registry.carded(dataclasses.replace(registry.MLP, short_numerics=False))
 
 
 def test_a_case_checks_a_built_in_preset_without_torch():

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from bench.data.sources import Batch, DataShape, generator
-from bench.workloads import catalog, heads, structure
+from bench.workloads import heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
 if TYPE_CHECKING:
@@ -131,16 +131,9 @@ class Workload:
     def __post_init__(self) -> None:
         if self.free_sizes and self.from_dims is None:
             raise ValueError(f"workload {self.name}: free_sizes needs from_dims")
-        card = catalog.card(self.name)
-        # A built-in workload's names are its card's: a case checks them without torch.
-        if card is not None and (tuple(self.presets), self.flags()) != (card.presets, card.flags()):
-            raise ValueError(
-                f"workload {self.name}: presets {tuple(self.presets)} and {self.flags()} "
-                f"differ from its card's in bench.workloads.catalog"
-            )
 
     def flags(self) -> dict[str, bool]:
-        """How its cases are sized and run, as its card has it (`catalog.Card.flags`)."""
+        """How its cases are sized and run, as a card has it (`bench.workloads.catalog`)."""
         return {
             "free_sizes": self.free_sizes,
             "short_numerics": self.short_numerics,

@@ -1,7 +1,8 @@
 """The built-in workloads as torch-free cards: each one's name, its presets' names, and how its
 cases are sized; and the prefixes of the zoos. The workloads define themselves from their card
-(`bench.workloads.mlp`, `gpt`, `resnet`: a `Workload` whose presets differ from its card's
-raises at import), so a preset is named once, here.
+(`bench.workloads.mlp`, `gpt`, `resnet` take their name and flags from it; the registry refuses,
+at import, a built-in `Workload` whose presets or flags differ from its card's: `carded`), so a
+preset's name is the card's.
 
 A case (`bench.cases`) and the command line's parser read this table without torch, as they read
 the mode table (`bench.recipes.catalog`): it imports nothing, of the project or outside it.

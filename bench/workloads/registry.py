@@ -30,9 +30,22 @@ from bench.workloads.zoo import hf, timm, torchvision
 
 MLP, GPT, RESNET = mlp.WORKLOAD, gpt.WORKLOAD, resnet.WORKLOAD
 
-BUILT_IN: dict[str, Workload] = {w.name: w for w in (MLP, GPT, RESNET)}
+
+def carded(workload: Workload) -> Workload:
+    """`workload`, a built-in one, once its presets and flags are checked against its card:
+    a case checks them without torch, from the card (`bench.workloads.catalog`)."""
+    card = catalog.CARDS[workload.name]
+    if (tuple(workload.presets), workload.flags()) != (card.presets, card.flags()):
+        raise ValueError(
+            f"workload {workload.name}: presets {tuple(workload.presets)} and "
+            f"{workload.flags()} differ from its card's in bench.workloads.catalog"
+        )
+    return workload
+
+
+BUILT_IN: dict[str, Workload] = {w.name: carded(w) for w in (MLP, GPT, RESNET)}
 """The built-in workloads by name, each defined in its own module from its card
-(`bench.workloads.catalog`)."""
+(`bench.workloads.catalog`), one each."""
 WORKLOADS = BUILT_IN  # the name earlier code and tests know
 
 

@@ -24,6 +24,7 @@ from bench.workloads import catalog as workload_catalog
 # registries, the model sizes and the jobs import torch, and are imported where they are used.
 if TYPE_CHECKING:
     from bench.numerics.measure.jobs import Job
+    from bench.workloads.base import Workload
 
 SIZE_FIELDS = ("input_size", "hidden_size", "num_classes")
 """The three sizes a case carries; a workload whose sizes are free (the MLP's) records them."""
@@ -333,7 +334,7 @@ def resolve_workers(device: str, workers: int | None) -> int:
     return workers
 
 
-def preset_of(workload: object, size: object) -> str:
+def preset_of(workload: Workload, size: object) -> str:
     """The name of the preset of `workload` whose size is `size`; `custom` for sizes that are no
     preset's (a free-sized workload's `--input-size` and its kin)."""
     named = [name for name, preset in workload.presets.items() if preset == size]
