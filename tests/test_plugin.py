@@ -75,9 +75,9 @@ def workload() -> Workload:
         build=lambda size, device, seed: Net(size, device),
         make_batch=_batch,
         loss=heads.loss,
-        linears=lambda s: {"inp": (s.features, s.width), "out": (s.width, s.classes)},
-        fp8_excluded=lambda s: {"out": "the head"},
         dims=lambda s: (s.features, s.width, s.classes),
+        # Its Linears, its head (kept out of float8), its blocks, observed points and audited
+        # weight: found in its module tree (`bench.workloads.structure`).
     )
 
 
@@ -270,3 +270,13 @@ def test_the_architecture_docs_worked_example_trains(monkeypatch):
     )
     assert f"/b2/6x8x5/cpu/s0/model={spec}/preset=tiny" in case.case_id
     assert torch.isfinite(train_step(build(case)))
+
+
+def test_the_plugins_structure_is_found_in_its_module_tree():
+    from bench.recipes import fp8
+
+    plug, size = registry.get(SPEC), PRESETS["small"]
+    assert plug.linears_of(size) == {"inp": (12, 16), "out": (16, 7)}
+    assert set(plug.fp8_excluded_of(size)) == {"out"}  # the output head
+    assert fp8.convertible(plug, size) == []  # 12 × 16: not both multiples of 16
+    assert plug.audited_of(size, "cpu") == "inp.weight"

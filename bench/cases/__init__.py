@@ -5,6 +5,7 @@ of every registry's rows without torch (`choices`), which the command line offer
 
 May import: `bench.faults`, the torch-free mode table (`bench.recipes.catalog`) and the
 workloads' torch-free cards (`bench.workloads.catalog`), and no registry (torch), inside a
-function either: a case is names and numbers, checked against `choices` and the cards. What needs a registry is asked above it: a case's workload and size
-(`bench.workloads.registry`: `get(case.model)`, `size_of`, `make_case`), a new job's config from
-the user's options (`bench.jobs.configs`). Imported by everything that makes or reads a case."""
+function either: a case is names and numbers, checked against `choices` and the cards. What
+needs a registry is asked above it: a case's workload and size (`bench.workloads.registry`:
+`get(case.model)`, `size_of`, `make_case`), a new job's config from the user's options
+(`bench.jobs.configs`). Imported by everything that makes or reads a case."""

@@ -46,6 +46,7 @@ def _device_of(model: nn.Module) -> str:
 
 
 _STRUCTURES: dict[tuple[str, object, str], structure.Structure] = {}
+_SHAPES: dict[tuple[int, object], tuple[Workload, nn.Module]] = {}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,11 +75,14 @@ class Workload:
     loss: Callable[[object, torch.Tensor, str], torch.Tensor]
     """(output as the model returned it, targets, reduction) -> the loss (`mean`, or `sum` for
     the numerics' stress). What measures an output asks `bench.workloads.outputs.tensor`."""
-    linears: Callable[[object], dict[str, tuple[int, int]]]
-    """size -> every Linear by module name, as (in_features, out_features), in forward order."""
-    fp8_excluded: Callable[[object], dict[str, str]]
+    linears: Callable[[object], dict[str, tuple[int, int]]] | None = None
+    """size -> every Linear by module name, as (in_features, out_features), in forward order;
+    None: found in the module tree (`structure.linears`). Ask `linears_of`."""
+    fp8_excluded: Callable[[object], dict[str, str]] | None = None
     """size -> the Linears a float8 recipe must leave in higher precision, each with why (the
-    recipe's own size thresholds apply to the rest: `bench.recipes.fp8.plan`)."""
+    recipe's own size thresholds apply to the rest: `bench.recipes.fp8.plan`); None: the output
+    head and the tied weights found in the module tree (`structure.fp8_excluded`). Ask
+    `fp8_excluded_of`."""
     blocks: Callable[[nn.Module], list[nn.Module]] | None = None
     """The modules FSDP2 shards one by one before the root (a transformer's blocks); None:
     found in the module tree (`bench.workloads.structure`). Ask `blocks_of`."""
@@ -198,6 +202,32 @@ class Workload:
         model = self.build(size, device, 0)
         inputs, _ = self.make_batch(size, 1, device, 0)
         return structure.find(model, inputs)
+
+    def linears_of(self, size: object) -> dict[str, tuple[int, int]]:
+        """Every Linear of the model at `size` by module name, as (in_features, out_features)."""
+        if self.linears is not None:
+            return self.linears(size)
+        return structure.linears(self._shapes(size))
+
+    def fp8_excluded_of(self, size: object) -> dict[str, str]:
+        """The Linears a float8 recipe leaves in higher precision at `size`, each with why."""
+        if self.fp8_excluded is not None:
+            return self.fp8_excluded(size)
+        return structure.fp8_excluded(self._shapes(size))
+
+    def _shapes(self, size: object) -> nn.Module:
+        """The model for its shapes alone: on the meta device, where it costs no memory, unless
+        it cannot be built there (a value read back): then on the CPU. Cached per workload and
+        size (the workload itself kept with it, so that its id stays its own)."""
+        key = (id(self), size_key(size))
+        if key not in _SHAPES:
+            try:
+                with torch.device("meta"):
+                    model = self.build(size, "meta", 0)
+            except (NotImplementedError, RuntimeError):
+                model = self.build(size, "cpu", 0)
+            _SHAPES[key] = (self, model)
+        return _SHAPES[key][1]
 
     def blocks_of(self, model: nn.Module, size: object) -> list[nn.Module]:
         """The modules of `model` (as a mode prepared it) that FSDP2 shards one by one."""
