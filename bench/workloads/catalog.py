@@ -31,6 +31,9 @@ class Card:
     cpu_overhead: bool = False
     """A CPU run checks the harness's overhead on it by default: its CPU step is short enough
     that the harness's microseconds show (a larger model's tens of milliseconds hide them)."""
+    shape: str = ""
+    """Its model in a report, from a record's three sizes, where they are its own
+    (`free_sizes`): a format string over `input_size`, `hidden_size` and `num_classes`."""
 
     def flags(self) -> dict[str, bool]:
         """The fields a `Workload` takes from its card, by name."""
@@ -47,6 +50,7 @@ MLP = Card(
     free_sizes=True,
     short_numerics=True,
     cpu_overhead=True,
+    shape="{input_size} → {hidden_size} → {hidden_size} → {num_classes}",
 )
 GPT = Card(
     name="gpt",
