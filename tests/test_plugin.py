@@ -23,7 +23,7 @@ from bench.numerics.measure import tables
 from bench.recipes.step import build, train_step
 from bench.store import results
 from bench.workloads import catalog, heads, mlp, registry
-from bench.workloads.base import Workload
+from bench.workloads.base import Workload, from_model
 
 SPEC = "tests.test_plugin:workload"
 BENCH = Path(__file__).resolve().parent.parent / "bench"
@@ -282,3 +282,15 @@ def test_the_plugins_structure_is_found_in_its_module_tree():
     assert set(plug.fp8_excluded_of(size)) == {"out"}  # the output head
     assert fp8.convertible(plug, size) == []  # 12 × 16: not both multiples of 16
     assert plug.audited_of(size, "cpu") == "inp.weight"
+
+
+def test_from_model_builds_the_same_class_with_the_sizes_it_is_given():
+    made = from_model(
+        "three-functions",
+        lambda device: Net(PRESETS["tiny"], device),
+        lambda n, device, gen: _batch(PRESETS["tiny"], n, device, 0),
+        sizes=(6, 8, 5),
+    )
+    assert isinstance(made, Workload) and made.sizes("default") == (6, 8, 5)
+    assert made.case_fields("pkg.mod:f", "default")["input_size"] == 6
+    assert from_model("plain", made.build, made.make_batch).sizes("default") == (1, 1, 1)
