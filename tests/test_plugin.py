@@ -294,3 +294,14 @@ def test_from_model_builds_the_same_class_with_the_sizes_it_is_given():
     assert isinstance(made, Workload) and made.sizes("default") == (6, 8, 5)
     assert made.case_fields("pkg.mod:f", "default")["input_size"] == 6
     assert from_model("plain", made.build, made.make_batch).sizes("default") == (1, 1, 1)
+
+
+@pytest.mark.parametrize("name", [*registry.BUILT_IN, SPEC])
+def test_every_workload_answers_the_same_typed_questions(name):
+    plug = registry.get(name)
+    if plug.unsupported_reason() is not None:
+        pytest.skip(plug.unsupported_reason())
+    preset = plug.default_preset["cpu"]
+    model, (x, y) = plug.model(preset, "cpu"), plug.batch(preset, 2, "cpu", seed=1)
+    assert torch.isfinite(plug.loss(model(x), y, "mean"))
+    assert len(plug.sizes(preset)) == 3 and preset in plug.presets

@@ -144,6 +144,15 @@ class Workload:
             "cpu_overhead": self.cpu_overhead,
         }
 
+    def model(self, preset: str, device: str, seed: int = 0) -> nn.Module:
+        """The model of `preset` on `device`, initialised from `seed` (`build` at its size)."""
+        return self.build(self.size(preset), device, seed)
+
+    def batch(self, preset: str, n: int, device: str, seed: int = 0) -> Batch:
+        """A synthetic batch of `n` samples of `preset` on `device`, drawn from `seed`
+        (`make_batch` at its size)."""
+        return self.make_batch(self.size(preset), n, device, seed)
+
     def sizes(self, preset: str) -> Sizes:
         """The three sizes a case of `preset` carries and its id spells out."""
         return tuple(self.dims(self.size(preset)))
