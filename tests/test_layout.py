@@ -42,6 +42,9 @@ ALLOWED_UP = {
     # speedup columns divide by the modes whose card says so).
     ("store", "recipes.catalog"),
     ("cases", "recipes.catalog"),
+    # So is the workloads' torch-free table: a case is checked against the presets the
+    # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
+    ("cases", "workloads.catalog"),
     ("verdicts", "recipes.catalog"),
     # The study's report formats its cells as every report does (its measuring may not:
     # `test_the_study_imports_only_downwards`) ...

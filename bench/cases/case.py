@@ -16,12 +16,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bench.cases import checks, choices
+from bench.workloads import catalog
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
 # either: reading a folder (`bench.store.results`, which needs only the fields) and the command
 # line's parser import no torch, and every layer above may build a case. Names are checked
-# against `bench.cases.choices`, which tests/test_cli.py holds equal to the registries' keys; a
-# case's workload and size are `bench.workloads.registry`'s (`get(case.model)`, `size_of`).
+# against `bench.cases.choices` and the workloads' torch-free cards (`bench.workloads.catalog`);
+# a case's workload and size are `bench.workloads.registry`'s (`get(case.model)`, `size_of`),
+# and its three sizes the workload's own (`Workload.case_fields`, which fills them).
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
@@ -106,13 +108,13 @@ class Case:
     batch_size: int = field(metadata=_axis(checks.POSITIVE_INT, Sweep("batch_sizes", "batch")))
     """Samples per step, per GPU."""
     input_size: int = field(metadata=_POSITIVE)
-    """The MLP's input size; for another model, the first of the three sizes its id spells out
-    (a transformer's context)."""
+    """The first of the three sizes the workload gives its case (`Workload.sizes`) and the id
+    spells out: the MLP's input size, a transformer's context, an image side."""
     hidden_size: int = field(metadata=_POSITIVE)
-    """The MLP's hidden size; for another model, its width."""
+    """The second of the workload's three sizes: the MLP's hidden size, a model's width."""
     num_classes: int = field(metadata=_POSITIVE)
-    """The MLP's classes; for another model, the third size its id spells out (a vocabulary)."""
-    model: str = field(default="mlp", metadata=_axis(checks.MODEL))
+    """The third of the workload's three sizes: the MLP's classes, a vocabulary."""
+    model: str = field(default=catalog.DEFAULT, metadata=_axis(checks.MODEL))
     """The workload (`bench.workloads.registry`): `mlp`, the question's MLP; `gpt`, a GPT-style
     transformer; `resnet50`; a zoo model by name (`hf:gpt2`, `timm:convnext_tiny`,
     `torchvision:resnet50`); or a user's own, as `package.module:factory`."""
@@ -120,8 +122,9 @@ class Case:
         default="",
         metadata=_axis(checks.Check("is not a preset name", str, lambda v: isinstance(v, str))),
     )
-    """The workload's size preset. Empty for the MLP, whose sizes are the three fields above (as
-    every case before workloads); another workload's sizes come from its preset."""
+    """The workload's size preset. Empty for a workload whose size is the three fields above
+    (`Card.free_sizes`: the MLP, as every case before workloads); another workload's sizes are
+    its preset's."""
     device: str = field(default="cuda", metadata=_axis(checks.choice(DEVICES)))
     seed: int = field(default=0, metadata=_axis(checks.NON_NEGATIVE_INT))
     """Seeds the weights and the synthetic batch."""
@@ -145,12 +148,13 @@ class Case:
 
     def __post_init__(self) -> None:
         checks.fields(self)
-        if self.model == "mlp" and self.preset:
+        card = catalog.card(self.model)  # None: a zoo's or a user's, the registry's to check
+        if card is not None and card.free_sizes and self.preset:
             raise ValueError(
-                f"preset {self.preset!r}: the MLP's sizes are its fields; leave it empty"
+                f"preset {self.preset!r}: {self.model}'s sizes are its fields; leave it empty"
             )
-        if self.model != "mlp" and self.model in choices.WORKLOADS:
-            checks.choice(choices.WORKLOADS[self.model])(f"--preset of {self.model}", self.preset)
+        if card is not None and not card.free_sizes:
+            checks.choice(card.presets)(f"--preset of {self.model}", self.preset)
 
     @property
     def case_id(self) -> str:

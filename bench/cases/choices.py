@@ -3,32 +3,29 @@ and the defaults its help shows.
 
 `--help` and the commands that only read folders (report, index, export, ...) must not wait
 seconds for torch, pandas and matplotlib to import, but the registries (`bench.recipes.modes.MODES`,
-`bench.workloads.mlp.PRESETS`, `bench.execution.variants.VARIANTS`,
-`bench.execution.parallel.PARALLELS`) hold torch dtypes
+`bench.execution.variants.VARIANTS`, `bench.execution.parallel.PARALLELS`) hold torch dtypes
 and factories. So the parser takes its choices from here, and each registry stays the one place a
 row is defined: tests/test_cli.py checks that every tuple below equals its registry's keys, so a
-row added there and not here fails the tests. Imports nothing of the project but the torch-free
-mode table.
+row added there and not here fails the tests. The workloads' and the modes' names are not copied:
+they come from their torch-free tables (`bench.workloads.catalog`, `bench.recipes.catalog`), the
+only modules of the project imported here.
 """
 
 from __future__ import annotations
 
 from bench.recipes.catalog import CARDS
+from bench.workloads import catalog as workloads
 
 MODES = tuple(CARDS)
 """Keys of `bench.recipes.modes.MODES`, in its order."""
 OPTIMIZERS = ("foreach", "fused")
 """Keys of `bench.recipes.modes.OPTIMIZERS`."""
-PRESETS = ("seed", "tiny")
-"""Keys of `bench.workloads.mlp.PRESETS`."""
-WORKLOADS = {
-    "mlp": PRESETS,
-    "gpt": ("gpt2-124m", "gpt-1.3b", "tiny", "shakespeare-char", "shakespeare-tiny"),
-    "resnet50": ("resnet50", "tiny"),
-}
-"""Keys of `bench.workloads.registry.WORKLOADS`, each with its presets' names."""
-ZOOS = ("hf", "timm", "torchvision")
-"""Keys of `bench.workloads.registry.ZOOS`: a `--model` value `PREFIX:NAME` is a zoo model."""
+WORKLOADS = {name: card.presets for name, card in workloads.CARDS.items()}
+"""The built-in workloads, each with its presets' names (`bench.workloads.catalog`)."""
+PRESETS = WORKLOADS[workloads.DEFAULT]
+"""The default workload's presets' names."""
+ZOOS = workloads.ZOOS
+"""The zoos' prefixes: a `--model` value `PREFIX:NAME` is a zoo model."""
 VARIANTS = ("eager", "compile", "compile-max", "compile-graphs", "cudagraph")
 """Keys of `bench.execution.variants.VARIANTS`."""
 DEFAULT_VARIANTS = ("eager", "compile", "cudagraph")

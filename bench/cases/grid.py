@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from bench.cases import case as cases
 from bench.cases import checks, choices
 from bench.cases.case import Case
+from bench.workloads import catalog
 
 DEFAULT_REPEATS = 3
 """Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
@@ -61,17 +62,19 @@ class RunConfig:
 
     device: str = field(metadata={"check": checks.choice(cases.DEVICES), "cli": False})
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
-    model: str = field(default="mlp", metadata={"check": checks.MODEL, "option": "--model"})
+    model: str = field(
+        default=catalog.DEFAULT, metadata={"check": checks.MODEL, "option": "--model"}
+    )
     """The workload: mlp (the question's MLP), gpt (a GPT-style transformer, batch sizes in
     sequences), resnet50 (torchvision's ResNet-50, channels-last; the [vision] extra), a zoo
     model by name (hf:NAME[:TASK], timm:NAME, torchvision:NAME; the [zoo] extra), or your own as
     package.module:factory (docs/own-model.md)."""
     input_size: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the MLP preset's input size."""
+    """Override the MLP preset's input size (the first of a workload's three sizes)."""
     hidden_size: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the MLP preset's hidden size."""
+    """Override the MLP preset's hidden size (the second of a workload's three sizes)."""
     num_classes: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the MLP preset's class count."""
+    """Override the MLP preset's class count (the third of a workload's three sizes)."""
     axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
     """Field name of `Case` -> the values swept; an axis left out takes `new_run_default`."""
     steps: int = field(default=30, metadata={"check": checks.POSITIVE_INT})
@@ -107,9 +110,12 @@ class RunConfig:
         checks.fields(self)
         if self.model in choices.WORKLOADS:
             checks.choice(choices.WORKLOADS[self.model])("--preset", self.preset)
-        if self.model != "mlp" and self.numerics:
+        card = catalog.card(self.model)
+        if self.numerics and not (card and card.short_numerics):
+            short = [name for name, c in catalog.CARDS.items() if c.short_numerics]
             raise ValueError(
-                f"--numerics: the short study is the MLP's; drop it for --model {self.model}"
+                f"--numerics: the short study is {', '.join(short)}'s; drop it for --model "
+                f"{self.model}"
             )
         if self.world_size > 1 and self.numerics:
             raise ValueError("--numerics runs in a one-process run; drop it or --gpus")
@@ -154,9 +160,11 @@ class RunConfig:
         return {**{swept[n].plural: list(v) for n, v in self.axes.items()}, **flat}
 
     def cases(self) -> list[Case]:
-        # The MLP's cases carry its sizes alone (their ids are those of every run before
-        # workloads); another workload's carry its name and preset.
-        named = {} if self.model == "mlp" else {"model": self.model, "preset": self.preset}
+        # A workload whose sizes are its cases' own (the MLP's) leaves their preset empty (their
+        # ids are those of every run before workloads); another's carry its preset.
+        card = catalog.card(self.model)
+        free = card is not None and card.free_sizes
+        named = {"model": self.model, "preset": "" if free else self.preset}
         return cases.sweep(
             self.axes,
             input_size=self.input_size,

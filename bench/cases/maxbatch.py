@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from bench.cases import checks, choices
 from bench.cases.case import DEVICES
+from bench.workloads import catalog
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
 """A search on the CPU (tiny preset) starts and stops lower."""
@@ -22,7 +23,7 @@ CPU_DEFAULTS = {"start": 8, "limit": 4096}
 class MaxBatchConfig:
     device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
-    model: str = field(default="mlp", metadata={"check": checks.MODEL})
+    model: str = field(default=catalog.DEFAULT, metadata={"check": checks.MODEL})
     """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), a zoo model
     (hf:NAME[:TASK], timm:NAME, torchvision:NAME), or package.module:factory."""
     modes: tuple[str, ...] = field(

@@ -38,6 +38,17 @@ class DataShape:
 
 
 Batch = tuple[torch.Tensor, torch.Tensor]
+"""(inputs, targets), both on the device: the one batch type of ampbench (a workload's synthetic
+batch, a task's, a data source's)."""
+
+
+def generator(device: torch.device | str, seed: int, stream: int | None = None) -> torch.Generator:
+    """The one seed mixing of ampbench: a generator on `device` seeded by `seed` alone (a case's
+    synthetic batch, its weights), or by (`seed`, `stream`) for step `stream` of a training run
+    (a task's batches, the quality study's), so that step k's batch is the same in every mode
+    and run and no two steps share one."""
+    mixed = seed if stream is None else seed * 1_000_003 + stream + 1
+    return torch.Generator(device=device).manual_seed(mixed)
 
 
 @dataclass(frozen=True)

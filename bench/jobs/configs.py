@@ -22,7 +22,11 @@ from bench.execution import parallel as parallelisms
 from bench.execution import variants as execution_variants
 from bench.recipes import catalog
 from bench.recipes import modes as recipes
+from bench.workloads import catalog as catalog_workloads
 from bench.workloads import registry
+
+SIZE_FIELDS = ("input_size", "hidden_size", "num_classes")
+"""The fields of `RunConfig` and `Case` that carry a workload's three sizes."""
 
 _FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}
 """The axes that can leave nothing to run, each with a value that runs anywhere: the axis whose
@@ -34,26 +38,20 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
     defaults. Each axis's values are given by its plural name (`modes=...`). A grid of which no
     case can run here is refused (`nothing_runs`)."""
     chosen = {k: v for k, v in given.items() if v is not None}
-    model = str(chosen.pop("model", "mlp"))
+    model = str(chosen.pop("model", catalog_workloads.DEFAULT))
     checks.MODEL("--model", model)
     workload = registry.get(model)  # a user's factory is imported here: its errors are one line
     preset = preset or workload.default_preset[device]
     checks.choice(tuple(workload.presets))("--preset", preset)
-    dims = dict(
-        zip(
-            ("input_size", "hidden_size", "num_classes"),
-            workload.dims(workload.size(preset)),
-            strict=True,
-        )
-    )
-    if model != "mlp":
+    dims = dict(zip(SIZE_FIELDS, workload.sizes(preset), strict=True))
+    if not workload.free_sizes:
         for name in dims:
             if name in chosen:
                 raise ValueError(
                     f"--{name.replace('_', '-')} sizes the MLP; --model {model} takes --preset"
                 )
     chosen.setdefault("repeats", DEFAULT_REPEATS)
-    if device == "cpu" and model != "mlp":
+    if device == "cpu" and not workload.cpu_overhead:
         # A model's CPU step takes tens of milliseconds, where the harness's microseconds a
         # step do not show, and the check (hundreds of steps a case) would take minutes of a
         # smoke run; the MLP's tiny step is where the CPU can see them.
@@ -121,7 +119,7 @@ def maxbatch_config(*, device: str, preset: str | None, **given: object) -> MaxB
     """A largest-batch search from the options the user gave and the defaults of `device`; its
     preset is checked against the workload's own (a zoo model's or a user's too)."""
     defaults = CPU_DEFAULTS if device == "cpu" else {}
-    model = str(given.pop("model", None) or "mlp")
+    model = str(given.pop("model", None) or catalog_workloads.DEFAULT)
     checks.MODEL("--model", model)
     workload = registry.get(model)
     preset = preset or workload.default_preset[device]

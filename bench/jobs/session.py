@@ -36,7 +36,6 @@ from bench.measure.runner import free_device_memory
 from bench.recipes import catalog
 from bench.store import folders, results
 from bench.workloads import registry
-from bench.workloads.mlp import ModelSize
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -242,9 +241,11 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
 
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return
+    # Only a workload whose card allows the short study gets here (`RunConfig` refuses it else).
     ncfg = config.short_config(
         device=cfg.device,
-        size=ModelSize.of(cfg),  # the short study is the MLP's (`RunConfig` refuses it else)
+        model=cfg.model,
+        size=registry.size_of(cfg.cases()[0]),
         modes=list(cfg.modes),
         batch_sizes=list(cfg.batch_sizes),
         optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],

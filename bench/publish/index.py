@@ -45,6 +45,7 @@ from bench.publish.runs import (
     subfolders,
 )
 from bench.store import paths, results
+from bench.workloads import catalog as workloads
 
 INDEX = "README.md"
 PROJECT_README = "README.md"
@@ -95,16 +96,20 @@ def _gpu(env: dict, used: int) -> str:
 
 def _preset(cfg: dict) -> str:
     """The preset whose sizes a run used, else the sizes themselves; with the model's name when
-    it is not the MLP (every run's model before workloads)."""
-    if cfg.get("model", "mlp") != "mlp":
-        return f"{cfg['model']} {cfg.get('preset', '')}".strip()
+    the run's cases carry a preset (every workload's but one whose sizes are its cases' own, the
+    MLP's: every run's model before workloads)."""
+    model = cfg.get("model", workloads.DEFAULT)
+    card = workloads.card(model)
+    if not (card and card.free_sizes):
+        return f"{model} {cfg.get('preset', '')}".strip()
     if cfg.get("preset"):
         return str(cfg["preset"])
-    from bench.workloads.mlp import PRESETS  # here: the model module imports torch
+    from bench.workloads.registry import get  # here: the workloads import torch
 
+    workload = get(model)
     sizes = tuple(cfg.get(k) for k in ("input_size", "hidden_size", "num_classes"))
-    for name, size in PRESETS.items():
-        if sizes == (size.input_size, size.hidden_size, size.num_classes):
+    for name, size in workload.presets.items():
+        if sizes == tuple(workload.dims(size)):
             return name
     return "×".join(map(str, sizes))
 

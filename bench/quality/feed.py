@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from bench.data import sources
+from bench.data.sources import generator
 from bench.quality.config import QualityConfig
 from bench.workloads import registry
 from bench.workloads.base import Workload
@@ -63,7 +64,7 @@ class Feed:
     def train(self, step: int) -> Batch:
         # A generator per (seed, step) on the device: the same batch for every recipe and
         # restart on one kind of device, drawn there without a copy from the host.
-        gen = torch.Generator(device=self.device).manual_seed(self.seed * 1_000_003 + step + 1)
+        gen = generator(self.device, self.seed, step)
         data, size = self.fitted.data, self.fitted.size
         if self.text:
             return data.train_batch(self.batch_size, _context(size), gen, self.device)

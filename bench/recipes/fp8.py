@@ -82,10 +82,10 @@ def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
     torchao's rules."""
     if recipe not in RECIPES:
         raise ValueError(f"unknown float8 recipe {recipe!r}; choose from {', '.join(RECIPES)}")
-    excluded = workload.fp8_excluded(size)
+    excluded = workload.fp8_excluded_of(size)
     return {
         name: f"kept: {excluded[name]}" if name in excluded else _decide(recipe, n=n, k=k)
-        for name, (k, n) in workload.linears(size).items()
+        for name, (k, n) in workload.linears_of(size).items()
     }
 
 
@@ -95,10 +95,10 @@ def convertible(workload: Workload, size: object) -> list[str]:
     (ResNet-50, whose one Linear is its head; a model without a Linear): float8 does not apply
     to this model at any size. A plan that converts none for the thresholds alone is
     `unsupported` too (`bench.verdicts.timing.float8_unsupported_reason`), but for its size."""
-    excluded = workload.fp8_excluded(size)
+    excluded = workload.fp8_excluded_of(size)
     return [
         name
-        for name, (k, n) in workload.linears(size).items()
+        for name, (k, n) in workload.linears_of(size).items()
         if name not in excluded and not (k % 16 or n % 16)
     ]
 

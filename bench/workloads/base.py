@@ -13,16 +13,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from bench.data.sources import DataShape
+from bench.data.sources import Batch, DataShape, generator
 from bench.workloads import heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
-Batch = tuple[torch.Tensor, torch.Tensor]
-"""(inputs, targets), both on the case's device."""
+if TYPE_CHECKING:
+    from bench.cases.case import Case
+
+Sizes = tuple[int, int, int]
+"""The three sizes a case carries and its id spells out, in the workload's own terms (the MLP's
+input × hidden × classes, a GPT's context × width × vocabulary)."""
 
 
 def size_key(size: object) -> object:
@@ -41,10 +46,20 @@ def _device_of(model: nn.Module) -> str:
 
 
 _STRUCTURES: dict[tuple[str, object, str], structure.Structure] = {}
+_SHAPES: dict[tuple[int, object], tuple[Workload, nn.Module]] = {}
 
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
+    """A model as one plug-in (in the manner of torchtitan's `TrainSpec`): a typed record of how
+    to build it, its presets by name, its synthetic batch and its loss, the three sizes its cases
+    carry (`sizes`), and its structure, each part of which defaults to what
+    `bench.workloads.structure` finds in the module tree. Nothing outside a workload branches on
+    its name: what differs (the MLP's sizes that may be any, its short study, its CPU overhead
+    check) is a field here. Made by a module of its own (`bench.workloads.mlp`, `gpt`, `resnet`),
+    a zoo (`bench.workloads.zoo`), a user's factory or `from_model`; resolved by name in
+    `bench.workloads.registry`."""
+
     name: str
     """The `--model` value and the case's `model` axis."""
     description: str
@@ -60,11 +75,14 @@ class Workload:
     loss: Callable[[object, torch.Tensor, str], torch.Tensor]
     """(output as the model returned it, targets, reduction) -> the loss (`mean`, or `sum` for
     the numerics' stress). What measures an output asks `bench.workloads.outputs.tensor`."""
-    linears: Callable[[object], dict[str, tuple[int, int]]]
-    """size -> every Linear by module name, as (in_features, out_features), in forward order."""
-    fp8_excluded: Callable[[object], dict[str, str]]
+    linears: Callable[[object], dict[str, tuple[int, int]]] | None = None
+    """size -> every Linear by module name, as (in_features, out_features), in forward order;
+    None: found in the module tree (`structure.linears`). Ask `linears_of`."""
+    fp8_excluded: Callable[[object], dict[str, str]] | None = None
     """size -> the Linears a float8 recipe must leave in higher precision, each with why (the
-    recipe's own size thresholds apply to the rest: `bench.recipes.fp8.plan`)."""
+    recipe's own size thresholds apply to the rest: `bench.recipes.fp8.plan`); None: the output
+    head and the tied weights found in the module tree (`structure.fp8_excluded`). Ask
+    `fp8_excluded_of`."""
     blocks: Callable[[nn.Module], list[nn.Module]] | None = None
     """The modules FSDP2 shards one by one before the root (a transformer's blocks); None:
     found in the module tree (`bench.workloads.structure`). Ask `blocks_of`."""
@@ -75,8 +93,21 @@ class Workload:
     """size -> the parameter whose autograd chain and Adam state the numerics audit records (as
     `named_parameters()` names it); None: the weight of the first matmul to run, found in the
     module tree. Ask `audited_of`."""
-    dims: Callable[[object], tuple[int, int, int]]
-    """Three sizes a case id spells out (`input x hidden x classes` for the MLP)."""
+    dims: Callable[[object], Sizes]
+    """size -> the three sizes a case carries and its id spells out, in the workload's own
+    terms (`input x hidden x classes` for the MLP, `context x width x vocab` for the GPT). Ask
+    `sizes`."""
+    from_dims: Callable[[Sizes], object] | None = None
+    """The three sizes -> the size object, for a workload whose size may be any, not only a
+    preset's (`free_sizes`: the MLP's `--input-size` and its kin); None: a preset's alone."""
+    free_sizes: bool = False
+    """Its cases carry their own three sizes and an empty preset, and its size is
+    `from_dims(the case's sizes)` (`bench.workloads.catalog.Card.free_sizes`)."""
+    short_numerics: bool = False
+    """A timing run may begin with a short numerics study of it (`run --numerics`)."""
+    cpu_overhead: bool = False
+    """A CPU timing run checks the harness's overhead on it by default (its CPU step is short
+    enough for the harness's microseconds to show)."""
     unit: str = "samples"
     """What the throughput counts per second: `samples`, or `tokens` where samples have them."""
     per_sample: Callable[[object], int] = field(default=lambda size: 1)
@@ -100,6 +131,47 @@ class Workload:
     """Why no case of this workload can run here (an optional package it needs is missing), or
     None. Asked before anything of the model is built: each case is then an `unsupported` row
     with this reason (`bench.execution.variants.unsupported_reason`)."""
+
+    def __post_init__(self) -> None:
+        if self.free_sizes and self.from_dims is None:
+            raise ValueError(f"workload {self.name}: free_sizes needs from_dims")
+
+    def flags(self) -> dict[str, bool]:
+        """How its cases are sized and run, as a card has it (`bench.workloads.catalog`)."""
+        return {
+            "free_sizes": self.free_sizes,
+            "short_numerics": self.short_numerics,
+            "cpu_overhead": self.cpu_overhead,
+        }
+
+    def model(self, preset: str, device: str, seed: int = 0) -> nn.Module:
+        """The model of `preset` on `device`, initialised from `seed` (`build` at its size)."""
+        return self.build(self.size(preset), device, seed)
+
+    def batch(self, preset: str, n: int, device: str, seed: int = 0) -> Batch:
+        """A synthetic batch of `n` samples of `preset` on `device`, drawn from `seed`
+        (`make_batch` at its size)."""
+        return self.make_batch(self.size(preset), n, device, seed)
+
+    def sizes(self, preset: str) -> Sizes:
+        """The three sizes a case of `preset` carries and its id spells out."""
+        return tuple(self.dims(self.size(preset)))
+
+    def size_of(self, case: Case) -> object:
+        """The size object `case` trains: from its own three sizes where the workload's sizes
+        may be any (`free_sizes`), else its preset's."""
+        if self.free_sizes:
+            return self.from_dims((case.input_size, case.hidden_size, case.num_classes))
+        return self.size(case.preset)
+
+    def case_fields(self, model: str, preset: str, sizes: Sizes | None = None) -> dict[str, object]:
+        """The fields a case of this workload carries for `preset`: `model` (the `--model`
+        value that names it: a user's is the factory's spec, not `name`), the three sizes
+        (`sizes`, where the workload takes any, else the preset's) and the preset, left empty
+        where the sizes say it all (`free_sizes`, as every MLP case before workloads)."""
+        three = sizes if sizes is not None and self.free_sizes else self.sizes(preset)
+        named = dict(zip(("input_size", "hidden_size", "num_classes"), three, strict=True))
+        return {"model": model, "preset": "" if self.free_sizes else preset, **named}
 
     def sized_to(self, size: object, data: DataShape) -> object:
         """`size` sized to a real data source's shape; ValueError with the reason where it
@@ -139,6 +211,32 @@ class Workload:
         model = self.build(size, device, 0)
         inputs, _ = self.make_batch(size, 1, device, 0)
         return structure.find(model, inputs)
+
+    def linears_of(self, size: object) -> dict[str, tuple[int, int]]:
+        """Every Linear of the model at `size` by module name, as (in_features, out_features)."""
+        if self.linears is not None:
+            return self.linears(size)
+        return structure.linears(self._shapes(size))
+
+    def fp8_excluded_of(self, size: object) -> dict[str, str]:
+        """The Linears a float8 recipe leaves in higher precision at `size`, each with why."""
+        if self.fp8_excluded is not None:
+            return self.fp8_excluded(size)
+        return structure.fp8_excluded(self._shapes(size))
+
+    def _shapes(self, size: object) -> nn.Module:
+        """The model for its shapes alone: on the meta device, where it costs no memory, unless
+        it cannot be built there (a value read back): then on the CPU. Cached per workload and
+        size (the workload itself kept with it, so that its id stays its own)."""
+        key = (id(self), size_key(size))
+        if key not in _SHAPES:
+            try:
+                with torch.device("meta"):
+                    model = self.build(size, "meta", 0)
+            except (NotImplementedError, RuntimeError):
+                model = self.build(size, "cpu", 0)
+            _SHAPES[key] = (self, model)
+        return _SHAPES[key][1]
 
     def blocks_of(self, model: nn.Module, size: object) -> list[nn.Module]:
         """The modules of `model` (as a mode prepared it) that FSDP2 shards one by one."""
@@ -181,6 +279,7 @@ def from_model(
     description: str = "",
     blocks: Callable[[nn.Module], list[nn.Module]] | None = None,
     observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None,
+    sizes: Sizes = (1, 1, 1),
 ) -> Workload:
     """A workload from the three things a training script already has: `model(device)` builds
     the model on a device, `batch(batch_size, device, generator)` makes a synthetic batch on it
@@ -197,8 +296,10 @@ def from_model(
     to shard one by one, `observed(model)` a dict name -> module in forward order whose last
     module's output holds the logits.
 
-    A case id spells out three sizes; this workload's are 1 × 1 × 1, and the model's spec and
-    its preset say what it is."""
+    A case id spells out three sizes, `sizes` (the model's own: a context, a width, a
+    vocabulary); 1 × 1 × 1 by default, where the model's spec and its preset say what it is.
+    The result is the same `Workload` as a built-in one: its fields can be replaced
+    (`dataclasses.replace`) where a default does not fit."""
 
     @functools.cache
     def on_meta() -> nn.Module:
@@ -208,7 +309,7 @@ def from_model(
     def make(size: object, batch_size: int, device: str, seed: int) -> Batch:
         # The meta device (counting FLOPs) has no generator and draws nothing.
         meta = torch.device(device).type == "meta"
-        gen = None if meta else torch.Generator(device=device).manual_seed(seed)
+        gen = None if meta else generator(device, seed)
         return batch(batch_size, device, gen)
 
     def reduced(out: object, targets: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -230,5 +331,5 @@ def from_model(
         fp8_excluded=lambda size: structure.fp8_excluded(on_meta()),
         blocks=blocks,
         observed=observed,
-        dims=lambda size: (1, 1, 1),
+        dims=lambda size: tuple(sizes),
     )

@@ -22,6 +22,7 @@ throughput unit is tokens/s as well as samples (sequences)/s.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -29,6 +30,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from bench.data.sources import DataShape, generator
+from bench.workloads import catalog, heads, tasks
+from bench.workloads.base import Workload
+from bench.workloads.zoo import common
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +242,7 @@ def build(
     model.to_empty(device=device)
     if size.tied:  # to_empty gives each module a new tensor of its own: tie them again
         model.head.weight = model.embed.tok.weight
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = generator(device, seed)
     residual_std = 0.02 / math.sqrt(2 * size.layers) if scaled_residual else 0.02
     with torch.no_grad():
         for name, module in model.named_modules():
@@ -271,17 +277,17 @@ def make_batch(
     if device.type == "meta":  # meta has no generator, and nothing to draw
         tokens = torch.empty(shape, dtype=torch.long, device=device)
     else:
-        gen = torch.Generator(device=device).manual_seed(seed)
+        gen = generator(device, seed)
         tokens = torch.randint(0, size.vocab, shape, generator=gen, device=device)
     # Contiguous copies: made once per case, they keep the loss's flatten a view, not a copy.
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 
-def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean next-token cross-entropy over every position of every sequence. Under autocast
-    `cross_entropy` runs in float32 (it is on autocast's float32 list), so the log-softmax over
-    the vocabulary never sums in a 16-bit dtype."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+def loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Next-token cross-entropy over every position of every sequence (`heads.loss`, the one
+    cross-entropy). Under autocast `cross_entropy` runs in float32 (it is on autocast's float32
+    list), so the log-softmax over the vocabulary never sums in a 16-bit dtype."""
+    return heads.loss(logits, targets, reduction)
 
 
 def blocks(model: GPT) -> list[nn.Module]:
@@ -324,3 +330,43 @@ def fp8_plan(size: GPTSize) -> dict[str, str]:
         else:
             out[name] = "converted"
     return out
+
+
+def _on_data(size: GPTSize, data: DataShape) -> GPTSize:
+    if data.task != "causal-lm":
+        raise ValueError(f"gpt is a causal LM; the data is for {data.task}")
+    return dataclasses.replace(size, vocab=data.vocab)
+
+
+WORKLOAD = Workload(
+    name=catalog.GPT.name,
+    description="a GPT-2-style decoder: pre-LayerNorm blocks, causal SDPA, GELU MLP, vocab head",
+    presets=PRESETS,
+    default_preset={"cuda": "gpt2-124m", "cpu": "tiny"},
+    build=lambda size, device, seed: build(size, device, seed),
+    make_batch=make_batch,
+    loss=loss,
+    linears=linear_shapes,
+    fp8_excluded=lambda size: {
+        name: why.removeprefix("kept: ")
+        for name, why in fp8_plan(size).items()
+        if why != "converted"
+    },
+    blocks=blocks,
+    observed=observed,
+    audited=lambda size: "blocks.0.attn.qkv.weight",
+    dims=lambda size: (size.context, size.width, size.vocab),
+    unit="tokens",
+    per_sample=lambda size: size.context,
+    fit_data=_on_data,
+    task=lambda size, seed, noise, device: tasks.MarkovTask(
+        vocab=size.vocab, context=size.context, seed=seed, noise=noise, device=device
+    ),
+    # Batch sizes in sequences of 1024 tokens: an MLP sample is one vector, a sequence a
+    # thousand positions, each its own prediction. The held-out split is evaluated in chunks.
+    # A zoo transformer's study, but trained at 1 and 2 sequences for 3000 steps more.
+    numerics={
+        "cuda": {**common.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
+    },
+    **catalog.GPT.flags(),
+)

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.data.sources import generator
 from bench.workloads import outputs
 
 IGNORE = -100
@@ -93,7 +94,7 @@ def make_batch(
         raise ValueError(f"batch_size must be positive, got {batch_size!r}")
     device = torch.device(device)
     meta = device.type == "meta"
-    gen = None if meta else torch.Generator(device=device).manual_seed(seed)
+    gen = None if meta else generator(device, seed)
     if shape.task == "image-cls":
         size = (batch_size, shape.channels, shape.image, shape.image)
         images = (
@@ -122,7 +123,9 @@ def make_batch(
 
 def loss(output: object, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """Cross-entropy of the output's logits against `targets`, over every position of a
-    sequence output ((batch, seq, vocab) logits are flattened to rows), skipping `IGNORE`."""
+    sequence output ((batch, seq, vocab) logits are flattened to rows), skipping `IGNORE`: the
+    one cross-entropy of ampbench, every built-in workload's loss, a zoo model's and a user's
+    by default (`from_model`)."""
     logits = outputs.tensor(output)
     if logits.ndim > 2:
         logits, targets = logits.flatten(0, -2), targets.flatten()

@@ -29,8 +29,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from bench.data.sources import generator
+from bench.workloads import catalog, heads
+from bench.workloads.base import Workload
+from bench.workloads.zoo import common
 
 FEATURES = 2048
 """Width of ResNet-50's pooled features: layer4's 512 channels × the bottleneck's expansion of 4.
@@ -105,7 +109,7 @@ def build(size: ResNetSize, device: torch.device | str, seed: int) -> nn.Module:
         model = resnet50(weights=None, num_classes=size.classes)
     if device.type != "meta":
         model.to_empty(device=device)
-        _init(model, torch.Generator(device=device).manual_seed(seed))
+        _init(model, generator(device, seed))
     # 4-D tensors (the convolutions' weights) become NHWC; the others have no such layout.
     return model.to(memory_format=torch.channels_last)
 
@@ -144,7 +148,7 @@ def make_batch(
     if device.type == "meta":  # meta has no generator, and nothing to draw
         images = torch.empty(shape, device=device, memory_format=torch.channels_last)
         return images, torch.empty(batch_size, dtype=torch.long, device=device)
-    gen = torch.Generator(device=device).manual_seed(seed)
+    gen = generator(device, seed)
     # Drawn NCHW, then laid out NHWC once per case: the step's first convolution then reads the
     # layout the model's weights have, with no transpose inside the timed step.
     images = torch.randn(shape, generator=gen, device=device)
@@ -154,8 +158,9 @@ def make_batch(
 
 
 def loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """Cross-entropy over the classes; on autocast's float32 list, so it never sums in 16 bits."""
-    return F.cross_entropy(logits, labels, reduction=reduction)
+    """Cross-entropy over the classes (`heads.loss`, the one cross-entropy); on autocast's
+    float32 list, so it never sums in 16 bits."""
+    return heads.loss(logits, labels, reduction)
 
 
 def blocks(model: nn.Module) -> list[nn.Module]:
@@ -195,3 +200,27 @@ def fp8_excluded(size: ResNetSize) -> dict[str, str]:
     if k % 16 or n % 16:
         why += f"; in {k} × out {n} not both divisible by 16 either (float8 GEMMs need it)"
     return {"fc": why}
+
+
+WORKLOAD = Workload(
+    name=catalog.RESNET.name,
+    description="torchvision's ResNet-50 on synthetic images, channels-last",
+    presets=PRESETS,
+    default_preset={"cuda": "resnet50", "cpu": "tiny"},
+    build=build,
+    make_batch=make_batch,
+    loss=loss,
+    linears=linear_shapes,
+    fp8_excluded=fp8_excluded,
+    blocks=blocks,
+    observed=observed,
+    # Its one Linear, the head, as the audits published before the module-tree search.
+    audited=lambda size: "fc.weight",
+    dims=lambda size: (size.image, FEATURES, size.classes),
+    # torchvision is an optional extra: without it every case is an `unsupported` row.
+    unsupported_reason=unsupported_reason,
+    # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;
+    # a zoo image model's study takes the same.
+    numerics=common.IMAGE_NUMERICS,
+    **catalog.RESNET.flags(),
+)

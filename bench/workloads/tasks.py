@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
-import torch.nn.functional as F
 
-Batch = tuple[torch.Tensor, torch.Tensor]
+from bench.data.sources import Batch, generator
+from bench.workloads import heads
 
 HELDOUT_STREAM = 2**31 - 1
 """Step index reserved for the held-out split; training steps never reach it."""
@@ -47,7 +47,7 @@ class Task(Protocol):
 
 def _generator(device: str, seed: int, stream: int) -> torch.Generator:
     # One generator per (seed, stream): step k's batch is the same in every mode and run.
-    return torch.Generator(device=device).manual_seed(seed * 1_000_003 + stream + 1)
+    return generator(device, seed, stream)
 
 
 @dataclass
@@ -73,7 +73,7 @@ class PrototypeTask:
 
     def prototypes(self) -> torch.Tensor:
         if self._prototypes is None:
-            gen = torch.Generator(device=self.device).manual_seed(self.seed)
+            gen = generator(self.device, self.seed)
             self._prototypes = torch.randn(
                 self.classes, self.features, generator=gen, device=self.device
             )
@@ -93,7 +93,7 @@ class PrototypeTask:
         x, y = batch
         scaled = x.float() * math.sqrt(1.0 + self.noise**2)
         logits = -torch.cdist(scaled, self.prototypes()).square() / (2 * self.noise**2)
-        return F.cross_entropy(logits, y).item()
+        return heads.loss(logits, y).item()
 
 
 @dataclass
@@ -136,7 +136,7 @@ class MarkovTask:
     def table(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(successor ids, their probabilities), each (states, successors)."""
         if self._table is None:
-            gen = torch.Generator(device=self.device).manual_seed(self.seed)
+            gen = generator(self.device, self.seed)
             shape = (self.states, self.successors)
             succ = torch.randint(0, self.states, shape, generator=gen, device=self.device)
             z = torch.randn(shape, generator=gen, device=self.device)

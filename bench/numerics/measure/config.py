@@ -18,23 +18,27 @@ from bench.cases import checks, choices
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
 from bench.recipes import catalog
+from bench.workloads import catalog as workload_catalog
 
 # Importable without torch, so that `numerics --help` makes its options from the fields: the
 # registries, the model sizes and the jobs import torch, and are imported where they are used.
 if TYPE_CHECKING:
     from bench.numerics.measure.jobs import Job
-    from bench.workloads.mlp import ModelSize
+    from bench.workloads.base import Workload
+
+SIZE_FIELDS = ("input_size", "hidden_size", "num_classes")
+"""The three sizes a case carries; a workload whose sizes are free (the MLP's) records them."""
 
 RECORD_BEFORE: dict[str, object] = {
     "trace_every": 0,
     "extended_modes": (),
     "extended_steps": 0,
-    "model": "mlp",
+    "model": workload_catalog.DEFAULT,
 }
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
 
 
-def defaults(device: str, model: str = "mlp") -> dict[str, object]:
+def defaults(device: str, model: str = workload_catalog.DEFAULT) -> dict[str, object]:
     """The settings of a study of workload `model` on `device` that the user did not give: keys
     are field names of `NumericsConfig` (`preset` among them: the workload's default there)."""
     from bench.workloads.registry import get
@@ -144,12 +148,12 @@ class NumericsConfig:
     """Worker processes, one per GPU (1 on the CPU)."""
 
     def __post_init__(self) -> None:
-        from bench.workloads.mlp import ModelSize
+        from bench.workloads.registry import get
 
-        if self.model == "mlp":
-            _check(isinstance(self.size, ModelSize), "size", self.size, "is not a ModelSize")
-            for f in dataclasses.fields(ModelSize):
-                _int(f.name, getattr(self.size, f.name), 1)
+        workload = get(self.model)
+        if workload.free_sizes:  # any three sizes: each checked as an option
+            for name, value in zip(SIZE_FIELDS, workload.dims(self.size), strict=True):
+                _int(name, value, 1)
         checks.fields(self, option)
         _check(
             isinstance(self.extended_modes, tuple),
@@ -188,7 +192,7 @@ class NumericsConfig:
         may be any sequence; checkpoints are sorted. `workers` None means every visible GPU."""
         from bench.workloads.registry import get
 
-        model = str(options.get("model", "mlp"))
+        model = str(options.get("model", workload_catalog.DEFAULT))
         checks.MODEL("--model", model)
         workload = get(model)  # a user's factory is imported here: its errors are one line
         given = defaults(device, model)
@@ -213,33 +217,34 @@ class NumericsConfig:
         )
 
     def record(self) -> dict[str, object]:
-        """The settings as env.json keeps them: flat, the MLP size's fields inline (another
-        workload's size is its preset's), and what the task is, in words, for the report."""
+        """The settings as env.json keeps them: flat, with the three sizes inline where the
+        workload's size may be any (the MLP's; another workload's size is its preset's), and
+        what the task is, in words, for the report."""
         from bench.workloads.registry import get
 
+        workload = get(self.model)
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         del flat["size"]
         # Describing a task builds nothing: its tables are made when it first samples.
-        task = get(self.model).make_task(self.size, self.seeds[0], self.noise, "cpu")
+        task = workload.make_task(self.size, self.seeds[0], self.noise, "cpu")
         flat["task"] = task.description
-        if self.model == "mlp":
-            return {**flat, **dataclasses.asdict(self.size)}
+        if workload.free_sizes:
+            return {**flat, **dict(zip(SIZE_FIELDS, workload.dims(self.size), strict=True))}
         return flat
 
     @classmethod
     def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
         """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
-        from bench.workloads.mlp import PRESETS, ModelSize
         from bench.workloads.registry import get
 
         # A folder older than a setting ran without it: no traces, no extended runs, the MLP.
         record = {**RECORD_BEFORE, **record}
-        if record["model"] == "mlp":
-            size = ModelSize(**{f.name: record[f.name] for f in dataclasses.fields(ModelSize)})
-            named = [name for name, preset in PRESETS.items() if preset == size]
-            record.setdefault("preset", named[0] if named else "custom")
+        workload = get(record["model"])
+        if workload.free_sizes:
+            size = workload.from_dims(tuple(record[name] for name in SIZE_FIELDS))
+            record.setdefault("preset", preset_of(workload, size))
         else:
-            size = get(record["model"]).size(record["preset"])
+            size = workload.size(record["preset"])
         names = [f.name for f in dataclasses.fields(cls) if f.name not in ("size", "workers")]
         kept = {n: tuple(record[n]) if isinstance(record[n], list) else record[n] for n in names}
         return cls(size=size, workers=workers, **kept)
@@ -256,11 +261,12 @@ class NumericsConfig:
             "reduction": self.reduction,
             "init_scale": self.init_scale,
         }
-        if self.model == "mlp":  # the MLP's size may be any, not only a preset's
-            return Case(**dataclasses.asdict(self.size), **axes)
-        from bench.workloads.registry import make_case
+        from bench.workloads.registry import get
 
-        return make_case(self.model, self.preset, **axes)
+        workload = get(self.model)
+        # A workload whose size may be any (the MLP's) gives its case this study's sizes.
+        sizes = workload.dims(self.size) if workload.free_sizes else None
+        return Case(**workload.case_fields(self.model, self.preset, sizes), **axes)
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""
@@ -328,20 +334,33 @@ def resolve_workers(device: str, workers: int | None) -> int:
     return workers
 
 
-def short_config(
-    *, device: str, size: ModelSize, modes: list[str], batch_sizes: list[int], optimizer: str
-) -> NumericsConfig:
-    """The short study a core run can include (`run --numerics`): the audit, the census at the
-    run's batch sizes at steps 0 and 100, and 200 convergence steps of every mode at the smallest
-    batch size, one seed, in the timing process itself (workers=1), so that anything it left
-    behind would show in the timings that follow."""
-    from bench.workloads.mlp import PRESETS
+def preset_of(workload: Workload, size: object) -> str:
+    """The name of the preset of `workload` whose size is `size`; `custom` for sizes that are no
+    preset's (a free-sized workload's `--input-size` and its kin)."""
+    named = [name for name, preset in workload.presets.items() if preset == size]
+    return named[0] if named else "custom"
 
-    named = [name for name, preset in PRESETS.items() if preset == size]
+
+def short_config(
+    *,
+    device: str,
+    size: object,
+    modes: list[str],
+    batch_sizes: list[int],
+    optimizer: str,
+    model: str = workload_catalog.DEFAULT,
+) -> NumericsConfig:
+    """The short study a core run can include (`run --numerics`, of a workload whose card
+    allows it: the MLP's): the audit, the census at the run's batch sizes at steps 0 and 100,
+    and 200 convergence steps of every mode at the smallest batch size, one seed, in the timing
+    process itself (workers=1), so that anything it left behind would show in the timings that
+    follow."""
+    from bench.workloads.registry import get
+
     return NumericsConfig(
         device=device,
-        model="mlp",
-        preset=named[0] if named else "custom",
+        model=model,
+        preset=preset_of(get(model), size),
         size=size,
         modes=tuple(modes),
         census_batch_sizes=tuple(batch_sizes),

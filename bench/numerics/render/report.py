@@ -18,6 +18,7 @@ from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
 from bench.store import errors, paths
+from bench.workloads import catalog as workloads
 
 
 def _provenance(env: dict) -> list[str]:
@@ -126,10 +127,9 @@ def _where(env: dict, cfg: dict) -> str:
 def _model(cfg: dict, env: dict) -> str:
     """The study's model: the MLP by its sizes (a folder older than workloads is the MLP),
     another workload by its name and preset."""
-    if cfg.get("model", "mlp") == "mlp":
-        return (
-            f"Model {cfg.get('input_size')} → {cfg.get('hidden_size')} → "
-            f"{cfg.get('hidden_size')} → {cfg.get('num_classes')}"
-        )
+    card = workloads.card(cfg.get("model", workloads.DEFAULT))
+    if card is not None and card.free_sizes:  # its sizes are the record's own
+        sizes = {k: cfg.get(k) for k in ("input_size", "hidden_size", "num_classes")}
+        return f"Model {card.shape.format(**sizes)}"
     what = f": {env['model_description']}" if env.get("model_description") else ""
     return f"Model {cfg['model']}, preset {cfg.get('preset')}{what}"

@@ -1,0 +1,73 @@
+"""The built-in workloads as torch-free cards: each one's name, its presets' names, and how its
+cases are sized; and the prefixes of the zoos. The workloads define themselves from their card
+(`bench.workloads.mlp`, `gpt`, `resnet` take their name and flags from it; the registry refuses,
+at import, a built-in `Workload` whose presets or flags differ from its card's: `carded`), so a
+preset's name is the card's.
+
+A case (`bench.cases`) and the command line's parser read this table without torch, as they read
+the mode table (`bench.recipes.catalog`): it imports nothing, of the project or outside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Card:
+    """What a workload is without torch: the names a case is checked against and what its
+    cases carry."""
+
+    name: str
+    """The `--model` value and the case's `model` axis."""
+    presets: tuple[str, ...]
+    """Its presets' names, in the order `--help` shows them."""
+    free_sizes: bool = False
+    """Its size is the case's three sizes, any positive ones, not only a preset's: a case
+    carries the sizes and an empty preset (`--input-size` and its kin override a preset's). The
+    MLP's, whose case ids predate workloads."""
+    short_numerics: bool = False
+    """A timing run may begin with a short numerics study of it (`run --numerics`)."""
+    cpu_overhead: bool = False
+    """A CPU run checks the harness's overhead on it by default: its CPU step is short enough
+    that the harness's microseconds show (a larger model's tens of milliseconds hide them)."""
+    shape: str = ""
+    """Its model in a report, from a record's three sizes, where they are its own
+    (`free_sizes`): a format string over `input_size`, `hidden_size` and `num_classes`."""
+
+    def flags(self) -> dict[str, bool]:
+        """The fields a `Workload` takes from its card, by name."""
+        return {
+            "free_sizes": self.free_sizes,
+            "short_numerics": self.short_numerics,
+            "cpu_overhead": self.cpu_overhead,
+        }
+
+
+MLP = Card(
+    name="mlp",
+    presets=("seed", "tiny"),
+    free_sizes=True,
+    short_numerics=True,
+    cpu_overhead=True,
+    shape="{input_size} → {hidden_size} → {hidden_size} → {num_classes}",
+)
+GPT = Card(
+    name="gpt",
+    presets=("gpt2-124m", "gpt-1.3b", "tiny", "shakespeare-char", "shakespeare-tiny"),
+)
+RESNET = Card(name="resnet50", presets=("resnet50", "tiny"))
+
+CARDS: dict[str, Card] = {card.name: card for card in (MLP, GPT, RESNET)}
+"""The built-in workloads by name (`bench.workloads.registry.BUILT_IN` holds their torch side)."""
+DEFAULT = MLP.name
+"""The workload of a case or a command that names none: the MLP of the question."""
+ZOOS = ("hf", "timm", "torchvision")
+"""The zoos' prefixes: a `--model` value `PREFIX:NAME` is a zoo model
+(`bench.workloads.registry.RESOLVERS`)."""
+
+
+def card(model: str) -> Card | None:
+    """The card of a built-in workload; None for a zoo model or a user's (known only to the
+    registry, above the cases)."""
+    return CARDS.get(model)
