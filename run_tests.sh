@@ -29,17 +29,18 @@ chooses_workers() {
     return 1
 }
 
-# On more than 2 cores pytest-xdist, when installed, spreads the tests over them: a worker a
-# core, at most 16 (more start more torch processes than they save). `--dist loadgroup`: the
-# tests that share a module's fixture (a torchrun run, a study) go to one worker, which builds
-# it once (tests/conftest.py groups them); every other test goes to whichever worker is free.
-# Each worker runs torch's CPU ops on its share of the cores (tests/conftest.py). On 2 cores
-# one process is faster (docs/development.md).
+# On 2 cores or more pytest-xdist, when installed, spreads the tests over them: a worker a core,
+# at most 16 (more start more torch processes than they save). `--dist loadgroup`: the tests that
+# share a module's fixture (a torchrun run, a study) go to one worker, which builds it once
+# (tests/conftest.py groups them); every other test goes to whichever worker is free. Each worker
+# runs torch's CPU ops on its share of the cores (tests/conftest.py). On 2 cores (CI) two workers
+# are faster than one process: many tests wait on processes they start (torchrun's ranks, a
+# `./run_bench.sh`, a clone's `ab`), and the other worker runs meanwhile (docs/development.md).
 spread=()
 # shellcheck disable=SC2086  # PYTEST_ADDOPTS is split into words, as pytest splits it
 if ! chooses_workers "$@" ${PYTEST_ADDOPTS:-} && "$PY" -c 'import xdist' 2>/dev/null; then
     cores=$("$PY" -c 'import os; print(len(os.sched_getaffinity(0)))')
-    if ((cores > 2)); then
+    if ((cores >= 2)); then
         spread=(-n "$((cores < 16 ? cores : 16))" --dist loadgroup)
     fi
 fi

@@ -150,6 +150,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _share_the_cores()
     if not config.pluginmanager.hasplugin("xdist"):  # its mark, known to --strict-markers
         config.addinivalue_line("markers", "xdist_group(name): pytest-xdist's group of tests")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(_GroupIds(), "ampbench-group-ids")
     # Known warnings of torch and torchao (bench.quiet) stay out of the session's summary, as
     # they stay out of the command line's output; AMPBENCH_DEBUG=1 shows them.
     for line in quiet.pytest_filters():
@@ -174,15 +176,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(no_gpu)
         if "zoo" in item.keywords and not config.getoption("--zoo"):
             item.add_marker(not_asked)
-        # Under `--dist loadgroup` (run_tests.sh on many cores) the tests that share a module's
-        # fixture run on one worker, which builds it once; with `--dist load` the GPU box built
+        # Under `--dist loadgroup` (run_tests.sh) the tests that share a module's fixture run
+        # on one worker, which builds it once; with `--dist load` the GPU box built
         # test_distributed.py's two-rank run on two workers, a minute each. The other tests go
         # to whichever worker is free, a file's apart (test_zoo.py's take minutes together).
-        # pytest-xdist (3.8) names the group in the test's id through `item._nodeid`, which
-        # pytest 9.2 no longer reads: there the tests spread as under `--dist load`, and each
-        # worker that runs one of a group builds its fixture (slower, not wrong).
         if _shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.path.stem))
+
+
+class _GroupIds:
+    """pytest-xdist's scheduler reads a test's group from its id (`test_x.py::test_a@group`),
+    which its worker sets through `item._nodeid`; pytest 9.2 keeps the id in `item._id` and no
+    longer reads `_nodeid`, so the tests of a group spread as under `--dist load` and each worker
+    that ran one of them built the group's fixture again (test_distributed.py's two-rank run,
+    twice). After xdist's hook, a test whose id does not end with its group yet gets it here, as
+    xdist 3.8 writes it."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not getattr(config.option, "loadgroup", False):
+            return
+        for item in items:
+            groups = {
+                str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                for m in item.iter_markers("xdist_group")
+            }
+            suffix = "@" + "_".join(sorted(groups))
+            if groups and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+                item._id = type(item._id).parse(item.nodeid + suffix)
 
 
 def tiny_case(**overrides: object) -> Case:
