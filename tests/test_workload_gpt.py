@@ -150,7 +150,7 @@ def test_mlp_counted_flops_equal_the_roofline_formula():
     size, batch_size = mlp.PRESETS["tiny"], 8
     torch.manual_seed(0)
     model = mlp.MLP(size)
-    batch = mlp.make_batch(size, batch_size, 0, "cpu")
+    batch = mlp.make_batch(size, batch_size, "cpu", 0)
     counted = flops.count(model, batch, nn.CrossEntropyLoss())
     hand = matmul_flops(size, batch_size)  # fwd 108544, bwd 184320 (fc1 has no input grad)
     assert counted["fwd_flop"] == pytest.approx(hand["fwd"], rel=1e-3)

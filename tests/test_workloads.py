@@ -140,7 +140,7 @@ def test_the_mlp_trains_the_weights_and_batch_it_always_did():
     before = mlp.MLP(mlp.PRESETS["tiny"])
     for a, b in zip(s.model.parameters(), before.parameters(), strict=True):
         assert torch.equal(a, b)
-    x, y = mlp.make_batch(mlp.PRESETS["tiny"], 8, 3, "cpu")
+    x, y = mlp.make_batch(mlp.PRESETS["tiny"], 8, "cpu", 3)
     assert torch.equal(s.x, x) and torch.equal(s.y, y)
     # FSDP2's units are its three Linears, as before workloads.
     assert MLP.blocks(s.model) == [s.model.fc1, s.model.fc2, s.model.fc3]

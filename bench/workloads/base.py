@@ -10,7 +10,6 @@ for every workload.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -301,11 +300,6 @@ def from_model(
     The result is the same `Workload` as a built-in one: its fields can be replaced
     (`dataclasses.replace`) where a default does not fit."""
 
-    @functools.cache
-    def on_meta() -> nn.Module:
-        with torch.device("meta"):
-            return model("meta")
-
     def make(size: object, batch_size: int, device: str, seed: int) -> Batch:
         # The meta device (counting FLOPs) has no generator and draws nothing.
         meta = torch.device(device).type == "meta"
@@ -327,8 +321,6 @@ def from_model(
         build=lambda size, device, seed: model(device),
         make_batch=make,
         loss=reduced,
-        linears=lambda size: structure.linears(on_meta()),
-        fp8_excluded=lambda size: structure.fp8_excluded(on_meta()),
         blocks=blocks,
         observed=observed,
         dims=lambda size: tuple(sizes),

@@ -75,7 +75,7 @@ class MLP(nn.Module):
 
 
 def make_batch(
-    size: ModelSize, batch_size: int, seed: int, device: torch.device | str
+    size: ModelSize, batch_size: int, device: torch.device | str, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A deterministic synthetic batch, generated on the device: standard normal inputs and
     uniformly drawn class labels. Nothing is downloaded. On the meta device (FLOP counting) the
@@ -102,7 +102,7 @@ WORKLOAD = Workload(
     presets=PRESETS,
     default_preset={"cuda": "seed", "cpu": "tiny"},
     build=_mlp_build,
-    make_batch=lambda size, batch, device, seed: make_batch(size, batch, seed, device),
+    make_batch=make_batch,
     loss=heads.loss,
     linears=lambda size: dict(zip(("fc1", "fc2", "fc3"), size.linears(), strict=True)),
     fp8_excluded=lambda size: {},

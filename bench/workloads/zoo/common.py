@@ -6,7 +6,6 @@ batch and study sizes. Imports no zoo: each zoo imports this."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ import torch
 from torch import nn
 
 from bench.data.sources import DataShape
-from bench.workloads import heads, structure, tasks
+from bench.workloads import heads, tasks
 from bench.workloads.base import Workload
 
 INSTALL = "pip install -e '.[zoo]'"
@@ -78,16 +77,6 @@ def make(
         # in whatever mode its constructor did).
         return no_dropout(model).train()
 
-    @functools.cache
-    def shapes(size: ZooSize) -> nn.Module:
-        """The model for its shapes alone: on the meta device, where it costs no memory, unless
-        its constructor reads a value back (torchvision's RegNets compute their widths with
-        `.tolist()`): then on the CPU."""
-        try:
-            return build(size, "meta", 0)
-        except (NotImplementedError, RuntimeError):
-            return build(size, "cpu", 0)
-
     def on_data(size: ZooSize, data: DataShape) -> ZooSize:
         """The preset sized to real data: a causal LM's vocabulary (its config's `vocab_size`,
         no padding id), an image classifier's classes (`num_classes`)."""
@@ -122,8 +111,6 @@ def make(
         build=build,
         make_batch=lambda size, n, device, seed: heads.make_batch(size.shape, n, device, seed),
         loss=heads.loss,
-        linears=lambda size: structure.linears(shapes(size)),
-        fp8_excluded=lambda size: structure.fp8_excluded(shapes(size)),
         dims=_dims,
         unit="tokens" if shape.text else "samples",
         per_sample=lambda size: size.shape.seq if size.shape.text else 1,
