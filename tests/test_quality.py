@@ -181,3 +181,26 @@ def test_a_recipe_with_a_seed_short_of_the_target_is_named_not_ranked():
     (line,) = [x for x in page._verdict_lines(s) if "Fastest" in x]
     assert "fp16-amp" in line and "the only one timed" in line
     assert "Not ranked: tf32" in line
+
+
+def test_fp32_alone_at_the_target_ranks_nothing():
+    # Only fp32 reached the target in every seed: the old sentence named fp32 "the fastest that
+    # trains like fp32", a comparison of fp32 with itself.
+    from bench.publish import quality as page
+    from bench.verdicts import training as rules
+
+    timing = pd.DataFrame(
+        [{"mode": m, "status": "ok", "step_ms": ms, "step_ms_p10": ms, "step_ms_p90": ms}
+         for m, ms in (("fp32", 139.0), ("bf16-amp", 29.6))]
+    )  # fmt: skip
+    reached = pd.DataFrame(
+        [{"mode": m, "seed": i, "steps": st}
+         for m, steps in (("fp32", [160, 180, 180]), ("bf16-amp", [160, None, None]))
+         for i, st in enumerate(steps)]
+    )  # fmt: skip
+    s = {"verdicts": {"fp32": rules.Verdict(rules.LIKE, "gap 0"),
+                      "bf16-amp": rules.Verdict(rules.NOT_KNOWN, "the interval crosses")},
+         "tables": {"timing": timing}, "reached": reached}  # fmt: skip
+    (line,) = [x for x in page._verdict_lines(s) if "Fastest" in x]
+    assert line.startswith("- **Fastest to the target**: not known: fp32 alone")
+    assert "among the recipes that train like fp32: fp32" not in line

@@ -92,6 +92,20 @@ def test_a_study_of_another_size_decides_nothing(tmp_path):
     assert row[3] == "not known" and row[8] == "not known"
 
 
+def test_fp32_alone_like_itself_is_not_a_recommendation(tmp_path):
+    # Every other recipe's interval crossed the margin: the old cell named fp32 "the fastest
+    # that trains like fp32", a recommendation the study cannot make.
+    run = results.load(write_run(tmp_path / "a", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200"))
+    study = _study("hf:gpt2", training.NEEDED, batch=8)
+    study["verdicts"] = {m: Verdict(training.LIKE if m == "fp32" else training.NOT_KNOWN, "x")
+                         for m in study["verdicts"]}  # fmt: skip
+    text = "\n".join(zoo.table([(run, [study])], "fused"))
+    (row,) = _cells(text)
+    assert row[3] == "not known" and row[4] == "5.00"  # × fp32 of the fastest (2 ms), not 1
+    assert "`hf:gpt2`: its study shows no recipe but fp32 to train like fp32" in text
+    assert "no time-to-quality study" not in text
+
+
 def test_the_readme_block_links_every_run(tmp_path):
     write_run(tmp_path / "results" / "a", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200")
     write_run(tmp_path / "results" / "b", _rows("hf:bert", fp8=True), gpu="NVIDIA H200")

@@ -150,7 +150,15 @@ def _verdict_lines(s: dict) -> list[str]:
         if unranked
         else ""
     )
-    if len(times):
+    if set(times["mode"]) == {rules.REFERENCE}:
+        # fp32 against itself ranks nothing: no other recipe is known to train like it in time.
+        t = times.iloc[0]
+        lines.append(
+            f"- **Fastest to the target**: not known: fp32 alone has a time to it "
+            f"({figure(t['mean_s'])} s), since no other recipe is shown to train like fp32 with "
+            f"every seed at the target.{besides}"
+        )
+    elif len(times):
         fastest, tied = rules.fastest_to_target(times)
         if tied:
             lines.append(

@@ -109,11 +109,20 @@ def blocks(text: str) -> list[Block]:
     return found
 
 
-SOURCE_TEXT: dict[str, Callable[[Path], str]] = {
-    "zoo": lambda run: f"`{results.load(run)['model'].iloc[0]}`",
-}
-"""Kinds whose From line names each run otherwise than by its folder: a zoo's by its model, as
-its rows do (eight folder names would take a paragraph of the README)."""
+def _model_of(run: Path) -> str:
+    """A run's model and preset, as a zoo row names them: `hf:llama` (small)."""
+    env = results.read_env(run)
+    if env.get("kind") == "quality":
+        cfg = env["quality_config"]
+        return f"`{cfg['model']}` ({cfg['preset']}) on {cfg['data']}"
+    first = results.load(run).iloc[0]
+    preset = str(first.get("preset", "") or "")
+    return f"`{first['model']}`" + (f" ({preset})" if preset else "")
+
+
+SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model_of}
+"""Kinds whose From line names each run otherwise than by its folder: a zoo's by its model and
+preset, as its rows do (eight folder names would take a paragraph of the README)."""
 
 
 def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
@@ -125,7 +134,15 @@ def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
     shown = [link_to_report(run, link, text(run))] + [
         link_to_report(run.parent / n, str(here / n), text(run.parent / n)) for n in others
     ]
+    studies = [
+        link_to_report(run.parent / n, str(here / n), text(run.parent / n))
+        for n in options.get("quality", "").split("+")
+        if n
+    ]
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    if studies:
+        joined = studies[0] if len(studies) == 1 else f"{', '.join(studies[:-1])} and {studies[-1]}"
+        listed += f"; the time-to-quality {'study' if len(studies) == 1 else 'studies'} {joined}"
     return f"From {listed}:"
 
 

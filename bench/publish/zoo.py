@@ -46,6 +46,12 @@ COLUMNS = (
     "float8",
     "fp16 without GradScaler",
 )
+ONLY_FP32 = (
+    "its study shows no recipe but fp32 to train like fp32, and does not show the others to "
+    "train worse (their intervals reach past the margin: the study's report)"
+)
+NOTE = "note"
+"""A row's own note under the table (not a column)."""
 STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
 """The columns only a time-to-quality study of the model can fill."""
 
@@ -135,8 +141,14 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
         like = {m for m, v in study["verdicts"].items() if v.verdict == training.LIKE}
         safe = at[[m in like and m not in unsafe for m in at["mode"]]]
         chosen = timing.fastest(safe) if len(safe) else None
-        named = _named(chosen) if chosen is not None else "none"
-        row["fastest that trains like fp32"] = "same" if named == row["fastest"] else named
+        undecided = any(v.verdict == training.NOT_KNOWN for v in study["verdicts"].values())
+        if chosen is not None and set(chosen.rows["mode"]) == {catalog.reference()} and undecided:
+            # fp32 against itself answers nothing while the other recipes are undecided.
+            chosen = None
+            row[NOTE] = f"{NOT_KNOWN} for {row['model']}: {ONLY_FP32}"
+        else:
+            named = _named(chosen) if chosen is not None else "none"
+            row["fastest that trains like fp32"] = "same" if named == row["fastest"] else named
     shown = (chosen or fastest).first
     row["× fp32"] = _speedup(at, shown, catalog.reference())
     row["× TF32"] = _speedup(at, shown, "tf32")
@@ -162,7 +174,8 @@ def table(
     """The markdown table, one row per (rows, studies), and its notes; `expected` gives each
     timing run's number of cases (env.json's `expected_cases`), so that a run that stopped early
     says so under the table instead of passing for a whole grid."""
-    df = pd.DataFrame([model_row(r, s, optimizer) for r, s in models], columns=COLUMNS)
+    built = [model_row(r, s, optimizer) for r, s in models]
+    df = pd.DataFrame(built, columns=COLUMNS)
     counts = expected or [None] * len(models)
     stopped = [
         f"{row}: its run stopped early, with {len(rows)} of its {n} cases measured; its row "
@@ -179,8 +192,12 @@ def table(
         "fp16 without GradScaler: the time-to-quality study's verdict; unless it finds the "
         "scaler not needed, fp16 without it does not count as training like fp32.",
     ]
-    if any(NOT_KNOWN in (r[c] for c in STUDY_COLUMNS) for _, r in df.iterrows()):
-        notes.append(f"{NOT_KNOWN} in {study_columns}: {NO_STUDY}.")
+    undecided = [r[NOTE] for r in built if NOTE in r]
+    notes += [f"{n}." for n in undecided]
+    unstudied = [r for r in built if NOTE not in r and NOT_KNOWN in (r[c] for c in STUDY_COLUMNS)]
+    if unstudied:
+        elsewhere = " elsewhere" if undecided else ""
+        notes.append(f"{NOT_KNOWN} in {study_columns}{elsewhere}: {NO_STUDY}.")
     if stopped:
         notes.append("; ".join(stopped) + ".")
     # Cells unpadded: a column as wide as its longest list of tied recipes, repeated on every
