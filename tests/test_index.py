@@ -256,7 +256,7 @@ def test_check_holds_the_tracked_files_to_their_weight(repo, capsys, monkeypatch
     unit = max(sum(sizes) // 20, max(sizes) // 4) + 1
     monkeypatch.setattr(index_check, "MIB", unit)
     code, err = _check(repo, capsys)
-    assert code == 0 and "results/ weighs" in err[0] and "(at most 30)" in err[0]
+    assert code == 0 and "results/ weighs" in err[0] and "(at most 32)" in err[0]
     heavy = repo / "results" / RECORD / "convergence_traces.csv"
     heavy.write_bytes(b"x" * 6 * unit)
     assert _check(repo, capsys)[0] == 0  # not tracked: a user's own file is not published
