@@ -5,6 +5,19 @@
 # and the model zoos (transformers, timm: hf:NAME, timm:NAME). None of these is among the modules
 # a caller requires: without them their rows are `unsupported` and their tests skip. Set PYTHON
 # to use another interpreter.
+#
+# Whether a Python has the packages is asked of its import system (`importlib.util.find_spec`),
+# not by importing them: importing torch, pandas, scipy and matplotlib took about 3 s, paid by
+# every ./run_bench.sh and ./run_tests.sh (the test suite starts ./run_bench.sh some 20 times, CI
+# 3 times). A package that is there but fails to import fails the command that imports it, with
+# its own traceback.
+
+# Whether interpreter $1 finds every module of the comma list $2 (found, not imported).
+_has_modules() {
+    "$1" -c 'import importlib.util, sys
+sys.exit(any(importlib.util.find_spec(m.strip()) is None for m in sys.argv[1].split(",")))' "$2" \
+        2>/dev/null
+}
 
 ampbench_python() {
     local modules="$1"
@@ -17,7 +30,7 @@ ampbench_python() {
         echo "ampbench: error: $("$base" --version 2>&1) is too old; ampbench needs Python 3.10+" >&2
         return 2
     fi
-    if "$base" -c "import $modules" 2>/dev/null; then
+    if _has_modules "$base" "$modules"; then
         PY="$base"
         return 0
     fi
@@ -26,7 +39,7 @@ ampbench_python() {
         "$base" -m venv .venv || return 1
     fi
     PY=.venv/bin/python
-    if ! "$PY" -c "import $modules" 2>/dev/null; then
+    if ! _has_modules "$PY" "$modules"; then
         echo "ampbench: installing ampbench and its dependencies into .venv" >&2
         "$PY" -m pip install --quiet --disable-pip-version-check -e ".[test,vision,zoo,site]" || return 1
     fi
