@@ -18,7 +18,9 @@ from bench import quiet
 from bench.cases import case as case_module
 from bench.cases import choices
 from bench.cases.case import Case
+from bench.cases.sizes import Sizes
 from bench.recipes.modes import MODES, OPTIMIZERS
+from bench.workloads.catalog import MLP as mlp_catalog
 from bench.workloads.mlp import PRESETS
 
 PHASES = ("forward", "backward", "optimizer", "step")
@@ -209,18 +211,12 @@ class _GroupIds:
 
 
 def tiny_case(**overrides: object) -> Case:
-    """A CPU case of the tiny preset; any field, sizes included, can be overridden."""
-    size = PRESETS["tiny"]
+    """A CPU case of the MLP's tiny preset; any field can be overridden, and any of the MLP's
+    sizes by its name (`input=2048`)."""
+    named = {k: overrides.pop(k) for k in list(overrides) if k in mlp_catalog.sizes}
+    sizes = Sizes.of({**PRESETS["tiny"].named(), **named})
     fields = dict(
-        mode="fp32",
-        optimizer="foreach",
-        batch_size=8,
-        input_size=size.input_size,
-        hidden_size=size.hidden_size,
-        num_classes=size.num_classes,
-        device="cpu",
-        warmup=1,
-        steps=3,
+        mode="fp32", optimizer="foreach", batch_size=8, sizes=sizes, device="cpu", warmup=1, steps=3
     )
     return Case(**{**fields, **overrides})
 

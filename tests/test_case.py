@@ -1,8 +1,7 @@
-import dataclasses
-
 import pytest
 
 from bench.cases.case import grid
+from bench.cases.sizes import Sizes
 from bench.workloads.mlp import PRESETS
 from tests.conftest import tiny_case
 
@@ -17,7 +16,7 @@ from tests.conftest import tiny_case
         ("batch_size", -4),
         ("steps", 0),
         ("warmup", -1),
-        ("hidden_size", 2.5),
+        ("hidden", 2.5),
     ],
 )
 def test_bad_fields_name_the_value(field, value):
@@ -35,7 +34,7 @@ def test_grid_is_the_full_product_batch_outermost():
         modes=["fp32", "bf16-amp"],
         optimizers=["foreach", "fused"],
         batch_sizes=[4, 8],
-        **dataclasses.asdict(PRESETS["tiny"]),
+        sizes=Sizes.of(PRESETS["tiny"].named()),
         device="cpu",
     )
     assert len(cases) == 8

@@ -324,3 +324,17 @@ def test_the_module_entry_point_gives_the_exit_codes(run, tmp_path):
 def test_a_file_with_no_criterion_is_refused(tmp_path):
     with pytest.raises(criteria_file.CriteriaError, match="no \\[\\[criterion\\]\\]"):
         criteria_file.read(toml(tmp_path, "# nothing yet\n"))
+
+
+def test_the_sizes_are_chosen_as_a_case_id_spells_them(run, tmp_path, capsys):
+    path = toml(
+        tmp_path,
+        f"""
+        [[criterion]]
+        name = "tiny mlp"
+        where = "{BF16_32} and sizes == '32x64x10'"
+        expect = "total_ms <= 12.5"
+        """,
+    )
+    code, out, err = check(run, path, capsys)
+    assert code == 0 and err == [] and out[0].startswith("PASS tiny mlp: total_ms 12.00")

@@ -143,7 +143,7 @@ def test_validation_names_the_field_and_the_value(field, value, named):
 def test_record_round_trip_through_json():
     cfg = _cpu(seeds=[3], lr=1e-3, reduction="sum")
     record = json.loads(json.dumps(cfg.record()))
-    assert record["input_size"] == PRESETS["tiny"].input_size and "size" not in record
+    assert record["sizes"] == PRESETS["tiny"].named() and "size" not in record
     assert NumericsConfig.from_record(record, workers=1) == cfg
 
 

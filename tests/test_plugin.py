@@ -17,6 +17,7 @@ from torch import nn
 
 from bench.cases import choices
 from bench.cases.case import Case
+from bench.cases.sizes import Sizes
 from bench.cli.main import main
 from bench.jobs import configs
 from bench.numerics.measure import tables
@@ -66,7 +67,7 @@ def _batch(size: Size, n: int, device: str, seed: int) -> tuple[torch.Tensor, to
 
 
 def workload() -> Workload:
-    """The plug-in: a two-Linear classifier whose three sizes are features × width × classes."""
+    """The plug-in: a two-Linear classifier whose sizes are features × width × classes."""
     return Workload(
         name="tanh-net",
         description="Linear(features, width) → Tanh → Linear(width, classes)",
@@ -75,7 +76,7 @@ def workload() -> Workload:
         build=lambda size, device, seed: Net(size, device),
         make_batch=_batch,
         loss=heads.loss,
-        dims=lambda s: (s.features, s.width, s.classes),
+        named_sizes=lambda s: {"features": s.features, "width": s.width, "classes": s.classes},
         # Its Linears, its head (kept out of float8), its blocks, observed points and audited
         # weight: found in its module tree (`bench.workloads.structure`).
     )
@@ -125,7 +126,7 @@ def test_the_plugin_runs_through_the_maxbatch_job(tmp_path):
 
 def test_a_case_of_the_plugin_carries_the_sizes_it_gives():
     plug = registry.get(SPEC)
-    assert plug.sizes("small") == (12, 16, 7)
+    assert plug.sizes("small").named() == {"features": 12, "width": 16, "classes": 7}
     case = registry.make_case(SPEC, "small", mode="fp32", optimizer="fused", batch_size=2)
     assert (case.model, case.preset) == (SPEC, "small")
     assert "/12x16x7/" in case.case_id and case.case_id.endswith(f"model={SPEC}/preset=small")
@@ -142,16 +143,16 @@ def test_the_mlps_sizes_are_its_cases_own():
     # Any three sizes, not only a preset's; the preset stays empty, as in every older id.
     case = registry.make_case("mlp", "tiny", mode="fp32", optimizer="fused", batch_size=8)
     assert case.preset == "" and "/32x64x10/" in case.case_id and "preset=" not in case.case_id
-    odd = dataclasses.replace(case, input_size=3, hidden_size=5, num_classes=2)
+    odd = dataclasses.replace(case, sizes=Sizes.of(input=3, hidden=5, classes=2))
     assert registry.size_of(odd) == mlp.ModelSize(input_size=3, hidden_size=5, num_classes=2)
 
 
 def test_a_run_config_takes_the_workloads_sizes_and_refuses_the_mlps_options():
     cfg = configs.run_config(device="cpu", preset="small", model=SPEC, modes=("fp32",))
-    assert (cfg.input_size, cfg.hidden_size, cfg.num_classes) == (12, 16, 7)
+    assert cfg.sizes.named() == {"features": 12, "width": 16, "classes": 7}
     assert not cfg.overhead  # only a workload whose card says so checks it on the CPU
-    with pytest.raises(ValueError, match="--input-size sizes the MLP"):
-        configs.run_config(device="cpu", preset=None, model=SPEC, input_size=3)
+    with pytest.raises(ValueError, match=r"^--input-size 3: --model \S+ takes no sizes of its own"):
+        configs.run_config(device="cpu", preset=None, model=SPEC, sizes={"input": 3})
     with pytest.raises(ValueError, match="--numerics: the short study is mlp's"):
         configs.run_config(device="cpu", preset=None, model=SPEC, numerics=True)
 
@@ -180,9 +181,7 @@ def test_a_case_checks_a_built_in_preset_without_torch():
             mode="fp32",
             optimizer="fused",
             batch_size=1,
-            input_size=1,
-            hidden_size=1,
-            num_classes=1,
+            sizes=Sizes.of(context=1, width=1, vocab=1),
             model="gpt",
             preset="nope",
         )
@@ -289,11 +288,14 @@ def test_from_model_builds_the_same_class_with_the_sizes_it_is_given():
         "three-functions",
         lambda device: Net(PRESETS["tiny"], device),
         lambda n, device, gen: _batch(PRESETS["tiny"], n, device, 0),
-        sizes=(6, 8, 5),
+        sizes={"features": 6, "width": 8, "classes": 5},
     )
-    assert isinstance(made, Workload) and made.sizes("default") == (6, 8, 5)
-    assert made.case_fields("pkg.mod:f", "default")["input_size"] == 6
-    assert from_model("plain", made.build, made.make_batch).sizes("default") == (1, 1, 1)
+    assert isinstance(made, Workload) and made.sizes("default")["features"] == 6
+    case = made.case("pkg.mod:f", "default", mode="fp32", optimizer="fused", batch_size=1)
+    assert case.sizes.named() == {"features": 6, "width": 8, "classes": 5}
+    assert "/6x8x5/" in case.case_id
+    # Without sizes, the three 1s every such id has spelled.
+    assert str(from_model("plain", made.build, made.make_batch).sizes("default")) == "1x1x1"
 
 
 @pytest.mark.parametrize("name", [*registry.BUILT_IN, SPEC])
@@ -304,4 +306,4 @@ def test_every_workload_answers_the_same_typed_questions(name):
     preset = plug.default_preset["cpu"]
     model, (x, y) = plug.model(preset, "cpu"), plug.batch(preset, 2, "cpu", seed=1)
     assert torch.isfinite(plug.loss(model(x), y, "mean"))
-    assert len(plug.sizes(preset)) == 3 and preset in plug.presets
+    assert isinstance(plug.sizes(preset), Sizes) and preset in plug.presets

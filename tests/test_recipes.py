@@ -67,7 +67,7 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
     monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0" if torchao else None)
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
         # An MLP of which both recipes convert fc2 (the tiny one's plan converts nothing).
-        case = tiny_case(mode=mode, device="cuda", input_size=2048, hidden_size=4096)
+        case = tiny_case(mode=mode, device="cuda", input=2048, hidden=4096)
         reason = unsupported_reason(case)
         assert reason is None if expected is None else expected in reason
     # Pure bf16 needs neither; its stochastic-rounding twin needs torchao only.
@@ -77,7 +77,7 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
 
 
 def test_fp8_on_the_cpu_is_an_unsupported_row(with_torchao, cpu_ceilings):
-    case = tiny_case(mode="fp8-tensorwise", input_size=2048, hidden_size=4096)
+    case = tiny_case(mode="fp8-tensorwise", input=2048, hidden=4096)
     row, samples = run_case(case, cpu_ceilings)
     assert row["status"] == "unsupported" and "CUDA GPU" in row["error"] and not samples
     # What would be converted is in the row even so (torchao's rules).
@@ -328,9 +328,9 @@ def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
         mode=mode,
         device="cuda",
         batch_size=256,
-        input_size=2048,
-        hidden_size=4096,
-        num_classes=2048,
+        input=2048,
+        hidden=4096,
+        classes=2048,
     )
     reason = unsupported_reason(case)
     if reason is not None:

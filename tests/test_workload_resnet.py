@@ -73,7 +73,9 @@ def test_presets_and_the_three_sizes_of_a_case_id():
     assert get("resnet50") is RESNET
     assert RESNET.default_preset == {"cuda": "resnet50", "cpu": "tiny"}
     # image side × the width of the pooled features fc reads × classes
-    assert RESNET.dims(FULL) == (224, 2048, 1000) and RESNET.dims(TINY) == (64, 2048, 10)
+    assert str(RESNET.sizes_at(FULL)) == "224x2048x1000"
+    assert str(RESNET.sizes_at(TINY)) == "64x2048x10"
+    assert RESNET.sizes_at(FULL).names == ("image", "features", "classes")
     assert resnet_case().case_id == "fp32/fused/b2/64x2048x10/cpu/s0/model=resnet50/preset=tiny"
     assert RESNET.unit == "samples" and RESNET.linears(FULL) == {"fc": (2048, 1000)}
     with pytest.raises(ValueError, match=r"ResNetSize\.image must be at least 32 .*got 16"):
@@ -232,7 +234,7 @@ def test_float8_is_unsupported_even_on_a_float8_gpu_with_torchao(as_if_installed
     monkeypatch.setattr(fp8, "capability", lambda device: (9, 0))
     monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0")
     # The fakes make a float8 GPU: the MLP's float8 cases run there.
-    mlp = tiny_case(mode="fp8-rowwise", device="cuda", input_size=2048, hidden_size=4096)
+    mlp = tiny_case(mode="fp8-rowwise", device="cuda", input=2048, hidden=4096)
     assert unsupported_reason(mlp) is None
     # ResNet-50's would be a bf16 autocast step under a float8 name: a row that says why not.
     for mode in ("fp8-tensorwise", "fp8-rowwise"):

@@ -191,7 +191,7 @@ def toy() -> Workload:
         fp8_excluded=lambda c: {},
         blocks=lambda model: [model.conv, model.head],
         observed=lambda model: {"conv": model.conv, "head": model.head},
-        dims=lambda c: (3, c, 10),
+        named_sizes=lambda c: {"channels": 3, "width": c, "classes": 10},
     )
 
 

@@ -67,7 +67,26 @@ def test_a_bad_model_or_preset_is_one_line_and_exit_2(
 def test_the_mlp_sizes_are_refused_for_another_model(tmp_path, capsys):
     argv = ["run", "--device", "cpu", "--model", "gpt", "--input-size", "8"]
     assert main([*argv, "--results-dir", str(tmp_path / "out")]) == 2
-    assert "--input-size sizes the MLP; --model gpt takes --preset" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    # One line naming the option and its value, and the workload's own sizes.
+    assert err == [
+        "ampbench: error: --input-size 8: --model gpt takes no sizes of its own; its context, "
+        "width, vocab are its preset's (--preset)"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_mlp_sizes_options_still_size_the_mlp(tmp_path):
+    from bench.store import results
+
+    argv = ["run", "--device", "cpu", "--input-size", "8", "--hidden-size", "16"]
+    argv += ["--num-classes", "3", "--modes", "fp32", "--optimizers", "fused"]
+    argv += ["--batch-sizes", "2", "--steps", "1", "--repeats", "1", "--no-overhead"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 0
+    (run,) = tmp_path.iterdir()
+    (row,) = results.load(run).to_dict("records")
+    assert row["case_id"] == "fp32/fused/b2/8x16x3/cpu/s0"
+    assert row["sizes"].named() == {"input": 8, "hidden": 16, "classes": 3}
 
 
 def test_the_example_own_model_runs_through_the_command_line(tmp_path):

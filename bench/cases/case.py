@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from bench.cases import checks, choices
+from bench.cases.sizes import Sizes
 from bench.workloads import catalog
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
@@ -23,21 +24,12 @@ from bench.workloads import catalog
 # line's parser import no torch, and every layer above may build a case. Names are checked
 # against `bench.cases.choices` and the workloads' torch-free cards (`bench.workloads.catalog`);
 # a case's workload and size are `bench.workloads.registry`'s (`get(case.model)`, `size_of`),
-# and its three sizes the workload's own (`Workload.case_fields`, which fills them).
+# and its sizes the workload's own (`Workload.case`, which gives them).
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
 
-_ID_FIELDS = (
-    "mode",
-    "optimizer",
-    "batch_size",
-    "input_size",
-    "hidden_size",
-    "num_classes",
-    "device",
-    "seed",
-)
+_ID_FIELDS = ("mode", "optimizer", "batch_size", "sizes", "device", "seed")
 """The axes every case id spells out, in the order of the first runs' ids; any other axis joins
 the id as `name=value` only when it is not at its default."""
 
@@ -72,7 +64,7 @@ def _measure(check: checks.Check) -> dict[str, object]:
     return {"check": check, "measure": True}
 
 
-_POSITIVE = _axis(checks.POSITIVE_INT)
+SIZES = checks.Check("is not a Sizes (bench.cases.sizes)", str, lambda v: isinstance(v, Sizes))
 
 
 _MODES_HELP = "precision modes (on the CPU, by default only those that can run there)"
@@ -107,13 +99,10 @@ class Case:
     `bench.execution.parallel.PARALLELS` (`none`: one GPU, no communication)."""
     batch_size: int = field(metadata=_axis(checks.POSITIVE_INT, Sweep("batch_sizes", "batch")))
     """Samples per step, per GPU."""
-    input_size: int = field(metadata=_POSITIVE)
-    """The first of the three sizes the workload gives its case (`Workload.sizes`) and the id
-    spells out: the MLP's input size, a transformer's context, an image side."""
-    hidden_size: int = field(metadata=_POSITIVE)
-    """The second of the workload's three sizes: the MLP's hidden size, a model's width."""
-    num_classes: int = field(metadata=_POSITIVE)
-    """The third of the workload's three sizes: the MLP's classes, a vocabulary."""
+    sizes: Sizes = field(metadata=_axis(SIZES))
+    """The workload's own sizes, by name (`bench.workloads.base.Workload.sizes`): the MLP's
+    input, hidden and classes, a GPT's context, width and vocabulary. The id spells their values
+    (`256x384x65`)."""
     model: str = field(default=catalog.DEFAULT, metadata=_axis(checks.MODEL))
     """The workload (`bench.workloads.registry`): `mlp`, the question's MLP; `gpt`, a GPT-style
     transformer; `resnet50`; a zoo model by name (`hf:gpt2`, `timm:convnext_tiny`,
@@ -122,7 +111,7 @@ class Case:
         default="",
         metadata=_axis(checks.Check("is not a preset name", str, lambda v: isinstance(v, str))),
     )
-    """The workload's size preset. Empty for a workload whose size is the three fields above
+    """The workload's size preset. Empty for a workload whose size is `sizes` alone
     (`Card.free_sizes`: the MLP, as every case before workloads); another workload's sizes are
     its preset's."""
     device: str = field(default="cuda", metadata=_axis(checks.choice(DEVICES)))
@@ -155,13 +144,17 @@ class Case:
             )
         if card is not None and not card.free_sizes:
             checks.choice(card.presets)(f"--preset of {self.model}", self.preset)
+        if card is not None and self.sizes.names != card.sizes:
+            raise ValueError(
+                f"sizes {self.sizes.words()}: {self.model}'s are {', '.join(card.sizes)}"
+            )
 
     @property
     def case_id(self) -> str:
         """A stable name of the case's axes, used to resume runs and to match cases across runs."""
         base = (
             f"{self.mode}/{self.optimizer}/b{self.batch_size}"
-            f"/{self.input_size}x{self.hidden_size}x{self.num_classes}/{self.device}/s{self.seed}"
+            f"/{self.sizes}/{self.device}/s{self.seed}"
         )
         # Other axes at their defaults stay out of the name, so ids of earlier runs keep matching.
         extras = [
@@ -172,8 +165,10 @@ class Case:
         return "/".join([base, *extras])
 
     def axes(self) -> dict[str, object]:
-        """Every field, axes and measurement settings alike, as a row records them."""
-        return dataclasses.asdict(self)
+        """Every field, axes and measurement settings alike, as a row records them (rows.jsonl
+        writes the sizes as a JSON object, name -> value: `bench.store.results.append_jsonl`)."""
+        # Not dataclasses.asdict, which would take the sizes apart into their two tuples.
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def axis_defaults(cls: type[Case] | None = None) -> dict[str, object]:
@@ -199,8 +194,7 @@ def sweep(values: Mapping[str, Iterable[object]], **fixed: object) -> list[Case]
     """Every combination of the swept axes' `values` (field name -> values), later fields
     outermost: batch size outermost, so that a report grouped by batch size fills in as the run
     goes; within a batch size the one-GPU baseline (`parallel=none`) comes before the
-    parallelisms measured against it. `fixed` sets the other fields (the three sizes among
-    them)."""
+    parallelisms measured against it. `fixed` sets the other fields (the sizes among them)."""
     names = list(reversed(values))
     return [
         Case(**dict(zip(names, combo, strict=True)), **fixed)

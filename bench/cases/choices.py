@@ -22,6 +22,10 @@ OPTIMIZERS = ("foreach", "fused")
 """Keys of `bench.recipes.modes.OPTIMIZERS`."""
 WORKLOADS = {name: card.presets for name, card in workloads.CARDS.items()}
 """The built-in workloads, each with its presets' names (`bench.workloads.catalog`)."""
+DEFAULT_WORKLOAD = workloads.DEFAULT
+"""The workload of a case that names none (and of every row older than the `model` axis)."""
+SIZES = {name: card.sizes for name, card in workloads.CARDS.items()}
+"""The built-in workloads, each with its sizes' names, in its order (`bench.cases.sizes`)."""
 PRESETS = WORKLOADS[workloads.DEFAULT]
 """The default workload's presets' names."""
 ZOOS = workloads.ZOOS

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from bench.cases import case as cases
 from bench.cases import checks, choices
 from bench.cases.case import Case
+from bench.cases.sizes import Sizes
 from bench.workloads import catalog
 
 DEFAULT_REPEATS = 3
@@ -69,12 +70,9 @@ class RunConfig:
     sequences), resnet50 (torchvision's ResNet-50, channels-last; the [vision] extra), a zoo
     model by name (hf:NAME[:TASK], timm:NAME, torchvision:NAME; the [zoo] extra), or your own as
     package.module:factory (docs/own-model.md)."""
-    input_size: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the MLP preset's input size (the first of a workload's three sizes)."""
-    hidden_size: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the MLP preset's hidden size (the second of a workload's three sizes)."""
-    num_classes: int = field(metadata={"check": checks.POSITIVE_INT})
-    """Override the MLP preset's class count (the third of a workload's three sizes)."""
+    sizes: Sizes = field(metadata={"check": cases.SIZES, "cli": False})
+    """The workload's sizes, by name: its preset's, or (a workload whose sizes are free, the
+    MLP's) those its card's options gave (`--input-size`, ...: `bench.cli.run`)."""
     axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
     """Field name of `Case` -> the values swept; an axis left out takes `new_run_default`."""
     steps: int = field(default=30, metadata={"check": checks.POSITIVE_INT})
@@ -144,6 +142,8 @@ class RunConfig:
         the record takes its default (one value: the field's default)."""
         names = {f.name for f in dataclasses.fields(cls)} - {"axes"}
         kept = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in names}
+        # A record of older code is in this shape once read (`bench.store.schema.migrate_env`).
+        kept["sizes"] = Sizes.of(record["sizes"])
         axes = {}
         for name, how in cases.swept().items():
             if how.plural in record:
@@ -156,6 +156,7 @@ class RunConfig:
         """The grid as env.json keeps it: flat, each axis's values under its plural name."""
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         del flat["axes"]
+        flat["sizes"] = self.sizes.named()
         swept = cases.swept()
         return {**{swept[n].plural: list(v) for n, v in self.axes.items()}, **flat}
 
@@ -167,9 +168,7 @@ class RunConfig:
         named = {"model": self.model, "preset": "" if free else self.preset}
         return cases.sweep(
             self.axes,
-            input_size=self.input_size,
-            hidden_size=self.hidden_size,
-            num_classes=self.num_classes,
+            sizes=self.sizes,
             **named,
             device=self.device,
             seed=self.seed,

@@ -13,6 +13,7 @@ from typing import NoReturn
 from bench.cases import checks, choices
 from bench.faults import UsageError
 from bench.store import paths
+from bench.workloads import catalog as workload_catalog
 
 PROG = "ampbench"
 PUBLISHED = "the project's results/"
@@ -111,6 +112,30 @@ def add_device(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="where to run: auto (the default) is cuda when a GPU is visible, else cpu",
     )
+
+
+SIZE_DEST = "size:"
+"""The prefix of a size option's argparse destination: `size:input` holds `--input-size`."""
+
+
+def add_sizes(p: argparse.ArgumentParser) -> None:
+    """The options that set a workload's own sizes where they are free (the MLP's
+    `--input-size`, `--hidden-size`, `--num-classes`), as the workloads' cards name them."""
+    for card in workload_catalog.CARDS.values():
+        for name, flag in card.options.items():
+            p.add_argument(
+                flag,
+                dest=SIZE_DEST + name,
+                type=converter(checks.POSITIVE_INT, flag),
+                metavar=flag.removeprefix("--").upper().replace("-", "_"),
+                help=f"override the {card.name} preset's {name} size (--model {card.name})",
+            )
+
+
+def given_sizes(args: argparse.Namespace) -> dict[str, int]:
+    """Size name -> value, of the size options given (`add_sizes`)."""
+    found = vars(args).items()
+    return {k.removeprefix(SIZE_DEST): v for k, v in found if k.startswith(SIZE_DEST) and v}
 
 
 def add_preset(

@@ -9,7 +9,7 @@ import os
 from typing import TYPE_CHECKING
 
 from bench.cli import fields
-from bench.cli.options import settings
+from bench.cli.options import given_sizes, settings
 from bench.faults import UsageError
 
 if TYPE_CHECKING:
@@ -61,5 +61,6 @@ def run_config(args: argparse.Namespace, device: str, world_size: int) -> RunCon
     for how in case.swept().values():
         given[how.plural] = getattr(args, how.plural)
     given["world_size"] = world_size
+    given["sizes"] = given_sizes(args)
     with settings():
         return configs.run_config(device=device, preset=args.preset, **given)

@@ -19,7 +19,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser(NAME, help="time every case of a grid into a new results folder (default)")
     fields.add(r, grid.RunConfig, ("model",))
     o.add_preset(r)
-    fields.add(r, grid.RunConfig, ("input_size", "hidden_size", "num_classes"))
+    o.add_sizes(r)
     fields.add_axes(r)
     fields.add(r, grid.RunConfig, ("world_size",))
     r.add_argument(

@@ -1,5 +1,5 @@
 """A job's config from the options a user gave, with what only the registries know filled in:
-the workload's default preset, its three id sizes and its batch sizes, the modes the CPU can run,
+the workload's default preset, its sizes and its batch sizes, the modes the CPU can run,
 and the refusal of a grid of which no case can run here.
 
 The configs themselves (`bench.cases.grid.RunConfig`, `bench.cases.maxbatch.MaxBatchConfig`) are
@@ -12,21 +12,21 @@ registries, where asking a workload, a mode or a variant is an import downwards.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from bench.cases import case as cases
 from bench.cases import checks
 from bench.cases.case import Case
 from bench.cases.grid import DEFAULT_REPEATS, RunConfig, new_run_default
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
+from bench.cases.sizes import Sizes
 from bench.execution import parallel as parallelisms
 from bench.execution import variants as execution_variants
 from bench.recipes import catalog
 from bench.recipes import modes as recipes
 from bench.workloads import catalog as catalog_workloads
 from bench.workloads import registry
-
-SIZE_FIELDS = ("input_size", "hidden_size", "num_classes")
-"""The fields of `RunConfig` and `Case` that carry a workload's three sizes."""
+from bench.workloads.base import Workload
 
 _FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}
 """The axes that can leave nothing to run, each with a value that runs anywhere: the axis whose
@@ -35,21 +35,16 @@ values, swapped for this, would let a case run is the one a refusal names."""
 
 def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig:
     """A new timing run's grid from the options the user gave (None: not given) and the
-    defaults. Each axis's values are given by its plural name (`modes=...`). A grid of which no
-    case can run here is refused (`nothing_runs`)."""
+    defaults. Each axis's values are given by its plural name (`modes=...`); `sizes`, size name
+    -> value, override the preset's where the workload's sizes are free (the MLP's). A grid of
+    which no case can run here is refused (`nothing_runs`)."""
     chosen = {k: v for k, v in given.items() if v is not None}
     model = str(chosen.pop("model", catalog_workloads.DEFAULT))
     checks.MODEL("--model", model)
     workload = registry.get(model)  # a user's factory is imported here: its errors are one line
     preset = preset or workload.default_preset[device]
     checks.choice(tuple(workload.presets))("--preset", preset)
-    dims = dict(zip(SIZE_FIELDS, workload.sizes(preset), strict=True))
-    if not workload.free_sizes:
-        for name in dims:
-            if name in chosen:
-                raise ValueError(
-                    f"--{name.replace('_', '-')} sizes the MLP; --model {model} takes --preset"
-                )
+    chosen["sizes"] = sized(workload, model, preset, chosen.pop("sizes", {}))
     chosen.setdefault("repeats", DEFAULT_REPEATS)
     if device == "cpu" and not workload.cpu_overhead:
         # A model's CPU step takes tens of milliseconds, where the harness's microseconds a
@@ -70,11 +65,30 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
         why = {name: m.unsupported_reason(device) for name, m in recipes.MODES.items()}
         axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
         chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
-    cfg = RunConfig(device=device, preset=preset, model=model, axes=axes, **{**dims, **chosen})
+    cfg = RunConfig(device=device, preset=preset, model=model, axes=axes, **chosen)
     refusal = nothing_runs(cfg)
     if refusal is not None:
         raise ValueError(refusal)
     return cfg
+
+
+def sized(workload: Workload, model: str, preset: str, given: Mapping[str, int]) -> Sizes:
+    """The sizes of a new job's cases: the preset's, with those the user `given` (size name ->
+    value) in their place, where the workload's sizes are free. A size given to a workload that
+    does not take it, or one it does not have, is refused in one line naming the option."""
+    own = workload.sizes(preset)
+    for name, value in given.items():
+        found = catalog_workloads.option_of(name)
+        flag = found[1] if found else f"size {name}"
+        if not workload.free_sizes:
+            raise ValueError(
+                f"{flag} {value}: --model {model} takes no sizes of its own; its "
+                f"{', '.join(own.names)} are its preset's (--preset)"
+            )
+        if name not in own.names:
+            raise ValueError(f"{flag} {value}: {model}'s sizes are {', '.join(own.names)}")
+        checks.POSITIVE_INT(flag, value)
+    return Sizes.of({**own.named(), **given})
 
 
 def nothing_runs(cfg: RunConfig) -> str | None:

@@ -64,6 +64,8 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
     """Every criterion's outcome against a run's rows and env.json. Each is evaluated even where
     its GPU differs (a bad expression is named whatever the run), then skipped there."""
     checked = Checked()
+    if "sizes" in df.columns:  # as results.csv and a case id spell them: `sizes == '8x16x3'`
+        df = df.assign(sizes=df["sizes"].astype(str))
     for c in criteria:
         if c.env is not None:
             outcome = _judge_env(c, env)

@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.cases.grid import describe
+from bench.cases.sizes import SEPARATOR, Sizes
 from bench.publish import tables
 from bench.publish.grid_text import Axis, axis, batches, line, lr
 from bench.publish.runs import (
@@ -107,11 +108,11 @@ def _preset(cfg: dict) -> str:
     from bench.workloads.registry import get  # here: the workloads import torch
 
     workload = get(model)
-    sizes = tuple(cfg.get(k) for k in ("input_size", "hidden_size", "num_classes"))
+    sizes = Sizes.of(cfg["sizes"])  # older code's config too (`bench.store.schema`)
     for name, size in workload.presets.items():
-        if sizes == tuple(workload.dims(size)):
+        if sizes == workload.sizes_at(size):
             return name
-    return "×".join(map(str, sizes))
+    return str(sizes).replace(SEPARATOR, "×")
 
 
 def _finished(env: dict, cell: str) -> str:

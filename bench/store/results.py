@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.cases.sizes import Sizes
 from bench.faults import UsageError
 from bench.recipes import catalog
 from bench.store import schema
@@ -95,9 +96,15 @@ def leading_columns() -> list[str]:
     return [*axes(), *METRIC_COLUMNS]
 
 
+def json_value(value: object) -> object:
+    """A value JSON has no type for: a case's sizes as name -> value (`schema.migrate_row` reads
+    them back), anything else as its text."""
+    return value.named() if isinstance(value, Sizes) else str(value)
+
+
 def append_jsonl(path: Path, obj: dict) -> None:
     with path.open("a") as f:
-        f.write(json.dumps(obj, default=str) + "\n")
+        f.write(json.dumps(obj, default=json_value) + "\n")
         f.flush()
 
 
@@ -307,8 +314,9 @@ def _with_scaling(df: pd.DataFrame) -> pd.DataFrame:
 def load(run_dir: str | Path) -> pd.DataFrame:
     """A run's rows as a DataFrame, with derived speedups; the last row of a case wins.
 
-    An axis that a row lacks (a folder older than the axis) takes the axis's default."""
-    rows = read_rows(Path(run_dir) / ROWS)
+    An axis that a row lacks (a folder older than the axis) takes the axis's default; a row's
+    sizes, of any layout, are read as today's (`schema.migrate_row`)."""
+    rows = [schema.migrate_row(row) for row in read_rows(Path(run_dir) / ROWS)]
     if not rows:
         return pd.DataFrame(columns=leading_columns())
     df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)

@@ -6,12 +6,22 @@ A folder from before carries neither: its kind is read from the key that holds i
 its audit.json. Every reading of an older folder's layout lives here (`migrate_env`, and
 `bench.store.results.load` for the axes a row lacks), so the rest of the code sees one shape.
 `Row` is the typed shape of a timing run's row.
+
+A case's sizes were three columns named after the MLP's (`OLD_SIZES`) for every workload, until
+each workload named its own (`bench.cases.sizes.Sizes`): rows and a timing run's config of that
+layout read as today's `sizes` (`migrate_row`, `migrate_config`), named by the workload's card
+(`bench.workloads.catalog.Card.sizes`) and, for a workload without one (a zoo's, a user's), by
+`bench.cases.sizes.UNNAMED`. The files are not rewritten, and the values, which case ids spell,
+are unchanged.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TypedDict
+
+from bench.cases import choices
+from bench.cases.sizes import UNNAMED, Sizes
 
 SCHEMA_VERSION = 2
 """1: every folder written before env.json recorded a version (the key is absent). 2: env.json
@@ -64,7 +74,9 @@ def stamp(env: dict, kind: str) -> dict:
 
 def migrate_env(env: dict, folder: Path | None = None) -> dict:
     """An env.json of any version in today's shape (a new dict; the file is not rewritten).
-    Version 1 lacks `schema` and `kind`, and its `overhead` was one check (a dict)."""
+    Version 1 lacks `schema` and `kind`, and its `overhead` was one check (a dict); a timing
+    run's `config` and a numerics study's of older code hold their sizes as `OLD_SIZES`
+    (`migrate_config`)."""
     out = dict(env)
     out.setdefault("schema", 1)
     kind = kind_of(out, folder)
@@ -72,6 +84,45 @@ def migrate_env(env: dict, folder: Path | None = None) -> dict:
         out.setdefault("kind", kind)
     if isinstance(out.get("overhead"), dict):
         out["overhead"] = [out["overhead"]]
+    for key in (settings_key("timing"), settings_key("numerics")):
+        if isinstance(out.get(key), dict):
+            out[key] = migrate_config(out[key])
+    return out
+
+
+OLD_SIZES = ("input_size", "hidden_size", "num_classes")
+"""The columns (and a timing run's config keys) of older code that held a case's three sizes,
+in order, whatever its workload."""
+
+
+def old_sizes(model: str, values: tuple[int, ...]) -> Sizes:
+    """Three sizes of older code, named as the workload's card names them (`UNNAMED` where no
+    card does: only its workload, with torch, knows)."""
+    return Sizes(values=tuple(values), names=choices.SIZES.get(model, UNNAMED))
+
+
+def migrate_config(cfg: dict) -> dict:
+    """A job's config (or a row) with its sizes as today's `sizes` (name -> value), in place of
+    older code's `OLD_SIZES`; one already so, or without sizes, is returned as it is."""
+    if "sizes" in cfg or not all(k in cfg for k in OLD_SIZES):
+        return cfg
+    # A row or a config older than the `model` axis is the default workload's (the MLP's).
+    model = str(cfg.get("model") or choices.DEFAULT_WORKLOAD)
+    sizes = old_sizes(model, tuple(int(cfg[k]) for k in OLD_SIZES))
+    kept = {k: v for k, v in cfg.items() if k not in OLD_SIZES}
+    # In the place of the first of the three: a config's and a row's keys keep their order.
+    at = list(cfg).index(OLD_SIZES[0])
+    items = list(kept.items())
+    return dict([*items[:at], ("sizes", sizes.named()), *items[at:]])
+
+
+def migrate_row(row: dict) -> dict:
+    """A timing run's row of any layout with its `sizes` as a `Sizes` (a row's JSON holds name
+    -> value; older code's, `OLD_SIZES`). A row without sizes is damage, for its reader to
+    name."""
+    out = migrate_config(row)
+    if isinstance(out.get("sizes"), dict):
+        out = {**out, "sizes": Sizes.of(out["sizes"])}
     return out
 
 

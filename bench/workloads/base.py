@@ -12,21 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
+from bench.cases.case import Case
+from bench.cases.sizes import Sizes
 from bench.data.sources import Batch, DataShape, generator
 from bench.workloads import heads, structure
 from bench.workloads.tasks import PoolTask, Task
-
-if TYPE_CHECKING:
-    from bench.cases.case import Case
-
-Sizes = tuple[int, int, int]
-"""The three sizes a case carries and its id spells out, in the workload's own terms (the MLP's
-input × hidden × classes, a GPT's context × width × vocabulary)."""
 
 
 def size_key(size: object) -> object:
@@ -51,8 +45,8 @@ _SHAPES: dict[tuple[int, object], tuple[Workload, nn.Module]] = {}
 @dataclass(frozen=True, kw_only=True)
 class Workload:
     """A model as one plug-in (in the manner of torchtitan's `TrainSpec`): a typed record of how
-    to build it, its presets by name, its synthetic batch and its loss, the three sizes its cases
-    carry (`sizes`), and its structure, each part of which defaults to what
+    to build it, its presets by name, its synthetic batch and its loss, its own named sizes, which
+    its cases carry (`sizes`), and its structure, each part of which defaults to what
     `bench.workloads.structure` finds in the module tree. Nothing outside a workload branches on
     its name: what differs (the MLP's sizes that may be any, its short study, its CPU overhead
     check) is a field here. Made by a module of its own (`bench.workloads.mlp`, `gpt`, `resnet`),
@@ -92,16 +86,16 @@ class Workload:
     """size -> the parameter whose autograd chain and Adam state the numerics audit records (as
     `named_parameters()` names it); None: the weight of the first matmul to run, found in the
     module tree. Ask `audited_of`."""
-    dims: Callable[[object], Sizes]
-    """size -> the three sizes a case carries and its id spells out, in the workload's own
-    terms (`input x hidden x classes` for the MLP, `context x width x vocab` for the GPT). Ask
-    `sizes`."""
-    from_dims: Callable[[Sizes], object] | None = None
-    """The three sizes -> the size object, for a workload whose size may be any, not only a
-    preset's (`free_sizes`: the MLP's `--input-size` and its kin); None: a preset's alone."""
+    named_sizes: Callable[[object], Mapping[str, int]]
+    """size -> its sizes by name, in the workload's order: what a case carries and its id
+    spells out (`input`, `hidden`, `classes` for the MLP, `context`, `width`, `vocab` for the
+    GPT: `6x8x5`). A built-in workload's names are its card's. Ask `sizes`."""
+    from_sizes: Callable[[Sizes], object] | None = None
+    """Its sizes -> the size object, for a workload whose size may be any, not only a preset's
+    (`free_sizes`: the MLP's `--input-size` and its kin); None: a preset's alone."""
     free_sizes: bool = False
-    """Its cases carry their own three sizes and an empty preset, and its size is
-    `from_dims(the case's sizes)` (`bench.workloads.catalog.Card.free_sizes`)."""
+    """Its cases carry their own sizes and an empty preset, and its size is
+    `from_sizes(the case's sizes)` (`bench.workloads.catalog.Card.free_sizes`)."""
     short_numerics: bool = False
     """A timing run may begin with a short numerics study of it (`run --numerics`)."""
     cpu_overhead: bool = False
@@ -132,8 +126,8 @@ class Workload:
     with this reason (`bench.execution.variants.unsupported_reason`)."""
 
     def __post_init__(self) -> None:
-        if self.free_sizes and self.from_dims is None:
-            raise ValueError(f"workload {self.name}: free_sizes needs from_dims")
+        if self.free_sizes and self.from_sizes is None:
+            raise ValueError(f"workload {self.name}: free_sizes needs from_sizes")
 
     def flags(self) -> dict[str, bool]:
         """How its cases are sized and run, as a card has it (`bench.workloads.catalog`)."""
@@ -153,24 +147,27 @@ class Workload:
         return self.make_batch(self.size(preset), n, device, seed)
 
     def sizes(self, preset: str) -> Sizes:
-        """The three sizes a case of `preset` carries and its id spells out."""
-        return tuple(self.dims(self.size(preset)))
+        """The sizes a case of `preset` carries and its id spells out."""
+        return self.sizes_at(self.size(preset))
+
+    def sizes_at(self, size: object) -> Sizes:
+        """The sizes of the size object `size`, by name."""
+        return Sizes.of(self.named_sizes(size))
 
     def size_of(self, case: Case) -> object:
-        """The size object `case` trains: from its own three sizes where the workload's sizes
-        may be any (`free_sizes`), else its preset's."""
+        """The size object `case` trains: from its own sizes where the workload's sizes may be
+        any (`free_sizes`), else its preset's."""
         if self.free_sizes:
-            return self.from_dims((case.input_size, case.hidden_size, case.num_classes))
+            return self.from_sizes(case.sizes)
         return self.size(case.preset)
 
-    def case_fields(self, model: str, preset: str, sizes: Sizes | None = None) -> dict[str, object]:
-        """The fields a case of this workload carries for `preset`: `model` (the `--model`
-        value that names it: a user's is the factory's spec, not `name`), the three sizes
-        (`sizes`, where the workload takes any, else the preset's) and the preset, left empty
-        where the sizes say it all (`free_sizes`, as every MLP case before workloads)."""
-        three = sizes if sizes is not None and self.free_sizes else self.sizes(preset)
-        named = dict(zip(("input_size", "hidden_size", "num_classes"), three, strict=True))
-        return {"model": model, "preset": "" if self.free_sizes else preset, **named}
+    def case(self, model: str, preset: str, sizes: Sizes | None = None, **axes: object) -> Case:
+        """A case of this workload at `preset`; `axes` are its other fields. It carries `model`
+        (the `--model` value that names it: a user's is the factory's spec, not `name`), the
+        sizes (`sizes`, where the workload takes any, else the preset's) and the preset, left
+        empty where the sizes say it all (`free_sizes`, as every MLP case before workloads)."""
+        own = sizes if sizes is not None and self.free_sizes else self.sizes(preset)
+        return Case(model=model, preset="" if self.free_sizes else preset, sizes=own, **axes)
 
     def sized_to(self, size: object, data: DataShape) -> object:
         """`size` sized to a real data source's shape; ValueError with the reason where it
@@ -278,7 +275,7 @@ def from_model(
     description: str = "",
     blocks: Callable[[nn.Module], list[nn.Module]] | None = None,
     observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None,
-    sizes: Sizes = (1, 1, 1),
+    sizes: Mapping[str, int] | None = None,
 ) -> Workload:
     """A workload from the three things a training script already has: `model(device)` builds
     the model on a device, `batch(batch_size, device, generator)` makes a synthetic batch on it
@@ -295,8 +292,9 @@ def from_model(
     to shard one by one, `observed(model)` a dict name -> module in forward order whose last
     module's output holds the logits.
 
-    A case id spells out three sizes, `sizes` (the model's own: a context, a width, a
-    vocabulary); 1 × 1 × 1 by default, where the model's spec and its preset say what it is.
+    A case id spells out the model's sizes, `sizes` by name (its own: `{"context": 1024,
+    "width": 768}`); three unnamed 1s by default (`1x1x1`, `bench.cases.sizes.UNNAMED`), where
+    the model's spec and its preset say what it is.
     The result is the same `Workload` as a built-in one: its fields can be replaced
     (`dataclasses.replace`) where a default does not fit."""
 
@@ -323,5 +321,5 @@ def from_model(
         loss=reduced,
         blocks=blocks,
         observed=observed,
-        dims=lambda size: tuple(sizes),
+        named_sizes=lambda size: sizes or Sizes.unnamed((1, 1, 1)).named(),
     )

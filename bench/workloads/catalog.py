@@ -10,7 +10,8 @@ the mode table (`bench.recipes.catalog`): it imports nothing, of the project or 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,18 +23,25 @@ class Card:
     """The `--model` value and the case's `model` axis."""
     presets: tuple[str, ...]
     """Its presets' names, in the order `--help` shows them."""
+    sizes: tuple[str, ...]
+    """The names of its sizes, in its order (`bench.cases.sizes.Sizes`): what its cases carry
+    and their ids spell out. A row of older code, which recorded the values alone, is read with
+    these names (`bench.store.schema`)."""
     free_sizes: bool = False
-    """Its size is the case's three sizes, any positive ones, not only a preset's: a case
-    carries the sizes and an empty preset (`--input-size` and its kin override a preset's). The
-    MLP's, whose case ids predate workloads."""
+    """Its size is the case's sizes, any positive ones, not only a preset's: a case carries the
+    sizes and an empty preset (`options` override a preset's). The MLP's, whose case ids
+    predate workloads."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Size name -> the run's option that sets it (`input` -> `--input-size`), for a workload
+    whose sizes are free; the command line offers each (`bench.cli.run`)."""
     short_numerics: bool = False
     """A timing run may begin with a short numerics study of it (`run --numerics`)."""
     cpu_overhead: bool = False
     """A CPU run checks the harness's overhead on it by default: its CPU step is short enough
     that the harness's microseconds show (a larger model's tens of milliseconds hide them)."""
     shape: str = ""
-    """Its model in a report, from a record's three sizes, where they are its own
-    (`free_sizes`): a format string over `input_size`, `hidden_size` and `num_classes`."""
+    """Its model in a report, from a record's sizes, where they are its own (`free_sizes`): a
+    format string over the names of `sizes`."""
 
     def flags(self) -> dict[str, bool]:
         """The fields a `Workload` takes from its card, by name."""
@@ -47,16 +55,20 @@ class Card:
 MLP = Card(
     name="mlp",
     presets=("seed", "tiny"),
+    sizes=("input", "hidden", "classes"),
     free_sizes=True,
+    # The options of every run before workloads.
+    options={"input": "--input-size", "hidden": "--hidden-size", "classes": "--num-classes"},
     short_numerics=True,
     cpu_overhead=True,
-    shape="{input_size} → {hidden_size} → {hidden_size} → {num_classes}",
+    shape="{input} → {hidden} → {hidden} → {classes}",
 )
 GPT = Card(
     name="gpt",
     presets=("gpt2-124m", "gpt-1.3b", "tiny", "shakespeare-char", "shakespeare-tiny"),
+    sizes=("context", "width", "vocab"),
 )
-RESNET = Card(name="resnet50", presets=("resnet50", "tiny"))
+RESNET = Card(name="resnet50", presets=("resnet50", "tiny"), sizes=("image", "features", "classes"))
 
 CARDS: dict[str, Card] = {card.name: card for card in (MLP, GPT, RESNET)}
 """The built-in workloads by name (`bench.workloads.registry.BUILT_IN` holds their torch side)."""
@@ -65,6 +77,14 @@ DEFAULT = MLP.name
 ZOOS = ("hf", "timm", "torchvision")
 """The zoos' prefixes: a `--model` value `PREFIX:NAME` is a zoo model
 (`bench.workloads.registry.RESOLVERS`)."""
+
+
+def option_of(name: str) -> tuple[Card, str] | None:
+    """The card whose free sizes include `name`, and the run's option that sets it."""
+    for c in CARDS.values():
+        if name in c.options:
+            return c, c.options[name]
+    return None
 
 
 def card(model: str) -> Card | None:

@@ -8,15 +8,15 @@ question's model has none.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from bench.cases.sizes import Sizes
 from bench.data.sources import generator
 from bench.workloads import catalog, heads
-from bench.workloads.base import Sizes, Workload
+from bench.workloads.base import Workload
 from bench.workloads.tasks import PrototypeTask
 
 
@@ -27,20 +27,15 @@ class ModelSize:
     num_classes: int
 
     @classmethod
-    def of(cls, obj: object) -> ModelSize:
-        """The size named by `obj`'s `input_size`, `hidden_size` and `num_classes` (a case, a
-        grid)."""
-        return cls(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(cls)})
+    def from_sizes(cls, sizes: Sizes) -> ModelSize:
+        """The size of the sizes a case carries: input, hidden, classes (its card's names)."""
+        return cls(
+            input_size=sizes["input"], hidden_size=sizes["hidden"], num_classes=sizes["classes"]
+        )
 
-    @classmethod
-    def from_dims(cls, sizes: Sizes) -> ModelSize:
-        """The size of the three sizes a case carries: input, hidden, classes."""
-        names = [f.name for f in dataclasses.fields(cls)]
-        return cls(**dict(zip(names, sizes, strict=True)))
-
-    def dims(self) -> Sizes:
-        """input × hidden × classes, as a case carries them and its id spells them out."""
-        return (self.input_size, self.hidden_size, self.num_classes)
+    def named(self) -> dict[str, int]:
+        """input × hidden × classes by name, as a case carries them and its id spells them."""
+        return {"input": self.input_size, "hidden": self.hidden_size, "classes": self.num_classes}
 
     def linears(self) -> list[tuple[int, int]]:
         """(in_features, out_features) of fc1, fc2, fc3, in order."""
@@ -118,12 +113,12 @@ WORKLOAD = Workload(
     },
     # The question's own parameter: fc1.weight, whose .grad it asked about.
     audited=lambda size: "fc1.weight",
-    dims=ModelSize.dims,
+    named_sizes=ModelSize.named,
     # The MLP's size is any three sizes, not only a preset's (`--input-size` and its kin), its
     # cases carry them and an empty preset (their ids are those of every run before
     # workloads), a run may begin with its short numerics study, and its tiny CPU step is where
     # the harness's overhead shows: `catalog.MLP` says so for the cases, below torch.
-    from_dims=ModelSize.from_dims,
+    from_sizes=ModelSize.from_sizes,
     **catalog.MLP.flags(),
     task=lambda size, seed, noise, device: PrototypeTask(
         features=size.input_size, classes=size.num_classes, seed=seed, noise=noise, device=device

@@ -32,13 +32,16 @@ MLP, GPT, RESNET = mlp.WORKLOAD, gpt.WORKLOAD, resnet.WORKLOAD
 
 
 def carded(workload: Workload) -> Workload:
-    """`workload`, a built-in one, once its presets and flags are checked against its card:
-    a case checks them without torch, from the card (`bench.workloads.catalog`)."""
+    """`workload`, a built-in one, once its presets, flags and sizes' names are checked against
+    its card: a case checks them without torch, from the card (`bench.workloads.catalog`), and
+    reads an old row's sizes with its names (`bench.store.schema`)."""
     card = catalog.CARDS[workload.name]
-    if (tuple(workload.presets), workload.flags()) != (card.presets, card.flags()):
+    names = {workload.sizes(preset).names for preset in workload.presets}
+    mine = (tuple(workload.presets), workload.flags(), names)
+    if mine != (card.presets, card.flags(), {card.sizes}):
         raise ValueError(
-            f"workload {workload.name}: presets {tuple(workload.presets)} and "
-            f"{workload.flags()} differ from its card's in bench.workloads.catalog"
+            f"workload {workload.name}: presets, flags and sizes {mine} differ from its card's "
+            "in bench.workloads.catalog"
         )
     return workload
 
@@ -135,12 +138,11 @@ def get(name: str) -> Workload:
 
 def size_of(case: Case) -> object:
     """The workload's size object of `case` (`Workload.size_of`: its preset's, or its own
-    three sizes where the workload takes any)."""
+    sizes where the workload takes any)."""
     return get(case.model).size_of(case)
 
 
 def make_case(model: str, preset: str, **axes: object) -> Case:
     """A case of workload `model` at `preset`; `axes` are the other fields. The case carries
-    the workload's name, preset and three sizes as the workload gives them
-    (`Workload.case_fields`)."""
-    return Case(**get(model).case_fields(model, preset), **axes)
+    the workload's name, preset and sizes as the workload gives them (`Workload.case`)."""
+    return get(model).case(model, preset, **axes)

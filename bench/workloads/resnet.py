@@ -216,7 +216,7 @@ WORKLOAD = Workload(
     observed=observed,
     # Its one Linear, the head, as the audits published before the module-tree search.
     audited=lambda size: "fc.weight",
-    dims=lambda size: (size.image, FEATURES, size.classes),
+    named_sizes=lambda size: {"image": size.image, "features": FEATURES, "classes": size.classes},
     # torchvision is an optional extra: without it every case is an `unsupported` row.
     unsupported_reason=unsupported_reason,
     # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;

@@ -128,7 +128,7 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     if spec.phase == "forward":
         logits, loss = result
         # One row of outputs per sample (per token of each sequence for gpt), classes last.
-        assert logits.shape[0] == spec.batch_size and logits.shape[-1] == case.num_classes
+        assert logits.shape[0] == spec.batch_size and logits.shape[-1] == case.sizes.values[-1]
         assert torch.isfinite(loss) and not moved
     elif spec.phase == "backward":
         assert all(p.grad is not None for p in params) and not moved

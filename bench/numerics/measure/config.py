@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from bench.cases import checks, choices
 from bench.cases.case import DEVICES, REDUCTIONS, Case
+from bench.cases.sizes import Sizes
 from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
 from bench.recipes import catalog
 from bench.workloads import catalog as workload_catalog
@@ -25,9 +26,6 @@ from bench.workloads import catalog as workload_catalog
 if TYPE_CHECKING:
     from bench.numerics.measure.jobs import Job
     from bench.workloads.base import Workload
-
-SIZE_FIELDS = ("input_size", "hidden_size", "num_classes")
-"""The three sizes a case carries; a workload whose sizes are free (the MLP's) records them."""
 
 RECORD_BEFORE: dict[str, object] = {
     "trace_every": 0,
@@ -151,9 +149,8 @@ class NumericsConfig:
         from bench.workloads.registry import get
 
         workload = get(self.model)
-        if workload.free_sizes:  # any three sizes: each checked as an option
-            for name, value in zip(SIZE_FIELDS, workload.dims(self.size), strict=True):
-                _int(name, value, 1)
+        if workload.free_sizes:  # any sizes: each must be a size (Sizes refuses one that is not)
+            workload.sizes_at(self.size)
         checks.fields(self, option)
         _check(
             isinstance(self.extended_modes, tuple),
@@ -217,9 +214,9 @@ class NumericsConfig:
         )
 
     def record(self) -> dict[str, object]:
-        """The settings as env.json keeps them: flat, with the three sizes inline where the
-        workload's size may be any (the MLP's; another workload's size is its preset's), and
-        what the task is, in words, for the report."""
+        """The settings as env.json keeps them: flat, with the sizes (`sizes`, name -> value)
+        where the workload's size may be any (the MLP's; another workload's size is its
+        preset's), and what the task is, in words, for the report."""
         from bench.workloads.registry import get
 
         workload = get(self.model)
@@ -229,19 +226,20 @@ class NumericsConfig:
         task = workload.make_task(self.size, self.seeds[0], self.noise, "cpu")
         flat["task"] = task.description
         if workload.free_sizes:
-            return {**flat, **dict(zip(SIZE_FIELDS, workload.dims(self.size), strict=True))}
+            return {**flat, "sizes": workload.sizes_at(self.size).named()}
         return flat
 
     @classmethod
     def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
-        """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
+        """The settings of a study from its env.json, to resume it (possibly on other GPUs); its
+        sizes in today's shape (`bench.store.schema.migrate_env` reads older code's so)."""
         from bench.workloads.registry import get
 
         # A folder older than a setting ran without it: no traces, no extended runs, the MLP.
         record = {**RECORD_BEFORE, **record}
         workload = get(record["model"])
         if workload.free_sizes:
-            size = workload.from_dims(tuple(record[name] for name in SIZE_FIELDS))
+            size = workload.from_sizes(Sizes.of(record["sizes"]))
             record.setdefault("preset", preset_of(workload, size))
         else:
             size = workload.size(record["preset"])
@@ -265,8 +263,8 @@ class NumericsConfig:
 
         workload = get(self.model)
         # A workload whose size may be any (the MLP's) gives its case this study's sizes.
-        sizes = workload.dims(self.size) if workload.free_sizes else None
-        return Case(**workload.case_fields(self.model, self.preset, sizes), **axes)
+        sizes = workload.sizes_at(self.size) if workload.free_sizes else None
+        return workload.case(self.model, self.preset, sizes, **axes)
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""

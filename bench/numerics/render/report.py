@@ -129,7 +129,6 @@ def _model(cfg: dict, env: dict) -> str:
     another workload by its name and preset."""
     card = workloads.card(cfg.get("model", workloads.DEFAULT))
     if card is not None and card.free_sizes:  # its sizes are the record's own
-        sizes = {k: cfg.get(k) for k in ("input_size", "hidden_size", "num_classes")}
-        return f"Model {card.shape.format(**sizes)}"
+        return f"Model {card.shape.format(**cfg.get('sizes', {}))}"
     what = f": {env['model_description']}" if env.get("model_description") else ""
     return f"Model {cfg['model']}, preset {cfg.get('preset')}{what}"

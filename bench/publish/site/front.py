@@ -46,7 +46,7 @@ def workload(run: Run) -> str:
     """A timing run's workload in words: its model, its size preset (its sizes without one) and
     its GPU model."""
     cfg = run.env.get("config", {})
-    sizes = "×".join(str(cfg.get(k)) for k in ("input_size", "hidden_size", "num_classes"))
+    sizes = "×".join(map(str, cfg.get("sizes", {}).values()))  # older code's too: `store.schema`
     return f"{cfg.get('model', 'mlp')} {cfg.get('preset') or sizes} on {run.env.get('gpu')}"
 
 

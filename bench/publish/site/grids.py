@@ -20,8 +20,6 @@ from bench.measure.stats import CONFIDENCE, MIN_EFFECT
 from bench.publish import compare
 from bench.publish.runs import Run
 
-SIZES = ("model", "preset", "input_size", "hidden_size", "num_classes")
-
 
 def grid_key(env: dict) -> tuple:
     """What a timing run's env.json says of its grid, in a form two runs can be matched on."""
@@ -31,8 +29,11 @@ def grid_key(env: dict) -> tuple:
         (sweep.plural, tuple(sorted(map(str, cfg.get(sweep.plural) or [defaults[name]]))))
         for name, sweep in case.swept().items()
     )
-    sizes = tuple(str(cfg.get(k, "mlp" if k == "model" else None)) for k in SIZES)
-    return (str(env.get("gpu")), int(cfg.get("world_size") or 1), *sizes, *swept)
+    # The model and its sizes' values, as case ids spell them (`bench.store.schema` reads older
+    # code's config into `sizes` too, named or not).
+    model = (str(cfg.get("model", "mlp")), str(cfg.get("preset")))
+    sizes = "x".join(map(str, (cfg.get("sizes") or {}).values()))
+    return (str(env.get("gpu")), int(cfg.get("world_size") or 1), *model, sizes, *swept)
 
 
 @dataclass(frozen=True)

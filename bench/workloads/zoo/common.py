@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.cases.sizes import Sizes
 from bench.data.sources import DataShape
 from bench.workloads import heads, tasks
 from bench.workloads.base import Workload
@@ -111,7 +112,7 @@ def make(
         build=build,
         make_batch=lambda size, n, device, seed: heads.make_batch(size.shape, n, device, seed),
         loss=heads.loss,
-        dims=_dims,
+        named_sizes=_sizes,
         unit="tokens" if shape.text else "samples",
         per_sample=lambda size: size.shape.seq if size.shape.text else 1,
         task=task,
@@ -150,13 +151,13 @@ IMAGE_NUMERICS = {  # the built-in resnet50's study too (`bench.workloads.regist
 }
 
 
-def _dims(size: ZooSize) -> tuple[int, int, int]:
-    """The three sizes a case id spells out: sequence × vocabulary × classes for text (0 where a
-    task has none), image side × channels × classes for images."""
+def _sizes(size: ZooSize) -> dict[str, int]:
+    """The sizes a case id spells out: sequence × vocabulary × classes for text (1 where a task
+    has no classes), image side × channels × classes for images."""
     s = size.shape
     if s.text:
-        return s.seq, s.vocab, max(s.classes, 1)
-    return s.image, s.channels, s.classes
+        return {"seq": s.seq, "vocab": s.vocab, "classes": max(s.classes, 1)}
+    return {"image": s.image, "channels": s.channels, "classes": s.classes}
 
 
 def missing(name: str, package: str) -> Workload:
@@ -178,7 +179,7 @@ def missing(name: str, package: str) -> Workload:
         loss=heads.loss,
         linears=lambda size: {},
         fp8_excluded=lambda size: {},
-        dims=lambda size: (1, 1, 1),
+        named_sizes=lambda size: Sizes.unnamed((1, 1, 1)).named(),
         unsupported_reason=lambda: reason,
     )
 

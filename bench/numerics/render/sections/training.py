@@ -160,17 +160,19 @@ def task_sentence(cfg: dict, runs: pd.DataFrame | None) -> str:
     """What the runs trained on, from the study's record, and the held-out loss a perfect model
     reaches where the task's process gives it (the runs' `true_heldout_loss`)."""
     model = cfg.get("model", "mlp")
+    # A workload whose sizes the record keeps (the MLP's, `NumericsConfig.record`), by name.
+    classes = cfg.get("sizes", {}).get("classes")
     if "task" in cfg:
         what = f"Task ({model}, preset {cfg.get('preset')}): {cfg['task']}"
     else:  # a folder older than the record's task: the MLP's prototype task
         what = (
-            f"Task: {cfg.get('num_classes')} Gaussian classes in {cfg.get('input_size')} "
+            f"Task: {classes} Gaussian classes in {cfg.get('sizes', {}).get('input')} "
             f"dimensions (each class a random prototype; a sample is prototype + "
             f"{cfg.get('noise')} × N(0, I), normalized to unit variance)"
         )
     what += f"; fresh batches every step, a held-out split of {cfg.get('heldout')} samples."
-    if cfg.get("num_classes"):
-        what += f" Chance accuracy {1 / cfg['num_classes']:.2%}."
+    if classes:
+        what += f" Chance accuracy {1 / classes:.2%}."
     true = runs["true_heldout_loss"].dropna() if runs is not None and len(runs) else None
     if true is not None and len(true):
         what += (
