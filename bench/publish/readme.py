@@ -51,6 +51,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from bench.faults import UsageError
+from bench.publish import zoo
 from bench.publish.readme_blocks import KINDS, link_to_report
 from bench.store import paths, results
 
@@ -114,10 +115,9 @@ def _model_of(run: Path) -> str:
     env = results.read_env(run)
     if env.get("kind") == "quality":
         cfg = env["quality_config"]
-        return f"`{cfg['model']}` ({cfg['preset']}) on {cfg['data']}"
+        return f"{zoo.label(cfg['model'], cfg['preset'])} on {cfg['data']}"
     first = results.load(run).iloc[0]
-    preset = str(first.get("preset", "") or "")
-    return f"`{first['model']}`" + (f" ({preset})" if preset else "")
+    return zoo.label(str(first["model"]), str(first.get("preset", "") or ""))
 
 
 SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model_of}

@@ -56,6 +56,11 @@ STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
 """The columns only a time-to-quality study of the model can fill."""
 
 
+def label(model: str, preset: str) -> str:
+    """How the table and its From line name a model: `hf:llama` (small)."""
+    return f"`{model}` ({preset})" if preset else f"`{model}`"
+
+
 def _recipe(row: pd.Series) -> str:
     return f"{row['mode']} ({row['variant']}, {figure(row['total_ms'])} ms)"
 
@@ -119,7 +124,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     model = str(rows["model"].iloc[0])
     preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     row = dict.fromkeys(COLUMNS, "–")
-    row["model"] = f"`{model}` ({preset})" if preset else f"`{model}`"
+    row["model"] = label(model, preset)
     rows = timing.float8_as_unsupported(rows)
     ok = passing(rows, optimizer)
     if ok.empty:
