@@ -256,7 +256,9 @@ def test_check_holds_the_tracked_files_to_their_weight(repo, capsys, monkeypatch
     unit = max(sum(sizes) // 20, max(sizes) // 4) + 1
     monkeypatch.setattr(index_check, "MIB", unit)
     code, err = _check(repo, capsys)
-    assert code == 0 and "results/ weighs" in err[0] and "(at most 32)" in err[0]
+    assert (
+        code == 0 and "results/ weighs" in err[0] and f"(at most {index_check.LIMIT_MIB})" in err[0]
+    )
     heavy = repo / "results" / RECORD / "convergence_traces.csv"
     heavy.write_bytes(b"x" * 6 * unit)
     assert _check(repo, capsys)[0] == 0  # not tracked: a user's own file is not published
@@ -265,11 +267,15 @@ def test_check_holds_the_tracked_files_to_their_weight(repo, capsys, monkeypatch
     assert code == 1 and len(err) == 1
     assert f"{RECORD}/convergence_traces.csv weighs 6.0 MiB, over the 5 MiB a file" in err[0]
     heavy.write_bytes(b"x" * 4 * unit)
-    for i in range(8):  # 8 × 4 units more: over 32 in all, no file over 5
+    for i in range(index_check.LIMIT_MIB // 4):  # over the limit in all, no file over 5
         (repo / "results" / RECORD / f"part{i}.csv").write_bytes(b"y" * 4 * unit)
     _git(repo, "add", "-A")
     code, err = _check(repo, capsys)
-    assert code == 1 and "results/ weighs" in err[0] and "over the 32 MiB it may" in err[0]
+    assert (
+        code == 1
+        and "results/ weighs" in err[0]
+        and f"over the {index_check.LIMIT_MIB} MiB it may" in err[0]
+    )
 
 
 def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monkeypatch):
