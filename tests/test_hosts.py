@@ -1,10 +1,11 @@
 """Several hosts, on one machine: two torchrun agents (`--nnodes 2 --nproc-per-node 1`) meet in a
 c10d rendezvous on the loopback, as two hosts would, and run a tiny grid with gloo on the CPU.
 
-One run of the command docs/several-gpus.md shows, whose rows record each rank's host and node;
-then a run in which one agent and its worker are killed in the first case (as a host that goes
-away), which ends with that case as a row naming the lost rank and a resume hint; then that
-resume, by two agents again, which runs the case left and finishes the folder. Only 127.0.0.1 is
+The command docs/several-gpus.md shows, with one agent and its worker killed in the second of
+three cases (as a host that goes away): the first case's row records each rank's host and node,
+the second is a row naming the lost rank, and the run ends with a resume hint; then that resume,
+by two agents again, which runs the case left and finishes the folder. One run does all three,
+since each start of two agents and their workers costs seconds of imports. Only 127.0.0.1 is
 used: the rendezvous, the workers' store (`--local-addr`) and gloo (`GLOO_SOCKET_IFNAME=lo`).
 """
 
@@ -31,13 +32,15 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "tests" / "dist_worker.py"
 GRID = [
     *("--device", "cpu", "--preset", "tiny", "--modes", "fp32", "--optimizers", "fused"),
-    *("--parallel", "none,ddp", "--batch-sizes", "8", "--steps", "2", "--warmup", "1"),
+    *("--parallel", "ddp,none,ddp-bf16", "--batch-sizes", "8", "--steps", "2", "--warmup", "1"),
     *("--repeats", "1", "--no-overhead", "--collective-timeout", "60"),
 ]
-"""The tiny MLP, fp32, fused Adam, without and with DDP, 2 timed steps. The collective timeout
-is long: a killed agent must end the case by its closed connections, not by a timeout."""
+"""The tiny MLP, fp32, fused Adam, with DDP, without it and with DDP's bf16 compression, 2 timed
+steps. The collective timeout is long: a killed agent must end the case by its closed
+connections, not by a timeout."""
 NONE_CASE = tiny_case(mode="fp32", optimizer="fused").case_id
-DDP_CASE = tiny_case(mode="fp32", optimizer="fused", parallel="ddp").case_id
+"""The case killed: without DDP, rank 0 finishes it and waits for rank 1 at the exchange after
+it (in a DDP case it would fail in DDP's own collectives, an `error` row)."""
 WAIT_S = 90
 """The longest an agent may take (a run takes about 15 s on 2 busy cores)."""
 
@@ -125,43 +128,10 @@ def _run_dir(parent: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path, float]:
-    """The run of docs/several-gpus.md: (each agent's outcome, the folder, seconds)."""
-    parent = tmp_path_factory.mktemp("hosts")
-    args = ["-m", "bench", "run", "--gpus", "2", *GRID, "--results-dir", str(parent)]
-    start = time.monotonic()
-    outcomes = _finish(_start(args, "ampbench-hosts", _env()))
-    return outcomes, _run_dir(parent), time.monotonic() - start
-
-
-def test_two_agents_run_the_grid_and_rank_0_writes_the_folder(two_hosts):
-    outcomes, run_dir, _ = two_hosts
-    assert [code for code, _, _ in outcomes] == [0, 0], [err[-2000:] for _, _, err in outcomes]
-    # Rank 0 alone prints the folder it wrote: the agent of node 0.
-    printed = [out.strip().splitlines()[-1:] == [str(run_dir)] for _, out, _ in outcomes]
-    assert sorted(printed) == [False, True]
-    assert "ended" in results.read_env(run_dir) and (run_dir / results.REPORT).is_file()
-
-
-def test_rows_record_every_ranks_host_and_node(two_hosts):
-    _, run_dir, _ = two_hosts
-    df = results.load(run_dir).set_index("parallel")
-    assert set(df["status"]) == {"ok"}, df["error"].to_dict()
-    assert len(df) == 2 and set(df["world_size"]) == {2} and set(df["nodes"]) == {2}
-    host = socket.gethostname()
-    assert set(df["host"]) == {host} and set(df["hosts"]) == {host}
-    assert set(df["rank_hosts"]) == {f"{host},{host}"}
-    assert set(df["rank_node_ranks"]) == {"0,1"}  # one rank a node, rank 1 on node 1
-    for row in df.itertuples():  # the row is the slowest rank's, with its node and place
-        assert row.node_rank == row.slowest_rank and row.local_rank == 0
-    assert df.loc["ddp", "global_batch_size"] == 16
-
-
-@pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path, list]:
-    """The same grid, with rank 1 stalled in the first case (`tests/dist_worker.py`) and its
-    agent and worker killed there, while rank 0 waits for it at the exchange after the case;
-    then `--resume` by two new agents. (The killed run's outcomes, the folder, the resume's
+    """The grid with rank 1 stalled in its second case (`tests/dist_worker.py`) and its agent
+    and worker killed there, while rank 0 waits for it at the exchange after the case; then
+    `--resume` by two new agents. (The killed run's outcomes, the folder, the resume's
     outcomes.)"""
     parent = tmp_path_factory.mktemp("killed")
     args = [str(WORKER), "run", "--gpus", "2", *GRID, "--results-dir", str(parent)]
@@ -174,7 +144,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path, list]:
                 break
             time.sleep(0.1)
         else:
-            pytest.fail("the first case never started")
+            pytest.fail("the second case never started")
         # The agent of rank 1 and its worker: torchrun starts each worker in a session of its
         # own, so a host that goes away is the agent's process group and the workers'.
         (target,) = [a for a in agents if 1 in _workers(a.pid).values()]
@@ -190,27 +160,46 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path, list]:
     return outcomes, run_dir, resumed
 
 
+def test_two_agents_run_a_case_and_rows_record_every_ranks_host_and_node(killed):
+    _, run_dir, _ = killed
+    df = results.load(run_dir).set_index("parallel")
+    assert list(df.index) == ["ddp", "none", "ddp-bf16"]
+    ok = df[df["status"] == "ok"]  # the first case, and the one the resume ran
+    assert list(ok.index) == ["ddp", "ddp-bf16"], df["error"].to_dict()
+    assert set(df["world_size"]) == {2} and set(df["nodes"]) == {2}
+    host = socket.gethostname()
+    assert set(ok["host"]) == {host} and set(ok["hosts"]) == {host}
+    assert set(df["rank_hosts"]) == {f"{host},{host}"}
+    assert set(df["rank_node_ranks"]) == {"0,1"}  # one rank a node, rank 1 on node 1
+    for row in ok.itertuples():  # the row is the slowest rank's, with its node and place
+        assert row.node_rank == row.slowest_rank and row.local_rank == 0
+    assert set(ok["global_batch_size"]) == {16}
+
+
 def test_a_killed_agent_ends_the_case_as_a_row_naming_the_lost_rank(killed):
     outcomes, run_dir, _ = killed
     survivor = [o for o in outcomes if o[0] != -signal.SIGKILL]
     ((code, _, stderr),) = survivor
     assert code != 0
-    (row,) = results.read_jsonl(run_dir / results.ROWS)[:1]  # the rows before the resume
+    first, row = results.read_jsonl(run_dir / results.ROWS)[:2]  # the rows before the resume
+    assert first["status"] == "ok"
     assert row["case_id"] == NONE_CASE and row["status"] == "timeout"
     assert row["error"].startswith(
         f"rank 1 (node 1, host {socket.gethostname()}) did not reach the end of case {NONE_CASE}"
     )
     assert row["rank_node_ranks"] == "0,1" and row["nodes"] == 2 and row["world_size"] == 2
     assert not (run_dir / launch.INFLIGHT).exists()
-    assert f"the run ended with 1 case(s) in {run_dir}" in stderr
+    assert f"the run ended with 2 case(s) in {run_dir}" in stderr
     assert f"`-m bench run --resume {run_dir} --gpus 2`" in stderr
 
 
-def test_the_resume_hint_finishes_the_folder(killed):
+def test_the_resume_hint_finishes_the_folder_and_rank_0_names_it(killed):
     _, run_dir, resumed = killed
     assert [code for code, _, _ in resumed] == [0, 0], [err[-2000:] for _, _, err in resumed]
+    # Rank 0 alone prints the folder it wrote: the agent of node 0.
+    printed = [out.strip().splitlines()[-1:] == [str(run_dir)] for _, out, _ in resumed]
+    assert sorted(printed) == [False, True]
     df = results.load(run_dir).set_index("parallel")
-    assert list(df["status"]) == ["timeout", "ok"]  # the lost case keeps its row
-    assert df.loc["ddp", "rank_node_ranks"] == "0,1" and df.loc["ddp", "world_size"] == 2
+    assert list(df["status"]) == ["ok", "timeout", "ok"]  # the lost case keeps its row
     env = results.read_env(run_dir)
-    assert len(env["resumed"]) == 1 and "ended" in env
+    assert len(env["resumed"]) == 1 and "ended" in env and (run_dir / results.REPORT).is_file()

@@ -135,15 +135,29 @@ def test_a_short_study_audits_observes_the_logits_and_answers(spec, tmp_path, fe
     assert headings == list(range(1, len(headings) + 1))
 
 
+@pytest.fixture(scope="module")
+def two_ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """fp32 × DDP and FSDP2 on two gloo ranks for every model of this stage that the session
+    runs, in one torchrun launch (`tests/dist_worker.py each-model`): its ranks start once, not
+    once a model. Model -> the parent of its run folder, beside its run's exit status."""
+    specs = EVERY_STAGE + (EXTENDED if request.config.getoption("--zoo") else ())
+    parent = tmp_path_factory.mktemp("ddp-fsdp")
+    argv = ["each-model", ",".join(specs), str(parent), "run", "--gpus", "2", *TINY]
+    argv += ["--modes", "fp32", "--optimizers", "foreach", "--parallel", "ddp,fsdp"]
+    argv += ["--batch-sizes", "2", *ONE_STEP, "--collective-timeout", "60"]
+    launch.launch(2, argv, keep=[], worker=[str(WORKER)], log=lambda msg: None)
+    return {spec: parent / str(i) for i, spec in enumerate(specs)}
+
+
 @pytest.mark.parametrize("spec", _marked(EVERY_STAGE + EXTENDED))
-def test_ddp_and_fsdp_on_two_gloo_ranks(spec, tmp_path):
-    argv = ["run", "--gpus", "2", *TINY, "--model", spec, "--modes", "fp32"]
-    argv += ["--optimizers", "foreach", "--parallel", "ddp,fsdp", "--batch-sizes", "2"]
-    argv += [*ONE_STEP, "--collective-timeout", "60", "--results-dir", str(tmp_path)]
-    code = launch.launch(2, argv, keep=[], worker=[str(WORKER)], log=lambda msg: None)
-    df = results.load(_folder(tmp_path))
-    assert code == 0, df[["parallel", "status", "error"]]
-    assert list(df["status"]) == ["ok", "ok"] and set(df["world_size"]) == {2}
+def test_ddp_and_fsdp_on_two_gloo_ranks(spec, two_ranks):
+    parent = two_ranks[spec]
+    status = (parent / "exit_status").read_text()
+    assert any(p.is_dir() for p in parent.iterdir()), f"no run folder (exit status {status})"
+    df = results.load(_folder(parent))
+    assert list(df["status"]) == ["ok", "ok"], df[["parallel", "status", "error"]]
+    assert set(df["world_size"]) == {2} and list(df["parallel"]) == ["ddp", "fsdp"]
+    assert status == "0"
 
 
 @pytest.mark.parametrize("spec", _marked(EVERY_STAGE + EXTENDED))
