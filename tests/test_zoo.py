@@ -95,7 +95,7 @@ def test_every_cpu_mode_runs_and_the_rest_are_unsupported_rows(spec, tmp_path):
 SHORT_STUDY = (
     *("numerics", *TINY, "--modes", "fp32,fp16-amp,fp16-amp-noscale,bf16-amp"),
     *("--census-batch-sizes", "2", "--checkpoints", "0,2", "--histogram-batch", "2"),
-    *("--conv-batch-sizes", "2", "--seeds", "0", "--steps", "4", "--long-steps", "0"),
+    *("--conv-batch-sizes", "2", "--seeds", "0", "--steps", "2", "--long-steps", "0"),
     *("--eval-every", "2", "--heldout", "4", "--trace-every", "2"),
 )
 PLACEHOLDERS = ("not observed (", "ran in not observed", "() are not observed", " is .")
