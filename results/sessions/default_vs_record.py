@@ -28,7 +28,8 @@ within = {p: int((abs(ratio - 1) <= p / 100).sum()) for p in (2, 5)}
 print("within +-2%:", within[2], " within +-5%:", within[5])
 far = ratio[abs(ratio - 1) > 0.05].index
 cols = ["fwd_ms", "bwd_ms", "step_ms", "total_ms"]
-table = pd.concat({"A": a.loc[far, cols], "B": b.loc[far, cols]}, axis=1).round(3)
+diff = b.loc[far, cols] - a.loc[far, cols]
+table = pd.concat({"A": a.loc[far, cols], "B": b.loc[far, cols], "B-A": diff}, axis=1).round(3)
 print(table.to_string())
 rest = ratio.drop(far)
 print("the other cases: ratio from", round(rest.min(), 4), "to", round(rest.max(), 4))
