@@ -184,6 +184,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # to whichever worker is free, a file's apart (test_zoo.py's take minutes together).
         if _shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # The groups first (the longest units: torchrun runs of tens of seconds), the single
+        # tests after them: pytest-xdist hands out work in this order, and a group handed out
+        # last (test_zoo.py's DDP/FSDP launch) kept one worker busy after the other had ended.
+        items.sort(key=lambda item: not _shares_a_fixture(item))
 
 
 class _GroupIds:
