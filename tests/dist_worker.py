@@ -8,9 +8,9 @@ Run as `torchrun ... tests/dist_worker.py run --gpus 2 ...`.
 
 `torchrun ... tests/dist_worker.py each-model M1,M2 PARENT run ...` runs that command once a
 model, with `--model M --results-dir PARENT/<i>` (and rank 0's exit status in
-`PARENT/<i>/exit_status`), in one world: the ranks start (and import
-torch and the zoos) once for the lot. Between runs the group stays up, since gloo cannot join
-a second default group through torchrun's store.
+`PARENT/<i>/exit_status`), in one world: the ranks start (and import torch and the zoos) once
+for the lot. Between runs the group stays up, since gloo cannot join a second default group
+through torchrun's store.
 """
 
 from __future__ import annotations
@@ -71,13 +71,14 @@ def _each_model(models: str, parent: str, argv: list[str]) -> NoReturn:
     distributed.leave = left
     distributed.dist.destroy_process_group = lambda *args, **kwargs: None
     for i, model in enumerate(models.split(",")):
+        folder = Path(parent) / str(i)
         try:
-            code = cli.main([*argv, "--model", model, "--results-dir", str(Path(parent) / str(i))])
+            code = cli.main([*argv, "--model", model, "--results-dir", str(folder)])
         except _Left as exc:
             code = exc.code
         if int(os.environ["RANK"]) == 0:
-            (Path(parent) / str(i)).mkdir(parents=True, exist_ok=True)
-            (Path(parent) / str(i) / "exit_status").write_text(str(code))
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "exit_status").write_text(str(code))
     destroy()
     leave(0)
 
