@@ -46,6 +46,9 @@ ALLOWED_UP = {
     # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
     ("cases", "workloads.catalog"),
     ("verdicts", "recipes.catalog"),
+    # The numerics study resolves its cases into plans in its own worker processes (a plan holds
+    # a workload, which need not pickle): the one resolver is the jobs' (`bench.jobs.plans`).
+    ("numerics.measure", "jobs.plans"),
     # The study's report formats its cells as every report does (its measuring may not:
     # `test_the_study_imports_only_downwards`) ...
     ("numerics.render", "publish.tables"),

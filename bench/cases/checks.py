@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -99,8 +99,34 @@ MODEL = Check(
 )
 
 
+class Choice(Check):
+    """One of a table's names, read when asked: a row registered after this check was made (a
+    mode a test adds to `bench.recipes.catalog.CARDS`) is a choice too."""
+
+    def __init__(self, table: Iterable[str]) -> None:
+        object.__setattr__(self, "table", table)
+
+    @property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(self.table)
+
+    @property
+    def what(self) -> str:  # type: ignore[override]
+        return f"is unknown; choose from {', '.join(self.choices)}"
+
+    @property
+    def convert(self) -> Callable[[str], object]:  # type: ignore[override]
+        return str
+
+    @property
+    def ok(self) -> Callable[[object], bool]:  # type: ignore[override]
+        return lambda v: isinstance(v, str) and v in self.choices
+
+
 def choice(choices: Iterable[str]) -> Check:
-    """One of `choices`."""
+    """One of `choices`: a table (a dict, read live: `Choice`) or a fixed list of names."""
+    if isinstance(choices, Mapping):
+        return Choice(choices)
     names = tuple(choices)
     return Check(f"is unknown; choose from {', '.join(names)}", str, lambda v: v in names, names)
 

@@ -1,6 +1,7 @@
 """Parallelism as data: how one case's model is spread over the ranks of a distributed run.
 
-The `parallel` axis of a case names a row of `PARALLELS`. Everything runs on PyTorch's own
+The `parallel` axis of a case names a row of `bench.cases.axes.PARALLELS`, which its plan holds
+(`bench.recipes.plan.Plan.parallel`). Everything runs on PyTorch's own
 engine, nothing home-made:
 - `none`: no communication. In a run of several ranks each rank trains its own copy of the
   model at the case's batch size: the one-GPU baseline, measured on every GPU at once.
@@ -22,45 +23,28 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
+from bench.cases.axes import Parallel
 from bench.faults import Unsupported, error_summary
 from bench.recipes.modes import Mode, dtype_name
 
 
-@dataclass(frozen=True, kw_only=True)
-class Parallel:
-    name: str
-    kind: str
-    """`none`, `ddp` or `fsdp`."""
-    reduce_dtype: torch.dtype | None = None
-    """float32: gradients reduced as they are (DDP) or in float32 (FSDP2); bfloat16: compressed
-    by DDP's hook, or reduced in bfloat16 by FSDP2."""
-
-    @property
-    def distributed(self) -> bool:
-        return self.kind != "none"
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+"""A row's reduce dtype by name."""
 
 
-PARALLELS: dict[str, Parallel] = {
-    p.name: p
-    for p in (
-        Parallel(name="none", kind="none"),
-        Parallel(name="ddp", kind="ddp", reduce_dtype=torch.float32),
-        Parallel(name="ddp-bf16", kind="ddp", reduce_dtype=torch.bfloat16),
-        Parallel(name="fsdp", kind="fsdp", reduce_dtype=torch.float32),
-        Parallel(name="fsdp-bf16", kind="fsdp", reduce_dtype=torch.bfloat16),
-    )
-}
+def reduce_dtype(p: Parallel) -> torch.dtype | None:
+    """The dtype a row reduces gradients in, as torch names it (None for `none`)."""
+    return _DTYPES[p.reduce_dtype] if p.reduce_dtype is not None else None
 
 
-def unsupported_reason(parallel: str, *, variant: str, world_size: int) -> str | None:
+def unsupported_reason(p: Parallel, *, variant: str, world_size: int) -> str | None:
     """Why a parallelism cannot run in this run, or None when it can."""
-    if not PARALLELS[parallel].distributed:
+    if not p.distributed:
         return None
+    parallel = p.name
     if world_size < 2:
         return f"{parallel} needs several ranks (run with --gpus N, N >= 2)"
     if variant != "eager":
@@ -86,9 +70,9 @@ def _reduced_dtype(p: Parallel, mode: Mode) -> torch.dtype:
     """The dtype the gradients travel in: DDP all-reduces `param.grad` as it is (the
     parameters' dtype: float32 under autocast, bfloat16 for pure bf16) unless its hook
     compresses them; FSDP2 reduce-scatters in its policy's reduce dtype."""
-    if p.kind == "ddp" and p.reduce_dtype == torch.float32:
+    if p.kind == "ddp" and p.reduce_dtype == "float32":
         return mode.param_dtype or torch.float32
-    return p.reduce_dtype or torch.float32
+    return reduce_dtype(p) or torch.float32
 
 
 def check_reduces(group: torch.distributed.ProcessGroup, dtype: torch.dtype, device: str) -> None:
@@ -112,22 +96,22 @@ def wrap(
     model: nn.Module,
     mode: Mode,
     *,
-    parallel: str,
+    parallel: Parallel,
     group: torch.distributed.ProcessGroup,
     device: str,
     blocks: Callable[[nn.Module], list[nn.Module]],
 ) -> nn.Module:
     """The module the step calls: `model` under DDP or FSDP2 over `group` (a row of
-    `PARALLELS`), or `model` itself for `none`. `blocks` gives the modules of the (prepared)
+    `bench.cases.axes.PARALLELS`), or `model` itself for `none`. `blocks` gives the modules of the (prepared)
     model that FSDP2 shards one by one before the root (`Workload.blocks`). Call it before the
     optimizer is built: FSDP2 replaces the parameters by their shards."""
-    p = PARALLELS[parallel]
+    p = parallel
     if p.kind == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
         ids = [torch.cuda.current_device()] if device == "cuda" else None
         ddp = DistributedDataParallel(model, device_ids=ids, process_group=group)
-        if p.reduce_dtype == torch.bfloat16:
+        if p.reduce_dtype == "bfloat16":
             check_reduces(group, torch.bfloat16, device)
             from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import (
                 bf16_compress_hook,
@@ -147,7 +131,7 @@ def wrap(
         if any(not p.is_contiguous() for p in model.parameters()):
             model.to(memory_format=torch.contiguous_format)
         mesh = DeviceMesh.from_group(group, device)
-        policy = MixedPrecisionPolicy(param_dtype=param_dtype(mode), reduce_dtype=p.reduce_dtype)
+        policy = MixedPrecisionPolicy(param_dtype=param_dtype(mode), reduce_dtype=reduce_dtype(p))
         # Each block is its own unit (its all-gather and reduce-scatter overlap the others'
         # compute), then the root, which holds what no block does, as torchtitan's
         # parallelize does.
@@ -159,7 +143,7 @@ def wrap(
 
 
 @contextlib.contextmanager
-def gradient_sync_off(module: nn.Module, parallel: str) -> Iterator[None]:
+def gradient_sync_off(module: nn.Module, parallel: Parallel) -> Iterator[None]:
     """Run the step without gradient synchronization, to time what the collectives cost.
 
     DDP: `no_sync()`, no all-reduce at all. FSDP2: `set_requires_gradient_sync(False)`, the
@@ -167,7 +151,7 @@ def gradient_sync_off(module: nn.Module, parallel: str) -> Iterator[None]:
     of forward and backward still run, and the optimizer then finds no sharded gradient to step.
     So `comm_ms` is taken from forward plus backward alone, and for FSDP it is the cost of the
     reduce-scatter that backward could not hide."""
-    kind = PARALLELS[parallel].kind
+    kind = parallel.kind
     if kind == "ddp":
         with module.no_sync():
             yield
@@ -181,14 +165,14 @@ def gradient_sync_off(module: nn.Module, parallel: str) -> Iterator[None]:
         yield
 
 
-def collective_bytes(num_params: int, parallel: str, mode: Mode) -> dict[str, float]:
+def collective_bytes(num_params: int, parallel: Parallel, mode: Mode) -> dict[str, float]:
     """Bytes of each collective one step must run, by collective, at the full (unsharded)
     size as nccl-tests counts it: {"all_reduce": ..., "reduce_scatter": ..., "all_gather": ...}.
 
     DDP all-reduces every gradient once (`_reduced_dtype`). FSDP2 all-gathers the parameters
     twice (forward, and again in backward: every block reshards after forward) in
     `_gathered_dtype`, and reduce-scatters the gradients once in its reduce dtype."""
-    p = PARALLELS[parallel]
+    p = parallel
     out = {"all_reduce": 0.0, "reduce_scatter": 0.0, "all_gather": 0.0}
     if not p.distributed:
         return out

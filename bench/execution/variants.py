@@ -1,6 +1,7 @@
 """Execution variants as data: how the one train step runs (eager, compiled, CUDA-graphed).
 
-The `variant` axis of a case names a row of `VARIANTS`. `prepare(s)` turns a train state into the
+The `variant` axis of a case names a row of `bench.cases.axes.VARIANTS`, which its plan holds
+(`bench.recipes.plan.Plan.variant`). `prepare(s)` turns a train state into the
 phases the timing function runs:
 - `eager`: today's step, cut at its three phase boundaries;
 - `compile`, `compile-max`, `compile-graphs`: the model and loss (`TrainState.compute`) under
@@ -26,64 +27,29 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.cases.case import Case
 from bench.recipes import fp8
-from bench.recipes.modes import MODES
+from bench.recipes.plan import Plan
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
 from bench.verdicts.timing import float8_unsupported_reason
-from bench.workloads import registry
 
 
-@dataclass(frozen=True, kw_only=True)
-class Variant:
-    name: str
-    compile_mode: str | None = None
-    """`torch.compile` mode for the model and loss; None leaves them eager."""
-    capture: bool = False
-    """Capture the whole step in a CUDA graph by hand."""
-    in_default_grid: bool = True
-    """In a GPU run's default grid (`compile-max` autotunes for minutes per case, and
-    `compile-graphs` repeats what `cudagraph` measures through the compiler: both only when asked
-    for). A CPU run's default is `eager` alone."""
-
-    @property
-    def graphs(self) -> bool:
-        """Outputs live in CUDA graph memory that the next replay overwrites."""
-        return self.capture or self.compile_mode == "reduce-overhead"
-
-
-VARIANTS: dict[str, Variant] = {
-    v.name: v
-    for v in (
-        Variant(name="eager"),
-        Variant(name="compile", compile_mode="default"),
-        Variant(
-            name="compile-max", compile_mode="max-autotune-no-cudagraphs", in_default_grid=False
-        ),
-        Variant(name="compile-graphs", compile_mode="reduce-overhead", in_default_grid=False),
-        Variant(name="cudagraph", capture=True),
-    )
-}
-DEFAULT_VARIANTS = tuple(name for name, v in VARIANTS.items() if v.in_default_grid)
-
-
-def unsupported_reason(case: Case) -> str | None:
-    """Why a case cannot run here, or None when it can: the one place that asks its workload (an
+def unsupported_reason(plan: Plan) -> str | None:
+    """Why a case's plan cannot run here, or None when it can: the one place that asks its
+    workload (an
     optional package it needs), its variant (CUDA graphs on the CPU) and its mode's recipe (a
     Linear its float8 plan converts, `bench.verdicts.timing.float8_unsupported_reason`; torchao;
     a float8 GPU)."""
-    workload = registry.get(case.model)
+    case, workload, size = plan.case, plan.workload, plan.size
     reason = workload.unsupported_reason()
     if reason is not None:
         return f"{workload.name}: {reason}"
-    variant, mode = VARIANTS[case.variant], MODES[case.mode]
+    variant, mode = plan.variant, plan.mode
     if variant.graphs and case.device != "cuda":
         return "CUDA graphs need a CUDA device"
     # A float8 plan that converts no Linear (none float8 can run, or all below torchao's size
     # thresholds) would time bf16 autocast under a float8 name, on any machine.
-    size = registry.size_of(case)
-    plan = mode.fp8_plan(workload, size)  # empty for a mode that is not float8
-    reason = float8_unsupported_reason(plan, workload.name) if mode.fp8_recipe else None
+    linears = mode.fp8_plan(workload, size)  # empty for a mode that is not float8
+    reason = float8_unsupported_reason(linears, workload.name) if mode.fp8_recipe else None
     if reason is not None:
         if not fp8.convertible(workload, size):
             reason += (
@@ -235,8 +201,8 @@ def _captured(s: TrainState) -> Prepared:
 
 
 def prepare(s: TrainState) -> Prepared:
-    """The phases of `s.case.variant` over this state, compiled or captured already."""
-    variant = VARIANTS[s.case.variant]
+    """The phases of the plan's variant over this state, compiled or captured already."""
+    variant = s.plan.variant
     if variant.capture:
         return _captured(s)
     if variant.compile_mode is not None:

@@ -22,6 +22,7 @@ from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
 from bench.execution import parallel as parallelisms
 from bench.execution import variants as execution_variants
+from bench.jobs.plans import resolve
 from bench.recipes import catalog
 from bench.recipes import modes as recipes
 from bench.workloads import catalog as catalog_workloads
@@ -111,8 +112,9 @@ def nothing_runs(cfg: RunConfig) -> str | None:
 def unsupported_reason(case: Case, world_size: int) -> str | None:
     """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
     None."""
-    return execution_variants.unsupported_reason(case) or parallelisms.unsupported_reason(
-        case.parallel, variant=case.variant, world_size=world_size
+    plan = resolve(case)
+    return execution_variants.unsupported_reason(plan) or parallelisms.unsupported_reason(
+        plan.parallel, variant=case.variant, world_size=world_size
     )
 
 

@@ -25,13 +25,15 @@ import torch
 
 from bench.cases.case import Case
 from bench.cases.maxbatch import MaxBatchConfig
-from bench.execution.variants import VARIANTS, prepare, unsupported_reason
+from bench.execution.variants import prepare, unsupported_reason
 from bench.faults import Interrupted, fault, how_stopped
 from bench.jobs import base
+from bench.jobs.plans import resolve
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
+from bench.recipes.plan import Plan
 from bench.recipes.step import build
 from bench.store import errors, folders, results
 from bench.workloads import registry
@@ -52,16 +54,17 @@ def trial_case(cfg: MaxBatchConfig, mode: str, variant: str, batch_size: int) ->
     )
 
 
-def _cleanup(case: Case) -> float:
+def _cleanup(plan: Plan) -> float:
     """Drop everything a trial left, and return the GiB still allocated (0 on the CPU)."""
-    free_device_memory(compiled=VARIANTS[case.variant].compile_mode is not None)
-    return torch.cuda.memory_allocated() / GIB if case.device == "cuda" else 0.0
+    free_device_memory(compiled=plan.variant.compile_mode is not None)
+    return torch.cuda.memory_allocated() / GIB if plan.case.device == "cuda" else 0.0
 
 
-def _train(case: Case) -> dict[str, object]:
+def _train(plan: Plan) -> dict[str, object]:
     """Build the case and train `warmup + steps` full steps. Every tensor it makes is a local of
     this frame, so all of it is unreachable once it returns or raises."""
-    s = build(case, capturable=VARIANTS[case.variant].capture)
+    case = plan.case
+    s = build(plan, capturable=plan.variant.capture)
     prepared = prepare(s)
     samples = time_phases(
         prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
@@ -71,9 +74,9 @@ def _train(case: Case) -> dict[str, object]:
         "total_ms": total_ms,
         "samples_per_s": case.batch_size / (total_ms * 1e-3),
     }
-    workload = registry.get(case.model)
+    workload = plan.workload
     if workload.unit == "tokens":  # as a timing row has it (`bench.measure.runner`)
-        out["tokens_per_s"] = out["samples_per_s"] * workload.per_sample(registry.size_of(case))
+        out["tokens_per_s"] = out["samples_per_s"] * workload.per_sample(plan.size)
     if not all(math.isfinite(v) for v in torch.stack(prepared.losses).float().tolist()):
         out.update(status="nonfinite", error="a loss was not finite")
     return out
@@ -83,14 +86,15 @@ def trial(case: Case) -> dict[str, object]:
     """One trial of the search: a flat row with its status, throughput and peak memory, and the
     memory still allocated after the cleanup that follows it."""
     row: dict[str, object] = {"case_id": case.case_id, **case.axes(), "status": "ok", "error": ""}
-    reason = unsupported_reason(case)
+    plan = resolve(case)
+    reason = unsupported_reason(plan)
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}
     cuda = case.device == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     try:
-        row.update(_train(case))
+        row.update(_train(plan))
     except Exception as exc:  # the failure is the finding: a row, and the search goes on
         row.update(fault(exc))
     # Out of the except block: the exception and the frames it held are gone, and with them the
@@ -98,7 +102,7 @@ def trial(case: Case) -> dict[str, object]:
     if cuda:
         row["peak_alloc_gib"] = torch.cuda.max_memory_allocated() / GIB
         row["peak_reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
-    row["leftover_gib"] = _cleanup(case)
+    row["leftover_gib"] = _cleanup(plan)
     return row
 
 

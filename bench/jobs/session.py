@@ -31,6 +31,7 @@ from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_
 from bench.jobs import base
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
+from bench.jobs.plans import resolve
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.recipes import catalog
@@ -212,7 +213,7 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
             for i, case in enumerate(chosen, 1):
                 log(f"harness overhead against a bare loop [{i}/{len(chosen)}] {case.case_id}")
                 try:
-                    info["overhead"].append(measure_overhead(case))
+                    info["overhead"].append(measure_overhead(resolve(case)))
                 except Exception as exc:  # recorded, not fatal: the cases are already on disk
                     info["overhead"].append({"case_id": case.case_id, "error": error_summary(exc)})
         results.write_env(run_dir, info)

@@ -23,6 +23,7 @@ from pathlib import Path
 from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
+from bench.jobs.plans import resolve
 from bench.measure import ranks, runner
 from bench.store import errors, results
 
@@ -75,7 +76,7 @@ def run_suite(
                 continue
             if rounds > 1 and row["status"] == "ok":
                 samples = _with_rounds(samples, kept.get(case.case_id, []))
-                row = {**runner.rederive(case, row, samples), "rounds": rounds}
+                row = {**runner.rederive(resolve(case), row, samples), "rounds": rounds}
             done.add(case.case_id)
             row = _write(run_dir, case, row, samples, extra, elapsed_s=time.monotonic() - start)
             summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
@@ -87,13 +88,15 @@ def run_suite(
 def _measure(
     case: Case, ceilings: dict[str, float], world: World, run_dir: Path
 ) -> tuple[dict, dict[str, list[float]], dict]:
-    """One case's row, samples and (on several ranks) the ranks' extra samples."""
+    """One case's row, samples and (on several ranks) the ranks' extra samples: the case is
+    resolved into its plan here, the job boundary."""
+    plan = resolve(case)
     if not world.distributed:
-        return (*runner.run_case(case, ceilings), {})
+        return (*runner.run_case(plan, ceilings), {})
     if world.leader:
-        launch.mark_inflight(run_dir, ranks.skeleton(case, world))
+        launch.mark_inflight(run_dir, ranks.skeleton(plan, world))
     try:
-        return ranks.run_case_on_ranks(case, ceilings, world)
+        return ranks.run_case_on_ranks(plan, ceilings, world)
     except GroupBroken as exc:
         if world.leader:
             launch.complete_inflight(run_dir, str(exc))

@@ -12,27 +12,28 @@ import math
 
 import torch
 
-from bench.cases.case import Case
 from bench.execution import variants
 from bench.measure import memory
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
+from bench.recipes.plan import Plan
 from bench.recipes.step import build, train_step
 
 
 def _alternate_harness_and_bare(
-    case: Case, windows: int, repeats: int
+    plan: Plan, windows: int, repeats: int
 ) -> tuple[list[float], list[float], float]:
     """Harness step times, bare-loop step times, and the bare loop's own allocated peak (GiB,
     against the allocation before the state was built; NaN on the CPU)."""
+    case = plan.case
     clock = clock_for(case.device)
     cuda = case.device == "cuda"
     harness: list[float] = []
     bare: list[float] = []
     bare_peak = 0
     start = torch.cuda.memory_allocated() if cuda else 0
-    state = build(case)
+    state = build(plan)
     phases = variants.prepare(state).phases
 
     def window() -> None:
@@ -51,7 +52,7 @@ def _alternate_harness_and_bare(
     return harness, bare, (bare_peak - start) / memory.GIB if cuda else math.nan
 
 
-def measure_overhead(case: Case, *, windows: int = 5, repeats: int = 3) -> dict[str, object]:
+def measure_overhead(plan: Plan, *, windows: int = 5, repeats: int = 3) -> dict[str, object]:
     """The harness against a bare loop of the same train step, on one state, alternated.
 
     The bare loop records one event pair per window of `case.steps` steps and nothing per step;
@@ -59,7 +60,8 @@ def measure_overhead(case: Case, *, windows: int = 5, repeats: int = 3) -> dict[
     times keeps clock ramps and drift from favouring either. The bare loop also records its own
     peak allocation, the plain-loop figure the case's row's `peak_alloc_gib` should match.
     """
-    harness, bare, bare_peak = _alternate_harness_and_bare(case, windows, repeats)
+    case = plan.case
+    harness, bare, bare_peak = _alternate_harness_and_bare(plan, windows, repeats)
     free_device_memory()  # the state built inside is gone once that call returns
     harness_ms, bare_ms = summarize(harness)["median"], summarize(bare)["median"]
     harness_mean = sum(harness) / len(harness)

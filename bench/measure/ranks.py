@@ -14,21 +14,21 @@ from __future__ import annotations
 
 import math
 
-from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import World
-from bench.execution.parallel import PARALLELS
 from bench.faults import TRACEBACK_TEXT
 from bench.measure.runner import global_batch_size, run_case
+from bench.recipes.plan import Plan
 from bench.store import errors
 
 BROKEN = ("error", "oom", "timeout")
 """Statuses after which a rank may have left a collective that its peers joined unanswered."""
 
 
-def skeleton(case: Case, world: World) -> dict[str, object]:
+def skeleton(plan: Plan, world: World) -> dict[str, object]:
     """The row a case gets when the run ends while it runs (`bench.execution.launch` completes
     it)."""
+    case = plan.case
     return {
         "case_id": case.case_id,
         **case.axes(),
@@ -37,7 +37,7 @@ def skeleton(case: Case, world: World) -> dict[str, object]:
         "world_size": world.size,
         **world.place(),
         **place_columns(world.places),
-        "global_batch_size": global_batch_size(case, world.size),
+        "global_batch_size": global_batch_size(plan, world.size),
     }
 
 
@@ -58,11 +58,12 @@ def place_columns(places: list[dict]) -> dict[str, object]:
 
 
 def run_case_on_ranks(
-    case: Case, ceilings: dict[str, float], world: World
+    plan: Plan, ceilings: dict[str, float], world: World
 ) -> tuple[dict, dict[str, list[float]], dict[str, object]]:
     """(row, the slowest rank's samples, extra samples: every rank's totals and the window
     without gradient synchronization). Raises `GroupBroken` when a rank never answers."""
-    row, samples = run_case(case, ceilings, world)
+    case = plan.case
+    row, samples = run_case(plan, ceilings, world)
     if row["status"] in BROKEN and world.run_dir is not None:
         # Should the group break over this case (another rank stuck in a collective this rank
         # never joined, and ended by its watchdog), the launcher finds this rank's own account
@@ -71,7 +72,7 @@ def run_case_on_ranks(
     outcomes = world.exchange((row, samples), f"case {case.case_id}")
     merged = merge(outcomes)
     statuses = {r["status"] for r, _ in outcomes}
-    if PARALLELS[case.parallel].distributed:
+    if plan.parallel.distributed:
         if statuses & set(BROKEN):
             world.renew()  # a collective some rank never joined leaves the group out of step
         else:

@@ -24,7 +24,7 @@ from torch import nn
 from bench.cases.case import Case
 from bench.execution import parallel, variants
 from bench.execution.distributed import World
-from bench.execution.variants import VARIANTS, unsupported_reason
+from bench.execution.variants import unsupported_reason
 from bench.faults import fault
 from bench.measure import memory
 from bench.measure.roofline import (
@@ -37,11 +37,11 @@ from bench.measure.roofline import (
 from bench.measure.stats import is_noisy, phase_columns, summarize
 from bench.measure.timing import clock_for, time_phases, time_repeats
 from bench.recipes import fp8
-from bench.recipes.modes import MODES, Mode, dtype_name, tf32_flags
+from bench.recipes.modes import Mode, dtype_name, tf32_flags
+from bench.recipes.plan import Plan
 from bench.recipes.step import TrainState, build
 from bench.store import results
 from bench.store.schema import Row
-from bench.workloads import registry
 
 
 def free_device_memory(*, compiled: bool = False) -> None:
@@ -93,7 +93,7 @@ class Floor:
 
 
 def _derived_columns(
-    case: Case, samples: dict[str, list[float]], floor: Floor
+    plan: Plan, samples: dict[str, list[float]], floor: Floor
 ) -> dict[str, object]:
     """Statistics of the samples and the figures derived from them. A phase the variant fused
     away (no samples of its own) gets no columns: it was not measured. `tflops` is per GPU: the
@@ -101,12 +101,9 @@ def _derived_columns(
     columns: dict[str, object] = phase_columns(samples)
     total_ms = columns["total_ms"]
     columns["samples_per_s"] = floor.global_batch_size / (total_ms * 1e-3)
-    workload = registry.get(case.model)
-    if workload.unit == "tokens":  # a sample of a token workload is a sequence of them
-        columns["tokens_per_s"] = columns["samples_per_s"] * workload.per_sample(
-            registry.size_of(case)
-        )
-    columns["samples_per_s_per_gpu"] = case.batch_size / (total_ms * 1e-3)
+    if plan.workload.unit == "tokens":  # a sample of a token workload is a sequence of them
+        columns["tokens_per_s"] = columns["samples_per_s"] * plan.workload.per_sample(plan.size)
+    columns["samples_per_s_per_gpu"] = plan.case.batch_size / (total_ms * 1e-3)
     columns["tflops"] = floor.gflop / total_ms  # GFLOP per ms is TFLOP per s
     columns["pct_of_floor"] = floor.floor_ms / total_ms * 100
     for phase in PHASES:
@@ -129,59 +126,58 @@ def _matmul_ceilings(
     return other, {name: low for name, what in plan.items() if what == "converted"}
 
 
-def global_batch_size(case: Case, world_size: int) -> int:
+def global_batch_size(plan: Plan, world_size: int) -> int:
     """Samples one optimizer step consumes: every rank's batch when the ranks train one model
     (weak scaling), the case's batch when each rank trains its own copy (`parallel=none`)."""
-    return case.batch_size * (world_size if parallel.PARALLELS[case.parallel].distributed else 1)
+    return plan.case.batch_size * (world_size if plan.parallel.distributed else 1)
 
 
 def run_case(
-    case: Case, ceilings: dict[str, float], world: World | None = None
+    plan: Plan, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
-    """Measure one case on this rank; returns its flat row and its raw per-phase samples (empty
+    """Measure one case, resolved into its plan (`bench.jobs.plans.resolve`), on this rank; returns its flat row and its raw per-phase samples (empty
     on a fault): `case.repeats` timed windows of `case.steps` samples each, one after another. A
     distributed case also times a window without gradient synchronization, whose samples come
     back under `nosync_<phase>`.
 
     The row is put together here alone, from the columns each step below returns; a case that
     cannot go on ends with the columns it has so far and its status."""
+    case, mode = plan.case, plan.mode
     world = world or World.single(case.device)
-    mode = MODES[case.mode]
-    # A workload that cannot be built here (a package it needs is missing) has no plan, no
-    # counted work and no floors: its row is its reason alone.
-    missing = registry.get(case.model).unsupported_reason() is not None
-    plan = {} if missing else mode.fp8_plan(registry.get(case.model), registry.size_of(case))
-    row = _case_columns(case, mode, plan, world, ceilings)
+    # A workload that cannot be built here (a package it needs is missing) has no float8 plan,
+    # no counted work and no floors: its row is its reason alone.
+    missing = plan.workload.unsupported_reason() is not None
+    linears = {} if missing else mode.fp8_plan(plan.workload, plan.size)
+    row = _case_columns(plan, linears, world, ceilings)
     if missing:
-        return {**row, "status": "unsupported", "error": unsupported_reason(case)}, {}
+        return {**row, "status": "unsupported", "error": unsupported_reason(plan)}, {}
     try:
-        work = step_work(
-            registry.get(case.model), registry.size_of(case), case.batch_size, case.device
-        )
+        work = step_work(plan.workload, plan.size, case.batch_size, case.device)
     except Exception as exc:  # a user's model that cannot run even to be counted: a row
         return {**row, **fault(exc)}, {}
-    row |= _floors(case, mode, plan, work, world, ceilings)
+    row |= _floors(plan, linears, work, world, ceilings)
     with mode.context(case.device):
         row |= tf32_flags()  # as the step's phases set them
-    reason = unsupported_reason(case) or parallel.unsupported_reason(
-        case.parallel, variant=case.variant, world_size=world.size
+    reason = unsupported_reason(plan) or parallel.unsupported_reason(
+        plan.parallel, variant=case.variant, world_size=world.size
     )
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}, {}
-    if parallel.PARALLELS[case.parallel].distributed:
-        comm = parallel.collective_bytes(work.num_params, case.parallel, mode)
+    if plan.parallel.distributed:
+        comm = parallel.collective_bytes(work.num_params, plan.parallel, mode)
         row |= comm_floor_columns(comm, world.size, ceilings)
         row["floor_ms"] += row["comm_floor_ms"]  # the step's floor: its phases' and collectives'
-    measured, samples = _measure(case, mode, world, Floor.of(row))
+    measured, samples = _measure(plan, world, Floor.of(row))
     return {**row, **measured}, samples
 
 
 def _case_columns(
-    case: Case, mode: Mode, plan: dict[str, str], world: World, ceilings: dict[str, float]
+    plan: Plan, linears: dict[str, str], world: World, ceilings: dict[str, float]
 ) -> Row:
     """The columns every row has, an unsupported or failed one's too: the case's axes, its
     status (`ok` until something says otherwise), where it ran, the recipe as it runs and the
     ceilings its floors are built on."""
+    case, mode = plan.case, plan.mode
     return {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
         "case_id": case.case_id,
         **case.axes(),
@@ -190,7 +186,7 @@ def _case_columns(
         "world_size": world.size,
         **world.place(),  # host, node_rank, local_rank
         "nodes": world.nodes,
-        "global_batch_size": global_batch_size(case, world.size),
+        "global_batch_size": global_batch_size(plan, world.size),
         "autocast_dtype": dtype_name(mode.autocast_dtype),
         "param_dtype": dtype_name(mode.param_dtype or torch.float32),
         "scale_loss": mode.scale_loss,
@@ -199,14 +195,13 @@ def _case_columns(
         "ceiling_tflops": ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan),
         "copy_gbps": ceilings["copy_gbps"],
         "optimizer_impl": mode.optimizer_name(case.optimizer),
-        "fp8_linears": fp8.describe(plan),
+        "fp8_linears": fp8.describe(linears),
     }
 
 
 def _floors(
-    case: Case,
-    mode: Mode,
-    plan: dict[str, str],
+    plan: Plan,
+    linears: dict[str, str],
     work: Work,
     world: World,
     ceilings: dict[str, float],
@@ -214,7 +209,8 @@ def _floors(
     """The step's counted work and the floor each phase has on the measured ceilings (matmuls
     at their dtype's, float8's for the Linears the recipe converted; the optimizer and the
     casts at the copy bandwidth). FSDP shards the optimizer's bytes over the ranks."""
-    matmul_tflops, linear_tflops = _matmul_ceilings(mode, plan, ceilings)
+    mode = plan.mode
+    matmul_tflops, linear_tflops = _matmul_ceilings(mode, linears, ceilings)
     columns = floor_columns(
         work,
         matmul_tflops=matmul_tflops,
@@ -222,20 +218,20 @@ def _floors(
         scale_loss=mode.scale_loss,
         copy_gbps=ceilings["copy_gbps"],
         param_bytes=mode.param_bytes,
-        shards=world.size if parallel.PARALLELS[case.parallel].kind == "fsdp" else 1,
+        shards=world.size if plan.parallel.kind == "fsdp" else 1,
     )
     return {**columns, **cast_columns(work, mode, ceilings["copy_gbps"])}
 
 
 def _measure(
-    case: Case, mode: Mode, world: World, floor: Floor
+    plan: Plan, world: World, floor: Floor
 ) -> tuple[dict[str, object], dict[str, list[float]]]:
     """Build the case and measure it: memory in an eager pass, then the timed windows, the
     figures derived from them, what the losses say and, for a distributed case, the window
     without gradient synchronization. Returns the measured columns and the samples; a fault
     is columns with its status (and no samples). Whatever the case held is freed before this
     returns, so the next case starts from what this one found."""
-    variant = VARIANTS[case.variant]
+    case, mode, variant = plan.case, plan.mode, plan.variant
     cuda = case.device == "cuda"
     # Memory still allocated before the case is built (by the caller, or left by an earlier case)
     # is not the case's: it is recorded, and taken out of the case's allocated peaks.
@@ -245,7 +241,7 @@ def _measure(
     s: TrainState | None = None
     prepared: variants.Prepared | None = None
     try:
-        s = build(case, capturable=variant.capture, wrap=_wrapper(case, world))
+        s = build(plan, capturable=variant.capture, wrap=_wrapper(plan, world))
         # Memory first, in an eager pass of its own: it syncs between phases. The peak counters
         # start again after it, for a variant's own peak (`_peaks`).
         eager_memory = memory.measure(s)
@@ -257,11 +253,11 @@ def _measure(
         samples, recompiled = _timed_windows(case, prepared)
         columns["recompiled"] = recompiled
         columns |= _peaks(case, eager_memory, residue)
-        derived = _derived_columns(case, samples, floor)
+        derived = _derived_columns(plan, samples, floor)
         columns |= derived
         scaler = s.scaler if mode.scale_loss else None
         columns |= _loss_columns(prepared.losses, scaler, recompiled=recompiled)
-        if parallel.PARALLELS[case.parallel].distributed:
+        if plan.parallel.distributed:
             synced_ms = derived["fwd_ms"] + derived["bwd_ms"]
             nosync_columns, nosync = _without_sync(s, prepared, synced_ms)
             columns |= nosync_columns
@@ -274,17 +270,17 @@ def _measure(
     return columns, samples
 
 
-def _wrapper(case: Case, world: World) -> Callable[[nn.Module, Mode], nn.Module] | None:
+def _wrapper(plan: Plan, world: World) -> Callable[[nn.Module, Mode], nn.Module] | None:
     """How `build` wraps the model for the case's parallelism (DDP, or FSDP2 over the
     workload's blocks, on the run's data group); None for a case each rank trains alone."""
-    if not parallel.PARALLELS[case.parallel].distributed:
+    if not plan.parallel.distributed:
         return None
     return functools.partial(
         parallel.wrap,
-        parallel=case.parallel,
+        parallel=plan.parallel,
         group=world.data,
-        device=case.device,
-        blocks=lambda model: registry.get(case.model).blocks_of(model, registry.size_of(case)),
+        device=plan.case.device,
+        blocks=lambda model: plan.workload.blocks_of(model, plan.size),
     )
 
 
@@ -360,7 +356,7 @@ def _without_sync(
         "bwd": prepared.phases["bwd"],
         "zero": lambda: s.optimizer.zero_grad(set_to_none=True),
     }
-    with parallel.gradient_sync_off(s.wrapper, case.parallel):
+    with parallel.gradient_sync_off(s.wrapper, s.plan.parallel):
         nosync = time_phases(phases, warmup=1, steps=case.steps, clock=clock_for(case.device))
     unsynced = summarize(nosync["fwd"])["median"] + summarize(nosync["bwd"])["median"]
     columns = {
@@ -372,8 +368,8 @@ def _without_sync(
     return columns, {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
 
 
-def rederive(case: Case, row: Row, samples: dict[str, list[float]]) -> Row:
+def rederive(plan: Plan, row: Row, samples: dict[str, list[float]]) -> Row:
     """`row` with its statistics and the figures derived from them recomputed over `samples`:
     a case timed in several rounds (`bench.jobs.suite`) gets its row from its last round and
     its statistics from the windows of every round."""
-    return {**row, **_derived_columns(case, samples, Floor.of(row))}
+    return {**row, **_derived_columns(plan, samples, Floor.of(row))}

@@ -2,13 +2,15 @@
 
 A card says what a mode is (its kind of recipe, its low-precision dtype, whether it scales the
 loss, what it changes in the model), how it is shown (its words, its colour) and what the others
-are measured against (the float32 reference, the speedup baselines, the headline mode). The torch
-side of a recipe (`bench.recipes.modes.Mode`) is built from its card, and publishing reads the
-cards directly, so reports and plots need no torch.
+are measured against (the float32 reference, the speedup baselines, the headline mode). Its torch
+side is a method (`ModeCard.recipe`: the `bench.recipes.modes.Mode` the card resolves to), and
+publishing reads the cards directly, so reports and plots need no torch. The Adam implementations
+a case may name (`OPTIMIZERS`) are a table here too.
 
 Nothing outside this table branches on a mode's name: code asks a card (`card.scale_loss`,
-`card.changes_model`) or the table (`reference()`, `headline()`, `fp16_pair()`), so a new mode is a
-new card here (and its recipe's torch details, if any, in `bench.recipes.modes`).
+`card.changes_model`) or the table (`reference()`, `headline()`, `fp16_pair()`), so a new mode is
+a new card here. A card refuses, when it is made, a recipe torch would refuse when it runs
+(`ModeCard.__post_init__`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from __future__ import annotations
 import colorsys
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.recipes.modes import Mode
+
+LOW_DTYPES = ("float16", "bfloat16")
+"""The dtypes a card's `low_dtype` may name for an autocast or a cast recipe (a float8 recipe's
+is `float8`)."""
 
 KINDS = {
     "float32": "float32 throughout (the reference, or TF32's 10-bit-mantissa matmuls)",
@@ -59,6 +69,9 @@ class ModeCard:
     against (fp16 without a scaler against fp16 with one; pure bf16 against bf16 autocast)."""
     roles: frozenset[str] = field(default_factory=frozenset)
     """Keys of `ROLES`."""
+    in_default_grid: bool = True
+    """Run when no `--modes` are given (a timing run's grid, the numerics study). A recipe kept
+    for the question it answers, not for every run, is run only when asked for."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -66,6 +79,36 @@ class ModeCard:
         unknown = set(self.roles) - set(ROLES)
         if unknown:
             raise ValueError(f"mode {self.name!r}: unknown role {sorted(unknown)[0]!r}")
+        why = self._refused()
+        if why is not None:
+            raise ValueError(f"mode {self.name!r}: {why}")
+
+    def _refused(self) -> str | None:
+        """What of this recipe torch (or torchao) would refuse when it runs, or None."""
+        wants_low = self.kind in ("autocast", "cast")
+        if wants_low and self.low_dtype not in LOW_DTYPES:
+            return f"kind {self.kind} needs low_dtype, one of {', '.join(LOW_DTYPES)}"
+        if not wants_low and self.kind != "float8" and self.low_dtype is not None:
+            return f"kind {self.kind} runs no low dtype (low_dtype={self.low_dtype!r})"
+        if (self.kind == "float8") != (self.fp8_recipe is not None):
+            return "fp8_recipe goes with kind float8, and kind float8 needs one"
+        if self.kind == "cast" and self.low_dtype == "float16" and self.scale_loss:
+            # GradScaler.unscale_ raises "Attempting to unscale FP16 gradients": it keeps the
+            # unscaled gradients in the parameters' dtype, where float16 would overflow again.
+            return "GradScaler cannot unscale float16 gradients: a cast to float16 scales no loss"
+        if self.stochastic_round and (self.kind, self.low_dtype) != ("cast", "bfloat16"):
+            # torchao's _AdamW rounds stochastically into bfloat16 parameters only.
+            return "stochastic_round needs kind cast with low_dtype bfloat16"
+        if self.baseline is not None and self.baseline == self.name:
+            return "a mode is not its own baseline"
+        return None
+
+    def recipe(self) -> Mode:
+        """The torch side of this mode (`bench.recipes.modes.Mode`), built once per card."""
+        # Deferred: torch is imported only by what trains; modes imports this table.
+        from bench.recipes import modes
+
+        return modes.recipe(self)
 
     @property
     def changes_model(self) -> bool:
@@ -150,6 +193,19 @@ _CARDS = (
         stochastic_round=True,
         baseline="bf16-pure",
     ),
+    # Pure fp16: parameters, gradients and Adam's state in float16, no master weights and no
+    # scaler (GradScaler cannot unscale float16 gradients). Small gradients flush to zero below
+    # 2**-24 and Adam's eps (1e-8) rounds to zero in float16: asked for, to show why fp16 needs
+    # autocast's float32 master weights, not in every run.
+    ModeCard(
+        name="fp16-pure",
+        label="pure fp16",
+        kind="cast",
+        colour="#e7969c",
+        low_dtype="float16",
+        baseline="fp16-amp-noscale",
+        in_default_grid=False,
+    ),
     # float8 Linears (torchao) inside bf16 autocast, float32 master weights: e4m3 for inputs and
     # weights, e5m2 for the output gradients, scales from each tensor's (or row's) amax.
     ModeCard(
@@ -174,6 +230,55 @@ _CARDS = (
 
 CARDS: dict[str, ModeCard] = {c.name: c for c in _CARDS}
 """Every mode, in the order of reports and the default grid."""
+
+
+def register(new: ModeCard) -> ModeCard:
+    """Add a mode to the table (a test's, or a user's who imports this before the run): it is
+    then a choice of `--modes` and runs like every row. A name the table has is refused."""
+    if new.name in CARDS:
+        raise ValueError(f"mode {new.name!r} is in the table already")
+    CARDS[new.name] = new
+    return new
+
+
+def default_modes() -> tuple[str, ...]:
+    """The modes run when none are asked for, in table order."""
+    return tuple(name for name, c in CARDS.items() if c.in_default_grid)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Optimizer:
+    """An Adam implementation a case may name (its `optimizer` axis); `bench.recipes.modes`
+    builds it with these keyword arguments."""
+
+    name: str
+    adam: dict[str, bool]
+    """Keyword arguments of `torch.optim.Adam` that choose the implementation."""
+    why: str
+    """What it does differently, in words (and why a row's timings differ)."""
+
+
+OPTIMIZERS: dict[str, Optimizer] = {
+    o.name: o
+    for o in (
+        # GradScaler's step() reads found_inf on the host before calling step(): a device sync
+        # that real training pays too.
+        Optimizer(
+            name="foreach",
+            adam={"foreach": True},
+            why="PyTorch's default multi-tensor kernels",
+        ),
+        # It takes GradScaler's scale and found_inf as tensors, unscales and skips on the device,
+        # with no host sync. Its step counters live on the device already, but a CUDA graph
+        # capture of step() still asks for capturable=True.
+        Optimizer(
+            name="fused",
+            adam={"fused": True},
+            why="one kernel per group of tensors, no host sync under GradScaler",
+        ),
+    )
+}
+"""The Adam implementations by name, in the order `--help` shows them."""
 
 
 def card(name: str) -> ModeCard | None:

@@ -1,20 +1,21 @@
-"""Precision modes as data: each row of `MODES` owns its whole recipe.
+"""The torch side of a precision mode: `Mode`, which a card of the mode table resolves to
+(`bench.recipes.catalog.ModeCard.recipe`), owns the whole recipe.
 
 A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
 conversion of its Linears), which context each phase of the step runs in (TF32 for float32
 matmuls, and autocast around the forward pass), whether the loss is scaled by
-`torch.amp.GradScaler`, and it builds the optimizer (from `OPTIMIZERS`, or torchao's AdamW with
+`torch.amp.GradScaler`, and it builds the optimizer (an Adam of `catalog.OPTIMIZERS`, or torchao's AdamW with
 stochastic rounding), and says why it cannot run on a machine (torchao missing, no float8 GPU). The
 one train step (`bench.recipes.step`) and every caller use only these methods: adding a mode is
-adding a row:
-its card in `bench.recipes.catalog` (the torch-free table every mode is defined in) and, where
-the card's fields do not say it, its torch details here. Nothing else branches on a mode's name.
+adding a card to `bench.recipes.catalog` (the torch-free table every mode is defined in), whose
+fields say everything here. Nothing else branches on a mode's name.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+import functools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,28 +23,10 @@ import torch
 from torch import nn
 
 from bench.recipes import fp8
-from bench.recipes.catalog import CARDS, ModeCard
+from bench.recipes.catalog import CARDS, OPTIMIZERS, ModeCard
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
-
-OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
-    # PyTorch's default multi-tensor kernels. With GradScaler, scaler.step() reads found_inf on
-    # the host before calling step(): a device sync that real training pays too.
-    "foreach": lambda params, lr, capturable: torch.optim.Adam(
-        params, lr=lr, foreach=True, capturable=capturable
-    ),
-    # One kernel per group of tensors; it takes GradScaler's scale and found_inf as tensors,
-    # unscales and skips on the device, with no host sync. Its step counters live on the device
-    # already, but a CUDA graph capture of step() still asks for capturable=True.
-    "fused": lambda params, lr, capturable: torch.optim.Adam(
-        params, lr=lr, fused=True, capturable=capturable
-    ),
-}
-"""Adam implementations by name: `optimizer` axis of a case -> a factory (params, lr,
-capturable). `capturable` keeps every piece of optimizer state on the device, as a CUDA graph
-capture of the step needs."""
-
 
 def dtype_name(dtype: torch.dtype | None) -> str:
     """`float16` for torch.float16; `none` for None (as rows and reports write dtypes)."""
@@ -144,7 +127,9 @@ class Mode:
 
             # weight_decay 0: the same update as torch's Adam, which the other modes run.
             return _AdamW(params, lr=lr, weight_decay=0.0, bf16_stochastic_round=True)
-        return OPTIMIZERS[name](params, lr, capturable)
+        # `capturable` keeps every piece of Adam's state on the device, as a CUDA graph capture
+        # of the step needs.
+        return torch.optim.Adam(params, lr=lr, capturable=capturable, **OPTIMIZERS[name].adam)
 
     def scaler(self, device: str) -> torch.amp.GradScaler:
         """GradScaler, enabled only when the mode scales the loss (otherwise scale() returns the
@@ -175,8 +160,9 @@ _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 """A card's dtype names -> torch dtypes."""
 
 
-def _recipe(card: ModeCard) -> Mode:
-    """The torch side of a mode, from its card (`bench.recipes.catalog`)."""
+@functools.cache
+def recipe(card: ModeCard) -> Mode:
+    """The torch side of a mode, from its card (`bench.recipes.catalog`), one per card."""
     return Mode(
         name=card.name,
         autocast_dtype=_DTYPES.get(card.autocast_dtype or ""),
@@ -189,8 +175,22 @@ def _recipe(card: ModeCard) -> Mode:
     )
 
 
-MODES: dict[str, Mode] = {name: _recipe(c) for name, c in CARDS.items()}
-"""Every mode's recipe, in the catalog's order."""
+class _Recipes(Mapping[str, Mode]):
+    """The mode table's rows as recipes, read live (a card registered later is here too): for
+    code that holds a mode's name, not a plan (`bench.recipes.plan`)."""
+
+    def __getitem__(self, name: str) -> Mode:
+        return CARDS[name].recipe()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CARDS)
+
+    def __len__(self) -> int:
+        return len(CARDS)
+
+
+MODES: Mapping[str, Mode] = _Recipes()
+"""Every mode's recipe by name, in the table's order."""
 
 
 def tf32_flags() -> dict[str, bool]:

@@ -1,7 +1,8 @@
 """The one train step every mode runs, split into its three timed phases.
 
-The case's workload (`bench.workloads`) gives the model, its synthetic batch and its loss; a
-mode's recipe (`bench.recipes.modes.Mode`) decides everything that differs between modes: the
+A case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which
+gives the model, its synthetic batch and its loss, and its mode's recipe
+(`bench.recipes.modes.Mode`), which decides everything that differs between modes: the
 model's preparation, the precision context of each phase, the scaler and the optimizer.
 GradScaler is a no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss
 and `scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
@@ -17,20 +18,19 @@ import torch
 from torch import nn
 
 from bench.cases.case import Case
-from bench.recipes.modes import MODES, Mode
-from bench.workloads import registry
+from bench.recipes.modes import Mode
+from bench.recipes.plan import Plan
 
 
 @dataclass
 class TrainState:
     """Everything one case trains: model, optimizer, scaler and the current batch.
 
-    `mode` is the recipe the state was built with and is never changed; `as_mode` gives a second
-    state over the same model and batch for another mode (the numerics census compares modes on
-    the same weights)."""
+    Its plan's mode is the recipe the state was built with and is never changed; `as_mode` gives
+    a second state over the same model and batch for another mode (the numerics census compares
+    modes on the same weights)."""
 
-    case: Case
-    mode: Mode
+    plan: Plan
     model: nn.Module
     """The workload's model as the mode prepared it (a float8 recipe's Linears converted),
     outside any DDP or FSDP2 wrapper."""
@@ -49,39 +49,43 @@ class TrainState:
     """The DDP or FSDP2 module that `compute` calls in a distributed case
     (`bench.execution.parallel`); `model` is the workload's model inside it."""
 
-    def as_mode(self, name: str, scaler: torch.amp.GradScaler | None = None) -> TrainState:
-        """A view of this state under another mode of `MODES`, sharing model, optimizer and batch;
-        its scaler is `scaler`, or a fresh one of that mode."""
-        mode = MODES[name]
+    @property
+    def case(self) -> Case:
+        return self.plan.case
+
+    @property
+    def mode(self) -> Mode:
+        return self.plan.mode
+
+    def as_mode(self, mode: Mode, scaler: torch.amp.GradScaler | None = None) -> TrainState:
+        """A view of this state under another recipe, sharing model, optimizer and batch; its
+        scaler is `scaler`, or a fresh one of that mode."""
         return dataclasses.replace(
             self,
-            case=dataclasses.replace(self.case, mode=name),
-            mode=mode,
+            plan=self.plan.with_mode(mode),
             scaler=scaler if scaler is not None else mode.scaler(self.case.device),
         )
 
 
 def build(
-    case: Case,
-    mode: Mode | None = None,
+    plan: Plan,
     *,
     capturable: bool = False,
     wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
 ) -> TrainState:
-    """The workload's model, optimizer (case.lr), scaler and a synthetic batch for one case,
-    seeded.
+    """The workload's model, optimizer (case.lr), scaler and a synthetic batch for one case's
+    plan, seeded.
 
-    `mode` replaces the case's own recipe (`MODES[case.mode]`); the numerics audit uses it for
-    recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
+    The plan's mode may be one the mode table has not (`Plan.with_mode`): the numerics audit
+    tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
     state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
     prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the optimizer sees
     its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
     so ranks of a distributed case train on equal batches, which is all a timing needs."""
     # First, before anything draws: a workload whose init uses the global generator (the MLP,
     # through torch's default init) gets the same weights as every run before workloads.
+    case, mode, workload, size = plan.case, plan.mode, plan.workload, plan.size
     torch.manual_seed(case.seed)
-    mode = mode or MODES[case.mode]
-    workload, size = registry.get(case.model), registry.size_of(case)
     model = workload.build(size, case.device, case.seed)
     if case.init_scale != 1.0:
         with torch.no_grad():
@@ -101,7 +105,7 @@ def build(
 
     scaler = mode.scaler(case.device)
     wrapper = net if wrap is not None else None
-    return TrainState(case, mode, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
+    return TrainState(plan, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,6 +14,7 @@ import torch
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import TRACEBACK_TEXT, fault
+from bench.jobs.plans import resolve  # the study resolves its cases in its own workers
 from bench.numerics.measure.grads import DtypeTrace, capture, chained
 from bench.numerics.measure.tables import (
     ACTIVATION,
@@ -68,7 +69,7 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
     A tensor row is {mode, kind, module, state, phase, tensor, dtype}
     (`bench.numerics.measure.tables`); an op row is {mode, phase, op, inputs, outputs}, one per
     aten op of a whole step."""
-    s = build(case)
+    s = build(resolve(case))
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)
     with DtypeTrace() as trace:
@@ -140,7 +141,7 @@ def error_paths(case: Case) -> list[dict]:
             autocast_dtype=autocast_dtype,
             param_dtype=param_dtype,
         )
-        s = build(dataclasses.replace(case, mode=scaled, optimizer=optimizer), mode)
+        s = build(resolve(dataclasses.replace(case, mode=scaled, optimizer=optimizer), mode))
         row = {
             "param_dtype": dtype_name(param_dtype),
             "autocast_dtype": dtype_name(autocast_dtype),
@@ -189,7 +190,7 @@ def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict
     tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
     for mode in modes:
         mode_case = dataclasses.replace(case, mode=mode)
-        reason = unsupported_reason(mode_case)
+        reason = unsupported_reason(resolve(mode_case))
         if reason is not None:
             skipped[mode] = reason
             continue

@@ -22,6 +22,7 @@ from bench import quiet
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
+from bench.jobs.plans import resolve  # the study resolves its cases in its own workers
 from bench.numerics.measure import training
 from bench.recipes import catalog
 
@@ -76,7 +77,7 @@ def run_job(job: Job) -> dict[str, list[dict]]:
     with its traceback (`bench.faults.fault`) for the study to keep in its folder."""
     c = job.case
     row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
-    reason = unsupported_reason(c)
+    reason = unsupported_reason(resolve(c))
     if reason is not None:  # torchao missing, or no float8 GPU: a row that says so
         return {"failed": [{**row, "status": "unsupported", "error": reason}]}
     try:

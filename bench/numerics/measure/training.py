@@ -23,6 +23,7 @@ import torch
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
+from bench.jobs.plans import resolve  # the study resolves its cases in its own workers
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.numerics.measure.grads import capture
@@ -177,7 +178,7 @@ def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, fl
 
 
 def _step_ms(case: Case, task: Task) -> float:
-    s = build(case)
+    s = build(resolve(case))
     s.x, s.y = task.sample(case.batch_size, 0)
     samples = time_phases(
         {"step": lambda: train_step(s)}, warmup=5, steps=20, clock=clock_for(case.device)
@@ -213,7 +214,7 @@ def convergence(
     }
     step_ms = _step_ms(case, task)
     xh, yh = task.sample(heldout, HELDOUT_STREAM)
-    s = build(case)
+    s = build(resolve(case))
     init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
     losses, scales, evals, traces = [], [], [], []
     for step in range(steps + 1):
@@ -263,7 +264,7 @@ def census_trajectory(
     if case.mode != scaled:
         raise ValueError(f"the census trajectory trains with {scaled}, got mode {case.mode!r}")
     task = registry.get(case.model).make_task(registry.size_of(case), case.seed, noise, case.device)
-    s = build(case)
+    s = build(resolve(case))
     census_rows, hist_rows, fate_rows, failed_rows = [], [], [], []
     last = max(checkpoints)
     for step in range(last + 1):
@@ -274,16 +275,16 @@ def census_trajectory(
             with torch.no_grad():
                 _, loss = forward(s)
             axes = {"batch_size": case.batch_size, "step": step, "loss_scale": scale}
-            ref = capture(s.as_mode(reference()))
+            ref = capture(s.as_mode(MODES[reference()]))
             for name in CENSUS_MODES:
                 # The scaled mode uses the trajectory's scaler, so its current scale; the others
                 # get a scaler of their own mode, which does not scale.
-                view = s.as_mode(name, scaler=s.scaler if s.mode.name == name else None)
+                view = s.as_mode(MODES[name], scaler=s.scaler if s.mode.name == name else None)
                 cap = capture(view)
                 used = scale if view.mode.scale_loss else 1.0
                 census_rows += _census_rows(cap, ref, {**axes, "mode": name}, used, loss)
             for name in OWN_MODEL_CENSUS_MODES:
-                if unsupported_reason(dataclasses.replace(case, mode=name)) is not None:
+                if unsupported_reason(resolve(dataclasses.replace(case, mode=name))) is not None:
                     continue
                 try:
                     cap = capture(_with_weights(case, name, s))
@@ -336,7 +337,7 @@ def census_trajectory(
 def _with_weights(case: Case, mode: str, s: TrainState) -> TrainState:
     """A state of `mode` (its own model: bf16 parameters, float8 Linears) holding the weights of
     `s`'s model and its batch."""
-    other = build(dataclasses.replace(case, mode=mode))
+    other = build(resolve(dataclasses.replace(case, mode=mode)))
     fp8.copy_weights(other.model, s.model)
     other.x, other.y = s.x, s.y
     return other

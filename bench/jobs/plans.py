@@ -1,0 +1,29 @@
+"""The job boundary: a case (names) resolved into its plan (objects), once
+(`bench.recipes.plan.Plan`). Every job resolves its cases here and hands the plans down; nothing
+below looks a workload, a mode, a variant or a parallelism up by name."""
+
+from __future__ import annotations
+
+from bench.cases.axes import PARALLELS, VARIANTS
+from bench.cases.case import Case
+from bench.recipes.catalog import CARDS
+from bench.recipes.modes import Mode
+from bench.recipes.plan import Plan
+from bench.workloads import registry
+
+
+def resolve(case: Case, mode: Mode | None = None) -> Plan:
+    """The plan of `case`: its workload and size, its mode's recipe (or `mode`, a recipe the
+    table has not), its variant and its parallelism. A bad model name is one line
+    (`bench.faults.UsageError`, from the registry)."""
+    workload = registry.get(case.model)
+    if mode is None:
+        mode = CARDS[case.mode].recipe()
+    return Plan(
+        case=case,
+        workload=workload,
+        size=workload.size_of(case),
+        mode=mode,
+        variant=VARIANTS[case.variant],
+        parallel=PARALLELS[case.parallel],
+    )
