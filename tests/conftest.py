@@ -16,10 +16,11 @@ import torch
 
 from bench import quiet
 from bench.cases import case as case_module
-from bench.cases import choices
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.recipes.modes import MODES, OPTIMIZERS
+from bench.recipes.catalog import OPTIMIZERS
+from bench.recipes.modes import MODES
+from bench.workloads import catalog as workload_catalog
 from bench.workloads.catalog import MLP as mlp_catalog
 from bench.workloads.mlp import PRESETS
 
@@ -97,7 +98,7 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
         )
     models = opt("--ampbench-models")
     out["models"] = (
-        _names("--ampbench-models", models, choices.WORKLOADS) if models is not None else None
+        _names("--ampbench-models", models, workload_catalog.CARDS) if models is not None else None
     )
     modes = opt("--ampbench-modes")
     out["modes"] = _names("--ampbench-modes", modes, MODES) if modes is not None else None

@@ -34,13 +34,13 @@ def main() -> int:
     faults = [f.split("|") for f in os.environ.get("AMPBENCH_TEST_FAULTS", "").split(";") if f]
     real_build = runner.build
 
-    def build(case, **kwargs):
+    def build(plan, **kwargs):
         for kind, case_id, on_rank in faults:
-            if case.case_id == case_id and rank == int(on_rank):
+            if plan.case.case_id == case_id and rank == int(on_rank):
                 if kind == "error":
                     raise RuntimeError(f"injected fault on rank {rank}")
                 time.sleep(3600)  # a stalled rank: torchrun ends it when the others give up
-        return real_build(case, **kwargs)
+        return real_build(plan, **kwargs)
 
     runner.build = build
     finalized = os.environ.get("AMPBENCH_TEST_FINALIZED")

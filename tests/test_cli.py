@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from bench import cli
-from bench.cases import choices
 from bench.cli import command_line as _command_line
 from bench.cli import main
 from bench.faults import UsageError, fault_status
@@ -255,11 +254,11 @@ def test_ctrl_c_is_one_line_with_the_resume_command(tmp_path, capsys, monkeypatc
     real = runner.run_case
     calls = []
 
-    def interrupted_on_third(case, ceilings):
-        calls.append(case)
+    def interrupted_on_third(plan, ceilings):
+        calls.append(plan)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(case, ceilings)
+        return real(plan, ceilings)
 
     monkeypatch.setattr(runner, "run_case", interrupted_on_third)
     assert _run(tmp_path) == 130
@@ -277,7 +276,7 @@ def test_relative_paths_are_taken_from_the_callers_directory(tmp_path, monkeypat
 
 
 def test_a_run_where_no_case_passes_says_so_and_exits_1(tmp_path, monkeypatch):
-    def broken(case, **kwargs):
+    def broken(plan, **kwargs):
         raise RuntimeError("no")
 
     monkeypatch.setattr(runner, "build", broken)
@@ -549,24 +548,19 @@ def test_a_tag_ends_the_folder_name_of_a_run_and_a_maxbatch(tmp_path):
     assert _only_folder(tmp_path / "m").name.endswith("_maxbatch_t1")
 
 
-def test_the_parsers_choices_are_the_registries():
-    from bench.execution import parallel, variants
-    from bench.measure import stats
-    from bench.publish import export
-    from bench.recipes import modes
-    from bench.workloads import mlp as model
-    from bench.workloads import registry
+def test_the_parsers_choices_are_the_tables():
+    """Each option's choices are read from its table, not a copy: the help names every row, and
+    `--format`'s choices are the formats table's keys."""
+    from bench.cases import axes
+    from bench.publish import formats
+    from bench.recipes import catalog
 
-    assert tuple(modes.MODES) == choices.MODES
-    assert tuple(modes.OPTIMIZERS) == choices.OPTIMIZERS
-    assert tuple(model.PRESETS) == choices.PRESETS
-    assert tuple(registry.ZOOS) == choices.ZOOS
-    assert tuple(variants.VARIANTS) == choices.VARIANTS
-    assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
-    assert tuple(parallel.PARALLELS) == choices.PARALLELS
-    assert choices.EXPORT_FORMATS == export.FORMATS
-    # The verdicts' defaults are defined once, in choices, and read by the verdicts.
-    assert stats.MIN_EFFECT is choices.MIN_EFFECT and stats.CONFIDENCE is choices.CONFIDENCE
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    fmt = next(a for a in sub.choices["export"]._actions if a.dest == "format")
+    assert fmt.choices == tuple(formats.FORMATS)
+    shown = " ".join(sub.choices["maxbatch"].format_help().split())
+    for table in (catalog.CARDS, catalog.OPTIMIZERS, axes.VARIANTS):
+        assert all(name in shown for name in table), table
 
 
 # Quick help: parsing and reading folders import no torch.

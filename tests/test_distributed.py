@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 import torch
 
+from bench.cases.axes import PARALLELS
 from bench.cli import main
 from bench.execution import launch
-from bench.execution.parallel import PARALLELS, collective_bytes
+from bench.execution.parallel import collective_bytes
 from bench.faults import UsageError
 from bench.measure.ranks import merge
 from bench.measure.roofline import comm_floor_columns
@@ -237,15 +238,17 @@ def test_merge_keeps_the_slowest_rank_and_names_failures_first():
 
 def test_the_collective_floor_follows_nccl_tests():
     n = 1_000_000
-    ddp = collective_bytes(n, "ddp", MODES["bf16-amp"])
+    ddp = collective_bytes(n, PARALLELS["ddp"], MODES["bf16-amp"])
     assert ddp == {"all_reduce": 4e6, "reduce_scatter": 0.0, "all_gather": 0.0}
-    fsdp = collective_bytes(n, "fsdp-bf16", MODES["bf16-amp"])
+    fsdp = collective_bytes(n, PARALLELS["fsdp-bf16"], MODES["bf16-amp"])
     assert fsdp == {"all_reduce": 0.0, "reduce_scatter": 2e6, "all_gather": 4e6}  # 2 × bf16
-    assert collective_bytes(n, "fsdp", MODES["fp32"])["all_gather"] == 8e6  # 2 × float32
+    assert collective_bytes(n, PARALLELS["fsdp"], MODES["fp32"])["all_gather"] == 8e6  # 2 × float32
     # Pure bf16: DDP all-reduces the bf16 gradients as they are, FSDP2 gathers bf16 parameters.
-    assert collective_bytes(n, "ddp", MODES["bf16-pure"])["all_reduce"] == 2e6
-    assert collective_bytes(n, "fsdp", MODES["bf16-pure"])["all_gather"] == 4e6
-    assert collective_bytes(n, "fsdp", MODES["bf16-pure"])["reduce_scatter"] == 4e6  # float32
+    assert collective_bytes(n, PARALLELS["ddp"], MODES["bf16-pure"])["all_reduce"] == 2e6
+    assert collective_bytes(n, PARALLELS["fsdp"], MODES["bf16-pure"])["all_gather"] == 4e6
+    assert (
+        collective_bytes(n, PARALLELS["fsdp"], MODES["bf16-pure"])["reduce_scatter"] == 4e6
+    )  # float32
     ceilings = {"all_reduce_busbw_gbps": 100.0}
     cols = comm_floor_columns(ddp, 2, ceilings)
     # 4 MB all-reduced on 2 ranks: 2(n-1)/n = 1 bus byte per byte, at 100 GB/s: 0.04 ms.
@@ -295,10 +298,10 @@ def test_a_ddp_case_leaves_nothing_allocated_for_the_next(tmp_path):
 def test_what_cannot_run_distributed_says_why():
     from bench.execution.parallel import unsupported_reason
 
-    assert unsupported_reason("none", variant="cudagraph", world_size=2) is None
-    assert "several ranks" in unsupported_reason("fsdp", variant="eager", world_size=1)
-    assert "eager only" in unsupported_reason("ddp", variant="cudagraph", world_size=2)
-    assert unsupported_reason("ddp-bf16", variant="eager", world_size=2) is None
+    assert unsupported_reason(PARALLELS["none"], variant="cudagraph", world_size=2) is None
+    assert "several ranks" in unsupported_reason(PARALLELS["fsdp"], variant="eager", world_size=1)
+    assert "eager only" in unsupported_reason(PARALLELS["ddp"], variant="cudagraph", world_size=2)
+    assert unsupported_reason(PARALLELS["ddp-bf16"], variant="eager", world_size=2) is None
 
 
 def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):

@@ -62,10 +62,10 @@ def test_a_row_keeps_its_traceback_in_a_file_it_names(tmp_path):
 def test_a_failed_case_keeps_its_traceback_in_the_run_folder(monkeypatch, tmp_path, cpu_ceilings):
     real_build = runner.build
 
-    def broken_for_bf16(case, **kwargs):
-        if case.mode == "bf16-amp":
+    def broken_for_bf16(plan, **kwargs):
+        if plan.case.mode == "bf16-amp":
             raise RuntimeError("cuBLAS said no\nsecond line")
-        return real_build(case, **kwargs)
+        return real_build(plan, **kwargs)
 
     monkeypatch.setattr(runner, "build", broken_for_bf16)
     cases = [tiny_case(mode=m) for m in ("fp32", "bf16-amp")]
@@ -103,10 +103,10 @@ def test_a_case_that_failed_on_several_ranks_keeps_each_ranks_traceback(tmp_path
 def test_a_failed_trial_keeps_its_traceback(monkeypatch, tmp_path):
     real_build = maxbatch.build
 
-    def build(case, **kwargs):
-        if case.batch_size > 8:
+    def build(plan, **kwargs):
+        if plan.case.batch_size > 8:
             raise IndexError("index out of range in self")
-        return real_build(case, **kwargs)
+        return real_build(plan, **kwargs)
 
     monkeypatch.setattr(maxbatch, "build", build)
     cfg = MaxBatchConfig(device="cpu", preset="tiny", modes=("fp32",), start=8, limit=16)
@@ -264,7 +264,7 @@ def _run(results_dir, *extra):
 def test_debug_raises_the_first_fault_and_is_on_only_while_the_command_runs(monkeypatch, tmp_path):
     seen = []
 
-    def broken(case, **kwargs):
+    def broken(plan, **kwargs):
         seen.append(debugging())
         raise RuntimeError("look here")
 

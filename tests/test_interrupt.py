@@ -25,11 +25,11 @@ TINY += ["--optimizers", "fused", "--steps", "2", "--warmup", "0", "--no-overhea
 def _stopped_on_third(monkeypatch, exc: type[BaseException]) -> None:
     real, calls = runner.run_case, []
 
-    def stopped(case, ceilings):
-        calls.append(case)
+    def stopped(plan, ceilings):
+        calls.append(plan)
         if len(calls) == 3:
             raise exc
-        return real(case, ceilings)
+        return real(plan, ceilings)
 
     monkeypatch.setattr(runner, "run_case", stopped)
 
@@ -72,11 +72,11 @@ WORKER = textwrap.dedent(
 
     real, calls = runner.run_case, []
 
-    def slow_second(case, ceilings):
-        calls.append(case)
+    def slow_second(plan, ceilings):
+        calls.append(plan)
         if len(calls) == 2:
-            time.sleep(120)  # the test sends SIGTERM while this case runs
-        return real(case, ceilings)
+            time.sleep(120)  # the test sends SIGTERM while this plan.case runs
+        return real(plan, ceilings)
 
     runner.run_case = slow_second
     sys.exit(main(sys.argv[1:]))

@@ -41,6 +41,8 @@ ALLOWED_UP = {
     # The torch-free mode table is data every layer reads, the store's loader included (the
     # speedup columns divide by the modes whose card says so).
     ("store", "recipes.catalog"),
+    # The store's migration names an old row's sizes as the workload's card does.
+    ("store", "workloads.catalog"),
     ("cases", "recipes.catalog"),
     # So is the workloads' torch-free table: a case is checked against the presets the
     # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
@@ -54,9 +56,8 @@ ALLOWED_UP = {
     ("numerics.render", "publish.tables"),
     # ... and writes its figures as every figure is written (a PNG of 256 colours).
     ("numerics.render", "publish.figures"),
-    # No upward import inside a function is listed: a case is checked against the registries'
-    # torch-free names (`bench.cases.choices`), and what needs a registry is asked above it
-    # (`bench.workloads.registry.size_of`, `bench.jobs.configs`).
+    # No upward import inside a function is listed: a case is checked against the torch-free
+    # tables, and what needs a registry is resolved above it (`bench.jobs.plans.resolve`).
 }
 
 VERDICTS_IMPORT = {"store", "recipes.catalog"}

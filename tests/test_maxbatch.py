@@ -65,10 +65,10 @@ def test_what_stopped_the_search_is_named():
 def test_end_to_end_against_a_fake_allocator(monkeypatch, tmp_path):
     real_build = maxbatch.build
 
-    def build(case, **kwargs):
-        if case.batch_size > 40:
+    def build(plan, **kwargs):
+        if plan.case.batch_size > 40:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real_build(case, **kwargs)
+        return real_build(plan, **kwargs)
 
     monkeypatch.setattr(maxbatch, "build", build)
     cfg = MaxBatchConfig(
@@ -149,10 +149,10 @@ def test_an_unsupported_mode_beside_one_that_trains():
 def test_an_interrupted_search_says_so_and_claims_no_limit(monkeypatch, tmp_path, capsys):
     real_build = maxbatch.build
 
-    def build(case, **kwargs):
-        if case.batch_size > 16:
+    def build(plan, **kwargs):
+        if plan.case.batch_size > 16:
             raise KeyboardInterrupt  # Ctrl-C in the middle of the search
-        return real_build(case, **kwargs)
+        return real_build(plan, **kwargs)
 
     monkeypatch.setattr(maxbatch, "build", build)
     argv = ["maxbatch", "--device", "cpu", "--preset", "tiny", "--modes", "fp32"]

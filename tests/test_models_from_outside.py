@@ -14,6 +14,7 @@ from torch import nn
 
 from bench.cli.main import main
 from bench.execution.variants import unsupported_reason
+from bench.jobs.plans import resolve
 from bench.numerics.measure import tables
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
@@ -103,7 +104,7 @@ def test_a_users_model_trains_in_every_cpu_mode_and_is_studied(factory, tmp_path
         case = make_case(
             spec, "default", mode=mode, optimizer="foreach", batch_size=2, device="cpu"
         )
-        assert torch.isfinite(train_step(build(case)))
+        assert torch.isfinite(train_step(build(resolve(case))))
     study = ["numerics", "--device", "cpu", "--model", spec, "--modes", "fp32,fp16-amp"]
     study += ["--census-batch-sizes", "1", "--checkpoints", "0,2", "--histogram-batch", "1"]
     study += ["--conv-batch-sizes", "2", "--seeds", "0", "--steps", "4", "--long-steps", "0"]
@@ -210,7 +211,7 @@ def test_a_head_ampbench_cannot_feed_is_an_unsupported_row():
     case = make_case(
         "hf:vit:causal-lm", "tiny", mode="fp32", optimizer="foreach", batch_size=2, device="cpu"
     )
-    assert "no causal-lm head" in unsupported_reason(case)
+    assert "no causal-lm head" in unsupported_reason(resolve(case))
 
 
 def test_a_missing_zoo_is_an_unsupported_row_with_the_install_line(monkeypatch, tmp_path):
@@ -254,7 +255,7 @@ def test_the_docs_hf_example_runs_as_it_is(tmp_path):
 def test_a_zoo_model_has_its_own_batch_sizes_and_study_sizes():
     pytest.importorskip("transformers")
     pytest.importorskip("timm")
-    from bench.cases.choices import DEFAULT_BATCH_SIZES
+    from bench.cases.grid import DEFAULT_BATCH_SIZES
     from bench.jobs.configs import run_config
     from bench.numerics.measure.config import defaults
 

@@ -208,12 +208,12 @@ def test_the_command_line_names_the_options(capsys):
 
 @pytest.mark.parametrize("command", ["numerics", "run"])
 def test_the_help_names_every_built_in_model(command, capsys):
-    from bench.cases import choices
     from bench.cli import main
+    from bench.workloads import catalog
 
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     model = text[text.rindex("--model MODEL") :].split(" --", 1)[0]  # its help, not the usage
-    for name in choices.WORKLOADS:
+    for name in catalog.CARDS:
         assert name in model, f"{command} --help does not name {name}"

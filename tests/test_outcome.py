@@ -48,7 +48,7 @@ def test_a_run_that_passed_names_its_folder(result, tmp_path):
 
 
 def test_a_run_where_no_case_passed_is_failed(result, tmp_path, monkeypatch):
-    def broken(case, **kwargs):
+    def broken(plan, **kwargs):
         raise RuntimeError("no")
 
     monkeypatch.setattr(runner, "build", broken)
@@ -90,7 +90,7 @@ def test_an_exception_is_error_with_its_line_and_the_folder_it_left(result, tmp_
 
 
 def test_ctrl_c_is_interrupted_with_the_folder_kept(result, tmp_path, monkeypatch):
-    def interrupted(case, ceilings):
+    def interrupted(plan, ceilings):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(runner, "run_case", interrupted)

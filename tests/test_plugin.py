@@ -15,11 +15,11 @@ import pytest
 import torch
 from torch import nn
 
-from bench.cases import choices
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.cli.main import main
 from bench.jobs import configs
+from bench.jobs.plans import resolve
 from bench.numerics.measure import tables
 from bench.recipes.step import build, train_step
 from bench.store import results
@@ -161,7 +161,9 @@ def test_a_run_config_takes_the_workloads_sizes_and_refuses_the_mlps_options():
 
 
 def test_the_preset_choices_are_the_workloads_own():
-    assert {n: tuple(w.presets) for n, w in registry.BUILT_IN.items()} == choices.WORKLOADS
+    assert {n: tuple(w.presets) for n, w in registry.BUILT_IN.items()} == {
+        n: c.presets for n, c in catalog.CARDS.items()
+    }
     for name, w in registry.BUILT_IN.items():
         assert w.flags() == catalog.CARDS[name].flags()
 
@@ -245,7 +247,7 @@ def test_no_module_but_the_mlps_branches_on_its_name():
     [
         "cases/case.py",
         "cases/grid.py",
-        "cases/choices.py",
+        "cases/axes.py",
         "cases/maxbatch.py",
         "jobs/configs.py",
         "workloads/registry.py",
@@ -270,7 +272,7 @@ def test_the_architecture_docs_worked_example_trains(monkeypatch):
         spec, "tiny", mode="bf16-amp", optimizer="foreach", batch_size=2, device="cpu"
     )
     assert f"/b2/6x8x5/cpu/s0/model={spec}/preset=tiny" in case.case_id
-    assert torch.isfinite(train_step(build(case)))
+    assert torch.isfinite(train_step(build(resolve(case))))
 
 
 def test_the_plugins_structure_is_found_in_its_module_tree():

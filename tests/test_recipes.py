@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from bench.execution.variants import unsupported_reason
+from bench.jobs.plans import resolve
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.measure.runner import run_case
 from bench.numerics.measure import jobs, tables, training
@@ -34,7 +35,7 @@ except Exception:  # missing, or built against another torch
 
 
 def test_bf16_pure_trains_in_bf16():
-    s = build(tiny_case(mode="bf16-pure", optimizer="fused"))
+    s = build(resolve(tiny_case(mode="bf16-pure", optimizer="fused")))
     losses = [train_step(s) for _ in range(3)]
     assert all(torch.isfinite(loss) for loss in losses) and losses[0].dtype == torch.bfloat16
     assert {p.dtype for p in s.model.parameters()} == {torch.bfloat16}
@@ -68,17 +69,17 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
         # An MLP of which both recipes convert fc2 (the tiny one's plan converts nothing).
         case = tiny_case(mode=mode, device="cuda", input=2048, hidden=4096)
-        reason = unsupported_reason(case)
+        reason = unsupported_reason(resolve(case))
         assert reason is None if expected is None else expected in reason
     # Pure bf16 needs neither; its stochastic-rounding twin needs torchao only.
-    assert unsupported_reason(tiny_case(mode="bf16-pure", device="cuda")) is None
-    sr = unsupported_reason(tiny_case(mode="bf16-pure-sr", device="cuda"))
+    assert unsupported_reason(resolve(tiny_case(mode="bf16-pure", device="cuda"))) is None
+    sr = unsupported_reason(resolve(tiny_case(mode="bf16-pure-sr", device="cuda")))
     assert (sr is None) == torchao
 
 
 def test_fp8_on_the_cpu_is_an_unsupported_row(with_torchao, cpu_ceilings):
     case = tiny_case(mode="fp8-tensorwise", input=2048, hidden=4096)
-    row, samples = run_case(case, cpu_ceilings)
+    row, samples = run_case(resolve(case), cpu_ceilings)
     assert row["status"] == "unsupported" and "CUDA GPU" in row["error"] and not samples
     # What would be converted is in the row even so (torchao's rules).
     assert row["fp8_linears"].startswith("fc1 converted; fc2 converted; fc3 kept: in 4096 × out")
@@ -96,23 +97,23 @@ def test_a_float8_plan_that_converts_no_linear_is_unsupported_on_any_machine(
     # is below torchao's size thresholds, so its step would be bf16 autocast's.
     assert fp8.convertible(MLP, PRESETS["tiny"]) == ["fc1", "fc2"]
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
-        reason = unsupported_reason(tiny_case(mode=mode, device="cuda"))
+        reason = unsupported_reason(resolve(tiny_case(mode=mode, device="cuda")))
         assert reason.startswith(f"{mode}: float8 converts no Linear of mlp: fc1 kept: too small")
         assert "fc3 kept: in 64 × out 10 not both divisible by 16" in reason
         assert "convolutions" not in reason  # it applies to the model, at a larger size
-    row, samples = run_case(tiny_case(mode="fp8-rowwise"), cpu_ceilings)
+    row, samples = run_case(resolve(tiny_case(mode="fp8-rowwise")), cpu_ceilings)
     assert row["status"] == "unsupported" and not samples
     assert row["error"].startswith("fp8-rowwise: float8 converts no Linear of mlp: ")
 
 
 def test_bf16_pure_sr_without_torchao_is_an_unsupported_row(no_torchao, cpu_ceilings):
-    row, _ = run_case(tiny_case(mode="bf16-pure-sr"), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case(mode="bf16-pure-sr")), cpu_ceilings)
     assert row["status"] == "unsupported" and "needs torchao" in row["error"]
 
 
 @pytest.mark.skipif(not HAS_TORCHAO, reason="torchao is not installed (the [fp8] extra)")
 def test_bf16_pure_sr_runs_with_torchao(cpu_ceilings):
-    s = build(tiny_case(mode="bf16-pure-sr"))
+    s = build(resolve(tiny_case(mode="bf16-pure-sr")))
     assert (
         type(s.optimizer).__name__ == "_AdamW" and s.optimizer.param_groups[0]["weight_decay"] == 0
     )
@@ -151,8 +152,8 @@ def test_pure_bf16_adam_moves_half_the_bytes_and_fp8_floors_go_per_linear():
 
 
 def test_bf16_pure_row_has_bf16_floors_and_its_memory(cpu_ceilings):
-    pure, _ = run_case(tiny_case(mode="bf16-pure", optimizer="fused"), cpu_ceilings)
-    amp, _ = run_case(tiny_case(mode="bf16-amp", optimizer="fused"), cpu_ceilings)
+    pure, _ = run_case(resolve(tiny_case(mode="bf16-pure", optimizer="fused")), cpu_ceilings)
+    amp, _ = run_case(resolve(tiny_case(mode="bf16-amp", optimizer="fused")), cpu_ceilings)
     assert pure["status"] == "ok" and pure["param_dtype"] == "bfloat16"
     assert pure["param_grad_dtype"] == "bfloat16" and pure["matmul_dtype"] == "bf16"
     assert pure["step_gbytes"] == pytest.approx(amp["step_gbytes"] / 2)
@@ -171,7 +172,7 @@ def test_half_ulp_and_the_update_underflow_census():
 
 
 def test_adam_update_is_the_step_adam_took():
-    s = build(tiny_case(mode="fp32", optimizer="foreach"))
+    s = build(resolve(tiny_case(mode="fp32", optimizer="foreach")))
     before = s.model.fc2.weight.detach().clone()
     train_step(s)
     update = training.adam_update(s.optimizer, s.model.fc2.weight)
@@ -180,7 +181,7 @@ def test_adam_update_is_the_step_adam_took():
 
 
 def test_traces_of_pure_bf16_carry_the_update_underflow():
-    s = build(tiny_case(mode="bf16-pure", optimizer="fused", lr=1e-4))
+    s = build(resolve(tiny_case(mode="bf16-pure", optimizer="fused", lr=1e-4)))
     for _ in range(2):
         _, rows = training.traced_step(s)
     shares = [r["update_underflow_share"] for r in rows]
@@ -332,11 +333,11 @@ def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
         hidden=4096,
         classes=2048,
     )
-    reason = unsupported_reason(case)
+    reason = unsupported_reason(resolve(case))
     if reason is not None:
         pytest.skip(reason)
-    s = build(case)
+    s = build(resolve(case))
     assert type(s.model.fc2).__name__ == "Float8Linear"
     assert all(torch.isfinite(train_step(s)) for _ in range(3))
-    row, _ = run_case(case, {**cpu_ceilings, f"matmul_tflops_{mode}": 8.0})
+    row, _ = run_case(resolve(case), {**cpu_ceilings, f"matmul_tflops_{mode}": 8.0})
     assert row["status"] == "ok" and "fc2 converted" in row["fp8_linears"]

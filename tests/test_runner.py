@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from bench.execution import variants
+from bench.jobs.plans import resolve
 from bench.jobs.suite import run_suite
 from bench.measure import overhead, runner
 from bench.measure.runner import run_case
@@ -14,7 +15,7 @@ from tests.conftest import tiny_case
 
 
 def test_ok_row_has_the_promised_columns(cpu_ceilings):
-    row, samples = run_case(tiny_case(mode="bf16-amp", optimizer="fused"), cpu_ceilings)
+    row, samples = run_case(resolve(tiny_case(mode="bf16-amp", optimizer="fused")), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     for col in results.leading_columns():
         if col.startswith(("speedup", "peak")) or col == "scaling_efficiency":
@@ -47,7 +48,7 @@ BY_HAND = {
 @pytest.mark.parametrize("mode", list(BY_HAND))
 def test_a_rows_work_and_floors_by_hand(mode, cpu_ceilings):
     tflops, opt_bytes, cast_bytes = BY_HAND[mode]
-    row, _ = run_case(tiny_case(mode=mode, optimizer="fused"), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case(mode=mode, optimizer="fused")), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert (row["fwd_gflop"], row["bwd_gflop"]) == pytest.approx((108544e-9, 184320e-9))
     assert row["ceiling_tflops"] == tflops
@@ -65,16 +66,16 @@ def test_a_rows_work_and_floors_by_hand(mode, cpu_ceilings):
 
 
 def test_tf32_flags_recorded_as_in_force(cpu_ceilings):
-    row, _ = run_case(tiny_case(mode="tf32"), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case(mode="tf32")), cpu_ceilings)
     assert row["tf32_matmul"] is True and row["tf32_cudnn"] is True
 
 
 def test_out_of_memory_becomes_a_row(monkeypatch, cpu_ceilings):
-    def oom(case, **kwargs):
+    def oom(plan, **kwargs):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB")
 
     monkeypatch.setattr(runner, "build", oom)
-    row, samples = run_case(tiny_case(), cpu_ceilings)
+    row, samples = run_case(resolve(tiny_case()), cpu_ceilings)
     assert row["status"] == "oom" and "9.00 GiB" in row["error"]
     assert samples == {}
 
@@ -87,7 +88,7 @@ def test_nonfinite_loss_becomes_a_row(monkeypatch, cpu_ceilings):
         return logits, loss * float("nan")
 
     monkeypatch.setattr(variants, "forward", poisoned)
-    row, _ = run_case(tiny_case(), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case()), cpu_ceilings)
     assert row["status"] == "nonfinite"
     assert row["error"] == "4 of 4 losses were not finite"  # 1 warm-up + 3 timed
     assert math.isnan(row["final_loss"])
@@ -98,7 +99,7 @@ def test_other_exception_becomes_an_error_row(monkeypatch, cpu_ceilings):
         raise RuntimeError("cuBLAS said no\nsecond line")
 
     monkeypatch.setattr(variants, "optimizer_step", broken)
-    row, _ = run_case(tiny_case(), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case()), cpu_ceilings)
     assert row["status"] == "error"
     assert row["error"] == "RuntimeError: cuBLAS said no"
 
@@ -106,10 +107,10 @@ def test_other_exception_becomes_an_error_row(monkeypatch, cpu_ceilings):
 def test_suite_goes_on_after_a_fault_and_writes_rows(monkeypatch, tmp_path, cpu_ceilings):
     real_build = runner.build
 
-    def oom_for_fp16(case, **kwargs):
-        if case.mode == "fp16-amp":
+    def oom_for_fp16(plan, **kwargs):
+        if plan.case.mode == "fp16-amp":
             raise torch.cuda.OutOfMemoryError("out of memory")
-        return real_build(case, **kwargs)
+        return real_build(plan, **kwargs)
 
     monkeypatch.setattr(runner, "build", oom_for_fp16)
     cases = [tiny_case(mode=m) for m in ("fp32", "fp16-amp", "bf16-amp")]
@@ -125,11 +126,11 @@ def test_resume_runs_only_missing_cases(monkeypatch, tmp_path, cpu_ceilings):
     real_run_case = runner.run_case
     seen = []
 
-    def killed_on_third(case, ceilings):
-        seen.append(case.mode)
+    def killed_on_third(plan, ceilings):
+        seen.append(plan.case.mode)
         if len(seen) == 3:
             raise KeyboardInterrupt
-        return real_run_case(case, ceilings)
+        return real_run_case(plan, ceilings)
 
     monkeypatch.setattr(runner, "run_case", killed_on_third)
     with pytest.raises(KeyboardInterrupt):
@@ -146,7 +147,7 @@ def test_resume_runs_only_missing_cases(monkeypatch, tmp_path, cpu_ceilings):
 
 def test_repeats_are_windows_of_one_case(cpu_ceilings):
     case = tiny_case(steps=3, repeats=2)
-    row, samples = run_case(case, cpu_ceilings)
+    row, samples = run_case(resolve(case), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert all(len(v) == 6 for v in samples.values())  # 2 windows of 3 steps, one after another
     assert row["repeats"] == 2 and row["steps"] == 3
@@ -192,9 +193,9 @@ def test_rounds_interleave_the_cases_and_pool_their_windows(monkeypatch, tmp_pat
 
     real = runner.run_case
 
-    def logged(case, ceilings, world=None):
-        order.append(case.mode)
-        return real(case, ceilings, world)
+    def logged(plan, ceilings, world=None):
+        order.append(plan.case.mode)
+        return real(plan, ceilings, world)
 
     monkeypatch.setattr(runner, "time_repeats", windows)
     monkeypatch.setattr(runner, "run_case", logged)
@@ -219,11 +220,11 @@ def test_a_resumed_run_keeps_the_rounds_it_had(monkeypatch, tmp_path, cpu_ceilin
     real = runner.run_case
     calls = []
 
-    def killed_in_round_two(case, ceilings, world=None):
-        calls.append(case.mode)
+    def killed_in_round_two(plan, ceilings, world=None):
+        calls.append(plan.case.mode)
         if len(calls) == 4:
             raise KeyboardInterrupt
-        return real(case, ceilings, world)
+        return real(plan, ceilings, world)
 
     monkeypatch.setattr(runner, "run_case", killed_in_round_two)
     with pytest.raises(KeyboardInterrupt):
@@ -249,7 +250,7 @@ def test_every_window_losses_are_checked(monkeypatch, cpu_ceilings):
         return logits, loss * float("nan")
 
     monkeypatch.setattr(variants, "forward", poisoned)
-    row, _ = run_case(tiny_case(repeats=2), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case(repeats=2)), cpu_ceilings)
     assert row["error"] == "7 of 7 losses were not finite"  # 1 warm-up + 2 windows of 3
 
 
@@ -266,7 +267,7 @@ def test_a_new_grid_takes_the_default_repeats_and_an_old_record_one():
 
 
 def test_overhead_measurement_compares_like_with_like():
-    out = overhead.measure_overhead(tiny_case(steps=4), windows=2, repeats=2)
+    out = overhead.measure_overhead(resolve(tiny_case(steps=4)), windows=2, repeats=2)
     assert len(out["harness_samples_ms"]) == 8 and len(out["bare_window_step_ms"]) == 4
     assert out["harness_ms"] > 0 and out["bare_ms"] > 0
     assert out["overhead_pct"] == pytest.approx((out["harness_ms"] / out["bare_ms"] - 1) * 100)
@@ -275,7 +276,7 @@ def test_overhead_measurement_compares_like_with_like():
 @pytest.mark.cuda
 def test_a_cuda_case_runs(cpu_ceilings):
     row, samples = run_case(
-        tiny_case(device="cuda", mode="fp16-amp", optimizer="fused"), cpu_ceilings
+        resolve(tiny_case(device="cuda", mode="fp16-amp", optimizer="fused")), cpu_ceilings
     )
     assert row["status"] == "ok", row["error"]
     assert row["peak_alloc_gib"] > 0
@@ -285,13 +286,13 @@ def test_a_cuda_case_runs(cpu_ceilings):
 @pytest.mark.cuda
 def test_memory_left_before_a_case_is_not_its_peak(cpu_ceilings):
     case = tiny_case(device="cuda", mode="bf16-amp", optimizer="fused")
-    clean, _ = run_case(case, cpu_ceilings)
+    clean, _ = run_case(resolve(case), cpu_ceilings)
     ballast = torch.empty(2**28, device="cuda")  # 1 GiB allocated before the case
-    loaded, _ = run_case(case, cpu_ceilings)
+    loaded, _ = run_case(resolve(case), cpu_ceilings)
     assert loaded["residue_gib"] >= clean["residue_gib"] + ballast.numel() * 4 / 2**30 - 1e-6
     assert loaded["peak_alloc_gib"] == pytest.approx(clean["peak_alloc_gib"], abs=0.01)
 
 
 def test_no_residue_is_measured_on_the_cpu(cpu_ceilings):
-    row, _ = run_case(tiny_case(), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case()), cpu_ceilings)
     assert math.isnan(row["residue_gib"])

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from bench.jobs.plans import resolve
 from bench.measure import memory
 from bench.recipes.step import (
     backward,
@@ -26,7 +27,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("mode", list(EXPECTED))
 def test_dtypes_of_logits_loss_and_param_grad(mode):
-    s = build(tiny_case(mode=mode))
+    s = build(resolve(tiny_case(mode=mode)))
     row = memory.measure(s)
     assert (row["output_dtype"], row["loss_dtype"], row["param_grad_dtype"]) == EXPECTED[mode]
 
@@ -34,7 +35,7 @@ def test_dtypes_of_logits_loss_and_param_grad(mode):
 @pytest.mark.parametrize("optimizer", ["foreach", "fused"])
 @pytest.mark.parametrize("mode", list(EXPECTED))
 def test_a_step_moves_every_weight(mode, optimizer):
-    s = build(tiny_case(mode=mode, optimizer=optimizer))
+    s = build(resolve(tiny_case(mode=mode, optimizer=optimizer)))
     before = [p.detach().clone() for p in s.model.parameters()]
     loss = train_step(s)
     assert torch.isfinite(loss)
@@ -43,8 +44,8 @@ def test_a_step_moves_every_weight(mode, optimizer):
 
 
 def test_scaler_multiplies_the_loss_only_when_the_mode_scales():
-    scaled = build(tiny_case(mode="fp16-amp"))
-    plain = build(tiny_case(mode="fp16-amp-noscale"))
+    scaled = build(resolve(tiny_case(mode="fp16-amp")))
+    plain = build(resolve(tiny_case(mode="fp16-amp-noscale")))
     assert scaled.scaler.is_enabled() and scaled.scaler.get_scale() == 2.0**16
     assert not plain.scaler.is_enabled()
     # Same seed, same weights: the scaled gradient is 2**16 times the plain one before unscaling.
@@ -74,7 +75,7 @@ def test_gradscaler_skips_an_overflowed_step_and_halves_the_scale(optimizer):
     # What GradScaler is for: a step whose gradients hold an inf is not taken (weights, Adam's
     # moments and step count stay), and the scale halves, 2**16 -> 2**15. A clean step is taken
     # and keeps the scale (it grows only after 2000 clean steps).
-    s = build(tiny_case(mode="fp16-amp", optimizer=optimizer))
+    s = build(resolve(tiny_case(mode="fp16-amp", optimizer=optimizer)))
     assert s.scaler.get_scale() == 65536.0
     before = _snapshot(s)
     _, loss = forward(s)
@@ -104,16 +105,16 @@ def test_gradscaler_skips_an_overflowed_step_and_halves_the_scale(optimizer):
 
 
 def test_build_is_deterministic_from_the_seed():
-    a, b = build(tiny_case(seed=7)), build(tiny_case(seed=7))
+    a, b = build(resolve(tiny_case(seed=7))), build(resolve(tiny_case(seed=7)))
     assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
     pairs = zip(a.model.parameters(), b.model.parameters(), strict=True)
     assert all(torch.equal(p, q) for p, q in pairs)
-    c = build(tiny_case(seed=8))
+    c = build(resolve(tiny_case(seed=8)))
     assert not torch.equal(a.x, c.x)
 
 
 def test_memory_breakdown_on_cpu():
-    s = build(tiny_case(mode="fp32"))
+    s = build(resolve(tiny_case(mode="fp32")))
     row = memory.measure(s)
     n = sum(p.numel() for p in s.model.parameters())
     assert row["param_gib"] == pytest.approx(n * 4 / 2**30)
@@ -123,7 +124,7 @@ def test_memory_breakdown_on_cpu():
 
 @pytest.mark.cuda
 def test_cuda_memory_peaks_are_measured():
-    s = build(tiny_case(device="cuda", mode="bf16-amp"))
+    s = build(resolve(tiny_case(device="cuda", mode="bf16-amp")))
     row = memory.measure(s)
     assert row["peak_alloc_gib"] >= row["param_gib"] + row["optim_state_gib"]
     assert row["act_gib"] > 0

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from bench.execution import variants
+from bench.jobs.plans import resolve
 from bench.measure.runner import run_case
 from bench.recipes.step import build
 from tests.conftest import tiny_case
@@ -22,14 +23,14 @@ def test_the_variant_is_an_axis_with_a_default():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU's unsupported rows")
 @pytest.mark.parametrize("variant", ["cudagraph", "compile-graphs"])
 def test_graph_variants_are_unsupported_rows_on_the_cpu(variant, cpu_ceilings):
-    row, samples = run_case(tiny_case(variant=variant), cpu_ceilings)
+    row, samples = run_case(resolve(tiny_case(variant=variant)), cpu_ceilings)
     assert row["status"] == "unsupported"
     assert row["error"] == "CUDA graphs need a CUDA device"
     assert row["variant"] == variant and samples == {}
 
 
 def test_compile_times_its_phases_after_compiling(cpu_ceilings):
-    row, samples = run_case(tiny_case(variant="compile", mode="bf16-amp"), cpu_ceilings)
+    row, samples = run_case(resolve(tiny_case(variant="compile", mode="bf16-amp")), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert set(samples) == {"fwd", "bwd", "step", "total"}
     assert row["prepare_s"] > 0 and row["recompiled"] is False
@@ -37,7 +38,7 @@ def test_compile_times_its_phases_after_compiling(cpu_ceilings):
 
 
 def test_eager_keeps_its_phases_and_has_no_preparation(cpu_ceilings):
-    row, samples = run_case(tiny_case(), cpu_ceilings)
+    row, samples = run_case(resolve(tiny_case()), cpu_ceilings)
     assert row["prepare_s"] == 0.0 and row["eager_parts"] == ""
     # Each step's phases add up to its total (medians need not: they come from different steps).
     for i, total in enumerate(samples["total"]):
@@ -49,7 +50,9 @@ def test_eager_keeps_its_phases_and_has_no_preparation(cpu_ceilings):
 @pytest.mark.cuda
 @pytest.mark.parametrize("optimizer", ["fused", "foreach"])
 def test_cudagraph_keeps_the_skipped_step_after_an_overflow(optimizer):
-    s = build(tiny_case(device="cuda", mode="fp16-amp", optimizer=optimizer), capturable=True)
+    s = build(
+        resolve(tiny_case(device="cuda", mode="fp16-amp", optimizer=optimizer)), capturable=True
+    )
     s.case = type(s.case)(**{**s.case.axes(), "variant": "cudagraph"})
     prepared = variants.prepare(s)
     (replay,) = prepared.phases.values()
@@ -69,7 +72,7 @@ def test_cudagraph_keeps_the_skipped_step_after_an_overflow(optimizer):
 @pytest.mark.cuda
 def test_cudagraph_row_times_only_the_whole_step(cpu_ceilings):
     row, samples = run_case(
-        tiny_case(device="cuda", mode="bf16-amp", optimizer="fused", variant="cudagraph"),
+        resolve(tiny_case(device="cuda", mode="bf16-amp", optimizer="fused", variant="cudagraph")),
         cpu_ceilings,
     )
     assert row["status"] == "ok", row["error"]
@@ -97,13 +100,13 @@ def test_nothing_of_a_case_outlives_it(variant, device, monkeypatch, cpu_ceiling
     models = []
     real_build = runner.build
 
-    def keep_a_weak_reference(case, **kwargs):
-        s = real_build(case, **kwargs)
+    def keep_a_weak_reference(plan, **kwargs):
+        s = real_build(plan, **kwargs)
         models.append(weakref.ref(s.model))
         return s
 
     monkeypatch.setattr(runner, "build", keep_a_weak_reference)
-    row, _ = run_case(tiny_case(variant=variant, device=device), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case(variant=variant, device=device)), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert models and models[0]() is None
 
@@ -116,7 +119,7 @@ def test_cudagraph_cases_leave_no_memory_for_the_next_case():
     starts = []
     for seed in range(4):
         case = tiny_case(device="cuda", mode="bf16-amp", variant="cudagraph", seed=seed)
-        row, _ = run_case(case, ceilings)
+        row, _ = run_case(resolve(case), ceilings)
         assert row["status"] == "ok", row["error"]
         starts.append(row["residue_gib"])
         assert row["peak_alloc_gib"] > 0

@@ -21,6 +21,7 @@ from bench.cases.case import Case
 from bench.cli import main
 from bench.execution.variants import unsupported_reason
 from bench.jobs import configs, maxbatch
+from bench.jobs.plans import resolve
 from bench.jobs.suite import run_suite
 from bench.measure import flops
 from bench.measure.roofline import step_work
@@ -139,7 +140,7 @@ def test_linears_blocks_and_observed_modules(torchvision):
 
 @pytest.mark.parametrize("mode", ["fp32", "bf16-amp", "bf16-pure"])
 def test_one_step_of_the_harness_trains_in_channels_last(torchvision, mode):
-    s = build(resnet_case(mode=mode))
+    s = build(resolve(resnet_case(mode=mode)))
     assert s.x.is_contiguous(memory_format=torch.channels_last)
     # A cast keeps the layout: bf16-pure's bfloat16 weights are channels-last too.
     weight = s.model.layer2[0].conv2.weight
@@ -180,12 +181,12 @@ def test_convolutions_are_counted_on_meta_as_resnet50s_published_count(torchvisi
 
 def test_a_tiny_case_is_an_ok_row_with_floors_from_counted_convolutions(torchvision, cpu_ceilings):
     case = resnet_case(mode="bf16-amp")
-    row, samples = run_case(case, cpu_ceilings)
+    row, samples = run_case(resolve(case), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert len(samples["total"]) == 2 and math.isfinite(row["final_loss"])
     assert "tokens_per_s" not in row and row["samples_per_s"] > 0
     # The meta count is the CPU count of the model the case trained.
-    s = build(case)
+    s = build(resolve(case))
     counted = flops.count(s.model, (s.x, s.y), lambda out, y: F.cross_entropy(out, y))
     assert row["fwd_gflop"] == pytest.approx(counted["fwd_flop"] / 1e9)
     assert row["bwd_gflop"] == pytest.approx(counted["bwd_flop"] / 1e9)
@@ -225,7 +226,7 @@ def test_float8_has_no_linear_to_convert(as_if_installed, recipe):
         )
         assert f"in 2048 × out {classes} not both divisible by 16" in plan["fc"]
         assert fp8.convertible(RESNET, size) == []
-    reason = unsupported_reason(resnet_case("resnet50", mode=f"fp8-{recipe}"))
+    reason = unsupported_reason(resolve(resnet_case("resnet50", mode=f"fp8-{recipe}")))
     assert reason.startswith(f"fp8-{recipe}: float8 converts no Linear of resnet50: fc kept: ")
     assert reason.endswith("converts nn.Linear modules only, not convolutions)")
 
@@ -235,12 +236,14 @@ def test_float8_is_unsupported_even_on_a_float8_gpu_with_torchao(as_if_installed
     monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0")
     # The fakes make a float8 GPU: the MLP's float8 cases run there.
     mlp = tiny_case(mode="fp8-rowwise", device="cuda", input=2048, hidden=4096)
-    assert unsupported_reason(mlp) is None
+    assert unsupported_reason(resolve(mlp)) is None
     # ResNet-50's would be a bf16 autocast step under a float8 name: a row that says why not.
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
-        reason = unsupported_reason(resnet_case("resnet50", mode=mode, device="cuda"))
+        reason = unsupported_reason(resolve(resnet_case("resnet50", mode=mode, device="cuda")))
         assert reason is not None and "float8 converts no Linear of resnet50" in reason
-    assert unsupported_reason(resnet_case("resnet50", mode="bf16-amp", device="cuda")) is None
+    assert (
+        unsupported_reason(resolve(resnet_case("resnet50", mode="bf16-amp", device="cuda"))) is None
+    )
 
 
 def convs_only() -> Workload:
@@ -260,7 +263,7 @@ def test_float8_on_a_model_without_a_linear_says_it_has_none():
         "tests.test_workload_resnet:convs_only", "default", mode="fp8-tensorwise",
         optimizer="fused", batch_size=2, device="cpu",
     )  # fmt: skip
-    reason = unsupported_reason(case)
+    reason = unsupported_reason(resolve(case))
     assert "float8 converts no Linear of tests.test_workload_resnet:convs_only: it has none" in (
         reason
     )
@@ -281,13 +284,13 @@ def test_without_torchvision_every_case_is_unsupported_with_how_to_install(no_to
     # Its cases are still made (their sizes are the preset's, not the model's), and the
     # workload's reason comes first, before a mode's own (float8's here).
     for mode in ("fp32", "fp8-rowwise"):
-        assert unsupported_reason(resnet_case(mode=mode)) == INSTALL_REASON
-    assert unsupported_reason(tiny_case()) is None  # the other workloads are untouched
+        assert unsupported_reason(resolve(resnet_case(mode=mode))) == INSTALL_REASON
+    assert unsupported_reason(resolve(tiny_case())) is None  # the other workloads are untouched
 
 
 def test_without_torchvision_a_row_says_so_and_the_run_goes_on(no_torchvision, tmp_path):
     ceilings = {"matmul_tflops_fp32": 1.0, "copy_gbps": 100.0}
-    row, samples = run_case(resnet_case(), ceilings)
+    row, samples = run_case(resolve(resnet_case()), ceilings)
     assert row["status"] == "unsupported" and row["error"] == INSTALL_REASON and samples == {}
     assert "fwd_gflop" not in row  # nothing of the model was built, not even to count it
     assert (row["model"], row["preset"]) == ("resnet50", "tiny")

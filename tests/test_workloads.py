@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.cases.case import Case
+from bench.jobs.plans import resolve
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.measure.runner import run_case
 from bench.recipes import fp8
@@ -43,7 +44,7 @@ def gpt_fwd_flop(size: gpt.GPTSize, batch_size: int) -> int:
 
 @pytest.mark.parametrize("mode", CPU_MODES)
 def test_a_gpt_case_runs_in_every_cpu_mode_with_counted_floors(mode, cpu_ceilings):
-    row, samples = run_case(gpt_case(mode=mode), cpu_ceilings)
+    row, samples = run_case(resolve(gpt_case(mode=mode)), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert (row["model"], row["preset"]) == ("gpt", "tiny")
     assert len(samples["total"]) == 2 and math.isfinite(row["final_loss"])
@@ -76,12 +77,12 @@ def test_token_ids_stay_integers_in_a_mode_that_casts_its_inputs():
     ids = torch.zeros(2, 3, dtype=torch.long)
     assert pure.cast_input(ids).dtype == torch.long
     assert pure.cast_input(torch.zeros(2, 3)).dtype == torch.bfloat16
-    s = build(gpt_case(mode="bf16-pure"))
+    s = build(resolve(gpt_case(mode="bf16-pure")))
     assert s.x.dtype == torch.long and {p.dtype for p in s.model.parameters()} == {torch.bfloat16}
 
 
 def test_a_gpt_fp8_row_names_the_head_as_kept(cpu_ceilings):
-    row, _ = run_case(gpt_case(mode="fp8-tensorwise"), cpu_ceilings)
+    row, _ = run_case(resolve(gpt_case(mode="fp8-tensorwise")), cpu_ceilings)
     # The tiny GPT's Linears are all below torchao's sizes: unsupported on any machine, each
     # decision counted in the reason.
     assert row["status"] == "unsupported" and row["error"] == (
@@ -122,7 +123,7 @@ def test_converted_linears_run_at_the_float8_ceiling_and_every_other_flop_at_bf1
     case = make_case(
         "gpt", "gpt2-124m", mode="fp8-tensorwise", optimizer="fused", batch_size=1, device="cpu"
     )
-    row, _ = run_case(case, ceilings)
+    row, _ = run_case(resolve(case), ceilings)
     assert row["status"] == "unsupported"  # on the CPU; its floors are counted all the same
     converted = size.layers * 2 * 1024 * 768 * 7 * 768
     total = gpt_fwd_flop(size, 1)
@@ -135,7 +136,7 @@ def test_converted_linears_run_at_the_float8_ceiling_and_every_other_flop_at_bf1
 
 def test_the_mlp_trains_the_weights_and_batch_it_always_did():
     case = tiny_case(seed=3)
-    s = build(case)
+    s = build(resolve(case))
     torch.manual_seed(3)
     before = mlp.MLP(mlp.PRESETS["tiny"])
     for a, b in zip(s.model.parameters(), before.parameters(), strict=True):
@@ -147,12 +148,12 @@ def test_the_mlp_trains_the_weights_and_batch_it_always_did():
 
 
 def test_a_samples_workload_has_no_tokens_per_s(cpu_ceilings):
-    row, _ = run_case(tiny_case(), cpu_ceilings)
+    row, _ = run_case(resolve(tiny_case()), cpu_ceilings)
     assert row["status"] == "ok" and "tokens_per_s" not in row
 
 
 def test_a_gpt_case_compiles_on_the_cpu(cpu_ceilings):
-    row, _ = run_case(gpt_case(variant="compile"), cpu_ceilings)
+    row, _ = run_case(resolve(gpt_case(variant="compile")), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert row["prepare_s"] > 0 and row["recompiled"] is False
     assert row["tokens_per_s"] == pytest.approx(row["samples_per_s"] * 32)
@@ -201,7 +202,7 @@ def test_a_users_own_model_runs_through_run_case(mode, cpu_ceilings):
         "tests.test_workloads:toy", "small", mode=mode, optimizer="foreach", batch_size=4,
         device="cpu", warmup=1, steps=2,
     )  # fmt: skip
-    row, samples = run_case(case, cpu_ceilings)
+    row, samples = run_case(resolve(case), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
     assert len(samples["total"]) == 2 and "tokens_per_s" not in row
     # By hand at batch 4: the conv 2·B·(8·8 positions)·4 out·(3·3·3) = 55296 forward, the

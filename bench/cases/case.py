@@ -15,16 +15,18 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bench.cases import checks, choices
+from bench.cases import axes, checks
 from bench.cases.sizes import Sizes
+from bench.recipes import catalog as modes
 from bench.workloads import catalog
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
 # either: reading a folder (`bench.store.results`, which needs only the fields) and the command
 # line's parser import no torch, and every layer above may build a case. Names are checked
-# against `bench.cases.choices` and the workloads' torch-free cards (`bench.workloads.catalog`);
-# a case's workload and size are `bench.workloads.registry`'s (`get(case.model)`, `size_of`),
-# and its sizes the workload's own (`Workload.case`, which gives them).
+# against the torch-free tables: the modes' and optimizers' (`bench.recipes.catalog`), the
+# workloads' (`bench.workloads.catalog`), the variants' and parallelisms' (`bench.cases.axes`).
+# A job resolves a case into its objects once (`bench.jobs.plans.resolve`); its sizes are the
+# workload's own (`Workload.case`, which gives them).
 
 DEVICES = ("cuda", "cpu")
 REDUCTIONS = ("mean", "sum")
@@ -73,30 +75,30 @@ _MODES_HELP = "precision modes (on the CPU, by default only those that can run t
 @dataclass(frozen=True, kw_only=True)
 class Case:
     mode: str = field(
-        metadata=_axis(checks.choice(choices.MODES), Sweep("modes", "mode", help=_MODES_HELP))
+        metadata=_axis(checks.choice(modes.CARDS), Sweep("modes", "mode", help=_MODES_HELP))
     )
-    """Key of `bench.recipes.modes.MODES`."""
+    """A mode of the mode table (`bench.recipes.catalog.CARDS`)."""
     optimizer: str = field(
         metadata=_axis(
-            checks.choice(choices.OPTIMIZERS),
+            checks.choice(modes.OPTIMIZERS),
             Sweep("optimizers", "optimizer", aliases=("--optimizer",)),
         )
     )
-    """Adam implementation, a key of `bench.recipes.modes.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.recipes.catalog.OPTIMIZERS`."""
     variant: str = field(
         default="eager",
-        metadata=_axis(checks.choice(choices.VARIANTS), Sweep("variants", "variant")),
+        metadata=_axis(checks.choice(axes.VARIANTS), Sweep("variants", "variant")),
     )
-    """How the step is executed, a key of `bench.execution.variants.VARIANTS`."""
+    """How the step is executed, a key of `bench.cases.axes.VARIANTS`."""
     parallel: str = field(
         default="none",
         metadata=_axis(
-            checks.choice(choices.PARALLELS),
+            checks.choice(axes.PARALLELS),
             Sweep("parallels", "parallelism", option="--parallel"),
         ),
     )
     """How the model is spread over the ranks of a distributed run, a key of
-    `bench.execution.parallel.PARALLELS` (`none`: one GPU, no communication)."""
+    `bench.cases.axes.PARALLELS` (`none`: one GPU, no communication)."""
     batch_size: int = field(metadata=_axis(checks.POSITIVE_INT, Sweep("batch_sizes", "batch")))
     """Samples per step, per GPU."""
     sizes: Sizes = field(metadata=_axis(SIZES))

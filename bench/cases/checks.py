@@ -4,7 +4,8 @@ comes from.
 
 A check takes the name to blame (a field, or an option such as `--eval-every`) and the value, and
 raises `ValueError("NAME VALUE is not ...")` in one line; `parse` does the same for text typed on
-the command line, which it converts first and shows as typed. Imports nothing of the project.
+the command line, which it converts first and shows as typed. Imports nothing of the project but
+the workloads' torch-free table (the names `MODEL` accepts).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+
+from bench.workloads import catalog as workloads
 
 
 def shown(value: object) -> str:
@@ -79,14 +82,13 @@ TAG = Check(
 
 
 def _is_model(value: object) -> bool:
-    from bench.cases import choices  # the built-in names; a user's model is its factory's spec
-
+    """A built-in workload's name, a zoo model's, or a user's factory's spec."""
     if not isinstance(value, str):
         return False
     zoo, _, name = value.partition(":")
     return (
-        value in choices.WORKLOADS
-        or (zoo in choices.ZOOS and re.fullmatch(r"\S+", name) is not None)
+        value in workloads.CARDS
+        or (zoo in workloads.ZOOS and re.fullmatch(r"\S+", name) is not None)
         or re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", value) is not None
     )
 

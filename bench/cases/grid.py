@@ -1,7 +1,7 @@
 """The grid of a timing run (`RunConfig`): the values of each swept axis of `Case`, the model
 size, and how each case is measured; and the line the index describes a grid with.
 
-Importable without torch: names come from `bench.cases.choices`. What needs a registry's torch
+Importable without torch: names come from the torch-free tables. What needs a registry's torch
 side (a workload's defaults, whether a mode or a variant runs here) is asked where a new run's
 grid is built from the user's options (`bench.jobs.configs.run_config`).
 """
@@ -11,11 +11,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from bench.cases import axes, checks
 from bench.cases import case as cases
-from bench.cases import checks, choices
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
+from bench.recipes import catalog as modes
 from bench.workloads import catalog
+
+DEFAULT_BATCH_SIZES = (256, 1024, 4096)
+"""Batch sizes (per GPU) of a timing run when `--batch-sizes` is not given."""
 
 DEFAULT_REPEATS = 3
 """Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
@@ -38,9 +42,10 @@ def new_run_default(name: str, device: str, world_size: int = 1) -> tuple:
     defaults are wider (the CPU's modes are narrowed further by `bench.jobs.configs.run_config`,
     which needs torch to ask each recipe)."""
     wider = {
-        "batch_size": choices.DEFAULT_BATCH_SIZES,
-        "variant": choices.DEFAULT_VARIANTS if device == "cuda" else ("eager",),
-        "parallel": choices.PARALLELS if world_size > 1 else ("none",),
+        "mode": modes.default_modes(),
+        "batch_size": DEFAULT_BATCH_SIZES,
+        "variant": axes.default_variants() if device == "cuda" else ("eager",),
+        "parallel": tuple(axes.PARALLELS) if world_size > 1 else ("none",),
     }
     if name in wider:
         return tuple(wider[name])
@@ -106,8 +111,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         checks.fields(self)
-        if self.model in choices.WORKLOADS:
-            checks.choice(choices.WORKLOADS[self.model])("--preset", self.preset)
+        if self.model in catalog.CARDS:
+            checks.choice(catalog.CARDS[self.model].presets)("--preset", self.preset)
         card = catalog.card(self.model)
         if self.numerics and not (card and card.short_numerics):
             short = [name for name, c in catalog.CARDS.items() if c.short_numerics]

@@ -1,7 +1,7 @@
 """The settings of a largest-batch search (`python -m bench maxbatch`): which modes and
 variants, with which Adam, from which batch size up to which, and how finely it bisects.
 
-Importable without torch: the names come from `bench.cases.choices`. A new search's settings
+Importable without torch: the names come from the torch-free tables. A new search's settings
 are built from the user's options where the workload's own presets can be asked
 (`bench.jobs.configs.maxbatch_config`), and its cases where it runs (`bench.jobs.maxbatch.case`).
 """
@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.cases import checks, choices
+from bench.cases import axes, checks
 from bench.cases.case import DEVICES
+from bench.recipes import catalog as modes
 from bench.workloads import catalog
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
@@ -27,16 +28,17 @@ class MaxBatchConfig:
     """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), a zoo model
     (hf:NAME[:TASK], timm:NAME, torchvision:NAME), or package.module:factory."""
     modes: tuple[str, ...] = field(
-        default=choices.MODES, metadata={"check": checks.choice(choices.MODES), "items": True}
+        default=modes.default_modes(),
+        metadata={"check": checks.choice(modes.CARDS), "items": True},
     )
     """Comma list of modes searched."""
     variants: tuple[str, ...] = field(
-        default=("eager",), metadata={"check": checks.choice(choices.VARIANTS), "items": True}
+        default=("eager",), metadata={"check": checks.choice(axes.VARIANTS), "items": True}
     )
     """Comma list of execution variants searched."""
     optimizer: str = field(
         default="fused",
-        metadata={"check": checks.choice(choices.OPTIMIZERS), "aliases": ("--optimizers",)},
+        metadata={"check": checks.choice(modes.OPTIMIZERS), "aliases": ("--optimizers",)},
     )
     """Adam implementation."""
     start: int = field(default=1024, metadata={"check": checks.POSITIVE_INT})
@@ -53,8 +55,8 @@ class MaxBatchConfig:
 
     def __post_init__(self) -> None:
         checks.fields(self)
-        if self.model in choices.WORKLOADS:
-            checks.choice(choices.WORKLOADS[self.model])("--preset", self.preset)
+        if self.model in catalog.CARDS:
+            checks.choice(catalog.CARDS[self.model].presets)("--preset", self.preset)
         if not self.start <= self.limit:
             raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.cases import choices
 from bench.cli import folders
 from bench.cli.options import add_run_dir, path
 from bench.faults import UsageError
+from bench.publish import formats
 
 NAME = "export"
 
@@ -18,10 +18,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     add_run_dir(e)
     e.add_argument(
         "--format",
-        choices=choices.EXPORT_FORMATS,
-        default=choices.EXPORT_FORMATS[0],
-        help="github-action-benchmark (the default, and the only one so far): JSON for its "
-        "customSmallerIsBetter tool",
+        choices=tuple(formats.FORMATS),
+        default=formats.DEFAULT,
+        help="; ".join(f"{f.name}: {f.what}" for f in formats.FORMATS.values())
+        + f" (default {formats.DEFAULT})",
     )
     e.add_argument("--output", type=path, help="write to this file (default: print)")
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.cases import checks, choices
+from bench.cases import checks
 from bench.cli import argv, fields
 from bench.cli import options as o
 from bench.faults import UsageError
 from bench.numerics.measure import defaults
+from bench.recipes import catalog
 
 NAME = "numerics"
 
@@ -49,7 +50,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     n.add_argument(
         "--add-modes",
-        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
         help="with --resume: add these convergence modes to the study (finished or not) and run "
         "only their jobs and their dtype audit, keeping every job it has; another commit is "
         "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",

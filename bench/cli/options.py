@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
-from bench.cases import checks, choices
+from bench.cases import checks
 from bench.faults import UsageError
 from bench.store import paths
+from bench.verdicts import defaults
 from bench.workloads import catalog as workload_catalog
 
 PROG = "ampbench"
@@ -89,19 +90,20 @@ def add_statistic(p: argparse.ArgumentParser, default: str | None = "median") ->
 
 def add_verdict_settings(p: argparse.ArgumentParser) -> None:
     """`--min-effect` and `--confidence` of the verdicts; left out, they are None and the
-    verdicts' own defaults (`bench.measure.stats.MIN_EFFECT`, `CONFIDENCE`) apply."""
+    verdicts' own defaults (`bench.verdicts.defaults`) apply."""
     p.add_argument(
         "--min-effect",
         type=FRACTION,
         default=None,
-        help=f"smallest relative change reported as faster/slower (default {choices.MIN_EFFECT:g})",
+        help="smallest relative change reported as faster/slower "
+        f"(default {defaults.MIN_EFFECT:g})",
     )
     p.add_argument(
         "--confidence",
         type=FRACTION,
         default=None,
         help="the confidence of each case's interval; 1 minus it bounds the chance of any false "
-        f"faster or slower across the cases (Holm's correction; default {choices.CONFIDENCE:g})",
+        f"faster or slower across the cases (Holm's correction; default {defaults.CONFIDENCE:g})",
     )
 
 
@@ -145,7 +147,9 @@ def add_preset(
         "tiny on the CPU"
     ),
 ) -> None:
-    named = "; ".join(f"{model}: {', '.join(names)}" for model, names in choices.WORKLOADS.items())
+    named = "; ".join(
+        f"{name}: {', '.join(c.presets)}" for name, c in workload_catalog.CARDS.items()
+    )
     # The zoo's presets are known once a model is named: these are the ones every zoo model has,
     # and the real sizes some transformers types add (`bench.workloads.zoo.hf.NAMED`).
     zoo = (

@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from bench.cases import checks, choices
+from bench.cases import checks
 from bench.cli import argv, fields
 from bench.cli import options as o
 from bench.faults import UsageError
+from bench.recipes import catalog
 
 NAME = "quality"
 
@@ -47,13 +48,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     q.add_argument(
         "--only",
-        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
         help="with --resume: train only these recipes' runs this time (a study split over "
         "several sessions)",
     )
     q.add_argument(
         "--add-modes",
-        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
         help="with --resume: add these recipes to the study and train them",
     )
 

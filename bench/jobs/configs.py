@@ -24,7 +24,7 @@ from bench.execution import parallel as parallelisms
 from bench.execution import variants as execution_variants
 from bench.jobs.plans import resolve
 from bench.recipes import catalog
-from bench.recipes import modes as recipes
+from bench.recipes.modes import MODES
 from bench.workloads import catalog as catalog_workloads
 from bench.workloads import registry
 from bench.workloads.base import Workload
@@ -63,7 +63,7 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
         # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
         # would be a row per batch size and optimizer saying the same thing (a third of the
         # grid). They are named in the log and the report instead; --modes asks for them.
-        why = {name: m.unsupported_reason(device) for name, m in recipes.MODES.items()}
+        why = {name: MODES[name].unsupported_reason(device) for name in catalog.default_modes()}
         axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
         chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
     cfg = RunConfig(device=device, preset=preset, model=model, axes=axes, **chosen)

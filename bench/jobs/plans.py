@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from bench.cases.axes import PARALLELS, VARIANTS
 from bench.cases.case import Case
-from bench.recipes.catalog import CARDS
-from bench.recipes.modes import Mode
+from bench.recipes.modes import MODES, Mode
 from bench.recipes.plan import Plan
 from bench.workloads import registry
 
@@ -18,7 +17,7 @@ def resolve(case: Case, mode: Mode | None = None) -> Plan:
     (`bench.faults.UsageError`, from the registry)."""
     workload = registry.get(case.model)
     if mode is None:
-        mode = CARDS[case.mode].recipe()
+        mode = MODES[case.mode]
     return Plan(
         case=case,
         workload=workload,

@@ -29,9 +29,9 @@ from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
 from bench.jobs import base
+from bench.jobs.plans import resolve
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
-from bench.jobs.plans import resolve
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.recipes import catalog

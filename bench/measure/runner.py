@@ -135,10 +135,10 @@ def global_batch_size(plan: Plan, world_size: int) -> int:
 def run_case(
     plan: Plan, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
-    """Measure one case, resolved into its plan (`bench.jobs.plans.resolve`), on this rank; returns its flat row and its raw per-phase samples (empty
-    on a fault): `case.repeats` timed windows of `case.steps` samples each, one after another. A
-    distributed case also times a window without gradient synchronization, whose samples come
-    back under `nosync_<phase>`.
+    """Measure one case, resolved into its plan (`bench.jobs.plans.resolve`), on this rank;
+    returns its flat row and its raw per-phase samples (empty on a fault): `case.repeats` timed
+    windows of `case.steps` samples each, one after another. A distributed case also times a window
+    without gradient synchronization, whose samples come back under `nosync_<phase>`.
 
     The row is put together here alone, from the columns each step below returns; a case that
     cannot go on ends with the columns it has so far and its status."""

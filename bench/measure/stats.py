@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bench.cases.choices import CONFIDENCE, MIN_EFFECT  # the verdicts' defaults, defined once
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT  # the verdicts' defaults, defined once
 
 NOISY_IQR_OVER_MEDIAN = 0.05
 """A case whose total-step IQR exceeds 5% of its median is flagged `noisy`."""

@@ -21,12 +21,12 @@ import math
 import re
 from pathlib import Path
 
+from bench.publish.formats import FORMATS
 from bench.store import results
 
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
 """The phases exported, in words: the timed phases (`bench.store.results.PHASES`) and the whole
 step."""
-FORMATS = ("github-action-benchmark",)
 FIELDS = {"name": str, "unit": str, "value": (int, float), "range": str, "extra": str}
 REQUIRED = ("name", "unit", "value")
 RANGE = re.compile(r"^(\+-|±)\s*\d.+$")

@@ -8,21 +8,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.cases import checks, choices
+from bench.cases import checks
 from bench.cases.case import DEVICES
+from bench.recipes import catalog
 
-FP32 = "fp32"
-"""The reference every recipe is judged against (`bench.recipes.catalog.reference`)."""
-RECIPES = (
-    "fp32",
-    "tf32",
-    "fp16-amp",
-    "fp16-amp-noscale",
-    "bf16-amp",
-    "bf16-pure",
-    "fp8-tensorwise",
-)
-"""The recipes a study trains when none are named."""
+FP32 = catalog.reference()
+"""The reference every recipe is judged against."""
+RECIPES = catalog.with_role("quality")
+"""The recipes a study trains when none are named (the mode table's `quality` role)."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +30,7 @@ class Anchor:
 ANCHORS = {
     ("gpt", "shakespeare-char", "shakespeare"): Anchor(
         loss=1.4697,
-        mode="bf16-amp",
+        mode=catalog.autocast_of("bfloat16"),
         source="nanoGPT's best validation loss for config/train_shakespeare_char.py (its README)",
     ),
 }
@@ -73,7 +66,7 @@ class QualityConfig:
     )
     """The data: shakespeare (text), digits (images), or the path of a text file."""
     modes: tuple[str, ...] = field(
-        default=RECIPES, metadata={"check": checks.choice(choices.MODES), "items": True}
+        default=RECIPES, metadata={"check": checks.choice(catalog.CARDS), "items": True}
     )
     """The recipes trained (fp32, the reference, is always among them)."""
     seeds: tuple[int, ...] = field(default=(0, 1, 2), metadata={**_NON_NEGATIVE, "items": True})

@@ -3,9 +3,9 @@
 A card says what a mode is (its kind of recipe, its low-precision dtype, whether it scales the
 loss, what it changes in the model), how it is shown (its words, its colour) and what the others
 are measured against (the float32 reference, the speedup baselines, the headline mode). Its torch
-side is a method (`ModeCard.recipe`: the `bench.recipes.modes.Mode` the card resolves to), and
-publishing reads the cards directly, so reports and plots need no torch. The Adam implementations
-a case may name (`OPTIMIZERS`) are a table here too.
+side is derived from it alone (`bench.recipes.modes.recipe(card)`, which imports this table, not
+the other way round), and publishing reads the cards directly, so reports and plots need no torch.
+The Adam implementations a case may name (`OPTIMIZERS`) are a table here too.
 
 Nothing outside this table branches on a mode's name: code asks a card (`card.scale_loss`,
 `card.changes_model`) or the table (`reference()`, `headline()`, `fp16_pair()`), so a new mode is
@@ -18,10 +18,6 @@ from __future__ import annotations
 import colorsys
 import hashlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bench.recipes.modes import Mode
 
 LOW_DTYPES = ("float16", "bfloat16")
 """The dtypes a card's `low_dtype` may name for an autocast or a cast recipe (a float8 recipe's
@@ -39,6 +35,7 @@ ROLES = {
     "reference": "the float32 reference: numerics compare against it, speedups divide by it",
     "speedup": "a speedup column (`speedup_vs_<mode>`) divides by this mode's step time",
     "headline": "the mixed-precision recipe a report leads with, and the harness-overhead check",
+    "quality": "trained by a time-to-quality study when no --modes are given",
 }
 """What a mode can be to the others."""
 
@@ -103,13 +100,6 @@ class ModeCard:
             return "a mode is not its own baseline"
         return None
 
-    def recipe(self) -> Mode:
-        """The torch side of this mode (`bench.recipes.modes.Mode`), built once per card."""
-        # Deferred: torch is imported only by what trains; modes imports this table.
-        from bench.recipes import modes
-
-        return modes.recipe(self)
-
     @property
     def changes_model(self) -> bool:
         """The recipe changes the model itself (a cast of its parameters, float8 Linears), not
@@ -135,7 +125,7 @@ _CARDS = (
         label="float32",
         kind="float32",
         colour="#4d4d4d",
-        roles=frozenset({"reference", "speedup"}),
+        roles=frozenset({"reference", "speedup", "quality"}),
     ),
     ModeCard(
         name="tf32",
@@ -144,7 +134,7 @@ _CARDS = (
         colour="#1f77b4",
         tf32=True,
         baseline="fp32",
-        roles=frozenset({"speedup"}),
+        roles=frozenset({"speedup", "quality"}),
     ),
     ModeCard(
         name="fp16-amp",
@@ -154,6 +144,7 @@ _CARDS = (
         low_dtype="float16",
         scale_loss=True,
         baseline="fp32",
+        roles=frozenset({"quality"}),
     ),
     # The configuration the original question asks about: is the scaler needed at all?
     ModeCard(
@@ -163,6 +154,7 @@ _CARDS = (
         colour="#ff7f0e",
         low_dtype="float16",
         baseline="fp16-amp",
+        roles=frozenset({"quality"}),
     ),
     # bfloat16 has float32's exponent range, so it is run without a scaler.
     ModeCard(
@@ -172,7 +164,7 @@ _CARDS = (
         colour="#2ca02c",
         low_dtype="bfloat16",
         baseline="fp32",
-        roles=frozenset({"headline"}),
+        roles=frozenset({"headline", "quality"}),
     ),
     # Beyond autocast. Pure bf16: parameters, gradients and Adam's state all bf16, no float32
     # master weights, no casts; half the optimizer bytes.
@@ -183,6 +175,7 @@ _CARDS = (
         colour="#8c564b",
         low_dtype="bfloat16",
         baseline="bf16-amp",
+        roles=frozenset({"quality"}),
     ),
     ModeCard(
         name="bf16-pure-sr",
@@ -216,6 +209,7 @@ _CARDS = (
         low_dtype="float8",
         fp8_recipe="tensorwise",
         baseline="bf16-amp",
+        roles=frozenset({"quality"}),
     ),
     ModeCard(
         name="fp8-rowwise",
@@ -325,6 +319,11 @@ def autocast_modes() -> dict[str, str]:
         for c in CARDS.values()
         if c.kind == "autocast" and (c.low_dtype != "float16" or c.name == scaled)
     }
+
+
+def autocast_of(dtype: str) -> str:
+    """The autocast mode of `dtype` (`bfloat16`, `float16`) that PyTorch's AMP documents."""
+    return next(name for name, low in autocast_modes().items() if low == dtype)
 
 
 def beyond_autocast() -> tuple[str, ...]:

@@ -1,12 +1,13 @@
 """The torch side of a precision mode: `Mode`, which a card of the mode table resolves to
-(`bench.recipes.catalog.ModeCard.recipe`), owns the whole recipe.
+(`recipe(card)`, or `MODES[name]`), owns the whole recipe.
 
 A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
 conversion of its Linears), which context each phase of the step runs in (TF32 for float32
 matmuls, and autocast around the forward pass), whether the loss is scaled by
-`torch.amp.GradScaler`, and it builds the optimizer (an Adam of `catalog.OPTIMIZERS`, or torchao's AdamW with
-stochastic rounding), and says why it cannot run on a machine (torchao missing, no float8 GPU). The
-one train step (`bench.recipes.step`) and every caller use only these methods: adding a mode is
+`torch.amp.GradScaler`, and it builds the optimizer (an Adam of `catalog.OPTIMIZERS`, or
+torchao's AdamW with stochastic rounding), and says why it cannot run on a machine (torchao missing,
+no float8 GPU). The one train step (`bench.recipes.step`) and every caller use only these methods:
+adding a mode is
 adding a card to `bench.recipes.catalog` (the torch-free table every mode is defined in), whose
 fields say everything here. Nothing else branches on a mode's name.
 """
@@ -27,6 +28,7 @@ from bench.recipes.catalog import CARDS, OPTIMIZERS, ModeCard
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
+
 
 def dtype_name(dtype: torch.dtype | None) -> str:
     """`float16` for torch.float16; `none` for None (as rows and reports write dtypes)."""
@@ -180,7 +182,7 @@ class _Recipes(Mapping[str, Mode]):
     code that holds a mode's name, not a plan (`bench.recipes.plan`)."""
 
     def __getitem__(self, name: str) -> Mode:
-        return CARDS[name].recipe()
+        return recipe(CARDS[name])
 
     def __iter__(self) -> Iterator[str]:
         return iter(CARDS)

@@ -31,8 +31,12 @@ class Plan:
     """How the model is spread over the ranks (`case.parallel`)."""
 
     def with_mode(self, mode: Mode) -> Plan:
-        """This plan under another recipe; the case names it."""
-        return dataclasses.replace(self, mode=mode, case=dataclasses.replace(self.case, mode=mode.name))
+        """This plan under another recipe; the case names it where the mode table has it (a
+        recipe a study tries leaves the case as it was)."""
+        if mode.card is None or mode.card.name != mode.name:
+            return dataclasses.replace(self, mode=mode)
+        case = dataclasses.replace(self.case, mode=mode.name)
+        return dataclasses.replace(self, mode=mode, case=case)
 
     def with_case(self, **axes: object) -> Plan:
         """This plan with other values of axes that need no lookup (batch size, seed, lr, ...)."""

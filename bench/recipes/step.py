@@ -77,8 +77,8 @@ def build(
     plan, seeded.
 
     The plan's mode may be one the mode table has not (`Plan.with_mode`): the numerics audit
-    tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer whose
-    state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
+    tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer
+    whose state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
     prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the optimizer sees
     its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
     so ranks of a distributed case train on equal batches, which is all a timing needs."""

@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypedDict
 
-from bench.cases import choices
 from bench.cases.sizes import UNNAMED, Sizes
+from bench.workloads import catalog
 
 SCHEMA_VERSION = 2
 """1: every folder written before env.json recorded a version (the key is absent). 2: env.json
@@ -95,10 +95,16 @@ OLD_SIZES = ("input_size", "hidden_size", "num_classes")
 in order, whatever its workload."""
 
 
+def sizes_of(model: str) -> tuple[str, ...]:
+    """The names of a built-in workload's sizes (its card's), `UNNAMED` for any other."""
+    card = catalog.card(model)
+    return card.sizes if card is not None else UNNAMED
+
+
 def old_sizes(model: str, values: tuple[int, ...]) -> Sizes:
     """Three sizes of older code, named as the workload's card names them (`UNNAMED` where no
     card does: only its workload, with torch, knows)."""
-    return Sizes(values=tuple(values), names=choices.SIZES.get(model, UNNAMED))
+    return Sizes(values=tuple(values), names=sizes_of(model))
 
 
 def migrate_config(cfg: dict) -> dict:
@@ -107,7 +113,7 @@ def migrate_config(cfg: dict) -> dict:
     if "sizes" in cfg or not all(k in cfg for k in OLD_SIZES):
         return cfg
     # A row or a config older than the `model` axis is the default workload's (the MLP's).
-    model = str(cfg.get("model") or choices.DEFAULT_WORKLOAD)
+    model = str(cfg.get("model") or catalog.DEFAULT)
     sizes = old_sizes(model, tuple(int(cfg[k]) for k in OLD_SIZES))
     kept = {k: v for k, v in cfg.items() if k not in OLD_SIZES}
     # In the place of the first of the three: a config's and a row's keys keep their order.

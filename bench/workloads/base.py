@@ -111,7 +111,7 @@ class Workload:
     batch_sizes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Device -> the batch sizes (in the workload's samples) a timing run sweeps when
     `--batch-sizes` is not given; a device it leaves out takes the MLP's
-    (`bench.cases.choices.DEFAULT_BATCH_SIZES`)."""
+    (`bench.cases.grid.DEFAULT_BATCH_SIZES`)."""
     numerics: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     """Device -> numerics study settings that differ for this workload from
     `bench.numerics.measure.defaults.PER_DEVICE` (batch sizes in the workload's samples,

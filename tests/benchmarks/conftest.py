@@ -26,6 +26,7 @@ import pytest
 import torch
 
 from bench.cases.case import Case
+from bench.jobs.plans import resolve
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, build
 from tests.conftest import PHASES, suite_options
@@ -132,7 +133,7 @@ class _StateCache:
             self.state = None
             if CUDA:
                 torch.cuda.empty_cache()
-            self.case, self.state = case, build(case)
+            self.case, self.state = case, build(resolve(case))
         assert self.state is not None
         return self.state
 

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from bench.execution.variants import unsupported_reason
+from bench.jobs.plans import resolve
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.recipes.modes import MODES
 from bench.recipes.step import backward, forward, optimizer_step, train_step
@@ -37,7 +38,7 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         batch_size=spec.batch_size,
         device=suite.device,
     )
-    reason = unsupported_reason(case)
+    reason = unsupported_reason(resolve(case))
     if reason is not None:  # torchao missing, or no float8 GPU: the harness makes it a row
         pytest.skip(reason)
     mode = MODES[spec.mode]

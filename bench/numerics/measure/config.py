@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bench.cases import checks, choices
+from bench.cases import checks
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.cases.sizes import Sizes
 from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
@@ -50,10 +50,12 @@ def defaults(device: str, model: str = workload_catalog.DEFAULT) -> dict[str, ob
 
 
 def supported_modes(device: str) -> tuple[str, ...]:
-    """The modes of `MODES` whose recipe can run on `device` here."""
-    from bench.recipes.modes import MODES
+    """The modes of the default grid whose recipe can run on `device` here."""
+    from bench.recipes.modes import MODES  # torch: only a new study's defaults need it
 
-    return tuple(name for name, m in MODES.items() if m.unsupported_reason(device) is None)
+    return tuple(
+        name for name in catalog.default_modes() if MODES[name].unsupported_reason(device) is None
+    )
 
 
 def option(name: str) -> str:
@@ -82,7 +84,7 @@ def _setting(check: checks.Check, **more: object) -> dict[str, object]:
 
 _POSITIVE, _NON_NEGATIVE = _setting(checks.POSITIVE_INT), _setting(checks.NON_NEGATIVE_INT)
 _FINITE = _setting(checks.POSITIVE_FINITE)
-_MODES = _setting(checks.choice(choices.MODES), items=True)
+_MODES = _setting(checks.choice(catalog.CARDS), items=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,9 +133,9 @@ class NumericsConfig:
     """Noise of the task (`bench.workloads.tasks`: the MLP's prototype noise, the transformer's
     successor temperature)."""
     optimizer: str = field(
-        metadata=_setting(checks.choice(choices.OPTIMIZERS), aliases=("--optimizers",))
+        metadata=_setting(checks.choice(catalog.OPTIMIZERS), aliases=("--optimizers",))
     )
-    """Adam implementation, a key of `bench.recipes.modes.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.recipes.catalog.OPTIMIZERS`."""
     lr: float = field(metadata=_FINITE)
     """Adam's learning rate."""
     loss_mult: float = field(metadata=_FINITE)
