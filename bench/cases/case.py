@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from bench.cases import axes, checks
 from bench.cases.sizes import Sizes
-from bench.recipes import catalog as modes
+from bench.recipes import catalog as mode_table
 from bench.workloads import catalog
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
@@ -75,12 +75,12 @@ _MODES_HELP = "precision modes (on the CPU, by default only those that can run t
 @dataclass(frozen=True, kw_only=True)
 class Case:
     mode: str = field(
-        metadata=_axis(checks.choice(modes.CARDS), Sweep("modes", "mode", help=_MODES_HELP))
+        metadata=_axis(checks.choice(mode_table.CARDS), Sweep("modes", "mode", help=_MODES_HELP))
     )
     """A mode of the mode table (`bench.recipes.catalog.CARDS`)."""
     optimizer: str = field(
         metadata=_axis(
-            checks.choice(modes.OPTIMIZERS),
+            checks.choice(mode_table.OPTIMIZERS),
             Sweep("optimizers", "optimizer", aliases=("--optimizer",)),
         )
     )

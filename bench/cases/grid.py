@@ -15,7 +15,7 @@ from bench.cases import axes, checks
 from bench.cases import case as cases
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.recipes import catalog as modes
+from bench.recipes import catalog as mode_table
 from bench.workloads import catalog
 
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
@@ -42,7 +42,7 @@ def new_run_default(name: str, device: str, world_size: int = 1) -> tuple:
     defaults are wider (the CPU's modes are narrowed further by `bench.jobs.configs.run_config`,
     which needs torch to ask each recipe)."""
     wider = {
-        "mode": modes.default_modes(),
+        "mode": mode_table.default_modes(),
         "batch_size": DEFAULT_BATCH_SIZES,
         "variant": axes.default_variants() if device == "cuda" else ("eager",),
         "parallel": tuple(axes.PARALLELS) if world_size > 1 else ("none",),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from bench.cases import axes, checks
 from bench.cases.case import DEVICES
-from bench.recipes import catalog as modes
+from bench.recipes import catalog as mode_table
 from bench.workloads import catalog
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
@@ -28,8 +28,8 @@ class MaxBatchConfig:
     """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), a zoo model
     (hf:NAME[:TASK], timm:NAME, torchvision:NAME), or package.module:factory."""
     modes: tuple[str, ...] = field(
-        default=modes.default_modes(),
-        metadata={"check": checks.choice(modes.CARDS), "items": True},
+        default=mode_table.default_modes(),
+        metadata={"check": checks.choice(mode_table.CARDS), "items": True},
     )
     """Comma list of modes searched."""
     variants: tuple[str, ...] = field(
@@ -38,7 +38,7 @@ class MaxBatchConfig:
     """Comma list of execution variants searched."""
     optimizer: str = field(
         default="fused",
-        metadata={"check": checks.choice(modes.OPTIMIZERS), "aliases": ("--optimizers",)},
+        metadata={"check": checks.choice(mode_table.OPTIMIZERS), "aliases": ("--optimizers",)},
     )
     """Adam implementation."""
     start: int = field(default=1024, metadata={"check": checks.POSITIVE_INT})
