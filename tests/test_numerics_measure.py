@@ -11,7 +11,7 @@ from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from tests.conftest import tiny_case
 
 OBSERVED = ("fc1", "relu", "fc2", "fc3")
-"""The MLP's observed outputs (`bench.workloads.registry.MLP`), in forward order; fc3's are the
+"""The MLP's observed outputs (`bench.workloads.mlp.WORKLOAD`), in forward order; fc3's are the
 logits."""
 PARAMETERS = tuple(f"{fc}.{p}" for fc in ("fc1", "fc2", "fc3") for p in ("weight", "bias"))
 

@@ -135,7 +135,7 @@ def test_a_case_of_the_plugin_carries_the_sizes_it_gives():
 
 def test_the_gpts_case_id_spells_its_own_sizes():
     case = registry.make_case("gpt", "tiny", mode="fp32", optimizer="fused", batch_size=2)
-    size = registry.GPT.size("tiny")
+    size = registry.BUILT_IN["gpt"].size("tiny")
     assert f"/{size.context}x{size.width}x{size.vocab}/" in case.case_id
 
 
@@ -170,11 +170,13 @@ def test_the_preset_choices_are_the_workloads_own():
 
 def test_a_built_in_workload_that_differs_from_its_card_is_refused():
     assert set(registry.BUILT_IN) == set(catalog.CARDS)
-    other = dataclasses.replace(registry.GPT, presets={"other": registry.GPT.size("tiny")})
+    other = dataclasses.replace(
+        registry.BUILT_IN["gpt"], presets={"other": registry.BUILT_IN["gpt"].size("tiny")}
+    )
     with pytest.raises(ValueError, match="differ from its card"):
         registry.carded(other)
     with pytest.raises(ValueError, match="differ from its card"):
-        registry.carded(dataclasses.replace(registry.MLP, short_numerics=False))
+        registry.carded(dataclasses.replace(registry.BUILT_IN["mlp"], short_numerics=False))
 
 
 def test_a_case_checks_a_built_in_preset_without_torch():
@@ -198,7 +200,7 @@ def test_the_resolver_picks_by_prefix():
         assert registry.kind(f"{prefix}:some-model") == prefix
     assert registry.kind(SPEC) == registry.SPEC_KEY
     assert set(registry.RESOLVERS) == {registry.BUILT_IN_KEY, *catalog.ZOOS, registry.SPEC_KEY}
-    assert registry.get("gpt") is registry.GPT
+    assert registry.get("gpt") is registry.BUILT_IN["gpt"]
     assert registry.get(SPEC).name == "tanh-net"
 
 

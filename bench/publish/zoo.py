@@ -99,7 +99,8 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
         if tried.apply(timing.converts_nothing, axis=1).all():
             return "unsupported: converts no Linear"
         return ", ".join(dict.fromkeys(tried["status"]))
-    bf16 = at[at["mode"] == "bf16-amp"]
+    bf16_amp = catalog.autocast_of("bfloat16")
+    bf16 = at[at["mode"] == bf16_amp]
     if bf16.empty:
         return "–"
     best = fp8.loc[fp8["total_ms"].idxmin()]
@@ -109,7 +110,7 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
         verdict = "within noise"
     else:
         verdict = "pays" if ratio > 1 else "does not pay"
-    return f"{verdict}: {best['mode']} {figure(ratio)}× bf16-amp"
+    return f"{verdict}: {best['mode']} {figure(ratio)}× {bf16_amp}"
 
 
 def _scaler(study: dict | None) -> str:
@@ -156,7 +157,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
             row["fastest that trains like fp32"] = "same" if named == row["fastest"] else named
     shown = (chosen or fastest).first
     row["× fp32"] = _speedup(at, shown, catalog.reference())
-    row["× TF32"] = _speedup(at, shown, "tf32")
+    row["× TF32"] = _speedup(at, shown, catalog.tf32())
     row["peak GiB"] = figure(shown["peak_alloc_gib"])
     row["float8"] = _float8(at, rows[rows["batch_size"] == bs])
     row["fp16 without GradScaler"] = _scaler(study)

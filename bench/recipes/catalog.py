@@ -321,6 +321,11 @@ def autocast_modes() -> dict[str, str]:
     }
 
 
+def tf32() -> str:
+    """The float32 mode whose matmuls run in TF32."""
+    return next(name for name, c in CARDS.items() if c.kind == "float32" and c.tf32)
+
+
 def autocast_of(dtype: str) -> str:
     """The autocast mode of `dtype` (`bfloat16`, `float16`) that PyTorch's AMP documents."""
     return next(name for name, low in autocast_modes().items() if low == dtype)

@@ -42,6 +42,9 @@ class Card:
     shape: str = ""
     """Its model in a report, from a record's sizes, where they are its own (`free_sizes`): a
     format string over the names of `sizes`."""
+    module: str = ""
+    """The module whose `WORKLOAD` is this card's torch side (`bench.workloads.registry` imports
+    it by this name): a new built-in model is its card here and that module."""
 
     def flags(self) -> dict[str, bool]:
         """The fields a `Workload` takes from its card, by name."""
@@ -62,13 +65,20 @@ MLP = Card(
     short_numerics=True,
     cpu_overhead=True,
     shape="{input} → {hidden} → {hidden} → {classes}",
+    module="bench.workloads.mlp",
 )
 GPT = Card(
     name="gpt",
     presets=("gpt2-124m", "gpt-1.3b", "tiny", "shakespeare-char", "shakespeare-tiny"),
     sizes=("context", "width", "vocab"),
+    module="bench.workloads.gpt",
 )
-RESNET = Card(name="resnet50", presets=("resnet50", "tiny"), sizes=("image", "features", "classes"))
+RESNET = Card(
+    name="resnet50",
+    presets=("resnet50", "tiny"),
+    sizes=("image", "features", "classes"),
+    module="bench.workloads.resnet",
+)
 
 CARDS: dict[str, Card] = {card.name: card for card in (MLP, GPT, RESNET)}
 """The built-in workloads by name (`bench.workloads.registry.BUILT_IN` holds their torch side)."""

@@ -7,7 +7,8 @@ A user's factory is called with no arguments and returns a `Workload`
 (`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
 process of a run (a numerics worker, a torchrun rank) finds it the same way. Adding a model is
 one module that makes a `Workload` (used as `--model package.module:factory`, touching nothing
-here), or one entry of `BUILT_IN` or `RESOLVERS` (docs/architecture.md).
+here), or one card of `bench.workloads.catalog` (naming its module) or one entry of `RESOLVERS`
+(docs/architecture.md).
 
 A case (`bench.cases.case.Case`) names its workload and preset and nothing of torch: this module
 turns one into its workload (`get(case.model)`) and its size (`size_of`), and makes a case of a
@@ -24,11 +25,9 @@ from collections.abc import Callable
 from bench.cases.case import Case
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import catalog, gpt, mlp, resnet
+from bench.workloads import catalog
 from bench.workloads.base import Workload
 from bench.workloads.zoo import hf, timm, torchvision
-
-MLP, GPT, RESNET = mlp.WORKLOAD, gpt.WORKLOAD, resnet.WORKLOAD
 
 
 def carded(workload: Workload) -> Workload:
@@ -46,10 +45,12 @@ def carded(workload: Workload) -> Workload:
     return workload
 
 
-BUILT_IN: dict[str, Workload] = {w.name: carded(w) for w in (MLP, GPT, RESNET)}
-"""The built-in workloads by name, each defined in its own module from its card
-(`bench.workloads.catalog`), one each."""
-WORKLOADS = BUILT_IN  # the name earlier code and tests know
+BUILT_IN: dict[str, Workload] = {
+    name: carded(importlib.import_module(card.module).WORKLOAD)
+    for name, card in catalog.CARDS.items()
+}
+"""The built-in workloads by name: each card of `bench.workloads.catalog` resolved to the
+`WORKLOAD` its module defines from it."""
 
 
 def _built_in(name: str) -> Workload:
