@@ -132,11 +132,11 @@ def test_the_registered_mode_is_gone_after_its_test():
     assert NEW.name not in catalog.CARDS and NEW.name not in MODES
 
 
-def test_fp16_pure_is_one_row_run_only_when_asked():
+def test_fp16_pure_is_one_row_run_only_when_asked(cpu_ceilings):
     card = catalog.CARDS["fp16-pure"]
     assert card.param_dtype == "float16" and not card.scale_loss
     assert card.name not in catalog.default_modes()
-    row, _ = run_case(resolve(tiny_case(mode="fp16-pure")), {})
+    row, _ = run_case(resolve(tiny_case(mode="fp16-pure")), cpu_ceilings)
     # Adam's eps underflows in float16: a finite row or a `nonfinite` one, never a crash.
     assert row["status"] in ("ok", "nonfinite"), row["error"]
     assert row["param_dtype"] == "float16"

@@ -1,5 +1,5 @@
 """The torch side of a precision mode: `Mode`, which a card of the mode table resolves to
-(`recipe(card)`, or `MODES[name]`), owns the whole recipe.
+(`recipe(card)`, or the `MODES` mapping by name), owns the whole recipe.
 
 A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
 conversion of its Linears), which context each phase of the step runs in (TF32 for float32

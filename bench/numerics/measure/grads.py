@@ -57,8 +57,7 @@ def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
     """The modules whose outputs the study observes, by name, in forward order, asked of the
     state's own model (a float8 recipe has swapped its Linears for its own; a compiled model is
     asked through the module it wraps)."""
-    workload = registry.get(s.case.model)
-    return workload.observed_of(_unwrapped(s.model), registry.size_of(s.case))
+    return s.plan.workload.observed_of(_unwrapped(s.model), s.plan.size)
 
 
 def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:

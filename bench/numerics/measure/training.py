@@ -164,7 +164,7 @@ def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, fl
     on the device (float64) and are read once, not synced per chunk."""
     # loss × predictions, correct predictions, predictions
     sums = torch.zeros(3, dtype=torch.float64, device=x.device)
-    loss = registry.get(s.case.model).loss
+    loss = s.plan.workload.loss
     with torch.no_grad(), s.mode.context(s.case.device, forward=True):
         for xs, ys in zip(x.split(s.case.batch_size), y.split(s.case.batch_size), strict=True):
             output = outputs.to_float(s.model(s.mode.cast_input(xs)))
