@@ -22,7 +22,7 @@ from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import build, train_step
 from bench.workloads.mlp import PRESETS
-from bench.workloads.registry import MLP
+from bench.workloads.mlp import WORKLOAD as MLP
 from tests.conftest import tiny_case
 from tests.studies import resume_study, start_study
 

@@ -4,7 +4,7 @@ import pytest
 
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.workloads.mlp import PRESETS, ModelSize
-from bench.workloads.registry import MLP
+from bench.workloads.mlp import WORKLOAD as MLP
 from tests import mlp_by_hand
 
 TINY = PRESETS["tiny"]  # 32 -> 64 -> 64 -> 10

@@ -31,7 +31,8 @@ from bench.recipes.step import build, forward, train_step
 from bench.store import results
 from bench.workloads import resnet
 from bench.workloads.base import Workload, from_model
-from bench.workloads.registry import RESNET, get, make_case
+from bench.workloads.registry import get, make_case
+from bench.workloads.resnet import WORKLOAD as RESNET
 from tests.conftest import tiny_case
 
 TINY = resnet.PRESETS["tiny"]  # 64×64 images, 10 classes

@@ -19,7 +19,9 @@ from bench.recipes.modes import MODES
 from bench.recipes.step import build
 from bench.workloads import gpt, mlp
 from bench.workloads.base import Workload
-from bench.workloads.registry import GPT, MLP, make_case
+from bench.workloads.gpt import WORKLOAD as GPT
+from bench.workloads.mlp import WORKLOAD as MLP
+from bench.workloads.registry import make_case
 from tests.conftest import tiny_case
 
 TINY = gpt.PRESETS["tiny"]  # 2 layers, width 64, 4 heads, context 32, vocabulary 128
