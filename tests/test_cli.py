@@ -559,8 +559,12 @@ def test_the_parsers_choices_are_the_tables():
     fmt = next(a for a in sub.choices["export"]._actions if a.dest == "format")
     assert fmt.choices == tuple(formats.FORMATS)
     shown = " ".join(sub.choices["maxbatch"].format_help().split())
-    for table in (catalog.CARDS, catalog.OPTIMIZERS, axes.VARIANTS):
+    for table in (catalog.OPTIMIZERS, axes.VARIANTS):
         assert all(name in shown for name in table), table
+    # A mode run only when asked for is a choice all the same.
+    asked = [m for m in catalog.CARDS if m not in catalog.default_modes()]
+    parse = cli.build_parser().parse_args
+    assert asked and parse(["run", "--modes", ",".join(asked)]).modes == asked
 
 
 # Quick help: parsing and reading folders import no torch.
@@ -663,12 +667,12 @@ def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeyp
 
 def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
     from bench.jobs.configs import run_config
-    from bench.recipes.modes import MODES
+    from bench.recipes.catalog import default_modes
 
     cfg = run_config(device="cpu", preset=None)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out
     assert "CUDA GPU" in cfg.left_out["fp8-rowwise"]
-    assert set(cfg.modes) | set(cfg.left_out) == set(MODES) and "fp32" in cfg.modes
+    assert set(cfg.modes) | set(cfg.left_out) == set(default_modes()) and "fp32" in cfg.modes
     assert not set(cfg.modes) & set(cfg.left_out)
     # Asked for by name, a mode is in the grid and becomes an `unsupported` row.
     asked = run_config(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])

@@ -30,7 +30,7 @@ from bench.numerics.measure.grads import capture
 from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from bench.recipes import fp8
-from bench.recipes.catalog import autocast_modes, fp16_pair, reference
+from bench.recipes.catalog import autocast_modes, default_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
 from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
 from bench.workloads import heads, outputs, registry
@@ -43,7 +43,9 @@ documents them (fp16 with GradScaler, bf16)."""
 OWN_MODEL_CENSUS_MODES = tuple(
     name
     for name, m in MODES.items()
-    if (m.param_dtype is not None or m.fp8_recipe is not None) and not m.stochastic_round
+    if name in default_modes()
+    and (m.param_dtype is not None or m.fp8_recipe is not None)
+    and not m.stochastic_round
 )
 """Census modes whose recipe changes the model (bf16 parameters, float8 Linears): each gets a
 model of its own with the trajectory's weights at every checkpoint, where it can run here. A
