@@ -34,6 +34,7 @@ from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.recipes import catalog
+from bench.recipes.step import HARNESS
 from bench.store import folders, results
 from bench.workloads import registry
 
@@ -82,6 +83,7 @@ def start(
         folder.info["expected_cases"] = len(cfg.cases())
         # What --model built, in words (a zoo model's class and task): the report says it.
         folder.info["model_description"] = registry.get(cfg.model).description
+        folder.info["step"] = HARNESS.describe()  # the report's method names the step it timed
         return folder.path, _execute(cfg, folder, world)
 
 

@@ -68,6 +68,8 @@ def section(env: dict) -> list[str]:
             " (resumed: its sessions and the pauses between them)" if env.get("resumed") else ""
         )
         out += [f"The run took {tables.cell(minutes)} minutes from start to end{resumed}.", ""]
+    if env.get("step"):  # the one train step's options (`bench.recipes.step.StepOptions`)
+        out += [f"The timed step: {env['step']}.", ""]
     out += ["### Environment", "", _env_table(env), ""]
     if env.get("ceilings"):
         out += [
