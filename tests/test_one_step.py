@@ -39,14 +39,14 @@ def test_the_quality_study_runs_the_one_step_with_its_options(calls):
     Run(cfg, "fp32", 0).step(0)
     assert calls == [StepOptions(grad_clip=cfg.grad_clip, eval_every=1)]
     timed = time_step(QualityConfig.build("cpu", {"batch_size": 2, "timing_steps": 2}), "fp32")
-    assert timed["step"] == calls[-1].describe()
-    assert "clipped at norm 1, unscaled first" in timed["step"]
+    assert timed["step_options"] == calls[-1].describe()
+    assert "clipped at norm 1, unscaled first" in timed["step_options"]
 
 
 def test_the_numerics_study_runs_the_one_step_with_its_options(calls):
     out = training.convergence(tiny_case(), steps=2, noise=2.0, eval_every=2, heldout=16)
     assert StepOptions(eval_every=2) in calls
-    assert out["runs"][0]["step"] == StepOptions(eval_every=2).describe()
+    assert out["runs"][0]["step_options"] == StepOptions(eval_every=2).describe()
 
 
 def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):

@@ -300,5 +300,5 @@ def time_step(cfg: QualityConfig, mode_name: str, fitted: Fitted | None = None) 
         "step_ms_p90": stats["p90"],
         "step_ms_iqr": stats["iqr"],
         "timed_steps": len(samples),
-        "step": run.state.options.describe(),
+        "step_options": run.state.options.describe(),
     }

@@ -241,7 +241,7 @@ def convergence(
             {
                 **axes,
                 "step_ms": step_ms,
-                "step": s.options.describe(),
+                "step_options": s.options.describe(),
                 "model_state_gib": model_state_gib(s),
                 # The held-out loss a perfect model reaches: the task's own process on the split.
                 "true_heldout_loss": task.true_loss((xh, yh)),
