@@ -11,7 +11,8 @@ so `--help` answers at once. However a command ends, `main` writes how to the fi
 AMPBENCH_RESULT_JSON names, if any (`bench.outcome`)."""
 
 from bench.cli.argv import results_dir, with_command
-from bench.cli.main import build_parser, command_line, main, run
+from bench.cli.commands import build_parser
+from bench.cli.main import command_line, main, run
 from bench.cli.options import version
 
 __all__ = ["build_parser", "command_line", "main", "results_dir", "run", "version", "with_command"]

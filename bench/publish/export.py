@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.store import results
@@ -26,7 +28,6 @@ from bench.store import results
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
 """The phases exported, in words: the timed phases (`bench.store.results.PHASES`) and the whole
 step."""
-FORMATS = ("github-action-benchmark",)
 FIELDS = {"name": str, "unit": str, "value": (int, float), "range": str, "extra": str}
 REQUIRED = ("name", "unit", "value")
 RANGE = re.compile(r"^(\+-|±)\s*\d.+$")
@@ -109,13 +110,35 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
     return "number" if kind == (int, float) else "string"
 
 
+def _json(entries: list[dict[str, object]]) -> str:
+    # allow_nan=False: NaN is not JSON, and the action's JSON.parse would reject the file.
+    return json.dumps(entries, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format: a run's entries, the check of what the other tool accepts, and the
+    text written."""
+
+    entries: Callable[[Path], list[dict[str, object]]]
+    validate: Callable[[object], None]
+    text: Callable[[list[dict[str, object]]], str]
+
+
+FORMATS = {
+    "github-action-benchmark": Format(github_action_benchmark, validate, _json),
+}
+"""The export formats by `--format` name (`bench.cases.choices.EXPORT_FORMATS` lists the names
+for the command line, which parses without pandas)."""
+
+
 def export(run_dir: Path, fmt: str) -> str:
     """The run in format `fmt` as text, checked against the format before it is returned."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    entries = github_action_benchmark(run_dir)
+    form = FORMATS[fmt]
+    entries = form.entries(run_dir)
     if not entries:
         raise ValueError(f"{run_dir} has no passing case to export")
-    validate(entries)
-    # allow_nan=False: NaN is not JSON, and the action's JSON.parse would reject the file.
-    return json.dumps(entries, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    form.validate(entries)
+    return form.text(entries)
