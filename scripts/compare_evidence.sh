@@ -22,7 +22,7 @@
 #           lengthen it); each comparison a folder under OUT_DIR/ab.
 # Usage: [LIMIT=seconds] [AA=5] [SLOW=2] [FIRST=1] [GRID="run options"] [PHASES=step]
 #        [FAIL=median:3%]
-#        scripts/h200_compare.sh OUT_DIR pytest|ab
+#        scripts/compare_evidence.sh OUT_DIR pytest|ab
 #   LIMIT: start no new step this many seconds after the script began (a device command's limit).
 #   FIRST: the number of ab's first comparison of each kind (aa-FIRST, slow-FIRST), so that
 #   comparisons made by several commands into one OUT_DIR keep distinct tags.
@@ -31,7 +31,7 @@
 #   GRID: the ab grid's run options, and for `pytest` its --ampbench-* options (a CPU check:
 #   GRID="--device cpu --preset tiny" for ab, GRID="--ampbench-preset tiny" for pytest).
 set -uo pipefail
-usage="usage: scripts/h200_compare.sh OUT_DIR pytest|ab"
+usage="usage: scripts/compare_evidence.sh OUT_DIR pytest|ab"
 out="${1:?$usage}"
 part="${2:?$usage}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
@@ -176,7 +176,7 @@ case "$part" in
         done
         ;;
     *)
-        echo "h200_compare.sh: unknown part $part (pytest, ab)" >&2
+        echo "compare_evidence.sh: unknown part $part (pytest, ab)" >&2
         exit 2
         ;;
 esac

@@ -5,10 +5,10 @@
 #   3. `bench compare` across the two runs, and across the optimizer axis within run 1;
 #   4. the pytest-benchmark suite saved twice (foreach, then fused Adam, the second with the
 #      --benchmark-compare gate), and `pytest-benchmark compare` of the two saves.
-# Usage: scripts/h200_session.sh OUT_DIR   (results land in OUT_DIR/results, logs in OUT_DIR)
+# Usage: scripts/full_session.sh OUT_DIR   (results land in OUT_DIR/results, logs in OUT_DIR)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_session.sh OUT_DIR}"
+out="${1:?usage: scripts/full_session.sh OUT_DIR}"
 res="$out/results"
 mkdir -p "$res"
 export PYTHONUNBUFFERED=1

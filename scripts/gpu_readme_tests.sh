@@ -2,10 +2,10 @@
 # The README's test command on a GPU machine, as a new user runs it from a fresh copy, then the
 # GPU lane (scripts/gpu_tests.sh); each one's log and wall time go to OUT_DIR (the device
 # command's $OUT). The GPU is named first, so a log says what it ran on.
-# Usage: scripts/h200_tests.sh OUT_DIR
+# Usage: scripts/gpu_readme_tests.sh OUT_DIR
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_tests.sh OUT_DIR}"
+out="${1:?usage: scripts/gpu_readme_tests.sh OUT_DIR}"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 for part in tests gpu_lane; do

@@ -5,10 +5,10 @@
 # folder stopped that way is finished by a later session with `./run_bench.sh --resume FOLDER`.
 # New folders go to results_new/ (pass `--results-dir results_new`); at the end it and the folders
 # named in PACK are packed into OUT_DIR/results.tgz, with each lane's log beside it.
-# Usage: scripts/h200_lanes.sh OUT_DIR 'LANE A COMMANDS' 'LANE B COMMANDS'
+# Usage: scripts/two_gpu_lanes.sh OUT_DIR 'LANE A COMMANDS' 'LANE B COMMANDS'
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_lanes.sh OUT_DIR LANE_A LANE_B}"
+out="${1:?usage: scripts/two_gpu_lanes.sh OUT_DIR LANE_A LANE_B}"
 mkdir -p results_new "$out"
 export PYTHONUNBUFFERED=1
 deadline=$(( $(date +%s) + ${LIMIT:-540} ))

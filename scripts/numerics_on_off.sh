@@ -4,10 +4,10 @@
 # it in the timing process before the timed cases), and without it again; then `bench compare` of
 # the first against the second (on/off) and against the third (off/off, the run-to-run noise).
 # `compare` calls a case `same` when its ratio's confidence interval lies within ±2%.
-# Usage: scripts/h200_numerics_onoff.sh OUT_DIR   (results in OUT_DIR/results, log in OUT_DIR)
+# Usage: scripts/numerics_on_off.sh OUT_DIR   (results in OUT_DIR/results, log in OUT_DIR)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_numerics_onoff.sh OUT_DIR}"
+out="${1:?usage: scripts/numerics_on_off.sh OUT_DIR}"
 res="$out/results"
 mkdir -p "$res"
 export PYTHONUNBUFFERED=1

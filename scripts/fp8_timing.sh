@@ -9,11 +9,11 @@
 #      compile, fused Adam, into results_new/. A case that fails is a row with its status; the run
 #      is stopped (SIGINT) at LIMIT seconds (default 420) and is then finished with
 #      `./run_bench.sh --resume results_new/<folder>`.
-# Usage: [LIMIT=seconds] scripts/h200_fp8.sh OUT_DIR   (log in OUT_DIR/fp8.log, the run folder's
+# Usage: [LIMIT=seconds] scripts/fp8_timing.sh OUT_DIR   (log in OUT_DIR/fp8.log, the run folder's
 #        name on the log's last line and in OUT_DIR/run_dir.txt; OUT_DIR/results.tgz packs it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_fp8.sh OUT_DIR}"
+out="${1:?usage: scripts/fp8_timing.sh OUT_DIR}"
 mkdir -p "$out" results_new
 export PYTHONUNBUFFERED=1
 log() { echo "== $* ($(date -u +%H:%M:%S))" | tee -a "$out/fp8.log"; }

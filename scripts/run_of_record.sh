@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The run of record on ONE H200, with the project's own commands:
-#   0. torchao from a carried wheel (.whl/torchao-*.whl; no network there), as in h200_fp8.sh;
+#   0. torchao from a carried wheel (.whl/torchao-*.whl; no network there), as in fp8_timing.sh;
 #   1. `./run_bench.sh` with its defaults (every mode, batch 256/1024/4096, both Adams,
 #      eager/compile/cudagraph, the harness-against-a-plain-loop check) into results_new/;
 #      stopped with SIGINT at LIMIT seconds (default 420), so that a later call can finish it
@@ -8,11 +8,11 @@
 #   2. the pytest-benchmark suite at this commit, and (when .old/ holds an older commit's tree,
 #      OLD_COMMIT its sha) the same suite at that commit, both saved under their commits in
 #      results_new/pytest-benchmark, and `pytest-benchmark compare` of the two.
-# Usage: [LIMIT=s] [RESUME=dir] [OLD_COMMIT=sha] scripts/h200_record.sh OUT_DIR
+# Usage: [LIMIT=s] [RESUME=dir] [OLD_COMMIT=sha] scripts/run_of_record.sh OUT_DIR
 #        (log in OUT_DIR/record.log; OUT_DIR/record.tgz packs results_new/)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_record.sh OUT_DIR}"
+out="${1:?usage: scripts/run_of_record.sh OUT_DIR}"
 mkdir -p "$out" results_new
 export PYTHONUNBUFFERED=1
 log() { echo "== $* ($(date -u +%H:%M:%S))" | tee -a "$out/record.log"; }

@@ -11,9 +11,9 @@
 # Every collective is bounded (--collective-timeout): a case that fails or hangs on a rank is a
 # row, and the launcher goes on. A run cut by the outer `timeout` is finished later with
 # `./run_bench.sh --resume results_new/<folder> --gpus N`.
-# Usage: [GPUS=N] scripts/h200_dist.sh OUT_DIR    (logs in OUT_DIR, results_new/ packed into it)
+# Usage: [GPUS=N] scripts/multi_gpu_record.sh OUT_DIR    (logs in OUT_DIR, results_new/ packed into it)
 set -uo pipefail
-out="${1:?usage: scripts/h200_dist.sh OUT_DIR}"
+out="${1:?usage: scripts/multi_gpu_record.sh OUT_DIR}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"  # absolute: the script runs from the project root
 cd "$(dirname "$0")/.."
 gpus="${GPUS:-2}"

@@ -5,14 +5,14 @@
 #   2. the full study at the lr whose sweep run ended with the lowest training loss, spread over
 #      every GPU.
 #   (with RESUME=<study folder>, it only finishes that interrupted study, in place.)
-# Usage: [LR=3e-4] [LIMIT=seconds] scripts/h200_numerics.sh OUT_DIR
-#        RESUME=results/<folder> [LIMIT=seconds] scripts/h200_numerics.sh OUT_DIR
+# Usage: [LR=3e-4] [LIMIT=seconds] scripts/numerics_study.sh OUT_DIR
+#        RESUME=results/<folder> [LIMIT=seconds] scripts/numerics_study.sh OUT_DIR
 #   Results go to OUT_DIR/results, the log to OUT_DIR/numerics.log. With LR set, the sweep is
 #   skipped. LIMIT stops the study after that many seconds (a device session's limit per command);
 #   the jobs it finished are kept in the folder, and RESUME goes on from there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_numerics.sh OUT_DIR}"
+out="${1:?usage: scripts/numerics_study.sh OUT_DIR}"
 res="$out/results"
 mkdir -p "$res"
 export PYTHONUNBUFFERED=1

@@ -5,7 +5,7 @@
 #   then either `start ARGS...` (a new study in OUT_DIR/results, ARGS its options) or
 #   `resume STUDY_DIR [ARGS...]` (train what a committed study left, in place).
 # Each study folder is packed into OUT_DIR/<name>.tgz after its command ends, however it ended.
-# Usage: scripts/h200_quality.sh OUT_DIR BUDGET_S start|resume [STUDY_DIR] [ARGS...]
+# Usage: scripts/quality_study.sh OUT_DIR BUDGET_S start|resume [STUDY_DIR] [ARGS...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: see the header}"
@@ -35,7 +35,7 @@ case "$part" in
         ./run_bench.sh report "$study" 2>&1 | tee -a "$log"
         dirs=("$study")
         ;;
-    *) echo "h200_quality.sh: unknown part $part (start, resume)" >&2; exit 2 ;;
+    *) echo "quality_study.sh: unknown part $part (start, resume)" >&2; exit 2 ;;
 esac
 echo "== exit ${PIPESTATUS[0]}" | tee -a "$log"
 for d in "${dirs[@]}"; do

@@ -8,13 +8,13 @@
 #             batch size at the first and last step, STEPS steps of convergence per mode (200
 #             unless the item names fewer: a 1B model's step is too long for 200 in a call),
 #             one seed)
-# Usage: [LIMIT=seconds] scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...
+# Usage: [LIMIT=seconds] scripts/zoo_timing.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...
 #   LIMIT: stop starting models this many seconds after the script began (a device command's
 #   limit); a model it stops is killed with SIGINT, which keeps its rows for `--resume`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...}"
-part="${2:?usage: scripts/h200_zoo.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...}"
+out="${1:?usage: scripts/zoo_timing.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...}"
+part="${2:?usage: scripts/zoo_timing.sh OUT_DIR smoke|timing|numerics MODEL@PRESET@BATCH[@STEPS] ...}"
 shift 2
 mkdir -p "$out/results"
 export PYTHONUNBUFFERED=1
@@ -54,7 +54,7 @@ for item in "$@"; do
                 --long-steps 0 --heldout $((4 * batch)) --trace-every 0 \
                 --results-dir "$out/results" 2>&1 | tee -a "$log"
             ;;
-        *) echo "h200_zoo.sh: unknown part $part (smoke, timing, numerics)" >&2; exit 2 ;;
+        *) echo "zoo_timing.sh: unknown part $part (smoke, timing, numerics)" >&2; exit 2 ;;
     esac
     code=${PIPESTATUS[0]}
     echo "== $model exit $code" | tee -a "$log"
