@@ -133,7 +133,7 @@ def build(
     its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
     so ranks of a distributed case train on equal batches, which is all a timing needs."""
     # First, before anything draws: a workload whose init uses the global generator (the MLP,
-    # through torch's default init) gets the same weights as every run before workloads.
+    # through torch's default init) gets weights that depend on the case's seed alone.
     torch.manual_seed(case.seed)
     mode = mode or MODES[case.mode]
     workload, size = registry.get(case.model), registry.size_of(case)
