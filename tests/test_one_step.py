@@ -1,11 +1,13 @@
 """One train step: the timing harness, the quality study and the numerics study all run
 `bench.recipes.step`'s, each with its named options; the options do what they say."""
 
+import pandas as pd
 import pytest
 import torch
 
 from bench.measure import runner
 from bench.numerics.measure import training
+from bench.numerics.render.sections.training import _step_note
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
 from bench.recipes import step
@@ -88,3 +90,9 @@ def test_options_are_checked_and_described():
         StepOptions(grad_clip=-1.0)
     assert HARNESS.describe() == "no gradient clipping; dropout on; no evaluation"
     assert "not unscaled first" in StepOptions(grad_clip=1, unscale_before_clip=False).describe()
+
+
+def test_the_numerics_report_names_the_step_its_runs_trained_with():
+    phrase = StepOptions(eval_every=2).describe()
+    assert _step_note(pd.DataFrame({"step_options": [phrase, phrase]})) == f" The step: {phrase}."
+    assert _step_note(pd.DataFrame({"mode": ["fp32"]})) == ""  # a folder older than the column
