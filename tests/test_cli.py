@@ -564,7 +564,7 @@ def test_the_parsers_choices_are_the_registries():
     assert tuple(variants.VARIANTS) == choices.VARIANTS
     assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
     assert tuple(parallel.PARALLELS) == choices.PARALLELS
-    assert choices.EXPORT_FORMATS == tuple(export.FORMATS)
+    assert tuple(export.FORMATS) == choices.EXPORT_FORMATS
     # The verdicts' defaults are defined once, in choices, and read by the verdicts.
     assert stats.MIN_EFFECT is choices.MIN_EFFECT and stats.CONFIDENCE is choices.CONFIDENCE
 
