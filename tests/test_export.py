@@ -79,6 +79,20 @@ def test_one_entry_per_case_and_timed_phase(tmp_path):
     assert not any("b64" in e["name"] for e in entries)  # a case that did not pass
 
 
+def test_export_dispatches_on_its_formats_table(tmp_path, monkeypatch):
+    run = write_run(tmp_path / "run", small_grid())
+    checked = []
+    other = export.Format(
+        entries=lambda run_dir: [{"run": run_dir.name}],
+        validate=checked.append,
+        text=lambda entries: f"{entries[0]['run']}\n",
+    )
+    monkeypatch.setitem(export.WRITERS, "other", other)
+    assert export.export(run, "other") == "run\n" and checked == [[{"run": "run"}]]
+    with pytest.raises(ValueError, match=r"'nope'.*github-action-benchmark, other"):
+        export.export(run, "nope")
+
+
 def test_the_command_writes_the_file_and_refuses_bad_input(tmp_path, capsys):
     run = write_run(tmp_path / "run", small_grid())
     out = tmp_path / "bench.json"

@@ -34,6 +34,20 @@ def test_a_last_line_that_is_not_json_is_moved_aside_too(tmp_path):
     assert results.read_jsonl(path) == [{"case_id": "a"}]
 
 
+def test_packed_samples_read_the_same_and_unpack_before_appending(tmp_path):
+    path = tmp_path / results.SAMPLES
+    path.write_text('{"case_id": "a", "samples_ms": {"total": [1.5, 2.0]}}\n')
+    before = results.load_samples(tmp_path)
+    results.pack(path)
+    assert not path.exists() and results.packed(path).is_file()
+    first = results.packed(path).read_bytes()
+    assert results.load_samples(tmp_path).equals(before)
+    assert results.repair_jsonl(path) is None  # a resume unpacks, then appends
+    assert path.is_file() and not results.packed(path).exists()
+    results.pack(path)
+    assert results.packed(path).read_bytes() == first  # the same bytes: no time stamp
+
+
 def test_damage_before_the_last_line_is_refused_not_repaired(tmp_path):
     path = tmp_path / results.ROWS
     path.write_text('{"a": 1}\ngarbage\n{"b": 2}\n')

@@ -8,6 +8,7 @@ import sys
 
 from bench.cli import argv
 from bench.cli import options as o
+from bench.faults import UsageError
 
 NAME = "ab"
 PASSES_ON = "run"
@@ -46,15 +47,13 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.faults import UsageError
-
     run_options = args.passed_on
     refused = [t for t in run_options if t.split("=")[0] in REFUSED]
     if refused:
         raise UsageError(f"ab makes new runs; drop {refused[0].split('=')[0]}")
     # The rounds' own command line, checked with `run`'s options: bad ones are one line here.
     run_args = args.parser.parse_args(["run", *run_options])
-    from bench.jobs import ab as job
+    from bench.jobs import ab as job  # pandas: none at parse time
 
     chosen = ("rounds", "statistic", "min_effect", "confidence")
     with o.settings():  # a value AbConfig refuses: one line, before anything runs
@@ -71,7 +70,7 @@ def command(args: argparse.Namespace) -> int:
         device=_device(run_args.device),
         tag=args.tag,
     )
-    from bench.publish import ab as report
+    from bench.publish import ab as report  # pandas: none at parse time
 
     table, text = report.write(folder)
     print(text)
@@ -81,6 +80,6 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _device(device: str) -> str:
-    import torch
+    import torch  # torch: none at parse time
 
     return device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"

@@ -28,7 +28,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import criteria
+    from bench.publish import criteria  # pandas: none at parse time
 
     run_dir = folders.run_folder(args.run_dir)
     try:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from bench.cli import folders
 from bench.cli.options import add_statistic, add_verdict_settings, path
+from bench.faults import UsageError
+from bench.measure import stats
 
 if TYPE_CHECKING:
     from bench.publish.compare import Pair
@@ -49,9 +51,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.faults import UsageError
-    from bench.measure import stats
-    from bench.publish import compare
+    from bench.publish import compare  # pandas: none at parse time
 
     run_a, run_b = args.run_a, args.run_b
     for side in (run_a, run_b):

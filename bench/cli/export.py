@@ -27,7 +27,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import export
+    from bench.publish import export  # pandas: none at parse time
 
     run_dir = folders.run_folder(args.run_dir)
     try:

@@ -12,7 +12,7 @@ def run_folder(path: Path, *, rows: bool = True) -> Path:
     """A timing run's folder, checked: one line names what is wrong with it. `rows`: it must
     hold at least one whole row (`report` and `headline` alike: neither has anything to show
     without one)."""
-    from bench.store import results
+    from bench.store import results  # pandas: none at parse time
 
     if not (path / results.ROWS).is_file() or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")

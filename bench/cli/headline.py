@@ -16,8 +16,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import report
-    from bench.store import results
+    from bench.publish import report  # matplotlib, pandas: none at parse time
+    from bench.store import results  # pandas: none at parse time
 
     df = results.load(folders.run_folder(args.run_dir))
     table = report.headline(df)

@@ -23,7 +23,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import history
+    from bench.publish import history  # matplotlib, pandas: none at parse time
 
     folder = folders.directory(results_dir(args))
     try:

@@ -26,7 +26,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import index, index_check, runs
+    from bench.publish import index, index_check, runs  # pandas: none at parse time
 
     folder = folders.directory(results_dir(args))
     if args.check:

@@ -1,5 +1,5 @@
-"""`main(argv)`: parse, call the command's one function, and turn what went wrong into one line
-and an exit status."""
+"""`main(argv)`: parse, call the command's one function (`bench.cli.commands` lists them), and
+turn what went wrong into one line and an exit status."""
 
 from __future__ import annotations
 
@@ -8,65 +8,10 @@ import sys
 from typing import NoReturn
 
 from bench import outcome, quiet
-from bench.cli import (
-    ab,
-    check,
-    compare,
-    export,
-    headline,
-    history,
-    index,
-    maxbatch,
-    numerics,
-    promote,
-    publish,
-    quality,
-    readme,
-    report,
-)
-from bench.cli import run as run_command
 from bench.cli.argv import command_line as recorded
 from bench.cli.argv import with_command
-from bench.cli.options import PROG, Parser, Version
+from bench.cli.commands import COMMANDS, build_parser
 from bench.faults import Interrupted, UsageError, debug, how_stopped, stop_on_sigterm
-
-COMMANDS = {
-    module.NAME: module
-    for module in (
-        run_command,
-        report,
-        headline,
-        compare,
-        ab,
-        numerics,
-        quality,
-        maxbatch,
-        index,
-        promote,
-        history,
-        export,
-        readme,
-        publish,
-        check,
-    )
-}
-"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
-`PASSES_ON`, the command whose options it takes besides its own, where it gives them on
-(`args.passed_on`; any other command refuses an option it does not know)."""
-
-
-def build_parser() -> Parser:
-    p = Parser(
-        prog=PROG,
-        description="ampbench: a benchmark harness for PyTorch mixed-precision training. "
-        "With no command (nothing, or options only) it runs `run`, as `./run_bench.sh` and "
-        "`python -m bench` do.",
-    )
-    p.add_argument("--version", action=Version)
-    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
-    for module in COMMANDS.values():
-        module.add(sub)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,9 +26,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.jobs import configs, maxbatch
-    from bench.measure import env
-    from bench.publish import render
+    from bench.jobs import configs, maxbatch  # pandas, torch: none at parse time
+    from bench.measure import env  # torch: none at parse time
+    from bench.publish import render  # pandas: none at parse time
 
     with o.settings():
         cfg = configs.maxbatch_config(

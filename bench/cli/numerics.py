@@ -13,6 +13,7 @@ from bench.cli import options as o
 from bench.faults import UsageError
 from bench.numerics.measure import defaults
 from bench.recipes import catalog
+from bench.numerics.measure.config import NumericsConfig
 
 NAME = "numerics"
 
@@ -27,8 +28,6 @@ def shown(key: str) -> str:
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    from bench.numerics.measure.config import NumericsConfig
-
     n = sub.add_parser(
         NAME,
         help="dtype audit, underflow census, histogram, convergence, the Answer",
@@ -58,11 +57,10 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.jobs import numerics as study
-    from bench.measure import env
-    from bench.numerics.analysis import failures
-    from bench.numerics.measure.config import NumericsConfig
-    from bench.publish import render
+    from bench.jobs import numerics as study  # pandas, torch: none at parse time
+    from bench.measure import env  # torch: none at parse time
+    from bench.numerics.analysis import failures  # pandas: none at parse time
+    from bench.publish import render  # pandas: none at parse time
 
     if args.resume is not None:
         added = tuple(args.add_modes or ())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,7 +32,6 @@ class Parser(argparse.ArgumentParser):
 def version() -> str:
     """The installed package's version; from pyproject.toml when bench runs from a checkout
     that was never installed."""
-    import importlib.metadata
 
     try:
         return importlib.metadata.version("ampbench")

@@ -26,7 +26,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import promote
+    from bench.publish import promote  # pandas: none at parse time
 
     published = promote.promote(
         args.run_dirs, results_dir=results_dir(args), move=args.move, allow_cpu=args.allow_cpu

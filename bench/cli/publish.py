@@ -8,6 +8,7 @@ import sys
 from bench.cli import folders
 from bench.cli.argv import results_dir
 from bench.cli.options import PUBLISHED, add_results_dir, path
+from bench.publish.site import publish
 from bench.store import paths
 
 NAME = "publish"
@@ -30,8 +31,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish.site import publish
-
     folder = folders.directory(results_dir(args))
     try:
         built = publish(folder, args.output or paths.SITE)

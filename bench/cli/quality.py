@@ -12,13 +12,12 @@ from bench.cli import argv, fields
 from bench.cli import options as o
 from bench.faults import UsageError
 from bench.recipes import catalog
+from bench.quality.config import PER_DEVICE, QualityConfig
 
 NAME = "quality"
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    from bench.quality.config import PER_DEVICE, QualityConfig
-
     q = sub.add_parser(
         NAME,
         help="time to quality on real data: recipes against fp32 over seeds",
@@ -60,10 +59,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.jobs import quality as study
-    from bench.measure import env
-    from bench.publish import render
-    from bench.quality.config import QualityConfig
+    from bench.jobs import quality as study  # pandas: none at parse time
+    from bench.measure import env  # torch: none at parse time
+    from bench.publish import render  # pandas: none at parse time
 
     if args.resume is not None:
         allowed = ("resume", "force", "workers", "debug", "add_modes", "budget_s", "only")

@@ -8,6 +8,8 @@ import contextlib
 import os
 from typing import TYPE_CHECKING
 
+from bench.cases import case
+from bench.cases.grid import RunConfig
 from bench.cli import fields
 from bench.cli.options import given_sizes, settings
 from bench.faults import UsageError
@@ -21,9 +23,12 @@ def world(args: argparse.Namespace) -> distributed.World | None:
     """This process's place in the run: None when it must launch the ranks through torchrun
     (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world. Before it
     launches ranks it refuses more than the machine holds and a grid of which nothing can run."""
-    from bench.execution import distributed, launch
-    from bench.measure import env
-    from bench.store import results
+    from bench.execution import (  # pandas, torch: none at parse time
+        distributed,
+        launch,
+    )
+    from bench.measure import env  # torch: none at parse time
+    from bench.store import results  # pandas: none at parse time
 
     gpus = args.world_size or 1
     # A resumed run's ranks run on the device the folder was made on: a relaunch after a broken
@@ -51,9 +56,7 @@ def world(args: argparse.Namespace) -> distributed.World | None:
 def run_config(args: argparse.Namespace, device: str, world_size: int) -> RunConfig:
     """The grid of a new run, checked: bad values and a grid of which no case can run here are
     refused (exit 2) before any folder exists, or any rank is started."""
-    from bench.cases import case
-    from bench.cases.grid import RunConfig
-    from bench.jobs import configs
+    from bench.jobs import configs  # pandas, torch: none at parse time
 
     if args.force:
         raise UsageError("--force goes with --resume")

@@ -25,7 +25,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import readme
+    from bench.publish import readme  # matplotlib, pandas, scipy: none at parse time
 
     file = args.file or paths.ROOT / "README.md"
     if not file.is_file():

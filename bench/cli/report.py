@@ -16,7 +16,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.publish import render
+    from bench.publish import render  # pandas: none at parse time
 
     if render.kind(args.run_dir) == "timing":
         folders.run_folder(args.run_dir)

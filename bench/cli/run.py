@@ -48,7 +48,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.execution import distributed, launch
+    from bench.execution import distributed, launch  # pandas, torch: none at parse time
 
     world = ranks.world(args)
     if world is None:  # this process only launches the ranks
@@ -58,7 +58,7 @@ def command(args: argparse.Namespace) -> int:
         run_dir, code = _session(args, world)
     except Interrupted as exc:  # Ctrl-C or SIGTERM: the report of the cases kept, then the line
         if world.leader and exc.folder is not None and exc.folder.is_dir():
-            from bench.publish import render
+            from bench.publish import render  # pandas: none at parse time
 
             render.after_job(exc.folder)
         raise
@@ -72,7 +72,7 @@ def command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         os._exit(3)
     if world.leader:
-        from bench.publish import render
+        from bench.publish import render  # pandas: none at parse time
 
         if code != 2 and run_dir.is_dir():
             render.after_job(run_dir)
@@ -85,7 +85,7 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _session(args: argparse.Namespace, world: object) -> tuple:
-    from bench.jobs import session
+    from bench.jobs import session  # pandas, torch: none at parse time
 
     if args.resume is not None:
         allowed = ("resume", "force", "world_size", "oversubscribe", "collective_timeout", "debug")

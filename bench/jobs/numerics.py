@@ -12,6 +12,7 @@ kept in `errors/<job key>.txt` as the job ends, and a mode the audit failed on i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sys
@@ -22,9 +23,10 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.jobs import base
 from bench.numerics.analysis.summary import summarize_runs
-from bench.numerics.measure import tables
+from bench.numerics.measure import audit, jobs, tables
 from bench.numerics.measure.config import NumericsConfig, resolve_workers
 from bench.numerics.measure.jobs import Job
+from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
 from bench.store import errors, folders, results
 from bench.workloads.registry import get as get_workload
 
@@ -109,9 +111,6 @@ def _add_modes(
     """The study's settings with `add_modes` among its modes, recorded in `info` (not yet
     written): the settings, the `resumed` entry (added modes, this commit) and, for a finished
     study, `tabled_jobs`, the jobs whose rows its tables already hold."""
-    import dataclasses
-
-    from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
 
     new = tuple(m for m in add_modes if m not in cfg.modes)
     # The census compares its own set of modes at each checkpoint: an added mode it has not seen
@@ -166,7 +165,6 @@ def _run(
     there (in `jobs/`, or in its tables: `tabled`) are not run again. Writes the tables; of the
     tables named in `retabled` (census jobs run again) the old rows are dropped, and census rows
     of `failed` with them."""
-    from bench.numerics.measure import audit, jobs
 
     if not (run_dir / tables.AUDIT_JSON).is_file():
         tensor_rows, op_rows, audit_json = audit.run(cfg.audit_case())
@@ -229,7 +227,6 @@ def _old_rows(run_dir: Path, name: str, retabled: set[str]) -> pd.DataFrame:
 def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     """Audit the modes of the study that its audit has not seen (modes added to it), appending
     their rows to the audit tables and audit.json."""
-    from bench.numerics.measure import audit
 
     found = tables.audit_json(json.loads((run_dir / tables.AUDIT_JSON).read_text()))
     seen = set(found["chains"]) | set(found["unsupported"])

@@ -12,15 +12,19 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from bench import quiet
+from bench.data import sources
+from bench.faults import fault
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.quality import tables
 from bench.quality.config import QualityConfig
+from bench.quality.feed import Fitted, fit
+from bench.quality.train import safe_train, time_step
+from bench.recipes.modes import MODES
 from bench.store import folders, schema
-
-if TYPE_CHECKING:  # torch: imported where a study runs, not where the command parses
-    from bench.quality.feed import Fitted
+from bench.verdicts.timing import float8_unsupported_reason
+from bench.workloads import registry
 
 KIND = "quality"
 START_S = 30.0
@@ -32,8 +36,6 @@ batches of forward passes every 100 steps)."""
 
 def _fitted(cfg: QualityConfig) -> Fitted | str:
     """The study's model sized to its data, or why it cannot be (a string): read once a job."""
-    from bench.quality.feed import fit
-
     try:
         return fit(cfg)
     except ValueError as exc:  # the model cannot be sized to the data: every run says why
@@ -42,9 +44,6 @@ def _fitted(cfg: QualityConfig) -> Fitted | str:
 
 def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> str | None:
     """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None."""
-    from bench.recipes.modes import MODES
-    from bench.verdicts.timing import float8_unsupported_reason
-
     if isinstance(fitted, str):
         return fitted
     m = MODES[mode]
@@ -55,9 +54,6 @@ def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> 
 
 
 def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None:
-    from bench.faults import fault
-    from bench.quality.train import time_step
-
     timed = {r["mode"] for r in tables.load(folder_path)["timing"].to_dict("records")}
     fitted = _fitted(cfg) if set(modes) - timed else None
     for mode in modes:
@@ -80,9 +76,6 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
 
 def _work(args: tuple[dict, str, int]) -> dict[str, list[dict]]:
     """One run in a worker process (spawned: CUDA cannot be forked)."""
-    from bench import quiet
-    from bench.quality.train import safe_train
-
     quiet.quiet()
     record, mode, seed = args
     return safe_train(QualityConfig.from_record(record), mode, seed)
@@ -152,9 +145,6 @@ def _train(
 def start(
     cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
 ) -> Path:
-    from bench.data import sources
-    from bench.workloads import registry
-
     data = sources.get(cfg.data)  # bad data is bad input: one line, before any folder
     workload = registry.get(cfg.model)
     fitted = _fitted(cfg)  # a model that cannot be sized to it: its rows say why

@@ -28,13 +28,16 @@ from bench.cases.grid import DEFAULT_REPEATS, RunConfig  # noqa: F401 (re-export
 from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
-from bench.jobs import base
+
 from bench.jobs.plans import resolve
+from bench.jobs import base, numerics
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
+from bench.numerics.measure import config
 from bench.recipes import catalog
+from bench.recipes.step import HARNESS
 from bench.store import folders, results
 from bench.workloads import registry
 
@@ -83,6 +86,8 @@ def start(
         folder.info["expected_cases"] = len(cfg.cases())
         # What --model built, in words (a zoo model's class and task): the report says it.
         folder.info["model_description"] = registry.get(cfg.model).description
+        # The one train step's options, which the report's method names.
+        folder.info["step_options"] = HARNESS.describe()
         return folder.path, _execute(cfg, folder, world)
 
 
@@ -237,9 +242,6 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
 
 def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
-    from bench.jobs import numerics  # the study's code loads only when asked for
-    from bench.numerics.measure import config
-
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return
     # Only a workload whose card allows the short study gets here (`RunConfig` refuses it else).

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.publish.formats import FORMATS
+from bench.publish import formats
 from bench.store import results
 
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
@@ -109,13 +111,37 @@ def _type_name(kind: type | tuple[type, ...]) -> str:
     return "number" if kind == (int, float) else "string"
 
 
-def export(run_dir: Path, fmt: str) -> str:
-    """The run in format `fmt` as text, checked against the format before it is returned."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
-    entries = github_action_benchmark(run_dir)
-    if not entries:
-        raise ValueError(f"{run_dir} has no passing case to export")
-    validate(entries)
+def _json(entries: list[dict[str, object]]) -> str:
     # allow_nan=False: NaN is not JSON, and the action's JSON.parse would reject the file.
     return json.dumps(entries, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format: a run's entries, the check of what the other tool accepts, and the
+    text written."""
+
+    entries: Callable[[Path], list[dict[str, object]]]
+    validate: Callable[[object], None]
+    text: Callable[[list[dict[str, object]]], str]
+
+
+WRITERS = {
+    "github-action-benchmark": Format(github_action_benchmark, validate, _json),
+}
+"""How each format of the formats table (`bench.publish.formats`, which the command line reads
+without pandas) is written, by its `--format` name."""
+
+
+def export(run_dir: Path, fmt: str) -> str:
+    """The run in format `fmt` as text, checked against the format before it is returned."""
+    if fmt not in WRITERS:
+        raise ValueError(
+            f"unknown export format {fmt!r}; choose from {', '.join(formats.FORMATS)}"
+        )
+    form = WRITERS[fmt]
+    entries = form.entries(run_dir)
+    if not entries:
+        raise ValueError(f"{run_dir} has no passing case to export")
+    form.validate(entries)
+    return form.text(entries)

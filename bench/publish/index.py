@@ -98,7 +98,7 @@ def _gpu(env: dict, used: int) -> str:
 def _preset(cfg: dict) -> str:
     """The preset whose sizes a run used, else the sizes themselves; with the model's name when
     the run's cases carry a preset (every workload's but one whose sizes are its cases' own, the
-    MLP's: every run's model before workloads)."""
+    MLP's)."""
     model = cfg.get("model", workloads.DEFAULT)
     card = workloads.card(model)
     if not (card and card.free_sizes):

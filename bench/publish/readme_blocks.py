@@ -10,7 +10,9 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import columns, findings, ranks, report, tables, variants
+from bench.numerics.measure import tables as study_tables
+from bench.numerics.render import answer
+from bench.publish import columns, findings, maxbatch, ranks, report, tables, variants
 from bench.store import results
 
 
@@ -36,13 +38,10 @@ def _headline(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _answer(run: Path, options: dict[str, str], link: str) -> str:
-    from bench.numerics.measure import tables
-    from bench.numerics.render import answer
-
     only = options.pop("only", None)
     if options:
         raise UsageError(f"ampbench:answer takes only only=, got {sorted(options)[0]}=")
-    t = tables.load(run)
+    t = study_tables.load(run)
     paragraphs = answer.answer(t, str(t["env"].get("torch")))
     if only is not None:
         # Paragraphs by their bold heading, in the Answer's order: "**Divergence** (...". A
@@ -110,7 +109,6 @@ def _scaling(run: Path, options: dict[str, str], link: str) -> str:
 
 def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     """The largest-batch table of a `maxbatch` folder."""
-    from bench.publish import maxbatch
 
     if options:
         raise UsageError(f"ampbench:maxbatch takes no option, got {sorted(options)[0]}=")
@@ -130,8 +128,7 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:
     """The answer in a few lines from a timing run and the numerics studies beside it."""
-    from bench.numerics.measure import tables as study_tables
-    from bench.publish import summary
+    from bench.publish import summary  # scipy: loaded only when this runs
 
     unknown = set(options) - {"numerics", "optimizer", "skip"}
     if unknown:
@@ -177,7 +174,7 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
     """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
     time-to-quality studies of its model among `quality=` (`bench.publish.zoo`)."""
-    from bench.publish import quality, zoo
+    from bench.publish import quality, zoo  # scipy: loaded only when this runs
 
     unknown = set(options) - {"with", "quality", "optimizer"}
     if unknown:
@@ -197,7 +194,7 @@ def _zoo(run: Path, options: dict[str, str], link: str) -> str:
 
 def _quality(run: Path, options: dict[str, str], link: str) -> str:
     """A time-to-quality study's findings (`bench.publish.quality`)."""
-    from bench.publish import quality
+    from bench.publish import quality  # scipy: loaded only when this runs
 
     if options:
         raise UsageError(f"ampbench:quality takes no option, got {sorted(options)[0]}=")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from bench.faults import UsageError
+from bench.publish import ab, index, maxbatch
 from bench.store import results, schema
 
 
@@ -30,23 +31,19 @@ def render(run_dir: Path) -> Path:
     """Re-render the folder's report (and figures) from its files; returns the report's path."""
     found = kind(run_dir)
     if found == "numerics":
-        from bench.numerics.render import study
+        from bench.numerics.render import study  # matplotlib: loaded only when this runs
 
         return study.render(run_dir)
     if found == "maxbatch":
-        from bench.publish import maxbatch
-
         return maxbatch.render(run_dir)
     if found == "quality":
-        from bench.publish import quality
+        from bench.publish import quality  # matplotlib, scipy: loaded only when this runs
 
         return quality.render(run_dir)
     if found == "ab":
-        from bench.publish import ab
-
         ab.write(run_dir)
         return run_dir / results.REPORT
-    from bench.publish import report
+    from bench.publish import report  # matplotlib: loaded only when this runs
 
     report.write(run_dir)
     return run_dir / results.REPORT
@@ -61,11 +58,10 @@ def _nested_study(run_dir: Path) -> Path | None:
 def after_job(run_dir: Path) -> None:
     """After a job wrote `run_dir`: render it, show its headline (a timing run's), and refresh
     the project's index when the folder is in results/."""
-    from bench.publish import index
 
     path = render(run_dir)
     if kind(run_dir) == "timing":
-        from bench.publish import report
+        from bench.publish import report  # matplotlib: loaded only when this runs
 
         sub = _nested_study(run_dir)
         if sub is not None:

@@ -142,7 +142,7 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     if ok == 0:
         lines.append("**No case passed**: every figure below is missing; see the failures.")
     models = sorted(set(df["model"])) if "model" in df else []
-    if models and models != [workloads.DEFAULT]:  # every run before workloads trained it
+    if models and models != [workloads.DEFAULT]:  # the default model goes without saying
         presets = sorted(set(df["preset"])) if "preset" in df else []
         unit = " Throughput is also in tokens/s." if "tokens_per_s" in df else ""
         what = f": {env['model_description']}" if env.get("model_description") else ""

@@ -3,9 +3,11 @@ data, evaluated on the whole held-out split every `eval_every` steps; the step i
 timed alone by the harness's timing function; and, for a recipe that scales the loss, the
 GradScaler check.
 
-The step is nanoGPT's: the learning rate set by the schedule, the forward pass and loss under the
-recipe's context, backward of the (scaled) loss, the gradients unscaled and clipped, the update
-(skipped by GradScaler after an overflow), the gradients dropped. Losses and scales stay on the
+The step is the harness's one train step (`bench.recipes.step.train_step`) with the study's
+options (`options`: nanoGPT's clip after unscaling, dropout on), at the learning rate the schedule
+sets: the forward pass and loss under the recipe's context, backward of the (scaled) loss, the
+gradients unscaled and clipped, the update (skipped by GradScaler after an overflow), the
+gradients dropped. Losses and scales stay on the
 device between evaluations and are read once per evaluation, so the loop never waits for the
 device between steps.
 
@@ -30,7 +32,8 @@ from bench.measure.timing import clock_for, time_phases
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Feed, Fitted, fit
 from bench.recipes.modes import MODES, Mode
-from bench.workloads import outputs
+from bench.recipes.step import StepOptions, TrainState, train_step
+from bench.recipes.step import evaluate as heldout
 
 
 def lr_at(cfg: QualityConfig, step: int) -> float:
@@ -60,8 +63,14 @@ def adamw(model: nn.Module, mode: Mode, cfg: QualityConfig, device: str) -> torc
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, fused=device == "cuda")
 
 
+def options(cfg: QualityConfig) -> StepOptions:
+    """The study's step: nanoGPT's clip (after unscaling), dropout on, held-out evaluation."""
+    return StepOptions(grad_clip=cfg.grad_clip, dropout=True, eval_every=cfg.eval_every)
+
+
 class Run:
-    """One recipe, one seed: the model, its optimizer and scaler, and its batches."""
+    """One recipe, one seed: the state the one train step runs (`bench.recipes.step`), and its
+    batches."""
 
     def __init__(self, cfg: QualityConfig, mode_name: str, seed: int, fitted: Fitted | None = None):
         self.cfg, self.seed, self.device = cfg, seed, cfg.device
@@ -70,13 +79,45 @@ class Run:
         workload, size = self.fitted.workload, self.fitted.size
         # The same initial weights and dropout stream for every recipe of a seed.
         torch.manual_seed(seed)
-        model = workload.build(size, self.device, seed)
-        self.model = self.mode.prepare(model, workload, size)
-        self.model.train()
-        self.optimizer = adamw(self.model, self.mode, cfg, self.device)
-        self.scaler = self.mode.scaler(self.device)
+        model = self.mode.prepare(workload.build(size, self.device, seed), workload, size)
+        mode = self.mode
+
+        def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            output = model(mode.cast_input(x))
+            return output, workload.loss(output, y, "mean")
+
+        # The case names the run's axes; its model is sized to the data (`fitted`), not to the
+        # preset's sizes the case spells.
+        case = workload.case(
+            cfg.model,
+            cfg.preset,
+            mode=mode_name,
+            optimizer="fused" if self.device == "cuda" else "foreach",  # as `adamw` builds it
+            batch_size=cfg.batch_size,
+            device=self.device,
+            seed=seed,
+            lr=cfg.lr,
+        )
+        empty = torch.empty(0)  # the batch is set before every step
+        self.state = TrainState(
+            case,
+            mode,
+            model,
+            adamw(model, mode, cfg, self.device),
+            mode.scaler(self.device),
+            empty,
+            empty,
+            compute,
+        ).with_options(options(cfg))
         self.feed = Feed(self.fitted, cfg.batch_size, seed, self.device, cfg.heldout_limit)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+    @property
+    def model(self) -> nn.Module:
+        return self.state.model
+
+    @property
+    def scaler(self) -> torch.amp.GradScaler:
+        return self.state.scaler
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, mode: Mode | None = None) -> torch.Tensor:
         mode = mode or self.mode
@@ -85,20 +126,12 @@ class Run:
             return self.fitted.workload.loss(output, y, "mean")
 
     def step(self, k: int) -> torch.Tensor:
-        """Training step `k`; returns the loss tensor, unsynchronized."""
-        x, y = self.feed.train(k)
-        for group in self.optimizer.param_groups:
+        """Training step `k` at the schedule's learning rate, the one train step with the
+        study's options; returns the loss tensor, unsynchronized."""
+        self.state.x, self.state.y = self.feed.train(k)
+        for group in self.state.optimizer.param_groups:
             group["lr"] = lr_at(self.cfg, k)
-        loss = self.loss(x, y)
-        with self.mode.context(self.device):
-            self.scaler.scale(loss).backward()
-        if self.cfg.grad_clip > 0:
-            self.scaler.unscale_(self.optimizer)  # clip the true gradients, not scaled ones
-            nn.utils.clip_grad_norm_(self.params, self.cfg.grad_clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
-        return loss.detach()
+        return train_step(self.state).detach()
 
     def scale(self) -> torch.Tensor | None:
         """GradScaler's scale as a device tensor (None without a scaler). The private `_scale`
@@ -107,19 +140,7 @@ class Run:
 
     def evaluate(self) -> tuple[float, float]:
         """Held-out mean loss over every prediction of the split, and accuracy, dropout off."""
-        sums = torch.zeros(3, dtype=torch.float64, device=self.device)
-        self.model.eval()
-        with torch.no_grad():
-            for x, y in self.feed.heldout():
-                with self.mode.context(self.device, forward=True):
-                    output = outputs.to_float(self.model(self.mode.cast_input(x)))
-                    loss = self.fitted.workload.loss(output, y, "mean")
-                sums[0] += loss.double() * y.numel()
-                sums[1] += (outputs.tensor(output).argmax(-1) == y).sum()
-                sums[2] += y.numel()
-        self.model.train()
-        loss_sum, correct, total = sums.tolist()
-        return loss_sum / total, correct / total
+        return heldout(self.state, self.feed.heldout(), self.fitted.workload.loss)
 
     def scaler_check(self, k: int) -> list[dict]:
         """The GradScaler check at step `k` (see the module docstring): one row per parameter."""
@@ -279,4 +300,5 @@ def time_step(cfg: QualityConfig, mode_name: str, fitted: Fitted | None = None) 
         "step_ms_p90": stats["p90"],
         "step_ms_iqr": stats["iqr"],
         "timed_steps": len(samples),
+        "step_options": run.state.options.describe(),
     }

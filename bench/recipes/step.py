@@ -1,8 +1,11 @@
-"""The one train step every mode runs, split into its three timed phases.
+"""The one train step every mode and every study runs, split into its three timed phases.
 
-A case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which
-gives the model, its synthetic batch and its loss, and its mode's recipe
-(`bench.recipes.modes.Mode`), which decides everything that differs between modes: the
+The timing harness (`bench.execution.variants`, phase by phase), the quality study
+(`bench.quality.train`) and the numerics study (`bench.numerics.measure.training`) all drive the
+functions here. Where they differ (clipping the gradients, unscaling them first, dropout) is a
+`StepOptions` of the state, and `StepOptions.describe` is the phrase their reports name it by.
+A case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which gives the model, its synthetic batch and its loss; a
+mode's recipe (`bench.recipes.modes.Mode`) decides everything that differs between modes: the
 model's preparation, the precision context of each phase, the scaler and the optimizer.
 GradScaler is a no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss
 and `scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
@@ -11,7 +14,7 @@ and `scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +23,51 @@ from torch import nn
 from bench.cases.case import Case
 from bench.recipes.modes import Mode
 from bench.recipes.plan import Plan
+from bench.workloads import heads, outputs
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepOptions:
+    """How a step differs between the studies that run it; the defaults are the harness's."""
+
+    grad_clip: float = 0.0
+    """Clip the gradients' global norm to this before the update (0: no clip). Clipping reads
+    the norm on the device; `clip_grad_norm_` does not sync."""
+    unscale_before_clip: bool = True
+    """With a loss scaler, unscale the gradients before the clip, so the clip sees the true
+    gradients and not ones the scale multiplied (GradScaler's documented order)."""
+    dropout: bool = True
+    """Train with the model in training mode (its dropout, where it has any, on); off: eval
+    mode, the step of a fixed function."""
+    eval_every: int = 0
+    """Held-out evaluation every this many steps, outside any timed step (0: none)."""
+
+    def __post_init__(self) -> None:
+        if not (self.grad_clip >= 0 and self.grad_clip != float("inf")):
+            raise ValueError(
+                f"StepOptions.grad_clip must be finite and >= 0, got {self.grad_clip!r}"
+            )
+        if self.eval_every < 0:
+            raise ValueError(f"StepOptions.eval_every must be >= 0, got {self.eval_every!r}")
+
+    def describe(self) -> str:
+        """The options in a short phrase, for a report's method line."""
+        if self.grad_clip > 0:
+            unscaled = ", unscaled first" if self.unscale_before_clip else ", not unscaled first"
+            clip = f"gradients clipped at norm {self.grad_clip:g}{unscaled}"
+        else:
+            clip = "no gradient clipping"
+        dropout = "dropout on" if self.dropout else "dropout off"
+        evaluation = (
+            f"held-out evaluation every {self.eval_every} steps, untimed"
+            if self.eval_every
+            else "no evaluation"
+        )
+        return f"{clip}; {dropout}; {evaluation}"
+
+
+HARNESS = StepOptions()
+"""The timing harness's step: forward, backward, update, nothing else."""
 
 
 @dataclass
@@ -48,6 +96,13 @@ class TrainState:
     wrapper: nn.Module | None = None
     """The DDP or FSDP2 module that `compute` calls in a distributed case
     (`bench.execution.parallel`); `model` is the workload's model inside it."""
+    options: StepOptions = HARNESS
+    """How this state's step differs from the harness's (`with_options` sets it)."""
+
+    def with_options(self, options: StepOptions) -> TrainState:
+        """This state with `options`: the model put in training or eval mode to match."""
+        self.model.train(options.dropout)
+        return dataclasses.replace(self, options=options)
 
     @property
     def case(self) -> Case:
@@ -83,7 +138,7 @@ def build(
     its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
     so ranks of a distributed case train on equal batches, which is all a timing needs."""
     # First, before anything draws: a workload whose init uses the global generator (the MLP,
-    # through torch's default init) gets the same weights as every run before workloads.
+    # through torch's default init) gets weights that depend on the case's seed alone.
     case, mode, workload, size = plan.case, plan.mode, plan.workload, plan.size
     torch.manual_seed(case.seed)
     model = workload.build(size, case.device, case.seed)
@@ -120,11 +175,23 @@ def backward(s: TrainState, loss: torch.Tensor) -> None:
         s.scaler.scale(loss).backward()
 
 
+def clip(s: TrainState) -> None:
+    """The options' clip of the gradients' global norm, after unscaling them where the options
+    say so. Nothing without a clip. `unscale_` and `clip_grad_norm_` stay on the device."""
+    if s.options.grad_clip <= 0:
+        return
+    if s.options.unscale_before_clip:
+        s.scaler.unscale_(s.optimizer)  # clip the true gradients, not scaled ones
+    params = [p for p in s.model.parameters() if p.requires_grad]
+    nn.utils.clip_grad_norm_(params, s.options.grad_clip)
+
+
 def optimizer_update(s: TrainState) -> None:
-    """GradScaler's unscale and inf check, Adam's step (skipped after an overflow), the scale's
-    update. With a scaler and a foreach Adam, scaler.step() reads found_inf on the host: a device
-    sync that real training pays too, so it stays in the measured phase. Fused Adam takes the
-    scale and found_inf as tensors and skips that sync."""
+    """The options' clip, then GradScaler's unscale and inf check, Adam's step (skipped after
+    an overflow), the scale's update. With a scaler and a foreach Adam, scaler.step() reads
+    found_inf on the host: a device sync that real training pays too, so it stays in the
+    measured phase. Fused Adam takes the scale and found_inf as tensors and skips that sync."""
+    clip(s)
     s.scaler.step(s.optimizer)
     s.scaler.update()
 
@@ -141,3 +208,30 @@ def train_step(s: TrainState) -> torch.Tensor:
     backward(s, loss)
     optimizer_step(s)
     return loss
+
+
+def evaluate(
+    s: TrainState,
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    loss: Callable[[torch.Tensor, torch.Tensor, str], torch.Tensor],
+) -> tuple[float, float]:
+    """Held-out mean loss (`loss`, mean over every prediction) and accuracy (of the last
+    dimension's argmax) over `batches`, the forward pass in the mode's context and the model in
+    eval mode (dropout off, batch norm on its running statistics), back in the options' mode
+    after. Never timed: the sums stay on the device (float64) and are read once, at the end."""
+    # loss × predictions, correct predictions, predictions
+    sums = torch.zeros(3, dtype=torch.float64, device=s.case.device)
+    s.model.eval()
+    try:
+        with torch.no_grad(), s.mode.context(s.case.device, forward=True):
+            for x, y in batches:
+                output = outputs.to_float(s.model(s.mode.cast_input(x)))
+                # A masked LM's unmasked positions are no predictions: counted out of both sums.
+                counted = (y != heads.IGNORE).sum()
+                sums[0] += loss(output, y, "mean").double() * counted
+                sums[1] += (outputs.tensor(output).argmax(-1) == y).sum()
+                sums[2] += counted
+    finally:
+        s.model.train(s.options.dropout)
+    loss_sum, correct, total = sums.tolist()
+    return loss_sum / total, correct / total

@@ -5,7 +5,8 @@
 - `rows.jsonl`: one flat JSON object per case, appended and flushed as each case finishes, so a
   killed run keeps every finished case;
 - `samples.jsonl`: the raw per-step milliseconds of each phase of each case, for later tools
-  (`bench compare` reads them);
+  (`bench compare` reads them); a published folder keeps it gzip-compressed, as
+  `samples.jsonl.gz` (`pack`; docs/results-folder.md), and it is read either way;
 - `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`).
 
 Derived columns (speedups) are computed when rows are loaded, from the measured columns. The
@@ -16,6 +17,7 @@ Reading a folder's files needs no torch; only the axes (`axes()`, `load`) import
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -108,12 +110,36 @@ def append_jsonl(path: Path, obj: dict) -> None:
         f.flush()
 
 
+def packed(path: Path) -> Path:
+    """Where `pack` keeps the file `path`, gzip-compressed."""
+    return path.with_name(path.name + ".gz")
+
+
+def pack(path: Path) -> None:
+    """Replace `path` with its gzip-compressed copy (`packed`); the same bytes make the same
+    file (no time stamp in it)."""
+    with path.open("rb") as src, gzip.GzipFile(packed(path), "wb", 9, mtime=0) as dst:
+        dst.write(src.read())
+    path.unlink()
+
+
+def unpack(path: Path) -> None:
+    """Before appending to `path`: its packed copy, where only that exists, unpacked in place."""
+    if not path.exists() and packed(path).exists():
+        path.write_bytes(gzip.decompress(packed(path).read_bytes()))
+        packed(path).unlink()
+
+
 def read_jsonl(path: Path) -> list[dict]:
-    """Every object of a JSON-lines file. A truncated last line (a run killed mid-write) is left
-    out; any other line that is not a JSON object is damage and raises `CorruptFolder`."""
-    if not path.exists():
+    """Every object of a JSON-lines file, or of its packed copy where only that exists. A
+    truncated last line (a run killed mid-write) is left out; any other line that is not a JSON
+    object is damage and raises `CorruptFolder`."""
+    if path.exists():
+        lines = path.read_text().splitlines()
+    elif packed(path).exists():
+        lines = gzip.decompress(packed(path).read_bytes()).decode().splitlines()
+    else:
         return []
-    lines = path.read_text().splitlines()
     out = []
     for i, line in enumerate(lines):
         try:
@@ -141,7 +167,8 @@ def repair_jsonl(path: Path) -> str | None:
     """Before appending to a file that a killed run may have left half-written: move a partial
     last line (no newline, or not JSON) into `<file>.partial` and cut the file after the last
     whole line. Returns a sentence saying what was moved, or None. Damage before the last line
-    raises `CorruptFolder`, as reading does."""
+    raises `CorruptFolder`, as reading does. A packed file is unpacked first."""
+    unpack(path)
     if not path.exists():
         return None
     lines = path.read_bytes().splitlines(keepends=True)

@@ -165,7 +165,7 @@ class Workload:
         """A case of this workload at `preset`; `axes` are its other fields. It carries `model`
         (the `--model` value that names it: a user's is the factory's spec, not `name`), the
         sizes (`sizes`, where the workload takes any, else the preset's) and the preset, left
-        empty where the sizes say it all (`free_sizes`, as every MLP case before workloads)."""
+        empty where the sizes say it all (`free_sizes`: the MLP's)."""
         own = sizes if sizes is not None and self.free_sizes else self.sizes(preset)
         return Case(model=model, preset="" if self.free_sizes else preset, sizes=own, **axes)
 

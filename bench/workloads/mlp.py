@@ -86,8 +86,7 @@ def make_batch(
 
 def _mlp_build(size: ModelSize, device: str, seed: int) -> nn.Module:
     # torch's default init draws from the global generator, which `bench.recipes.step.build`
-    # seeds with the case's seed before this call: the MLP's weights are those of every run
-    # before workloads existed.
+    # seeds with the case's seed before this call: the weights depend on the seed alone.
     return MLP(size, device=device)
 
 

@@ -32,8 +32,17 @@ from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from bench.recipes import fp8
 from bench.recipes.catalog import autocast_modes, default_modes, fp16_pair, reference
 from bench.recipes.modes import MODES, dtype_name
-from bench.recipes.step import TrainState, backward, build, forward, optimizer_update, train_step
-from bench.workloads import heads, outputs, registry
+from bench.recipes.step import (
+    StepOptions,
+    TrainState,
+    backward,
+    build,
+    forward,
+    optimizer_update,
+    train_step,
+)
+from bench.recipes.step import evaluate as heldout
+from bench.workloads import registry
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
@@ -107,14 +116,14 @@ def update_underflow(
 
 
 def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
-    """One train step, the same phases as `bench.recipes.step.train_step`, that also reports per
-    parameter
-    what a divergence is made of: the share of `param.grad` exactly zero (float16 flushes
-    gradients to zero; with a scaler the grad is still scaled here, which a zero does not mind),
-    Adam's second moment after the step (median, and the share below eps², where eps, not the
-    gradient, sets the step's size), the median |first moment|, and the step's size: RMS of the
-    change over RMS of the weights, and the largest |change|. Syncs freely: never timed. Returns
-    the loss and one row per parameter (the caller adds the run's columns and the step)."""
+    """One train step, the same phases as `bench.recipes.step.train_step` (its update the
+    step's own `optimizer_update`), that also reports per parameter what a divergence is made
+    of: the share of `param.grad` exactly zero (float16 flushes gradients to zero; with a scaler
+    the grad is still scaled here, which a zero does not mind), Adam's second moment after the
+    step (median, and the share below eps², where eps, not the gradient, sets the step's size),
+    the median |first moment|, and the step's size: RMS of the change over RMS of the weights,
+    and the largest |change|. Syncs freely: never timed. Returns the loss and one row per
+    parameter (the caller adds the run's columns and the step)."""
     params = dict(s.model.named_parameters())
     # Copied only at traced steps: the change is the only way to see Adam's actual update.
     before = {n: p.detach().clone() for n, p in params.items()}
@@ -160,23 +169,11 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 
 
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Held-out mean loss (the workload's, mean over every prediction) and accuracy (of the
-    last dimension's argmax), the forward pass in the mode's context, in chunks of the case's
-    batch size: a transformer's logits for a whole held-out split would not fit. The sums stay
-    on the device (float64) and are read once, not synced per chunk."""
-    # loss × predictions, correct predictions, predictions
-    sums = torch.zeros(3, dtype=torch.float64, device=x.device)
-    loss = s.plan.workload.loss
-    with torch.no_grad(), s.mode.context(s.case.device, forward=True):
-        for xs, ys in zip(x.split(s.case.batch_size), y.split(s.case.batch_size), strict=True):
-            output = outputs.to_float(s.model(s.mode.cast_input(xs)))
-            # A masked LM's unmasked positions are no predictions: counted out of both sums.
-            counted = (ys != heads.IGNORE).sum()
-            sums[0] += loss(output, ys, "mean").double() * counted
-            sums[1] += (outputs.tensor(output).argmax(-1) == ys).sum()
-            sums[2] += counted
-    loss_sum, correct, total = sums.tolist()
-    return loss_sum / total, correct / total
+    """Held-out mean loss and accuracy (`bench.recipes.step.evaluate`), in chunks of the case's
+    batch size: a transformer's logits for a whole held-out split would not fit."""
+    bs = s.case.batch_size
+    batches = zip(x.split(bs), y.split(bs), strict=True)
+    return heldout(s, batches, s.plan.workload.loss)
 
 
 def _step_ms(case: Case, task: Task) -> float:
@@ -216,7 +213,7 @@ def convergence(
     }
     step_ms = _step_ms(case, task)
     xh, yh = task.sample(heldout, HELDOUT_STREAM)
-    s = build(resolve(case))
+    s = build(resolve(case)).with_options(StepOptions(eval_every=eval_every))
     init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
     losses, scales, evals, traces = [], [], [], []
     for step in range(steps + 1):
@@ -247,6 +244,7 @@ def convergence(
             {
                 **axes,
                 "step_ms": step_ms,
+                "step_options": s.options.describe(),
                 "model_state_gib": model_state_gib(s),
                 # The held-out loss a perfect model reaches: the task's own process on the split.
                 "true_heldout_loss": task.true_loss((xh, yh)),

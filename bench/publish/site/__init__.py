@@ -25,6 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.publish.site import deps
+
 if TYPE_CHECKING:
     from bench.publish.site.build import Built
 
@@ -32,7 +34,6 @@ if TYPE_CHECKING:
 def publish(results_dir: Path, out: Path) -> Built:
     """The site of `results_dir` at `out`; one line (a `UsageError`) when the `site` extra is
     missing, the results folder holds no run, or `out` is not a folder publishing may replace."""
-    from bench.publish.site import deps
 
     deps.require()
     from bench.publish.site import build  # imports markdown and plotly

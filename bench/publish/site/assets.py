@@ -135,7 +135,7 @@ def write(site: Path, *, plotly: bool) -> list[Path]:
     written[0].write_text(CSS)
     written[1].write_text(JS)
     if plotly:
-        from plotly.offline import get_plotlyjs
+        from plotly.offline import get_plotlyjs  # plotly: loaded only when this runs
 
         written.append(folder / PLOTLY)
         written[-1].write_text(get_plotlyjs(), encoding="utf-8")

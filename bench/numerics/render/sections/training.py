@@ -76,7 +76,8 @@ def convergence_section(t: dict, env: dict) -> list[str]:
         f"`final_loss`: the training loss's {SMOOTH_STEPS}-step mean at step "
         f"{cfg.get('steps')}, mean over seeds (min and max beside it); time to target: steps to "
         "reach the final loss of fp32 with the same batch size and seed, × the run's step time "
-        f"measured apart with the harness's timing function.{learned_note}",
+        f"measured apart with the harness's timing function.{_step_note(t.get('runs'))}"
+        f"{learned_note}",
         "",
         markdown(agg),
         "",
@@ -86,6 +87,15 @@ def convergence_section(t: dict, env: dict) -> list[str]:
         "",
         *traces_section(t),
     ]
+
+
+def _step_note(runs: pd.DataFrame | None) -> str:
+    """The one train step's options the runs trained with (`bench.recipes.step.StepOptions`);
+    nothing for a folder older than the column."""
+    if runs is None or "step_options" not in runs:
+        return ""
+    phrases = runs["step_options"].dropna().unique()
+    return f" The step: {'; or '.join(phrases)}." if len(phrases) else ""
 
 
 def traces_section(t: dict) -> list[str]:

@@ -1,0 +1,63 @@
+"""The command table: each command of `ampbench` and the module that owns it. A new command is a
+new module (`NAME`, `add(subparsers)`, `command(args) -> exit status`) and one row here."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from bench.cli import (
+    ab,
+    check,
+    compare,
+    export,
+    headline,
+    history,
+    index,
+    maxbatch,
+    numerics,
+    promote,
+    publish,
+    quality,
+    readme,
+    report,
+)
+from bench.cli import run as run_command
+from bench.cli.options import PROG, Parser, Version
+
+MODULES: tuple[ModuleType, ...] = (
+    run_command,
+    report,
+    headline,
+    compare,
+    ab,
+    numerics,
+    quality,
+    maxbatch,
+    index,
+    promote,
+    history,
+    export,
+    readme,
+    publish,
+    check,
+)
+"""The command modules in the order `--help` lists them."""
+
+COMMANDS = {module.NAME: module for module in MODULES}
+"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
+`PASSES_ON`, the command whose options it takes besides its own, where it gives them on
+(`args.passed_on`; any other command refuses an option it does not know)."""
+
+
+def build_parser() -> Parser:
+    p = Parser(
+        prog=PROG,
+        description="ampbench: a benchmark harness for PyTorch mixed-precision training. "
+        "With no command (nothing, or options only) it runs `run`, as `./run_bench.sh` and "
+        "`python -m bench` do.",
+    )
+    p.add_argument("--version", action=Version)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
+    for module in MODULES:
+        module.add(sub)
+    return p

@@ -1,0 +1,98 @@
+"""One train step: the timing harness, the quality study and the numerics study all run
+`bench.recipes.step`'s, each with its named options; the options do what they say."""
+
+import pandas as pd
+import pytest
+import torch
+
+from bench.measure import runner
+from bench.numerics.measure import training
+from bench.numerics.render.sections.training import _step_note
+from bench.quality.config import QualityConfig
+from bench.quality.train import Run, time_step
+from bench.recipes import step
+from bench.recipes.step import HARNESS, StepOptions, build, train_step
+from tests.conftest import tiny_case
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The options of every state whose update ran through the one step's `optimizer_update`:
+    every train step, phased or whole, ends there."""
+    seen: list[StepOptions] = []
+    real = step.optimizer_update
+
+    def spy(s):
+        seen.append(s.options)
+        real(s)
+
+    monkeypatch.setattr(step, "optimizer_update", spy)
+    return seen
+
+
+def test_the_harness_runs_the_one_step(calls, cpu_ceilings):
+    row, _ = runner.run_case(tiny_case(), cpu_ceilings)
+    assert row["status"] == "ok"
+    assert calls and set(calls) == {HARNESS}
+
+
+def test_the_quality_study_runs_the_one_step_with_its_options(calls):
+    cfg = QualityConfig.build("cpu", {"steps": 2, "eval_every": 1, "batch_size": 2})
+    Run(cfg, "fp32", 0).step(0)
+    assert calls == [StepOptions(grad_clip=cfg.grad_clip, eval_every=1)]
+    timed = time_step(QualityConfig.build("cpu", {"batch_size": 2, "timing_steps": 2}), "fp32")
+    assert timed["step_options"] == calls[-1].describe()
+    assert "clipped at norm 1, unscaled first" in timed["step_options"]
+
+
+def test_the_numerics_study_runs_the_one_step_with_its_options(calls):
+    out = training.convergence(tiny_case(), steps=2, noise=2.0, eval_every=2, heldout=16)
+    assert StepOptions(eval_every=2) in calls
+    assert out["runs"][0]["step_options"] == StepOptions(eval_every=2).describe()
+
+
+def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
+    norms = []
+    real = torch.nn.utils.clip_grad_norm_
+
+    def spy(params, max_norm):
+        params = list(params)
+        total = real(params, max_norm)
+        norms.append((total.item(), torch.stack([p.grad.norm() for p in params]).norm().item()))
+        return total
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
+    for first in (True, False):
+        options = StepOptions(grad_clip=1e-6, unscale_before_clip=first)
+        train_step(build(tiny_case(mode="fp16-amp")).with_options(options))
+    (unscaled, clipped), (scaled, _) = norms
+    # The same gradients, seen by the clip unscaled or at GradScaler's first scale (2**16).
+    assert scaled / unscaled == pytest.approx(2.0**16, rel=1e-2)
+    assert clipped == pytest.approx(1e-6, rel=1e-2)
+
+
+def test_dropout_off_puts_the_model_in_eval_mode_and_evaluation_restores_it():
+    s = build(tiny_case())
+    assert s.model.training and s.options == HARNESS
+    off = s.with_options(StepOptions(dropout=False))
+    assert not off.model.training
+    step.evaluate(
+        off, [(off.x, off.y)], lambda out, y, _: torch.nn.functional.cross_entropy(out, y)
+    )
+    assert not off.model.training
+    on = off.with_options(HARNESS)
+    step.evaluate(on, [(on.x, on.y)], lambda out, y, _: torch.nn.functional.cross_entropy(out, y))
+    assert on.model.training
+
+
+def test_options_are_checked_and_described():
+    with pytest.raises(ValueError, match="grad_clip"):
+        StepOptions(grad_clip=-1.0)
+    assert HARNESS.describe() == "no gradient clipping; dropout on; no evaluation"
+    assert "not unscaled first" in StepOptions(grad_clip=1, unscale_before_clip=False).describe()
+
+
+def test_the_numerics_report_names_the_step_its_runs_trained_with():
+    phrase = StepOptions(eval_every=2).describe()
+    assert _step_note(pd.DataFrame({"step_options": [phrase, phrase]})) == f" The step: {phrase}."
+    assert _step_note(pd.DataFrame({"mode": ["fp32"]})) == ""  # a folder older than the column
