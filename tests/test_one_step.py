@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from bench.jobs.plans import resolve
 from bench.measure import runner
 from bench.numerics.measure import training
 from bench.numerics.render.sections.training import _step_note
@@ -31,7 +32,7 @@ def calls(monkeypatch):
 
 
 def test_the_harness_runs_the_one_step(calls, cpu_ceilings):
-    row, _ = runner.run_case(tiny_case(), cpu_ceilings)
+    row, _ = runner.run_case(resolve(tiny_case()), cpu_ceilings)
     assert row["status"] == "ok"
     assert calls and set(calls) == {HARNESS}
 
@@ -64,7 +65,7 @@ def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
     for first in (True, False):
         options = StepOptions(grad_clip=1e-6, unscale_before_clip=first)
-        train_step(build(tiny_case(mode="fp16-amp")).with_options(options))
+        train_step(build(resolve(tiny_case(mode="fp16-amp"))).with_options(options))
     (unscaled, clipped), (scaled, _) = norms
     # The same gradients, seen by the clip unscaled or at GradScaler's first scale (2**16).
     assert scaled / unscaled == pytest.approx(2.0**16, rel=1e-2)
@@ -72,7 +73,7 @@ def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
 
 
 def test_dropout_off_puts_the_model_in_eval_mode_and_evaluation_restores_it():
-    s = build(tiny_case())
+    s = build(resolve(tiny_case()))
     assert s.model.training and s.options == HARNESS
     off = s.with_options(StepOptions(dropout=False))
     assert not off.model.training

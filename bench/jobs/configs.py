@@ -3,7 +3,7 @@ the workload's default preset, its sizes and its batch sizes, the modes the CPU 
 and the refusal of a grid of which no case can run here.
 
 The configs themselves (`bench.cases.grid.RunConfig`, `bench.cases.maxbatch.MaxBatchConfig`) are
-names and numbers, checked against the registries' torch-free names (`bench.cases.choices`): the
+names and numbers, checked against the registries' torch-free names (the tables): the
 store and the command line's parser read them without torch, so they import no registry, inside
 a function either (tests/test_layout.py). A new job's config is built here, above the
 registries, where asking a workload, a mode or a variant is an import downwards.

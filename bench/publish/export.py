@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.publish import formats
 from bench.store import results
 
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
@@ -136,9 +135,7 @@ without pandas) is written, by its `--format` name."""
 def export(run_dir: Path, fmt: str) -> str:
     """The run in format `fmt` as text, checked against the format before it is returned."""
     if fmt not in WRITERS:
-        raise ValueError(
-            f"unknown export format {fmt!r}; choose from {', '.join(formats.FORMATS)}"
-        )
+        raise ValueError(f"unknown export format {fmt!r}; choose from {', '.join(WRITERS)}")
     form = WRITERS[fmt]
     entries = form.entries(run_dir)
     if not entries:

@@ -26,12 +26,14 @@ import time
 import torch
 from torch import nn
 
+from bench.cases import axes
 from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Feed, Fitted, fit
 from bench.recipes.modes import MODES, Mode
+from bench.recipes.plan import Plan
 from bench.recipes.step import StepOptions, TrainState, train_step
 from bench.recipes.step import evaluate as heldout
 
@@ -99,9 +101,16 @@ class Run:
             lr=cfg.lr,
         )
         empty = torch.empty(0)  # the batch is set before every step
+        plan = Plan(
+            case=case,
+            workload=workload,
+            size=size,
+            mode=mode,
+            variant=axes.VARIANTS[case.variant],
+            parallel=axes.PARALLELS[case.parallel],
+        )
         self.state = TrainState(
-            case,
-            mode,
+            plan,
             model,
             adamw(model, mode, cfg, self.device),
             mode.scaler(self.device),
