@@ -1,0 +1,133 @@
+"""The power study of the rounds judge on the default grid: how often a known change is called,
+and how often a change that is not there, with rounds bootstrapped from committed H200 runs.
+
+`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` reads each run folder's
+samples.jsonl (every case's timed windows), keeps the cases all runs share, and writes into
+FOLDER: `rounds.csv` (each case's mode and the median total step time of each window of each run:
+what the simulation resamples, the form of the suite's fixture `tests/fixtures/h200_rounds.csv`)
+and `README.md` (the rates, per rounds a side, and the command that made them). CPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.publish import tables
+from bench.store import paths, results
+from bench.verdicts import power
+from bench.verdicts import rounds as judge
+
+STEPS_PER_WINDOW = 30
+"""A default run's window: `--steps 30`, `--repeats 3` windows, their samples back to back."""
+
+
+def extract(runs: list[Path]) -> pd.DataFrame:
+    """One row per case, run and window: `case_id`, `mode`, `run`, `window`, `step_ms` (the
+    window's median total step time), for the cases that every run timed."""
+    rows = []
+    for i, run in enumerate(runs):
+        for line in (Path(run) / results.SAMPLES).read_text().splitlines():
+            rec = json.loads(line)
+            total = np.asarray(rec["samples_ms"]["total"], dtype=float)
+            windows = max(1, len(total) // STEPS_PER_WINDOW)
+            for w, part in enumerate(np.array_split(total, windows)):
+                rows.append(
+                    {
+                        "case_id": rec["case_id"],
+                        "mode": rec["case_id"].split("/")[0],
+                        "run": i,
+                        "window": w,
+                        "step_ms": float(np.median(part)),
+                    }
+                )
+    table = pd.DataFrame(rows)
+    shared = table.groupby("case_id")["run"].nunique() == len(runs)
+    return table[table["case_id"].isin(shared[shared].index)].reset_index(drop=True)
+
+
+def cases_of(table: pd.DataFrame) -> list[power.Case]:
+    """The simulation's cases from `extract`'s table (or the fixture read back)."""
+    return [
+        power.Case(group=g["mode"].iloc[0], values=g["step_ms"].to_numpy())
+        for _, g in table.groupby("case_id", sort=True)
+    ]
+
+
+def study(
+    cases: list[power.Case], *, rounds: list[int], comparisons: int, seed: int
+) -> pd.DataFrame:
+    """Per rounds a side: A/A (every shift 0) and the mixed shifts of `power.SHIFTS` given to
+    the cases in turn, each over `comparisons` simulated comparisons."""
+    rng = np.random.default_rng(seed)
+    shifts = [power.SHIFTS[i % len(power.SHIFTS)] for i in range(len(cases))]
+    out = []
+    for n in rounds:
+        aa = [
+            power.one_comparison(cases, [0.0] * len(cases), rng, rounds=n)
+            for _ in range(comparisons)
+        ]
+        mixed = [power.one_comparison(cases, shifts, rng, rounds=n) for _ in range(comparisons)]
+        rates = power.rates(mixed, shifts)
+        out.append(
+            {
+                "rounds a side": n,
+                "A/A: comparisons with a false call": power.rates(aa, [0.0] * len(cases))[
+                    "any_false"
+                ],
+                "shifted: comparisons with a false call": rates.pop("any_false"),
+                **{f"{k.removeprefix('called_')} called": v for k, v in rates.items()},
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.publish.grid_power")
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, nargs="+", default=[3, 4, 5, 7])
+    parser.add_argument("--comparisons", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=57)
+    args = parser.parse_args(argv)
+    table = extract(args.runs)
+    cases = cases_of(table)
+    found = study(cases, rounds=args.rounds, comparisons=args.comparisons, seed=args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out / "rounds.csv", index=False)
+    command = "python -m bench.publish.grid_power " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
+    text = [
+        "# Power of the rounds judge on the default grid",
+        "",
+        f"Made by `{paths.shown_command(command)}`.",
+        "",
+        f"Judge: {judge.PROCEDURE}; it controls the {judge.ERROR_CONTROLLED}, at 5%.",
+        "",
+        f"{len(cases)} cases, {table['mode'].nunique()} modes, from "
+        + ", ".join(f"`{paths.shown(r)}`" for r in args.runs)
+        + ". A simulated round of a case is one of its real windows (the median total step "
+        f"time of {STEPS_PER_WINDOW} steps, from any of the runs), drawn at random, times a "
+        f"drift shared by all the cases of one simulated process (lognormal, {power.DRIFT:.1%}). "
+        "B's rounds of a case are multiplied by its shift, given to the cases in turn: "
+        + ", ".join(f"{s:+.1%}" for s in power.SHIFTS)
+        + f". Each row: {args.comparisons} simulated comparisons of A/A (no shift) and as many "
+        "shifted. A false call: a case without a shift called faster or slower. Called: the "
+        "share of the cases of that shift called in its direction.",
+        "",
+        tables.markdown(found),
+        "",
+    ]
+    (args.out / "README.md").write_text("\n".join(text))
+    print("\n".join(text))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
