@@ -2,10 +2,11 @@
 how often it calls one that is not there, on rounds bootstrapped from real ones.
 
 The model has the two levels of a round: a case's real rounds (`values`: its windows, from more
-than one process) are resampled, smoothed by a normal kernel (Silverman's bandwidth, in logs), so
-the within-process scatter and the difference between real processes are the data's own; each simulated process adds a drift shared by all its cases
-(lognormal, `drift`), as a machine whose clocks or load move a whole process does. Side B's
-rounds of a case are multiplied by that case's shift.
+than one process) are resampled, smoothed by a normal kernel (Silverman's bandwidth, in logs),
+so the within-process scatter and the difference between real processes are the data's own;
+each simulated process adds a drift shared by all its cases (lognormal, `drift`), as a machine
+whose clocks or load move a whole process does. Side B's rounds of a case are multiplied by
+that case's shift.
 
 Pure: numpy, no torch, no pandas.
 """
@@ -63,12 +64,15 @@ def one_comparison(
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
     looks: int = 1,
+    correction: str = "holm",
 ) -> list[str]:
     """The verdicts of one simulated comparison, `rounds` a side, B shifted by `shifts`."""
     a = _side(cases, rng, rounds, drift)
     b = _side(cases, rng, rounds, drift)
     family = [(c.group, ra, rb * (1 + s)) for c, ra, rb, s in zip(cases, a, b, shifts, strict=True)]
-    out = judge.judge_family(family, min_effect=min_effect, confidence=confidence, looks=looks)
+    out = judge.judge_family(
+        family, min_effect=min_effect, confidence=confidence, looks=looks, correction=correction
+    )
     return [str(v["verdict"]) for v in out]
 
 
@@ -98,12 +102,20 @@ def sequential(
     return words, n
 
 
-def rates(verdicts: Sequence[Sequence[str]], shifts: Sequence[float]) -> dict[str, float]:
+def spread(case: Case) -> float:
+    """How far a case's real rounds scatter: the standard deviation of their logs."""
+    return float(np.log(case.values).std(ddof=1))
+
+
+def rates(
+    verdicts: Sequence[Sequence[str]], shifts: Sequence[float], among: Sequence[bool] | None = None
+) -> dict[str, float]:
     """Over simulated comparisons: the share of comparisons with any false call (a case without
     a shift called faster or slower; `any_false`), and per shift, the share of its cases called
-    in its direction (`called_+3%`, ...)."""
-    shifts = np.asarray(shifts)
-    calls = np.array(verdicts)
+    in its direction (`called_+3.0%`, ...); only the cases `among` marks, where given."""
+    keep = np.ones(len(shifts), dtype=bool) if among is None else np.asarray(among, dtype=bool)
+    shifts = np.asarray(shifts)[keep]
+    calls = np.array(verdicts)[:, keep]
     null = shifts == 0
     out = {"any_false": float(np.isin(calls[:, null], judge.VERDICTS_CALLED).any(axis=1).mean())}
     for s in sorted(set(shifts.tolist())):

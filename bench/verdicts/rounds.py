@@ -214,18 +214,27 @@ def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
+CORRECTIONS = {"holm": holm, "bh": benjamini_hochberg}
+"""Corrections across a family: Holm's (the verdicts') and Benjamini-Hochberg's (the study's)."""
+
+
 def family_verdicts(
-    cases: Sequence[dict[str, object]], *, confidence: float = CONFIDENCE, looks: int = 1
+    cases: Sequence[dict[str, object]],
+    *,
+    confidence: float = CONFIDENCE,
+    looks: int = 1,
+    correction: str = "holm",
 ) -> list[dict[str, object]]:
     """The verdicts of one comparison's cases, judged as one family: each case (a dict with
     `rounds_verdict`'s `p_value` and `verdict`, among any other keys) gains `p_holm`, its
-    p-value after Holm's correction over the cases that have one, and keeps `faster` or
+    p-value after Holm's correction over the cases that have one (after Benjamini-Hochberg's
+    with `correction="bh"`, for the power study: the column keeps its name), and keeps `faster` or
     `slower` only where `p_holm` is at most the look's alpha, (1 - confidence) / `looks`,
     becoming `unclear` elsewhere. `same` and `unclear` stand; a case without a p-value (too few
     rounds, or `missing`) is not part of the family. Returns new dicts, `p_holm` right after
     `p_value`."""
     alpha = (1 - confidence) / looks
-    adjusted = holm([float(c.get("p_value", math.nan)) for c in cases])
+    adjusted = CORRECTIONS[correction]([float(c.get("p_value", math.nan)) for c in cases])
     out = []
     for case, p_holm in zip(cases, adjusted, strict=True):
         row: dict[str, object] = {}
@@ -245,6 +254,7 @@ def judge_family(
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
     looks: int = 1,
+    correction: str = "holm",
 ) -> list[dict[str, object]]:
     """The one judge of a comparison (`compare`, `ab`'s stopping rule, `history`): `rounds` holds,
     per case, its group (its mode; cases of one group share a moderation prior) and each side's
@@ -270,7 +280,7 @@ def judge_family(
         )
         for g, a, b in rounds
     ]
-    return family_verdicts(alone, confidence=confidence, looks=looks)
+    return family_verdicts(alone, confidence=confidence, looks=looks, correction=correction)
 
 
 def decided(verdicts: Sequence[str]) -> bool:
