@@ -50,8 +50,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from bench.faults import UsageError
-    from bench.measure import stats
     from bench.publish import compare
+    from bench.verdicts import defaults as stats
 
     run_a, run_b = args.run_a, args.run_b
     for side in (run_a, run_b):

@@ -89,7 +89,7 @@ def add_statistic(p: argparse.ArgumentParser, default: str | None = "median") ->
 
 def add_verdict_settings(p: argparse.ArgumentParser) -> None:
     """`--min-effect` and `--confidence` of the verdicts; left out, they are None and the
-    verdicts' own defaults (`bench.measure.stats.MIN_EFFECT`, `CONFIDENCE`) apply."""
+    verdicts' own defaults (`bench.verdicts.defaults.MIN_EFFECT`, `CONFIDENCE`) apply."""
     p.add_argument(
         "--min-effect",
         type=FRACTION,

@@ -30,7 +30,7 @@ from bench.cases.case import Case
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
-from bench.verdicts.timing import float8_unsupported_reason
+from bench.verdicts.float8_plan import float8_unsupported_reason
 from bench.workloads import registry
 
 
@@ -70,8 +70,8 @@ DEFAULT_VARIANTS = tuple(name for name, v in VARIANTS.items() if v.in_default_gr
 def unsupported_reason(case: Case) -> str | None:
     """Why a case cannot run here, or None when it can: the one place that asks its workload (an
     optional package it needs), its variant (CUDA graphs on the CPU) and its mode's recipe (a
-    Linear its float8 plan converts, `bench.verdicts.timing.float8_unsupported_reason`; torchao;
-    a float8 GPU)."""
+    Linear its float8 plan converts, `bench.verdicts.float8_plan.float8_unsupported_reason`;
+    torchao; a float8 GPU)."""
     workload = registry.get(case.model)
     reason = workload.unsupported_reason()
     if reason is not None:

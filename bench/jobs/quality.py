@@ -43,7 +43,7 @@ def _fitted(cfg: QualityConfig) -> Fitted | str:
 def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> str | None:
     """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None."""
     from bench.recipes.modes import MODES
-    from bench.verdicts.timing import float8_unsupported_reason
+    from bench.verdicts.float8_plan import float8_unsupported_reason
 
     if isinstance(fitted, str):
         return fitted
