@@ -551,7 +551,6 @@ def test_a_tag_ends_the_folder_name_of_a_run_and_a_maxbatch(tmp_path):
 
 def test_the_parsers_choices_are_the_registries():
     from bench.execution import parallel, variants
-    from bench.measure import stats
     from bench.publish import export
     from bench.recipes import modes
     from bench.workloads import mlp as model
@@ -565,8 +564,10 @@ def test_the_parsers_choices_are_the_registries():
     assert choices.DEFAULT_VARIANTS == variants.DEFAULT_VARIANTS
     assert tuple(parallel.PARALLELS) == choices.PARALLELS
     assert choices.EXPORT_FORMATS == export.FORMATS
-    # The verdicts' defaults are defined once, in choices, and read by the verdicts.
-    assert stats.MIN_EFFECT is choices.MIN_EFFECT and stats.CONFIDENCE is choices.CONFIDENCE
+    # The help's copy of the verdicts' defaults (`bench.verdicts.defaults`) agrees with them.
+    from bench.verdicts import defaults
+
+    assert (defaults.MIN_EFFECT, defaults.CONFIDENCE) == (choices.MIN_EFFECT, choices.CONFIDENCE)
 
 
 # Quick help: parsing and reading folders import no torch.

@@ -54,7 +54,7 @@ def extract(runs: list[Path]) -> pd.DataFrame:
 def cases_of(table: pd.DataFrame) -> list[power.Case]:
     """The simulation's cases from `extract`'s table (or the fixture read back)."""
     return [
-        power.Case(group=g["mode"].iloc[0], values=g["step_ms"].to_numpy())
+        power.Case.of(g["mode"].iloc[0], g["step_ms"].to_numpy())
         for _, g in table.groupby("case_id", sort=True)
     ]
 
@@ -117,8 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=57)
     args = parser.parse_args(argv)
     table = extract(args.runs)
-    cases = cases_of(table)
-    found = study(cases, rounds=args.rounds, comparisons=args.comparisons, seed=args.seed)
+    newest = table[table["run"] == len(args.runs) - 1]
+    scenarios = {
+        "all": study(
+            cases_of(table), rounds=args.rounds, comparisons=args.comparisons, seed=args.seed
+        ),
+        "newest": study(
+            cases_of(newest), rounds=args.rounds, comparisons=args.comparisons, seed=args.seed
+        ),
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "rounds.csv", index=False)
     command = "python -m bench.publish.grid_power " + " ".join(
@@ -127,28 +134,42 @@ def main(argv: list[str] | None = None) -> int:
     text = [
         "# Power of the rounds judge on the default grid",
         "",
-        f"Made by `{paths.shown_command(command)}`.",
+        f"Made by `{paths.shown_command(command)}` (CPU only; the rounds it resampled: "
+        "[rounds.csv](rounds.csv)).",
         "",
         f"Judge: {judge.PROCEDURE}; it controls the {judge.ERROR_CONTROLLED}, at 5%.",
         "",
-        f"{len(cases)} cases, {table['mode'].nunique()} modes, from "
+        f"{table['case_id'].nunique()} cases, {table['mode'].nunique()} modes, from "
         + ", ".join(f"`{paths.shown(r)}`" for r in args.runs)
         + ". A simulated round of a case is one of its real windows (the median total step "
-        f"time of {STEPS_PER_WINDOW} steps, from any of the runs), drawn at random and smoothed "
+        f"time of {STEPS_PER_WINDOW} steps), drawn at random and smoothed "
         "(a normal kernel in logs, Silverman's bandwidth), times a "
         f"drift shared by all the cases of one simulated process (lognormal, {power.DRIFT:.1%}). "
         "B's rounds of a case are multiplied by its shift, given to the cases in turn: "
         + ", ".join(f"{s:+.1%}" for s in power.SHIFTS)
         + f". Each row: {args.comparisons} simulated comparisons of A/A (no shift) and as many "
         "shifted. A false call: a case without a shift called faster or slower. Called: the "
-        "share of the cases of that shift called in its direction; the last column among the "
-        f"{found.attrs['quiet']} cases whose real windows scatter by less than {QUIET:.0%} "
-        "(standard deviation of their logs). `holm`: Holm's correction, the verdicts' (holds the "
-        "chance of any false call); `bh`: Benjamini-Hochberg's, for comparison (holds the "
-        "expected share of false calls among the calls; the same as Holm's when nothing "
-        "changed).",
+        "share of the cases of that shift called in its direction; the last column only among "
+        f"the cases whose real windows scatter by less than {QUIET:.0%} (standard deviation of "
+        "their logs). `holm`: Holm's correction, the verdicts' (holds the chance of any false "
+        "call); `bh`: Benjamini-Hochberg's, for comparison (holds the expected share of false "
+        "calls among the calls; the same as Holm's when nothing changed).",
         "",
-        tables.markdown(found),
+        f"## The windows of every run ({scenarios['all'].attrs['quiet']} cases scatter by less "
+        f"than {QUIET:.0%})",
+        "",
+        "Each case's windows from all the runs: how far real processes (here of two commits, "
+        "days apart) differ is part of the noise.",
+        "",
+        tables.markdown(scenarios["all"]),
+        "",
+        f"## The windows of the newest run ({scenarios['newest'].attrs['quiet']} cases scatter "
+        f"by less than {QUIET:.0%})",
+        "",
+        f"Each case's windows from `{paths.shown(args.runs[-1])}` only, the process drift "
+        "between rounds the simulated one alone.",
+        "",
+        tables.markdown(scenarios["newest"]),
         "",
     ]
     (args.out / "README.md").write_text("\n".join(text))

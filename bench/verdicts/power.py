@@ -28,18 +28,24 @@ DRIFT = 0.005
 """The standard deviation of a process's drift, in logs: 0.5% a round."""
 
 
-@dataclass(frozen=True)
-class Case:
-    """A case's group (its mode) and its real round values (ms)."""
-
-    group: Hashable
-    values: np.ndarray
-
-
 def bandwidth(values: np.ndarray) -> float:
     """Silverman's rule for the smoothed bootstrap, in logs: 1.06 sd k^(-1/5) of k values."""
     logs = np.log(values)
     return 1.06 * float(logs.std(ddof=1)) * len(logs) ** -0.2 if len(logs) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """A case's group (its mode), its real round values (ms) and their kernel's bandwidth."""
+
+    group: Hashable
+    values: np.ndarray
+    width: float
+
+    @classmethod
+    def of(cls, group: Hashable, values: np.ndarray) -> Case:
+        values = np.asarray(values, dtype=float)
+        return cls(group=group, values=values, width=bandwidth(values))
 
 
 def _side(cases: Sequence[Case], rng: np.random.Generator, rounds: int, drift: float) -> list:
@@ -48,7 +54,7 @@ def _side(cases: Sequence[Case], rng: np.random.Generator, rounds: int, drift: f
     process = np.exp(rng.normal(0.0, drift, rounds))  # shared by every case of a process
     return [
         c.values[rng.integers(0, len(c.values), rounds)]
-        * np.exp(rng.normal(0.0, bandwidth(c.values), rounds))
+        * np.exp(rng.normal(0.0, c.width, rounds))
         * process
         for c in cases
     ]

@@ -122,62 +122,80 @@ def rounds_verdict(
     - ratio: B over A, exp of the difference of the mean log rounds (the geometric means' ratio);
     - spread: the pooled variance of the log rounds, moderated towards `prior`; t with its df
       plus the prior's; p: two-sided; interval: ratio's at 1 - (1 - confidence) / `looks`;
-    - noise: `noise_k` times the wider of the case's own and the moderated spread (standard
-      deviation of log rounds);
+    - noise: `noise_k` times that spread (standard deviation of log rounds), never below the
+      case's own;
     - `faster` / `slower`: p at most the look's alpha (the family's correction then keeps the
       call or not, `family_verdicts`) and the ratio beyond 1 -/+ the larger of `min_effect` and
       the noise; `same`: the interval within 1 -/+ `min_effect`; `unclear`: anything else, and
       always with fewer than `MIN_ROUNDS` a side (`too_few`).
     """
-    x = np.log(np.asarray(a, dtype=float))
-    y = np.log(np.asarray(b, dtype=float))
-    n, m = len(x), len(y)
-    if n < 1 or m < 1:
-        raise ValueError(f"a rounds verdict needs a round on each side, got {n} and {m}")
-    if looks < 1:
+    return _judge([(a, b, prior)], min_effect, confidence, noise_k, looks)[0]
+
+
+def _judge(
+    items: Sequence[tuple[Sequence[float], Sequence[float], Prior]],
+    min_effect: float,
+    confidence: float,
+    noise_k: float,
+    looks: int,
+) -> list[dict[str, object]]:
+    """`rounds_verdict` of many cases at once: the t distribution asked once for all of them
+    (a grid's comparison, and the power study's thousands)."""
+    if isinstance(looks, bool) or not isinstance(looks, int) or looks < 1:
         raise ValueError(f"looks: {looks!r} is not a positive integer")
-    s2, dof = spread(x, y)
-    out: dict[str, object] = {
-        "ratio": float(math.exp(y.mean() - x.mean())),
-        "ratio_lo": math.nan,
-        "ratio_hi": math.nan,
-        "p_value": math.nan,
-        "noise": math.nan,
-        "df": math.nan,
-        "rounds_a": n,
-        "rounds_b": m,
-        "too_few": min(n, m) < MIN_ROUNDS,
-        "verdict": "unclear",
-    }
-    if out["too_few"]:
-        return out
-    df = dof + prior.df
-    # Never below the case's own spread: a noisy case among quiet ones keeps its noise.
-    var = max(s2, (dof * s2 + prior.df * prior.s2) / df)
-    se = math.sqrt(var * (1 / n + 1 / m))
-    diff = float(y.mean() - x.mean())
     alpha = (1 - confidence) / looks
-    if se > 0:
-        p = float(2 * stats.t.sf(abs(diff) / se, df))
-        half = float(stats.t.ppf(1 - alpha / 2, df)) * se
-    else:  # rounds identical to the last digit on both sides
-        p, half = (1.0 if diff == 0 else 0.0), 0.0
-    lo, hi = math.exp(diff - half), math.exp(diff + half)
-    # The floor takes the case's own spread where it is wider than the moderated one: a case
-    # whose rounds land on two speeds is not made quiet by its quieter neighbours.
-    noise = noise_k * math.sqrt(max(var, s2))
-    bound = max(min_effect, noise)
-    ratio = out["ratio"]
-    if p <= alpha and ratio < 1 - bound:
-        word = "faster"
-    elif p <= alpha and ratio > 1 + bound:
-        word = "slower"
-    elif 1 - min_effect <= lo and hi <= 1 + min_effect:
-        word = "same"
-    else:
-        word = "unclear"
-    out.update(ratio_lo=lo, ratio_hi=hi, p_value=p, noise=noise, df=df, verdict=word)
-    return out
+    outs, tested = [], []
+    for a, b, prior in items:
+        x = np.log(np.asarray(a, dtype=float))
+        y = np.log(np.asarray(b, dtype=float))
+        n, m = len(x), len(y)
+        if n < 1 or m < 1:
+            raise ValueError(f"a rounds verdict needs a round on each side, got {n} and {m}")
+        diff = float(y.mean() - x.mean())
+        out: dict[str, object] = {
+            "ratio": math.exp(diff),
+            "ratio_lo": math.nan,
+            "ratio_hi": math.nan,
+            "p_value": math.nan,
+            "noise": math.nan,
+            "df": math.nan,
+            "rounds_a": n,
+            "rounds_b": m,
+            "too_few": min(n, m) < MIN_ROUNDS,
+            "verdict": "unclear",
+        }
+        outs.append(out)
+        if out["too_few"]:
+            continue
+        s2, dof = spread(x, y)
+        df = dof + prior.df
+        # Never below the case's own spread: a noisy case among quiet ones (or one whose rounds
+        # land on two speeds) is not made quiet by its neighbours.
+        var = max(s2, (dof * s2 + prior.df * prior.s2) / df)
+        tested.append((out, diff, var, math.sqrt(var * (1 / n + 1 / m)), df))
+    if not tested:
+        return outs
+    diff, var, se, df = np.array([t[1:] for t in tested], dtype=float).T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(se > 0, 2 * stats.t.sf(np.abs(diff) / se, df), (diff != 0) * -1.0 + 1.0)
+    half = stats.t.ppf(1 - alpha / 2, df) * se
+    for (out, *_), d, v, pv, h, f in zip(tested, diff, var, p, half, df, strict=True):
+        noise = noise_k * math.sqrt(v)
+        bound = max(min_effect, noise)
+        lo, hi = math.exp(d - h), math.exp(d + h)
+        ratio = float(out["ratio"])
+        if pv <= alpha and ratio < 1 - bound:
+            word = "faster"
+        elif pv <= alpha and ratio > 1 + bound:
+            word = "slower"
+        elif 1 - min_effect <= lo and hi <= 1 + min_effect:
+            word = "same"
+        else:
+            word = "unclear"
+        out.update(
+            ratio_lo=lo, ratio_hi=hi, p_value=float(pv), noise=noise, df=float(f), verdict=word
+        )
+    return outs
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -274,12 +292,9 @@ def judge_family(
         mine = [s for (g, _, _), s in zip(logs, spreads, strict=True) if g == group]
         fitted = fit_prior([s for s, _ in mine], [d for _, d in mine])
         priors[group] = fitted if fitted.df > 0 else whole
-    alone = [
-        rounds_verdict(
-            a, b, prior=priors[g], min_effect=min_effect, confidence=confidence, looks=looks
-        )
-        for g, a, b in rounds
-    ]
+    alone = _judge(
+        [(a, b, priors[g]) for g, a, b in rounds], min_effect, confidence, NOISE_K, looks
+    )
     return family_verdicts(alone, confidence=confidence, looks=looks, correction=correction)
 
 
