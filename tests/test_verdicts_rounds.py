@@ -49,7 +49,7 @@ def test_fewer_rounds_than_the_minimum_are_too_few():
 
 
 def test_a_prior_lends_its_degrees_of_freedom_but_never_lowers_a_cases_own_spread():
-    a, b = [1.0, 1.002, 0.998, 1.001], [1.01, 1.012, 1.008, 1.011]
+    a, b = [1.0, 1.002, 0.998, 1.001, 0.999], [1.01, 1.012, 1.008, 1.011, 1.009]
     alone = rounds_verdict(a, b)
     wide = rounds_verdict(a, b, prior=Prior(s2=1e-4, df=20))
     narrow = rounds_verdict(a, b, prior=Prior(s2=1e-12, df=20))

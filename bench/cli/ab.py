@@ -8,6 +8,7 @@ import sys
 
 from bench.cli import argv
 from bench.cli import options as o
+from bench.verdicts.defaults import MIN_ROUNDS
 
 NAME = "ab"
 PASSES_ON = "run"
@@ -41,7 +42,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         type=o.POSITIVE,
         default=None,
         help="stop once every case is decided after at least this many rounds a side (default "
-        "4; --rounds itself: never stop early)",
+        f"{MIN_ROUNDS}; --rounds itself: never stop early)",
     )
     o.add_verdict_settings(a)
     o.add_statistic(a, default=None)

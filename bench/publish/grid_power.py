@@ -65,11 +65,12 @@ a case that scatters more cannot show a 3% change in a few rounds under any fami
 
 
 def study(
-    cases: list[power.Case], *, rounds: list[int], comparisons: int, seed: int
+    cases: list[power.Case], *, rounds: list[int], comparisons: int, same: int, seed: int
 ) -> pd.DataFrame:
     """Per rounds a side and correction (Holm's, the verdicts'; Benjamini-Hochberg's, for
-    comparison): A/A (every shift 0) and the mixed shifts of `power.SHIFTS` given to the cases
-    in turn, each over `comparisons` simulated comparisons."""
+    comparison): `same` simulated comparisons of A/A (every shift 0) and `comparisons` of the
+    mixed shifts of `power.SHIFTS` given to the cases in turn. The judge's own minimum of rounds
+    (`MIN_ROUNDS`) is set aside, to show what fewer rounds would do."""
     rng = np.random.default_rng(seed)
     shifts = [power.SHIFTS[i % len(power.SHIFTS)] for i in range(len(cases))]
     none = [0.0] * len(cases)
@@ -77,14 +78,9 @@ def study(
     out = []
     for n in rounds:
         for correction in judge.CORRECTIONS:
-            aa = [
-                power.one_comparison(cases, none, rng, rounds=n, correction=correction)
-                for _ in range(comparisons)
-            ]
-            mixed = [
-                power.one_comparison(cases, shifts, rng, rounds=n, correction=correction)
-                for _ in range(comparisons)
-            ]
+            how = {"rounds": n, "correction": correction, "min_rounds": 2}
+            aa = [power.one_comparison(cases, none, rng, **how) for _ in range(same)]
+            mixed = [power.one_comparison(cases, shifts, rng, **how) for _ in range(comparisons)]
             rates = power.rates(mixed, shifts)
             calm = power.rates(mixed, shifts, quiet)
             out.append(
@@ -113,17 +109,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rounds", type=int, nargs="+", default=[3, 4, 5, 7])
-    parser.add_argument("--comparisons", type=int, default=200)
+    parser.add_argument("--comparisons", type=int, default=100)
+    parser.add_argument("--same", type=int, default=300, help="A/A comparisons per row")
     parser.add_argument("--seed", type=int, default=57)
     args = parser.parse_args(argv)
     table = extract(args.runs)
     newest = table[table["run"] == len(args.runs) - 1]
     scenarios = {
         "all": study(
-            cases_of(table), rounds=args.rounds, comparisons=args.comparisons, seed=args.seed
+            cases_of(table),
+            rounds=args.rounds,
+            comparisons=args.comparisons,
+            same=args.same,
+            seed=args.seed,
         ),
         "newest": study(
-            cases_of(newest), rounds=args.rounds, comparisons=args.comparisons, seed=args.seed
+            cases_of(newest),
+            rounds=args.rounds,
+            comparisons=args.comparisons,
+            same=args.same,
+            seed=args.seed,
         ),
     }
     args.out.mkdir(parents=True, exist_ok=True)
@@ -147,8 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         f"drift shared by all the cases of one simulated process (lognormal, {power.DRIFT:.1%}). "
         "B's rounds of a case are multiplied by its shift, given to the cases in turn: "
         + ", ".join(f"{s:+.1%}" for s in power.SHIFTS)
-        + f". Each row: {args.comparisons} simulated comparisons of A/A (no shift) and as many "
-        "shifted. A false call: a case without a shift called faster or slower. Called: the "
+        + f". Each row: {args.same} simulated comparisons of A/A (no shift) and "
+        f"{args.comparisons} shifted; the judge's own minimum of {judge.MIN_ROUNDS} rounds a "
+        "side (below it a case is `unclear`, too few rounds) set aside, to show what fewer "
+        "rounds would do. A false call: a case without a shift called faster or slower. "
+        "Called: the "
         "share of the cases of that shift called in its direction; the last column only among "
         f"the cases whose real windows scatter by less than {QUIET:.0%} (standard deviation of "
         "their logs). `holm`: Holm's correction, the verdicts' (holds the chance of any false "

@@ -71,13 +71,19 @@ def one_comparison(
     confidence: float = CONFIDENCE,
     looks: int = 1,
     correction: str = "holm",
+    min_rounds: int = judge.MIN_ROUNDS,
 ) -> list[str]:
     """The verdicts of one simulated comparison, `rounds` a side, B shifted by `shifts`."""
     a = _side(cases, rng, rounds, drift)
     b = _side(cases, rng, rounds, drift)
     family = [(c.group, ra, rb * (1 + s)) for c, ra, rb, s in zip(cases, a, b, shifts, strict=True)]
     out = judge.judge_family(
-        family, min_effect=min_effect, confidence=confidence, looks=looks, correction=correction
+        family,
+        min_effect=min_effect,
+        confidence=confidence,
+        looks=looks,
+        correction=correction,
+        min_rounds=min_rounds,
     )
     return [str(v["verdict"]) for v in out]
 

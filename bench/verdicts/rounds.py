@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS
 
 PROCEDURE = (
     "a t-test per case on the log of each round's statistic, its spread moderated across the "
@@ -44,8 +44,6 @@ ERROR_CONTROLLED = "family-wise error rate: the chance of any false faster or sl
 NOISE_K = 2.0
 """The noise floor of a verdict, in units of the (moderated) spread of one side's log rounds: a
 change smaller than twice what separates two rounds of the same code is not told apart from none."""
-MIN_ROUNDS = 2
-"""Rounds a side below which a case is `too_few` to judge: one round shows nothing of its spread."""
 PRIOR_CASES = 3
 """Cases with a spread a group needs before its variances are fitted a prior (else the family's)."""
 DF_CAP = 1e4
@@ -138,6 +136,7 @@ def _judge(
     confidence: float,
     noise_k: float,
     looks: int,
+    min_rounds: int = MIN_ROUNDS,
 ) -> list[dict[str, object]]:
     """`rounds_verdict` of many cases at once: the t distribution asked once for all of them
     (a grid's comparison, and the power study's thousands)."""
@@ -161,7 +160,7 @@ def _judge(
             "df": math.nan,
             "rounds_a": n,
             "rounds_b": m,
-            "too_few": min(n, m) < MIN_ROUNDS,
+            "too_few": min(n, m) < min_rounds,
             "verdict": "unclear",
         }
         outs.append(out)
@@ -273,18 +272,20 @@ def judge_family(
     confidence: float = CONFIDENCE,
     looks: int = 1,
     correction: str = "holm",
+    min_rounds: int = MIN_ROUNDS,
 ) -> list[dict[str, object]]:
     """The one judge of a comparison (`compare`, `ab`'s stopping rule, `history`): `rounds` holds,
     per case, its group (its mode; cases of one group share a moderation prior) and each side's
     round values. Each group of at least `PRIOR_CASES` cases with a spread is fitted its own
-    prior; the cases of smaller groups share the prior of the whole family. Returns
+    prior; the cases of smaller groups share the prior of the whole family. `min_rounds`: below
+    it a case is `too_few` (the power study sets it aside to show what fewer rounds do). Returns
     `rounds_verdict`'s dict per case, after Holm's correction (`family_verdicts`)."""
     logs = [
         (g, np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float)))
         for g, a, b in rounds
     ]
     spreads = [
-        spread(x, y) if min(len(x), len(y)) >= MIN_ROUNDS else (math.nan, 0) for _, x, y in logs
+        spread(x, y) if min(len(x), len(y)) >= min_rounds else (math.nan, 0) for _, x, y in logs
     ]
     whole = fit_prior([s for s, _ in spreads], [d for _, d in spreads])
     priors: dict[Hashable, Prior] = {}
@@ -293,7 +294,12 @@ def judge_family(
         fitted = fit_prior([s for s, _ in mine], [d for _, d in mine])
         priors[group] = fitted if fitted.df > 0 else whole
     alone = _judge(
-        [(a, b, priors[g]) for g, a, b in rounds], min_effect, confidence, NOISE_K, looks
+        [(a, b, priors[g]) for g, a, b in rounds],
+        min_effect,
+        confidence,
+        NOISE_K,
+        looks,
+        min_rounds,
     )
     return family_verdicts(alone, confidence=confidence, looks=looks, correction=correction)
 
