@@ -72,7 +72,8 @@ def reason(looked: dict[str, object] | None, cfg, rounds: int) -> str:
             f"the family's correction, each look at {(1 - cfg.confidence) / cfg.looks:.2g})"
         )
     if cfg.min_rounds >= cfg.rounds:
-        return f"a fixed {cfg.rounds} rounds a side (`--min-rounds` at the cap: no early stop)"
+        many = f"{cfg.rounds} round{'s' if cfg.rounds != 1 else ''}"
+        return f"a fixed {many} a side (`--min-rounds` at the cap: no early stop)"
     left = "" if looked is None else f", {looked['cases'] - _decided(looked)} case(s) still unclear"
     return f"the cap of {cfg.rounds} rounds a side (`--rounds`){left}"
 

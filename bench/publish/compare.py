@@ -241,7 +241,7 @@ def procedure_lines(min_effect: float, confidence: float, statistic: str, looks:
     spent = (
         f" This comparison looked at its rounds {looks} times as they came (`ab`'s stopping "
         f"rule): each look spent {alpha / looks:.2g} of it, its intervals are at "
-        f"{1 - alpha / looks:.4g}, and the chance of a false call at any look stays at "
+        f"{100 - 100 * alpha / looks:.4g}%, and the chance of a false call at any look stays at "
         f"{alpha:.0%}."
         if looks > 1
         else ""
