@@ -2,7 +2,7 @@
 can show what it gets wrong: a bootstrap interval of the ratio of medians over the raw per-step
 samples of two runs, and Mann-Whitney's U over those steps. Steps of one run follow each other
 within milliseconds, so it takes the run-to-run noise (clocks, load, a fresh process's layout)
-for a change. The harness judges with rounds (`bench.measure.stats.rounds_verdict`)."""
+for a change. The harness judges with rounds (`bench.verdicts.rounds.rounds_verdict`)."""
 
 import inspect
 

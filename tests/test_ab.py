@@ -18,7 +18,7 @@ import pytest
 from bench.cli import main
 from bench.faults import Interrupted, UsageError
 from bench.jobs import ab, base
-from bench.measure import stats
+from bench.verdicts import rounds as stats
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = [
@@ -31,8 +31,8 @@ def test_the_rounds_alternate_in_blocks():
     assert ab.order(1) == ["A", "B"]
     assert ab.order(3) == ["A", "B", "B", "A", "A", "B"]
     assert ab.order(5) == [*"ABBAABBAAB"]
-    # Enough rounds a side for Holm's correction across a grid of 32 cases (test_stats.py).
-    assert stats.smallest_p(ab.DEFAULT_ROUNDS, ab.DEFAULT_ROUNDS) * 32 <= 0.05
+    # The cap leaves the stopping rule looks to make, none before the judge can call anything.
+    assert ab.DEFAULT_ROUNDS > ab.DEFAULT_MIN_ROUNDS >= stats.MIN_ROUNDS
 
 
 @pytest.mark.parametrize("rounds", [4, 5, 6])
@@ -55,6 +55,7 @@ def test_a_machine_drifting_over_the_rounds_is_never_a_verdict(rounds):
     ("given", "named"),
     [
         ({"rounds": 0}, "--rounds"),
+        ({"min_rounds": 0}, "--min-rounds"),
         ({"statistic": "mean"}, "--statistic"),
         ({"rev_a": "-x"}, "REV_A"),
         ({"rev_b": ""}, "REV_B"),
@@ -356,7 +357,75 @@ def test_ab_options_after_the_revisions_are_abs_and_the_rest_go_to_run(
     assert out.startswith("# ampbench ab: `main` (aaaaaaa) against `HEAD` (bbbbbbb)")
     assert ("1 slower." in out) == (slower > 1) and out.strip().endswith(str(tmp_path / "cmp"))
     assert (tmp_path / "cmp" / "report.md").read_text() in out
-    holm = "Verdicts hold the chance of any false `slower` across the 1 case at 5% (Holm's"
+    holm = "Verdicts hold the chance of any false `faster` or `slower` across the 1 case at 5%"
     assert holm in out
     header = (tmp_path / "cmp" / "verdicts.csv").read_text().splitlines()[0].split(",")
     assert header[header.index("p_value") + 1] == "p_holm"
+
+
+def _stopping(tmp_path: Path, centers: dict[str, float], noise: float, rounds: int) -> Path:
+    """`ab`'s own loop, each process faked: it writes a run folder of two cases whose step
+    times are `centers[side]` times lognormal noise (`noise` per round, 0.1% per step). Returns
+    the comparison folder, rendered as `ab` renders it."""
+    from bench.publish import ab as report
+    from tests.test_compare import _write_run
+
+    rng = np.random.default_rng(5)
+    made = []
+
+    def one_process(tree, parent, log_path, options, result):
+        made.append(parent.name)
+        side = parent.name
+        run_dir = parent / f"run{len(made)}"
+        level = centers[side] * math.exp(rng.normal(0, noise))
+        cases = {
+            (mode, "fused"): [level * np.exp(rng.normal(0, 0.001, 20)) for _ in range(2)]
+            for mode in ("fp32", "bf16-amp")
+        }
+        _write_run(run_dir, cases)
+        log_path.write_text("a fake round\n")
+        result.write_text(json.dumps({"folder": str(run_dir), "status": "ok", "exit": 0}))
+        return 0
+
+    cfg = ab.AbConfig(rev_a="a", rev_b="b", rounds=rounds, commit_a="a" * 40, commit_b="b" * 40)
+    folder = base.Folder(path=tmp_path / "cmp", info={}, kind="ab")
+    folder.path.mkdir()
+    folder.info.update(kind="ab", gpu="cpu", command="python -m bench ab", ab_config=cfg.record())
+    trees = {"A": tmp_path, "B": tmp_path}
+    original = ab._one_process
+    ab._one_process = one_process
+    try:
+        ab._rounds(cfg, folder, trees, {"A": True, "B": True})
+    finally:
+        ab._one_process = original
+    report.write(folder.path)
+    return folder.path
+
+
+def test_ab_stops_once_every_case_is_decided(tmp_path):
+    """Quiet rounds (0.1% apart) of the same code: both cases are `same` at the first look, after
+    `MIN_ROUNDS` a side, and the comparison stops there, well before its cap of 7; the report
+    says how many rounds each side ran, why it stopped, and judges with the looks' share."""
+    folder = _stopping(tmp_path, {"A": 10.0, "B": 10.0}, 0.001, rounds=7)
+    env = json.loads((folder / "env.json").read_text())
+    least = ab.DEFAULT_MIN_ROUNDS
+    assert len(env["rounds"]) == 2 * least and len(env["looks"]) == 1
+    assert env["looks"][0]["verdicts"] == {"same": 2} and env["looks"][0]["decided"]
+    assert env["stopped"]["reason"].startswith(f"every case decided after {least} rounds a side")
+    text = (folder / "report.md").read_text()
+    assert f"Rounds run: {least} of A, {least} of B. Why it stopped: every case decided" in text
+    looks = 7 - least + 1
+    assert f"looked at its rounds {looks} times as they came" in text
+    assert f"{100 - 5 / looks:.4g}% interval" in text and "2 same." in text
+
+
+def test_ab_runs_to_its_cap_while_a_case_is_unclear(tmp_path):
+    """Rounds 1% apart and B 1% slower: neither `same` within 2% nor a call, at any look; the
+    comparison runs to its cap and says which cases were still unclear."""
+    cap = ab.DEFAULT_MIN_ROUNDS + 1
+    folder = _stopping(tmp_path, {"A": 10.0, "B": 10.1}, 0.01, rounds=cap)
+    env = json.loads((folder / "env.json").read_text())
+    assert len(env["rounds"]) == 2 * cap and len(env["looks"]) == 2
+    assert not any(look["decided"] for look in env["looks"])
+    assert env["stopped"]["reason"].startswith(f"the cap of {cap} rounds a side (`--rounds`), ")
+    assert f"Rounds run: {cap} of A, {cap} of B." in (folder / "report.md").read_text()

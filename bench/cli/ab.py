@@ -8,7 +8,7 @@ import sys
 
 from bench.cli import argv
 from bench.cli import options as o
-from bench.faults import UsageError
+from bench.verdicts.defaults import MIN_ROUNDS
 
 NAME = "ab"
 PASSES_ON = "run"
@@ -34,8 +34,15 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--rounds",
         type=o.POSITIVE,
         default=None,
-        help="fresh processes per revision, alternated A B B A A B ... (default 7, enough for "
-        "Holm's correction across up to 85 cases; each process times the grid once)",
+        help="the most fresh processes per revision, alternated A B B A A B ... (default 7; "
+        "each process times the grid once)",
+    )
+    a.add_argument(
+        "--min-rounds",
+        type=o.POSITIVE,
+        default=None,
+        help="stop once every case is decided after at least this many rounds a side (default "
+        f"{MIN_ROUNDS}; --rounds itself: never stop early)",
     )
     o.add_verdict_settings(a)
     o.add_statistic(a, default=None)
@@ -55,7 +62,7 @@ def command(args: argparse.Namespace) -> int:
     run_args = args.parser.parse_args(["run", *run_options])
     from bench.jobs import ab as job  # pandas: none at parse time
 
-    chosen = ("rounds", "statistic", "min_effect", "confidence")
+    chosen = ("rounds", "min_rounds", "statistic", "min_effect", "confidence")
     with o.settings():  # a value AbConfig refuses: one line, before anything runs
         cfg = job.AbConfig(
             rev_a=args.rev_a,

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from bench.cli import folders
 from bench.cli.options import add_statistic, add_verdict_settings, path
 from bench.faults import UsageError
-from bench.measure import stats
 
 if TYPE_CHECKING:
     from bench.publish.compare import Pair
@@ -52,6 +51,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from bench.publish import compare  # pandas: none at parse time
+    from bench.verdicts import defaults as stats  # beside compare's, read at run time
 
     run_a, run_b = args.run_a, args.run_b
     for side in (run_a, run_b):

@@ -12,8 +12,8 @@ from bench.cli import argv, fields
 from bench.cli import options as o
 from bench.faults import UsageError
 from bench.numerics.measure import defaults
-from bench.recipes import catalog
 from bench.numerics.measure.config import NumericsConfig
+from bench.recipes import catalog
 
 NAME = "numerics"
 

@@ -11,8 +11,8 @@ from bench.cases import checks
 from bench.cli import argv, fields
 from bench.cli import options as o
 from bench.faults import UsageError
-from bench.recipes import catalog
 from bench.quality.config import PER_DEVICE, QualityConfig
+from bench.recipes import catalog
 
 NAME = "quality"
 

@@ -30,15 +30,15 @@ import torch
 from bench.recipes import fp8
 from bench.recipes.plan import Plan
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
-from bench.verdicts.timing import float8_unsupported_reason
+from bench.verdicts.float8_plan import float8_unsupported_reason
 
 
 def unsupported_reason(plan: Plan) -> str | None:
     """Why a case's plan cannot run here, or None when it can: the one place that asks its
     workload (an
     optional package it needs), its variant (CUDA graphs on the CPU) and its mode's recipe (a
-    Linear its float8 plan converts, `bench.verdicts.timing.float8_unsupported_reason`; torchao;
-    a float8 GPU)."""
+    Linear its float8 plan converts, `bench.verdicts.float8_plan.float8_unsupported_reason`;
+    torchao; a float8 GPU)."""
     case, workload, size = plan.case, plan.workload, plan.size
     reason = workload.unsupported_reason()
     if reason is not None:

@@ -11,6 +11,15 @@ minutes of a comparison, or changes from one process to the next, spreads that o
 revisions' rounds, where the verdicts weigh it, instead of putting it between them, where it
 would read as a change of the code. env.json records the order and each round as it ends.
 
+`ab` stops when it knows (`stopping`): from `min_rounds` a side on, after each pair of rounds
+(both revisions with as many), it judges the rounds so far with the one judge of a comparison
+(`bench.verdicts.rounds.judge_family`, as `compare` does) and stops once every case is decided
+(`faster`, `slower` or `same` after the family's correction) or at `rounds`, the cap. Each of
+those looks spends an equal share of 1 - confidence (a Bonferroni split over the looks), so the
+chance of a false `faster` or `slower` at whichever look it stops stays at 1 - confidence; the
+report judges the rounds with the same split. env.json records each look (`looks`) and why it
+stopped (`stopped`).
+
 Layout of the folder: env.json (`ab_config`: revisions, commits, rounds, run options, order),
 `A/` and `B/` (one run folder per round), `logs/` (each process's output). The verdicts,
 report.md and verdicts.csv come from `bench.publish.ab`, after the job.
@@ -36,16 +45,18 @@ from pathlib import Path
 
 from bench import outcome
 from bench.faults import Interrupted, UsageError
-from bench.jobs import base
+from bench.jobs import ab_looks, base
 from bench.measure import stats
 from bench.store import folders, paths
+from bench.verdicts import rounds as rules
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 SIDES = ("A", "B")
 DEFAULT_ROUNDS = 7
-"""Fresh processes per revision when `--rounds` is not given, each one round of every case: Holm's
-correction across a grid's cases asks more rounds than one case does: 7 a side can call any case
-of a grid of up to 85 (`bench.measure.stats.rounds_needed`), and of 8 to 32 cases even with a
-round out of order."""
+"""The most fresh processes per revision when `--rounds` is not given, each one round of every
+case: how many a whole grid needs to find a 3% change is measured in docs/comparing.md."""
+DEFAULT_MIN_ROUNDS = rules.MIN_ROUNDS
+"""The fewest rounds a side before `ab` may stop: below them the judge calls nothing."""
 LOGS = "logs"
 CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY")
 """Variables that would make a revision's run record another commit than its own."""
@@ -62,14 +73,16 @@ class AbConfig:
     rev_b: str
     """The candidate."""
     rounds: int = DEFAULT_ROUNDS
-    """Fresh processes per revision, alternated A B B A A B ..."""
+    """The most fresh processes per revision, alternated A B B A A B ... (the cap)."""
+    min_rounds: int = DEFAULT_MIN_ROUNDS
+    """The fewest before `ab` stops once every case is decided; `rounds` itself: never early."""
     run_options: tuple[str, ...] = ()
     """The options every round's `python -m bench run` gets, as the user gave them."""
     statistic: str = "median"
     """What each round of a case is summed up by for the verdicts (`bench.measure.stats`)."""
-    min_effect: float = stats.MIN_EFFECT
+    min_effect: float = MIN_EFFECT
     """The smallest relative change reported as faster or slower."""
-    confidence: float = stats.CONFIDENCE
+    confidence: float = CONFIDENCE
     """The confidence of the verdicts' intervals."""
     commit_a: str = field(default="", metadata={"cli": False})
     commit_b: str = field(default="", metadata={"cli": False})
@@ -77,6 +90,9 @@ class AbConfig:
     def __post_init__(self) -> None:
         if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
             raise ValueError(f"--rounds: {self.rounds!r} is not a positive integer")
+        least = self.min_rounds
+        if isinstance(least, bool) or not isinstance(least, int) or least < 1:
+            raise ValueError(f"--min-rounds: {least!r} is not a positive integer")
         if self.statistic not in stats.STATISTICS:
             raise ValueError(
                 f"--statistic {self.statistic!r}: choose from {', '.join(stats.STATISTICS)}"
@@ -86,8 +102,19 @@ class AbConfig:
             if not value or value.startswith("-"):
                 raise ValueError(f"{name.upper()}: {value!r} is not a revision")
 
+    @property
+    def looks(self) -> int:
+        """How many times the rounds may be judged before the cap: once a pair from
+        `min_rounds` a side on (once, at the cap, where `min_rounds` is not below it)."""
+        return max(1, self.rounds - self.min_rounds + 1)
+
     def record(self) -> dict[str, object]:
-        return {**asdict(self), "run_options": list(self.run_options), "order": order(self.rounds)}
+        return {
+            **asdict(self),
+            "run_options": list(self.run_options),
+            "order": order(self.rounds),
+            "looks": self.looks,
+        }
 
 
 def order(rounds: int) -> list[str]:
@@ -224,8 +251,9 @@ def run(cfg: AbConfig, *, results_dir: Path, command: str, device: str, tag: str
 def _rounds(
     cfg: AbConfig, folder: base.Folder, trees: dict[str, Path], says: dict[str, bool]
 ) -> None:
-    """Every round in order, each recorded in env.json as it ends; the first that did not end
-    well ends the comparison (`_failed`). `says`: whether each side's runs write how they ended
+    """The rounds in order, each recorded in env.json as it ends, until the stopping rule says
+    every case is decided or the cap is reached (`_stop`); the first that did not end well ends
+    the comparison (`_failed`). `says`: whether each side's runs write how they ended
     (`check_imports`)."""
     sequence = order(cfg.rounds)
     (folder.path / LOGS).mkdir()
@@ -262,6 +290,32 @@ def _rounds(
             folder.save()
             if ended.status != "ok" or made is None:
                 _failed(_label(cfg, side), ended, code, log_path)
+            if i % 2 == 0 and _stop(cfg, folder, i // 2, i == len(sequence)):
+                break
+
+
+def _stop(cfg: AbConfig, folder: base.Folder, rounds: int, last: bool) -> bool:
+    """After a pair of rounds (`rounds` a side): from `min_rounds` on, look at the rounds so far
+    (recorded in env.json's `looks`); stop once every case is decided, or at the cap (`last`),
+    saying why in env.json's `stopped`."""
+    looked = None
+    if cfg.min_rounds <= rounds and cfg.min_rounds < cfg.rounds:
+        looked = ab_looks.look(folder.path, folder.info["rounds"], cfg)
+        folder.info.setdefault("looks", []).append(looked)
+        log(
+            f"look at {rounds} rounds a side: {looked['verdicts']}"
+            + (" - every case decided, stopping" if looked["decided"] else "")
+        )
+    if not (last or (looked is not None and looked["decided"])):
+        folder.save()
+        return False
+    folder.info["stopped"] = {
+        "rounds_a": rounds,
+        "rounds_b": rounds,
+        "reason": ab_looks.reason(looked, cfg, rounds),
+    }
+    folder.save()
+    return True
 
 
 def _one_process(

@@ -23,7 +23,7 @@ from bench.quality.feed import Fitted, fit
 from bench.quality.train import safe_train, time_step
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
-from bench.verdicts.timing import float8_unsupported_reason
+from bench.verdicts.float8_plan import float8_unsupported_reason
 from bench.workloads import registry
 
 KIND = "quality"

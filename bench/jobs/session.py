@@ -28,9 +28,8 @@ from bench.cases.grid import DEFAULT_REPEATS, RunConfig  # noqa: F401 (re-export
 from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
-
-from bench.jobs.plans import resolve
 from bench.jobs import base, numerics
+from bench.jobs.plans import resolve
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead

@@ -3,7 +3,8 @@ verdicts.csv, from the folder alone (`bench.jobs.ab` wrote it; `ampbench report`
 
 The rounds of each revision (its `A/` or `B/`: one run folder per fresh process) are compared
 case by case with `bench.publish.compare`, each run folder one round, so that how far two
-processes of the same code differ is the spread the verdicts weigh.
+processes of the same code differ is the spread the verdicts weigh; with the share of alpha of
+each look `ab`'s stopping rule made (`looks` in `ab_config`), as the rule itself judged.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.measure import stats
 from bench.publish import compare, tables
 from bench.store import paths, results
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 VERDICTS_CSV = "verdicts.csv"
-SETTINGS = {"statistic": "median", "min_effect": stats.MIN_EFFECT, "confidence": stats.CONFIDENCE}
+SETTINGS = {"statistic": "median", "min_effect": MIN_EFFECT, "confidence": CONFIDENCE, "looks": 1}
 """How the verdicts are made where the folder does not record it (`ab`'s defaults)."""
 
 
 def settings(env: dict) -> dict[str, object]:
-    """The verdicts' settings the folder records (`ab_config`), or the defaults."""
+    """The verdicts' settings the folder records (`ab_config`), or the defaults (a folder from
+    before the stopping rule looked once)."""
     recorded = env.get("ab_config") or {}
     return {k: recorded.get(k, v) for k, v in SETTINGS.items()}
 
@@ -50,6 +52,41 @@ def _processes(env: dict) -> str:
     return tables.markdown(pd.DataFrame(rows)) if rows else "No process ran."
 
 
+def stopping_lines(env: dict) -> list[str]:
+    """How many rounds each side ran and why the rounds stopped, with each look of the stopping
+    rule (`bench.jobs.ab_looks`); nothing for a folder from before it."""
+    done = [r for r in env.get("rounds", []) if r.get("folder")]
+    ran = {side: sum(r["side"] == side for r in done) for side in ("A", "B")}
+    stopped = env.get("stopped")
+    if not stopped:
+        return []
+    lines = [
+        "## When it stopped",
+        "",
+        f"Rounds run: {ran['A']} of A, {ran['B']} of B. Why it stopped: {stopped['reason']}.",
+        "",
+    ]
+    looks = env.get("looks") or []
+    if looks:
+        rows = [
+            {
+                "rounds a side": f"{lk['rounds_a']}:{lk['rounds_b']}",
+                "cases": lk["cases"],
+                **{w: lk["verdicts"].get(w, 0) for w in ("faster", "slower", "same", "unclear")},
+                "every case decided": "yes" if lk["decided"] else "no",
+            }
+            for lk in looks
+        ]
+        lines += [
+            "Each look at the rounds so far (the verdicts after the family's correction, at that "
+            "look's share of alpha):",
+            "",
+            tables.markdown(pd.DataFrame(rows)),
+            "",
+        ]
+    return lines
+
+
 def write(folder: Path) -> tuple[pd.DataFrame, str]:
     """Judge the folder's rounds with the settings it records, write report.md and
     verdicts.csv into it, and return the table and the report's text. (`ampbench compare
@@ -59,6 +96,7 @@ def write(folder: Path) -> tuple[pd.DataFrame, str]:
     cfg = env.get("ab_config", {})
     table = compare.compare(folder / "A", folder / "B", **chosen)
     warnings = compare.env_differences(table.attrs["env_a"], table.attrs["env_b"])
+    chosen.pop("looks")
     body = compare.render(
         table,
         run_a=folder / "A",
@@ -77,11 +115,12 @@ def write(folder: Path) -> tuple[pd.DataFrame, str]:
         f"A (baseline): {_revision(cfg, 'A')}; B (candidate): {_revision(cfg, 'B')}. Each round "
         "is one fresh process of the revision's own `python -m bench run`, checked out into a "
         f"temporary worktree, with the run options `{options}`; the rounds alternated "
-        f"{' '.join(cfg.get('order') or [])}.",
+        f"{' '.join([r['side'] for r in env.get('rounds', [])] or cfg.get('order') or [])}.",
         "",
         f"Machine: {env.get('gpu')} ({env.get('cpu')}, {env.get('cpu_count')} cores), torch "
         f"{env.get('torch')}. Produced by: `{paths.shown_command(str(env.get('command')))}`.",
         "",
+        *stopping_lines(env),
         body.rstrip("\n"),
         "",
         "## Processes",

@@ -7,14 +7,13 @@ saves on the benchmark's name), the ratio is B's step time over A's: below 1 mea
 
 Two runs of the same code differ by more than their per-step samples suggest: the machine's load,
 clocks and temperature and the layout of a fresh process move a whole run at once. So a case is
-judged from its rounds, each one observation summed up by one statistic (`--statistic`), with
-`bench.measure.stats.rounds_verdict` (`judge`, which `history` asks too): `faster` / `slower`
-need the interval to exclude 1, the ratio beyond 1 -/+ the larger of the noise between rounds and
-`min_effect`, and the p-value to survive Holm's correction across the comparison's cases
-(`bench.measure.stats.family_verdicts`); `same` needs the interval within 1 -/+ `min_effect`.
-With too few rounds for any test at the confidence asked (3 a side give no p below 0.1), or for
-the correction across that many cases, a case is `unclear` and the report says plainly that it
-cannot judge; `missing`: the case ran on both sides but passed in no round of one.
+judged from its rounds, each one observation summed up by one statistic (`--statistic`), by the
+one judge of `bench.verdicts.rounds` (`judge_cases`, which `history` and `ab`'s stopping rule ask
+too): a t-test on the log rounds, its spread moderated across the cases of one mode, with Holm's
+correction across the comparison's cases; `faster` / `slower` also need the ratio beyond 1 -/+
+the larger of the noise between rounds and `min_effect`; `same` needs the interval within 1 -/+
+`min_effect`. With fewer than 2 rounds a side a case is `unclear` and the report says plainly
+that it cannot judge; `missing`: the case ran on both sides but passed in no round of one.
 
 Rounds within one process (a run's `--repeats` windows, one save's calls) follow each other
 within seconds: they show the process's own spread, not how far two processes differ, and a
@@ -35,6 +34,8 @@ from bench.faults import UsageError
 from bench.measure import stats as round_stats
 from bench.publish import sides, tables
 from bench.store import paths, results
+from bench.verdicts import rounds as rules
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 ENV_FIELDS = ("gpu", "driver", "torch", "cuda", "cudnn", "tf32_matmul", "tf32_cudnn")
 """Environment fields that change step times; a difference between the runs is warned about."""
@@ -59,28 +60,40 @@ class Pair:
         return cls(axis=axis, a=a, b=b)
 
 
-def judge(
-    rounds_a: list[np.ndarray],
-    rounds_b: list[np.ndarray],
+def judge_cases(
+    cases: list[tuple[object, list[np.ndarray], list[np.ndarray]]],
     *,
-    min_effect: float = round_stats.MIN_EFFECT,
-    confidence: float = round_stats.CONFIDENCE,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
     statistic: str = "median",
-) -> dict[str, object]:
-    """One case's verdict from its rounds (each an array of step times in ms): the medians of all
-    its steps (`median_ms_a`, `median_ms_b`) and `bench.measure.stats.rounds_verdict` of the
-    rounds summed up by `statistic`, before any correction across cases. `compare` and `history`
-    both judge a case here."""
-    return {
-        "median_ms_a": float(np.median(np.concatenate(rounds_a))),
-        "median_ms_b": float(np.median(np.concatenate(rounds_b))),
-        **round_stats.rounds_verdict(
-            [round_stats.of_round(r, statistic) for r in rounds_a],
-            [round_stats.of_round(r, statistic) for r in rounds_b],
-            min_effect=min_effect,
-            confidence=confidence,
-        ),
-    }
+    looks: int = 1,
+) -> list[dict[str, object]]:
+    """The verdicts of a comparison's cases, judged as one family: per case (its group, the mode
+    its spread is moderated with, and each side's rounds, arrays of step times in ms), the
+    medians of all its steps (`median_ms_a`, `median_ms_b`) and `bench.verdicts.rounds`'
+    verdict of the rounds summed up by `statistic`, after Holm's correction. `compare`,
+    `history` and `ab`'s stopping rule all judge here."""
+    judged = rules.judge_family(
+        [
+            (
+                group,
+                [round_stats.of_round(r, statistic) for r in a],
+                [round_stats.of_round(r, statistic) for r in b],
+            )
+            for group, a, b in cases
+        ],
+        min_effect=min_effect,
+        confidence=confidence,
+        looks=looks,
+    )
+    return [
+        {
+            "median_ms_a": float(np.median(np.concatenate(a))),
+            "median_ms_b": float(np.median(np.concatenate(b))),
+            **verdict,
+        }
+        for (_, a, b), verdict in zip(cases, judged, strict=True)
+    ]
 
 
 def env_differences(env_a: dict, env_b: dict) -> list[str]:
@@ -102,16 +115,18 @@ def compare(
     run_b: Path,
     *,
     pair: Pair | None = None,
-    min_effect: float = round_stats.MIN_EFFECT,
-    confidence: float = round_stats.CONFIDENCE,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
     statistic: str = "median",
+    looks: int = 1,
 ) -> pd.DataFrame:
     """One row per case matched between the sides: the medians of all its steps, the rounds'
-    ratio, interval, p-value, noise and verdict (`bench.measure.stats.rounds_verdict`), the
-    p-value after Holm's correction across the cases (`p_holm`) and the verdict that survives
-    it (`bench.measure.stats.family_verdicts`), the rounds per side (`rounds_a`, `rounds_b`),
-    what a round is (`unit_a`, `unit_b`: keys of `bench.publish.sides.UNITS`) and whether they
-    were too few to judge (`too_few`)."""
+    ratio, interval, p-value, noise, degrees of freedom and verdict, the p-value after Holm's
+    correction across the cases (`p_holm`) and the verdict that survives it (`judge_cases`),
+    the rounds per side (`rounds_a`, `rounds_b`), what a round is (`unit_a`, `unit_b`: keys of
+    `bench.publish.sides.UNITS`) and whether they were too few to judge (`too_few`). `looks`:
+    the looks at the rounds a sequential comparison (`ab`) made, each spending an equal share
+    of 1 - confidence."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
         raise UsageError(
@@ -130,27 +145,35 @@ def compare(
     # ranks is not ddp on 4, and the one-GPU baseline beside other ranks is not a run alone.
     merged = cases_a.merge(cases_b, on=keys, how="inner", suffixes=("_a", "_b"))
     shown = [k for k in keys if k != "world_size"]
-    out = []
+    out, judged = [], []
     for rec in merged.to_dict("records"):
         row = {k: rec[k] for k in shown}
         row["status_a"], row["status_b"] = rec["status_a"], rec["status_b"]
-        rounds_a, rounds_b = rec["rounds_a"], rec["rounds_b"]
-        if not rounds_a or not rounds_b:
+        if not rec["rounds_a"] or not rec["rounds_b"]:
             row["verdict"] = "missing"
-            out.append(row)
-            continue
-        verdict = judge(
-            rounds_a, rounds_b, min_effect=min_effect, confidence=confidence, statistic=statistic
-        )
+        else:
+            row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
+            judged.append((len(out), (rec.get("mode"), rec["rounds_a"], rec["rounds_b"])))
+        out.append(row)
+    verdicts = judge_cases(
+        [case for _, case in judged],
+        min_effect=min_effect,
+        confidence=confidence,
+        statistic=statistic,
+        looks=looks,
+    )
+    for (i, _), verdict in zip(judged, verdicts, strict=True):
+        row = out[i]
+        units = row.pop("unit_a"), row.pop("unit_b")
         row["median_ms_a"], row["median_ms_b"] = (
             verdict.pop("median_ms_a"),
             verdict.pop("median_ms_b"),
         )
-        row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
+        row["unit_a"], row["unit_b"] = units
         row.update(verdict)
-        out.append(row)
-    table = pd.DataFrame(round_stats.family_verdicts(out, confidence=confidence))
+    table = pd.DataFrame(out)
     table.attrs.update(
+        looks=looks,
         only_a=len(cases_a) - len(merged),
         only_b=len(cases_b) - len(merged),
         statistic=statistic,
@@ -172,21 +195,10 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
     judged = table[table["verdict"] != "missing"] if "verdict" in table else table
     tested = judged[judged["p_value"].notna()] if "p_value" in judged else judged.iloc[:0]
     family = len(tested)
-    lines = [
-        "Ratio = B's step time over A's (below 1: B faster). Each round is one observation, "
-        f"summed up by the {statistic} of its step times; ratio: the Hodges-Lehmann estimate "
-        "over the rounds (the median of every round of B over every round of A); interval: "
-        f"its {confidence:.0%} confidence interval and p: Mann-Whitney's, p_holm: p after "
-        f"Holm's correction across the cases; noise: {round_stats.NOISE_K:g} × the spread "
-        "between the rounds of one side. A case is faster or slower when its interval excludes "
-        f"1, its p_holm is at most {alpha:.0%} and its ratio is beyond 1 ± the larger of its "
-        f"noise and the smallest effect reported ({min_effect:.1%}), same when its interval "
-        f"lies within 1 ± {min_effect:.1%}.",
-        "",
-    ]
+    lines = procedure_lines(min_effect, confidence, statistic, table.attrs.get("looks", 1))
     if family:
         lines += [
-            f"Verdicts hold the chance of any false `slower` across the {family} "
+            f"Verdicts hold the chance of any false `faster` or `slower` across the {family} "
             f"case{'s' if family != 1 else ''} at {alpha:.0%} (Holm's correction).",
             "",
         ]
@@ -210,32 +222,45 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
     few = int(judged["too_few"].fillna(False).astype(bool).sum()) if "too_few" in judged else 0
     if few:
         which = "Every case" if few == len(judged) else f"{few} case(s)"
-        need = round_stats.rounds_needed(len(judged), confidence)
+        need = rules.MIN_ROUNDS
         lines += [
-            f"**Too few rounds to judge**: {which} had too few rounds for any test at "
-            f"{confidence:.0%} to tell A from B (with 3 rounds a side the smallest p Mann-Whitney "
-            "can give is 0.1; 4 a side give 0.029, 5 give 0.008): they are `unclear`, their "
-            f"ratio shown for information. For {len(judged)} case(s), give each side {need} "
-            f"rounds or more (`ampbench ab --rounds {need}`, `run --rounds {need}`, or "
-            f"`--repeats {need}` within one run).",
+            f"**Too few rounds to judge**: {which} had fewer than {need} rounds a side, which "
+            "shows nothing of how far rounds of the same code scatter: they are `unclear`, their "
+            f"ratio shown for information. Give each side {need} rounds or more (`ampbench ab`, "
+            f"`run --rounds {need}`, or `--repeats {need}` within one run); how many rounds find "
+            "a 3% change on a whole grid is measured in docs/comparing.md.",
             "",
         ]
-    if family:
-        rounds = zip(tested["rounds_a"], tested["rounds_b"], strict=True)
-        smallest = min(round_stats.smallest_p(int(a), int(b)) for a, b in rounds)
-        if smallest * family > alpha:
-            need = round_stats.rounds_needed(family, confidence)
-            lines += [
-                f"**Too few rounds for {family} cases**: Holm's correction asks the smallest "
-                f"p-value among them to be at most {alpha:.0%} / {family} = "
-                f"{alpha / family:.2g}, and these rounds can give no p below {smallest:.2g} "
-                "(every round of one side beyond every round of the other): no case can be "
-                f"called faster or slower, only same or unclear. Give each side {need} rounds or "
-                f"more (`ampbench ab --rounds {need}`, `run --rounds {need}`), or compare fewer "
-                "cases.",
-                "",
-            ]
     return lines
+
+
+def procedure_lines(min_effect: float, confidence: float, statistic: str, looks: int) -> list[str]:
+    """The report header's account of the judge: the procedure, the error it controls, and
+    what makes each verdict (`bench.verdicts.rounds`)."""
+    alpha = 1 - confidence
+    spent = (
+        f" This comparison looked at its rounds {looks} times as they came (`ab`'s stopping "
+        f"rule): each look spent {alpha / looks:.2g} of it, its intervals are at "
+        f"{100 - 100 * alpha / looks:.4g}%, and the chance of a false call at any look stays at "
+        f"{alpha:.0%}."
+        if looks > 1
+        else ""
+    )
+    return [
+        f"**Procedure**: {rules.PROCEDURE}. **Error controlled**: the {rules.ERROR_CONTROLLED}, "
+        f"at {alpha:.0%} over all the cases of the comparison.{spent}",
+        "",
+        "Ratio = B's step time over A's (below 1: B faster). Each round is one observation, "
+        f"summed up by the {statistic} of its step times; ratio: the ratio of the two sides' "
+        "geometric means over the rounds; interval: its confidence interval from the t "
+        "distribution with df degrees of freedom (the case's own, plus what the cases of its "
+        "mode lend it), p: the t-test's, p_holm: p after Holm's correction across the cases; "
+        f"noise: {rules.NOISE_K:g} × the spread between the rounds of one side. A case is faster "
+        f"or slower when its p_holm is at most {alpha / looks:.2g} and its ratio is beyond 1 ± "
+        f"the larger of its noise and the smallest effect reported ({min_effect:.1%}), same "
+        f"when its interval lies within 1 ± {min_effect:.1%}.",
+        "",
+    ]
 
 
 def render(
@@ -261,7 +286,8 @@ def render(
     verdicts = shown.pop("verdict")
     if "ratio" in shown:
         shown["ratio (B/A)"] = shown.pop("ratio").map(lambda r: f"{r:.4f}" if pd.notna(r) else "")
-        shown[f"{confidence:.0%} interval"] = [
+        looks = int(table.attrs.get("looks", 1))
+        shown[f"{100 - 100 * (1 - confidence) / looks:.4g}% interval"] = [
             f"[{lo:.4f}, {hi:.4f}]" if pd.notna(lo) else "too few rounds"
             for lo, hi in zip(shown.pop("ratio_lo"), shown.pop("ratio_hi"), strict=True)
         ]

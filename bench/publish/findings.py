@@ -14,17 +14,10 @@ from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import timing
 
-
-def contenders(df: pd.DataFrame) -> pd.DataFrame:
-    """The rows that may win a speed table: passed, not recompiled during timing (such a window
-    did not time the compiled step alone), and not a float8 recipe that converted no Linear (an
-    older folder's `ok` row of bf16 autocast's step under a float8 name, which is `unsupported`:
-    `bench.verdicts.timing.float8_as_unsupported`)."""
-    ok = timing.float8_as_unsupported(df)
-    ok = ok[ok["status"] == "ok"]
-    if "recompiled" in ok:
-        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
-    return ok
+# The verdicts these findings state, asked of `bench.verdicts.timing` (names kept for readers).
+contenders = timing.contenders
+float8_unconverted = timing.float8_unconverted
+float8_against_headline = timing.float8_against_headline
 
 
 FULL_LIST_UP_TO = timing.WHOLE_PLAN_UP_TO
@@ -41,39 +34,12 @@ def float8_cell(listed: object) -> object:
     return timing.plan_summary(timing.plan_of(listed))
 
 
-def float8_unconverted(df: pd.DataFrame) -> list[str]:
-    """The float8 recipes of a run whose rows say they convert no Linear of its model
-    (`bench.verdicts.timing.converts_nothing`): `unsupported`, never set against anything."""
-    if df.empty or "mode" not in df:
-        return []
-    nothing = df[df.apply(timing.converts_nothing, axis=1).astype(bool)]
-    return list(dict.fromkeys(nothing["mode"]))
-
-
 def unconverted_note(modes: list[str]) -> str:
     """` fp8-rowwise converts no Linear of this model: unsupported.`; empty without such modes."""
     if not modes:
         return ""
     verb = "converts" if len(modes) == 1 else "convert"
     return f" {joined(modes)} {verb} no Linear of this model: unsupported."
-
-
-def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, pd.Series, list[pd.Series]]]:
-    """Per batch size where the headline mode passed: (batch size, its fastest row, the fastest
-    row of each float8 recipe that passed there)."""
-    head = catalog.headline()
-    float8 = [name for name, card in catalog.CARDS.items() if card.kind == "float8"]
-    out = []
-    for bs, g in ok.groupby("batch_size", sort=True):
-        base = g[g["mode"] == head]
-        if base.empty:
-            continue
-        best = [
-            g.loc[g.loc[g["mode"] == m, "total_ms"].idxmin()] for m in float8 if m in set(g["mode"])
-        ]
-        if best:
-            out.append((int(bs), base.loc[base["total_ms"].idxmin()], best))
-    return out
 
 
 def float8_ratio(base: pd.Series, row: pd.Series) -> str:
@@ -91,12 +57,8 @@ def float8_ratio(base: pd.Series, row: pd.Series) -> str:
 def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
     """The float8 recipes of `rows` whose step, as its ratio shows (`float8_ratio`), is slower
     than the headline mode's fastest row `base`, outside the noise: below 1×, where float8 does
-    not pay."""
-    return [
-        r["mode"]
-        for r in rows
-        if float(tables.cell(base["total_ms"] / r["total_ms"])) < 1 and not timing.overlap(base, r)
-    ]
+    not pay (`bench.verdicts.timing.float8_not_paying` decides)."""
+    return timing.float8_not_paying(base, rows)
 
 
 def not_paying(modes: list[str], where: str = "here") -> str:

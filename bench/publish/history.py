@@ -23,13 +23,13 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
-from bench.measure import stats
 from bench.publish import figures, tables
 from bench.publish.history_points import collect, gpu_models
 from bench.publish.runs import HISTORY_DIR
 from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
+from bench.verdicts import defaults as stats  # the verdicts' MIN_EFFECT and CONFIDENCE
 
 VERDICT_MARKERS = {
     # verdict: (marker, size, legend text)
@@ -79,10 +79,11 @@ def _method(points: pd.DataFrame) -> list[str]:
         "dated by its start). In brackets: the verdict against the previous revision that has "
         "the case and its ratio (this revision over that one; below 1 is faster), judged as "
         "`ampbench compare` judges two sides (comparing.md): each run one round, a revision of "
-        "one run its passes (`run --rounds`) or else its timed windows; the Hodges-Lehmann "
-        "ratio of the rounds, Mann-Whitney's test with Holm's correction across the cases of "
-        f"the revision, the smallest effect {stats.MIN_EFFECT:.0%} at {stats.CONFIDENCE:.0%} "
-        "confidence. Cases are matched on every axis.",
+        "one run its passes (`run --rounds`) or else its timed windows; the ratio of the "
+        "rounds' geometric means, a t-test on the log rounds (spreads moderated across the "
+        "cases of one mode) with Holm's correction across the cases of the revision, the "
+        f"smallest effect {stats.MIN_EFFECT:.0%} at {stats.CONFIDENCE:.0%} confidence. Cases "
+        "are matched on every axis.",
         "",
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
         "",
@@ -90,9 +91,9 @@ def _method(points: pd.DataFrame) -> list[str]:
     if few:
         lines += [
             f"**Too few rounds**: {few} of the {len(judged)} verdicts had too few rounds for "
-            f"any test at {stats.CONFIDENCE:.0%} to tell the two revisions apart (3 rounds a "
-            "side can give no p below 0.1): they are `unclear`, whatever their ratio. More runs "
-            "of a commit (`run --rounds 7`, or `ampbench ab`) give each revision more rounds.",
+            f"any test at {stats.CONFIDENCE:.0%} to tell the two revisions apart (one round a "
+            "side shows nothing of its spread): they are `unclear`, whatever their ratio. More "
+            "runs of a commit (`run --rounds 7`, or `ampbench ab`) give each revision more rounds.",
             "",
         ]
     if one_process:

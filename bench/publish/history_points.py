@@ -5,10 +5,10 @@ Revisions are ordered by the date of their commit (env.json's `started` where th
 unknown or not in this repository's history). The runs of one commit and one torch are one
 revision; a run whose commit is unknown, or whose code differs from it (`dirty`), is one alone.
 
-A case is judged as `ampbench compare` judges it (`bench.publish.compare.judge`): each run of a
-revision one round, a revision of one run its passes (`run --rounds`) or else its timed windows
-(rounds of one process, which cannot show how far two processes differ: `one_process`), with
-Holm's correction across the cases of one revision (`bench.measure.stats.family_verdicts`).
+A case is judged as `ampbench compare` judges it (`bench.publish.compare.judge_cases`): each run
+of a revision one round, a revision of one run its passes (`run --rounds`) or else its timed
+windows (rounds of one process, which cannot show how far two processes differ: `one_process`),
+the cases of one revision one family (moderated spreads, Holm's correction).
 `faster`, `slower`, `same` or `unclear` (`too_few` where the rounds are too few for any verdict);
 `missing` where the case did not pass in one of the two, `first` in the first revision with it.
 """
@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.measure import stats
 from bench.publish import compare, sides
 from bench.publish.runs import Run, run_folders
 from bench.store import paths, results
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 TIMING = "timing"
 """The kind of folder a history reads (`bench.store.schema.KINDS`)."""
@@ -112,6 +112,7 @@ def _point(label: str, run: str, case: dict) -> dict[str, object]:
         "previous": "",
         "ratio": np.nan,
         "p_value": np.nan,
+        "p_holm": np.nan,
         "too_few": False,
         "one_process": False,
         "verdict": "first",
@@ -122,8 +123,8 @@ def collect(
     results_dir: Path,
     gpu: str,
     *,
-    min_effect: float = stats.MIN_EFFECT,
-    confidence: float = stats.CONFIDENCE,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(revisions, points): the revisions in history order, and one point per revision and case
     with its median step time and its verdict against the previous revision that has it."""
@@ -132,7 +133,7 @@ def collect(
     last: dict[tuple, tuple[str, list, str]] = {}  # a case's key -> its last (label, rounds, unit)
     for rev in revs.itertuples():
         side = sides.of_runs(rev.folders)
-        judged = []
+        judged, pairs = [], []
         for case in side.cases.to_dict("records"):
             key = tuple(case[k] for k in side.keys)
             point = _point(rev.label, rev.run, case)
@@ -140,14 +141,17 @@ def collect(
                 prev_label, prev, prev_unit = last[key]
                 point["previous"] = prev_label
                 if prev and case["rounds"]:
-                    found = compare.judge(
-                        prev, case["rounds"], min_effect=min_effect, confidence=confidence
-                    )
-                    point.update({k: found[k] for k in ("ratio", "p_value", "too_few", "verdict")})
+                    pairs.append((len(judged), (case.get("mode"), prev, case["rounds"])))
                     point["one_process"] = bool({prev_unit, point["unit"]} & set(sides.ONE_PROCESS))
                 else:
                     point["verdict"] = "missing"
             last[key] = (rev.label, case["rounds"], point["unit"])
             judged.append(point)
-        points += stats.family_verdicts(judged, confidence=confidence)
+        found = compare.judge_cases(
+            [p for _, p in pairs], min_effect=min_effect, confidence=confidence
+        )
+        for (i, _), verdict in zip(pairs, found, strict=True):
+            keep = ("ratio", "p_value", "p_holm", "too_few", "verdict")
+            judged[i].update({k: verdict[k] for k in keep})
+        points += judged
     return revs, pd.DataFrame(points)

@@ -94,7 +94,7 @@ def convertible(workload: Workload, size: object) -> list[str]:
     and both dimensions multiples of 16, torchao's size thresholds left out. None convertible
     (ResNet-50, whose one Linear is its head; a model without a Linear): float8 does not apply
     to this model at any size. A plan that converts none for the thresholds alone is
-    `unsupported` too (`bench.verdicts.timing.float8_unsupported_reason`), but for its size."""
+    `unsupported` too (`bench.verdicts.float8_plan.float8_unsupported_reason`), but for its size."""
     excluded = workload.fp8_excluded_of(size)
     return [
         name

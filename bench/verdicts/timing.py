@@ -14,7 +14,8 @@
 - **A float8 recipe that converts no Linear** (`float8_unsupported_reason`): its step would be
   its autocast mode's under a float8 name, and setting it against that mode would compare a mode
   with itself. It is `unsupported` whether a case is being planned (`bench.execution.variants`)
-  or an older folder ran it as `ok` (`float8_as_unsupported`, which publishing applies).
+  or an older folder ran it as `ok` (`float8_as_unsupported`, which publishing applies); the
+  rule itself, pandas-free for planning, is `bench.verdicts.float8_plan`.
 
 Pure: pandas only, no torch.
 """
@@ -22,15 +23,20 @@ Pure: pandas only, no torch.
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import pandas as pd
 
 from bench.recipes import catalog
+from bench.verdicts.float8_plan import (  # noqa: F401  (the names publishing reads here)
+    CONVERTED,
+    NO_LINEAR,
+    WHOLE_PLAN_UP_TO,
+    float8_unsupported_reason,
+    plan_of,
+    plan_summary,
+)
 
 # ---- fastest ----------------------------------------------------------------------------
 
@@ -186,44 +192,7 @@ def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
 
 # ---- float8 that converts no Linear -----------------------------------------------------
 
-CONVERTED = "converted"
-"""A Linear's decision in a float8 plan when the recipe converts it (else `kept: why`)."""
-ENTRY = re.compile(r"; (?=[^\s;:]+ (?:converted|kept:))")
-"""Where one Linear's entry of a row's `fp8_linears` ends: a reason may itself hold "; "."""
-WHOLE_PLAN_UP_TO = 4
-"""A plan of at most this many Linears is said Linear by Linear; a longer one is counted."""
-NO_LINEAR = re.compile(r"converts no Linear|no Linear of .+ is convertible")
-"""What the reason of an `unsupported` float8 row says when its recipe converts no Linear (the
-second form: folders from before the rule covered torchao's size thresholds)."""
 FLOAT8 = frozenset(name for name, c in catalog.CARDS.items() if c.kind == "float8")
-
-
-def plan_of(listed: object) -> dict[str, str]:
-    """A row's `fp8_linears` ("fc1 converted; fc2 kept: too small ...") as the plan it was
-    written from (Linear name -> decision); empty where the row lists nothing."""
-    if not isinstance(listed, str) or not listed:
-        return {}
-    entries = (entry.partition(" ") for entry in ENTRY.split(listed))
-    return {name: what for name, _, what in entries}
-
-
-def plan_summary(plan: Mapping[str, str]) -> str:
-    """A float8 plan in one line: each Linear's decision for a model of a few Linears, else
-    how many Linears took each decision, without their sizes (`72 converted; 24 kept: too
-    small for tensorwise`). A transformer's plan runs to tens of KB."""
-    if len(plan) <= WHOLE_PLAN_UP_TO:
-        return "; ".join(f"{name} {what}" for name, what in plan.items())
-    decisions = Counter(what.split(" (")[0] for what in plan.values())
-    return "; ".join(f"{n} {what}" for what, n in decisions.items())
-
-
-def float8_unsupported_reason(plan: Mapping[str, str], model: str) -> str | None:
-    """Why a float8 recipe whose `plan` on `model` (Linear name -> `converted` or `kept: why`,
-    `bench.recipes.fp8.plan`) converts nothing is `unsupported`, with each decision summed up
-    (`plan_summary`); None where it converts a Linear."""
-    if CONVERTED in plan.values():
-        return None
-    return f"float8 converts no Linear of {model}: {plan_summary(plan) or 'it has none'}"
 
 
 def converts_nothing(row: pd.Series) -> bool:
@@ -258,3 +227,57 @@ def float8_as_unsupported(rows: pd.DataFrame) -> pd.DataFrame:
         why = float8_unsupported_reason(plan_of(row["fp8_linears"]), model)
         out.loc[i, ["status", "error"]] = ["unsupported", f"{row['mode']}: {why}"]
     return out
+
+
+# ---- which rows a run's findings set against each other ---------------------------------
+
+
+def contenders(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that may win a speed table: passed, not recompiled during timing (such a window
+    did not time the compiled step alone), and not a float8 recipe that converted no Linear (an
+    older folder's `ok` row of bf16 autocast's step under a float8 name,
+    `float8_as_unsupported`)."""
+    ok = float8_as_unsupported(df)
+    ok = ok[ok["status"] == "ok"]
+    if "recompiled" in ok:
+        ok = ok[~ok["recompiled"].fillna(False).astype(bool)]
+    return ok
+
+
+def float8_unconverted(df: pd.DataFrame) -> list[str]:
+    """The float8 recipes of a run whose rows say they convert no Linear of its model
+    (`converts_nothing`): `unsupported`, never set against anything."""
+    if df.empty or "mode" not in df:
+        return []
+    nothing = df[df.apply(converts_nothing, axis=1).astype(bool)]
+    return list(dict.fromkeys(nothing["mode"]))
+
+
+def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, pd.Series, list[pd.Series]]]:
+    """Per batch size where the headline mode passed: (batch size, its fastest row, the fastest
+    row of each float8 recipe that passed there)."""
+    head = catalog.headline()
+    out = []
+    for bs, g in ok.groupby("batch_size", sort=True):
+        base = g[g["mode"] == head]
+        if base.empty:
+            continue
+        best = [
+            g.loc[g.loc[g["mode"] == m, "total_ms"].idxmin()]
+            for m in sorted(FLOAT8, key=list(catalog.CARDS).index)
+            if m in set(g["mode"])
+        ]
+        if best:
+            out.append((int(bs), base.loc[base["total_ms"].idxmin()], best))
+    return out
+
+
+def float8_not_paying(base: pd.Series, rows: list[pd.Series]) -> list[str]:
+    """The float8 recipes of `rows` slower than the headline mode's fastest row `base` outside
+    the noise (`overlap`): their speed over it, to the 4 significant digits a report shows, is
+    below 1."""
+    return [
+        r["mode"]
+        for r in rows
+        if float(f"{base['total_ms'] / r['total_ms']:.4g}") < 1 and not overlap(base, r)
+    ]

@@ -16,9 +16,9 @@ import pandas as pd
 
 from bench.cases import case
 from bench.faults import UsageError
-from bench.measure.stats import CONFIDENCE, MIN_EFFECT
 from bench.publish import compare
 from bench.publish.runs import Run
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 
 def grid_key(env: dict) -> tuple:

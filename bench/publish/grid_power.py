@@ -1,0 +1,189 @@
+"""The power study of the rounds judge on the default grid: how often a known change is called,
+and how often a change that is not there, with rounds bootstrapped from committed H200 runs.
+
+`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` reads each run folder's
+samples.jsonl (every case's timed windows), keeps the cases all runs share, and writes into
+FOLDER: `rounds.csv` (each case's mode and the median total step time of each window of each run:
+what the simulation resamples, the form of the suite's fixture `tests/fixtures/h200_rounds.csv`)
+and `README.md` (the rates, per rounds a side, and the command that made them). CPU only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.publish import tables
+from bench.store import paths, results
+from bench.verdicts import power
+from bench.verdicts import rounds as judge
+
+STEPS_PER_WINDOW = 30
+"""A default run's window: `--steps 30`, `--repeats 3` windows, their samples back to back."""
+
+
+def extract(runs: list[Path]) -> pd.DataFrame:
+    """One row per case, run and window: `case_id`, `mode`, `run`, `window`, `step_ms` (the
+    window's median total step time), for the cases that every run timed."""
+    rows = []
+    for i, run in enumerate(runs):
+        for line in (Path(run) / results.SAMPLES).read_text().splitlines():
+            rec = json.loads(line)
+            total = np.asarray(rec["samples_ms"]["total"], dtype=float)
+            windows = max(1, len(total) // STEPS_PER_WINDOW)
+            for w, part in enumerate(np.array_split(total, windows)):
+                rows.append(
+                    {
+                        "case_id": rec["case_id"],
+                        "mode": rec["case_id"].split("/")[0],
+                        "run": i,
+                        "window": w,
+                        "step_ms": float(np.median(part)),
+                    }
+                )
+    table = pd.DataFrame(rows)
+    shared = table.groupby("case_id")["run"].nunique() == len(runs)
+    return table[table["case_id"].isin(shared[shared].index)].reset_index(drop=True)
+
+
+def cases_of(table: pd.DataFrame) -> list[power.Case]:
+    """The simulation's cases from `extract`'s table (or the fixture read back)."""
+    return [
+        power.Case.of(g["mode"].iloc[0], g["step_ms"].to_numpy())
+        for _, g in table.groupby("case_id", sort=True)
+    ]
+
+
+QUIET = 0.01
+"""Cases whose real rounds scatter less than this (standard deviation of logs) are counted apart:
+a case that scatters more cannot show a 3% change in a few rounds under any family correction."""
+
+
+def study(
+    cases: list[power.Case], *, rounds: list[int], comparisons: int, same: int, seed: int
+) -> pd.DataFrame:
+    """Per rounds a side and correction (Holm's, the verdicts'; Benjamini-Hochberg's, for
+    comparison): `same` simulated comparisons of A/A (every shift 0) and `comparisons` of the
+    mixed shifts of `power.SHIFTS` given to the cases in turn. The judge's own minimum of rounds
+    (`MIN_ROUNDS`) is set aside, to show what fewer rounds would do."""
+    rng = np.random.default_rng(seed)
+    shifts = [power.SHIFTS[i % len(power.SHIFTS)] for i in range(len(cases))]
+    none = [0.0] * len(cases)
+    quiet = [power.spread(c) < QUIET for c in cases]
+    out = []
+    for n in rounds:
+        for correction in judge.CORRECTIONS:
+            how = {"rounds": n, "correction": correction, "min_rounds": 2}
+            aa = [power.one_comparison(cases, none, rng, **how) for _ in range(same)]
+            mixed = [power.one_comparison(cases, shifts, rng, **how) for _ in range(comparisons)]
+            rates = power.rates(mixed, shifts)
+            calm = power.rates(mixed, shifts, quiet)
+            out.append(
+                {
+                    "rounds a side": n,
+                    "correction": correction,
+                    "A/A: any false call": power.rates(aa, none)["any_false"],
+                    "shifted: any false call": rates["any_false"],
+                    "+3% called": rates["called_+3.0%"],
+                    "−3% called": rates["called_-3.0%"],
+                    "+5% called": rates["called_+5.0%"],
+                    "+1% called": rates["called_+1.0%"],
+                    f"±3% called, spread < {QUIET:.0%}": (
+                        calm["called_+3.0%"] + calm["called_-3.0%"]
+                    )
+                    / 2,
+                }
+            )
+    table = pd.DataFrame(out)
+    table.attrs["quiet"] = int(sum(quiet))
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.publish.grid_power")
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, nargs="+", default=[3, 4, 5, 7])
+    parser.add_argument("--comparisons", type=int, default=100)
+    parser.add_argument("--same", type=int, default=300, help="A/A comparisons per row")
+    parser.add_argument("--seed", type=int, default=57)
+    args = parser.parse_args(argv)
+    table = extract(args.runs)
+    newest = table[table["run"] == len(args.runs) - 1]
+    scenarios = {
+        "all": study(
+            cases_of(table),
+            rounds=args.rounds,
+            comparisons=args.comparisons,
+            same=args.same,
+            seed=args.seed,
+        ),
+        "newest": study(
+            cases_of(newest),
+            rounds=args.rounds,
+            comparisons=args.comparisons,
+            same=args.same,
+            seed=args.seed,
+        ),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out / "rounds.csv", index=False)
+    command = "python -m bench.publish.grid_power " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
+    text = [
+        "# Power of the rounds judge on the default grid",
+        "",
+        f"Made by `{paths.shown_command(command)}` (CPU only; the rounds it resampled: "
+        "[rounds.csv](rounds.csv)).",
+        "",
+        f"Judge: {judge.PROCEDURE}; it controls the {judge.ERROR_CONTROLLED}, at 5%.",
+        "",
+        f"{table['case_id'].nunique()} cases, {table['mode'].nunique()} modes, from "
+        + ", ".join(f"`{paths.shown(r)}`" for r in args.runs)
+        + ". A simulated round of a case is one of its real windows (the median total step "
+        f"time of {STEPS_PER_WINDOW} steps), drawn at random and smoothed "
+        "(a normal kernel in logs, Silverman's bandwidth), times a "
+        f"drift shared by all the cases of one simulated process (lognormal, {power.DRIFT:.1%}). "
+        "B's rounds of a case are multiplied by its shift, given to the cases in turn: "
+        + ", ".join(f"{s:+.1%}" for s in power.SHIFTS)
+        + f". Each row: {args.same} simulated comparisons of A/A (no shift) and "
+        f"{args.comparisons} shifted; the judge's own minimum of {judge.MIN_ROUNDS} rounds a "
+        "side (below it a case is `unclear`, too few rounds) set aside, to show what fewer "
+        "rounds would do. A false call: a case without a shift called faster or slower. "
+        "Called: the "
+        "share of the cases of that shift called in its direction; the last column only among "
+        f"the cases whose real windows scatter by less than {QUIET:.0%} (standard deviation of "
+        "their logs). `holm`: Holm's correction, the verdicts' (holds the chance of any false "
+        "call); `bh`: Benjamini-Hochberg's, for comparison (holds the expected share of false "
+        "calls among the calls; the same as Holm's when nothing changed).",
+        "",
+        f"## The windows of every run ({scenarios['all'].attrs['quiet']} cases scatter by less "
+        f"than {QUIET:.0%})",
+        "",
+        "Each case's windows from all the runs: how far real processes (here of two commits, "
+        "days apart) differ is part of the noise.",
+        "",
+        tables.markdown(scenarios["all"]),
+        "",
+        f"## The windows of the newest run ({scenarios['newest'].attrs['quiet']} cases scatter "
+        f"by less than {QUIET:.0%})",
+        "",
+        f"Each case's windows from `{paths.shown(args.runs[-1])}` only, the process drift "
+        "between rounds the simulated one alone.",
+        "",
+        tables.markdown(scenarios["newest"]),
+        "",
+    ]
+    (args.out / "README.md").write_text("\n".join(text))
+    print("\n".join(text))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
