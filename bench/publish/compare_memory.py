@@ -85,9 +85,12 @@ def columns(table: pd.DataFrame) -> pd.DataFrame:
             row[f"{name} (A → B)"] = _pair(r.get(f"{col}_a"), r.get(f"{col}_b"))
         rows.append(row)
     out = pd.DataFrame(rows, index=table.index)
-    for col in ("phase moved", "alloc retries (A → B)", "OOMs (A → B)"):
-        if set(out[col]) <= {"", "–", "0 → 0"}:  # nothing to say: no column
-            out = out.drop(columns=col)
+    if set(out["phase moved"]) == {""}:
+        out = out.drop(columns="phase moved")
+    for col, name in (("alloc_retries", "alloc retries"), ("ooms", "OOMs")):
+        counts = table[[f"{col}_a", f"{col}_b"]].astype(float).fillna(0).to_numpy()
+        if not counts.any():  # none recorded, or none happened: nothing to show
+            out = out.drop(columns=f"{name} (A → B)")
     return out
 
 

@@ -79,6 +79,10 @@ class Tolerance:
                 mib = value
         return cls(mib=mib, pct=pct)
 
+    def spec(self) -> str:
+        """As `parse` reads it back: `2MiB,1%`."""
+        return f"{self.mib:g}MiB,{self.pct:g}%"
+
     def text(self) -> str:
         """In words, as reports state it: `the larger of 2 MiB and 1% of A's peak`."""
         return f"the larger of {self.mib:g} MiB and {self.pct:g}% of A's peak"
