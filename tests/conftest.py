@@ -22,6 +22,7 @@ from bench.cases.sizes import Sizes
 from bench.recipes.modes import MODES, OPTIMIZERS
 from bench.workloads.catalog import MLP as mlp_catalog
 from bench.workloads.mlp import PRESETS
+from tests.benchmarks import memory_gate
 
 PHASES = ("forward", "backward", "optimizer", "step")
 """The phases the benchmark suite (tests/benchmarks) times, each a benchmark of its own."""
@@ -54,6 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
     group.addoption("--ampbench-rounds", help="rounds (default: 20 on CUDA, 2 on CPU)")
+    memory_gate.add_options(group)  # --ampbench-memory-compare, --ampbench-memory-fail
     parser.addoption(
         "--zoo",
         action="store_true",
