@@ -50,10 +50,14 @@ def _charts_html(found: list[charts.Chart], cases: int) -> str:
                 out.append("</div>")
             mode = chart.mode
             out += [f'<h3 id="charts-{escape(mode)}">{escape(mode)}</h3>', '<div class="charts">']
-        badge = '<span class="badge">slower</span>' if chart.regressed else ""
+        said = [
+            w for w, on in (("slower", chart.regressed), ("more memory", chart.more_memory)) if on
+        ]
+        badge = "".join(f'<span class="badge">{w}</span>' for w in said)
+        framed = chart.regressed or chart.more_memory
         figure = chart.figure.replace("</", "<\\/")  # never closes its <script> early
         out.append(
-            f'<div class="chart-card{" regressed" if chart.regressed else ""}" '
+            f'<div class="chart-card{" regressed" if framed else ""}" '
             f'id="{chart.anchor}"><h4 title="{escape(chart.case_id)}">{badge}'
             f"{escape(chart.title)}</h4>"
             f'<div class="chart" data-figure="fig-{i}"></div>'
