@@ -19,8 +19,8 @@
 #   3. scripts/memory_aa_spread.py over everything made (OUT/aa-spread).
 # exits.csv has one row per command with its exit status and what it should be. Everything is
 # written under OUT and packed into OUT/kept.tgz after each step (a device returns shallow files).
-# Expected on one H200: about 3 minutes (14 fresh processes of `run` at ~10 s, 3 pytest saves).
-# Usage: [ROUNDS=3] [AA_ROUNDS=2] [GRID="run options"] [SUITE="pytest options"]
+# Expected on one H200: about 3 minutes (8 fresh processes of `run`, 3 pytest saves of 2 steps).
+# Usage: [ROUNDS=2] [AA_ROUNDS=2] [GRID="run options"] [SUITE="pytest options"]
 #        scripts/h200_memory.sh OUT
 #   A CPU check of everything but the peaks (the CPU records none: every memory verdict is `–`):
 #   GRID="--device cpu --preset tiny --batch-sizes 8 --modes fp32 --optimizers foreach
@@ -29,7 +29,7 @@ set -uo pipefail
 out="${1:?usage: scripts/h200_memory.sh OUT}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
 here="$(cd "$(dirname "$0")/.." && pwd)"
-rounds="${ROUNDS:-3}"
+rounds="${ROUNDS:-2}"
 aa_rounds="${AA_ROUNDS:-2}"
 read -ra grid <<<"${GRID:---preset seed --batch-sizes 1024 --optimizers fused --modes fp32,bf16-amp --variants eager --no-overhead --repeats 1}"
 read -ra suite <<<"${SUITE:-}"
