@@ -3,6 +3,8 @@
 - `timing`: what a timing run's rows can carry: which recipe is fastest (or which are tied within
   noise), when GradScaler's cost may be printed, and that a float8 recipe converting no Linear is
   `unsupported`.
+- `memory`: whether B uses more peak allocated memory than A, case by case, with one declared
+  tolerance (pure Python): `compare`, `ab`, `history` and the pytest-benchmark memory gate ask it.
 - `training`: what a time-to-quality study's runs can carry: the quality target, whether a recipe
   trains like fp32 (an equivalence test over seeds), whether float16 needs GradScaler (the share
   of the gradient's norm it keeps), and the fastest recipe to the target.
