@@ -145,3 +145,40 @@ def test_pytest_benchmark_saves_compare_their_extra_info_peaks(tmp_path):
     assert table.loc["fp32-b8-step", "memory_verdict"] == "more memory"
     assert table.loc["bf16-amp-b8-step", "memory_verdict"] == "not measured"
     assert stored  # the fixtures' module, used above
+
+
+@pytest.mark.parametrize(("tolerance", "status"), [(None, 1), ("15%", 0)])
+def test_ab_judges_memory_with_the_tolerance_it_records(tolerance, status, tmp_path, monkeypatch):
+    from bench.jobs import ab
+    from bench.publish import ab as ab_report
+
+    def job(cfg, *, results_dir, command, device, tag):
+        folder = tmp_path / "cmp"
+        _side(folder / "A", {"fp32": 4.0, "bf16-amp": 3.0})
+        _side(folder / "B", {"fp32": 4.4, "bf16-amp": 3.0})
+        record = {**cfg.record(), "commit_a": "a" * 40, "commit_b": "b" * 40}
+        env = {"kind": "ab", "gpu": "cpu", "command": "python -m bench ab", "rounds": []}
+        (folder / "env.json").write_text(json.dumps({**env, "ab_config": record}))
+        return folder
+
+    monkeypatch.setattr(ab, "run", job)
+    argv = ["ab", "main", "HEAD", "--device", "cpu", "--fail-on-more-memory"]
+    argv += ["--memory-tolerance", tolerance] if tolerance else []
+    assert main([*argv, "--results-dir", str(tmp_path)]) == status
+    report = (tmp_path / "cmp" / "report.md").read_text()
+    said = "the larger of 0 MiB and 15% of A's peak" if tolerance else "2 MiB and 1%"
+    assert said in report
+    csv = (tmp_path / "cmp" / "verdicts.csv").read_text()
+    assert ("more memory" in csv) == (tolerance is None)
+    # A comparison folder from before the memory tolerance was recorded: the default.
+    env = json.loads((tmp_path / "cmp" / "env.json").read_text())
+    del env["ab_config"]["memory_tolerance"]
+    (tmp_path / "cmp" / "env.json").write_text(json.dumps(env))
+    table, _ = ab_report.write(tmp_path / "cmp")
+    assert set(table["memory_verdict"]) == {"more memory", "same memory"}
+
+
+def test_ab_refuses_a_bad_memory_tolerance_before_any_round(tmp_path, capsys):
+    argv = ["ab", "HEAD", "HEAD", "--memory-tolerance", "5GB", "--results-dir", str(tmp_path)]
+    assert main(argv) == 2
+    assert "'5GB'" in capsys.readouterr().err and not list(tmp_path.iterdir())
