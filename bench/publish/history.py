@@ -3,8 +3,9 @@
 For one GPU model, each case's median step time in every revision (the timing runs of one
 commit) and its verdict against the previous revision that has the case, judged from rounds as
 `ampbench compare` judges them (`bench.publish.history_points`). A regression is a `slower` in
-the table and a large up-pointing marker in the figure. Beside each step time, the case's peak allocated memory and its memory verdict against the same
-revision (`more memory` listed, and marked in a figure of its own, `<gpu-slug>-memory.png`).
+the table and a large up-pointing marker in the figure. Beside each step time, the case's peak
+allocated memory and its memory verdict against the same revision (`more memory` is listed, and
+marked in a figure of its own).
 
 Writes results/history/<gpu-slug>.md and .png, and <gpu-slug>-memory.png where peaks were
 measured (the slug as run folder names spell the GPU: `bench.store.folders.gpu_slug`).
