@@ -19,9 +19,9 @@ from bench.verdicts import memory
 
 VERDICTS_CSV = "verdicts.csv"
 SETTINGS = {"statistic": "median", "min_effect": stats.MIN_EFFECT, "confidence": stats.CONFIDENCE}
+"""How the verdicts are made where the folder does not record it (`ab`'s defaults)."""
 MEMORY_TOLERANCE = "memory_tolerance"
 """The ab_config key of the memory verdicts' tolerance; a folder from before it: the default."""
-"""How the verdicts are made where the folder does not record it (`ab`'s defaults)."""
 
 
 def settings(env: dict) -> dict[str, object]:
