@@ -32,6 +32,8 @@ class History:
     cases: int
     slower: int
     charts: int
+    more_memory: int = 0
+    """Points whose memory verdict against the revision before is `more memory`."""
 
 
 def _charts_html(found: list[charts.Chart], cases: int) -> str:
@@ -95,6 +97,9 @@ def build(results_dir: Path, gpu: str, layout: Layout) -> History:
         ]
     )
     slower = int((points["verdict"] == "slower").sum())
+    more = (
+        int((points["memory_verdict"] == "more memory").sum()) if "memory_verdict" in points else 0
+    )
     return History(
-        gpu, page, body, len(revisions), int(points["case_id"].nunique()), slower, len(found)
+        gpu, page, body, len(revisions), int(points["case_id"].nunique()), slower, len(found), more
     )
