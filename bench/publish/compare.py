@@ -154,7 +154,6 @@ def compare(
         row.update(verdict)
         out.append(row)
     table = pd.DataFrame(round_stats.family_verdicts(out, confidence=confidence))
-    table = compare_memory.last(table)  # time's columns first, as they were
     table.attrs.update(
         only_a=len(cases_a) - len(merged),
         only_b=len(cases_b) - len(merged),

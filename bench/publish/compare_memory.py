@@ -36,11 +36,6 @@ RAW = (
 """The columns `verdict` adds to a comparison's rows (verdicts.csv keeps them all)."""
 
 
-def last(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with the memory columns (`RAW`) after all others."""
-    return table[[c for c in table.columns if c not in RAW] + [c for c in RAW if c in table]]
-
-
 def verdict(
     side_a: sides.Side, side_b: sides.Side, rec: dict, tolerance: memory.Tolerance
 ) -> dict[str, object]:
