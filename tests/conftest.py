@@ -23,6 +23,7 @@ from bench.recipes.modes import MODES
 from bench.workloads import catalog as workload_catalog
 from bench.workloads.catalog import MLP as mlp_catalog
 from bench.workloads.mlp import PRESETS
+from tests.benchmarks import memory_gate
 
 PHASES = ("forward", "backward", "optimizer", "step")
 """The phases the benchmark suite (tests/benchmarks) times, each a benchmark of its own."""
@@ -55,6 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--ampbench-optimizer", default="fused", help="foreach or fused (default)")
     group.addoption("--ampbench-rounds", help="rounds (default: 20 on CUDA, 2 on CPU)")
+    memory_gate.add_options(group)  # --ampbench-memory-compare, --ampbench-memory-fail
     parser.addoption(
         "--zoo",
         action="store_true",

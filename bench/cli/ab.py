@@ -8,6 +8,8 @@ import sys
 
 from bench.cli import argv
 from bench.cli import options as o
+from bench.cli.gates import add_memory_gate, gates, memory_tolerance
+from bench.faults import UsageError
 from bench.verdicts.defaults import MIN_ROUNDS
 
 NAME = "ab"
@@ -49,6 +51,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     a.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
+    add_memory_gate(a)
     o.add_results_dir(a, "parent of the comparison folder", "the project's runs/, git-ignored")
     o.add_tag(a)
 
@@ -68,6 +71,7 @@ def command(args: argparse.Namespace) -> int:
             rev_a=args.rev_a,
             rev_b=args.rev_b,
             run_options=tuple(run_options),
+            memory_tolerance=memory_tolerance(args).spec(),
             **{k: getattr(args, k) for k in chosen if getattr(args, k) is not None},
         )
     folder = job.run(
@@ -83,7 +87,7 @@ def command(args: argparse.Namespace) -> int:
     print(text)
     print(f"ampbench: wrote {folder / 'report.md'}", file=sys.stderr)
     print(folder)
-    return 1 if args.fail_on_slower and (table["verdict"] == "slower").any() else 0
+    return gates(args, table, table.attrs["env_b"])
 
 
 def _device(device: str) -> str:

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from bench.cli import folders
+from bench.cli.gates import add_memory_gate, gates, memory_tolerance
 from bench.cli.options import add_statistic, add_verdict_settings, path
 from bench.faults import UsageError
 
@@ -46,6 +47,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
+    add_memory_gate(c)
     c.add_argument("--no-write", action="store_true", help="print only; write no file")
 
 
@@ -60,12 +62,15 @@ def command(args: argparse.Namespace) -> int:
     if args.pair is None and compare.same_folder(run_a, run_b):
         print(f"A and B are the same folder ({run_a}): nothing to compare")
         return 0
+    tolerance = memory_tolerance(args)  # a bad criteria file: one line, before any reading
     settings = {
         "pair": args.pair,
         "min_effect": stats.MIN_EFFECT if args.min_effect is None else args.min_effect,
         "confidence": stats.CONFIDENCE if args.confidence is None else args.confidence,
     }
-    table = compare.compare(run_a, run_b, statistic=args.statistic, **settings)
+    table = compare.compare(
+        run_a, run_b, statistic=args.statistic, memory_tolerance=tolerance, **settings
+    )
     if table.empty:  # nothing in common: a mistake in the folders or the --pair
         raise UsageError(f"no case of {run_a} matches a case of {run_b}")
     warnings = compare.env_differences(table.attrs["env_a"], table.attrs["env_b"])
@@ -77,5 +82,4 @@ def command(args: argparse.Namespace) -> int:
         out = compare.output_path(run_a, run_b, args.pair)
         folders.write(out, text)
         print(f"ampbench: wrote {out}", file=sys.stderr)
-    slower = int((table["verdict"] == "slower").sum())
-    return 1 if args.fail_on_slower and slower else 0
+    return gates(args, table, table.attrs["env_b"])

@@ -48,6 +48,7 @@ from bench.faults import Interrupted, UsageError
 from bench.jobs import ab_looks, base
 from bench.measure import stats
 from bench.store import folders, paths
+from bench.verdicts import memory
 from bench.verdicts import rounds as rules
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
@@ -84,6 +85,9 @@ class AbConfig:
     """The smallest relative change reported as faster or slower."""
     confidence: float = CONFIDENCE
     """The confidence of the verdicts' intervals."""
+    memory_tolerance: str = memory.DEFAULT.spec()
+    """How far B's peak allocated memory may move from A's and be `same memory`
+    (`bench.verdicts.memory.Tolerance.parse`: `2MiB,1%`)."""
     commit_a: str = field(default="", metadata={"cli": False})
     commit_b: str = field(default="", metadata={"cli": False})
 
@@ -97,6 +101,7 @@ class AbConfig:
             raise ValueError(
                 f"--statistic {self.statistic!r}: choose from {', '.join(stats.STATISTICS)}"
             )
+        memory.Tolerance.parse(self.memory_tolerance)  # a bad one: one line, before any round
         for name in ("rev_a", "rev_b"):
             value = getattr(self, name)
             if not value or value.startswith("-"):

@@ -6,8 +6,12 @@ GiB are 2**30 bytes. Peaks come from the CUDA caching allocator, reset at each p
 - `peak_fwd_gib`, `peak_bwd_gib`, `peak_opt_gib`: the allocated peak within each phase;
 - the breakdown: `param_gib`, `grad_gib` (param.grad after backward), `optim_state_gib` (Adam's
   exp_avg and exp_avg_sq), and `act_gib`, what the forward pass leaves allocated for backward (saved
-  activations, plus under autocast the low-precision weight copies saved for the matmul backward).
-On the CPU the peaks are not available and are left empty; the breakdown is still computed.
+  activations, plus under autocast the low-precision weight copies saved for the matmul backward);
+- `alloc_retries`, `ooms`: how often over the two steps the allocator had to free its cache and
+  retry a request (`num_alloc_retries`), and how many out-of-memory errors it raised
+  (`num_ooms`), from `torch.cuda.memory_stats`: a peak near the GPU's capacity shows here first.
+On the CPU the peaks and counts are not available and are left empty; the breakdown is still
+computed.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ def measure(s: TrainState) -> dict[str, object]:
     def allocated() -> float:
         return torch.cuda.memory_allocated() / GIB if cuda else math.nan
 
+    counts_before = _counts() if cuda else {}
     train_step(s)
     sync_and_peak()
     before_fwd = allocated()
@@ -67,6 +72,7 @@ def measure(s: TrainState) -> dict[str, object]:
     optimizer_step(s)
     peak_opt, res_opt = sync_and_peak()
     state = [t for st in s.optimizer.state.values() for t in st.values() if torch.is_tensor(t)]
+    counts_after = _counts() if cuda else {}
     return {
         "peak_alloc_gib": max(peak_fwd, peak_bwd, peak_opt),
         "peak_reserved_gib": max(res_fwd, res_bwd, res_opt),
@@ -77,5 +83,16 @@ def measure(s: TrainState) -> dict[str, object]:
         "grad_gib": grads,
         "optim_state_gib": _gib(state),
         "act_gib": act,
+        **{k: counts_after.get(k, math.nan) - counts_before.get(k, math.nan) for k in COUNTS},
         **dtypes,
     }
+
+
+COUNTS = {"alloc_retries": "num_alloc_retries", "ooms": "num_ooms"}
+"""The allocator's counters a row reports (column -> `torch.cuda.memory_stats` key)."""
+
+
+def _counts() -> dict[str, float]:
+    """The allocator's cumulative counters now: the measured steps' are the difference."""
+    stats = torch.cuda.memory_stats()
+    return {col: float(stats.get(key, math.nan)) for col, key in COUNTS.items()}

@@ -10,8 +10,9 @@
   `promote` (publishing a run into it), `history` (step time across revisions, judged per
   case by `history_points` as `compare` judges).
 - The README's generated blocks: `readme`, and `summary` with `summary_studies` and `prose`.
-- Other tools and the user's own expectations: `export`, `compare`, `criteria` with
-  `criteria_file`.
+- Other tools and the user's own expectations: `export`, `compare` (time; its memory half in
+  `compare_memory`), `criteria` with `criteria_file`, and `gates` (a comparison's exit status:
+  --fail-on-slower, --fail-on-more-memory, --criteria).
 - The results as a static site: the `site` package (`ampbench publish`), pages from the reports
   and history charts that work offline.
 

@@ -15,11 +15,14 @@ import pandas as pd
 
 from bench.publish import compare, tables
 from bench.store import paths, results
+from bench.verdicts import memory
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 VERDICTS_CSV = "verdicts.csv"
 SETTINGS = {"statistic": "median", "min_effect": MIN_EFFECT, "confidence": CONFIDENCE, "looks": 1}
 """How the verdicts are made where the folder does not record it (`ab`'s defaults)."""
+MEMORY_TOLERANCE = "memory_tolerance"
+"""The ab_config key of the memory verdicts' tolerance; a folder from before it: the default."""
 
 
 def settings(env: dict) -> dict[str, object]:
@@ -94,7 +97,9 @@ def write(folder: Path) -> tuple[pd.DataFrame, str]:
     env = results.read_env(folder)
     chosen = settings(env)
     cfg = env.get("ab_config", {})
-    table = compare.compare(folder / "A", folder / "B", **chosen)
+    recorded = cfg.get(MEMORY_TOLERANCE) or memory.DEFAULT.spec()
+    tolerance = memory.Tolerance.parse(str(recorded))
+    table = compare.compare(folder / "A", folder / "B", **chosen, memory_tolerance=tolerance)
     warnings = compare.env_differences(table.attrs["env_a"], table.attrs["env_b"])
     chosen.pop("looks")
     body = compare.render(

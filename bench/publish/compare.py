@@ -32,8 +32,9 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.measure import stats as round_stats
-from bench.publish import sides, tables
+from bench.publish import compare_memory, sides, tables
 from bench.store import paths, results
+from bench.verdicts import memory
 from bench.verdicts import rounds as rules
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
@@ -119,6 +120,7 @@ def compare(
     confidence: float = CONFIDENCE,
     statistic: str = "median",
     looks: int = 1,
+    memory_tolerance: memory.Tolerance = memory.DEFAULT,
 ) -> pd.DataFrame:
     """One row per case matched between the sides: the medians of all its steps, the rounds'
     ratio, interval, p-value, noise, degrees of freedom and verdict, the p-value after Holm's
@@ -126,7 +128,8 @@ def compare(
     the rounds per side (`rounds_a`, `rounds_b`), what a round is (`unit_a`, `unit_b`: keys of
     `bench.publish.sides.UNITS`) and whether they were too few to judge (`too_few`). `looks`:
     the looks at the rounds a sequential comparison (`ab`) made, each spending an equal share
-    of 1 - confidence."""
+    of 1 - confidence. And the memory verdict with its figures
+    (`bench.publish.compare_memory.RAW`), with `memory_tolerance`."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
         raise UsageError(
@@ -149,6 +152,7 @@ def compare(
     for rec in merged.to_dict("records"):
         row = {k: rec[k] for k in shown}
         row["status_a"], row["status_b"] = rec["status_a"], rec["status_b"]
+        row.update(compare_memory.verdict(side_a, side_b, rec, memory_tolerance))
         if not rec["rounds_a"] or not rec["rounds_b"]:
             row["verdict"] = "missing"
         else:
@@ -177,6 +181,7 @@ def compare(
         only_a=len(cases_a) - len(merged),
         only_b=len(cases_b) - len(merged),
         statistic=statistic,
+        memory_tolerance=memory_tolerance,
         env_a=side_a.env,
         env_b=side_b.env,
     )
@@ -278,7 +283,9 @@ def render(
     """The comparison as markdown: what decided the verdicts, their counts and the table.
     `show_sides`: name A's and B's paths under the title (a page that names them itself need
     not)."""
-    shown = table.drop(columns=["too_few", "status_a", "status_b"], errors="ignore")
+    shown = table.drop(
+        columns=["too_few", "status_a", "status_b", *compare_memory.RAW], errors="ignore"
+    )
     if {"status_a", "status_b"} <= set(table) and (table[["status_a", "status_b"]] != "ok").any(
         axis=None
     ):
@@ -303,6 +310,7 @@ def render(
         ]
     shown = shown.drop(columns=["unit_a", "unit_b"], errors="ignore")
     shown["verdict"] = verdicts
+    shown = shown.join(compare_memory.columns(table))
     constant = [c for c in shown.columns if c in results.axes() and shown[c].nunique() == 1]
     if "rounds (A:B)" in shown and shown["rounds (A:B)"].nunique() == 1:
         constant.append("rounds (A:B)")
@@ -315,13 +323,20 @@ def render(
             "",
         ]
     lines += _method_lines(table, min_effect, confidence)
+    lines += compare_memory.method_lines(table, table.attrs.get("memory_tolerance", memory.DEFAULT))
     same = [f"{c}={shown[c].iloc[0]}" for c in constant if str(shown[c].iloc[0]) not in ("", "nan")]
     if same:
         lines += [f"Same in every row: {', '.join(same)}.", ""]
     if warnings:
         lines += ["**Environments differ**: " + "; ".join(warnings), ""]
     counts = table["verdict"].value_counts()
-    lines += [", ".join(f"{n} {v}" for v, n in counts.items()) + ".", ""]
+    memory_counts = compare_memory.summary(table)
+    lines += [
+        ", ".join(f"{n} {v}" for v, n in counts.items())
+        + (f"; {memory_counts}" if memory_counts else "")
+        + ".",
+        "",
+    ]
     only = [(table.attrs.get(k, 0), name) for k, name in (("only_a", "A"), ("only_b", "B"))]
     lines += [f"{n} case(s) ran only in {name} and are left out." for n, name in only if n]
     lines += [""] if any(n for n, _ in only) else []

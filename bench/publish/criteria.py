@@ -67,6 +67,10 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
     if "sizes" in df.columns:  # as results.csv and a case id spell them: `sizes == '8x16x3'`
         df = df.assign(sizes=df["sizes"].astype(str))
     for c in criteria:
+        if c.comparison:
+            why = "judges a comparison (ampbench ab or compare --criteria FILE)"
+            checked.outcomes.append(Outcome(c.name, "SKIP", why))
+            continue
         if c.env is not None:
             outcome = _judge_env(c, env)
         elif c.ratio is not None:
@@ -77,6 +81,33 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
             device = env.get("gpu") or env.get("device") or "an unnamed device"
             outcome = Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
         checked.outcomes.append(outcome)
+    return checked
+
+
+def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) -> Checked:
+    """Every criterion's outcome against a comparison's rows (`bench.publish.compare.compare`:
+    one per case, `verdict`, `memory_verdict`, ...; `env`: B's environment, for `gpu`). A case
+    is `ok` when it passed on both sides, else its status is both sides' (`oom/ok`). Criteria
+    that judge a run are skipped."""
+    frame = table.copy()
+    if {"status_a", "status_b"} <= set(frame.columns):
+        both = frame["status_a"].astype(str) + "/" + frame["status_b"].astype(str)
+        frame["status"] = both.where(both != "ok/ok", "ok")
+    else:
+        frame["status"] = "ok"
+    if "case_id" not in frame.columns and "benchmark" in frame.columns:
+        frame["case_id"] = frame["benchmark"]
+    checked = Checked()
+    for c in criteria:
+        if not c.comparison:
+            checked.outcomes.append(Outcome(c.name, "SKIP", "judges a run (ampbench check)"))
+        elif not c.applies_to(env):
+            device = env.get("gpu") or env.get("device") or "an unnamed device"
+            checked.outcomes.append(
+                Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
+            )
+        else:
+            checked.outcomes.append(_judge_rows(c, frame))
     return checked
 
 

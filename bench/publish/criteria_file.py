@@ -29,6 +29,15 @@ against a run's rows (`results.load`) and env.json, in the manner of pytest-benc
 - `if_missing`: `"fail"` (default) or `"skip"`: what a criterion with nothing to judge (no row
   matches, an env.json value absent) reports; `"skip"` suits a file shared by runs of
   different grids.
+- `comparison = true`: judge the rows of a comparison (`ampbench ab` or `compare` with
+  `--criteria FILE`), one per case, instead of a run's: the columns of verdicts.csv
+  (`verdict`, `ratio`, `memory_verdict`, `memory_change_pct`, ...), e.g. "no case uses more
+  memory": `expect = "memory_verdict != 'more memory'"`. `ampbench check` skips it, and the
+  comparison skips the criteria that judge a run.
+
+Besides its criteria, a file may hold one `[memory]` table: `tolerance = "2MiB,1%"`, the memory
+verdicts' tolerance for a comparison checked against it (`bench.verdicts.memory.Tolerance`;
+`--memory-tolerance` overrides it).
 
 Expressions see the columns of `results.load` (axes, status, total_ms, pct_of_floor,
 speedup_vs_fp32, scaling_efficiency, ...), with pandas' syntax: `and`, `or`, `in [...]`, `abs()`.
@@ -48,7 +57,9 @@ from pathlib import Path
 REQUIRES = ("all", "any")
 IF_MISSING = ("fail", "skip")
 REDUCES = ("min", "max", "median", "mean")
-KEYS = ("name", "expect", "where", "require", "ratio", "env", "gpu", "if_missing")
+KEYS = ("name", "expect", "where", "require", "ratio", "env", "gpu", "if_missing", "comparison")
+MEMORY_KEYS = ("tolerance",)
+"""The keys of a file's `[memory]` table."""
 RATIO_KEYS = ("numerator", "denominator", "column", "reduce")
 
 
@@ -86,6 +97,7 @@ class Criterion:
     env: str | None = None
     gpu: str | None = None
     if_missing: str = "fail"
+    comparison: bool = False
 
     def __post_init__(self) -> None:
         _require_text("name", self.name)
@@ -101,6 +113,10 @@ class Criterion:
             )
         if self.env is not None and self.ratio is not None:
             raise ValueError("a criterion judges either env or a ratio, not both")
+        if not isinstance(self.comparison, bool):
+            raise ValueError(f"comparison must be true or false, got {self.comparison!r}")
+        if self.comparison and (self.env is not None or self.ratio is not None):
+            raise ValueError("a comparison criterion judges its rows, not env or a ratio")
         if self.require != "all" and self.ratio is not None:
             raise ValueError("require applies to rows; a ratio criterion judges one value")
 
@@ -163,12 +179,13 @@ def read(path: Path) -> list[Criterion]:
         raise CriteriaError(f"criteria file {path} cannot be read ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise CriteriaError(f"{path} is not valid TOML ({exc})") from exc
-    unknown = [k for k in data if k != "criterion"]
+    unknown = [k for k in data if k not in ("criterion", "memory")]
     if unknown:
         raise CriteriaError(f"{path}: unknown key {unknown[0]!r}; write [[criterion]] tables")
     tables = data.get("criterion")
     if not isinstance(tables, list) or not tables:
         raise CriteriaError(f"{path} has no [[criterion]] table")
+    _memory_table(path, data)
     out = []
     for i, table in enumerate(tables, start=1):
         try:
@@ -177,3 +194,31 @@ def read(path: Path) -> list[Criterion]:
             name = f" ({table['name']!r})" if isinstance(table, dict) and "name" in table else ""
             raise CriteriaError(f"{path}: criterion {i}{name}: {exc}") from exc
     return out
+
+
+def _memory_table(path: Path, data: dict) -> str | None:
+    """The `[memory]` table's tolerance, checked; None where the file has none."""
+    table = data.get("memory", {})
+    if not isinstance(table, dict):
+        raise CriteriaError(f"{path}: memory must be a table ([memory]), got {table!r}")
+    unknown = [k for k in table if k not in MEMORY_KEYS]
+    if unknown:
+        raise CriteriaError(
+            f"{path}: unknown key memory.{unknown[0]}; the keys are {', '.join(MEMORY_KEYS)}"
+        )
+    tolerance = table.get("tolerance")
+    if tolerance is None:
+        return None
+    from bench.verdicts.memory import Tolerance  # pure Python: reading stays light
+
+    try:
+        Tolerance.parse(str(tolerance))
+    except ValueError as exc:
+        raise CriteriaError(f"{path}: memory.tolerance: {exc}") from exc
+    return str(tolerance)
+
+
+def memory_tolerance(path: Path) -> str | None:
+    """The memory tolerance a criteria file sets (`[memory] tolerance`), or None."""
+    read(path)  # the whole file is checked before any of it is used
+    return _memory_table(path, _toml().loads(Path(path).read_text()))

@@ -3,10 +3,12 @@
 For one GPU model, each case's median step time in every revision (the timing runs of one
 commit) and its verdict against the previous revision that has the case, judged from rounds as
 `ampbench compare` judges them (`bench.publish.history_points`). A regression is a `slower` in
-the table and a large up-pointing marker in the figure.
+the table and a large up-pointing marker in the figure. Beside each step time, the case's peak
+allocated memory and its memory verdict against the same revision (`more memory` is listed, and
+marked in a figure of its own).
 
-Writes results/history/<gpu-slug>.md and .png (the slug as run folder names spell the GPU:
-`bench.store.folders.gpu_slug`).
+Writes results/history/<gpu-slug>.md and .png, and <gpu-slug>-memory.png where peaks were
+measured (the slug as run folder names spell the GPU: `bench.store.folders.gpu_slug`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
 from bench.verdicts import defaults as stats  # the verdicts' MIN_EFFECT and CONFIDENCE
+from bench.verdicts import memory as mem
 
 VERDICT_MARKERS = {
     # verdict: (marker, size, legend text)
@@ -41,6 +44,8 @@ VERDICT_MARKERS = {
     "first": ("s", 5, "first revision of the case"),
 }
 LINESTYLES = ("-", "--", ":", "-.")
+MEMORY_MARKERS = {"more memory": ("^", 11), "less memory": ("v", 9)}
+"""Memory verdicts the memory figure marks (marker, size); the others are plain points."""
 
 
 def _case_axes(points: pd.DataFrame) -> list[str]:
@@ -51,6 +56,24 @@ def _case_axes(points: pd.DataFrame) -> list[str]:
 
 
 def _cell(p: pd.Series) -> str:
+    """The step time and its verdict, then the peak memory and its verdict where measured."""
+    return _time_cell(p) + _memory_cell(p)
+
+
+def _memory_cell(p: pd.Series) -> str:
+    peak = p.get("peak_alloc_gib", float("nan"))
+    if pd.isna(peak):
+        return ""
+    verdict = p.get("memory_verdict", "first")
+    if verdict in ("first", "not measured"):
+        return f"; {peak:#.4g} GiB"
+    word = f"**{verdict}**" if verdict in ("more memory", "less memory") else verdict
+    change = p.get("memory_change_pct", float("nan"))
+    moved = f" {change:+.3g}%" if verdict in ("more memory", "less memory") else ""
+    return f"; {peak:#.4g} GiB ({word}{moved})"
+
+
+def _time_cell(p: pd.Series) -> str:
     if pd.isna(p["median_ms"]):  # it passed in no run of the revision
         return p["status"]
     text = f"{p['median_ms']:#.4g}"
@@ -156,9 +179,12 @@ def render(
             for p in slower.itertuples()
         ]
         out.append("")
+    out += _memory_lines(points)
     out += ["## Runs", "", tables.markdown(run_rows), ""]
     if figure:
         out += [f"![median step time per revision]({figure})", ""]
+        if _has_memory(points):
+            out += [f"![peak memory per revision]({memory_figure(figure)})", ""]
     axes = _case_axes(points)
     labels = list(revisions["label"])
     for mode, g in points.groupby("mode", sort=False):
@@ -167,6 +193,78 @@ def render(
         wide = wide.reindex(columns=[lab for lab in labels if lab in wide.columns]).fillna("")
         out += [f"## {mode}", "", tables.markdown(wide.reset_index()), ""]
     return "\n".join(out)
+
+
+def _has_memory(points: pd.DataFrame) -> bool:
+    return "peak_alloc_gib" in points and bool(points["peak_alloc_gib"].notna().any())
+
+
+def memory_figure(figure: str) -> str:
+    """The memory figure's file name beside the time figure's: `GPU.png` -> `GPU-memory.png`."""
+    stem, dot, ext = figure.rpartition(".")
+    return f"{stem}-memory{dot}{ext}"
+
+
+def _memory_lines(points: pd.DataFrame) -> list[str]:
+    """How the memory verdicts were made, and the cases that use more memory than before."""
+    if not _has_memory(points):
+        return []
+    more = points[points["memory_verdict"] == "more memory"]
+    counts = points["memory_verdict"].value_counts()
+    lines = [
+        "Peak memory: after each step time, the case's peak allocated memory (GiB, the median "
+        "over the revision's runs) and its memory verdict against the same previous revision, "
+        f"as `ampbench compare` judges it (comparing.md): {mem.DEFAULT.text()} is the same "
+        "memory. Memory verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
+        "",
+    ]
+    if more.empty:
+        return [*lines, "**No case uses more memory than in the revision before it.**", ""]
+    lines += ["**More memory than the revision before**:", ""]
+    lines += [
+        f"- `{p.case_id}`: {p.label} against {p.previous}, {p.memory_change_pct:+.3g}%"
+        for p in more.itertuples()
+    ]
+    return [*lines, ""]
+
+
+def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
+    """One panel per mode: each case's peak allocated memory per revision, a rise the memory
+    verdict calls `more memory` as a large up-pointing marker."""
+    modes = list(dict.fromkeys(points["mode"]))
+    axes_names = _case_axes(points)
+    cols = min(len(modes), 2)
+    rows = -(-len(modes) // cols)
+    fig, grid = plt.subplots(
+        rows, cols, figsize=(7.5 * cols, 3.6 * rows + 0.6), squeeze=False, layout="constrained"
+    )
+    for ax in grid.flat[len(modes) :]:
+        ax.set_visible(False)
+    x_of = {label: i for i, label in enumerate(revisions["label"])}
+    for ax, mode in zip(grid.flat, modes, strict=False):
+        colour = mode_colour(mode)
+        g = points[(points["mode"] == mode) & points["peak_alloc_gib"].notna()]
+        for i, (_, case) in enumerate(g.groupby(axes_names, sort=True)):
+            xs = [x_of[lab] for lab in case["label"]]
+            ax.plot(xs, case["peak_alloc_gib"], color=colour, linewidth=1, marker="o",
+                    markersize=4, linestyle=LINESTYLES[i % len(LINESTYLES)])  # fmt: skip
+            for x, gib, verdict in zip(xs, case["peak_alloc_gib"], case["memory_verdict"],
+                                       strict=True):  # fmt: skip
+                if verdict in MEMORY_MARKERS:
+                    marker, size = MEMORY_MARKERS[verdict]
+                    ax.plot([x], [gib], marker=marker, markersize=size, color=colour,
+                            markeredgecolor="black", linestyle="")  # fmt: skip
+        ax.set_xticks(
+            range(len(revisions)),
+            [f"{r.label}\n{r.commit}" for r in revisions.itertuples()],
+            fontsize=7,
+        )
+        ax.set_xlabel("revision (by commit date) and commit")
+        ax.set_ylabel("peak allocated GiB")
+        ax.set_title(f"{mode}: ▲ more memory, ▼ less memory than before", fontsize=10)
+    fig.suptitle(f"Peak allocated memory per case across revisions: {gpu}", fontsize=11)
+    figures.save(fig, path, dpi=100)
+    plt.close(fig)
 
 
 def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
@@ -276,6 +374,8 @@ def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Pat
         revisions, points = collect(results_dir, name)
         slug = gpu_slug(name)
         plot(revisions, points, name, folder / f"{slug}.png")
+        if _has_memory(points):
+            plot_memory(revisions, points, name, folder / memory_figure(f"{slug}.png"))
         md = folder / f"{slug}.md"
         md.write_text(
             render(revisions, points, name, results_dir=results_dir, figure=f"{slug}.png")

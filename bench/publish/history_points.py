@@ -11,6 +11,12 @@ windows (rounds of one process, which cannot show how far two processes differ: 
 the cases of one revision one family (moderated spreads, Holm's correction).
 `faster`, `slower`, `same` or `unclear` (`too_few` where the rounds are too few for any verdict);
 `missing` where the case did not pass in one of the two, `first` in the first revision with it.
+
+Beside time, each point has the case's peak allocated memory in the revision (`peak_alloc_gib`,
+the median over its runs) and its memory verdict against the same previous revision
+(`memory_verdict`, `memory_change_pct`: `bench.verdicts.memory.judge` with its default
+tolerance, as `compare` and `ab` judge it; `first` in the first revision, `not measured` where
+either has no peak).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from bench.faults import UsageError
 from bench.publish import compare, sides
 from bench.publish.runs import Run, run_folders
 from bench.store import paths, results
+from bench.verdicts import memory
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 TIMING = "timing"
@@ -119,6 +126,18 @@ def _point(label: str, run: str, case: dict) -> dict[str, object]:
     }
 
 
+def _memory_point(previous: list[dict] | None, now: list[dict]) -> dict[str, object]:
+    """A point's peak memory and its memory verdict against the previous revision's rounds
+    (`first` where there is none)."""
+    found = memory.judge(previous or [], now)
+    verdict = found["memory_verdict"] if previous is not None else "first"
+    return {
+        "peak_alloc_gib": found["peak_alloc_gib_b"],
+        "memory_verdict": verdict,
+        "memory_change_pct": found["memory_change_pct"] if previous is not None else np.nan,
+    }
+
+
 def collect(
     results_dir: Path,
     gpu: str,
@@ -131,12 +150,16 @@ def collect(
     revs = revisions(results_dir, gpu)
     points = []
     last: dict[tuple, tuple[str, list, str]] = {}  # a case's key -> its last (label, rounds, unit)
+    last_memory: dict[tuple, list[dict]] = {}  # a case's key -> its last revision's memory rounds
     for rev in revs.itertuples():
         side = sides.of_runs(rev.folders)
         judged, pairs = [], []
         for case in side.cases.to_dict("records"):
             key = tuple(case[k] for k in side.keys)
             point = _point(rev.label, rev.run, case)
+            rounds_memory = (side.memory or {}).get(str(case["case_id"]), [])
+            point |= _memory_point(last_memory.get(key), rounds_memory)
+            last_memory[key] = rounds_memory
             if key in last:
                 prev_label, prev, prev_unit = last[key]
                 point["previous"] = prev_label

@@ -25,6 +25,7 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.store import results
+from bench.verdicts import memory as memory_verdicts
 
 UNITS = {
     "runs": "run folders",
@@ -53,6 +54,9 @@ class Side:
     keys: list[str]
     cases: pd.DataFrame
     env: dict
+    memory: dict[str, list[dict]] | None = None
+    """Each case's memory per round (by `case_id`: one mapping of `bench.verdicts.memory.COLUMNS`
+    per run folder or save; a run's passes share its one memory pass), for the memory verdicts."""
 
 
 def _is_run(path: Path) -> bool:
@@ -111,9 +115,15 @@ def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
     return "windows", [steps]
 
 
+def _memory(values: dict) -> dict:
+    """A round's memory columns (`bench.verdicts.memory.COLUMNS`), those it has."""
+    return {k: values[k] for k in memory_verdicts.COLUMNS if k in values}
+
+
 def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:
     keys = [*results.axes(), "world_size"]
     found: dict[tuple, dict] = {}
+    memory: dict[str, list[dict]] = {}
     for run in runs:
         rows = results.load(run)
         timed = {r["case_id"]: r for r in results.read_rows(run / results.SAMPLES)}
@@ -123,6 +133,8 @@ def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:
                 key, {**{k: row[k] for k in keys}, "case_id": row["case_id"], "status": "ok"}
             )
             case.setdefault("rounds", [])
+            if row["status"] == "ok":
+                memory.setdefault(row["case_id"], []).append(_memory(row))
             rec = timed.get(row["case_id"]) if row["status"] == "ok" else None
             if rec is None or len(rec["samples_ms"].get("total", [])) < 1:
                 if case["status"] == "ok":
@@ -136,12 +148,14 @@ def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:
                 case["rounds"].append(np.concatenate(rounds))
     columns = [*keys, "case_id", "status", "unit", "rounds"]
     cases = pd.DataFrame(list(found.values()), columns=columns)
-    return Side(path=path, kind="run", keys=keys, cases=cases, env=results.read_env(runs[0]))
+    env = results.read_env(runs[0])
+    return Side(path=path, kind="run", keys=keys, cases=cases, env=env, memory=memory)
 
 
 def _save_side(path: Path, saves: list[Path], *, one_save: bool) -> Side:
     found: dict[str, dict] = {}
     env: dict = {}
+    memory: dict[str, list[dict]] = {}
     for save in saves:
         try:
             data = json.loads(save.read_text())
@@ -155,6 +169,7 @@ def _save_side(path: Path, saves: list[Path], *, one_save: bool) -> Side:
             ms = np.asarray(raw, dtype=float) * 1000  # pytest-benchmark keeps seconds
             info = bench.get("extra_info") or {}
             env = env or {"gpu": info.get("gpu"), "torch": info.get("torch")}
+            memory.setdefault(bench["name"], []).append(_memory(info))
             case = found.setdefault(
                 bench["name"], {BENCHMARK: bench["name"], "case_id": bench["name"], "status": "ok"}
             )
@@ -166,4 +181,4 @@ def _save_side(path: Path, saves: list[Path], *, one_save: bool) -> Side:
     cases = pd.DataFrame(
         list(found.values()), columns=[BENCHMARK, "case_id", "status", "unit", "rounds"]
     )
-    return Side(path=path, kind="save", keys=[BENCHMARK], cases=cases, env=env)
+    return Side(path=path, kind="save", keys=[BENCHMARK], cases=cases, env=env, memory=memory)

@@ -3,12 +3,13 @@
 The timing harness (`bench.execution.variants`, phase by phase), the quality study
 (`bench.quality.train`) and the numerics study (`bench.numerics.measure.training`) all drive the
 functions here. Where they differ (clipping the gradients, unscaling them first, dropout) is a
-`StepOptions` of the state, and `StepOptions.describe` is the phrase their reports name it by.
-A case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which gives the model, its synthetic batch and its loss; a
-mode's recipe (`bench.recipes.modes.Mode`) decides everything that differs between modes: the
-model's preparation, the precision context of each phase, the scaler and the optimizer.
-GradScaler is a no-op unless the mode scales the loss, so `scaler.scale(loss)` returns the loss
-and `scaler.step(opt)` calls `opt.step()` unchanged (nanoGPT's pattern).
+`StepOptions` of the state, and `StepOptions.describe` is the phrase their reports name it by. A
+case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which gives
+the model, its synthetic batch and its loss; a mode's recipe (`bench.recipes.modes.Mode`) decides
+everything that differs between modes: the model's preparation, the precision context of each
+phase, the scaler and the optimizer. GradScaler is a no-op unless the mode scales the loss, so
+`scaler.scale(loss)` returns the loss and `scaler.step(opt)` calls `opt.step()` unchanged
+(nanoGPT's pattern).
 """
 
 from __future__ import annotations

@@ -197,6 +197,8 @@ class Row(TypedDict, total=False):
     grad_gib: float
     optim_state_gib: float
     act_gib: float
+    alloc_retries: float
+    ooms: float
     output_dtype: str
     loss_dtype: str
     param_grad_dtype: str

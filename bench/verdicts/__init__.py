@@ -9,6 +9,8 @@
   all judge there. `power` simulates it on rounds bootstrapped from real ones.
 - `float8_plan`: the float8 rule planning asks, without pandas; `defaults`: the timing verdicts'
   smallest effect and confidence.
+- `memory`: whether B uses more peak allocated memory than A, case by case, with one declared
+  tolerance (pure Python): `compare`, `ab`, `history` and the pytest-benchmark memory gate ask it.
 - `training`: what a time-to-quality study's runs can carry: the quality target, whether a recipe
   trains like fp32 (an equivalence test over seeds), whether float16 needs GradScaler (the share
   of the gradient's norm it keeps), and the fastest recipe to the target.

@@ -29,6 +29,7 @@ from bench.cases.case import Case
 from bench.jobs.plans import resolve
 from bench.recipes.modes import MODES
 from bench.recipes.step import TrainState, build
+from tests.benchmarks import memory_gate
 from tests.conftest import PHASES, suite_options
 
 CUDA = torch.cuda.is_available()
@@ -164,6 +165,7 @@ def _storage_problem(storage: str) -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    memory_gate.configure(config)  # the memory gate (--ampbench-memory-compare), checked
     saving = config.getoption("benchmark_save", None) or config.getoption(
         "benchmark_autosave", None
     )

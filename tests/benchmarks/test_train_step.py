@@ -105,6 +105,7 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
             opt_bytes / median_s / 1e9 if median_s and spec.phase == "optimizer" else None
         ),
         peak_alloc_gib=torch.cuda.max_memory_allocated() / 2**30 if CUDA else None,
+        peak_reserved_gib=torch.cuda.max_memory_reserved() / 2**30 if CUDA else None,
         gpu=torch.cuda.get_device_name() if CUDA else "cpu",
         torch=torch.__version__,
     )

@@ -7,6 +7,11 @@ history's figure draws it (`history.VERDICT_MARKERS`): a regression (`slower`) i
 up-pointing triangle, and its chart is framed in red and listed first among its mode's. The
 hover names the revision's runs, its commit and date, the median and the verdict with its ratio.
 A case measured in one revision only has no history to draw: the tables below the charts hold it.
+
+Where the case's peak allocated memory was measured, the same chart draws it against a second
+axis on the right (grey, GiB), each point marked with its memory verdict against the revision
+before (`MEMORY_SYMBOLS`: a rise called `more memory` is a red triangle pointing up); a case that
+uses more memory is framed in red like a slower one.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from bench.recipes.catalog import colour
 
 SYMBOLS = {"^": "triangle-up", "v": "triangle-down", "o": "circle", "x": "x", "s": "square"}
 VERDICT_COLOURS = {"slower": "#cf222e", "faster": "#1a7f37"}
+MEMORY_COLOUR = "#6e7781"
+MEMORY_SYMBOLS = {"more memory": "triangle-up", "less memory": "triangle-down"}
+"""Memory verdicts drawn as a triangle (red for more, green for less); others a small dot."""
 HEIGHT = 250
 TICKS_WITH_COMMITS = 7
 MIN_SPAN = 0.10
@@ -40,6 +48,8 @@ class Chart:
     title: str
     regressed: bool
     figure: str
+    more_memory: bool = False
+    """The case used more memory than in a revision before (framed in red as a slower one)."""
 
     @property
     def anchor(self) -> str:
@@ -122,7 +132,51 @@ def _figure(case: pd.DataFrame, revisions: pd.DataFrame, line: str) -> str:
             },
         },
     )
+    _add_memory(fig, case, ticks, custom)
     return json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder)
+
+
+def _add_memory(fig: go.Figure, case: pd.DataFrame, ticks: list[str], custom: list) -> None:
+    """The case's peak allocated memory per revision, on a second axis at the right."""
+    if "peak_alloc_gib" not in case or not case["peak_alloc_gib"].notna().any():
+        return
+    verdicts = list(case["memory_verdict"])
+    words = [
+        v + (f" {c:+.3g}%" if pd.notna(c) else "")
+        for v, c in zip(verdicts, case["memory_change_pct"], strict=True)
+    ]
+    fig.add_trace(
+        go.Scatter(
+            x=ticks,
+            y=case["peak_alloc_gib"],
+            yaxis="y2",
+            mode="lines+markers",
+            line={"color": MEMORY_COLOUR, "width": 1, "dash": "dot"},
+            marker={
+                "symbol": [MEMORY_SYMBOLS.get(v, "circle") for v in verdicts],
+                "size": [12 if v in MEMORY_SYMBOLS else 5 for v in verdicts],
+                "color": [
+                    {"more memory": VERDICT_COLOURS["slower"]}.get(
+                        v, VERDICT_COLOURS["faster"] if v == "less memory" else MEMORY_COLOUR
+                    )
+                    for v in verdicts
+                ],
+            },
+            customdata=[[*c[:3], w] for c, w in zip(custom, words, strict=True)],
+            hovertemplate="%{customdata[0]}<br>commit %{customdata[1]}, %{customdata[2]}"
+            "<br>peak %{y:.4g} GiB<br>%{customdata[3]}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        yaxis2={
+            "title": {"text": "peak GiB", "font": {"color": MEMORY_COLOUR}},
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            "range": _y_range(case["peak_alloc_gib"].dropna()),
+        },
+        margin={"l": 56, "r": 56, "t": 8, "b": 48},
+    )
 
 
 def charts(revisions: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
@@ -137,8 +191,12 @@ def charts(revisions: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
             if len(case) < 2:
                 continue
             regressed = bool((case["verdict"] == "slower").any())
+            more = "memory_verdict" in case and bool(
+                (case["memory_verdict"] == "more memory").any()
+            )
             figure = _figure(case, revisions, colour(str(mode)))
             title = _title(str(case_id), str(mode), shared)
-            found.append(Chart(str(case_id), str(mode), title, regressed, figure))
-        out += sorted(found, key=lambda c: not c.regressed)  # stable: ids in order otherwise
+            found.append(Chart(str(case_id), str(mode), title, regressed, figure, more))
+        # Stable: the ids in order otherwise.
+        out += sorted(found, key=lambda c: not (c.regressed or c.more_memory))
     return out

@@ -157,6 +157,9 @@ def histories(found: list[History]) -> str:
             "cases": h.cases,
             "charted": h.charts,
             "cases slower than the revision before": f"{h.slower} slower" if h.slower else "none",
+            "using more memory than the revision before": (
+                f"{h.more_memory} more memory" if h.more_memory else "none"
+            ),
         }
         for h in found
     ]

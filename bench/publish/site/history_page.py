@@ -32,6 +32,8 @@ class History:
     cases: int
     slower: int
     charts: int
+    more_memory: int = 0
+    """Points whose memory verdict against the revision before is `more memory`."""
 
 
 def _charts_html(found: list[charts.Chart], cases: int) -> str:
@@ -50,10 +52,14 @@ def _charts_html(found: list[charts.Chart], cases: int) -> str:
                 out.append("</div>")
             mode = chart.mode
             out += [f'<h3 id="charts-{escape(mode)}">{escape(mode)}</h3>', '<div class="charts">']
-        badge = '<span class="badge">slower</span>' if chart.regressed else ""
+        said = [
+            w for w, on in (("slower", chart.regressed), ("more memory", chart.more_memory)) if on
+        ]
+        badge = "".join(f'<span class="badge">{w}</span>' for w in said)
+        framed = chart.regressed or chart.more_memory
         figure = chart.figure.replace("</", "<\\/")  # never closes its <script> early
         out.append(
-            f'<div class="chart-card{" regressed" if chart.regressed else ""}" '
+            f'<div class="chart-card{" regressed" if framed else ""}" '
             f'id="{chart.anchor}"><h4 title="{escape(chart.case_id)}">{badge}'
             f"{escape(chart.title)}</h4>"
             f'<div class="chart" data-figure="fig-{i}"></div>'
@@ -91,6 +97,9 @@ def build(results_dir: Path, gpu: str, layout: Layout) -> History:
         ]
     )
     slower = int((points["verdict"] == "slower").sum())
+    more = (
+        int((points["memory_verdict"] == "more memory").sum()) if "memory_verdict" in points else 0
+    )
     return History(
-        gpu, page, body, len(revisions), int(points["case_id"].nunique()), slower, len(found)
+        gpu, page, body, len(revisions), int(points["case_id"].nunique()), slower, len(found), more
     )
