@@ -18,6 +18,7 @@ from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.recipes import catalog
 from bench.store import results
+from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import training as rules
 
 CURVES_PNG = "curves.png"
@@ -59,11 +60,14 @@ def study(run_dir: Path) -> dict:
     scaled, bare = catalog.fp16_pair()
     scaler = None
     if scaled in cfg.modes or bare in cfg.modes:
-        scaler = rules.scaler_needed(t["checks"], summary, scaled, bare, synthetic=synthetic)
+        scaler = scaler_rule.scaler_needed(t["checks"], summary, scaled, bare, synthetic=synthetic)
     reached = rules.steps_to(t["curves"], goal) if goal is not None else pd.DataFrame()
+    margin = rules.margin_of(summary) if len(summary) else None
+    improving = len(summary) > 0 and rules.still_improving(summary)
     return {
         "env": env, "cfg": cfg, "tables": t, "summary": summary, "target": goal,
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
+        "margin": margin, "improving": improving,
     }  # fmt: skip
 
 
@@ -83,9 +87,11 @@ def _times(s: dict) -> pd.DataFrame:
                 "mean_s": g["steps"].mean() * t["step_ms"] / 1e3,
                 "low_s": g["steps"].min() * t["step_ms_p10"] / 1e3,
                 "high_s": g["steps"].max() * t["step_ms_p90"] / 1e3,
+                "noisy": t["step_ms_iqr"] > rules.NOISY_IQR_OVER_MEDIAN * t["step_ms"],
+                "iqr_share": t["step_ms_iqr"] / t["step_ms"],
             }
         )
-    return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s"])
+    return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s", "noisy", "iqr_share"])
 
 
 def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
@@ -135,21 +141,30 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _verdict_lines(s: dict) -> list[str]:
-    lines = [
-        f"- **{m}**: {v.verdict} ({v.reason})." for m, v in s["verdicts"].items() if m != "fp32"
-    ]
-    like = [m for m, v in s["verdicts"].items() if v.verdict == rules.LIKE]
+    lines = []
+    for m, v in s["verdicts"].items():
+        if m == rules.REFERENCE:
+            continue
+        miss = rules.missed(s["summary"], m, s["target"]) if v.within and s["target"] else ""
+        said = f"{v.verdict} ({v.reason}"
+        if v.verdict in (rules.WITHIN_WORSE, rules.WITHIN_BETTER):
+            # The issue's own wording: the margin's size, then the gap with its share.
+            word = v.verdict.replace("the margin", f"the {rules.MARGIN_SHARE:.0%} margin")
+            said = f"{word}: {rules.size(v.gap, s['margin'].reference_mean)} ({v.reason}"
+        lines.append(f"- **{m}**: {said}{'; ' + miss if miss else ''}).")
+    within = [m for m, v in s["verdicts"].items() if v.within]
     times = _times(s)
-    times = times[times["mode"].isin(like)]
+    times = times[times["mode"].isin(within)]
     # A recipe with a seed that missed the target has no time to it: it cannot be ranked, and
     # the sentence says so rather than let the ranked ones read as faster than it.
-    unranked = [m for m in like if m not in set(times["mode"])]
+    unranked = [m for m in within if m not in set(times["mode"]) and m != rules.REFERENCE]
     besides = (
-        f" Not ranked: {joined(unranked)}, which {'train' if len(unranked) > 1 else 'trains'} "
-        "like fp32 but not every seed reached the target."
+        f" Not ranked: {joined(unranked)}, within the margin but with a seed that did not reach "
+        "the target (named above)."
         if unranked
         else ""
     )
+    head = "- **Fastest to the target** among every recipe within the margin"
     if set(times["mode"]) == {rules.REFERENCE}:
         # fp32 against itself ranks nothing: no other recipe is known to train like it in time.
         t = times.iloc[0]
@@ -159,19 +174,18 @@ def _verdict_lines(s: dict) -> list[str]:
             f"every seed at the target.{besides}"
         )
     elif len(times):
-        fastest, tied = rules.fastest_to_target(times)
-        if tied:
+        fastest = rules.fastest_to_target(times)
+        if fastest.tie:
             lines.append(
-                f"- **Fastest to the target** among the recipes that train like fp32: tied within "
-                f"noise, {joined(fastest)} (their times to the target overlap).{besides}"
+                f"{head}: tied within noise, {joined(list(fastest.modes))} ({fastest.reason})."
+                f"{besides}"
             )
         else:
-            t = times.set_index("mode").loc[fastest[0]]
-            ahead = "ahead of every other's interval" if len(times) > 1 else "the only one timed"
+            t = fastest.first
             lines.append(
-                f"- **Fastest to the target** among the recipes that train like fp32: "
-                f"{fastest[0]}, {figure(t['mean_s'])} s ({figure(t['low_s'])}–"
-                f"{figure(t['high_s'])} s over seeds and step-time spread), {ahead}.{besides}"
+                f"{head}: {t['mode']}, {figure(t['mean_s'])} s ({figure(t['low_s'])}–"
+                f"{figure(t['high_s'])} s over seeds and step-time p10–p90: {fastest.reason})."
+                f"{besides}"
             )
     elif unranked:
         lines.append(f"- **Fastest to the target**: not known.{besides}")
@@ -231,26 +245,69 @@ def _scaler(s: dict) -> list[str]:
     return lines
 
 
+def _extra_seeds(s: dict) -> str:
+    """What the seeds the rule needs would cost, from this study's step times."""
+    mg, cfg = s["margin"], s["cfg"]
+    timing = s["tables"]["timing"]
+    ok = timing[timing["status"] == "ok"]
+    if mg is None or mg.enough or ok.empty:
+        return ""
+    more = mg.seeds_needed - mg.seeds
+    step_s = float(ok["step_ms"].sum()) / 1e3 * cfg.steps
+    return (
+        f" {more} more seed{'s' if more > 1 else ''} of every recipe would cost about "
+        f"{figure(more * step_s / 60)} min of device time (computed: steps × each recipe's "
+        "step time timed alone, without evaluation, start-up or runs sharing the GPU)."
+    )
+
+
+def step_named(s: dict) -> str:
+    """Which step the study timed: not the timing harness's (docs/zoo.md times that one)."""
+    cfg = s["cfg"]
+    clip = f"gradients clipped at {cfg.grad_clip:g} (scaled recipes unscale first)"
+    return (
+        f"step ms: this study's own training step (forward, backward, {clip}, AdamW, dropout "
+        "as the model sets it, eager), timed alone before training; the timing harness's step "
+        "(docs/zoo.md, README's timing tables) clips nothing, and eager steps of a small model "
+        "spend much of their time launching kernels, so the two pages' step times and orders "
+        "may differ: rank speed by the timing harness's rounds"
+    )
+
+
 def findings(s: dict) -> list[str]:
-    """The study's results as markdown lines: the target, the anchor, the recipe table with its
-    note, the verdicts and GradScaler's; the report and README.md's `quality` block show them."""
+    """The study's results as markdown lines: the margin, the target, the anchor, the recipe
+    table with its note, the verdicts and GradScaler's; the report and README.md's `quality`
+    block show them."""
     table, notes = recipe_table(s)
     goal = (
         f"**Target**: held-out loss {loss(s['target'])} ({s['target_why']})."
         if s["target"] is not None
         else f"**Target**: none: {s['target_why']}. No recipe is judged against fp32."
     )
-    scaler = s["scaler"]
+    mg, scaler = s["margin"], s["scaler"]
+    margin = [f"**Margin**: {mg.reason}.{_extra_seeds(s)}", ""] if mg is not None else []
+    improving = (
+        [
+            f"**Still improving at the budget**: every fp32 seed has its best held-out loss at "
+            f"its last evaluation (step {s['cfg'].steps}); each verdict holds for these "
+            f"{s['cfg'].steps} steps, not for training to convergence.",
+            "",
+        ]
+        if s["improving"]
+        else []
+    )
     return [
+        *margin,
         goal,
         "",
+        *improving,
         *([*_anchor(s), ""] if s["cfg"].anchor else []),
         markdown(table),
         "",
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
-        f"held-out loss (margin {rules.MARGIN_SPREAD:g} × fp32's seed spread, at least "
-        f"{rules.MARGIN_FLOOR:.0%} of its mean; 90% interval by Welch's t)."
-        + (f" `–`: {'; '.join(notes)}." if notes else ""),
+        "held-out loss against the margin (90% interval by Welch's t); \"within the margin, "
+        'measurably worse": the interval inside the margin but not holding zero. '
+        f"{step_named(s)}." + (f" `–`: {'; '.join(notes)}." if notes else ""),
         "",
         *_verdict_lines(s),
         *([f"- **GradScaler with float16**: {scaler.verdict}: {scaler.reason}."] if scaler else []),
@@ -279,6 +336,23 @@ def plot(s: dict, path: Path) -> None:
     figures.save(fig, path, dpi=100)
 
 
+def commits(env: dict) -> str:
+    """The commit the study started at, and each commit it was resumed at."""
+    first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
+    later = []
+    for r in env.get("resumed") or []:
+        for d in r.get("differs", []):
+            if d.startswith("commit "):
+                here = d.rsplit(" ", 2)[-2].strip("'")[:7]
+                later.append(f"{here} ({r.get('at', '?')[:16]})")
+    if not later:
+        return f"commit {first}"
+    return (
+        f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: runs "
+        "trained at each (which run at which commit was not recorded)"
+    )
+
+
 def render(run_dir: Path) -> Path:
     s = study(run_dir)
     cfg, env = s["cfg"], s["env"]
@@ -291,7 +365,7 @@ def render(run_dir: Path) -> Path:
     lines = [
         f"# Time to quality: `{cfg.model}` ({cfg.preset}) on {cfg.data}",
         "",
-        f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, commit {env.get('commit')}.",
+        f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, {commits(env)}.",
         "",
         f"**Data**: {env.get('data_description', cfg.data)}. **Model**: "
         f"{env.get('model_description', cfg.model)}.",
