@@ -87,8 +87,8 @@ def _times(s: dict) -> pd.DataFrame:
                 "mean_s": g["steps"].mean() * t["step_ms"] / 1e3,
                 "low_s": g["steps"].min() * t["step_ms_p10"] / 1e3,
                 "high_s": g["steps"].max() * t["step_ms_p90"] / 1e3,
-                "noisy": t["step_ms_iqr"] > rules.NOISY_IQR_OVER_MEDIAN * t["step_ms"],
-                "iqr_share": t["step_ms_iqr"] / t["step_ms"],
+                "noisy": t.get("step_ms_iqr", 0.0) > rules.NOISY_IQR_OVER_MEDIAN * t["step_ms"],
+                "iqr_share": t.get("step_ms_iqr", float("nan")) / t["step_ms"],
             }
         )
     return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s", "noisy", "iqr_share"])
@@ -145,7 +145,8 @@ def _verdict_lines(s: dict) -> list[str]:
     for m, v in s["verdicts"].items():
         if m == rules.REFERENCE:
             continue
-        miss = rules.missed(s["summary"], m, s["target"]) if v.within and s["target"] else ""
+        goal = s.get("target")
+        miss = rules.missed(s["summary"], m, goal) if v.within and goal is not None else ""
         said = f"{v.verdict} ({v.reason}"
         if v.verdict in (rules.WITHIN_WORSE, rules.WITHIN_BETTER):
             # The issue's own wording: the margin's size, then the gap with its share.
@@ -182,9 +183,14 @@ def _verdict_lines(s: dict) -> list[str]:
             )
         else:
             t = fastest.first
+            why = (
+                "the only one with every seed at the target"
+                if fastest.reason == "the only row"
+                else fastest.reason
+            )
             lines.append(
                 f"{head}: {t['mode']}, {figure(t['mean_s'])} s ({figure(t['low_s'])}–"
-                f"{figure(t['high_s'])} s over seeds and step-time p10–p90: {fastest.reason})."
+                f"{figure(t['high_s'])} s over seeds and step-time p10–p90: {why})."
                 f"{besides}"
             )
     elif unranked:
