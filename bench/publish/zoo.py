@@ -22,6 +22,8 @@ A cell the folders cannot fill is `–`, and a note under the table says why. Pu
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from bench.publish.prose import figure
@@ -105,7 +107,12 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
     best = fp8.loc[fp8["total_ms"].idxmin()]
     base = bf16.loc[bf16["total_ms"].idxmin()]
     ratio = base["total_ms"] / best["total_ms"]
-    if timing.overlap(base, best):
+    rounds = pd.to_numeric(at["rounds"], errors="coerce") if "rounds" in at else None
+    if rounds is None or not (rounds.fillna(1) > 1).all():
+        # One process, one round: a ratio of two rows timed minutes apart, which the rounds
+        # engine (`run --rounds N`) would have to decide.
+        verdict = "one round: not decided"
+    elif timing.overlap(base, best):
         verdict = "within noise"
     else:
         verdict = "pays" if ratio > 1 else "does not pay"
@@ -117,6 +124,24 @@ def _scaler(study: dict | None) -> str:
     if study is None or study["scaler"] is None:
         return NOT_KNOWN
     return study["scaler"].verdict
+
+
+SIZE_FIELDS = ("vocab", "classes")
+"""The sizes of a study's model (env.json's `size`) that a timing row must share: the logits'
+width, on which float16's underflow in their gradient depends."""
+
+
+def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
+    """`vocab 65` where the study trained the model at a size the timing rows do not have (the
+    study sized it to its data), else None: the study measured the row's model."""
+    size = str(study.get("env", {}).get("size", ""))
+    dims = {int(v) for c in ("input_size", "hidden_size", "num_classes") if c in rows
+            for v in pd.to_numeric(rows[c], errors="coerce").dropna()}  # fmt: skip
+    for name in SIZE_FIELDS:
+        found = re.search(rf"\b{name}=(\d+)", size)
+        if found and int(found.group(1)) > 0 and int(found.group(1)) not in dims:
+            return f"{name} {found.group(1)}"
+    return None
 
 
 def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
@@ -137,13 +162,23 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     chosen = None
     study = next((s for s in studies if s["cfg"].batch_size == bs), None)
     row["fastest that trains like fp32"] = NOT_KNOWN
+    other = studied_at(study, rows) if study is not None else None
+    if other is not None:
+        # A study of another size measured another model: its verdicts are not this row's.
+        row["fastest that trains like fp32"] = f"{NOT_KNOWN} (studied at {other})"
+        row[NOTE] = (
+            f"{NOT_KNOWN} for {row['model']}: its time-to-quality study trained it at {other}, "
+            "sized to the study's data, not at the row's size; float16's underflow in the "
+            "logits' gradient depends on that size"
+        )
+        study = None
     if study is not None:
         # fp16 without a scaler is a recipe to recommend only where the study finds the scaler
         # not needed.
         _, bare = catalog.fp16_pair()
         scaler = study["scaler"]
         unsafe = set() if scaler is not None and scaler.verdict == training.NOT_NEEDED else {bare}
-        like = {m for m, v in study["verdicts"].items() if v.verdict == training.LIKE}
+        like = {m for m, v in study["verdicts"].items() if v.within}
         safe = at[[m in like and m not in unsafe for m in at["mode"]]]
         chosen = timing.fastest(safe) if len(safe) else None
         undecided = any(v.verdict == training.NOT_KNOWN for v in study["verdicts"].values())
@@ -159,7 +194,9 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     row["× TF32"] = _speedup(at, shown, "tf32")
     row["peak GiB"] = figure(shown["peak_alloc_gib"])
     row["float8"] = _float8(at, rows[rows["batch_size"] == bs])
-    row["fp16 without GradScaler"] = _scaler(study)
+    row["fp16 without GradScaler"] = (
+        f"{NOT_KNOWN} (studied at {other})" if other is not None else _scaler(study)
+    )
     return row
 
 
