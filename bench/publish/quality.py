@@ -63,7 +63,7 @@ def study(run_dir: Path) -> dict:
         scaler = scaler_rule.scaler_needed(t["checks"], summary, scaled, bare, synthetic=synthetic)
     reached = rules.steps_to(t["curves"], goal) if goal is not None else pd.DataFrame()
     margin = rules.margin_of(summary) if len(summary) else None
-    improving = len(summary) > 0 and rules.still_improving(summary)
+    improving = rules.still_improving(summary) if len(summary) else []
     return {
         "env": env, "cfg": cfg, "tables": t, "summary": summary, "target": goal,
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
@@ -258,6 +258,11 @@ def _extra_seeds(s: dict) -> str:
     ok = timing[timing["status"] == "ok"]
     if mg is None or mg.enough or ok.empty:
         return ""
+    if mg.seeds_needed > rules.MAX_SEEDS:
+        return (
+            " No seed count within reach decides at this margin: fp32's seeds spread too wide "
+            "against 1% of its loss."
+        )
     more = mg.seeds_needed - mg.seeds
     step_s = float(ok["step_ms"].sum()) / 1e3 * cfg.steps
     return (
@@ -292,14 +297,16 @@ def findings(s: dict) -> list[str]:
     )
     mg, scaler = s["margin"], s["scaler"]
     margin = [f"**Margin**: {mg.reason}.{_extra_seeds(s)}", ""] if mg is not None else []
+    seeds, steps = s["improving"], s["cfg"].steps
     improving = (
         [
-            f"**Still improving at the budget**: every fp32 seed has its best held-out loss at "
-            f"its last evaluation (step {s['cfg'].steps}); each verdict holds for these "
-            f"{s['cfg'].steps} steps, not for training to convergence.",
+            f"**Still improving at the budget**: fp32's best held-out loss is at its last "
+            f"evaluation (step {steps}) in {len(seeds)} of {len(s['cfg'].seeds)} seeds "
+            f"(seed {', '.join(map(str, sorted(seeds)))}); every verdict here holds for "
+            f"{steps} steps, not for training to convergence.",
             "",
         ]
-        if s["improving"]
+        if seeds
         else []
     )
     return [

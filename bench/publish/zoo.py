@@ -26,7 +26,7 @@ import re
 
 import pandas as pd
 
-from bench.publish.prose import figure
+from bench.publish.prose import figure, joined
 from bench.publish.summary import passing
 from bench.recipes import catalog
 from bench.verdicts import timing, training
@@ -52,6 +52,8 @@ ONLY_FP32 = (
     "its study shows no recipe but fp32 to train like fp32, and does not show the others to "
     "train worse (their intervals reach past the margin: the study's report)"
 )
+STEP_NOTE = "step note"
+"""A row's note on the study's step times, where they order recipes otherwise (not a column)."""
 NOTE = "note"
 """A row's own note under the table (not a column)."""
 STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
@@ -137,11 +139,30 @@ def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
     size = str(study.get("env", {}).get("size", ""))
     dims = {int(v) for c in ("input_size", "hidden_size", "num_classes") if c in rows
             for v in pd.to_numeric(rows[c], errors="coerce").dropna()}  # fmt: skip
+    if "sizes" in rows:  # a loaded run's sizes, `256x384x65`
+        dims |= {int(d) for v in rows["sizes"].dropna() for d in re.findall(r"\d+", str(v))}
     for name in SIZE_FIELDS:
         found = re.search(rf"\b{name}=(\d+)", size)
         if found and int(found.group(1)) > 0 and int(found.group(1)) not in dims:
             return f"{name} {found.group(1)}"
     return None
+
+
+def step_orders(study: dict, at: pd.DataFrame) -> list[str]:
+    """The pairs of recipes whose order by step time the study's own step (eager, clipped,
+    unscaled: `bench.publish.quality.step_named`) and this table's eager step reverse."""
+    t = study.get("tables", {}).get("timing")
+    if t is None or t.empty:
+        return []
+    mine = t[t["status"] == "ok"].set_index("mode")["step_ms"]
+    eager = at[at["variant"] == "eager"].groupby("mode")["total_ms"].min()
+    both = [m for m in mine.index if m in eager.index]
+    return [
+        f"{a} and {b}"
+        for i, a in enumerate(both)
+        for b in both[i + 1 :]
+        if (mine[a] - mine[b]) * (eager[a] - eager[b]) < 0
+    ]
 
 
 def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
@@ -172,6 +193,13 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
             "logits' gradient depends on that size"
         )
         study = None
+    flipped = step_orders(study, at) if study is not None else []
+    if flipped:
+        row[STEP_NOTE] = (
+            f"{row['model']}: its time-to-quality study times its own step (gradient clipping, "
+            f"unscaling, eager) and orders {joined(flipped)} the other way round; for speed, "
+            "this table's step is the one to read"
+        )
     if study is not None:
         # fp16 without a scaler is a recipe to recommend only where the study finds the scaler
         # not needed.
@@ -236,6 +264,7 @@ def table(
     ]
     undecided = [r[NOTE] for r in built if NOTE in r]
     notes += [f"{n}." for n in undecided]
+    notes += [f"{r[STEP_NOTE]}." for r in built if STEP_NOTE in r]
     unstudied = [r for r in built if NOTE not in r and NOT_KNOWN in (r[c] for c in STUDY_COLUMNS)]
     if unstudied:
         elsewhere = " elsewhere" if undecided else ""

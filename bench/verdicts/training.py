@@ -119,13 +119,16 @@ class Margin:
             f"±{self.value:.3g}, {MARGIN_SHARE:.0%} of fp32's mean best held-out loss "
             f"{self.reference_mean:.4g}, declared before any recipe is compared"
         )
+        count = (
+            f"more than {MAX_SEEDS}" if self.seeds_needed > MAX_SEEDS else str(self.seeds_needed)
+        )
         need = (
-            f"{self.seeds_needed} seeds per recipe give a recipe that trains like fp32 a "
+            f"The rule needs {count} seeds per recipe to give a recipe that trains like fp32 a "
             f"chance of {POWER:.0%} to be called so, with fp32's seed SD "
             f"({self.reference_sd:.2g}) at its 90% upper bound"
         )
         if self.enough:
-            return f"{head}. {need}: this study has {self.seeds}"
+            return f"{head}. {need}; this study has {self.seeds}"
         return (
             f"{head}. {need}, and this study has {self.seeds}: where its interval reaches past "
             "the margin, the verdict is not known for want of seeds"
@@ -250,13 +253,13 @@ def target(summary: pd.DataFrame) -> tuple[float | None, str]:
     )
 
 
-def still_improving(summary: pd.DataFrame, mode: str = REFERENCE) -> bool:
-    """Whether every finished seed of `mode` has its best held-out loss at its last evaluation:
-    the budget ended while it was still improving."""
+def still_improving(summary: pd.DataFrame, mode: str = REFERENCE) -> list[int]:
+    """The finished seeds of `mode` whose best held-out loss is at their last evaluation: the
+    budget ended while they were still improving, and a verdict holds for that budget only."""
     mine = summary[(summary["mode"] == mode) & (summary["status"] == "ok")]
     if mine.empty or "last_step" not in mine:
-        return False
-    return bool((mine["best_step"] >= mine["last_step"]).all())
+        return []
+    return [int(x) for x in mine[mine["best_step"] >= mine["last_step"]]["seed"]]
 
 
 def steps_to(curves: pd.DataFrame, goal: float) -> pd.DataFrame:
@@ -322,9 +325,9 @@ def trains_like_fp32(summary: pd.DataFrame, mode: str, *, synthetic: bool) -> Ve
     if word != NOT_KNOWN:
         return Verdict(word, f"90% interval [{low:+.3g}, {high:+.3g}]", *args)
     seeds = min(len(done), len(ref))
+    count = f"more than {MAX_SEEDS}" if mg.seeds_needed > MAX_SEEDS else str(mg.seeds_needed)
     more = (
-        f"; {mg.seeds_needed} seeds per recipe would decide it at {POWER:.0%} (this study has "
-        f"{seeds})"
+        f"; {count} seeds per recipe would decide it at {POWER:.0%} (this study has {seeds})"
         if mg.seeds_needed > seeds
         else ""
     )
