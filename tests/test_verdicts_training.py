@@ -170,7 +170,7 @@ def test_a_recipe_worse_by_one_and_a_half_margins_is_not_called_within():
 def test_an_interval_across_the_margin_is_not_known():
     df = summary({"fp32": FP32, "fp16-amp": [1.46, 1.50, 1.53]})
     v = rules.trains_like_fp32(df, "fp16-amp", synthetic=False)
-    assert v.verdict == rules.NOT_KNOWN and "reaches past the margin" in v.reason
+    assert v.verdict == rules.NOT_KNOWN and "crosses the margin" in v.reason
 
 
 def test_a_diverged_seed_is_worse():

@@ -94,6 +94,15 @@ def _times(s: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s", "noisy", "iqr_share"])
 
 
+def _cell(v: rules.Verdict | None) -> str:
+    """The table's verdict: the word, shortened where the line under the table says it whole."""
+    if v is None:
+        return DASH
+    short = {rules.WITHIN_WORSE: "measurably worse, within", rules.WITHIN_BETTER:
+             "measurably better, within"}  # fmt: skip
+    return short.get(v.verdict, v.verdict)
+
+
 def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
     """One row per recipe, and the notes that say why a cell is `–`."""
     cfg, summary, timing = s["cfg"], s["summary"], s["tables"]["timing"].set_index("mode")
@@ -131,7 +140,7 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
         row["seeds"] = str(int((mine["status"] == "ok").sum())) if len(mine) else "0"
         row["diverged"] = str(int((mine["status"] == "diverged").sum())) if len(mine) else DASH
         row["skipped steps"] = _range(mine["skipped_steps"]) if len(mine) else DASH
-        row["vs fp32"] = "reference" if mode == "fp32" else v.verdict if v is not None else DASH
+        row["vs fp32"] = "reference" if mode == "fp32" else _cell(v)
         rows.append(row)
     if s["target"] is None:
         notes.append(f"steps and time to target: no target ({s['target_why']})")
@@ -188,11 +197,7 @@ def _verdict_lines(s: dict) -> list[str]:
                 if fastest.reason == "the only row"
                 else fastest.reason
             )
-            lines.append(
-                f"{head}: {t['mode']}, {figure(t['mean_s'])} s ({figure(t['low_s'])}–"
-                f"{figure(t['high_s'])} s over seeds and step-time p10–p90: {why})."
-                f"{besides}"
-            )
+            lines.append(f"{head}: {t['mode']}, {figure(t['mean_s'])} s ({why}).{besides}")
     elif unranked:
         lines.append(f"- **Fastest to the target**: not known.{besides}")
     return lines
@@ -266,22 +271,17 @@ def _extra_seeds(s: dict) -> str:
     more = mg.seeds_needed - mg.seeds
     step_s = float(ok["step_ms"].sum()) / 1e3 * cfg.steps
     return (
-        f" {more} more seed{'s' if more > 1 else ''} of every recipe would cost about "
-        f"{figure(more * step_s / 60)} min of device time (computed: steps × each recipe's "
-        "step time timed alone, without evaluation, start-up or runs sharing the GPU)."
+        f" {more} more seed{'s' if more > 1 else ''} of every recipe: about "
+        f"{figure(more * step_s / 60)} min of device time (computed: steps × step times)."
     )
 
 
 def step_named(s: dict) -> str:
     """Which step the study timed: not the timing harness's (docs/zoo.md times that one)."""
-    cfg = s["cfg"]
-    clip = f"gradients clipped at {cfg.grad_clip:g} (scaled recipes unscale first)"
     return (
-        f"step ms: this study's own training step (forward, backward, {clip}, AdamW, dropout "
-        "as the model sets it, eager), timed alone before training; the timing harness's step "
-        "(docs/zoo.md, README's timing tables) clips nothing, and eager steps of a small model "
-        "spend much of their time launching kernels, so the two pages' step times and orders "
-        "may differ: rank speed by the timing harness's rounds"
+        f"step ms: this study's own eager step (clipped at {s['cfg'].grad_clip:g} after "
+        "unscaling, with dropout), timed alone; for speed, read the timing harness's step "
+        "(docs/zoo.md), which may order recipes otherwise"
     )
 
 
@@ -318,8 +318,8 @@ def findings(s: dict) -> list[str]:
         markdown(table),
         "",
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
-        "held-out loss against the margin (90% interval by Welch's t); \"within the margin, "
-        'measurably worse": the interval inside the margin but not holding zero. '
+        "held-out loss against the margin (90% interval by Welch's t); measurably worse, "
+        "within: the interval inside the margin, not holding zero. "
         f"{step_named(s)}." + (f" `–`: {'; '.join(notes)}." if notes else ""),
         "",
         *_verdict_lines(s),

@@ -37,7 +37,7 @@ def _elements(deciding: pd.DataFrame) -> tuple[str, bool]:
     """(what the check says of the elements float16 flushes or makes subnormal without the
     scaler, whether that is evidence for it); checks that predate the count say so."""
     if "flushed_unscaled" not in deciding or deciding["flushed_unscaled"].isna().all():
-        return "the share of elements that flush was not measured by this study's check", False
+        return "per-element flush share not measured", False
     d = deciding.dropna(subset=["flushed_unscaled"])
     kept = d["flushed_unscaled"] - d.get("flushed_scaled", 0.0)
     w = d.loc[kept.idxmax()]
@@ -55,7 +55,7 @@ def scaler_needed(
     GradScaler check and from training (see the module docstring)."""
     evidence, deciding = [], checks[checks["numel"] >= MIN_ELEMENTS] if len(checks) else checks
     seen = (
-        f"checked at step {', '.join(str(int(s)) for s in sorted(set(checks['step'])))}"
+        f"checked at steps {', '.join(str(int(s)) for s in sorted(set(checks['step'])))}"
         if len(checks)
         else "no GradScaler check"
     )
@@ -89,15 +89,11 @@ def scaler_needed(
         up = _unstable(ran, scaled_runs)
         if len(up):
             rises = ", ".join(
-                f"seed {int(r.seed)} {r.best_loss:.3g} at step {int(r.best_step)} to "
+                f"seed {int(r.seed)} {r.best_loss:.3g} (step {int(r.best_step)}) to "
                 f"{r.final_loss:.3g}"
                 for r in up.itertuples()
             )
-            evidence.append(
-                f"without it training is unstable though no NaN appeared: the held-out loss "
-                f"rises over {UNSTABLE_RISE:.0%} above its best and over "
-                f"{UNSTABLE_AGAINST:g} × as far as with it ({rises})"
-            )
+            evidence.append(f"without it unstable, no NaN: held-out loss from its best {rises}")
     if evidence:
         extra = f"; {elements}" if elements and elements not in evidence else ""
         return Verdict(NEEDED, "; ".join(evidence) + extra + f"; {seen}")

@@ -117,22 +117,18 @@ class Margin:
             return "no margin: fp32 has no finished seeds"
         head = (
             f"±{self.value:.3g}, {MARGIN_SHARE:.0%} of fp32's mean best held-out loss "
-            f"{self.reference_mean:.4g}, declared before any recipe is compared"
+            f"{self.reference_mean:.4g}, declared"
         )
         count = (
             f"more than {MAX_SEEDS}" if self.seeds_needed > MAX_SEEDS else str(self.seeds_needed)
         )
         need = (
-            f"The rule needs {count} seeds per recipe to give a recipe that trains like fp32 a "
-            f"chance of {POWER:.0%} to be called so, with fp32's seed SD "
-            f"({self.reference_sd:.2g}) at its 90% upper bound"
+            f"The rule needs {count} seeds per recipe (power {POWER:.0%} at the 90% upper bound "
+            f"of fp32's seed SD {self.reference_sd:.2g})"
         )
         if self.enough:
             return f"{head}. {need}; this study has {self.seeds}"
-        return (
-            f"{head}. {need}, and this study has {self.seeds}: where its interval reaches past "
-            "the margin, the verdict is not known for want of seeds"
-        )
+        return f"{head}. {need}; this study has only {self.seeds}"
 
 
 SIMULATED = 4000
@@ -247,10 +243,7 @@ def target(summary: pd.DataFrame) -> tuple[float | None, str]:
             f"{r['initial_loss']:.4g} at step 0"
         )
     m = margin_of(summary)
-    return m.reference_mean + m.value, (
-        f"{REFERENCE}'s mean best held-out loss {m.reference_mean:.4g} plus the margin "
-        f"{m.value:.3g}: the highest a recipe may reach and still train like fp32"
-    )
+    return m.reference_mean + m.value, f"{REFERENCE}'s mean best held-out loss plus the margin"
 
 
 def still_improving(summary: pd.DataFrame, mode: str = REFERENCE) -> list[int]:
@@ -326,12 +319,8 @@ def trains_like_fp32(summary: pd.DataFrame, mode: str, *, synthetic: bool) -> Ve
         return Verdict(word, f"90% interval [{low:+.3g}, {high:+.3g}]", *args)
     seeds = min(len(done), len(ref))
     count = f"more than {MAX_SEEDS}" if mg.seeds_needed > MAX_SEEDS else str(mg.seeds_needed)
-    more = (
-        f"; {count} seeds per recipe would decide it at {POWER:.0%} (this study has {seeds})"
-        if mg.seeds_needed > seeds
-        else ""
-    )
-    return Verdict(NOT_KNOWN, f"the interval reaches past the margin: {stated}{more}", *args)
+    more = f"; {count} seeds per recipe would decide it" if mg.seeds_needed > seeds else ""
+    return Verdict(NOT_KNOWN, f"{stated} crosses the margin{more}", *args)
 
 
 def missed(summary: pd.DataFrame, mode: str, goal: float) -> str:
