@@ -294,3 +294,15 @@ def test_a_clean_gradient_check_alone_does_not_make_the_scaler_not_needed():
     unclear = summary({"fp32": FP32, "fp16-amp": FP32, "fp16-amp-noscale": [1.47, 1.50, 1.53]})
     v = scaler_rule.scaler_needed(c, unclear, "fp16-amp", "fp16-amp-noscale", synthetic=False)
     assert v.verdict == rules.NOT_KNOWN
+
+
+def test_a_study_still_improving_at_its_last_step_says_so():
+    # Finding 7: every llama-small run had its best loss at step 300, its last: the verdicts
+    # hold for 300 steps only.
+    df = summary({"fp32": FP32, "bf16-amp": FP32})
+    df["best_step"], df["last_step"] = 300, 300
+    assert rules.still_improving(df) == [0, 1, 2]
+    df.loc[df["seed"] == 1, "best_step"] = 250
+    assert rules.still_improving(df) == [0, 2]
+    df["best_step"] = 200
+    assert rules.still_improving(df) == []

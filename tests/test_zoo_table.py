@@ -193,3 +193,21 @@ def test_a_study_at_another_size_does_not_fill_the_rows_verdicts(tmp_path, monke
     study["env"] = {"size": "ZooSize(preset='default', shape=Shape(vocab=50257, classes=0))"}
     (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
     assert row[8] == "needed"
+
+
+def test_a_study_whose_step_orders_recipes_otherwise_is_named(tmp_path, monkeypatch):
+    # Finding 4: the study timed tf32 ahead of fp16-amp (its own clipped step), the timing run
+    # the other way; the page must say so rather than rank the two both ways unremarked.
+    import pandas as pd
+
+    rows = _rows("hf:vit", fp8=True)
+    run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
+    study = _study("hf:vit", training.NEEDED)
+    study["tables"] = {"timing": pd.DataFrame([
+        {"mode": "fp32", "status": "ok", "step_ms": 30.0},
+        {"mode": "tf32", "status": "ok", "step_ms": 13.0},
+        {"mode": "bf16-amp", "status": "ok", "step_ms": 16.0},
+    ])}  # fmt: skip
+    text = "\n".join(zoo.table([(run, [study])], "fused"))
+    assert "orders tf32 and bf16-amp the other way round" in text
+    assert "fp32 and tf32" not in text  # the order both agree on is not named
