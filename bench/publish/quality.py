@@ -8,10 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from matplotlib import ticker
-from matplotlib.figure import Figure
 
-from bench.publish import figures
+from bench.publish import quality_plot
 from bench.publish.prose import figure, joined
 from bench.publish.tables import markdown, number
 from bench.quality import tables
@@ -327,28 +325,6 @@ def findings(s: dict) -> list[str]:
     ]
 
 
-def plot(s: dict, path: Path) -> None:
-    curves = s["tables"]["curves"]
-    fig = Figure(figsize=(10, 4.2))
-    held, train = fig.subplots(1, 2)
-    for mode, g in curves.groupby("mode", sort=False):
-        mean = g.groupby("step")[["heldout_loss", "train_loss"]].mean()
-        colour = catalog.CARDS[mode].colour if mode in catalog.CARDS else None
-        held.plot(mean.index, mean["heldout_loss"], label=mode, color=colour)
-        train.plot(mean.index, mean["train_loss"], label=mode, color=colour)
-    for ax, title in ((held, "held-out loss"), (train, "training loss (running mean)")):
-        ax.set_title(f"{title}, mean over seeds")
-        ax.set_xlabel("step")
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(ticker.ScalarFormatter())  # 1.5, not 1.5×10⁰
-        ax.yaxis.set_minor_formatter(ticker.ScalarFormatter())
-    if s["target"] is not None:
-        held.axhline(s["target"], color="black", linestyle=":", label="target")
-    held.legend(fontsize=8)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=100)
-
-
 def commits(env: dict) -> str:
     """The commit the study started at, and each commit it was resumed at."""
     first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
@@ -404,7 +380,7 @@ def render(run_dir: Path) -> Path:
         "",
     ]
     if len(s["tables"]["curves"]):
-        plot(s, run_dir / CURVES_PNG)
+        quality_plot.plot(s, run_dir / CURVES_PNG)
     path = run_dir / results.REPORT
     path.write_text("\n".join(lines))
     return path
