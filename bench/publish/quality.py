@@ -221,34 +221,23 @@ def _scaler(s: dict) -> list[str]:
         return []
     lines = ["## The GradScaler check", ""]
     if len(checks):
-        worst = (
-            checks.sort_values("kept_by_scaler", ascending=False)
-            .groupby("step", sort=True)
-            .head(3)[
-                [
-                    "step",
-                    "seed",
-                    "tensor",
-                    "numel",
-                    "lost_unscaled",
-                    "lost_scaled",
-                    "kept_by_scaler",
-                ]
-            ]
-        )
-        worst = worst.rename(
-            columns={
-                "lost_unscaled": "norm lost without",
-                "lost_scaled": "norm lost with",
-                "kept_by_scaler": "kept by the scaler",
-            }
+        names = {"lost_unscaled": "norm lost without", "lost_scaled": "norm lost with",
+                 "kept_by_scaler": "kept by the scaler", "flushed_unscaled":
+                 "elements flushed without", "flushed_scaled": "elements flushed with"}  # fmt: skip
+        measured = "flushed_unscaled" in checks and checks["flushed_unscaled"].notna().any()
+        shown = ["step", "seed", "tensor", "numel", *list(names)[: 5 if measured else 3]]
+        worst = checks.sort_values("kept_by_scaler", ascending=False).groupby("step").head(3)
+        elements = (
+            "; elements flushed: the share of its non-zero elements below float16's smallest normal"
+            if measured
+            else "; the share of elements that flush was not measured by this study's check"
         )
         lines += [
             "The three tensors per check step whose gradient norm the scaler keeps most (shares "
             f"of float32's gradient norm; tensors under {rules.MIN_ELEMENTS} elements do not "
-            "decide):",
+            f"decide{elements}):",
             "",
-            markdown(worst.sort_values(["step", "seed"])),
+            markdown(worst[shown].rename(columns=names).sort_values(["step", "seed"])),
             "",
         ]
     return lines
