@@ -209,5 +209,5 @@ def test_a_study_whose_step_orders_recipes_otherwise_is_named(tmp_path, monkeypa
         {"mode": "bf16-amp", "status": "ok", "step_ms": 16.0},
     ])}  # fmt: skip
     text = "\n".join(zoo.table([(run, [study])], "fused"))
-    assert "orders tf32 and bf16-amp the other way round" in text
-    assert "fp32 and tf32" not in text  # the order both agree on is not named
+    assert "orders these pairs the other way round: tf32 vs bf16-amp;" in text
+    assert "fp32 vs tf32" not in text  # the order both agree on is not named

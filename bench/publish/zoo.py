@@ -26,7 +26,7 @@ import re
 
 import pandas as pd
 
-from bench.publish.prose import figure, joined
+from bench.publish.prose import figure
 from bench.publish.summary import passing
 from bench.recipes import catalog
 from bench.verdicts import timing, training
@@ -158,7 +158,7 @@ def step_orders(study: dict, at: pd.DataFrame) -> list[str]:
     eager = at[at["variant"] == "eager"].groupby("mode")["total_ms"].min()
     both = [m for m in mine.index if m in eager.index]
     return [
-        f"{a} and {b}"
+        f"{a} vs {b}"
         for i, a in enumerate(both)
         for b in both[i + 1 :]
         if (mine[a] - mine[b]) * (eager[a] - eager[b]) < 0
@@ -197,7 +197,8 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     if flipped:
         row[STEP_NOTE] = (
             f"{row['model']}: its time-to-quality study times its own step (gradient clipping, "
-            f"unscaling, eager) and orders {joined(flipped)} the other way round; for speed, "
+            f"unscaling, eager) and orders these pairs the other way round: {', '.join(flipped)}; "
+            "for speed, "
             "this table's step is the one to read"
         )
     if study is not None:
