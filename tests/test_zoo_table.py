@@ -29,6 +29,7 @@ def _rows(model: str, fp8: bool) -> list[dict]:
         out.append(row)
     for row in out:
         row["peak_alloc_gib"] = row["total_ms"] / 10
+        row["rounds"] = 3  # the rounds engine's rows: a float8 ratio may be decided
     return out
 
 
@@ -166,3 +167,47 @@ def test_an_old_ok_float8_row_that_converted_nothing_is_unsupported_in_the_table
     # fp8-rowwise (2.4 ms, converting nothing) was the old table's fastest and "paid" 1.04×.
     assert row[2] == "bf16-amp (eager, 2.50 ms)"
     assert row[7] == "unsupported: converts no Linear"
+
+
+def test_a_float8_ratio_from_one_round_is_not_decided(tmp_path, monkeypatch):
+    # Finding 8: "pays: 1.04×" (llama 1b) came from one process and one round.
+    rows = _rows("hf:vit", fp8=True)
+    for row in rows:
+        row["rounds"] = 1
+    run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
+    (row,) = _cells("\n".join(zoo.table([(run, [_study("hf:vit", training.NEEDED)])], "fused")))
+    assert row[7] == "one round: not decided: fp8-tensorwise 1.25× bf16-amp"
+
+
+def test_a_study_at_another_size_does_not_fill_the_rows_verdicts(tmp_path, monkeypatch):
+    # Finding 5: the gpt2 row is timed at vocab 50257; its study trained vocab 65.
+    rows = _rows("hf:gpt2", fp8=True)
+    for row in rows:
+        row |= {"input_size": 1024, "hidden_size": 50257, "num_classes": 1}
+    run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
+    study = _study("hf:gpt2", training.NEEDED)
+    study["env"] = {"size": "ZooSize(preset='default', shape=Shape(vocab=65, classes=0))"}
+    (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
+    assert row[3] == "not known (studied at vocab 65)"
+    assert row[8] == "not known (studied at vocab 65)"
+    study["env"] = {"size": "ZooSize(preset='default', shape=Shape(vocab=50257, classes=0))"}
+    (row,) = _cells("\n".join(zoo.table([(run, [study])], "fused")))
+    assert row[8] == "needed"
+
+
+def test_a_study_whose_step_orders_recipes_otherwise_is_named(tmp_path, monkeypatch):
+    # Finding 4: the study timed tf32 ahead of fp16-amp (its own clipped step), the timing run
+    # the other way; the page must say so rather than rank the two both ways unremarked.
+    import pandas as pd
+
+    rows = _rows("hf:vit", fp8=True)
+    run = results.load(write_run(tmp_path / "a", rows, gpu="NVIDIA H200"))
+    study = _study("hf:vit", training.NEEDED)
+    study["tables"] = {"timing": pd.DataFrame([
+        {"mode": "fp32", "status": "ok", "step_ms": 30.0},
+        {"mode": "tf32", "status": "ok", "step_ms": 13.0},
+        {"mode": "bf16-amp", "status": "ok", "step_ms": 16.0},
+    ])}  # fmt: skip
+    text = "\n".join(zoo.table([(run, [study])], "fused"))
+    assert "orders these pairs the other way round: tf32 vs bf16-amp;" in text
+    assert "fp32 vs tf32" not in text  # the order both agree on is not named

@@ -214,7 +214,8 @@ def _quality(run: Run) -> Cells:
         Axis(f"{cfg.get('steps')} steps", f"{cfg.get('steps')} steps"),
     ]
     passed = _finished(run.env, f"{ok}/{len(modes) * len(seeds)}")
-    return Cells(int(cfg.get("workers") or 1), _preset(cfg), line(axes), passed)
+    # A study's workers are processes sharing its one device (`QualityConfig.workers`), not GPUs.
+    return Cells(1, _preset(cfg), line(axes), passed)
 
 
 ROW: dict[str, Callable[[Run], Cells]] = {

@@ -8,16 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from matplotlib import ticker
-from matplotlib.figure import Figure
 
-from bench.publish import figures
+from bench.publish import quality_plot
 from bench.publish.prose import figure, joined
 from bench.publish.tables import markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.recipes import catalog
 from bench.store import results
+from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import training as rules
 
 CURVES_PNG = "curves.png"
@@ -59,11 +58,14 @@ def study(run_dir: Path) -> dict:
     scaled, bare = catalog.fp16_pair()
     scaler = None
     if scaled in cfg.modes or bare in cfg.modes:
-        scaler = rules.scaler_needed(t["checks"], summary, scaled, bare, synthetic=synthetic)
+        scaler = scaler_rule.scaler_needed(t["checks"], summary, scaled, bare, synthetic=synthetic)
     reached = rules.steps_to(t["curves"], goal) if goal is not None else pd.DataFrame()
+    margin = rules.margin_of(summary) if len(summary) else None
+    improving = rules.still_improving(summary) if len(summary) else []
     return {
         "env": env, "cfg": cfg, "tables": t, "summary": summary, "target": goal,
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
+        "margin": margin, "improving": improving,
     }  # fmt: skip
 
 
@@ -83,9 +85,20 @@ def _times(s: dict) -> pd.DataFrame:
                 "mean_s": g["steps"].mean() * t["step_ms"] / 1e3,
                 "low_s": g["steps"].min() * t["step_ms_p10"] / 1e3,
                 "high_s": g["steps"].max() * t["step_ms_p90"] / 1e3,
+                "noisy": t.get("step_ms_iqr", 0.0) > rules.NOISY_IQR_OVER_MEDIAN * t["step_ms"],
+                "iqr_share": t.get("step_ms_iqr", float("nan")) / t["step_ms"],
             }
         )
-    return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s"])
+    return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s", "noisy", "iqr_share"])
+
+
+def _cell(v: rules.Verdict | None) -> str:
+    """The table's verdict: the word, shortened where the line under the table says it whole."""
+    if v is None:
+        return DASH
+    short = {rules.WITHIN_WORSE: "measurably worse, within", rules.WITHIN_BETTER:
+             "measurably better, within"}  # fmt: skip
+    return short.get(v.verdict, v.verdict)
 
 
 def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
@@ -125,7 +138,7 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
         row["seeds"] = str(int((mine["status"] == "ok").sum())) if len(mine) else "0"
         row["diverged"] = str(int((mine["status"] == "diverged").sum())) if len(mine) else DASH
         row["skipped steps"] = _range(mine["skipped_steps"]) if len(mine) else DASH
-        row["vs fp32"] = "reference" if mode == "fp32" else v.verdict if v is not None else DASH
+        row["vs fp32"] = "reference" if mode == "fp32" else _cell(v)
         rows.append(row)
     if s["target"] is None:
         notes.append(f"steps and time to target: no target ({s['target_why']})")
@@ -135,21 +148,31 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
 
 
 def _verdict_lines(s: dict) -> list[str]:
-    lines = [
-        f"- **{m}**: {v.verdict} ({v.reason})." for m, v in s["verdicts"].items() if m != "fp32"
-    ]
-    like = [m for m, v in s["verdicts"].items() if v.verdict == rules.LIKE]
+    lines = []
+    for m, v in s["verdicts"].items():
+        if m == rules.REFERENCE:
+            continue
+        goal = s.get("target")
+        miss = rules.missed(s["summary"], m, goal) if v.within and goal is not None else ""
+        said = f"{v.verdict} ({v.reason}"
+        if v.verdict in (rules.WITHIN_WORSE, rules.WITHIN_BETTER):
+            # The issue's own wording: the margin's size, then the gap with its share.
+            word = v.verdict.replace("the margin", f"the {rules.MARGIN_SHARE:.0%} margin")
+            said = f"{word}: {rules.size(v.gap, s['margin'].reference_mean)} ({v.reason}"
+        lines.append(f"- **{m}**: {said}{'; ' + miss if miss else ''}).")
+    within = [m for m, v in s["verdicts"].items() if v.within]
     times = _times(s)
-    times = times[times["mode"].isin(like)]
+    times = times[times["mode"].isin(within)]
     # A recipe with a seed that missed the target has no time to it: it cannot be ranked, and
     # the sentence says so rather than let the ranked ones read as faster than it.
-    unranked = [m for m in like if m not in set(times["mode"])]
+    unranked = [m for m in within if m not in set(times["mode"]) and m != rules.REFERENCE]
     besides = (
-        f" Not ranked: {joined(unranked)}, which {'train' if len(unranked) > 1 else 'trains'} "
-        "like fp32 but not every seed reached the target."
+        f" Not ranked: {joined(unranked)}, within the margin but with a seed that did not reach "
+        "the target (named above)."
         if unranked
         else ""
     )
+    head = "- **Fastest to the target** among every recipe within the margin"
     if set(times["mode"]) == {rules.REFERENCE}:
         # fp32 against itself ranks nothing: no other recipe is known to train like it in time.
         t = times.iloc[0]
@@ -159,20 +182,20 @@ def _verdict_lines(s: dict) -> list[str]:
             f"every seed at the target.{besides}"
         )
     elif len(times):
-        fastest, tied = rules.fastest_to_target(times)
-        if tied:
+        fastest = rules.fastest_to_target(times)
+        if fastest.tie:
             lines.append(
-                f"- **Fastest to the target** among the recipes that train like fp32: tied within "
-                f"noise, {joined(fastest)} (their times to the target overlap).{besides}"
+                f"{head}: tied within noise, {joined(list(fastest.modes))} ({fastest.reason})."
+                f"{besides}"
             )
         else:
-            t = times.set_index("mode").loc[fastest[0]]
-            ahead = "ahead of every other's interval" if len(times) > 1 else "the only one timed"
-            lines.append(
-                f"- **Fastest to the target** among the recipes that train like fp32: "
-                f"{fastest[0]}, {figure(t['mean_s'])} s ({figure(t['low_s'])}–"
-                f"{figure(t['high_s'])} s over seeds and step-time spread), {ahead}.{besides}"
+            t = fastest.first
+            why = (
+                "the only one with every seed at the target"
+                if fastest.reason == "the only row"
+                else fastest.reason
             )
+            lines.append(f"{head}: {t['mode']}, {figure(t['mean_s'])} s ({why}).{besides}")
     elif unranked:
         lines.append(f"- **Fastest to the target**: not known.{besides}")
     return lines
@@ -198,85 +221,114 @@ def _scaler(s: dict) -> list[str]:
         return []
     lines = ["## The GradScaler check", ""]
     if len(checks):
-        worst = (
-            checks.sort_values("kept_by_scaler", ascending=False)
-            .groupby("step", sort=True)
-            .head(3)[
-                [
-                    "step",
-                    "seed",
-                    "tensor",
-                    "numel",
-                    "lost_unscaled",
-                    "lost_scaled",
-                    "kept_by_scaler",
-                ]
-            ]
-        )
-        worst = worst.rename(
-            columns={
-                "lost_unscaled": "norm lost without",
-                "lost_scaled": "norm lost with",
-                "kept_by_scaler": "kept by the scaler",
-            }
+        names = {"lost_unscaled": "norm lost without", "lost_scaled": "norm lost with",
+                 "kept_by_scaler": "kept by the scaler", "flushed_unscaled":
+                 "elements flushed without", "flushed_scaled": "elements flushed with"}  # fmt: skip
+        measured = "flushed_unscaled" in checks and checks["flushed_unscaled"].notna().any()
+        shown = ["step", "seed", "tensor", "numel", *list(names)[: 5 if measured else 3]]
+        worst = checks.sort_values("kept_by_scaler", ascending=False).groupby("step").head(3)
+        elements = (
+            "; elements flushed: the share of its non-zero elements below float16's smallest normal"
+            if measured
+            else "; the share of elements that flush was not measured by this study's check"
         )
         lines += [
             "The three tensors per check step whose gradient norm the scaler keeps most (shares "
             f"of float32's gradient norm; tensors under {rules.MIN_ELEMENTS} elements do not "
-            "decide):",
+            f"decide{elements}):",
             "",
-            markdown(worst.sort_values(["step", "seed"])),
+            markdown(worst[shown].rename(columns=names).sort_values(["step", "seed"])),
             "",
         ]
     return lines
 
 
+def _extra_seeds(s: dict) -> str:
+    """What the seeds the rule needs would cost, from this study's step times."""
+    mg, cfg = s["margin"], s["cfg"]
+    timing = s["tables"]["timing"]
+    ok = timing[timing["status"] == "ok"]
+    if mg is None or mg.enough or ok.empty:
+        return ""
+    if mg.seeds_needed > rules.MAX_SEEDS:
+        return (
+            " No seed count within reach decides at this margin: fp32's seeds spread too wide "
+            "against 1% of its loss."
+        )
+    more = mg.seeds_needed - mg.seeds
+    step_s = float(ok["step_ms"].sum()) / 1e3 * cfg.steps
+    return (
+        f" {more} more seed{'s' if more > 1 else ''} of every recipe: about "
+        f"{figure(more * step_s / 60)} min of device time (computed: steps × step times)."
+    )
+
+
+def step_named(s: dict) -> str:
+    """Which step the study timed: not the timing harness's (docs/zoo.md times that one)."""
+    return (
+        f"step ms: this study's own eager step (clipped at {s['cfg'].grad_clip:g} after "
+        "unscaling, with dropout), timed alone; for speed, read the timing harness's step "
+        "(docs/zoo.md), which may order recipes otherwise"
+    )
+
+
 def findings(s: dict) -> list[str]:
-    """The study's results as markdown lines: the target, the anchor, the recipe table with its
-    note, the verdicts and GradScaler's; the report and README.md's `quality` block show them."""
+    """The study's results as markdown lines: the margin, the target, the anchor, the recipe
+    table with its note, the verdicts and GradScaler's; the report and README.md's `quality`
+    block show them."""
     table, notes = recipe_table(s)
     goal = (
         f"**Target**: held-out loss {loss(s['target'])} ({s['target_why']})."
         if s["target"] is not None
         else f"**Target**: none: {s['target_why']}. No recipe is judged against fp32."
     )
-    scaler = s["scaler"]
+    mg, scaler = s["margin"], s["scaler"]
+    margin = [f"**Margin**: {mg.reason}.{_extra_seeds(s)}", ""] if mg is not None else []
+    seeds, steps = s["improving"], s["cfg"].steps
+    improving = (
+        [
+            f"**Still improving at the budget**: fp32's best held-out loss is at its last "
+            f"evaluation (step {steps}) in {len(seeds)} of {len(s['cfg'].seeds)} seeds "
+            f"(seed {', '.join(map(str, sorted(seeds)))}); every verdict here holds for "
+            f"{steps} steps, not for training to convergence.",
+            "",
+        ]
+        if seeds
+        else []
+    )
     return [
+        *margin,
         goal,
         "",
+        *improving,
         *([*_anchor(s), ""] if s["cfg"].anchor else []),
         markdown(table),
         "",
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
-        f"held-out loss (margin {rules.MARGIN_SPREAD:g} × fp32's seed spread, at least "
-        f"{rules.MARGIN_FLOOR:.0%} of its mean; 90% interval by Welch's t)."
-        + (f" `–`: {'; '.join(notes)}." if notes else ""),
+        "held-out loss against the margin (90% interval by Welch's t); measurably worse, "
+        "within: the interval inside the margin, not holding zero. "
+        f"{step_named(s)}." + (f" `–`: {'; '.join(notes)}." if notes else ""),
         "",
         *_verdict_lines(s),
         *([f"- **GradScaler with float16**: {scaler.verdict}: {scaler.reason}."] if scaler else []),
     ]
 
 
-def plot(s: dict, path: Path) -> None:
-    curves = s["tables"]["curves"]
-    fig = Figure(figsize=(10, 4.2))
-    held, train = fig.subplots(1, 2)
-    for mode, g in curves.groupby("mode", sort=False):
-        mean = g.groupby("step")[["heldout_loss", "train_loss"]].mean()
-        colour = catalog.CARDS[mode].colour if mode in catalog.CARDS else None
-        held.plot(mean.index, mean["heldout_loss"], label=mode, color=colour)
-        train.plot(mean.index, mean["train_loss"], label=mode, color=colour)
-    for ax, title in ((held, "held-out loss"), (train, "training loss (running mean)")):
-        ax.set_title(f"{title}, mean over seeds")
-        ax.set_xlabel("step")
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(ticker.ScalarFormatter())  # 1.5, not 1.5×10⁰
-        ax.yaxis.set_minor_formatter(ticker.ScalarFormatter())
-    if s["target"] is not None:
-        held.axhline(s["target"], color="black", linestyle=":", label="target")
-    held.legend(fontsize=8)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=100)
+def commits(env: dict) -> str:
+    """The commit the study started at, and each commit it was resumed at."""
+    first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
+    later = []
+    for r in env.get("resumed") or []:
+        for d in r.get("differs", []):
+            if d.startswith("commit "):
+                here = d.rsplit(" ", 2)[-2].strip("'")[:7]
+                later.append(f"{here} ({r.get('at', '?')[:16]})")
+    if not later:
+        return f"commit {first}"
+    return (
+        f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: runs "
+        "trained at each (which run at which commit was not recorded)"
+    )
 
 
 def render(run_dir: Path) -> Path:
@@ -291,7 +343,7 @@ def render(run_dir: Path) -> Path:
     lines = [
         f"# Time to quality: `{cfg.model}` ({cfg.preset}) on {cfg.data}",
         "",
-        f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, commit {env.get('commit')}.",
+        f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, {commits(env)}.",
         "",
         f"**Data**: {env.get('data_description', cfg.data)}. **Model**: "
         f"{env.get('model_description', cfg.model)}.",
@@ -317,7 +369,7 @@ def render(run_dir: Path) -> Path:
         "",
     ]
     if len(s["tables"]["curves"]):
-        plot(s, run_dir / CURVES_PNG)
+        quality_plot.plot(s, run_dir / CURVES_PNG)
     path = run_dir / results.REPORT
     path.write_text("\n".join(lines))
     return path

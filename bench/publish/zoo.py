@@ -22,6 +22,8 @@ A cell the folders cannot fill is `–`, and a note under the table says why. Pu
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from bench.publish.prose import figure
@@ -50,6 +52,8 @@ ONLY_FP32 = (
     "its study shows no recipe but fp32 to train like fp32, and does not show the others to "
     "train worse (their intervals reach past the margin: the study's report)"
 )
+STEP_NOTE = "step note"
+"""A row's note on the study's step times, where they order recipes otherwise (not a column)."""
 NOTE = "note"
 """A row's own note under the table (not a column)."""
 STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
@@ -106,7 +110,12 @@ def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
     best = fp8.loc[fp8["total_ms"].idxmin()]
     base = bf16.loc[bf16["total_ms"].idxmin()]
     ratio = base["total_ms"] / best["total_ms"]
-    if timing.overlap(base, best):
+    rounds = pd.to_numeric(at["rounds"], errors="coerce") if "rounds" in at else None
+    if rounds is None or not (rounds.fillna(1) > 1).all():
+        # One process, one round: a ratio of two rows timed minutes apart, which the rounds
+        # engine (`run --rounds N`) would have to decide.
+        verdict = "one round: not decided"
+    elif timing.overlap(base, best):
         verdict = "within noise"
     else:
         verdict = "pays" if ratio > 1 else "does not pay"
@@ -118,6 +127,43 @@ def _scaler(study: dict | None) -> str:
     if study is None or study["scaler"] is None:
         return NOT_KNOWN
     return study["scaler"].verdict
+
+
+SIZE_FIELDS = ("vocab", "classes")
+"""The sizes of a study's model (env.json's `size`) that a timing row must share: the logits'
+width, on which float16's underflow in their gradient depends."""
+
+
+def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
+    """`vocab 65` where the study trained the model at a size the timing rows do not have (the
+    study sized it to its data), else None: the study measured the row's model."""
+    size = str(study.get("env", {}).get("size", ""))
+    dims = {int(v) for c in ("input_size", "hidden_size", "num_classes") if c in rows
+            for v in pd.to_numeric(rows[c], errors="coerce").dropna()}  # fmt: skip
+    if "sizes" in rows:  # a loaded run's sizes, `256x384x65`
+        dims |= {int(d) for v in rows["sizes"].dropna() for d in re.findall(r"\d+", str(v))}
+    for name in SIZE_FIELDS:
+        found = re.search(rf"\b{name}=(\d+)", size)
+        if found and int(found.group(1)) > 0 and int(found.group(1)) not in dims:
+            return f"{name} {found.group(1)}"
+    return None
+
+
+def step_orders(study: dict, at: pd.DataFrame) -> list[str]:
+    """The pairs of recipes whose order by step time the study's own step (eager, clipped,
+    unscaled: `bench.publish.quality.step_named`) and this table's eager step reverse."""
+    t = study.get("tables", {}).get("timing")
+    if t is None or t.empty:
+        return []
+    mine = t[t["status"] == "ok"].set_index("mode")["step_ms"]
+    eager = at[at["variant"] == "eager"].groupby("mode")["total_ms"].min()
+    both = [m for m in mine.index if m in eager.index]
+    return [
+        f"{a} vs {b}"
+        for i, a in enumerate(both)
+        for b in both[i + 1 :]
+        if (mine[a] - mine[b]) * (eager[a] - eager[b]) < 0
+    ]
 
 
 def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
@@ -138,13 +184,31 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     chosen = None
     study = next((s for s in studies if s["cfg"].batch_size == bs), None)
     row["fastest that trains like fp32"] = NOT_KNOWN
+    other = studied_at(study, rows) if study is not None else None
+    if other is not None:
+        # A study of another size measured another model: its verdicts are not this row's.
+        row["fastest that trains like fp32"] = f"{NOT_KNOWN} (studied at {other})"
+        row[NOTE] = (
+            f"{NOT_KNOWN} for {row['model']}: its time-to-quality study trained it at {other}, "
+            "sized to the study's data, not at the row's size; float16's underflow in the "
+            "logits' gradient depends on that size"
+        )
+        study = None
+    flipped = step_orders(study, at) if study is not None else []
+    if flipped:
+        row[STEP_NOTE] = (
+            f"{row['model']}: its time-to-quality study times its own step (gradient clipping, "
+            f"unscaling, eager) and orders these pairs the other way round: {', '.join(flipped)}; "
+            "for speed, "
+            "this table's step is the one to read"
+        )
     if study is not None:
         # fp16 without a scaler is a recipe to recommend only where the study finds the scaler
         # not needed.
         _, bare = catalog.fp16_pair()
         scaler = study["scaler"]
         unsafe = set() if scaler is not None and scaler.verdict == training.NOT_NEEDED else {bare}
-        like = {m for m, v in study["verdicts"].items() if v.verdict == training.LIKE}
+        like = {m for m, v in study["verdicts"].items() if v.within}
         safe = at[[m in like and m not in unsafe for m in at["mode"]]]
         chosen = timing.fastest(safe) if len(safe) else None
         undecided = any(v.verdict == training.NOT_KNOWN for v in study["verdicts"].values())
@@ -160,7 +224,9 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     row["× TF32"] = _speedup(at, shown, catalog.tf32())
     row["peak GiB"] = figure(shown["peak_alloc_gib"])
     row["float8"] = _float8(at, rows[rows["batch_size"] == bs])
-    row["fp16 without GradScaler"] = _scaler(study)
+    row["fp16 without GradScaler"] = (
+        f"{NOT_KNOWN} (studied at {other})" if other is not None else _scaler(study)
+    )
     return row
 
 
@@ -200,6 +266,7 @@ def table(
     ]
     undecided = [r[NOTE] for r in built if NOTE in r]
     notes += [f"{n}." for n in undecided]
+    notes += [f"{r[STEP_NOTE]}." for r in built if STEP_NOTE in r]
     unstudied = [r for r in built if NOTE not in r and NOT_KNOWN in (r[c] for c in STUDY_COLUMNS)]
     if unstudied:
         elsewhere = " elsewhere" if undecided else ""

@@ -30,7 +30,7 @@ COLUMNS = {
     "runs": ["mode", "seed", "status", "error", "steps", "diverged_at_step", "skipped_steps"],
     "curves": ["mode", "seed", "step", "train_loss", "heldout_loss", "heldout_accuracy"],
     "checks": ["mode", "seed", "step", "tensor", "numel", "lost_unscaled", "lost_scaled",
-               "kept_by_scaler"],
+               "kept_by_scaler", "flushed_unscaled", "flushed_scaled"],
 }  # fmt: skip
 """The columns each table has at least (an empty table has them too)."""
 

@@ -30,6 +30,7 @@ from bench.cases import axes
 from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
+from bench.quality import underflow
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Feed, Fitted, fit
 from bench.recipes.modes import MODES, Mode
@@ -191,6 +192,7 @@ class Run:
                     "lost_unscaled": share(live & (bare == 0)),
                     "lost_scaled": share(live & (scaled == 0)),
                     "kept_by_scaler": share(live & (bare == 0) & (scaled != 0)),
+                    **underflow.element_shares(ref, scale),
                     "overflow": bool(not torch.isfinite(scaled).all()),
                 }
             )
