@@ -35,7 +35,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     o.add_device(r)
     fields.add(
-        r, grid.RunConfig, ("steps", "warmup", "repeats", "rounds", "seed", "overhead", "numerics")
+        r,
+        grid.RunConfig,
+        ("steps", "warmup", "repeats", "min_repeats", "rounds", "seed", "overhead", "numerics"),
     )
     o.add_results_dir(r, "parent folder of run folders")
     o.add_tag(r)

@@ -4,7 +4,8 @@
 the raw per-step samples of each phase. On CUDA a mark is an event recorded on the current stream:
 nothing inside the timed window waits for the device, and a single synchronize after the window
 resolves every event. Statistics are computed afterwards from the raw samples
-(`bench.measure.stats`).
+(`bench.measure.stats`). `time_windows` times windows until a stopping rule
+(`bench.measure.adaptive`) says the case's samples are narrow enough.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import torch
+
+from bench.measure.adaptive import StopRule
 
 
 class Clock(Protocol):
@@ -122,3 +125,26 @@ def time_repeats(
         time_phases(phases, warmup=warmup if i == 0 else 0, steps=steps, clock=clock)
         for i in range(repeats)
     ]
+
+
+def time_windows(
+    phases: Mapping[str, Callable[[], object]],
+    *,
+    warmup: int,
+    steps: int,
+    rule: StopRule,
+    clock: Clock,
+) -> tuple[list[dict[str, list[float]]], str]:
+    """Timed windows of `steps` steps, as `time_repeats`, until `rule` says stop: returns the
+    windows and why they stopped (`bench.measure.adaptive`).
+
+    The rule reads a window's samples after the window's one synchronize, between windows, where
+    `time_repeats` already syncs: deciding adds no sync to any timed region."""
+    windows: list[dict[str, list[float]]] = []
+    while True:
+        windows.append(
+            time_phases(phases, warmup=warmup if not windows else 0, steps=steps, clock=clock)
+        )
+        reason = rule.stop([w["total"] for w in windows])
+        if reason is not None:
+            return windows, reason
