@@ -19,10 +19,9 @@ from bench.workloads import catalog
 
 DEFAULT_REPEATS = 3
 """The most timed windows per case when `--repeats` is not given: from `DEFAULT_MIN_REPEATS`
-up to this, a case stops once its windows agree (`bench.measure.adaptive`). Within one run a
-case's windows agree to a fraction of a percent on an H200, where two runs of the same code
-differ by a few percent (results/sessions/NOTES.md, fifteenth session): more windows of one run
-narrow no verdict `compare` gives across runs, which wants rounds (`run --rounds`, `ab`)."""
+up to this, a case stops once its windows agree (`bench.measure.adaptive`). Two runs of the
+same code differ by a few percent on an H200 (results/sessions/NOTES.md, fifteenth session):
+more windows of one run do not narrow that, which only rounds measure (`run --rounds`, `ab`)."""
 DEFAULT_MIN_REPEATS = 2
 """The fewest timed windows per case when neither `--repeats` nor `--min-repeats` is given: a
 case whose first two windows agree stops there (`bench.measure.adaptive`)."""
@@ -76,9 +75,9 @@ class RunConfig:
     MLP's) those its card's options gave (`--input-size`, ...: `bench.cli.run`)."""
     axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
     """Field name of `Case` -> the values swept; an axis left out takes `new_run_default`."""
-    steps: int = field(default=20, metadata={"check": checks.POSITIVE_INT})
-    """Timed steps per window (20: a window's median and the case's p10 and p90 over its 40 or
-    more steps; the first step of a window, which waits for the host, stays out of both)."""
+    steps: int = field(default=15, metadata={"check": checks.POSITIVE_INT})
+    """Timed steps per window (15: a case's median, p10 and p90 over its 30 or more steps, with
+    the first step of each window, slower as it waits for the host, above its p90)."""
     warmup: int = field(default=5, metadata={"check": checks.NON_NEGATIVE_INT})
     """Untimed steps per case."""
     repeats: int = field(

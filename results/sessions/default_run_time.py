@@ -13,8 +13,8 @@ Sources, each figure's own:
 - memory pass: 2 eager steps at the eager case's median (an estimate, as above);
 - the rest of a case (build, freeing, first imports): its wall time less the above;
 - the overhead check: its recorded samples plus its warm-up at the recorded medians.
-Then a what-if over the same samples: the adaptive rule of docs/methodology.md (at most 3
-windows of 20 steps, stopping after 2 when they agree) applied to each case's first steps.
+Then a what-if over the same samples: the adaptive rule of docs/methodology.md (2 to 3
+windows, stopping after 2 when they agree) on the first 30, 20 or 15 steps of each window.
 
 Run from the repository root: `python results/sessions/default_run_time.py`.
 """
@@ -31,7 +31,7 @@ RUN = "results/20261203T130741Z_NVIDIA-H200_e5180fb"
 LOG = "results/sessions/session_20261203T1307Z_h200_default_run.log"
 WARMUP, MEMORY_STEPS = 5, 2
 # The rule being weighed (bench/measure/adaptive.py holds the one the harness runs).
-NEW_STEPS, MIN_WINDOWS, MAX_WINDOWS = 20, 2, 3
+NEW_STEPS, MIN_WINDOWS, MAX_WINDOWS = 15, 2, 3
 
 
 def stamps() -> dict[str, int]:
@@ -154,6 +154,7 @@ def what_if(steps: int) -> float:
 
 print()
 what_if(30)
+what_if(20)
 new_timed = what_if(NEW_STEPS)
 # A projection, not a measurement: the command's wall time with the timed windows as above and
 # the overhead check's windows (case.steps long) shorter by the same steps, all else as measured.
