@@ -83,8 +83,9 @@ class RunConfig:
     repeats: int = field(
         default=1, metadata={"check": checks.POSITIVE_INT, "new_run": DEFAULT_REPEATS}
     )
-    """Timed windows of --steps steps per case, after one warm-up; compare weighs the spread
-    between them. A folder recorded before the field resumes with 1, as it was measured."""
+    """The most timed windows of --steps steps per case, after one warm-up (see --min-repeats);
+    compare weighs the spread between them. A folder recorded before the field resumes with 1,
+    as it was measured."""
     min_repeats: int = field(
         default=0, metadata={"check": checks.NON_NEGATIVE_INT, "new_run": DEFAULT_MIN_REPEATS}
     )

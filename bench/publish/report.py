@@ -271,8 +271,8 @@ def _windows_line(df: pd.DataFrame) -> list[str]:
         "`windows`: timed windows of the case's steps. A case stops once its windows' medians "
         f"agree within {adaptive.MAX_SPREAD:.0%} and its steps are not noisy, from "
         f"{adaptive.MIN_WINDOWS} windows up to --repeats, or after {adaptive.MAX_TIMED_S:g} s "
-        "of timed steps; `fixed`: the count --repeats asked for (docs/methodology.md, \"When a "
-        f"case stops\"). Cases stopped: {', '.join(parts)}.",
+        'of timed steps; `fixed`: the count --repeats asked for (docs/methodology.md, "When a '
+        f'case stops"). Cases stopped: {", ".join(parts)}.',
         "",
     ]
 
