@@ -16,7 +16,7 @@ Sources, each figure's own:
 Then a what-if over the same samples: the adaptive rule of docs/methodology.md (2 to 3
 windows, stopping after 2 when they agree) on the first 30, 20 or 15 steps of each window.
 
-Run from the repository root: `python results/sessions/default_run_time.py`.
+Run from the repository root: `PYTHONPATH=. python results/sessions/default_run_time.py`.
 """
 
 import json
