@@ -51,7 +51,7 @@ log "2. compare against $record"
 ./run_bench.sh compare "$record" "$run" >"$out/compare.md" 2>>"$logf"
 log "compare exit $?"
 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
-    python3 results/sessions/verdicts_two_runs.py "$record" "$run" \
+    "${PYTHON:-python3}" results/sessions/verdicts_two_runs.py "$record" "$run" \
     >"$out/verdicts.txt" 2>>"$logf"
 log "verdicts exit $?"
 tar czf "$out/run.tgz" "$run"

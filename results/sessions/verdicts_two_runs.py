@@ -18,7 +18,7 @@ import pandas as pd
 from bench.store import results
 from bench.verdicts import timing
 
-KEYS = ["mode", "optimizer", "variant", "batch_size"]
+KEYS = ["device", "mode", "optimizer", "variant", "batch_size"]
 GROUP = ["batch_size", "optimizer", "variant"]
 
 
@@ -38,6 +38,8 @@ def main(a_dir: str, b_dir: str) -> None:
     a, b = a.loc[both], b.loc[both]
     ratio = b["total_ms"] / a["total_ms"]
     print(f"A: {a_dir}\nB: {b_dir}\n{len(both)} cases ok in both")
+    if both.empty:
+        return
     pct = np.round(np.percentile(ratio, [5, 25, 50, 75, 95]), 4)
     print(
         "ratio B/A percentiles 5/25/50/75/95:",
