@@ -155,3 +155,27 @@ def test_the_report_shows_the_windows_and_why():
     assert "2 after 2 (narrow), 1 after 3 (fixed), 1 after 3 (window cap)" in line
     assert report._windows_line(df.drop(columns=["windows"])) == []  # a folder before them
     assert report.columns.TIME["windows"] == "windows"
+
+
+def test_the_warm_up_stops_at_its_time_budget_and_times_nothing():
+    clock = FakeClock()
+    calls = []
+
+    def step():
+        calls.append(1)
+        clock.advance(30.0)
+
+    samples = timing.time_phases({"a": step}, warmup=5, steps=2, clock=clock, warmup_ms=50.0)
+    # 30 ms, then 60 ms >= 50: two warm-up steps of the five, then the two timed ones.
+    assert len(calls) == 4 and samples["total"] == [30.0, 30.0]
+    # Waiting on the warm-up happens before the drain; the window keeps its one sync.
+    assert clock.log == ["mark", "mark", "finish", "mark", "finish", "finish"] + [
+        "mark",
+        "mark",
+    ] * 2 + ["finish"]
+    # Short steps get every warm-up step; no budget, no waiting at all.
+    fast = FakeClock()
+    count = timing.warm_up({"a": lambda: fast.advance(1.0)}, 5, fast, budget_ms=50.0)
+    assert count == 5
+    plain = FakeClock()
+    assert timing.warm_up({"a": lambda: None}, 3, plain) == 3 and plain.log == []

@@ -36,7 +36,7 @@ from bench.measure.roofline import (
     step_work,
 )
 from bench.measure.stats import is_noisy, phase_columns, summarize
-from bench.measure.timing import clock_for, time_phases, time_windows
+from bench.measure.timing import WARMUP_MS, clock_for, time_phases, time_windows
 from bench.recipes import fp8
 from bench.recipes.modes import MODES, Mode, dtype_name, tf32_flags
 from bench.recipes.step import TrainState, build
@@ -305,6 +305,7 @@ def _timed_windows(
         steps=case.steps,
         rule=StopRule.between(case.min_repeats, case.repeats),
         clock=clock_for(case.device),
+        warmup_ms=WARMUP_MS,
     )
     # The row's statistics are over every step of every window, one window after another;
     # `repeat_windows` splits them back, `case.steps` at a time.

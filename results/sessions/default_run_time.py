@@ -14,12 +14,14 @@ Sources, each figure's own:
 - the rest of a case (build, freeing, first imports): its wall time less the above;
 - the overhead check: its recorded samples plus its warm-up at the recorded medians.
 Then a what-if over the same samples: the adaptive rule of docs/methodology.md (2 to 3
-windows, stopping after 2 when they agree) on the first 30, 20 or 15 steps of each window.
+windows, stopping after 2 when they agree) on the first 30, 20 or 15 steps of each window, the
+warm-up budgeted in time, and the command's wall time projected from those (not measured).
 
 Run from the repository root: `PYTHONPATH=. python results/sessions/default_run_time.py`.
 """
 
 import json
+import math
 import re
 from collections import defaultdict
 from datetime import datetime
@@ -31,7 +33,7 @@ RUN = "results/20261203T130741Z_NVIDIA-H200_e5180fb"
 LOG = "results/sessions/session_20261203T1307Z_h200_default_run.log"
 WARMUP, MEMORY_STEPS = 5, 2
 # The rule being weighed (bench/measure/adaptive.py holds the one the harness runs).
-NEW_STEPS, MIN_WINDOWS, MAX_WINDOWS = 15, 2, 3
+NEW_STEPS, MIN_WINDOWS, MAX_WINDOWS, WARMUP_MS = 15, 2, 3, 50.0
 
 
 def stamps() -> dict[str, int]:
@@ -158,9 +160,25 @@ what_if(20)
 new_timed = what_if(NEW_STEPS)
 # A projection, not a measurement: the command's wall time with the timed windows as above and
 # the overhead check's windows (case.steps long) shorter by the same steps, all else as measured.
+# The warm-up budgeted in time (bench.measure.timing.WARMUP_MS): steps until they pass it, at
+# most WARMUP, at the case's median.
+new_warm = sum(
+    min(WARMUP, max(1, math.ceil(WARMUP_MS / r["total_ms"]))) * r["total_ms"] / 1e3
+    for r in rows
+    if r["status"] == "ok"
+)
+print(f"warm-up at most {WARMUP_MS:g} ms: {total['warmup']:.1f} s -> {new_warm:.1f} s")
 over_new = (over_timed + over_warm) * NEW_STEPS / 30
-projected = (cmd_end - cmd_start) - total["timed"] + new_timed - (over_timed + over_warm) + over_new
+projected = (
+    (cmd_end - cmd_start)
+    - total["timed"]
+    + new_timed
+    - total["warmup"]
+    + new_warm
+    - (over_timed + over_warm)
+    + over_new
+)
 print(
-    f"projected command wall time at {NEW_STEPS} steps, {MIN_WINDOWS} to {MAX_WINDOWS} windows "
-    f"(everything else as measured): {projected:.0f} s"
+    f"projected command wall time at {NEW_STEPS} steps, {MIN_WINDOWS} to {MAX_WINDOWS} windows, "
+    f"the warm-up's budget (everything else as measured): {projected:.0f} s"
 )
