@@ -155,7 +155,7 @@ def test_repeats_are_windows_of_one_case(cpu_ceilings):
 
 
 def test_repeat_windows_are_stored_beside_the_flat_samples(monkeypatch, tmp_path, cpu_ceilings):
-    def two_windows(phases, *, warmup, steps, rule, clock):
+    def two_windows(phases, *, warmup, steps, rule, clock, warmup_ms):
         assert (steps, rule.min_windows, rule.max_windows) == (3, 2, 2)
         return [
             {"fwd": [1.0, 1.0, 1.0], "bwd": [1.0] * 3, "step": [1.0] * 3, "total": [1.0, 2.0, 3.0]},
