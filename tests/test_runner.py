@@ -156,14 +156,14 @@ def test_repeats_are_windows_of_one_case(cpu_ceilings):
 
 
 def test_repeat_windows_are_stored_beside_the_flat_samples(monkeypatch, tmp_path, cpu_ceilings):
-    def two_windows(phases, *, warmup, steps, repeats, clock):
-        assert (steps, repeats) == (3, 2)
+    def two_windows(phases, *, warmup, steps, rule, clock, warmup_ms):
+        assert (steps, rule.min_windows, rule.max_windows) == (3, 2, 2)
         return [
             {"fwd": [1.0, 1.0, 1.0], "bwd": [1.0] * 3, "step": [1.0] * 3, "total": [1.0, 2.0, 3.0]},
             {"fwd": [2.0, 2.0, 2.0], "bwd": [1.0] * 3, "step": [1.0] * 3, "total": [4.0, 5.0, 6.0]},
-        ]
+        ], "fixed"
 
-    monkeypatch.setattr(runner, "time_repeats", two_windows)
+    monkeypatch.setattr(runner, "time_windows", two_windows)
     run_suite([tiny_case(steps=3, repeats=2)], tmp_path, cpu_ceilings, log=lambda msg: None)
     monkeypatch.undo()  # a case of one window, timed for real
     run_suite([tiny_case(mode="tf32", steps=3)], tmp_path, cpu_ceilings, log=lambda msg: None)
@@ -181,15 +181,15 @@ def test_rounds_interleave_the_cases_and_pool_their_windows(monkeypatch, tmp_pat
     # case B 2 then 4, because the second round comes after a whole pass over the grid.
     order, base = [], iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
 
-    real_windows = runner.time_repeats
+    real_windows = runner.time_windows
 
     def windows(phases, **kwargs):
         ms = next(base)  # the steps run for real (losses are checked); their times are scripted
-        timed = real_windows(phases, **kwargs)
+        timed, why = real_windows(phases, **kwargs)
         return [
             {name: [ms * (3 if name == "total" else 1)] * len(v) for name, v in w.items()}
             for w in timed
-        ]
+        ], why
 
     real = runner.run_case
 
@@ -197,7 +197,7 @@ def test_rounds_interleave_the_cases_and_pool_their_windows(monkeypatch, tmp_pat
         order.append(plan.case.mode)
         return real(plan, ceilings, world)
 
-    monkeypatch.setattr(runner, "time_repeats", windows)
+    monkeypatch.setattr(runner, "time_windows", windows)
     monkeypatch.setattr(runner, "run_case", logged)
     cases = [tiny_case(mode="fp32", steps=2), tiny_case(mode="tf32", steps=2)]
     run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
@@ -261,9 +261,18 @@ def test_a_new_grid_takes_the_default_repeats_and_an_old_record_one():
     cfg = run_config(device="cpu", preset="tiny", batch_sizes=[8])
     assert cfg.repeats == DEFAULT_REPEATS == 3
     assert {c.repeats for c in cfg.cases()} == {3}
-    assert run_config(device="cpu", preset="tiny", repeats=5).repeats == 5
-    old = {k: v for k, v in cfg.record().items() if k != "repeats"}  # env.json before --repeats
-    assert RunConfig.from_record(old).repeats == 1
+    # From 2 windows up to 3, as the case's windows agree; --repeats alone is a count.
+    assert cfg.min_repeats == 2 and {c.min_repeats for c in cfg.cases()} == {2}
+    given = run_config(device="cpu", preset="tiny", repeats=5)
+    assert (given.repeats, given.min_repeats) == (5, 5)
+    # env.json before --repeats (and --min-repeats): one window, as it was measured.
+    old = {k: v for k, v in cfg.record().items() if k not in ("repeats", "min_repeats")}
+    assert (RunConfig.from_record(old).repeats, RunConfig.from_record(old).min_repeats) == (1, 0)
+    with pytest.raises(ValueError, match="--min-repeats 4 is above --repeats 3"):
+        run_config(device="cpu", preset="tiny", min_repeats=4)
+    # Rounds time every case the same windows: each round's split evenly.
+    rounds = run_config(device="cpu", preset="tiny", batch_sizes=[8], rounds=2)
+    assert {c.min_repeats for c in rounds.cases()} == {0}
 
 
 def test_overhead_measurement_compares_like_with_like():

@@ -136,6 +136,10 @@ class Case:
     """Timed windows of `steps` steps, one after another after the one warm-up; each window's
     median is one observation of the case for `bench compare`. Not an axis: a case measured with
     more windows is the same case (1, the default, is how runs before this field measured)."""
+    min_repeats: int = field(default=0, metadata=_measure(checks.NON_NEGATIVE_INT))
+    """The fewest timed windows: from it up to `repeats`, timing stops once the windows are
+    narrow enough (`bench.measure.adaptive`). 0 (the default, and every case before this field):
+    exactly `repeats`."""
 
     def __post_init__(self) -> None:
         checks.fields(self)

@@ -22,13 +22,13 @@ DEFAULT_BATCH_SIZES = (256, 1024, 4096)
 """Batch sizes (per GPU) of a timing run when `--batch-sizes` is not given."""
 
 DEFAULT_REPEATS = 3
-"""Timed windows per case when `--repeats` is not given. `bench compare` needs at least 2 per run
-to see run-to-run drift at all, and 3 against 3 give its t-interval 4 degrees of freedom
-(t = 2.78) where 2 against 2 give 2 (t = 4.30): in a simulation with 1% drift between windows
-and 2% noise between steps, 3 windows call a 5% slowdown `slower` 98% of the time, 2 windows
-66%. The two extra windows add 60 steps to a case: under a second for most cases of the default
-CUDA grid, 9 s for the slowest (fp32 at batch 4096, 147 ms a step on an H200), milliseconds on
-the CPU's tiny preset."""
+"""The most timed windows per case when `--repeats` is not given: from `DEFAULT_MIN_REPEATS`
+up to this, a case stops once its windows agree (`bench.measure.adaptive`). Two runs of the
+same code differ by a few percent on an H200 (results/sessions/NOTES.md, fifteenth session):
+more windows of one run do not narrow that, which only rounds measure (`run --rounds`, `ab`)."""
+DEFAULT_MIN_REPEATS = 2
+"""The fewest timed windows per case when neither `--repeats` nor `--min-repeats` is given: a
+case whose first two windows agree stops there (`bench.measure.adaptive`)."""
 DESCRIBED_FIRST = ("mode", "batch_size", "optimizer")
 """The axes the index's grid line always shows, in the order of its first rows; every other
 swept axis follows, in field order, where its values are not just its default."""
@@ -80,15 +80,23 @@ class RunConfig:
     MLP's) those its card's options gave (`--input-size`, ...: `bench.cli.run`)."""
     axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
     """Field name of `Case` -> the values swept; an axis left out takes `new_run_default`."""
-    steps: int = field(default=30, metadata={"check": checks.POSITIVE_INT})
-    """Timed steps per case."""
+    steps: int = field(default=15, metadata={"check": checks.POSITIVE_INT})
+    """Timed steps per window (15: a case's median, p10 and p90 over its 30 or more steps, with
+    the first step of each window, slower as it waits for the host, above its p90)."""
     warmup: int = field(default=5, metadata={"check": checks.NON_NEGATIVE_INT})
     """Untimed steps per case."""
     repeats: int = field(
         default=1, metadata={"check": checks.POSITIVE_INT, "new_run": DEFAULT_REPEATS}
     )
-    """Timed windows of --steps steps per case, after one warm-up; compare weighs the spread
-    between them. A folder recorded before the field resumes with 1, as it was measured."""
+    """The most timed windows of --steps steps per case, after one warm-up (see --min-repeats);
+    compare weighs the spread between them. A folder recorded before the field resumes with 1,
+    as it was measured."""
+    min_repeats: int = field(
+        default=0, metadata={"check": checks.NON_NEGATIVE_INT, "new_run": DEFAULT_MIN_REPEATS}
+    )
+    """The fewest timed windows per case: from it up to --repeats, a case stops once its windows
+    agree (docs/methodology.md, "When a case stops"). Given --repeats alone: that many windows,
+    every case. A run of several ranks or rounds times exactly --repeats."""
     rounds: int = field(default=1, metadata={"check": checks.POSITIVE_INT})
     """Passes over the grid, each case's windows interleaved with the others' (as asv's rounds),
     so that drift over the run spreads over every case; a one-process run's option."""
@@ -124,6 +132,11 @@ class RunConfig:
             raise ValueError("--numerics runs in a one-process run; drop it or --gpus")
         if self.world_size > 1 and self.rounds > 1:
             raise ValueError("--rounds is for a one-process run; a run of several ranks has 1")
+        if self.min_repeats > self.repeats:
+            raise ValueError(
+                f"--min-repeats {self.min_repeats} is above --repeats {self.repeats}, the most "
+                "windows a case has"
+            )
         swept = cases.swept()
         unknown = sorted(set(self.axes) - set(swept))
         if unknown:
@@ -180,6 +193,9 @@ class RunConfig:
             warmup=self.warmup,
             steps=self.steps,
             repeats=self.repeats,
+            # Every rank, and every round, times as many windows: ranks step together, and a
+            # case's windows split evenly into its rounds (`bench.publish.sides`).
+            min_repeats=self.min_repeats if self.world_size == 1 and self.rounds == 1 else 0,
         )
 
 

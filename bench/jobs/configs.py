@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from bench.cases import case as cases
 from bench.cases import checks
 from bench.cases.case import Case
-from bench.cases.grid import DEFAULT_REPEATS, RunConfig, new_run_default
+from bench.cases.grid import DEFAULT_MIN_REPEATS, DEFAULT_REPEATS, RunConfig, new_run_default
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
 from bench.execution import parallel as parallelisms
@@ -46,6 +46,8 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
     preset = preset or workload.default_preset[device]
     checks.choice(tuple(workload.presets))("--preset", preset)
     chosen["sizes"] = sized(workload, model, preset, chosen.pop("sizes", {}))
+    # --repeats alone is a count the user asked for: every case gets that many windows.
+    chosen.setdefault("min_repeats", chosen.get("repeats", DEFAULT_MIN_REPEATS))
     chosen.setdefault("repeats", DEFAULT_REPEATS)
     if device == "cpu" and not workload.cpu_overhead:
         # A model's CPU step takes tens of milliseconds, where the harness's microseconds a

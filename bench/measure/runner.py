@@ -27,6 +27,7 @@ from bench.execution.distributed import World
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
 from bench.measure import memory
+from bench.measure.adaptive import StopRule
 from bench.measure.roofline import (
     Work,
     cast_columns,
@@ -35,7 +36,7 @@ from bench.measure.roofline import (
     step_work,
 )
 from bench.measure.stats import is_noisy, phase_columns, summarize
-from bench.measure.timing import clock_for, time_phases, time_repeats
+from bench.measure.timing import WARMUP_MS, clock_for, time_phases, time_windows
 from bench.recipes import fp8
 from bench.recipes.modes import Mode, dtype_name, tf32_flags
 from bench.recipes.plan import Plan
@@ -136,9 +137,10 @@ def run_case(
     plan: Plan, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
     """Measure one case, resolved into its plan (`bench.jobs.plans.resolve`), on this rank;
-    returns its flat row and its raw per-phase samples (empty on a fault): `case.repeats` timed
-    windows of `case.steps` samples each, one after another. A distributed case also times a window
-    without gradient synchronization, whose samples come back under `nosync_<phase>`.
+    returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
+    `case.repeats` timed windows of `case.steps` samples each (`bench.measure.adaptive`), one after
+    another. A distributed case also times a window without gradient synchronization, whose
+    samples come back under `nosync_<phase>`.
 
     The row is put together here alone, from the columns each step below returns; a case that
     cannot go on ends with the columns it has so far and its status."""
@@ -250,8 +252,9 @@ def _measure(
             torch.cuda.reset_peak_memory_stats()
         prepared = variants.prepare(s)
         columns |= {"prepare_s": prepared.prepare_s, "eager_parts": prepared.eager_parts}
-        samples, recompiled = _timed_windows(case, prepared)
-        columns["recompiled"] = recompiled
+        samples, how = _timed_windows(case, prepared)
+        columns |= how
+        recompiled = bool(how["recompiled"])
         columns |= _peaks(case, eager_memory, residue)
         derived = _derived_columns(plan, samples, floor)
         columns |= derived
@@ -284,21 +287,27 @@ def _wrapper(plan: Plan, world: World) -> Callable[[nn.Module, Mode], nn.Module]
     )
 
 
-def _timed_windows(case: Case, prepared: variants.Prepared) -> tuple[dict[str, list[float]], bool]:
-    """The samples of `case.repeats` timed windows, and whether the variant compiled a graph
-    while they ran (a recompilation would be timed with them)."""
+def _timed_windows(
+    case: Case, prepared: variants.Prepared
+) -> tuple[dict[str, list[float]], dict[str, object]]:
+    """The samples of `case.min_repeats` to `case.repeats` timed windows, and the columns that
+    say how they were timed: `windows` (how many), `windows_stop` (why no more,
+    `bench.measure.adaptive`) and `recompiled` (whether the variant compiled a graph while they
+    ran: a recompilation would be timed with them)."""
     graphs_before = prepared.compiled_graphs()
-    windows = time_repeats(
+    windows, why = time_windows(
         prepared.phases,
         warmup=case.warmup,
         steps=case.steps,
-        repeats=case.repeats,
+        rule=StopRule.between(case.min_repeats, case.repeats),
         clock=clock_for(case.device),
+        warmup_ms=WARMUP_MS,
     )
     # The row's statistics are over every step of every window, one window after another;
     # `repeat_windows` splits them back, `case.steps` at a time.
     samples = {name: [ms for w in windows for ms in w[name]] for name in windows[0]}
-    return samples, prepared.compiled_graphs() != graphs_before
+    recompiled = prepared.compiled_graphs() != graphs_before
+    return samples, {"windows": len(windows), "windows_stop": why, "recompiled": recompiled}
 
 
 def _peaks(case: Case, eager_memory: dict[str, object], residue: float) -> dict[str, float]:

@@ -4,7 +4,8 @@
 the raw per-step samples of each phase. On CUDA a mark is an event recorded on the current stream:
 nothing inside the timed window waits for the device, and a single synchronize after the window
 resolves every event. Statistics are computed afterwards from the raw samples
-(`bench.measure.stats`).
+(`bench.measure.stats`). `time_windows` times windows until a stopping rule
+(`bench.measure.adaptive`) says the case's samples are narrow enough.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import torch
+
+from bench.measure.adaptive import StopRule
 
 
 class Clock(Protocol):
@@ -64,20 +67,20 @@ def time_phases(
     warmup: int,
     steps: int,
     clock: Clock,
+    warmup_ms: float | None = None,
 ) -> dict[str, list[float]]:
     """Run `steps` timed steps after `warmup` untimed ones; return per-step milliseconds.
 
     A step calls each phase in order. The result maps each phase name, and "total", to a list of
     `steps` samples. The phases must not synchronize with the device themselves; where one has to
-    (GradScaler with a non-fused optimizer), that cost is part of what it measures.
+    (GradScaler with a non-fused optimizer), that cost is part of what it measures. `warmup_ms`:
+    the warm-up also stops once its steps have taken that long (`warm_up`).
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps!r}")
     if "total" in phases:
         raise ValueError("'total' is reserved for the whole step; rename that phase")
-    for _ in range(warmup):
-        for run in phases.values():
-            run()
+    warm_up(phases, warmup, clock, budget_ms=warmup_ms)
     # Drain the warm-up before the window opens, so that its tail is not charged to step one.
     clock.finish()
 
@@ -96,6 +99,35 @@ def time_phases(
     }
     samples["total"] = [clock.elapsed_ms(row[0], row[-1]) for row in marks]
     return samples
+
+
+WARMUP_MS = 50.0
+"""A case's warm-up budget: at most `--warmup` steps, but no more once they have taken this long
+(triton's `do_bench` budgets its warm-up in time too). Steps of a few ms get every warm-up step;
+a step over the budget gets one, after the memory pass and any compiling or capture have
+already run the step."""
+
+
+def warm_up(
+    phases: Mapping[str, Callable[[], object]],
+    warmup: int,
+    clock: Clock,
+    *,
+    budget_ms: float | None = None,
+) -> int:
+    """Run up to `warmup` untimed steps; with `budget_ms`, stop once they have taken that long
+    (at least one step). Returns the steps run. Knowing how long they took waits for each step,
+    which is harmless here: nothing is timed yet, and the window opens after a drain anyway."""
+    start = clock.mark() if budget_ms is not None else None
+    for i in range(warmup):
+        for run in phases.values():
+            run()
+        if start is not None and budget_ms is not None and i + 1 < warmup:
+            end = clock.mark()
+            clock.finish()
+            if clock.elapsed_ms(start, end) >= budget_ms:
+                return i + 1
+    return warmup
 
 
 def time_repeats(
@@ -122,3 +154,35 @@ def time_repeats(
         time_phases(phases, warmup=warmup if i == 0 else 0, steps=steps, clock=clock)
         for i in range(repeats)
     ]
+
+
+def time_windows(
+    phases: Mapping[str, Callable[[], object]],
+    *,
+    warmup: int,
+    steps: int,
+    rule: StopRule,
+    clock: Clock,
+    warmup_ms: float | None = None,
+) -> tuple[list[dict[str, list[float]]], str]:
+    """Timed windows of `steps` steps, as `time_repeats`, until `rule` says stop: returns the
+    windows and why they stopped (`bench.measure.adaptive`). The warm-up, before the first window
+    only, stops at `warmup` steps or `warmup_ms` (`warm_up`).
+
+    The rule reads a window's samples after the window's one synchronize, between windows, where
+    `time_repeats` already syncs: deciding adds no sync to any timed region."""
+    windows: list[dict[str, list[float]]] = []
+    while True:
+        first = not windows
+        windows.append(
+            time_phases(
+                phases,
+                warmup=warmup if first else 0,
+                steps=steps,
+                clock=clock,
+                warmup_ms=warmup_ms if first else None,
+            )
+        )
+        reason = rule.stop([w["total"] for w in windows])
+        if reason is not None:
+            return windows, reason

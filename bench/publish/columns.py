@@ -37,6 +37,7 @@ TIME = {
     "peak_alloc_gib": "peak GiB",
     **SPEEDUPS,
     "noisy": "noisy",
+    "windows": "windows",
 }
 """`## Time per step`, per batch size."""
 FLOOR = {

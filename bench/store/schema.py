@@ -206,6 +206,10 @@ class Row(TypedDict, total=False):
     prepare_s: float
     eager_parts: str
     recompiled: bool
+    # Timed windows of `steps` steps the case has, and why no more (`bench.measure.adaptive`:
+    # `narrow`, `time cap`, `window cap`, or `fixed` for a count asked for).
+    windows: int
+    windows_stop: str
     # Statistics of the samples (`bench.measure.stats.phase_columns`: `<phase>_ms` is the
     # median, with `_iqr`, `_p10`, `_p90` beside it) and what is derived from them.
     fwd_ms: float

@@ -1,0 +1,105 @@
+"""When to stop timing a case: after how many windows its samples are narrow enough.
+
+A case is timed in windows of `steps` steps (`bench.measure.timing.time_windows`). After each
+window the rule looks at the samples so far and says whether to stop, and why:
+
+- never before `min_windows` (2 by default: `bench compare` needs two windows of a run to see
+  the drift between them at all);
+- `narrow`: the windows' medians lie within `max_spread` (1%) of their median, and the steps'
+  IQR is within `max_iqr` (5%, the `noisy` flag's threshold) of their median. Narrower than
+  half the smallest effect `compare` reports (2%), and not noisy: another window would move no
+  verdict the row feeds;
+- `time cap`: the timed steps so far add up to `max_timed_s` seconds or more, and the minimum is
+  reached (the slowest cases, where another window costs seconds);
+- `window cap`: `max_windows` windows, whatever the samples say;
+- `fixed`: `min_windows == max_windows`, a count the user asked for (`--repeats N`).
+
+This is torch.utils.benchmark's `adaptive_autorange` (more than 3 blocks and IQR/median under a
+threshold, or a time limit) with windows for blocks, a floor of 2 and a cap from `--repeats`, as
+asv's `min_run_count` / `repeat` with its time budget. Pure: the samples are milliseconds, and
+the time is their sum, so a test drives it with made-up samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.cases.choices import MIN_EFFECT
+from bench.measure.stats import NOISY_IQR_OVER_MEDIAN
+
+MIN_WINDOWS = 2
+"""The fewest windows a case stopped early has: two, for `compare` to see drift between windows."""
+MAX_SPREAD = MIN_EFFECT / 2
+"""Windows whose medians lie within this share of their median agree: half of the smallest
+effect `compare` reports."""
+MAX_IQR = NOISY_IQR_OVER_MEDIAN
+"""Steps whose IQR is within this share of their median are not flagged `noisy`."""
+MAX_TIMED_S = 4.0
+"""Seconds of timed steps after which a case stops once it has `min_windows` windows."""
+
+NARROW, TIME_CAP, WINDOW_CAP, FIXED = "narrow", "time cap", "window cap", "fixed"
+REASONS = (NARROW, TIME_CAP, WINDOW_CAP, FIXED)
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopRule:
+    """When a case's timing stops (the module's docstring says why each bound)."""
+
+    min_windows: int = MIN_WINDOWS
+    max_windows: int
+    """The cap: `--repeats`."""
+    max_spread: float = MAX_SPREAD
+    max_iqr: float = MAX_IQR
+    max_timed_s: float = MAX_TIMED_S
+
+    def __post_init__(self) -> None:
+        _positive_int("min_windows", self.min_windows)
+        _positive_int("max_windows", self.max_windows)
+        if self.min_windows > self.max_windows:
+            raise ValueError(
+                f"min_windows {self.min_windows} is above max_windows {self.max_windows}"
+            )
+        for name in ("max_spread", "max_iqr", "max_timed_s"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
+
+    @classmethod
+    def between(cls, least: int, most: int) -> StopRule:
+        """`least` to `most` windows; `least` 0 (a folder or case without a minimum) or at or
+        above `most`: exactly `most`."""
+        return cls(min_windows=most if least < 1 else min(least, most), max_windows=most)
+
+    def stop(self, windows: Sequence[Sequence[float]]) -> str | None:
+        """Why to stop after `windows` (each a window's step times, ms), or None to time another."""
+        n = len(windows)
+        if n < self.min_windows:
+            return None
+        if self.min_windows == self.max_windows:
+            return FIXED
+        if self.narrow(windows):
+            return NARROW
+        if n >= self.max_windows:
+            return WINDOW_CAP
+        if sum(sum(w) for w in windows) / 1e3 >= self.max_timed_s:
+            return TIME_CAP
+        return None
+
+    def narrow(self, windows: Sequence[Sequence[float]]) -> bool:
+        """The windows' medians agree within `max_spread` and the steps are not noisy."""
+        medians = np.array([np.median(w) for w in windows], dtype=float)
+        steps = np.concatenate([np.asarray(w, dtype=float) for w in windows])
+        center = float(np.median(steps))
+        if not center > 0:
+            return False
+        q1, q3 = np.percentile(steps, [25, 75])
+        spread = (medians.max() - medians.min()) / float(np.median(medians))
+        return bool(spread <= self.max_spread and (q3 - q1) / center <= self.max_iqr)

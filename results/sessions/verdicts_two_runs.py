@@ -1,0 +1,78 @@
+"""Two timing runs of one grid side by side: their step times and the verdicts their reports
+draw, for the cases `ok` in both.
+
+- ratio: B's `total_ms` over A's per case (as `./run_bench.sh compare` prints it), its
+  percentiles, and how many cases lie within 2% and 5%;
+- fastest: for each batch size, Adam and variant, the mode `bench.verdicts.timing.fastest`
+  names (alone) or the modes it ties within noise, in A and in B, and whether they agree;
+- noisy: the cases each run flags.
+
+Usage, from the repository root: `PYTHONPATH=. python results/sessions/verdicts_two_runs.py A B`.
+"""
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from bench.store import results
+from bench.verdicts import timing
+
+KEYS = ["device", "mode", "optimizer", "variant", "batch_size"]
+GROUP = ["batch_size", "optimizer", "variant"]
+
+
+def ok_rows(folder: str) -> pd.DataFrame:
+    df = results.load(folder)
+    return df[df["status"] == "ok"].set_index(KEYS)
+
+
+def verdict(group: pd.DataFrame) -> str:
+    found = timing.fastest(group.reset_index())
+    return ("tie: " if found.tie else "") + ", ".join(sorted(found.modes))
+
+
+def main(a_dir: str, b_dir: str) -> None:
+    a, b = ok_rows(a_dir), ok_rows(b_dir)
+    both = a.index.intersection(b.index)
+    a, b = a.loc[both], b.loc[both]
+    ratio = b["total_ms"] / a["total_ms"]
+    print(f"A: {a_dir}\nB: {b_dir}\n{len(both)} cases ok in both")
+    if both.empty:
+        return
+    pct = np.round(np.percentile(ratio, [5, 25, 50, 75, 95]), 4)
+    print(
+        "ratio B/A percentiles 5/25/50/75/95:",
+        pct,
+        "min",
+        round(ratio.min(), 4),
+        "max",
+        round(ratio.max(), 4),
+    )
+    print(
+        "within +-2%:",
+        int((abs(ratio - 1) <= 0.02).sum()),
+        " within +-5%:",
+        int((abs(ratio - 1) <= 0.05).sum()),
+    )
+    if "windows" in b:
+        print("B's windows per case:", b["windows"].value_counts().sort_index().to_dict())
+    print(
+        "noisy in A:",
+        int(a["noisy"].astype(bool).sum()),
+        " in B:",
+        int(b["noisy"].astype(bool).sum()),
+    )
+    same = 0
+    lines = []
+    for key, ga in a.groupby(level=GROUP):
+        gb = b.loc[ga.index]
+        va, vb = verdict(ga), verdict(gb)
+        same += va == vb
+        lines.append(f"  {'same ' if va == vb else 'DIFF '} {key}: A {va} | B {vb}")
+    print(f"fastest per batch size, Adam and variant: {same} of {len(lines)} groups agree")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
