@@ -47,7 +47,7 @@ class Counter:
             self.reason = f"FLOPs not counted: {error_summary(exc)}"
             self._done = True
             return
-        self._stack, self.fwd = stack, 0
+        self._stack = stack
 
     def forward_begins(self) -> None:
         if self._mode is not None:

@@ -46,13 +46,17 @@ PHASE_NAMES = {"forward": "fwd", "backward": "bwd", "optimizer": "step", "step":
 
 def _unwrap(optimizer: object) -> torch.optim.Optimizer:
     """The torch optimizer inside a framework's wrapper (accelerate's `AcceleratedOptimizer`,
-    Lightning's `LightningOptimizer` keep it as `.optimizer`)."""
+    itself an Optimizer subclass that never ran Optimizer's constructor, and Lightning's
+    `LightningOptimizer` keep it as `.optimizer`): its step hooks are the ones that fire."""
     inner = optimizer
     for _ in range(4):
-        if isinstance(inner, torch.optim.Optimizer):
-            return inner
-        inner = getattr(inner, "optimizer", None) or getattr(inner, "_optimizer", None)
-    raise ValueError(f"optimizer: {type(optimizer).__name__} is not a torch.optim.Optimizer")
+        nested = getattr(inner, "optimizer", None)
+        if not isinstance(nested, torch.optim.Optimizer):
+            break
+        inner = nested
+    if not isinstance(inner, torch.optim.Optimizer):
+        raise ValueError(f"optimizer: {type(optimizer).__name__} is not a torch.optim.Optimizer")
+    return inner
 
 
 class Probe:
@@ -107,9 +111,11 @@ class Probe:
         self._cur: marks.StepRecord | None = None
         self._pending: list[marks.StepRecord] = []
         self._manual = False
+        self._phase = ""
+        self._census_due = False
         self._closed = False
         self._handles = [
-            model.register_forward_pre_hook(self._fwd_pre),
+            model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
             model.register_forward_hook(self._fwd_post),
             self.optimizer.register_step_pre_hook(self._opt_pre),
             self.optimizer.register_step_post_hook(self._opt_post),
@@ -170,12 +176,15 @@ class Probe:
         self._drain(block=False)
         if counting:
             self.counter.start(self.device)
-        self._cur.mark(self.clock, "other")
+        self._phase = ""
+        self._mark("other")
 
     def end_step(self) -> None:
         cur = self._cur
         if cur is None:
             raise ValueError("probe.end_step() without probe.begin_step()")
+        if self._phase == "fwd":
+            self.counter.forward_ends()
         cur.mark(self.clock, None)
         self.counter.stop()
         s = self._scaler
@@ -196,18 +205,28 @@ class Probe:
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        """Mark a region of the step yourself (`forward`, `backward`, `optimizer`); once used,
-        the hooks time nothing and only these regions are phases."""
-        if name not in PHASE_NAMES:
-            raise ValueError(f"phase {name!r}: choose from {', '.join(PHASE_NAMES)}")
-        self._manual = True
-        if self._cur is not None:
-            self._cur.mark(self.clock, PHASE_NAMES[name])
+        """Mark a region of the step yourself (`forward`, `backward`, `optimizer`); once you
+        do, the hooks time nothing and only the regions you mark are phases."""
+        self.mark(name)
         try:
             yield
         finally:
-            if self._cur is not None:
-                self._cur.mark(self.clock, "other")
+            self.mark("other")
+
+    def mark(self, name: str) -> None:
+        """Start phase `name` (`forward`, `backward`, `optimizer`, or `other`) here; it lasts
+        until the next mark. What a framework's callback calls from its own hooks."""
+        if name not in PHASE_NAMES and name != "other":
+            raise ValueError(f"phase {name!r}: choose from {', '.join(PHASE_NAMES)}")
+        self._manual = True
+        self._mark(PHASE_NAMES.get(name, "other"))
+
+    def set_settings(self, settings: recipe.Settings) -> None:
+        """The recipe as the framework states it (a callback that knows it before the first
+        forward); otherwise the first forward reads it."""
+        self._check_scaler(settings.scaler)
+        self.run.set_settings(settings)
+        self.info["config"]["modes"] = [self.run.mode]
 
     def log(self, **metrics: object) -> None:
         """Metrics of the run at this step (a training loss, a held-out one, an accuracy).
@@ -215,56 +234,61 @@ class Probe:
         synchronize)."""
         self.run.log(self._n, metrics)
 
-    # Hooks.
-    def _fwd_pre(self, module: nn.Module, args: tuple) -> None:
+    # Marks and hooks.
+    def _mark(self, phase: str) -> None:
         cur = self._cur
-        if cur is None:
+        if cur is None or phase == self._phase:
+            return
+        if self._phase == "fwd":
+            self.counter.forward_ends()
+        if phase == "fwd":
+            self.counter.forward_begins()
+        if phase == "step" and self._census_due:
+            # Here the gradients are final (GradScaler's step unscales them before it calls
+            # the optimizer's, a callback marks the optimizer after its unscale_).
+            self._census_due = False
+            rows, ms = census.take(self.model, cur.index)
+            self.run.census(rows, ms)
+        self._phase = phase
+        cur.mark(self.clock, phase)
+
+    def _fwd_pre(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if self._cur is None:
             return
         if self.run.settings is None:
-            self._first_forward(args)
-        self.counter.forward_begins()
+            self._first_forward((*args, *kwargs.values()))
         if not self._manual:
-            cur.mark(self.clock, "fwd")
+            self._mark("fwd")
 
-    def _first_forward(self, args: tuple) -> None:
-        on = self._scaler is not None and self._scaler.is_enabled()
-        dtype = next(self.model.parameters()).dtype
-        settings = recipe.read_settings(self.device, dtype, on)
+    def _check_scaler(self, on: bool) -> None:
         mode = self._mode()
         if mode is not None and mode.scale_loss and not on:
             raise ValueError(
                 f"{recipe.RECIPE}={mode.name} scales the loss, and the probe has no enabled "
                 "GradScaler: pass scaler= or use probe.scaler()"
             )
-        self.run.set_settings(settings, args)
+
+    def _first_forward(self, args: tuple) -> None:
+        on = self._scaler is not None and self._scaler.is_enabled()
+        dtype = next(self.model.parameters()).dtype
+        self._check_scaler(on)
+        self.run.set_settings(recipe.read_settings(self.device, dtype, on), args)
         self.info["config"]["modes"] = [self.run.mode]
 
     def _fwd_post(self, module: nn.Module, args: tuple, output: object) -> None:
-        cur = self._cur
-        if cur is None:
-            return
-        self.counter.forward_ends()
-        if not self._manual:
-            cur.mark(self.clock, "bwd")
+        if self._cur is not None and not self._manual:
+            self._mark("bwd")
 
     def _opt_pre(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
-        cur = self._cur
-        if cur is None:
-            return
-        if self._census_due:
-            self._census_due = False
-            rows, ms = census.take(self.model, cur.index)
-            self.run.census(rows, ms)
-        if not self._manual:
-            cur.mark(self.clock, "step")
+        if self._cur is not None and not self._manual:
+            self._mark("step")
 
     def _opt_post(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
-        cur = self._cur
-        if cur is None:
+        if self._cur is None:
             return
-        cur.stepped = True
+        self._cur.stepped = True
         if not self._manual:
-            cur.mark(self.clock, "other")
+            self._mark("other")
 
     # Reading and writing.
     def _drain(self, block: bool) -> None:

@@ -54,16 +54,34 @@ class Run:
     census_ms: list[float] = field(default_factory=list)
     metrics: list[dict] = field(default_factory=list)
     _last_scale: float | None = None
+    lr: float = math.nan
+
+    def __post_init__(self) -> None:
+        # The learning rate as the run starts: a schedule has moved it by the end.
+        groups = self.optimizer.param_groups
+        self.lr = float(groups[0].get("lr", math.nan)) if groups else math.nan
 
     @property
     def model_name(self) -> str:
         return f"own:{type(self.model).__name__}"
 
-    def set_settings(self, settings: Settings, args: tuple) -> None:
+    def set_settings(self, settings: Settings, inputs: tuple = ()) -> None:
         self.settings, self.mode = settings, settings.mode()
-        if self.batch_size is None:
-            first = next((a for a in args if torch.is_tensor(a) and a.dim() > 0), None)
-            self.batch_size = int(first.shape[0]) if first is not None else None
+        self.note_batch(inputs)
+
+    def note_batch(self, inputs: object) -> None:
+        """The batch size, where none was handed in: the first dimension of the first tensor
+        among the forward's inputs (or a framework's batch: a tuple, a list, a dict)."""
+        if self.batch_size is not None:
+            return
+        items = inputs.values() if isinstance(inputs, dict) else inputs
+        if torch.is_tensor(items):
+            items = (items,)
+        if not isinstance(items, (tuple, list, type({}.values()))):
+            return
+        first = next((a for a in items if torch.is_tensor(a) and a.dim() > 0), None)
+        if first is not None:
+            self.batch_size = int(first.shape[0])
 
     def add(self, rec: StepRecord, clock: Clock) -> None:
         """A step whose marks have times."""
@@ -166,14 +184,13 @@ def _throughput(
 
 def build_row(run: Run, counter: Counter, ceilings: dict[str, float]) -> tuple[dict, dict]:
     """The run's row and its raw samples (`total` and each phase's), as they stand."""
-    lr = run.optimizer.param_groups[0].get("lr", math.nan) if run.optimizer.param_groups else 0
     n_params = sum(p.numel() for p in run.model.parameters())
     bs = run.batch_size or 1
     row: dict[str, object] = {
         "case_id": f"{run.model_name}_{run.mode}_seed{run.seed}",
         "mode": run.mode, "optimizer": type(run.optimizer).__name__, "batch_size": bs,
         "sizes": {"params": max(n_params, 1)}, "model": run.model_name, "preset": "",
-        "device": run.device, "seed": run.seed, "lr": float(lr), "warmup": run.warmup,
+        "device": run.device, "seed": run.seed, "lr": run.lr, "warmup": run.warmup,
         "steps": len(run.totals), "status": "ok", "error": "", "world_size": 1,
         "host": socket.gethostname(), "node_rank": 0, "local_rank": 0, "nodes": 1,
         "global_batch_size": bs, "optimizer_impl": type(run.optimizer).__name__,
