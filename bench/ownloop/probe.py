@@ -335,6 +335,10 @@ class Probe:
             atexit.unregister(self.close)
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def folder(self) -> str:
         return str(self.path)
 
