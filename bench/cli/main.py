@@ -22,6 +22,7 @@ from bench.cli import (
     publish,
     quality,
     readme,
+    recipes,
     report,
 )
 from bench.cli import run as run_command
@@ -48,6 +49,7 @@ COMMANDS = {
         readme,
         publish,
         check,
+        recipes,
     )
 }
 """Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
