@@ -28,6 +28,7 @@ ORDER = [
     "measure",
     "numerics",
     "quality",
+    "ownloop",
     "jobs",
     "publish",
     "cli",
@@ -75,6 +76,7 @@ COMMANDS = {
     "readme",
     "publish",
     "check",
+    "recipes",
 }
 """The command modules of `bench.cli`: each parses nothing but its own options."""
 

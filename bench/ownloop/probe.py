@@ -113,6 +113,9 @@ class Probe:
         self._manual = False
         self._phase = ""
         self._census_due = False
+        self._sniff: recipe.Settings | None = None
+        self._sniffer: torch.utils.hooks.RemovableHandle | None = None
+        self._inputs: tuple | None = None
         self._closed = False
         self._handles = [
             model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
@@ -199,6 +202,8 @@ class Probe:
     def abort(self, exc: BaseException) -> None:
         """The user's step raised: keep what was measured, say why it ended."""
         self.counter.stop()
+        if self._sniffer is not None:
+            self._sniffer.remove()
         self._cur = None
         self.run.error = error_summary(exc) if isinstance(exc, Exception) else type(exc).__name__
         self.close()
@@ -255,7 +260,7 @@ class Probe:
     def _fwd_pre(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
         if self._cur is None:
             return
-        if self.run.settings is None:
+        if self.run.settings is None and self._sniff is None:
             self._first_forward((*args, *kwargs.values()))
         if not self._manual:
             self._mark("fwd")
@@ -268,14 +273,33 @@ class Probe:
                 "GradScaler: pass scaler= or use probe.scaler()"
             )
 
-    def _first_forward(self, args: tuple) -> None:
+    def _first_forward(self, inputs: tuple) -> None:
+        """Read the recipe the first forward runs under. A wrapper may enter autocast inside
+        the model's own forward (accelerate patches `model.forward` so), after this hook: the
+        modules called inside are watched too, until the forward ends (`_fwd_post`)."""
         on = self._scaler is not None and self._scaler.is_enabled()
-        dtype = next(self.model.parameters()).dtype
         self._check_scaler(on)
-        self.run.set_settings(recipe.read_settings(self.device, dtype, on), args)
+        self._inputs = inputs
+        self._sniff = recipe.read_settings(self.device, next(self.model.parameters()).dtype, on)
+
+        def inner(module: nn.Module, args: tuple) -> None:
+            if self._sniff is not None and self._sniff.autocast_dtype is None:
+                seen = recipe.read_settings(self.device, self._sniff.param_dtype, on)
+                if seen.autocast_dtype is not None:
+                    self._sniff = seen
+
+        self._sniffer = nn.modules.module.register_module_forward_pre_hook(inner)
+
+    def _settle(self) -> None:
+        """The first forward ended: its recipe is the run's."""
+        self._sniffer.remove()
+        self.run.set_settings(self._sniff, self._inputs)
         self.info["config"]["modes"] = [self.run.mode]
+        self._sniff = self._inputs = None
 
     def _fwd_post(self, module: nn.Module, args: tuple, output: object) -> None:
+        if self._sniff is not None:
+            self._settle()
         if self._cur is not None and not self._manual:
             self._mark("bwd")
 

@@ -73,7 +73,8 @@ def main() -> None:
         max_steps=a.steps, per_device_train_batch_size=a.batch_size,
         per_device_eval_batch_size=a.batch_size, learning_rate=1e-3, warmup_steps=0,
         eval_strategy="steps", eval_steps=a.eval_every, logging_steps=a.eval_every,
-        save_strategy="no", report_to="none", disable_tqdm=True, seed=seed, data_seed=seed,
+        eval_on_start=True, save_strategy="no", report_to="none", disable_tqdm=True,
+        seed=seed, data_seed=seed,
         use_cpu=not cuda, dataloader_num_workers=0,
         **precision_args(),
     )  # fmt: skip
