@@ -161,9 +161,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
                 "MFU %": ok["mfu_pct"].median() if "mfu_pct" in ok else math.nan,
                 "skipped steps": ok["skipped_steps"].sum() if "skipped_steps" in ok else math.nan,
                 f"best {metric or 'metric'}": best.mean() if len(best) else math.nan,
-                "training": v.verdict
-                if v.verdict in (training.LIKE,)
-                else f"{v.verdict}: {v.reason}",
+                "training": _training_cell(mode, v),
             }
         )
     notes = [
