@@ -119,7 +119,7 @@ def test_an_fp16_overflow_is_a_skipped_step_on_the_gpu(tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, OUT)).cuda()
     optimizer = torch.optim.AdamW(model.parameters(), 1e-3)
-    scaler = torch.amp.GradScaler("cuda")
+    scaler = torch.amp.GradScaler("cuda", init_scale=256.0)  # well inside float16 at mult 1
     probe = bench.probe(model, optimizer, scaler=scaler, out=tmp_path / "run", warmup=0)
     x, y = torch.randn(BATCH, IN, device="cuda"), torch.randint(0, OUT, (BATCH,), device="cuda")
     for mult in (1.0, 1.0, 1e30, 1.0):  # 1e30 × the scale overflows float16's backward
@@ -134,6 +134,7 @@ def test_an_fp16_overflow_is_a_skipped_step_on_the_gpu(tmp_path):
     (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
     assert row["mode"] == "fp16-amp"
     assert row["skipped_steps"] == 1 and row["optimizer_steps"] == 3
+    assert row["grad_scale"] == 128.0
     assert row["peak_alloc_gib"] > 0
 
 

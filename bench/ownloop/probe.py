@@ -117,13 +117,26 @@ class Probe:
         self._sniffer: torch.utils.hooks.RemovableHandle | None = None
         self._inputs: tuple | None = None
         self._closed = False
-        self._handles = [
-            model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
-            model.register_forward_hook(self._fwd_post),
-            self.optimizer.register_step_pre_hook(self._opt_pre),
-            self.optimizer.register_step_post_hook(self._opt_post),
-        ]
+        self._handles: list = []
+        self.attach()
         atexit.register(self.close)
+
+    def attach(self) -> None:
+        """Hook the probe to the model and the optimizer (the constructor does)."""
+        if not self._handles:
+            self._handles = [
+                self.model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
+                self.model.register_forward_hook(self._fwd_post),
+                self.optimizer.register_step_pre_hook(self._opt_pre),
+                self.optimizer.register_step_post_hook(self._opt_post),
+            ]
+
+    def detach(self) -> None:
+        """Remove the probe's hooks (`close` does; a benchmark of the probe's own cost does it
+        between the windows it times without the probe)."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
 
     # The recipe, for a plain loop that writes it once.
     def _mode(self) -> Mode | None:
@@ -188,12 +201,16 @@ class Probe:
             raise ValueError("probe.end_step() without probe.begin_step()")
         if self._phase == "fwd":
             self.counter.forward_ends()
-        cur.mark(self.clock, None)
-        self.counter.stop()
         s = self._scaler
         if s is not None and s.is_enabled() and getattr(s, "_scale", None) is not None:
-            # A device copy, read when the step's events are: get_scale() would synchronize.
-            cur.scale = s._scale.detach().clone()
+            # GradScaler's scale after its update, copied to the host without waiting (a
+            # non-blocking copy from the GPU lands in pinned memory) and read once the step's
+            # last event has completed: it is enqueued before that event. get_scale() would
+            # synchronize; on the CPU a clone, since update() changes the scale in place.
+            scale = s._scale.detach()
+            cur.scale = scale.to("cpu", non_blocking=True) if scale.is_cuda else scale.clone()
+        cur.mark(self.clock, None)
+        self.counter.stop()
         self._pending.append(cur)
         self._cur = None
         if cur.index % self.every == 0:
@@ -354,8 +371,7 @@ class Probe:
             folder.finish(self.path, self.info)
         finally:
             self._closed = True
-            for h in self._handles:
-                h.remove()
+            self.detach()
             atexit.unregister(self.close)
 
     @property
