@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 import bench
-from bench.data.sources import generator, get
 from bench.cases.choices import CONFIDENCE
+from bench.data.sources import generator, get
 from bench.measure.stats import rounds_verdict
 from bench.measure.timing import clock_for
 from bench.ownloop import census
