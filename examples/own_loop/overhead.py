@@ -7,7 +7,7 @@ cost on the same gradients.
 
 Each window is `--window` steps between two clock marks, with one synchronize after it (CUDA
 events on a GPU); rounds alternate which side runs first. The verdict is the rounds verdict of
-the probed windows' per-step time against the bare ones' (`bench.measure.stats.rounds_verdict`):
+the probed windows' per-step time against the bare ones' (the rounds verdict `compare` gives):
 the ratio, its interval and whether the data can tell them apart. Writes overhead.json and
 overhead.md under --out, and the probe's own run folder (its probed steps) in --out/probe_run.
 """
@@ -24,9 +24,9 @@ import torch
 import bench
 from bench.cases.choices import CONFIDENCE
 from bench.data.sources import generator, get
-from bench.measure.stats import rounds_verdict
 from bench.measure.timing import clock_for
 from bench.ownloop import census
+from bench.publish.own_loop import rounds_verdict  # where the driver imports it from
 from bench.recipes.modes import MODES
 from bench.workloads import gpt
 
