@@ -123,7 +123,8 @@ def one_run(
 ) -> tuple[dict, dict | None]:
     """Run the script under `mode` at `seed`: its row (the probe's, or one that says what went
     wrong) and its samples record."""
-    script = Path(cfg.script[1] if len(cfg.script) > 1 else cfg.script[0]).stem
+    # The script's name for a row that has no model of its own: its .py file, else the program.
+    script = next((Path(a).stem for a in cfg.script if a.endswith(".py")), Path(cfg.script[0]).name)
     reason = recipe.unsupported_reason(mode)
     if reason is not None:
         return _failed_row(mode, seed, "unsupported", reason, script, cfg.device), None

@@ -92,6 +92,12 @@ class Probe:
         self.every, self.warmup, self.census_on, self.ceilings_on = every, warmup, census, ceilings
         self.asked = recipe.asked()
         self.seed = recipe.seed()
+        mode = self._mode()
+        if mode is not None:
+            # The recipe's TF32 for the whole run, forward and backward alike, as ampbench's own
+            # step sets it for every phase (one process runs one recipe under the driver).
+            torch.backends.cuda.matmul.allow_tf32 = mode.tf32
+            torch.backends.cudnn.allow_tf32 = mode.tf32
         self._scaler = scaler
         self.clock = clock_for(self.device)
         self.counter = Counter(given=flops)
@@ -144,15 +150,16 @@ class Probe:
         return MODES[self.asked] if self.asked else None
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """The forward's precision context of the recipe the driver asked for (autocast and
-        TF32 as its card says); outside the driver, nothing changes."""
+        """The forward's autocast for the recipe the driver asked for (its TF32 the probe set for
+        the whole run when it was made); outside the driver, nothing changes."""
         mode = self._mode()
         if mode is None:
             return contextlib.nullcontext()
         reason = recipe.unsupported_reason(mode.name)
         if reason is not None:
             raise ValueError(f"{recipe.RECIPE}={mode.name}: {reason}")
-        return mode.context(self.device, forward=True)
+        dtype = mode.autocast_dtype
+        return torch.autocast(self.device, dtype=dtype or torch.float32, enabled=dtype is not None)
 
     def scaler(self) -> torch.amp.GradScaler:
         """A GradScaler enabled as the recipe wants it (disabled outside the driver unless one was
