@@ -156,3 +156,43 @@ def test_bad_input_is_one_line_and_keeps_what_was_measured(tmp_path, monkeypatch
         train(probe, model, optimizer, 1)
     (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
     assert row["status"] == "error" and "scales the loss" in row["error"]
+
+
+@pytest.mark.parametrize(
+    ("autocast", "scaler", "tf32", "params", "mode"),
+    [
+        (None, False, False, torch.float32, "fp32"),
+        (None, False, True, torch.float32, "tf32"),
+        (torch.float16, True, False, torch.float32, "fp16-amp"),
+        (torch.float16, False, False, torch.float32, "fp16-amp-noscale"),
+        (torch.bfloat16, False, False, torch.float32, "bf16-amp"),
+        (None, False, False, torch.bfloat16, "bf16-pure"),
+        (torch.bfloat16, True, False, torch.float32, "custom"),  # no card scales bf16
+    ],
+)
+def test_a_run_s_settings_name_its_mode(autocast, scaler, tf32, params, mode):
+    settings = recipe.Settings(
+        autocast_dtype=autocast, scaler=scaler, tf32=tf32, param_dtype=params
+    )
+    assert settings.mode() == mode
+
+
+def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
+    monkeypatch.setenv(recipe.RECIPE, "bf16-amp")
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
+    assert not probe.scaler().is_enabled()  # bf16 needs no loss scale
+    with probe.step():
+        with probe.autocast():
+            assert torch.is_autocast_enabled("cpu")
+            loss = model(torch.randn(BATCH, IN)).float().sum()
+        loss.backward()
+        optimizer.step()
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["mode"] == "bf16-amp" and row["autocast_dtype"] == "bfloat16"
+    monkeypatch.setenv(recipe.RECIPE, "bf16-pure")
+    other = bench.probe(model, optimizer, out=tmp_path / "two")
+    with pytest.raises(ValueError, match="bf16-pure changes the model"):
+        other.autocast()
+    other.close()
