@@ -29,7 +29,7 @@ log="$out/own_loop.log"
 step() { echo "== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; echo "== exit ${PIPESTATUS[0]}" | tee -a "$log"; }
 
 # (a) the probe on a real loop, then its overhead and the census's cost.
-AMPBENCH_RECIPE=bf16-amp step timeout 120 "$PY" examples/own_loop/plain_loop.py \
+step env AMPBENCH_RECIPE=bf16-amp timeout 120 "$PY" examples/own_loop/plain_loop.py \
     --steps 600 --every 200 --eval-every 200 --out "$out/probe_run"
 step ./run_bench.sh report "$out/probe_run"
 step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 10 --window 60 --out "$out/overhead"
