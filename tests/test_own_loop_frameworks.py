@@ -86,3 +86,21 @@ def test_a_lightning_trainer_run(tmp_path, monkeypatch):
     assert row["fwd_gflop"] > 0
     losses = [m for m in metrics(out) if m["name"] == "val_loss"]
     assert [m["step"] for m in losses] == [3, 6]
+
+
+@pytest.mark.parametrize(
+    ("module", "missing", "words"),
+    [
+        ("bench.ownloop.hf", ("transformers",), "needs transformers"),
+        ("bench.ownloop.lightning", ("lightning", "pytorch_lightning"), "needs Lightning"),
+    ],
+)
+def test_a_missing_framework_is_a_one_line_error(module, missing, words, monkeypatch):
+    import importlib
+
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    for name in missing:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    with pytest.raises(ImportError, match=words) as caught:
+        importlib.import_module(module)
+    assert "\n" not in str(caught.value)
