@@ -77,4 +77,5 @@ def command(args: argparse.Namespace) -> int:
     path = own_loop.write(run_dir)
     print(path.read_text())
     print(run_dir)
-    return 0
+    # 1 when a run failed (an unsupported recipe is an answer, not a failure), as `run` does.
+    return 1 if own_loop.failed_runs(run_dir) else 0

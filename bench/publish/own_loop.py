@@ -202,6 +202,12 @@ def render(run_dir: Path) -> str:
     return "\n".join(lines)
 
 
+def failed_runs(run_dir: Path) -> int:
+    """How many runs ended without a row of their own: failed, timed out, or in error."""
+    rows = results.read_rows(Path(run_dir) / results.ROWS)
+    return sum(r.get("status") not in ("ok", "unsupported") for r in rows)
+
+
 def write(run_dir: Path) -> Path:
     path = Path(run_dir) / RECIPES_MD
     path.write_text(render(Path(run_dir)))
