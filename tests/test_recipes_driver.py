@@ -61,6 +61,7 @@ def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
     assert rows["fp8-rowwise"]["status"] == "unsupported"
     text = own_loop.render(run_dir)
     assert "boom bf16-amp" in text and "0 of 1" in text
+    assert own_loop.failed_runs(run_dir) == 2  # the command's exit status is then 1
 
 
 def fake_script(losses: dict, step_ms: dict, steps: int = 40) -> job.Runner:
