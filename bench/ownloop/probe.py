@@ -17,8 +17,9 @@ the optimizer's step (`register_step_pre_hook` / post hook), and between them th
 backward; a user may mark regions instead (`probe.phase("forward")`). No mark synchronizes: the
 marks are read a step or more later (`bench.ownloop.marks`). The first step counts the FLOPs
 (FlopCounterMode) unless they are handed in; every `every` steps it reads peak memory per phase
-and takes the underflow census of the real gradients (`bench.ownloop.census`). Those steps, and
-the first `warmup`, are left out of the step-time samples. `close()` (also run at exit) writes
+and takes the underflow census of the real gradients (`bench.ownloop.census`). Those steps, the
+step after each (the folder is written in between), and the first `warmup` are left out of the
+step-time samples. `close()` (also run at exit) writes
 the folder (`bench.ownloop.folder`); it is written every `every` steps too, so a run that dies
 keeps what it measured.
 """
@@ -189,10 +190,13 @@ class Probe:
         self._n += 1
         n = self._n
         special = n % self.every == 0
+        # The step after a special one follows the folder's write, which waited for the GPU:
+        # it starts on an idle device, so it is not timed either.
+        after = n > 1 and (n - 1) % self.every == 0
         counting = self.counter.wants(n)
         self._cur = marks.StepRecord(
             index=n,
-            timed=n > self.warmup and not counting and not special and n != 1,
+            timed=n > self.warmup and not (counting or special or after) and n != 1,
             memory=self.device == "cuda" and (special or n == 1),
         )
         self._census_due = self.census_on and special
