@@ -19,9 +19,8 @@ marks are read a step or more later (`bench.ownloop.marks`). The first step coun
 (FlopCounterMode) unless they are handed in; every `every` steps it reads peak memory per phase
 and takes the underflow census of the real gradients (`bench.ownloop.census`). Those steps, the
 step after each (the folder is written in between), and the first `warmup` are left out of the
-step-time samples. `close()` (also run at exit) writes
-the folder (`bench.ownloop.folder`); it is written every `every` steps too, so a run that dies
-keeps what it measured.
+step-time samples. `close()` (also run at exit) writes the folder (`bench.ownloop.folder`); it
+is written every `every` steps too, so a run that dies keeps what it measured.
 """
 
 from __future__ import annotations
