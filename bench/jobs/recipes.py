@@ -162,6 +162,17 @@ def one_run(
     return row, record
 
 
+def _grid(rows: list[dict]) -> dict[str, object]:
+    """What the index reads of a timing run's config, from the runs' rows: the model, the
+    batch sizes and the optimizers the script used."""
+    ok = [r for r in rows if r.get("status") == "ok"] or rows
+    return {
+        "model": ok[0].get("model", "") if ok else "",
+        "batch_sizes": sorted({int(r["batch_size"]) for r in ok if r.get("batch_size")}),
+        "optimizers": sorted({str(r["optimizer"]) for r in ok if r.get("optimizer")}),
+    }
+
+
 def run(
     cfg: RecipesConfig,
     *,
@@ -187,5 +198,6 @@ def run(
                     results.append_jsonl(job.path / results.SAMPLES, record)
                 if row["status"] != "ok":
                     log(f"{mode}, seed {seed}: {row['status']}: {row['error'].splitlines()[0]}")
+        job.settings.update(_grid(results.read_rows(job.path / results.ROWS)))
         job.finish()
     return job.path

@@ -352,6 +352,8 @@ class Probe:
     def flush(self) -> None:
         """Write the folder as it stands (reads every pending step: it synchronizes)."""
         self._drain(block=True)
+        if self.run.batch_size:
+            self.info["config"]["batch_sizes"] = [self.run.batch_size]
         row, samples = build_row(self.run, self.counter, self._ceilings())
         folder.write(
             self.path, row, samples,
