@@ -39,6 +39,8 @@ def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
     assert df.loc["fp32", "status"] == "ok" and df.loc["fp32", "model"] == "own:GPT"
     assert df.loc["fp32", "seed"] == 3 and df.loc["fp8-rowwise", "status"] == "unsupported"
     assert (run_dir / "runs" / "fp32_seed3" / "rows.jsonl").is_file()
+    config = results.read_env(run_dir)["config"]  # what the index's line reads
+    assert config["model"] == "own:GPT" and config["batch_sizes"] == [2]
     table = (run_dir / own_loop.RECIPES_MD).read_text()
     assert "| fp32" in table and "best val_loss" in table and "no switch for it" in table
     assert (run_dir / results.REPORT).is_file()  # the timing report, as for any run

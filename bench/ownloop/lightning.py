@@ -93,10 +93,13 @@ class ProbeCallback(pl.Callback):
             self.probe.set_settings(settings)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if self.probe is not None:
+        if self.probe is None:
+            return
+        # A probe step is an optimizer step: with gradient accumulation, k batches.
+        if batch_idx % trainer.accumulate_grad_batches == 0:
             self.probe.run.note_batch(batch)
             self.probe.begin_step()
-            self.probe.mark("forward")
+        self.probe.mark("forward")
 
     def on_before_backward(self, trainer, pl_module, loss) -> None:
         if self.probe is not None:
@@ -109,7 +112,8 @@ class ProbeCallback(pl.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self.probe is None:
             return
-        self.probe.end_step()
+        if (batch_idx + 1) % trainer.accumulate_grad_batches == 0 or trainer.is_last_batch:
+            self.probe.end_step()
         loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
         if torch.is_tensor(loss):
             self.probe.log(loss=loss.detach())
