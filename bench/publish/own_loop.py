@@ -168,12 +168,21 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         f"Speed: the rounds verdict of each recipe's step times against {reference}'s, "
         f"{WINDOWS} windows of each run's timed steps per seed (time × {reference} below 1 is "
         "faster; `unclear`: the data cannot decide).",
-        f"Training: {training.REFERENCE} against each recipe over the seeds on {why}.",
+        f"Training: each recipe against {training.REFERENCE} over the seeds on {why}."
+        if metric is not None
+        else f"Training: not judged: {why}.",
     ]
+    # The probe's own notes on what it could not measure (`–` in the table), each once.
+    said = rows[rows["status"] == "ok"]["error"].dropna() if "error" in rows else []
+    for note in dict.fromkeys(n for text in said for n in str(text).split("; ") if n):
+        notes.append(f"`–`: {note}.")
     if "census_ms" in rows:
         census = rows["census_ms"].dropna()
         if len(census):
-            notes.append(f"The underflow census took {census.median():.3g} ms per census (median).")
+            notes.append(
+                f"The underflow census took {census.median():.3g} ms per census (the median over "
+                "the runs; the steps it ran in are not timed)."
+            )
     return pd.DataFrame(out), notes
 
 
