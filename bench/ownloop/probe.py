@@ -37,26 +37,12 @@ from bench.measure import env
 from bench.measure.timing import clock_for
 from bench.ownloop import census, folder, marks, recipe
 from bench.ownloop.counting import Counter
+from bench.ownloop.recipe import unwrap
 from bench.ownloop.row import Run, build_row
 from bench.recipes.modes import MODES, Mode
 
 PHASE_NAMES = {"forward": "fwd", "backward": "bwd", "optimizer": "step", "step": "step"}
 """What `probe.phase` accepts -> the phase it times."""
-
-
-def _unwrap(optimizer: object) -> torch.optim.Optimizer:
-    """The torch optimizer inside a framework's wrapper (accelerate's `AcceleratedOptimizer`,
-    itself an Optimizer subclass that never ran Optimizer's constructor, and Lightning's
-    `LightningOptimizer` keep it as `.optimizer`): its step hooks are the ones that fire."""
-    inner = optimizer
-    for _ in range(4):
-        nested = getattr(inner, "optimizer", None)
-        if not isinstance(nested, torch.optim.Optimizer):
-            break
-        inner = nested
-    if not isinstance(inner, torch.optim.Optimizer):
-        raise ValueError(f"optimizer: {type(optimizer).__name__} is not a torch.optim.Optimizer")
-    return inner
 
 
 class Probe:
@@ -87,7 +73,7 @@ class Probe:
             raise ValueError(f"every={every!r}: give a positive number of steps")
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise ValueError(f"warmup={warmup!r}: give a number of steps, 0 or more")
-        self.model, self.optimizer = model, _unwrap(optimizer)
+        self.model, self.optimizer = model, unwrap(optimizer)
         self.device = params[0].device.type
         self.every, self.warmup, self.census_on, self.ceilings_on = every, warmup, census, ceilings
         self.asked = recipe.asked()
@@ -122,7 +108,7 @@ class Probe:
         self._sniff: recipe.Settings | None = None
         self._sniffer: torch.utils.hooks.RemovableHandle | None = None
         self._inputs: tuple | None = None
-        self._closed = False
+        self._closed = self._closing = False
         self._handles: list = []
         self.attach()
         atexit.register(self.close)
@@ -370,8 +356,6 @@ class Probe:
 
             self.info["ceilings"] = ceilings.measure(self.device, matmul_n=8192, copy_mib=256)
         return self.info["ceilings"]
-
-    _closing = False
 
     def close(self) -> None:
         """Write the folder and unhook. Safe to call twice; called at exit too."""

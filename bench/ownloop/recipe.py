@@ -1,6 +1,7 @@
 """The recipe a user's run trains under: the one the driver asks for (`AMPBENCH_RECIPE`), or the
 one the run's own settings show (autocast's dtype, an enabled GradScaler, TF32), named by the
-mode table (`bench.recipes.catalog`). Nothing here names a mode: the cards are asked.
+mode table (`bench.recipes.catalog`). Nothing here names a mode: the cards are asked. And the
+torch optimizer inside a framework's wrapper, whose hooks the probe uses (`unwrap`).
 """
 
 from __future__ import annotations
@@ -89,3 +90,18 @@ def unsupported_reason(name: str) -> str | None:
             "switch for it"
         )
     return None
+
+
+def unwrap(optimizer: object) -> torch.optim.Optimizer:
+    """The torch optimizer inside a framework's wrapper (accelerate's `AcceleratedOptimizer`,
+    itself an Optimizer subclass that never ran Optimizer's constructor, and Lightning's
+    `LightningOptimizer` keep it as `.optimizer`): its step hooks are the ones that fire."""
+    inner = optimizer
+    for _ in range(4):
+        nested = getattr(inner, "optimizer", None)
+        if not isinstance(nested, torch.optim.Optimizer):
+            break
+        inner = nested
+    if not isinstance(inner, torch.optim.Optimizer):
+        raise ValueError(f"optimizer: {type(optimizer).__name__} is not a torch.optim.Optimizer")
+    return inner
