@@ -1,17 +1,22 @@
 """ampbench: a benchmark harness for PyTorch mixed-precision training.
 
-`bench.load(run_dir)` returns a run's rows as a pandas DataFrame; `python -m bench --help` lists
-the commands.
+`bench.load(run_dir)` returns a run's rows as a pandas DataFrame; `bench.probe(model, optimizer)`
+measures a user's own training loop (docs/own-loop.md); `python -m bench --help` lists the
+commands.
 """
 
 from __future__ import annotations
 
-__all__ = ["load", "load_samples"]
+__all__ = ["load", "load_samples", "probe"]
 
 
 def __getattr__(name: str) -> object:
     # `bench.load` imports pandas when first used, not with the package: the command line
     # (`python -m bench --help`) imports this package and must answer at once.
+    if name == "probe":
+        from bench.ownloop.probe import probe
+
+        return probe
     if name in __all__:
         from bench.store import results
 

@@ -1,10 +1,10 @@
 # Sourced by run_bench.sh and run_tests.sh: sets PY to a Python that can import what ampbench
 # needs. The current python3 is used as it is when it already has the packages (an offline GPU box
 # needs no network); otherwise a project virtualenv in .venv is created and filled from
-# pyproject.toml, with the test tools, torchvision (the resnet50 workload and torchvision:NAME)
-# and the model zoos (transformers, timm: hf:NAME, timm:NAME). None of these is among the modules
-# a caller requires: without them their rows are `unsupported` and their tests skip. Set PYTHON
-# to use another interpreter.
+# pyproject.toml, with the test tools, torchvision (the resnet50 workload and torchvision:NAME),
+# the model zoos (transformers, timm: hf:NAME, timm:NAME) and Lightning (the own-loop callback).
+# None of these is among the modules a caller requires: without them their rows are
+# `unsupported` and their tests skip. Set PYTHON to use another interpreter.
 #
 # Whether a Python has the packages is asked of its import system (`importlib.util.find_spec`),
 # not by importing them: importing torch, pandas, scipy and matplotlib took about 3 s, paid by
@@ -42,7 +42,7 @@ ampbench_python() {
     if ! _has_modules "$PY" "$modules"; then
         echo "ampbench: installing ampbench and its dependencies into .venv" >&2
         "$PY" -m pip install --quiet --disable-pip-version-check --no-compile \
-            -e ".[test,vision,zoo,site]" || return 1
+            -e ".[test,vision,zoo,site,lightning]" || return 1
         # pip compiles the packages' bytecode one file at a time (about 60 s of the 120 s on 2
         # cores); compileall spreads it over every core. Compiled once here, since a process
         # under PYTHONDONTWRITEBYTECODE would compile torch again at every import. A file that

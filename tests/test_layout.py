@@ -30,6 +30,7 @@ ORDER = [
     "measure",
     "numerics",
     "quality",
+    "ownloop",
     "jobs",
     "publish",
     "cli",
@@ -81,6 +82,7 @@ COMMANDS = {
     "readme",
     "publish",
     "check",
+    "recipes",
 }
 """The command modules of `bench.cli`: each parses nothing but its own options."""
 

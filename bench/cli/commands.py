@@ -19,6 +19,7 @@ from bench.cli import (
     publish,
     quality,
     readme,
+    recipes,
     report,
 )
 from bench.cli import run as run_command
@@ -40,6 +41,7 @@ MODULES: tuple[ModuleType, ...] = (
     readme,
     publish,
     check,
+    recipes,
 )
 """The command modules in the order `--help` lists them."""
 

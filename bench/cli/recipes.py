@@ -1,0 +1,81 @@
+"""`ampbench recipes -- python train.py ARGS`: a user's own training script run under every
+recipe and several seeds, each run measured by the probe or a callback inside it, judged for
+speed and for training (docs/own-loop.md)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.cases import checks, choices
+from bench.cli import argv
+from bench.cli import options as o
+from bench.faults import UsageError
+
+NAME = "recipes"
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        NAME,
+        help="your own training script under every recipe and seed, judged",
+        description="Runs the command after `--` once per recipe and seed, in interleaved "
+        "rounds, with AMPBENCH_RECIPE, AMPBENCH_SEED and AMPBENCH_OUT set for the probe or "
+        "callback inside it (docs/own-loop.md); writes the runs' rows and recipes.md.",
+    )
+    p.add_argument(
+        "--modes",
+        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        help="the recipes (default: fp32, tf32, fp16 with GradScaler, bf16 autocast; on the "
+        "CPU those it runs)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=o.converter(checks.NON_NEGATIVE_INT, "seed", items=True),
+        default=(0, 1, 2),
+        help="one round per seed (default: 0,1,2)",
+    )
+    p.add_argument(
+        "--metric",
+        help="the logged metric the training judge reads, lower is better (default: the "
+        "first of val_loss, eval_loss, loss that every run logged)",
+    )
+    p.add_argument(
+        "--timeout-s",
+        type=o.POSITIVE_FLOAT,
+        default=3600.0,
+        help="stop a run after this many seconds (a `timeout` row)",
+    )
+    o.add_device(p)
+    o.add_results_dir(p)
+    o.add_tag(p)
+    p.add_argument("script", nargs=argparse.REMAINDER, help="-- then the command that trains")
+
+
+def command(args: argparse.Namespace) -> int:
+    from bench.jobs import recipes as job
+    from bench.measure import env
+    from bench.publish import own_loop, render
+
+    script = list(args.script)
+    if script[:1] == ["--"]:
+        script = script[1:]
+    if not script:
+        raise UsageError("no script: give the command after --, e.g. -- python train.py")
+    device = env.device(args.device)
+    try:
+        cfg = job.RecipesConfig(
+            script=tuple(script), modes=tuple(args.modes or job.default_modes(device)),
+            seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    run_dir = job.run(
+        cfg, results_dir=argv.results_dir(args), tag=args.tag,
+        command=argv.command_line(args.argv, args.parser),
+    )  # fmt: skip
+    render.after_job(run_dir)
+    path = own_loop.write(run_dir)
+    print(path.read_text())
+    print(run_dir)
+    # 1 when a run failed (an unsupported recipe is an answer, not a failure), as `run` does.
+    return 1 if own_loop.failed_runs(run_dir) else 0

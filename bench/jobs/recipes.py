@@ -1,0 +1,203 @@
+"""`ampbench recipes -- python train.py ARGS`: a user's own training script run once per recipe
+and seed, in interleaved rounds (round k runs every recipe at seed k, in an order that turns by
+one each round, so drift over the session is spread over the recipes), each run measured by the
+probe or a callback inside the script (docs/own-loop.md).
+
+Each run gets the recipe, the seed and its folder through the environment (`AMPBENCH_RECIPE`,
+`AMPBENCH_SEED`, `AMPBENCH_OUT`: `bench.ownloop.recipe`), which the script's probe or callback
+reads. Its row (the probe's) joins this folder's rows.jsonl, its raw step times samples.jsonl, and
+its own folder stays under `runs/`. A run that exits non-zero, writes no probe folder, or runs
+past the timeout is a row with that status and the script's last lines; the others go on. A
+recipe that a script cannot take by a switch (a cast of the model, float8) is an `unsupported`
+row. The folder is a timing folder (`report`, `compare`, `publish` read it); the recipe table
+and its verdicts are `bench.publish.own_loop`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.jobs.base import Folder, log, new_folder
+from bench.ownloop import recipe
+from bench.recipes import catalog
+from bench.store import results
+
+RUNS = "runs"
+"""The sub-folder of each run's own probe folder and log."""
+TAIL_LINES = 12
+"""How many of a failed script's last lines its row keeps."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecipesConfig:
+    script: tuple[str, ...]
+    """The command that trains, as given after `--` (`python train.py ARGS`)."""
+    modes: tuple[str, ...]
+    """The recipes, by the mode table's names; the reference first where it is among them."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """One round per seed: each recipe runs once at each."""
+    metric: str | None = None
+    """The logged metric the training judge reads (lower is better); None: the first of
+    `val_loss`, `eval_loss`, `loss` that every run logged."""
+    timeout_s: float = 3600.0
+    """A run still going after this long is stopped and is a `timeout` row."""
+    device: str = "cuda"
+
+    def __post_init__(self) -> None:
+        if not self.script:
+            raise ValueError("no script: give the command after --, e.g. -- python train.py")
+        for name in self.modes:
+            if catalog.card(name) is None:
+                raise ValueError(f"mode {name!r}: choose from {', '.join(catalog.CARDS)}")
+        if not self.modes:
+            raise ValueError("modes: give at least one")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds {self.seeds!r}: give distinct seeds")
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s={self.timeout_s!r}: give a positive number of seconds")
+
+
+def default_modes(device: str) -> tuple[str, ...]:
+    """The recipes a script takes by a switch (`bench.ownloop.recipe.SUPPORTED_KINDS`) that scale
+    as their dtype is meant to (fp16 with a scaler, bf16 without), and the float32 ones; on the
+    CPU those without TF32 or float16 (no CPU runs them)."""
+    amp = catalog.autocast_modes()
+    out = [name for name, card in catalog.CARDS.items() if card.kind == "float32" or name in amp]
+    if device == "cpu":
+        out = [
+            n for n in out if not catalog.CARDS[n].tf32 and catalog.CARDS[n].low_dtype != "float16"
+        ]
+    return tuple(out)
+
+
+def order(modes: tuple[str, ...], round_index: int) -> list[str]:
+    """Round k's order: the recipes turned by k, so no recipe always runs first."""
+    k = round_index % len(modes)
+    return [*modes[k:], *modes[:k]]
+
+
+def _tail(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-TAIL_LINES:])
+
+
+Runner = Callable[[list[str], dict[str, str], Path, float], tuple[int | None, str]]
+"""(command, environment, log file, timeout) -> (exit status, None on a timeout; its output)."""
+
+
+def run_script(
+    command: list[str], environ: dict[str, str], log_path: Path, timeout_s: float
+) -> tuple[int | None, str]:
+    """Run the script once, its output (stdout and stderr) into `log_path`."""
+    with log_path.open("w") as f:
+        try:
+            proc = subprocess.run(
+                command, env=environ, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s,
+                check=False,
+            )  # fmt: skip
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = None
+        except OSError as exc:  # the command itself cannot start (no such program)
+            f.write(f"{command[0]}: {exc.strerror}\n")
+            code = 127
+    return code, log_path.read_text(errors="replace")
+
+
+def _failed_row(mode: str, seed: int, status: str, error: str, script: str, device: str) -> dict:
+    return {
+        "case_id": f"own:{script}_{mode}_seed{seed}", "mode": mode, "seed": seed,
+        "model": f"own:{script}", "preset": "", "device": device, "optimizer": "",
+        "batch_size": 1, "sizes": {"params": 1}, "status": status, "error": error,
+    }  # fmt: skip
+
+
+def one_run(
+    job: Folder, cfg: RecipesConfig, mode: str, seed: int, runner: Runner
+) -> tuple[dict, dict | None]:
+    """Run the script under `mode` at `seed`: its row (the probe's, or one that says what went
+    wrong) and its samples record."""
+    # The script's name for a row that has no model of its own: its .py file, else the program.
+    script = next((Path(a).stem for a in cfg.script if a.endswith(".py")), Path(cfg.script[0]).name)
+    reason = recipe.unsupported_reason(mode)
+    if reason is not None:
+        return _failed_row(mode, seed, "unsupported", reason, script, cfg.device), None
+    name = f"{mode}_seed{seed}"
+    out = job.path / RUNS / name
+    environ = {**os.environ, recipe.RECIPE: mode, recipe.SEED: str(seed), recipe.OUT: str(out)}
+    start = time.perf_counter()
+    code, output = runner(list(cfg.script), environ, job.path / RUNS / f"{name}.log", cfg.timeout_s)
+    elapsed = time.perf_counter() - start
+    rows = results.read_rows(out / results.ROWS) if (out / results.ROWS).exists() else []
+    if code != 0:
+        status = "timeout" if code is None else "failed"
+        what = f"ran past {cfg.timeout_s:g} s" if code is None else f"exited with status {code}"
+        error = f"the script {what}; its last lines:\n{_tail(output)}"
+        row = {**(rows[-1] if rows else _failed_row(mode, seed, status, "", script, cfg.device))}
+        row.update(status=status, error=error, mode=mode, seed=seed)
+    elif not rows:
+        error = (
+            f"the script wrote no probe folder at {recipe.OUT}: does it measure with "
+            "bench.probe or a callback?"
+        )
+        row = _failed_row(mode, seed, "error", error, script, cfg.device)
+    else:
+        row = rows[-1]
+        if row.get("mode") != mode:
+            note = (
+                f"the run's settings show {row.get('mode')}, not {mode}: the script does not "
+                f"apply {recipe.RECIPE}"
+            )
+            row.update(status="error", error=note, mode_seen=row.get("mode"), mode=mode)
+    row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seeds.index(seed))
+    row["case_id"] = f"{row['model']}_{mode}_seed{seed}"
+    samples = results.read_rows(out / results.SAMPLES) if (out / results.SAMPLES).exists() else []
+    record = {**samples[-1], "case_id": row["case_id"]} if samples else None
+    return row, record
+
+
+def _grid(rows: list[dict]) -> dict[str, object]:
+    """What the index reads of a timing run's config, from the runs' rows: the model, the
+    batch sizes and the optimizers the script used."""
+    ok = [r for r in rows if r.get("status") == "ok"] or rows
+    return {
+        "model": ok[0].get("model", "") if ok else "",
+        "batch_sizes": sorted({int(r["batch_size"]) for r in ok if r.get("batch_size")}),
+        "optimizers": sorted({str(r["optimizer"]) for r in ok if r.get("optimizer")}),
+    }
+
+
+def run(
+    cfg: RecipesConfig,
+    *,
+    results_dir: Path,
+    command: str,
+    tag: str | None = None,
+    runner: Runner = run_script,
+) -> Path:
+    """Every run of the grid, round by round, into a new folder; returns it."""
+    settings = {**dataclasses.asdict(cfg), "own_loop_driver": True}
+    suffix = f"_recipes{'_' + tag if tag else ''}"
+    with new_folder(
+        results_dir, kind="timing", device=cfg.device, settings=settings, command=command,
+        suffix=suffix,
+    ) as job:  # fmt: skip
+        (job.path / RUNS).mkdir()
+        for k, seed in enumerate(cfg.seeds):
+            for mode in order(cfg.modes, k):
+                log(f"round {k + 1}/{len(cfg.seeds)}: {mode}, seed {seed}")
+                row, record = one_run(job, cfg, mode, seed, runner)
+                results.append_jsonl(job.path / results.ROWS, row)
+                if record is not None:
+                    results.append_jsonl(job.path / results.SAMPLES, record)
+                if row["status"] != "ok":
+                    log(f"{mode}, seed {seed}: {row['status']}: {row['error'].splitlines()[0]}")
+        job.settings.update(_grid(results.read_rows(job.path / results.ROWS)))
+        job.finish()
+    return job.path

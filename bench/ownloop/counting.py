@@ -1,0 +1,73 @@
+"""The FLOPs of a user's step, counted once by `torch.utils.flop_counter.FlopCounterMode` (with
+ampbench's formulas, `bench.measure.flops.FORMULAS`) around the first step, or handed in. The
+forward's share is what the counter gained inside the model's forward calls; the rest (the
+backward, the loss) is the backward's. On the CPU attention runs through the math backend while
+counting, as `bench.measure.flops.count` does, since the CPU's fused kernel has no formula.
+A counter that cannot run (a compiled model, say) leaves the FLOPs uncounted, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
+
+from bench.faults import error_summary
+from bench.measure.flops import FORMULAS
+
+
+class Counter:
+    def __init__(self, given: int | None = None) -> None:
+        if given is not None and (
+            isinstance(given, bool) or not isinstance(given, int) or given < 1
+        ):
+            raise ValueError(f"flops={given!r}: give the FLOPs of one step, a positive integer")
+        self.total: int | None = given
+        self.fwd: int | None = None
+        self.reason = "" if given is None else "handed in"
+        self._mode: FlopCounterMode | None = None
+        self._stack: contextlib.ExitStack | None = None
+        self._fwd_start: int | None = None
+        self._done = given is not None
+
+    def wants(self, step: int) -> bool:
+        return not self._done and step == 1
+
+    def start(self, device: str) -> None:
+        stack = contextlib.ExitStack()
+        try:
+            if device == "cpu":
+                stack.enter_context(sdpa_kernel(SDPBackend.MATH))
+            self._mode = stack.enter_context(
+                FlopCounterMode(display=False, custom_mapping=FORMULAS)
+            )
+        except Exception as exc:  # the step still runs; its FLOPs are said to be uncounted
+            stack.close()
+            self.reason = f"FLOPs not counted: {error_summary(exc)}"
+            self._done = True
+            return
+        self._stack = stack
+
+    def forward_begins(self) -> None:
+        if self._mode is not None:
+            self._fwd_start = self._mode.get_total_flops()
+
+    def forward_ends(self) -> None:
+        if self._mode is not None and self._fwd_start is not None:
+            self.fwd = (self.fwd or 0) + self._mode.get_total_flops() - self._fwd_start
+            self._fwd_start = None
+
+    def stop(self) -> None:
+        if self._stack is None:
+            return
+        total = self._mode.get_total_flops() if self._mode is not None else 0
+        stack, self._stack, self._mode = self._stack, None, None
+        try:
+            stack.close()
+        except Exception as exc:  # as in start: the count is lost, not the run
+            self.reason = f"FLOPs not counted: {error_summary(exc)}"
+            self.fwd = None
+        else:
+            self.total = total
+        self._done = True

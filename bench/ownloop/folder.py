@@ -1,0 +1,83 @@
+"""The run folder a probe writes: a timing folder (`bench.store`) that `report`, `compare` and
+`publish` read as any other, with one row for the user's run, its raw step times, and the
+probe's own files beside them:
+- `metrics.jsonl`: what the user handed `probe.log` (step, name, value);
+- `scale.jsonl`: GradScaler's scale after each step, and whether the step was skipped;
+- `census.jsonl`: the underflow census's rows (`bench.ownloop.census`).
+Every file is rewritten whole through a temporary file, so a kill leaves the last complete one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from bench.store import folders, paths, results, schema
+
+METRICS, SCALE, CENSUS = "metrics.jsonl", "scale.jsonl", "census.jsonl"
+
+
+def create(out: str | Path | None, gpu: str, commit: str | None) -> Path:
+    """The folder to write: `out`, else `AMPBENCH_OUT`, else a new one under results/. One that
+    already holds files is refused: a probe never writes over an earlier run."""
+    given = out if out is not None else os.environ.get("AMPBENCH_OUT") or None
+    if given is None:
+        now = folders.utc_now()
+        path = paths.default_results() / folders.run_dir_name(now, gpu, commit, "_own")
+    else:
+        path = Path(given)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ValueError(f"out={str(path)!r} already holds files; give a new folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def start(path: Path, machine: dict, config: dict) -> dict:
+    """env.json of a new probe folder: the machine, the command, the probe's settings."""
+    info = schema.stamp(machine, "timing")
+    info.update(
+        started=folders.iso(),
+        command=" ".join(paths.shown_argv(sys.argv)),
+        config=config,
+        run_name=path.name,
+        own_loop=True,
+    )
+    results.write_env(path, info)
+    return info
+
+
+def _rewrite(path: Path, objects: list[dict]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w") as f:
+        for obj in objects:
+            f.write(json.dumps(obj, default=results.json_value) + "\n")
+    tmp.replace(path)
+
+
+def write(
+    path: Path,
+    row: dict,
+    samples: dict[str, list[float]],
+    *,
+    metrics: list[dict],
+    scale: list[dict],
+    census: list[dict],
+) -> None:
+    """Every file of the folder as it stands (the row, the samples, the probe's own files)."""
+    _rewrite(path / results.ROWS, [row])
+    kept = {phase: values for phase, values in samples.items() if values}
+    _rewrite(path / results.SAMPLES, [{"case_id": row["case_id"], "samples_ms": kept}])
+    _rewrite(path / METRICS, metrics)
+    _rewrite(path / SCALE, scale)
+    _rewrite(path / CENSUS, census)
+
+
+def save_env(path: Path, info: dict) -> None:
+    results.write_env(path, info)
+
+
+def finish(path: Path, info: dict) -> None:
+    info["ended"] = folders.iso()
+    results.write_env(path, info)

@@ -1,0 +1,90 @@
+"""The probe driven by transformers' `Trainer` (docs/own-loop.md):
+
+    args = TrainingArguments(..., **precision_args())   # the driver's recipe, if any
+    trainer = Trainer(model, args, ..., callbacks=[ProbeCallback(every=200)])
+
+The callback opens a probe at the start of training on the Trainer's model and optimizer, with
+the GradScaler accelerate made for `fp16=True` (kept on the optimizer wrapper), opens and
+closes a probe step around each optimizer step (`on_step_begin` / `on_step_end`), and hands the
+probe every number the Trainer logs (`loss`, `eval_loss`, ...). The recipe it records is what
+the run did: autocast's dtype inside the forward, the scaler, TF32, as `args.fp16`, `args.bf16`
+and `args.tf32` set them. transformers is optional: importing this module without it is a
+one-line error.
+"""
+
+from __future__ import annotations
+
+try:
+    from transformers import TrainerCallback
+except ImportError:  # pragma: no cover - the optional dependency is missing
+    raise ImportError("bench.ownloop.hf needs transformers: pip install 'ampbench[zoo]'") from None
+
+from bench.ownloop import recipe
+from bench.ownloop.probe import Probe
+from bench.recipes import catalog
+
+
+def precision_args(default: dict[str, bool] | None = None) -> dict[str, bool]:
+    """`TrainingArguments`' precision switches for the recipe the driver asked for
+    (`AMPBENCH_RECIPE`): `fp16`, `bf16`, `tf32`; outside the driver, `default` (or nothing)."""
+    name = recipe.asked()
+    if name is None:
+        return dict(default or {})
+    reason = recipe.unsupported_reason(name)
+    if reason is not None:
+        raise ValueError(f"{recipe.RECIPE}={name}: {reason}")
+    card = catalog.card(name)
+    if card.low_dtype == "float16" and not card.scale_loss:
+        raise ValueError(
+            f"{recipe.RECIPE}={name}: the Trainer's fp16 always runs GradScaler; it has no "
+            "switch for fp16 without one"
+        )
+    out = {"fp16": card.low_dtype == "float16", "bf16": card.low_dtype == "bfloat16"}
+    if card.tf32:
+        out["tf32"] = True
+    return out
+
+
+class ProbeCallback(TrainerCallback):
+    """A `TrainerCallback` that measures the Trainer's own run; options are `bench.probe`'s."""
+
+    def __init__(self, **options: object) -> None:
+        self.options = options
+        self.probe: Probe | None = None
+
+    def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        name = recipe.asked()
+        if name is not None:
+            wanted = precision_args()
+            have = {k: bool(getattr(args, k, False)) for k in wanted}
+            if have != wanted:
+                raise ValueError(
+                    f"{recipe.RECIPE}={name} asks for {wanted}, and the Trainer's arguments "
+                    f"have {have}: build TrainingArguments with **precision_args()"
+                )
+        options = dict(self.options)
+        options.setdefault(
+            "batch_size", args.per_device_train_batch_size * args.gradient_accumulation_steps
+        )
+        scaler = getattr(optimizer, "scaler", None)  # accelerate's, on its optimizer wrapper
+        self.probe = Probe(model, optimizer, scaler=scaler, **options)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.probe is not None:
+            self.probe.begin_step()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.probe is not None:
+            self.probe.end_step()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.probe is None or not logs:
+            return
+        numbers = {
+            k: v for k, v in logs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        self.probe.log(**numbers)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.probe is not None:
+            self.probe.close()

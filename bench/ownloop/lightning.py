@@ -1,0 +1,137 @@
+"""The probe driven by a Lightning `Trainer` (docs/own-loop.md):
+
+    trainer = Trainer(precision=precision(), callbacks=[ProbeCallback(every=200)], ...)
+
+The callback opens a probe at the start of training on the LightningModule and its (first)
+optimizer, with the GradScaler of Lightning's mixed-precision plugin, and marks the step's phases
+from Lightning's own hooks: the batch starts the forward (`training_step` and its loss), the
+backward starts at `on_before_backward`, the optimizer at `on_before_optimizer_step` (after
+GradScaler's unscale, so the census sees true gradients). The recipe it records is the
+Trainer's `precision`. It logs the training loss of each batch and, after each validation, the
+numbers in `trainer.callback_metrics` (`val_loss`, ...). Either `lightning` or
+`pytorch_lightning` serves; without both, importing this module is a one-line error.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from bench.ownloop import recipe
+from bench.ownloop.probe import Probe
+from bench.recipes import catalog
+from bench.recipes.modes import MODES
+
+
+def _package() -> object:
+    for name in ("lightning.pytorch", "pytorch_lightning"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError("bench.ownloop.lightning needs Lightning: pip install 'ampbench[lightning]'")
+
+
+pl = _package()
+
+PRECISIONS = {
+    "float32": "32-true",
+    "float16": "16-mixed",
+    "bfloat16": "bf16-mixed",
+}
+"""A recipe's low dtype (its card's) -> Lightning's `precision=` for it (None: float32)."""
+
+
+def precision(default: str = "32-true") -> str:
+    """Lightning's `precision=` for the recipe the driver asked for (`AMPBENCH_RECIPE`), with TF32
+    switched on for a TF32 recipe (Lightning has no precision for it); outside the driver,
+    `default`."""
+    name = recipe.asked()
+    if name is None:
+        return default
+    reason = recipe.unsupported_reason(name)
+    card = catalog.card(name)
+    if reason is None and card.low_dtype == "float16" and not card.scale_loss:
+        reason = "Lightning's 16-mixed always runs GradScaler; it has no switch for fp16 without"
+    if reason is not None:
+        raise ValueError(f"{recipe.RECIPE}={name}: {reason}")
+    if MODES[name].tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    return PRECISIONS[card.low_dtype or "float32"]
+
+
+def _settings(trainer: object, model: torch.nn.Module, scaler: object) -> recipe.Settings | None:
+    """The recipe as the Trainer's precision states it; None for one this does not know (the
+    first forward then reads it)."""
+    text = str(getattr(trainer, "precision", ""))
+    low = {v: k for k, v in PRECISIONS.items()}.get(text)
+    if low is None:
+        return None
+    dtypes = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+    on = scaler is not None and scaler.is_enabled()
+    tf32 = bool(torch.backends.cuda.matmul.allow_tf32) and next(model.parameters()).is_cuda
+    param = next(model.parameters()).dtype
+    return recipe.Settings(autocast_dtype=dtypes.get(low), scaler=on, tf32=tf32, param_dtype=param)
+
+
+class ProbeCallback(pl.Callback):
+    """A Lightning `Callback` that measures the Trainer's own run; options are `bench.probe`'s."""
+
+    def __init__(self, **options: object) -> None:
+        super().__init__()
+        self.options = options
+        self.probe: Probe | None = None
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        plugin = getattr(trainer, "precision_plugin", None) or trainer.strategy.precision_plugin
+        scaler = getattr(plugin, "scaler", None)
+        self.probe = Probe(pl_module, trainer.optimizers[0], scaler=scaler, **self.options)
+        settings = _settings(trainer, pl_module, scaler)
+        if settings is not None:
+            self.probe.set_settings(settings)
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if self.probe is None:
+            return
+        # A probe step is an optimizer step: with gradient accumulation, k batches.
+        if batch_idx % trainer.accumulate_grad_batches == 0:
+            self.probe.run.note_batch(batch)
+            self.probe.begin_step()
+        self.probe.mark("forward")
+
+    def on_before_backward(self, trainer, pl_module, loss) -> None:
+        if self.probe is not None:
+            self.probe.mark("backward")
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        if self.probe is not None:
+            self.probe.mark("optimizer")
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.probe is None:
+            return
+        if (batch_idx + 1) % trainer.accumulate_grad_batches == 0 or trainer.is_last_batch:
+            self.probe.end_step()
+        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+        if torch.is_tensor(loss):
+            self.probe.log(loss=loss.detach())
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if self.probe is None or trainer.sanity_checking:
+            return
+        numbers = {
+            k: v.detach() if torch.is_tensor(v) else v
+            for k, v in trainer.callback_metrics.items()
+            if (torch.is_tensor(v) and v.numel() == 1) or isinstance(v, float)
+        }
+        self.probe.log(**numbers)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if self.probe is not None:
+            self.probe.close()
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        if self.probe is not None and not self.probe.closed:
+            self.probe.abort(exception)

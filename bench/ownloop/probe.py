@@ -1,0 +1,384 @@
+"""The probe a plain PyTorch loop holds (docs/own-loop.md):
+
+    probe = bench.probe(model, optimizer, scaler=scaler, every=200, out="runs/x")
+    for x, y in batches:
+        with probe.step():
+            with probe.autocast():
+                loss = loss_fn(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+        probe.log(loss=loss)
+    probe.close()
+
+It marks the regions it can see without the user's help: the model's forward (module hooks),
+the optimizer's step (`register_step_pre_hook` / post hook), and between them the loss and the
+backward; a user may mark regions instead (`probe.phase("forward")`). No mark synchronizes: the
+marks are read a step or more later (`bench.ownloop.marks`). The first step counts the FLOPs
+(FlopCounterMode) unless they are handed in; every `every` steps it reads peak memory per phase
+and takes the underflow census of the real gradients (`bench.ownloop.census`). Those steps, the
+step after each (the folder is written in between), and the first `warmup` are left out of the
+step-time samples. `close()` (also run at exit) writes the folder (`bench.ownloop.folder`); it
+is written every `every` steps too, so a run that dies keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from bench.faults import error_summary
+from bench.measure import env
+from bench.measure.timing import clock_for
+from bench.ownloop import census, folder, marks, recipe
+from bench.ownloop.counting import Counter
+from bench.ownloop.recipe import unwrap
+from bench.ownloop.row import Run, build_row
+from bench.recipes.modes import MODES, Mode
+
+PHASE_NAMES = {"forward": "fwd", "backward": "bwd", "optimizer": "step", "step": "step"}
+"""What `probe.phase` accepts -> the phase it times."""
+
+
+class Probe:
+    """See the module's docstring; build it with `bench.probe(...)`."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        scaler: torch.amp.GradScaler | None = None,
+        every: int = 200,
+        out: str | None = None,
+        census: bool = True,
+        warmup: int = 3,
+        flops: int | None = None,
+        batch_size: int | None = None,
+        ceilings: bool = True,
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise ValueError(f"model: {type(model).__name__} is not a torch.nn.Module")
+        params = list(model.parameters())
+        if not params:
+            raise ValueError(
+                f"model: {type(model).__name__} has no parameters; give the module you train"
+            )
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"every={every!r}: give a positive number of steps")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise ValueError(f"warmup={warmup!r}: give a number of steps, 0 or more")
+        self.model, self.optimizer = model, unwrap(optimizer)
+        self.device = params[0].device.type
+        self.every, self.warmup, self.census_on, self.ceilings_on = every, warmup, census, ceilings
+        self.asked = recipe.asked()
+        self.seed = recipe.seed()
+        mode = self._mode()
+        if mode is not None:
+            # The recipe's TF32 for the whole run, forward and backward alike, as ampbench's own
+            # step sets it for every phase (one process runs one recipe under the driver).
+            torch.backends.cuda.matmul.allow_tf32 = mode.tf32
+            torch.backends.cudnn.allow_tf32 = mode.tf32
+        self._scaler = scaler
+        self.clock = clock_for(self.device)
+        self.counter = Counter(given=flops)
+        machine = env.collect(self.device)
+        self.path = folder.create(out, str(machine["gpu"]), machine.get("commit"))
+        self.run = Run(
+            model=model, optimizer=self.optimizer, device=self.device, seed=self.seed,
+            batch_size=batch_size, warmup=warmup, every=every,
+        )  # fmt: skip
+        config = {
+            "device": self.device, "model": self.run.model_name, "modes": [],
+            "optimizers": [type(self.optimizer).__name__], "seed": self.seed,
+            "warmup": warmup, "every": every, "census": census, "recipe_asked": self.asked,
+        }  # fmt: skip
+        self.info = folder.start(self.path, machine, config)
+        self._n = 0
+        self._cur: marks.StepRecord | None = None
+        self._pending: list[marks.StepRecord] = []
+        self._manual = False
+        self._phase = ""
+        self._census_due = False
+        self._sniff: recipe.Settings | None = None
+        self._sniffer: torch.utils.hooks.RemovableHandle | None = None
+        self._inputs: tuple | None = None
+        self._closed = self._closing = False
+        self._handles: list = []
+        self.attach()
+        atexit.register(self.close)
+
+    def attach(self) -> None:
+        """Hook the probe to the model and the optimizer (the constructor does)."""
+        if not self._handles:
+            self._handles = [
+                self.model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
+                self.model.register_forward_hook(self._fwd_post),
+                self.optimizer.register_step_pre_hook(self._opt_pre),
+                self.optimizer.register_step_post_hook(self._opt_post),
+            ]
+
+    def detach(self) -> None:
+        """Remove the probe's hooks (`close` does; a benchmark of the probe's own cost does it
+        between the windows it times without the probe)."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    # The recipe, for a plain loop that writes it once.
+    def _mode(self) -> Mode | None:
+        """The mode the driver asked for, None outside the driver."""
+        return MODES[self.asked] if self.asked else None
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The forward's autocast for the recipe the driver asked for (its TF32 the probe set for
+        the whole run when it was made); outside the driver, nothing changes."""
+        mode = self._mode()
+        if mode is None:
+            return contextlib.nullcontext()
+        reason = recipe.unsupported_reason(mode.name)
+        if reason is not None:
+            raise ValueError(f"{recipe.RECIPE}={mode.name}: {reason}")
+        dtype = mode.autocast_dtype
+        return torch.autocast(self.device, dtype=dtype or torch.float32, enabled=dtype is not None)
+
+    def scaler(self) -> torch.amp.GradScaler:
+        """A GradScaler enabled as the recipe wants it (disabled outside the driver unless one was
+        handed in), which the probe then reads."""
+        if self._scaler is None:
+            mode = self._mode()
+            self._scaler = torch.amp.GradScaler(self.device, enabled=bool(mode and mode.scale_loss))
+        return self._scaler
+
+    # The step.
+    @contextlib.contextmanager
+    def step(self) -> Iterator[Probe]:
+        """One optimizer step of the user's loop."""
+        self.begin_step()
+        try:
+            yield self
+        except BaseException as exc:
+            self.abort(exc)
+            raise
+        self.end_step()
+
+    def begin_step(self) -> None:
+        if self._closed:
+            raise ValueError("the probe is closed; make a new one for a new run")
+        if self._cur is not None:
+            raise ValueError("probe.step() inside another step: close the first one")
+        self._n += 1
+        n = self._n
+        special = n % self.every == 0
+        # The step after a special one follows the folder's write, which waited for the GPU:
+        # it starts on an idle device, so it is not timed either.
+        after = n > 1 and (n - 1) % self.every == 0
+        counting = self.counter.wants(n)
+        self._cur = marks.StepRecord(
+            index=n,
+            timed=n > self.warmup and not (counting or special or after) and n != 1,
+            memory=self.device == "cuda" and (special or n == 1),
+        )
+        self._census_due = self.census_on and special
+        self._drain(block=False)
+        if counting:
+            self.counter.start(self.device)
+        self._phase = ""
+        self._mark("other")
+
+    def end_step(self) -> None:
+        cur = self._cur
+        if cur is None:
+            raise ValueError("probe.end_step() without probe.begin_step()")
+        if self._phase == "fwd":
+            self.counter.forward_ends()
+        s = self._scaler
+        if s is not None and s.is_enabled() and getattr(s, "_scale", None) is not None:
+            # GradScaler's scale after its update, copied to the host without waiting (a
+            # non-blocking copy from the GPU lands in pinned memory) and read once the step's
+            # last event has completed: it is enqueued before that event. get_scale() would
+            # synchronize; on the CPU a clone, since update() changes the scale in place.
+            scale = s._scale.detach()
+            cur.scale = scale.to("cpu", non_blocking=True) if scale.is_cuda else scale.clone()
+        cur.mark(self.clock, None)
+        self.counter.stop()
+        self._pending.append(cur)
+        self._cur = None
+        if cur.index % self.every == 0:
+            self.flush()
+
+    def abort(self, exc: BaseException) -> None:
+        """The user's step raised: keep what was measured, say why it ended."""
+        self.counter.stop()
+        if self._sniffer is not None:
+            self._sniffer.remove()
+        self._cur = None
+        self.run.error = error_summary(exc) if isinstance(exc, Exception) else type(exc).__name__
+        self.close()
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Mark a region of the step yourself (`forward`, `backward`, `optimizer`); once you
+        do, the hooks time nothing and only the regions you mark are phases."""
+        self.mark(name)
+        try:
+            yield
+        finally:
+            self.mark("other")
+
+    def mark(self, name: str) -> None:
+        """Start phase `name` (`forward`, `backward`, `optimizer`, or `other`) here; it lasts
+        until the next mark. What a framework's callback calls from its own hooks."""
+        if name not in PHASE_NAMES and name != "other":
+            raise ValueError(f"phase {name!r}: choose from {', '.join(PHASE_NAMES)}")
+        self._manual = True
+        self._mark(PHASE_NAMES.get(name, "other"))
+
+    def set_settings(self, settings: recipe.Settings) -> None:
+        """The recipe as the framework states it (a callback that knows it before the first
+        forward); otherwise the first forward reads it."""
+        self._check_scaler(settings.scaler)
+        self.run.set_settings(settings)
+        self.info["config"]["modes"] = [self.run.mode]
+
+    def log(self, **metrics: object) -> None:
+        """Metrics of the run at this step (a training loss, a held-out one, an accuracy).
+        Tensors are kept as they are and read when the folder is written, not now (a read would
+        synchronize)."""
+        self.run.log(self._n, metrics)
+
+    # Marks and hooks.
+    def _mark(self, phase: str) -> None:
+        cur = self._cur
+        if cur is None or phase == self._phase:
+            return
+        if self._phase == "fwd":
+            self.counter.forward_ends()
+        if phase == "fwd":
+            self.counter.forward_begins()
+        if phase == "step" and self._census_due:
+            # Here the gradients are final (GradScaler's step unscales them before it calls
+            # the optimizer's, a callback marks the optimizer after its unscale_).
+            self._census_due = False
+            rows, ms = census.take(self.model, cur.index)
+            self.run.census(rows, ms)
+        self._phase = phase
+        cur.mark(self.clock, phase)
+
+    def _fwd_pre(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+        if self._cur is None:
+            return
+        if self.run.settings is None and self._sniff is None:
+            self._first_forward((*args, *kwargs.values()))
+        if not self._manual:
+            self._mark("fwd")
+
+    def _check_scaler(self, on: bool) -> None:
+        mode = self._mode()
+        if mode is not None and mode.scale_loss and not on:
+            raise ValueError(
+                f"{recipe.RECIPE}={mode.name} scales the loss, and the probe has no enabled "
+                "GradScaler: pass scaler= or use probe.scaler()"
+            )
+
+    def _first_forward(self, inputs: tuple) -> None:
+        """Read the recipe the first forward runs under. A wrapper may enter autocast inside
+        the model's own forward (accelerate patches `model.forward` so), after this hook: the
+        modules called inside are watched too, until the forward ends (`_fwd_post`)."""
+        on = self._scaler is not None and self._scaler.is_enabled()
+        self._check_scaler(on)
+        self._inputs = inputs
+        self._sniff = recipe.read_settings(self.device, next(self.model.parameters()).dtype, on)
+
+        def inner(module: nn.Module, args: tuple) -> None:
+            if self._sniff is not None and self._sniff.autocast_dtype is None:
+                seen = recipe.read_settings(self.device, self._sniff.param_dtype, on)
+                if seen.autocast_dtype is not None:
+                    self._sniff = seen
+
+        self._sniffer = nn.modules.module.register_module_forward_pre_hook(inner)
+
+    def _settle(self) -> None:
+        """The first forward ended: its recipe is the run's."""
+        self._sniffer.remove()
+        self.run.set_settings(self._sniff, self._inputs)
+        self.info["config"]["modes"] = [self.run.mode]
+        self._sniff = self._inputs = None
+
+    def _fwd_post(self, module: nn.Module, args: tuple, output: object) -> None:
+        if self._sniff is not None:
+            self._settle()
+        if self._cur is not None and not self._manual:
+            self._mark("bwd")
+
+    def _opt_pre(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+        if self._cur is not None and not self._manual:
+            self._mark("step")
+
+    def _opt_post(self, optimizer: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+        if self._cur is None:
+            return
+        self._cur.stepped = True
+        if not self._manual:
+            self._mark("other")
+
+    # Reading and writing.
+    def _drain(self, block: bool) -> None:
+        """Read every pending step whose marks have times (all of them with `block`)."""
+        if block and self._pending and marks.is_device_clock(self.clock):
+            self.clock.finish()
+        while self._pending and (block or self._pending[0].ready()):
+            self.run.add(self._pending.pop(0), self.clock)
+
+    def flush(self) -> None:
+        """Write the folder as it stands (reads every pending step: it synchronizes)."""
+        self._drain(block=True)
+        if self.run.batch_size:
+            self.info["config"]["batch_sizes"] = [self.run.batch_size]
+        row, samples = build_row(self.run, self.counter, self._ceilings())
+        folder.write(
+            self.path, row, samples,
+            metrics=self.run.metric_rows(), scale=self.run.scale_rows, census=self.run.census_rows,
+        )  # fmt: skip
+        folder.save_env(self.path, self.info)
+
+    def _ceilings(self) -> dict[str, float]:
+        """The GPU's matmul ceilings, measured once, after the run's steps (never inside one)."""
+        if not self.ceilings_on or self.device != "cuda" or not self._closing:
+            return self.info.get("ceilings", {})
+        if "ceilings" not in self.info:
+            from bench.measure import ceilings
+
+            self.info["ceilings"] = ceilings.measure(self.device, matmul_n=8192, copy_mib=256)
+        return self.info["ceilings"]
+
+    def close(self) -> None:
+        """Write the folder and unhook. Safe to call twice; called at exit too."""
+        if self._closed:
+            return
+        self._closing = True
+        try:
+            self.flush()
+            folder.finish(self.path, self.info)
+        finally:
+            self._closed = True
+            self.detach()
+            atexit.unregister(self.close)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def folder(self) -> str:
+        return str(self.path)
+
+
+def probe(model: nn.Module, optimizer: torch.optim.Optimizer, **options: object) -> Probe:
+    """`bench.probe(model, optimizer, scaler=..., every=200, out=...)`: see `Probe`."""
+    return Probe(model, optimizer, **options)  # type: ignore[arg-type]

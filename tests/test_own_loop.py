@@ -1,0 +1,199 @@
+"""The probe of a user's own loop (bench.ownloop), on the CPU: its folder, its FLOPs, its
+marked phases, its count of skipped steps, and what it refuses; a CUDA test forces an fp16
+overflow and checks the skipped step is counted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch import nn
+
+import bench
+from bench.ownloop import recipe
+from bench.store import results
+
+IN, HIDDEN, OUT, BATCH = 32, 64, 10, 16
+
+
+@pytest.fixture(autouse=True)
+def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (recipe.RECIPE, recipe.SEED, recipe.OUT):
+        monkeypatch.delenv(name, raising=False)
+
+
+def mlp() -> tuple[nn.Module, torch.optim.Optimizer]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, OUT))
+    return model, torch.optim.AdamW(model.parameters(), 1e-3)
+
+
+def train(probe, model, optimizer, steps: int, *, mult: float = 1.0, scaler=None) -> None:
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        x, y = torch.randn(BATCH, IN, generator=gen), torch.randint(0, OUT, (BATCH,), generator=gen)
+        with probe.step():
+            loss = nn.functional.cross_entropy(model(x), y)
+            if scaler is None:
+                loss.backward()
+                optimizer.step()
+            else:
+                scaler.scale(loss * mult).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+        probe.log(loss=loss.detach())
+
+
+def test_the_probe_writes_a_timing_folder_with_counted_flops(tmp_path):
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, every=4, out=tmp_path / "run")
+    train(probe, model, optimizer, 8)
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["mode"] == "fp32" and row["model"] == "own:Sequential"
+    assert row["status"] == "ok" and row["batch_size"] == BATCH
+    # Step 1 counts FLOPs, 2-3 are warm-up, 4 and 8 read memory and take the census, 5 follows
+    # the folder's write after 4: 6 and 7 are timed.
+    assert row["steps"] == 2 and row["probe_steps"] == 8 and row["optimizer_steps"] == 8
+    # Hand-counted: 2·B·(in·hidden + hidden·out) forward; backward 2× for the second Linear, 1×
+    # for the first (its input needs no gradient).
+    assert row["fwd_gflop"] * 1e9 == 2 * BATCH * (IN * HIDDEN + HIDDEN * OUT)
+    assert row["bwd_gflop"] * 1e9 == 2 * BATCH * (IN * HIDDEN + 2 * HIDDEN * OUT)
+    assert "no MFU: the CPU" in row["error"] and "no peak memory" in row["error"]
+    (samples,) = results.read_rows(tmp_path / "run" / results.SAMPLES)
+    assert len(samples["samples_ms"]["total"]) == 2
+    for total, fwd, bwd in zip(
+        *(samples["samples_ms"][p] for p in ("total", "fwd", "bwd")), strict=True
+    ):
+        assert 0 < fwd < total and 0 < bwd < total
+    census = [json.loads(x) for x in (tmp_path / "run" / "census.jsonl").read_text().splitlines()]
+    assert {c["step"] for c in census} == {4, 8} and len(census) == 8  # 4 tensors, twice
+    assert all(0 <= c["flushed_share"] <= 1 for c in census)
+    metrics = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert len(metrics) == 8 and json.loads(metrics[-1])["name"] == "loss"
+    df = bench.load(tmp_path / "run")  # read as any timing folder
+    assert list(df["mode"]) == ["fp32"]
+    assert results.read_env(tmp_path / "run")["kind"] == "timing"
+
+
+def test_regions_the_user_marks_are_the_phases(tmp_path):
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, warmup=0, every=100, out=tmp_path / "run", flops=10)
+    x, y = torch.randn(BATCH, IN), torch.randint(0, OUT, (BATCH,))
+    for _ in range(3):
+        with probe.step():
+            with probe.phase("forward"):
+                loss = nn.functional.cross_entropy(model(x), y)
+            with probe.phase("backward"):
+                loss.backward()
+            with probe.phase("optimizer"):
+                optimizer.step()
+    probe.close()
+    (samples,) = results.read_rows(tmp_path / "run" / results.SAMPLES)
+    s = samples["samples_ms"]
+    assert len(s["total"]) == 2  # step 1 is never timed
+    for i, total in enumerate(s["total"]):
+        parts = s["fwd"][i] + s["bwd"][i] + s["step"][i] + s.get("other", [0, 0])[i]
+        assert parts == pytest.approx(total)
+
+
+def test_a_skipped_step_is_counted(tmp_path):
+    # GradScaler on the CPU: a loss multiplied past float32's range makes the gradients inf, the
+    # scaler skips the optimizer's step and halves its scale.
+    model, optimizer = mlp()
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    probe = bench.probe(model, optimizer, scaler=scaler, out=tmp_path / "run", warmup=0)
+    train(probe, model, optimizer, 2, scaler=scaler)
+    train(probe, model, optimizer, 1, mult=1e38, scaler=scaler)
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["skipped_steps"] == 1 and row["optimizer_steps"] == 2
+    assert row["grad_scale"] == 2.0**15
+    scale = [json.loads(x) for x in (tmp_path / "run" / "scale.jsonl").read_text().splitlines()]
+    assert [s["skipped"] for s in scale] == [False, False, True]
+
+
+@pytest.mark.cuda
+def test_an_fp16_overflow_is_a_skipped_step_on_the_gpu(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(IN, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, OUT)).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-3)
+    scaler = torch.amp.GradScaler("cuda", init_scale=256.0)  # well inside float16 at mult 1
+    probe = bench.probe(model, optimizer, scaler=scaler, out=tmp_path / "run", warmup=0)
+    x, y = torch.randn(BATCH, IN, device="cuda"), torch.randint(0, OUT, (BATCH,), device="cuda")
+    for mult in (1.0, 1.0, 1e30, 1.0):  # 1e30 × the scale overflows float16's backward
+        with probe.step():
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = nn.functional.cross_entropy(model(x), y) * mult
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["mode"] == "fp16-amp"
+    assert row["skipped_steps"] == 1 and row["optimizer_steps"] == 3
+    assert row["grad_scale"] == 128.0
+    assert row["peak_alloc_gib"] > 0
+
+
+def test_bad_input_is_one_line_and_keeps_what_was_measured(tmp_path, monkeypatch):
+    model, optimizer = mlp()
+    with pytest.raises(ValueError, match="Identity has no parameters"):
+        bench.probe(nn.Identity(), optimizer, out=tmp_path / "a")
+    with pytest.raises(ValueError, match="every=0"):
+        bench.probe(model, optimizer, every=0, out=tmp_path / "a")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "rows.jsonl").write_text("")
+    with pytest.raises(ValueError, match="already holds files"):
+        bench.probe(model, optimizer, out=tmp_path / "full")
+    # fp16 with GradScaler asked for, and no scaler given: the first forward says so; the steps
+    # before were measured and stay in the folder.
+    monkeypatch.setenv(recipe.RECIPE, "fp16-amp")
+    probe = bench.probe(model, optimizer, out=tmp_path / "run")
+    with pytest.raises(ValueError, match=r"fp16-amp scales the loss.*pass scaler="):
+        train(probe, model, optimizer, 1)
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["status"] == "error" and "scales the loss" in row["error"]
+
+
+@pytest.mark.parametrize(
+    ("autocast", "scaler", "tf32", "params", "mode"),
+    [
+        (None, False, False, torch.float32, "fp32"),
+        (None, False, True, torch.float32, "tf32"),
+        (torch.float16, True, False, torch.float32, "fp16-amp"),
+        (torch.float16, False, False, torch.float32, "fp16-amp-noscale"),
+        (torch.bfloat16, False, False, torch.float32, "bf16-amp"),
+        (None, False, False, torch.bfloat16, "bf16-pure"),
+        (torch.bfloat16, True, False, torch.float32, "custom"),  # no card scales bf16
+    ],
+)
+def test_a_run_s_settings_name_its_mode(autocast, scaler, tf32, params, mode):
+    settings = recipe.Settings(
+        autocast_dtype=autocast, scaler=scaler, tf32=tf32, param_dtype=params
+    )
+    assert settings.mode() == mode
+
+
+def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
+    monkeypatch.setenv(recipe.RECIPE, "bf16-amp")
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
+    assert not probe.scaler().is_enabled()  # bf16 needs no loss scale
+    with probe.step():
+        with probe.autocast():
+            assert torch.is_autocast_enabled("cpu")
+            loss = model(torch.randn(BATCH, IN)).float().sum()
+        loss.backward()
+        optimizer.step()
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["mode"] == "bf16-amp" and row["autocast_dtype"] == "bfloat16"
+    monkeypatch.setenv(recipe.RECIPE, "bf16-pure")
+    other = bench.probe(model, optimizer, out=tmp_path / "two")
+    with pytest.raises(ValueError, match="bf16-pure changes the model"):
+        other.autocast()
+    other.close()

@@ -1,0 +1,106 @@
+"""The callbacks, driven by the real frameworks on the CPU: a transformers `Trainer` on a tiny
+causal LM and a Lightning `Trainer` on a tiny GPT, through the copy-paste examples of
+docs/own-loop.md (examples/own_loop/), which the tests run as a user would."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.ownloop import recipe
+from bench.store import results
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "own_loop"
+
+
+def run_example(name: str, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", [str(EXAMPLES / name), *argv])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+
+
+def metrics(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_transformers_trainer_run_under_the_driver_s_bf16_recipe(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    out = tmp_path / "run"
+    monkeypatch.setenv(recipe.RECIPE, "bf16-amp")  # as `ampbench recipes` sets it
+    monkeypatch.setenv(recipe.SEED, "1")
+    monkeypatch.setenv(recipe.OUT, str(out))
+    run_example(
+        "hf_trainer.py",
+        ["--size", "tiny", "--steps", "6", "--batch-size", "2", "--eval-every", "3",
+         "--eval-batches", "1", "--every", "3"],
+        monkeypatch,
+    )  # fmt: skip
+    (row,) = results.read_rows(out / results.ROWS)
+    # The recipe the run shows: the Trainer's bf16=True put its forward under bf16 autocast.
+    assert row["mode"] == "bf16-amp" and row["autocast_dtype"] == "bfloat16"
+    assert row["model"] == "own:GPT2LMHeadModel" and row["seed"] == 1
+    assert row["status"] == "ok" and row["probe_steps"] == 6 and row["optimizer_steps"] == 6
+    assert row["batch_size"] == 2 and row["fwd_gflop"] > 0 and row["bwd_gflop"] > 0
+    names = {m["name"] for m in metrics(out)}
+    assert {"loss", "eval_loss"} <= names
+    assert {m["step"] for m in metrics(out) if m["name"] == "eval_loss"} >= {0, 3, 6}
+
+
+def test_the_trainer_callback_refuses_arguments_that_miss_the_recipe(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from bench.ownloop.hf import precision_args
+
+    monkeypatch.setenv(recipe.RECIPE, "fp16-amp-noscale")
+    with pytest.raises(ValueError, match="no switch for fp16 without one"):
+        precision_args()
+    monkeypatch.setenv(recipe.RECIPE, "tf32")
+    assert precision_args() == {"fp16": False, "bf16": False, "tf32": True}
+    monkeypatch.delenv(recipe.RECIPE)
+    assert precision_args() == {}
+
+
+def test_a_lightning_trainer_run(tmp_path, monkeypatch):
+    pytest.importorskip("pytorch_lightning")
+    for name in (recipe.RECIPE, recipe.SEED, recipe.OUT):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "run"
+    run_example(
+        "lightning_loop.py",
+        ["--steps", "6", "--batch-size", "2", "--eval-every", "3", "--eval-batches", "1",
+         "--every", "3", "--out", str(out)],
+        monkeypatch,
+    )  # fmt: skip
+    (row,) = results.read_rows(out / results.ROWS)
+    assert row["mode"] == "fp32" and row["model"] == "own:CharGPT" and row["status"] == "ok"
+    assert row["probe_steps"] == 6 and row["optimizer_steps"] == 6 and row["batch_size"] == 2
+    (samples,) = results.read_rows(out / results.SAMPLES)
+    # Lightning runs the forward and backward inside the optimizer's closure: the phases come
+    # from its hooks, each one seen.
+    assert all(samples["samples_ms"][p] for p in ("fwd", "bwd", "step"))
+    assert row["fwd_gflop"] > 0
+    losses = [m for m in metrics(out) if m["name"] == "val_loss"]
+    assert [m["step"] for m in losses] == [3, 6]
+
+
+@pytest.mark.parametrize(
+    ("module", "missing", "words"),
+    [
+        ("bench.ownloop.hf", ("transformers",), "needs transformers"),
+        ("bench.ownloop.lightning", ("lightning", "pytorch_lightning"), "needs Lightning"),
+    ],
+)
+def test_a_missing_framework_is_a_one_line_error(module, missing, words, monkeypatch):
+    import importlib
+
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    for name in missing:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    with pytest.raises(ImportError, match=words) as caught:
+        importlib.import_module(module)
+    assert "\n" not in str(caught.value)

@@ -1,0 +1,118 @@
+"""`ampbench recipes -- python train.py`: a user's script under each recipe and seed, on the CPU;
+its rows, a failed script's row, and the recipe table's verdicts (from runs a fake script
+writes, where the answer is known)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bench
+from bench.cli.main import main
+from bench.jobs import recipes as job
+from bench.ownloop import recipe
+from bench.publish import own_loop
+from bench.store import results
+from bench.verdicts import training
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAIN = ROOT / "examples" / "own_loop" / "plain_loop.py"
+
+
+def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
+    # One real run of the copy-paste example (fp32), and a recipe no script has a switch for: a
+    # process of torch costs seconds, so the rounds and verdicts are tested on a fake below.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the script imports this checkout's bench
+    code = main(
+        ["recipes", "--modes", "fp32,fp8-rowwise", "--seeds", "3", "--results-dir",
+         str(tmp_path), "--", sys.executable, str(PLAIN), "--preset", "tiny", "--steps", "6",
+         "--batch-size", "2", "--eval-every", "3", "--eval-batches", "1", "--every", "3"]
+    )  # fmt: skip
+    assert code == 0
+    (run_dir,) = tmp_path.iterdir()
+    df = bench.load(run_dir).set_index("mode")
+    assert df.loc["fp32", "status"] == "ok" and df.loc["fp32", "model"] == "own:GPT"
+    assert df.loc["fp32", "seed"] == 3 and df.loc["fp8-rowwise", "status"] == "unsupported"
+    assert (run_dir / "runs" / "fp32_seed3" / "rows.jsonl").is_file()
+    config = results.read_env(run_dir)["config"]  # what the index's line reads
+    assert config["model"] == "own:GPT" and config["batch_sizes"] == [2]
+    table = (run_dir / own_loop.RECIPES_MD).read_text()
+    assert "| fp32" in table and "best val_loss" in table and "no switch for it" in table
+    assert (run_dir / results.REPORT).is_file()  # the timing report, as for any run
+    assert table in capsys.readouterr().out
+
+
+def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
+    script = (
+        "import os, sys; print('loading'); print('boom', os.environ['AMPBENCH_RECIPE']); exit(3)"
+    )
+    cfg = job.RecipesConfig(
+        script=(sys.executable, "-c", script), modes=("fp32", "bf16-amp", "fp8-rowwise"),
+        seeds=(0,), device="cpu",
+    )  # fmt: skip
+    run_dir = job.run(cfg, results_dir=tmp_path, command="test")
+    rows = {r["mode"]: r for r in results.read_rows(run_dir / results.ROWS)}
+    assert rows["fp32"]["status"] == rows["bf16-amp"]["status"] == "failed"
+    assert "exited with status 3" in rows["fp32"]["error"]
+    assert rows["fp32"]["error"].endswith("loading\nboom fp32")
+    assert rows["fp8-rowwise"]["status"] == "unsupported"
+    text = own_loop.render(run_dir)
+    assert "boom bf16-amp" in text and "0 of 1" in text
+    assert own_loop.failed_runs(run_dir) == 2  # the command's exit status is then 1
+
+
+def fake_script(losses: dict, step_ms: dict, steps: int = 40) -> job.Runner:
+    """A runner that writes what a probe would: a row, its step times and a val_loss curve."""
+
+    def run(command, environ, log_path, timeout_s):
+        mode, seed = environ[recipe.RECIPE], int(environ[recipe.SEED])
+        out = Path(environ[recipe.OUT])
+        out.mkdir(parents=True)
+        gen = np.random.default_rng(seed * 7 + len(mode))
+        times = list(step_ms[mode] * (1 + 0.01 * gen.standard_normal(steps)))
+        row = {"case_id": f"own:Fake_{mode}_seed{seed}", "mode": mode, "seed": seed,
+               "model": "own:Fake", "status": "ok", "error": "", "skipped_steps": 0,
+               "total_ms": float(np.median(times)), "probe_steps": steps}  # fmt: skip
+        results.append_jsonl(out / results.ROWS, row)
+        results.append_jsonl(
+            out / results.SAMPLES, {"case_id": row["case_id"], "samples_ms": {"total": times}}
+        )
+        # The same spread over the seeds for every recipe: bf16's best is fp32's + 0.001.
+        curve = [4.0, 3.0, losses[mode] + 0.01 * (seed - 1) + 0.001 * (mode != "fp32")]
+        with (out / "metrics.jsonl").open("w") as f:
+            for step, value in enumerate(curve):
+                f.write(json.dumps({"step": step * 10, "name": "val_loss", "value": value}) + "\n")
+        log_path.write_text("done\n")
+        return 0, "done\n"
+
+    return run
+
+
+def test_the_recipe_table_judges_speed_and_training_over_seeds(tmp_path):
+    losses = {"fp32": 2.0, "bf16-amp": 2.0, "fp16-amp": math.nan}
+    step_ms = {"fp32": 10.0, "bf16-amp": 5.0, "fp16-amp": 5.0}
+    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=fake_script(losses, step_ms))
+    rows = results.read_rows(run_dir / results.ROWS)
+    # Interleaved rounds: each round runs every recipe, starting one further along.
+    assert [r["mode"] for r in rows[:4]] == ["fp32", "bf16-amp", "fp16-amp", "bf16-amp"]
+    df, _ = own_loop.table(run_dir, {})
+    got = df.set_index("recipe")
+    assert got.loc["bf16-amp", "speed"] == "faster"
+    assert got.loc["bf16-amp", "time × fp32"] == pytest.approx(0.5, rel=0.05)
+    assert got.loc["bf16-amp", "training"] == training.LIKE
+    assert got.loc["fp16-amp", "training"].startswith(f"{training.WORSE}: diverged in 3 of 3")
+    assert got.loc["fp32", "training"] == "reference"
+
+
+def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
+    assert main(["recipes", "--results-dir", str(tmp_path)]) == 2
+    assert "no script" in capsys.readouterr().err
+    assert main(["recipes", "--modes", "fp64", "--", "python", "x.py"]) == 2
+    assert "fp64" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
