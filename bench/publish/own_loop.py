@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.measure.stats import rounds_verdict  # the one import of the rounds verdict here
+from bench.verdicts.rounds import rounds_verdict  # the one import of the rounds verdict here
 from bench.publish.tables import markdown
 from bench.recipes import catalog
 from bench.store import results
