@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cases import checks, choices
+from bench.cases import checks
 from bench.cli import argv
 from bench.cli import options as o
 from bench.faults import UsageError
+from bench.recipes import catalog
 
 NAME = "recipes"
 
@@ -24,7 +25,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--modes",
-        type=o.converter(checks.choice(choices.MODES), "mode", items=True),
+        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
         help="the recipes (default: fp32, tf32, fp16 with GradScaler, bf16 autocast; on the "
         "CPU those it runs)",
     )

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.cases.choices import MIN_EFFECT
 from bench.measure.stats import NOISY_IQR_OVER_MEDIAN
+from bench.verdicts.defaults import MIN_EFFECT
 
 MIN_WINDOWS = 2
 """The fewest windows a case stopped early has: two, for `compare` to see drift between windows."""

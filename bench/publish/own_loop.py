@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.verdicts.rounds import rounds_verdict  # the one import of the rounds verdict here
 from bench.publish.tables import markdown
 from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import training
+from bench.verdicts.rounds import rounds_verdict  # the one import of the rounds verdict here
 
 RECIPES_MD = "recipes.md"
 METRICS = ("val_loss", "eval_loss", "loss")

@@ -20,7 +20,6 @@ import statistics
 from pathlib import Path
 
 import torch
-from bench.cases.choices import CONFIDENCE
 
 import bench
 from bench.data.sources import generator, get
@@ -28,6 +27,7 @@ from bench.measure.timing import clock_for
 from bench.ownloop import census
 from bench.publish.own_loop import rounds_verdict  # where the driver imports it from
 from bench.recipes.modes import MODES
+from bench.verdicts.defaults import CONFIDENCE
 from bench.workloads import gpt
 
 try:
