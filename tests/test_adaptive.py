@@ -4,6 +4,7 @@ the row says how many windows it has."""
 
 import pytest
 
+from bench.jobs.plans import resolve
 from bench.measure import adaptive, runner, timing
 from bench.measure.adaptive import StopRule
 from bench.publish import report
@@ -129,7 +130,9 @@ def _scripted_clock(monkeypatch, window_ms: list[float]) -> None:
 
 def test_a_row_stopped_early_says_how_many_windows_it_has(monkeypatch, cpu_ceilings):
     _scripted_clock(monkeypatch, [5.0, 5.0, 9.0])
-    row, samples = runner.run_case(tiny_case(steps=3, repeats=3, min_repeats=2), cpu_ceilings)
+    row, samples = runner.run_case(
+        resolve(tiny_case(steps=3, repeats=3, min_repeats=2)), cpu_ceilings
+    )
     assert row["status"] == "ok", row["error"]
     assert (row["windows"], row["windows_stop"]) == (2, adaptive.NARROW)
     assert len(samples["total"]) == 2 * 3 == row["windows"] * row["steps"]
@@ -137,7 +140,9 @@ def test_a_row_stopped_early_says_how_many_windows_it_has(monkeypatch, cpu_ceili
 
 def test_a_row_run_to_the_cap_says_so(monkeypatch, cpu_ceilings):
     _scripted_clock(monkeypatch, [5.0, 6.0, 7.0])
-    row, samples = runner.run_case(tiny_case(steps=3, repeats=3, min_repeats=2), cpu_ceilings)
+    row, samples = runner.run_case(
+        resolve(tiny_case(steps=3, repeats=3, min_repeats=2)), cpu_ceilings
+    )
     assert (row["windows"], row["windows_stop"]) == (3, adaptive.WINDOW_CAP)
     assert len(samples["total"]) == 9
 

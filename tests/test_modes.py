@@ -13,6 +13,7 @@ def test_mode_table_matches_the_design():
         "tf32": (None, False, True, "tf32"),
         "fp16-amp": (torch.float16, True, False, "fp16"),
         "fp16-amp-noscale": (torch.float16, False, False, "fp16"),
+        "fp16-pure": (None, False, False, "fp16"),
         "bf16-amp": (torch.bfloat16, False, False, "bf16"),
         "bf16-pure": (None, False, False, "bf16"),
         "bf16-pure-sr": (None, False, False, "bf16"),
