@@ -53,9 +53,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.jobs import recipes as job
-    from bench.measure import env
-    from bench.publish import own_loop, render
+    from bench.jobs import recipes as job  # torch: none at parse time
+    from bench.measure import env  # torch: none at parse time
+    from bench.publish import own_loop, render  # pandas: none at parse time
 
     script = list(args.script)
     if script[:1] == ["--"]:
