@@ -50,10 +50,8 @@ def test_eager_keeps_its_phases_and_has_no_preparation(cpu_ceilings):
 @pytest.mark.cuda
 @pytest.mark.parametrize("optimizer", ["fused", "foreach"])
 def test_cudagraph_keeps_the_skipped_step_after_an_overflow(optimizer):
-    s = build(
-        resolve(tiny_case(device="cuda", mode="fp16-amp", optimizer=optimizer)), capturable=True
-    )
-    s.case = type(s.case)(**{**s.case.axes(), "variant": "cudagraph"})
+    case = tiny_case(device="cuda", mode="fp16-amp", optimizer=optimizer, variant="cudagraph")
+    s = build(resolve(case), capturable=True)
     prepared = variants.prepare(s)
     (replay,) = prepared.phases.values()
     replay()  # a clean step moves the weights and keeps the scale
