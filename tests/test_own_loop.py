@@ -73,8 +73,15 @@ def test_the_probe_writes_a_timing_folder_with_counted_flops(tmp_path):
     assert all(0 <= c["flushed_share"] <= 1 for c in census)
     metrics = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert len(metrics) == 8 and json.loads(metrics[-1])["name"] == "loss"
+    # The loop freed its gradients (zero_grad(set_to_none=True)) before the row was written:
+    # they are sized from the parameters, float32 like them.
+    params = sum(p.numel() for p in model.parameters()) * 4 / 2**30
+    assert row["grad_gib"] == pytest.approx(params) and row["param_gib"] == pytest.approx(params)
     df = bench.load(tmp_path / "run")  # read as any timing folder
     assert list(df["mode"]) == ["fp32"]
+    assert df["model_state_gib"].iloc[0] == pytest.approx(
+        row["param_gib"] * 2 + row["optim_state_gib"]
+    )
     assert results.read_env(tmp_path / "run")["kind"] == "timing"
 
 
@@ -197,3 +204,15 @@ def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="bf16-pure changes the model"):
         other.autocast()
     other.close()
+
+
+def test_an_old_own_loop_row_with_freed_gradients_reads_as_not_measured(tmp_path):
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, every=4, out=tmp_path / "run")
+    train(probe, model, optimizer, 4)
+    probe.close()
+    path = tmp_path / "run" / results.ROWS
+    (row,) = results.read_rows(path)
+    path.write_text(json.dumps({**row, "grad_gib": 0.0}) + "\n")  # as rows were written before
+    df = bench.load(tmp_path / "run")
+    assert df["grad_gib"].isna().all() and df["model_state_gib"].isna().all()

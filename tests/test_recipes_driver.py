@@ -101,11 +101,14 @@ def test_the_recipe_table_judges_speed_and_training_over_seeds(tmp_path):
     rows = results.read_rows(run_dir / results.ROWS)
     # Interleaved rounds: each round runs every recipe, starting one further along.
     assert [r["mode"] for r in rows[:4]] == ["fp32", "bf16-amp", "fp16-amp", "bf16-amp"]
-    df, _ = own_loop.table(run_dir, {})
+    df, notes = own_loop.table(run_dir, {})
     got = df.set_index("recipe")
     assert got.loc["bf16-amp", "speed"] == "faster"
     assert got.loc["bf16-amp", "time × fp32"] == pytest.approx(0.5, rel=0.05)
-    assert got.loc["bf16-amp", "training"] == training.LIKE
+    # The verdict with the numbers it rests on, and the judge's margin in the notes.
+    assert got.loc["bf16-amp", "training"].startswith(f"{training.LIKE}: gap ")
+    assert "90% interval" in got.loc["bf16-amp", "training"]
+    assert any(n.startswith("Margin: ±") for n in notes)
     assert got.loc["fp16-amp", "training"].startswith(f"{training.WORSE}: diverged in 3 of 3")
     assert got.loc["fp32", "training"] == "reference"
 

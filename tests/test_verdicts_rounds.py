@@ -17,6 +17,7 @@ from bench.verdicts.rounds import (
     fit_prior,
     holm,
     judge_family,
+    paired_ratio,
     rounds_verdict,
 )
 
@@ -144,3 +145,15 @@ def test_the_family_judge_moderates_within_a_mode_and_decides():
     assert words[:6] == ["slower"] * 6 and words[6:] == ["same"] * 6
     assert all(v["df"] > 8 for v in out)  # each lent degrees of freedom by its mode
     assert decided(words) and not decided([*words, "unclear"])
+
+
+def test_paired_rounds_cancel_the_drift_they_share():
+    drift = np.array([8.7, 9.4, 10.5, 11.2, 12.4, 9.8])
+    b = drift * 1.02 * np.array([1.001, 0.999, 1.0, 1.001, 0.999, 1.0])
+    paired = paired_ratio(drift, b)
+    assert paired["ratio"] == pytest.approx(1.02, rel=1e-3)
+    assert 1.015 < paired["ratio_lo"] < 1.02 < paired["ratio_hi"] < 1.025
+    # Taken as independent rounds, the shared drift swamps the 2%.
+    assert rounds_verdict(list(drift), list(b))["verdict"] == "unclear"
+    with pytest.raises(ValueError, match="paired rounds: 3 and 2"):
+        paired_ratio([1.0, 1.0, 1.0], [1.0, 1.0])

@@ -129,7 +129,9 @@ def _state_gib(run: Run) -> dict[str, float]:
     state = [t for s in run.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
     return {
         "param_gib": gib(params),
-        "grad_gib": gib(p.grad for p in params if p.grad is not None),
+        # A gradient has its parameter's shape and dtype; by the time the row is written the
+        # loop's zero_grad(set_to_none=True) has usually freed them, so they are sized, not read.
+        "grad_gib": gib(p for p in params if p.requires_grad),
         "optim_state_gib": gib(state),
     }
 

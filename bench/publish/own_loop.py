@@ -131,7 +131,31 @@ def _speed_cells(v: dict) -> tuple[float, str, str]:
 def _training_cell(mode: str, v: training.Verdict) -> str:
     if mode == training.REFERENCE:
         return "reference"
-    return v.verdict if v.verdict == training.LIKE else f"{v.verdict}: {v.reason}"
+    return f"{v.verdict}: {v.reason}"
+
+
+def training_notes(summary: pd.DataFrame, verdicts: dict[str, training.Verdict]) -> list[str]:
+    """The judge's margin, the seeds that missed the target, and a budget that ended while fp32
+    was still improving: what each training verdict rests on (the quality study says the same)."""
+    if summary.empty:
+        return []
+    mg = training.margin_of(summary)
+    notes = [f"Margin: {mg.reason}."]
+    goal, _ = training.target(summary)
+    if goal is not None:
+        for mode, v in verdicts.items():
+            miss = training.missed(summary, mode, goal) if v.within else ""
+            if mode != training.REFERENCE and miss:
+                notes.append(f"{mode}: {miss}.")
+    seeds = training.still_improving(summary)
+    if seeds:
+        last = int(summary["last_step"].max())
+        notes.append(
+            f"Still improving at the budget: {training.REFERENCE}'s best is at its last logged "
+            f"step in seed {', '.join(map(str, sorted(seeds)))}; the training verdicts hold for "
+            f"these {last} steps, not for training to convergence."
+        )
+    return notes
 
 
 def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
@@ -171,6 +195,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         f"Training: each recipe against {training.REFERENCE} over the seeds on {why}."
         if metric is not None
         else f"Training: not judged: {why}.",
+        *training_notes(summary, verdicts),
     ]
     # The probe's own notes on what it could not measure (`–` in the table), each once.
     said = rows[rows["status"] == "ok"]["error"].dropna() if "error" in rows else []

@@ -299,11 +299,20 @@ def _floor_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, st
 
 def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, str]) -> list[str]:
     """The peaks per phase and what the forward pass saves, per batch size, and the figure."""
+    own = df["model"].astype(str).str.startswith("own:") if "model" in df else pd.Series(False)
     return [
         "## Memory (GiB)",
         "",
         "`saved by fwd`: what the forward pass leaves allocated for backward (activations, "
         "and under autocast the low-precision weight copies).",
+        *(
+            [
+                "`–` in an own loop's row: what the probe cannot see from outside the loop "
+                "(reserved memory, and gradients it read after the loop had freed them)."
+            ]
+            if own.any()
+            else []
+        ),
         "",
         *_by_batch(df, {**lead, **columns.MEMORY}),
         *_figure(figures, "memory", "memory per mode"),

@@ -307,3 +307,23 @@ def judge_family(
 def decided(verdicts: Sequence[str]) -> bool:
     """Whether more rounds would add nothing: every case faster, slower or same."""
     return all(v in DECIDED for v in verdicts)
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> dict:
+    """B over A where round i of each side ran back to back (interleaved windows of one
+    process): the geometric mean of the per-round ratios and its t interval. Pairing takes out
+    the drift the rounds share, which `rounds_verdict` (independent rounds) must count as noise."""
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"paired rounds: {len(a)} and {len(b)}, need two or more of each, equal")
+    logs = np.log(np.asarray(b, float) / np.asarray(a, float))
+    half = (
+        stats.t.ppf(0.5 + confidence / 2, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs))
+    )
+    mean = float(logs.mean())
+    return {
+        "ratio": math.exp(mean),
+        "ratio_lo": math.exp(mean - half),
+        "ratio_hi": math.exp(mean + half),
+        "rounds": len(logs),
+        "confidence": confidence,
+    }
