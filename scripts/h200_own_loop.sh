@@ -4,7 +4,7 @@
 #   probe_run/   the probe on a real loop: examples/own_loop/plain_loop.py (ampbench's GPT at
 #                nanoGPT's shakespeare-char size, bf16 autocast, the bundled Shakespeare text),
 #                600 steps, memory and the census every 200; its report.md rendered.
-#   overhead/    the probe's cost on that loop: examples/own_loop/overhead.py, 10 rounds of 60
+#   overhead/    the probe's cost on that loop: examples/own_loop/overhead.py, 30 rounds of 60
 #                steps a side (with the probe, census off / without it), interleaved, and the
 #                census's own time: overhead.md, overhead.json (and the probed steps' folder).
 #   recipes/     `./run_bench.sh recipes` over fp32, fp16 with GradScaler and bf16 autocast, 3
@@ -32,7 +32,7 @@ step() { echo "== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; echo "== exit 
 step env AMPBENCH_RECIPE=bf16-amp timeout 120 "$PY" examples/own_loop/plain_loop.py \
     --steps 600 --every 200 --eval-every 200 --out "$out/probe_run"
 step ./run_bench.sh report "$out/probe_run"
-step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 10 --window 60 --out "$out/overhead"
+step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 30 --window 60 --out "$out/overhead"
 
 # (b) the driver on a transformers Trainer script: three recipes, three seeds.
 script=(examples/own_loop/hf_trainer.py --steps 200 --eval-every 50 --eval-batches 10)

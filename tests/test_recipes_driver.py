@@ -47,6 +47,34 @@ def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
     assert table in capsys.readouterr().out
 
 
+def test_the_overhead_benchmark_pairs_its_rounds_and_times_the_probe_on_the_host(
+    tmp_path, monkeypatch
+):
+    import importlib.util
+
+    folder = ROOT / "examples" / "own_loop"
+    monkeypatch.syspath_prepend(str(folder))  # as when run as a script: plain_loop beside it
+    spec = importlib.util.spec_from_file_location("overhead", folder / "overhead.py")
+    overhead = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(overhead)
+    args = ["--preset", "shakespeare-tiny", "--batch-size", "2", "--rounds", "2", "--window", "2"]
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["overhead.py", *args, "--warmup", "2", "--censuses", "1", "--out", str(tmp_path)],
+    )
+    overhead.main()
+    result = json.loads((tmp_path / "overhead.json").read_text())
+    assert len(result["bare_step_ms"]) == len(result["probed_step_ms"]) == 2
+    # The probe's own code ran in every probed window, and took less than the whole step.
+    host, probed = result["probe_host_us_per_step"], result["probed_step_ms"]
+    assert len(host) == 2 and all(0 < us < 1e3 * ms for us, ms in zip(host, probed, strict=True))
+    written = (tmp_path / "overhead.md").read_text()
+    assert "paired by round" in written and "own host time" in written
+    # Written again from the saved numbers: the same page.
+    assert overhead.render(result, overhead.BUDGET) == written
+
+
 def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
     script = (
         "import os, sys; print('loading'); print('boom', os.environ['AMPBENCH_RECIPE']); exit(3)"

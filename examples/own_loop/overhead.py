@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -90,6 +92,7 @@ def main() -> None:
         model, optimizer, scaler=scaler, census=False, every=10**9, warmup=0,
         out=out / "probe_run",
     )  # fmt: skip
+    host = HostTime(probe)
     clock = clock_for(device)
 
     def window(probed: bool) -> float:
@@ -111,10 +114,13 @@ def main() -> None:
     for _ in range(max(1, a.warmup // a.window)):
         window(False)
         window(True)
-    bare, probed = [], []
+    bare, probed, host_us = [], [], []
     for k in range(a.rounds):
         for side in (False, True) if k % 2 == 0 else (True, False):
+            host.seconds = 0.0
             (probed if side else bare).append(window(side))
+            if side:
+                host_us.append(host.seconds / len(batches) * 1e6)
     probe.close()
 
     # The census on the same model's gradients, after a backward: its own time each call.
@@ -127,11 +133,39 @@ def main() -> None:
         "device": torch.cuda.get_device_name() if cuda else "cpu", "preset": a.preset,
         "batch_size": a.batch_size, "mode": a.mode, "rounds": a.rounds, "window_steps": a.window,
         "bare_step_ms": bare, "probed_step_ms": probed, "census_ms": census_ms,
+        "probe_host_us_per_step": host_us,
     }  # fmt: skip
     text = render(result, a.budget)
     (out / "overhead.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "overhead.md").write_text(text)
     print(text)
+
+
+class HostTime:
+    """The host time spent in the probe's own code each step: its step's begin and end and the
+    hooks it puts on the model and the optimizer, timed by wrapping them on this probe (the hooks
+    are looked up when `attach` registers them, so it is re-attached). Where a loop's step waits
+    on the host (kernel launches), this is what the probe adds to the step; where the GPU is the
+    bottleneck, the GPU's queue hides it."""
+
+    CALLS = ("begin_step", "end_step", "_fwd_pre", "_fwd_post", "_opt_pre", "_opt_post")
+
+    def __init__(self, probe: object) -> None:
+        self.seconds = 0.0
+        probe.detach()
+        for name in self.CALLS:
+            setattr(probe, name, self._timed(getattr(probe, name)))
+        probe.attach()
+
+    def _timed(self, fn: Callable) -> Callable:
+        def timed(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        return timed
 
 
 def render(result: dict, budget: float) -> str:
@@ -169,6 +203,16 @@ def render(result: dict, budget: float) -> str:
             else "too few rounds for an interval"
         )
         + f": {verdict['verdict']}",
+        *(
+            [
+                f"- the probe's own host time: {statistics.median(host):.4g} µs a step (median "
+                f"of the probed windows), {statistics.median(host) / 1e3 / step_ms:.3%} of the "
+                "bare step: what it adds where the step waits on the host, hidden where the GPU "
+                "is the bottleneck"
+            ]
+            if (host := result.get("probe_host_us_per_step"))
+            else []
+        ),
         f"- one census of every gradient: {census:.4g} ms, {census / step_ms:.4g} steps' time; "
         f"every 200 steps that is {census / step_ms / 200:.3%} of the run",
         "",
