@@ -307,8 +307,9 @@ def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, s
         "and under autocast the low-precision weight copies).",
         *(
             [
-                "`–` in an own loop's row: what the probe cannot see from outside the loop "
-                "(reserved memory, and gradients it read after the loop had freed them)."
+                "`–` in an own loop's row: not measured by the probe (reserved memory; and "
+                "gradients in rows written before the probe sized them from the parameters, "
+                "which read them after the loop had freed them)."
             ]
             if own.any()
             else []

@@ -237,10 +237,8 @@ def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
         return df
     # An own loop's rows written before gradients were sized from the parameters read them after
     # the loop's zero_grad had freed them: 0 beside parameters is not a measurement.
-    freed = df.get("model", pd.Series("", index=df.index)).astype(str).str.startswith("own:") & (
-        df["grad_gib"] == 0
-    )
-    df.loc[freed & (df["param_gib"] > 0), "grad_gib"] = math.nan
+    own = df.get("model", pd.Series("", index=df.index)).astype(str).str.startswith("own:")
+    df.loc[own & (df["grad_gib"] == 0) & (df["param_gib"] > 0), "grad_gib"] = math.nan
     df["model_state_gib"] = df[list(parts)].sum(axis=1, min_count=len(parts))
     others = [a for a in axes() if a != "mode"]
     for base, col, new, how in (
