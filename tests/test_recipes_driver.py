@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import bench
 from bench.cli.main import main
 from bench.jobs import recipes as job
 from bench.ownloop import recipe
-from bench.publish import own_loop
+from bench.publish import findings, own_loop, report
 from bench.store import results
 from bench.verdicts import training
 
@@ -147,3 +150,51 @@ def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
     assert main(["recipes", "--modes", "fp64", "--", "python", "x.py"]) == 2
     assert "fp64" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_script_runs_where_the_user_ran_the_command(tmp_path, monkeypatch):
+    # run_bench.sh changes into the project and says where the user was in AMPBENCH_CWD.
+    (tmp_path / "train.py").write_text("import os; print('here', os.getcwd())\n")
+    environ = {**os.environ, "AMPBENCH_CWD": str(tmp_path)}
+    code, output = job.run_script(
+        [sys.executable, "train.py"], environ, tmp_path / "log.txt", timeout_s=60
+    )
+    assert code == 0 and f"here {tmp_path}" in output
+
+
+def test_the_driver_s_folder_wins_over_the_script_s_own(tmp_path, monkeypatch):
+    model = torch.nn.Linear(4, 2)
+    monkeypatch.setenv(recipe.OUT, str(tmp_path / "driver"))
+    probe = bench.probe(model, torch.optim.SGD(model.parameters(), 0.1), out=tmp_path / "mine")
+    probe.close()
+    assert Path(probe.folder) == tmp_path / "driver" and not (tmp_path / "mine").exists()
+
+
+def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
+    losses = {"fp32": 2.0, "bf16-amp": 2.0}
+    step_ms = {"fp32": 10.0, "bf16-amp": 10.0}
+    script = fake_script(losses, step_ms)
+
+    def runner(command, environ, log_path, timeout_s):
+        if environ[recipe.RECIPE] == "bf16-amp" and environ[recipe.SEED] == "1":
+            log_path.write_text("Traceback\nValueError: boom\n")
+            return 1, "Traceback\nValueError: boom\n"
+        return script(command, environ, log_path, timeout_s)
+
+    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    _, notes = own_loop.table(run_dir, {})
+    assert "bf16-amp's best value is the mean of seed 0, 2, fp32's of seed 0, 1, 2" in " ".join(
+        notes
+    )
+    # The run report's headline table and findings tell the seeds' rows apart.
+    df = bench.load(run_dir).assign(batch_size=8, optimizer="foreach", variant="eager")
+    assert "|   seed |" in report.headline(df)
+    assert re.search(r"\(seed \d, eager", " ".join(findings.findings(df, "foreach")))
+    assert job._one_line(
+        {"error": "the script exited with status 1; its last lines:\nTraceback\nValueError: boom",
+         "run": "runs/bf16-amp_seed1"}
+    ) == (
+        "the script exited with status 1; its last lines … ValueError: boom "
+        "(the whole log: runs/bf16-amp_seed1.log)"
+    )  # fmt: skip

@@ -306,3 +306,12 @@ def test_a_study_still_improving_at_its_last_step_says_so():
     assert rules.still_improving(df) == [0, 2]
     df["best_step"] = 200
     assert rules.still_improving(df) == []
+
+
+def test_did_not_learn_names_the_step_of_the_first_logged_loss():
+    df = summary({"fp32": [4.19, 4.2, 4.18], "bf16-amp": [4.2, 4.19, 4.2]}, initial=4.2)
+    assert "at step 0" in rules.trains_like_fp32(df, "bf16-amp", synthetic=False).reason
+    # A user's loop whose first held-out loss came at step 10.
+    df["initial_step"] = 10
+    reason = rules.trains_like_fp32(df, "bf16-amp", synthetic=False).reason
+    assert "at its first logged step (10)" in reason and "step 0" not in reason

@@ -26,7 +26,7 @@ from pathlib import Path
 from bench.jobs.base import Folder, log, new_folder
 from bench.ownloop import recipe
 from bench.recipes import catalog
-from bench.store import results
+from bench.store import paths, results
 
 RUNS = "runs"
 """The sub-folder of each run's own probe folder and log."""
@@ -97,9 +97,11 @@ def run_script(
     """Run the script once, its output (stdout and stderr) into `log_path`."""
     with log_path.open("w") as f:
         try:
+            # In the directory the user ran the command in (run_bench.sh changes into the
+            # project): `-- python train.py` names their train.py.
             proc = subprocess.run(
                 command, env=environ, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s,
-                check=False,
+                check=False, cwd=environ.get(paths.CWD_VAR) or None,
             )  # fmt: skip
             code: int | None = proc.returncode
         except subprocess.TimeoutExpired:
@@ -162,6 +164,15 @@ def one_run(
     return row, record
 
 
+def _one_line(row: dict) -> str:
+    """A failed run's error for the terminal: its first line, and where a script's last lines
+    follow it, the very last of them and the log that holds them all."""
+    lines = [line for line in str(row.get("error", "")).splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    return f"{lines[0].removesuffix(':')} … {lines[-1].strip()} (the whole log: {row['run']}.log)"
+
+
 def _grid(rows: list[dict]) -> dict[str, object]:
     """What the index reads of a timing run's config, from the runs' rows: the model, the
     batch sizes and the optimizers the script used."""
@@ -197,7 +208,7 @@ def run(
                 if record is not None:
                     results.append_jsonl(job.path / results.SAMPLES, record)
                 if row["status"] != "ok":
-                    log(f"{mode}, seed {seed}: {row['status']}: {row['error'].splitlines()[0]}")
+                    log(f"{mode}, seed {seed}: {row['status']}: {_one_line(row)}")
         job.settings.update(_grid(results.read_rows(job.path / results.ROWS)))
         job.finish()
     return job.path

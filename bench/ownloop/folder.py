@@ -20,9 +20,11 @@ METRICS, SCALE, CENSUS = "metrics.jsonl", "scale.jsonl", "census.jsonl"
 
 
 def create(out: str | Path | None, gpu: str, commit: str | None) -> Path:
-    """The folder to write: `out`, else `AMPBENCH_OUT`, else a new one under results/. One that
-    already holds files is refused: a probe never writes over an earlier run."""
-    given = out if out is not None else os.environ.get("AMPBENCH_OUT") or None
+    """The folder to write: the driver's (`AMPBENCH_OUT`), else `out`, else a new one under the
+    project's runs/. One that already holds files is refused: a probe never writes over an
+    earlier run. The driver's wins so that a script that names its own folder runs under it
+    unchanged."""
+    given = os.environ.get("AMPBENCH_OUT") or out
     if given is None:
         now = folders.utc_now()
         path = paths.default_results() / folders.run_dir_name(now, gpu, commit, "_own")

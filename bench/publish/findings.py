@@ -99,9 +99,12 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     for bs, g in ok.groupby("batch_size", sort=True):
         fastest = timing.fastest(g)
         line = f"- Batch {bs}, {optimizer} Adam: "
+        # A run of several seeds (the `recipes` driver's) has a row per seed: name it.
+        several = "seed" in g and g["seed"].nunique() > 1
+        seed = (lambda r: f"seed {r['seed']}, ") if several else (lambda r: "")
         if fastest.tie:
             named = [
-                f"{r['mode']} ({r['variant']}, {c(r['total_ms'])} ms"
+                f"{r['mode']} ({seed(r)}{r['variant']}, {c(r['total_ms'])} ms"
                 + (f", {c(r[speedup])}× {ref} at its variant)" if pd.notna(r.get(speedup)) else ")")
                 for _, r in fastest.rows.iterrows()
             ]
@@ -109,7 +112,8 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
         else:
             best = fastest.first
             line += (
-                f"the fastest is {best['mode']} ({best['variant']}), {c(best['total_ms'])} ms "
+                f"the fastest is {best['mode']} ({seed(best)}{best['variant']}), "
+                f"{c(best['total_ms'])} ms "
                 "per step"
             )
             if pd.notna(best.get(speedup)):

@@ -158,6 +158,20 @@ def training_notes(summary: pd.DataFrame, verdicts: dict[str, training.Verdict])
     return notes
 
 
+def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
+    """Where a recipe's best values average other seeds than the reference's (a run failed)."""
+    if summary.empty:
+        return []
+    seeds = {m: sorted(g["seed"]) for m, g in summary.groupby("mode", sort=False)}
+    ref = seeds.get(reference, [])
+    return [
+        f"{mode}'s best value is the mean of seed {', '.join(map(str, mine))}, "
+        f"{reference}'s of seed {', '.join(map(str, ref))}: the runs of the others did not finish."
+        for mode, mine in seeds.items()
+        if mode != reference and mine != ref
+    ]
+
+
 def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
     """The recipe table and its notes."""
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
@@ -173,6 +187,9 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         ratio, span, word = _speed_cells(fast[mode])
         best = summary[summary["mode"] == mode]["best_loss"] if len(summary) else pd.Series()
         v = verdicts[mode]
+        training_cell = _training_cell(mode, v)
+        if mode == reference and ok.empty:
+            training_cell = word = "reference: no run finished"
         out.append(
             {
                 "recipe": mode,
@@ -185,17 +202,20 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
                 "MFU %": ok["mfu_pct"].median() if "mfu_pct" in ok else math.nan,
                 "skipped steps": ok["skipped_steps"].sum() if "skipped_steps" in ok else math.nan,
                 f"best {metric or 'metric'}": best.mean() if len(best) else math.nan,
-                "training": _training_cell(mode, v),
+                "training": training_cell,
             }
         )
     notes = [
         f"Speed: the rounds verdict of each recipe's step times against {reference}'s, "
         f"{WINDOWS} windows of each run's timed steps per seed (time × {reference} below 1 is "
-        "faster; `unclear`: the data cannot decide).",
+        "faster; `unclear`: the data cannot decide). `step ms` is the median of the runs' median "
+        f"steps; `time × {reference}` and its interval are the ratio of geometric means over "
+        "every window of every run, so where runs scatter the two need not agree.",
         f"Training: each recipe against {training.REFERENCE} over the seeds on {why}."
         if metric is not None
         else f"Training: not judged: {why}.",
         *training_notes(summary, verdicts),
+        *_seed_notes(summary, reference),
     ]
     # The probe's own notes on what it could not measure (`–` in the table), each once.
     said = rows[rows["status"] == "ok"]["error"].dropna() if "error" in rows else []

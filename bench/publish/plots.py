@@ -199,7 +199,8 @@ def throughput(df: pd.DataFrame, path: Path) -> None:
         _grouped_bars(ax, g, "samples_per_s", _speedups)
         ax.set_ylabel("samples/s")
         ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
-        ax.set_ylim(0, top)
+        if _finite(top) and top > 0:  # none measured (a loop that gave no batch size): no bars
+            ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
     _legend(fig, _mode_handles(_modes(df)))
     _save(fig, path)

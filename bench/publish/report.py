@@ -58,8 +58,10 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | N
         & (df["parallel"] == "none")
     ]
     shown = sel[sel["status"] == "ok"]
+    # A run of several seeds (the `recipes` driver's) has a row per seed: name it.
+    seeds = {"seed": "seed"} if "seed" in shown and shown["seed"].nunique() > 1 else {}
     out = f"Batch size {bs}, {optimizer} Adam, {variant}:\n\n" + columns.table(
-        shown, columns.HEADLINE
+        shown, {"mode": "mode", **seeds, **columns.HEADLINE}
     )
     others = sel[sel["status"] != "ok"]
     if len(others):
@@ -144,10 +146,12 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
         lines.append("**No case passed**: every figure below is missing; see the failures.")
     models = sorted(set(df["model"])) if "model" in df else []
     if models and models != [workloads.DEFAULT]:  # the default model goes without saying
-        presets = sorted(set(df["preset"])) if "preset" in df else []
+        # An own loop's rows have no preset: the user's model is its own size.
+        presets = sorted(str(p) for p in set(df["preset"]) if str(p)) if "preset" in df else []
+        preset = f", preset {', '.join(presets)}" if presets else ""
         unit = " Throughput is also in tokens/s." if "tokens_per_s" in df else ""
         what = f": {env['model_description']}" if env.get("model_description") else ""
-        lines.append(f"Model: {', '.join(models)}, preset {', '.join(presets)}{what}.{unit}")
+        lines.append(f"Model: {', '.join(models)}{preset}{what}.{unit}")
     return [*lines, ""]
 
 

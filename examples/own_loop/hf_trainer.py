@@ -5,9 +5,10 @@ characters, evaluated on its held-out split.
     python examples/own_loop/hf_trainer.py --steps 200                # one run, measured
     ./run_bench.sh recipes -- python examples/own_loop/hf_trainer.py  # every recipe, 3 seeds
 
-Alone it writes one run folder (results/, or --out); under `ampbench recipes` the driver sets the
-recipe, the seed and the folder (AMPBENCH_RECIPE, AMPBENCH_SEED, AMPBENCH_OUT) and
-`precision_args()` turns the recipe into the Trainer's `fp16` / `bf16` / `tf32`.
+Alone it writes one run folder (a new one under ampbench's runs/, or --out); under `ampbench
+recipes` the driver sets the recipe, the seed and the folder (AMPBENCH_RECIPE, AMPBENCH_SEED,
+AMPBENCH_OUT) and `precision_args()` turns the recipe into the Trainer's `fp16` / `bf16` /
+`tf32`.
 """
 
 from __future__ import annotations
