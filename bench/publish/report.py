@@ -301,9 +301,13 @@ def _floor_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, st
     ]
 
 
+def _own(df: pd.DataFrame) -> bool:
+    """Whether the run has an own loop's row (the probe's: `bench.ownloop`)."""
+    return "model" in df and bool(df["model"].astype(str).str.startswith("own:").any())
+
+
 def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, str]) -> list[str]:
     """The peaks per phase and what the forward pass saves, per batch size, and the figure."""
-    own = df["model"].astype(str).str.startswith("own:") if "model" in df else pd.Series(False)
     return [
         "## Memory (GiB)",
         "",
@@ -315,7 +319,7 @@ def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, s
                 "gradients in rows written before the probe sized them from the parameters, "
                 "which read them after the loop had freed them)."
             ]
-            if own.any()
+            if _own(df)
             else []
         ),
         "",
@@ -338,6 +342,14 @@ def _dtypes_section(df: pd.DataFrame) -> list[str]:
         "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100); "
         f"for a model of more than {findings.FULL_LIST_UP_TO} Linears, how many took each "
         "decision (each Linear's is in results.csv's `fp8_linears`).",
+        *(
+            [
+                "`–` in an own loop's row: the probe reads the recipe's switches, not the "
+                "dtypes of your loop's logits, loss or gradients."
+            ]
+            if _own(df)
+            else []
+        ),
         "",
         columns.table(dtypes, columns.DTYPE),
         "",
