@@ -34,15 +34,16 @@ EVERY_STAGE = (
 )
 RUN_AND_NUMERICS = (
     "hf:mistral",
-    "hf:bart",
     "hf:vit",
-    "torchvision:mobilenet_v3_small",
 )
-# Beside an architecture the lists above already take (qwen2: llama's; roberta: bert's), so they
-# run with --zoo only: CI's minutes go to architectures that differ.
+# Beside an architecture the lists above already take (qwen2: llama's; roberta: bert's; bart:
+# t5's encoder-decoder; mobilenet_v3_small: convnext's depthwise convolutions), so they run with
+# --zoo only: CI's minutes go to architectures that differ.
 EXTENDED = (
     "hf:qwen2",
     "hf:roberta",
+    "hf:bart",
+    "torchvision:mobilenet_v3_small",
     "hf:opt",
     "hf:distilbert",
     "hf:swin",
