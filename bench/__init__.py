@@ -14,11 +14,11 @@ def __getattr__(name: str) -> object:
     # `bench.load` imports pandas when first used, not with the package: the command line
     # (`python -m bench --help`) imports this package and must answer at once.
     if name == "probe":
-        from bench.ownloop.probe import probe
+        from bench.ownloop.probe import probe  # torch: on first use, not with the package
 
         return probe
     if name in __all__:
-        from bench.store import results
+        from bench.store import results  # pandas: on first use, not with the package
 
         return getattr(results, name)
     raise AttributeError(f"module 'bench' has no attribute {name!r}")

@@ -4,6 +4,7 @@ writes, where the answer is known)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -55,8 +56,6 @@ def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
 def test_the_overhead_benchmark_pairs_its_rounds_and_times_the_probe_on_the_host(
     tmp_path, monkeypatch
 ):
-    import importlib.util
-
     folder = ROOT / "examples" / "own_loop"
     monkeypatch.syspath_prepend(str(folder))  # as when run as a script: plain_loop beside it
     spec = importlib.util.spec_from_file_location("overhead", folder / "overhead.py")

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from bench.faults import error_summary
-from bench.measure import env
+from bench.measure import ceilings, env
 from bench.measure.timing import clock_for
 from bench.ownloop import census, folder, marks, recipe
 from bench.ownloop.counting import Counter
@@ -352,8 +352,6 @@ class Probe:
         if not self.ceilings_on or self.device != "cuda" or not self._closing:
             return self.info.get("ceilings", {})
         if "ceilings" not in self.info:
-            from bench.measure import ceilings
-
             self.info["ceilings"] = ceilings.measure(self.device, matmul_n=8192, copy_mib=256)
         return self.info["ceilings"]
 

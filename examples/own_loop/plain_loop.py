@@ -34,7 +34,6 @@ def build(device: str, preset: str, seed: int, lr: float) -> tuple[gpt.GPT, torc
 
 
 @torch.no_grad()
-@torch.no_grad()
 def evaluate(model: torch.nn.Module, batches: list, probe: Probe) -> torch.Tensor:
     model.eval()
     total = torch.zeros((), device=batches[0][0].device)

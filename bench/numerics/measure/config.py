@@ -24,7 +24,7 @@ from bench.workloads import catalog as workload_catalog
 # Importable without torch, so that `numerics --help` makes its options from the fields: the
 # registries, the model sizes and the jobs import torch, and are imported where they are used.
 if TYPE_CHECKING:
-    from bench.numerics.measure.jobs import Job
+    from bench.numerics.measure.jobs import Job  # torch: none at parse time (see the top)
     from bench.workloads.base import Workload
 
 RECORD_BEFORE: dict[str, object] = {
@@ -39,7 +39,7 @@ RECORD_BEFORE: dict[str, object] = {
 def defaults(device: str, model: str = workload_catalog.DEFAULT) -> dict[str, object]:
     """The settings of a study of workload `model` on `device` that the user did not give: keys
     are field names of `NumericsConfig` (`preset` among them: the workload's default there)."""
-    from bench.workloads.registry import get
+    from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
     _choice("device", device, DEVICES)
     workload = get(model)
@@ -148,7 +148,7 @@ class NumericsConfig:
     """Worker processes, one per GPU (1 on the CPU)."""
 
     def __post_init__(self) -> None:
-        from bench.workloads.registry import get
+        from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
         workload = get(self.model)
         if workload.free_sizes:  # any sizes: each must be a size (Sizes refuses one that is not)
@@ -189,7 +189,7 @@ class NumericsConfig:
         """The settings of a new study: `options` holds only what the user gave (field names,
         `model` and `preset` among them), the rest comes from `defaults(device, model)`. A list
         may be any sequence; checkpoints are sorted. `workers` None means every visible GPU."""
-        from bench.workloads.registry import get
+        from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
         model = str(options.get("model", workload_catalog.DEFAULT))
         checks.MODEL("--model", model)
@@ -219,7 +219,7 @@ class NumericsConfig:
         """The settings as env.json keeps them: flat, with the sizes (`sizes`, name -> value)
         where the workload's size may be any (the MLP's; another workload's size is its
         preset's), and what the task is, in words, for the report."""
-        from bench.workloads.registry import get
+        from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
         workload = get(self.model)
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -235,7 +235,7 @@ class NumericsConfig:
     def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
         """The settings of a study from its env.json, to resume it (possibly on other GPUs); its
         sizes in today's shape (`bench.store.schema.migrate_env` reads older code's so)."""
-        from bench.workloads.registry import get
+        from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
         # A folder older than a setting ran without it: no traces, no extended runs, the MLP.
         record = {**RECORD_BEFORE, **record}
@@ -261,7 +261,7 @@ class NumericsConfig:
             "reduction": self.reduction,
             "init_scale": self.init_scale,
         }
-        from bench.workloads.registry import get
+        from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
         workload = get(self.model)
         # A workload whose size may be any (the MLP's) gives its case this study's sizes.
@@ -275,7 +275,7 @@ class NumericsConfig:
     def jobs(self) -> list[Job]:
         """Every job of the study: the census trajectories (fp16 with GradScaler), then the
         convergence runs; one fp16-with-GradScaler run goes `long_steps`."""
-        from bench.numerics.measure.jobs import Job
+        from bench.numerics.measure.jobs import Job  # torch: none at parse time (see the top)
 
         scaled_fp16 = catalog.fp16_pair()[0]
         out = [
@@ -355,7 +355,7 @@ def short_config(
     and 200 convergence steps of every mode at the smallest batch size, one seed, in the timing
     process itself (workers=1), so that anything it left behind would show in the timings that
     follow."""
-    from bench.workloads.registry import get
+    from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
     return NumericsConfig(
         device=device,
