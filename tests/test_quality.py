@@ -92,7 +92,7 @@ def test_the_schedule_is_nanogpts():
     assert lr_at(cfg, 1000) == pytest.approx(1e-4)
 
 
-def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys):
+def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys, monkeypatch):
     argv = ["quality", "--device", "cpu", "--results-dir", str(tmp_path), "--seeds", "0,1,2",
             "--modes", "fp32,fp16-amp,fp16-amp-noscale"]  # fmt: skip
     for key, value in TINY.items():
@@ -106,6 +106,15 @@ def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys):
     assert main(["quality", "--resume", str(run_dir), "--add-modes", "bf16-amp"]) == 0
     t = tables.load(run_dir)
     assert len(t["runs"]) == 12 and set(t["runs"]["status"]) == {"ok"}
+    # A seed added later, at another commit: every recipe trains it, and each run's row names
+    # the commit it trained at.
+    monkeypatch.setenv("AMPBENCH_GIT_COMMIT", "abcdef0123456789")
+    monkeypatch.setenv("AMPBENCH_GIT_DIRTY", "0")
+    assert main(["quality", "--resume", str(run_dir), "--add-seeds", "3"]) == 0
+    t = tables.load(run_dir)
+    assert len(t["runs"]) == 16 and set(t["runs"]["seed"]) == {0, 1, 2, 3}
+    assert set(t["runs"][t["runs"]["seed"] == 3]["commit"]) == {"abcdef0"}
+    assert "4 at abcdef0" in (run_dir / "report.md").read_text()
     # Evaluations at 0, 2 and 4; the scaled fp16 runs checked GradScaler at each.
     assert sorted(t["curves"]["step"].unique()) == [0, 2, 4]
     assert set(t["checks"]["mode"]) == {"fp16-amp"}
@@ -154,7 +163,13 @@ def test_a_zoo_causal_lm_is_sized_to_the_text():
 
 
 def test_settings_are_checked_before_any_folder(tmp_path, capsys):
-    for bad in (["--seeds", "1,1"], ["--modes", "bf16-amp"], ["--min-lr", "0.1"]):
+    for bad in (
+        ["--seeds", "1,1"],
+        ["--modes", "bf16-amp"],
+        ["--min-lr", "0.1"],
+        ["--add-seeds", "3"],
+        ["--add-seeds", "-1"],
+    ):
         assert main(["quality", "--device", "cpu", "--results-dir", str(tmp_path), *bad]) == 2
     assert not any(Path(tmp_path).iterdir())
 

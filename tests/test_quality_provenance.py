@@ -1,6 +1,8 @@
 """Provenance of a time-to-quality study (issue 52, finding 9): its workers are processes on one
 GPU, not GPUs, and a study resumed at other commits names each of them. Fixtures built here."""
 
+import pandas as pd
+
 from bench.publish import index
 from bench.publish import quality as page
 from bench.publish.runs import Run
@@ -30,3 +32,20 @@ def test_a_study_resumed_at_other_commits_names_each():
     assert "7512b88 (uncommitted changes)" in said
     assert "c3ad8cf" in said and "ac1bea7" in said and "not recorded" in said
     assert page.commits({"commit": "16f9bbb", "dirty": False}) == "commit 16f9bbb"
+
+
+def test_runs_that_record_their_commit_are_counted_by_commit():
+    env = {"commit": "7512b88", "dirty": True,
+           "resumed": [{"at": "2026-12-04T15:00:00+00:00",
+                        "differs": ["commit '7512b88' there, 'ebb6e1a' here"]}]}  # fmt: skip
+    runs = pd.DataFrame(
+        {"mode": ["fp32", "fp32", "tf32", "tf32", "tf32"], "seed": [0, 1, 0, 1, 2],
+         "status": ["ok", "ok", "ok", "ok", "unsupported"],
+         "commit": [None, None, "ebb6e1a", "ebb6e1a", None],
+         "dirty": [None, None, False, True, None]}
+    )  # fmt: skip
+    said = page.commits(env, runs)
+    assert "1 at ebb6e1a and 1 at ebb6e1a (uncommitted changes)" in said
+    assert "the other 2 did not record theirs" in said and "not recorded" not in said
+    # Rows from before the column existed: the old wording.
+    assert "not recorded" in page.commits(env, runs.drop(columns=["commit", "dirty"]))

@@ -1,6 +1,7 @@
 """`ampbench quality`: the time-to-quality study (each recipe trained on real data over several
 seeds to a held-out target, judged against fp32 by an equivalence test), or the finish of an
-interrupted one (`--resume`, which may add recipes with `--add-modes`)."""
+interrupted one (`--resume`, which may add recipes with `--add-modes` and seeds with
+`--add-seeds`)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
         help="with --resume: add these recipes to the study and train them",
     )
+    q.add_argument(
+        "--add-seeds",
+        type=o.converter(checks.NON_NEGATIVE_INT, "seed", items=True),
+        help="with --resume: add these seeds to the study and train every recipe on them (where "
+        "the study names how many seeds its margin rule needs)",
+    )
 
 
 def command(args: argparse.Namespace) -> int:
@@ -64,15 +71,25 @@ def command(args: argparse.Namespace) -> int:
     from bench.publish import render  # pandas: none at parse time
 
     if args.resume is not None:
-        allowed = ("resume", "force", "workers", "debug", "add_modes", "budget_s", "only")
+        allowed = (
+            "resume",
+            "force",
+            "workers",
+            "debug",
+            "add_modes",
+            "add_seeds",
+            "budget_s",
+            "only",
+        )
         argv.refuse_with_resume(args, allowed)
         run_dir = study.resume(
-            args.resume, add_modes=tuple(args.add_modes or ()), workers=args.workers,
+            args.resume, add_modes=tuple(args.add_modes or ()),
+            add_seeds=tuple(args.add_seeds or ()), workers=args.workers,
             budget_s=args.budget_s, only=tuple(args.only or ()),
         )  # fmt: skip
     else:
-        if args.add_modes or args.force or args.only:
-            raise UsageError("--add-modes, --only and --force go with --resume")
+        if args.add_modes or args.add_seeds or args.force or args.only:
+            raise UsageError("--add-modes, --add-seeds, --only and --force go with --resume")
         given = fields.given(args, QualityConfig)
         if args.preset is not None:
             given["preset"] = args.preset

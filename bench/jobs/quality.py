@@ -1,7 +1,7 @@
 """A time-to-quality study as a job: a folder, the step time of every recipe measured alone, then
 every (recipe, seed) run trained, `workers` side by side as processes on the one device, each
-run's tables appended as it ends. `resume` trains what an interrupted study left, and may add
-recipes.
+run's tables appended as it ends, its row naming the commit it trained at. `resume` trains what
+an interrupted study left, and may add recipes and seeds.
 
 The step times are taken first, before any training shares the device: time to the target is
 steps × that step time, never a run's own wall time, which other runs beside it inflate.
@@ -17,6 +17,7 @@ from bench import quiet
 from bench.data import sources
 from bench.faults import fault
 from bench.jobs.base import log, new_folder, resumed_folder
+from bench.measure import env
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Fitted, fit
@@ -126,8 +127,12 @@ def _train(
     record = cfg.record()
     jobs = [(record, m, s) for m, s in todo]
     log(f"training {len(jobs)} runs, {cfg.workers} at a time")
+    # A study may be resumed at other commits: each run's row says which code trained it.
+    sha, dirty = env.git_commit()
+    made_by = {"commit": sha[:7] if sha else None, "dirty": dirty}
 
     def keep(result: dict[str, list[dict]]) -> None:
+        result["runs"][0].update(made_by)
         for table in ("curves", "checks", "runs"):  # runs last: it marks the run done
             tables.append(folder_path, table, result[table])
         run = result["runs"][0]
@@ -175,17 +180,20 @@ def resume(
     run_dir: Path,
     *,
     add_modes: tuple[str, ...] = (),
+    add_seeds: tuple[int, ...] = (),
     workers: int | None = None,
     budget_s: float = 0,
     only: tuple[str, ...] = (),
 ) -> Path:
-    """Train what the study in `run_dir` has not; `add_modes` adds recipes to it first; `only`
-    trains only those recipes' runs this time. Another version of the code may resume it (each
+    """Train what the study in `run_dir` has not; `add_modes` and `add_seeds` add recipes and
+    seeds to it first (every recipe trains each added seed); `only` trains only those recipes'
+    runs this time. Another version of the code may resume it (each
     run's row names its commit); another GPU or torch may not."""
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)
         modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
-        cfg = dataclasses.replace(cfg, modes=modes, workers=workers or cfg.workers)
+        seeds = tuple(dict.fromkeys((*cfg.seeds, *add_seeds)))
+        cfg = dataclasses.replace(cfg, modes=modes, seeds=seeds, workers=workers or cfg.workers)
         folder.info[schema.settings_key(KIND)] = cfg.record()
         folder.info.pop("ended", None)
         folder.save()

@@ -314,8 +314,9 @@ def findings(s: dict) -> list[str]:
     ]
 
 
-def commits(env: dict) -> str:
-    """The commit the study started at, and each commit it was resumed at."""
+def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
+    """The commit the study started at, each commit it was resumed at, and which runs trained at
+    which commit where their rows record it (`runs`' `commit` column)."""
     first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
     later = []
     for r in env.get("resumed") or []:
@@ -325,10 +326,20 @@ def commits(env: dict) -> str:
                 later.append(f"{here} ({r.get('at', '?')[:16]})")
     if not later:
         return f"commit {first}"
-    return (
-        f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: runs "
-        "trained at each (which run at which commit was not recorded)"
-    )
+    said = f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: "
+    recorded = pd.Series(dtype=object)
+    if runs is not None and "commit" in runs:
+        trained = runs[runs["status"] == "ok"] if "status" in runs else runs
+        recorded = trained["commit"].dropna()
+    if recorded.empty:
+        return said + "runs trained at each (which run at which commit was not recorded)"
+    dirty = runs["dirty"].reindex(recorded.index) if "dirty" in runs else None
+    if dirty is not None:
+        recorded = recorded + dirty.map(lambda d: " (uncommitted changes)" if d is True else "")
+    parts = [f"{n} at {c}" for c, n in recorded.value_counts(sort=False).items()]
+    rest = len(trained) - len(recorded)
+    unknown = f"; the other {rest} did not record theirs" if rest else ""
+    return said + f"each run's row names its commit: {joined(parts)}{unknown}"
 
 
 def render(run_dir: Path) -> Path:
@@ -343,7 +354,8 @@ def render(run_dir: Path) -> Path:
     lines = [
         f"# Time to quality: `{cfg.model}` ({cfg.preset}) on {cfg.data}",
         "",
-        f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, {commits(env)}.",
+        f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, "
+        f"{commits(env, s['tables']['runs'])}.",
         "",
         f"**Data**: {env.get('data_description', cfg.data)}. **Model**: "
         f"{env.get('model_description', cfg.model)}.",
