@@ -8,8 +8,10 @@ import shutil
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
+import bench
 from bench import cli
 from bench.cli import main
 from bench.publish import index, runs
@@ -77,8 +79,12 @@ def test_promote_copies_a_run_into_results_and_indexes_it(project, capsys):
     assert "updated" in err
     assert run.is_dir()  # a copy: the run stays where it was
     copied = {p.relative_to(published).as_posix() for p in published.rglob("*")}
-    assert copied == {p.relative_to(run).as_posix() for p in run.rglob("*")} - {folders.LOCK}
+    # The same files, the lock left out and the raw samples gzip-compressed.
+    made = {p.relative_to(run).as_posix() for p in run.rglob("*")} - {folders.LOCK}
+    assert results.SAMPLES in made
+    assert copied == made - {results.SAMPLES} | {results.SAMPLES + ".gz"}
     assert (published / results.ROWS).read_text() == (run / results.ROWS).read_text()
+    pd.testing.assert_frame_equal(bench.load_samples(published), bench.load_samples(run))
     text = (project / "results" / index.INDEX).read_text()
     assert f"[report]({run.name}/report.md)" in text and H200 in text
     assert not list((project / "results").glob(".*partial"))

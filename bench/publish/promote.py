@@ -10,6 +10,9 @@ run folder (no env.json, or a damaged one), already in the destination, a name t
 already holds, a folder a process is writing, or a CPU run. A CPU run is a smoke test of the
 harness, not a result: it is refused unless `allow_cpu`, and the index leaves CPU runs out even
 then (`bench.publish.runs.run_folders`), so a folder copied that way is kept but not listed.
+
+A published folder keeps its raw per-step samples gzip-compressed (`samples.jsonl.gz`,
+docs/results-folder.md): every clone carries results/, and the samples are most of a run's bytes.
 """
 
 from __future__ import annotations
@@ -82,12 +85,14 @@ def promote(
 
 
 def _copy(run_dir: Path, target: Path) -> None:
-    """Copy `run_dir` to `target`, its lock file left out. The copy is made under a hidden name
-    and renamed, so no index sees half a folder."""
+    """Copy `run_dir` to `target`, its lock file left out and its samples packed. The copy is
+    made under a hidden name and renamed, so no index sees half a folder."""
     partial = target.parent / f".{target.name}.partial"
     try:
         shutil.rmtree(partial, ignore_errors=True)  # left by a copy that was killed
         shutil.copytree(run_dir, partial, ignore=shutil.ignore_patterns(folders.LOCK))
+        if (partial / results.SAMPLES).is_file():
+            results.pack(partial / results.SAMPLES)
         partial.rename(target)
     except OSError as exc:
         shutil.rmtree(partial, ignore_errors=True)

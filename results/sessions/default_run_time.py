@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 RUN = "results/20261203T130741Z_NVIDIA-H200_e5180fb"
-LOG = "results/sessions/session_20261203T1307Z_h200_default_run.log"
+LOG = "results/sessions/session_20261203T1307Z_h200_default_run.log.gz"
 WARMUP, MEMORY_STEPS = 5, 2
 # The rule being weighed (bench/measure/adaptive.py holds the one the harness runs).
 NEW_STEPS, MIN_WINDOWS, MAX_WINDOWS, WARMUP_MS = 15, 2, 3, 50.0
