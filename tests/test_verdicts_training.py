@@ -279,7 +279,11 @@ def test_a_per_element_flush_share_sits_beside_the_norm_share():
     c = checks([("fc.weight", 1 << 20, 0.001, 0.0)]).assign(flushed_unscaled=0.2,
                                                            flushed_scaled=0.0)  # fmt: skip
     v = scaler_rule.scaler_needed(c, TRAINED, "fp16-amp", "fp16-amp-noscale", synthetic=False)
-    assert v.verdict == rules.NEEDED and "20.00% of fc.weight's gradient elements" in v.reason
+    assert v.verdict == rules.NEEDED and "20% of fc.weight's gradient elements" in v.reason
+    # At most 4 significant digits, whole shares included (not "100.00%").
+    c = c.assign(flushed_unscaled=1.0)
+    v = scaler_rule.scaler_needed(c, TRAINED, "fp16-amp", "fp16-amp-noscale", synthetic=False)
+    assert "without it 100% of fc.weight's gradient elements" in v.reason
 
 
 def test_a_clean_gradient_check_alone_does_not_make_the_scaler_not_needed():

@@ -42,8 +42,8 @@ def _elements(deciding: pd.DataFrame) -> tuple[str, bool]:
     kept = d["flushed_unscaled"] - d.get("flushed_scaled", 0.0)
     w = d.loc[kept.idxmax()]
     text = (
-        f"without it {w['flushed_unscaled']:.2%} of {w['tensor']}'s gradient elements flush or "
-        f"turn subnormal in float16 (step {int(w['step'])})"
+        f"without it {w['flushed_unscaled'] * 100:.4g}% of {w['tensor']}'s gradient elements "
+        f"flush or turn subnormal in float16 (step {int(w['step'])})"
     )
     return text, bool(kept.max() > NORM_LIMIT)
 
@@ -108,8 +108,8 @@ def scaler_needed(
             )
         top = deciding["lost_unscaled"].max()
         lost = (
-            f"at most {top:.2%} of any gradient's norm (tensors of {MIN_ELEMENTS}+ elements) "
-            f"underflows without it ({seen}; {elements})"
+            f"at most {top * 100:.4g}% of any gradient's norm (tensors of {MIN_ELEMENTS}+ "
+            f"elements) underflows without it ({seen}; {elements})"
         )
         # A few checked steps cannot rule out the steps between them: "not needed" also needs
         # fp16 without the scaler to train like fp16 with it, on real data.
