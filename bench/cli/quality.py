@@ -16,6 +16,9 @@ from bench.quality.config import PER_DEVICE, QualityConfig
 from bench.recipes import catalog
 
 NAME = "quality"
+WITH_RESUME = ("resume", "force", "workers", "debug", "add_modes", "add_seeds", "budget_s",
+               "only")  # fmt: skip
+"""The options a resume takes; its settings come from the study's folder."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -71,17 +74,7 @@ def command(args: argparse.Namespace) -> int:
     from bench.publish import render  # pandas: none at parse time
 
     if args.resume is not None:
-        allowed = (
-            "resume",
-            "force",
-            "workers",
-            "debug",
-            "add_modes",
-            "add_seeds",
-            "budget_s",
-            "only",
-        )
-        argv.refuse_with_resume(args, allowed)
+        argv.refuse_with_resume(args, WITH_RESUME)
         run_dir = study.resume(
             args.resume, add_modes=tuple(args.add_modes or ()),
             add_seeds=tuple(args.add_seeds or ()), workers=args.workers,
