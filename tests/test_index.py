@@ -239,6 +239,22 @@ def test_check_names_an_untracked_folder_the_index_lists(repo, capsys):
     assert code == 1 and f"it lists {NEW}, which is not a run folder" in err[0]
 
 
+def test_an_untracked_file_the_index_lists_is_a_differing_line_not_a_lacked_folder(repo, capsys):
+    # `index` lists every file in results/, the check only what git tracks: the check used to
+    # name a tracked folder the index never links by its report as "lacked".
+    ab = repo / "results" / "ab-x" / "20261204T000000Z_NVIDIA-H200_a_vs_b_ab"
+    ab.mkdir(parents=True)  # a comparison's folder: counted, never linked by its own report
+    results.write_env(ab, {"kind": "ab", "device": "cuda", "gpu": H200})
+    (ab / results.REPORT).write_text("# ab\n")
+    index.write(repo / "results")
+    _git(repo, "add", "-A")
+    assert _check(repo, capsys)[0] == 0
+    (repo / "results" / "lr-sweep" / "notes.txt").write_text("a user's own file\n")
+    index.write(repo / "results")
+    code, err = _check(repo, capsys)
+    assert code == 1 and "line" in err[0] and "differs" in err[0] and "lacks" not in err[0]
+
+
 def test_check_names_the_first_line_edited_by_hand(repo, capsys):
     path = repo / "results" / index.INDEX
     path.write_text(path.read_text().replace("Newest first.", "Newest first!"))

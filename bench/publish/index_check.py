@@ -86,7 +86,13 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     if have == want:
         return weight(results_dir, files)[1]
     counted = run_folders(results_dir, tree=tree)
-    lacks = [r.path.name for r in counted if not _named(have, r, results_dir)]
+    # Only a folder the fresh index names can be missing from the old one (an `ab` comparison's
+    # folder, for one, is listed through its parent, not by its own report).
+    lacks = [
+        r.path.name
+        for r in counted
+        if _named(want, r, results_dir) and not _named(have, r, results_dir)
+    ]
     extra = [
         r.path.name
         for r in run_folders(results_dir)
