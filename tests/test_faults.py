@@ -14,7 +14,7 @@ import torch
 from bench.cli import main
 from bench.execution import launch
 from bench.faults import DEBUG_VAR, TRACEBACK_TEXT, debug, debugging, fault
-from bench.jobs import maxbatch
+from bench.jobs import maxbatch, plans
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
@@ -134,10 +134,10 @@ FAST = {
 def _audit_fails_for(monkeypatch, failing: set[str]) -> None:
     real = audit.audit_mode
 
-    def audit_mode(case):
-        if case.mode in failing:
-            raise RuntimeError(f"no audit of {case.mode}\ndetails")
-        return real(case)
+    def audit_mode(plan):
+        if plan.mode.name in failing:
+            raise RuntimeError(f"no audit of {plan.mode.name}\ndetails")
+        return real(plan)
 
     monkeypatch.setattr(audit, "audit_mode", audit_mode)
 
@@ -191,10 +191,10 @@ def test_numerics_exits_1_naming_what_failed(monkeypatch, tmp_path, capsys):
     _audit_fails_for(monkeypatch, {"tf32"})
     real = training.convergence
 
-    def convergence(case, **settings):
-        if case.mode == "fp32":
+    def convergence(plan, **settings):
+        if plan.case.mode == "fp32":
             raise RuntimeError("diverged into a wall")
-        return real(case, **settings)
+        return real(plan, **settings)
 
     monkeypatch.setattr(training, "convergence", convergence)
     argv = ["numerics", "--device", "cpu", "--modes", "fp32,fp16-amp", "--seeds", "0"]
@@ -226,15 +226,15 @@ def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path
     # The census compares the recipes with their own models (bf16-pure) at each checkpoint.
     real = training._with_weights
 
-    def with_weights(case, mode, s):
-        if mode == "bf16-pure":
+    def with_weights(plan, s):
+        if plan.mode.name == "bf16-pure":
             raise RuntimeError("no bf16 copy")
-        return real(case, mode, s)
+        return real(plan, s)
 
     monkeypatch.setattr(training, "_with_weights", with_weights)
     out = training.census_trajectory(
-        tiny_case(mode="fp16-amp", optimizer="fused"), noise=2.0, checkpoints=(0, 1),
-        histogram=False,
+        plans.resolve(tiny_case(mode="fp16-amp", optimizer="fused")),
+        plans.recipes(training.CENSUS_RECIPES), noise=2.0, checkpoints=(0, 1), histogram=False,
     )  # fmt: skip
     assert [r["error"] for r in out["failed"]] == [
         "step 0: RuntimeError: no bf16 copy",

@@ -21,7 +21,7 @@ from bench.numerics.measure import tables, training
 from bench.numerics.render.sections import training as report_training
 from bench.numerics.render.sentences import divergence as answer_divergence
 from bench.numerics.render.sentences import scaler as answer_scaler
-from tests.conftest import tiny_case
+from tests.conftest import tiny_plan
 
 HEALTHY = list(np.geomspace(2.0, 1e-3, 300))
 """A clean run: the loss falls from 2 to 0.001 over 300 steps."""
@@ -213,7 +213,7 @@ def test_the_report_shows_the_traces_around_each_event(tmp_path):
 @pytest.mark.parametrize("mode", ["fp16-amp", "fp32"])
 def test_the_trace_of_a_tiny_run(mode):
     out = training.convergence(
-        tiny_case(mode=mode, optimizer="fused"),
+        tiny_plan(mode=mode, optimizer="fused"),
         steps=6,
         noise=2.0,
         eval_every=3,
@@ -244,7 +244,7 @@ def test_the_trace_of_a_tiny_run(mode):
     else:
         assert tr["scale"].isna().all() and not tr["skipped"].any()
     untraced = training.convergence(
-        tiny_case(mode=mode, optimizer="fused"), steps=6, noise=2.0, eval_every=3, heldout=64
+        tiny_plan(mode=mode, optimizer="fused"), steps=6, noise=2.0, eval_every=3, heldout=64
     )
     assert untraced["traces"] == []
     assert [r["loss"] for r in untraced["steps"]] == [r["loss"] for r in out["steps"]]

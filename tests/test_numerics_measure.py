@@ -5,10 +5,11 @@ import pytest
 import torch
 
 from bench.faults import TRACEBACK_TEXT
+from bench.jobs.plans import recipes
 from bench.numerics.measure import jobs, tables, training
 from bench.numerics.measure.audit import audit_mode, error_paths
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
-from tests.conftest import tiny_case
+from tests.conftest import tiny_case, tiny_plan
 
 OBSERVED = ("fc1", "relu", "fc2", "fc3")
 """The MLP's observed outputs (`bench.workloads.mlp.WORKLOAD`), in forward order; fc3's are the
@@ -22,7 +23,7 @@ def _dtype(rows, kind, module="", state=""):
 
 
 def test_dtype_audit_under_cpu_autocast():
-    rows, ops, chain = audit_mode(tiny_case(mode="fp16-amp"))
+    rows, ops, chain = audit_mode(tiny_plan(mode="fp16-amp"))
     assert _dtype(rows, tables.ACTIVATION, "fc3") == "float16"  # the logits
     assert _dtype(rows, tables.LOSS) == "float32"
     assert _dtype(rows, tables.ACTIVATION_GRAD, "fc3") == "float16"
@@ -39,7 +40,7 @@ def test_dtype_audit_under_cpu_autocast():
 def test_audit_rows_are_the_known_vocabulary():
     """Every row's columns agree with its label as `tables` makes it (the last observed output is
     the logits), and a folder that kept only the labels reads the same columns back from them."""
-    rows, _, _ = audit_mode(tiny_case(mode="bf16-amp"))
+    rows, _, _ = audit_mode(tiny_plan(mode="bf16-amp"))
     for r in rows:
         logits = r["module"] == OBSERVED[-1]
         assert tables.audit_tensor(r["kind"], r["module"], r["state"], logits=logits) == {
@@ -55,13 +56,13 @@ def test_audit_rows_are_the_known_vocabulary():
 
 
 def test_dtype_audit_fp32_has_no_casts():
-    rows, _, chain = audit_mode(tiny_case(mode="fp32"))
+    rows, _, chain = audit_mode(tiny_plan(mode="fp32"))
     assert {r["dtype"] for r in rows} == {"float32"}
     assert "ToCopyBackward0" not in chain
 
 
 def test_error_paths_record_the_outcome():
-    rows = {(r["param_dtype"], r["optimizer"]): r for r in error_paths(tiny_case())}
+    rows = {(r["param_dtype"], r["optimizer"]): r for r in error_paths(tiny_plan(), recipes())}
     fp16 = rows[("float16", "foreach")]
     assert (fp16["outcome"], fp16["exception"]) == ("raised", "ValueError")
     assert fp16["message"] == "Attempting to unscale FP16 gradients."
@@ -102,7 +103,11 @@ def test_histogram_bins_on_known_values():
 
 def test_census_trajectory_rows_say_what_they_are():
     out = training.census_trajectory(
-        tiny_case(mode="fp16-amp", optimizer="fused"), noise=2.0, checkpoints=(0, 2), histogram=True
+        tiny_plan(mode="fp16-amp", optimizer="fused"),
+        recipes(training.CENSUS_RECIPES),
+        noise=2.0,
+        checkpoints=(0, 2),
+        histogram=True,
     )
     grads = {(r["kind"], r["module"]) for r in out["census"]}
     assert grads == {(tables.ACTIVATION_GRAD, n) for n in OBSERVED} | {
@@ -125,7 +130,10 @@ def test_census_trajectory_rows_say_what_they_are():
     assert {r["step"] for r in out["histogram"]} == {0, 2}
     assert {r["module"] for r in out["fp16_fate"]} == {tables.POOLED, *OBSERVED}
     with pytest.raises(ValueError, match="'fp32'"):
-        training.census_trajectory(tiny_case(), noise=2.0, checkpoints=(0,), histogram=False)
+        training.census_trajectory(
+            tiny_plan(), recipes(training.CENSUS_RECIPES), noise=2.0, checkpoints=(0,),
+            histogram=False,
+        )  # fmt: skip
 
 
 def test_a_failing_job_becomes_a_row(monkeypatch):

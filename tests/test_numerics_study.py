@@ -268,7 +268,7 @@ def test_a_timing_run_can_run_a_short_study_into_its_folder(tmp_path):
 
 
 def _failing(exc: BaseException):
-    def fail(case, **settings):
+    def fail(*args, **settings):
         raise exc
 
     return fail

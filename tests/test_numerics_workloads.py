@@ -106,12 +106,13 @@ def test_a_pool_task_cycles_the_workloads_own_batches():
 def test_the_transformer_learns_its_task_on_the_cpu():
     """The task is learnable: a tiny transformer's held-out loss falls most of the way from the
     uniform guess, log(vocab), to the chain's own cross-entropy in 80 steps."""
+    from bench.jobs.plans import resolve
     from bench.numerics.measure import training
 
     case = make_case(
         "gpt", "tiny", mode="fp32", optimizer="fused", batch_size=8, device="cpu", lr=1e-2
     )
-    out = training.convergence(case, steps=80, noise=2.0, eval_every=40, heldout=16)
+    out = training.convergence(resolve(case), steps=80, noise=2.0, eval_every=40, heldout=16)
     first, last = out["evals"][0]["heldout_loss"], out["evals"][-1]["heldout_loss"]
     true = out["runs"][0]["true_heldout_loss"]
     assert first == pytest.approx(math.log(gpt.PRESETS["tiny"].vocab), rel=0.1)

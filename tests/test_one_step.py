@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from bench.jobs import quality
 from bench.jobs.plans import resolve
 from bench.measure import runner
 from bench.numerics.measure import training
@@ -39,15 +40,16 @@ def test_the_harness_runs_the_one_step(calls, cpu_ceilings):
 
 def test_the_quality_study_runs_the_one_step_with_its_options(calls):
     cfg = QualityConfig.build("cpu", {"steps": 2, "eval_every": 1, "batch_size": 2})
-    Run(cfg, "fp32", 0).step(0)
+    Run(cfg, quality.resolve(cfg, "fp32"), 0).step(0)
     assert calls == [StepOptions(grad_clip=cfg.grad_clip, eval_every=1)]
-    timed = time_step(QualityConfig.build("cpu", {"batch_size": 2, "timing_steps": 2}), "fp32")
+    timing = QualityConfig.build("cpu", {"batch_size": 2, "timing_steps": 2})
+    timed = time_step(timing, quality.resolve(timing, "fp32"))
     assert timed["step_options"] == calls[-1].describe()
     assert "clipped at norm 1, unscaled first" in timed["step_options"]
 
 
 def test_the_numerics_study_runs_the_one_step_with_its_options(calls):
-    out = training.convergence(tiny_case(), steps=2, noise=2.0, eval_every=2, heldout=16)
+    out = training.convergence(resolve(tiny_case()), steps=2, noise=2.0, eval_every=2, heldout=16)
     assert StepOptions(eval_every=2) in calls
     assert out["runs"][0]["step_options"] == StepOptions(eval_every=2).describe()
 

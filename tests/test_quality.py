@@ -11,9 +11,10 @@ import torch
 from bench.cli import main
 from bench.data import sources
 from bench.faults import UsageError
+from bench.jobs.quality import resolve
 from bench.quality import tables
 from bench.quality.config import QualityConfig
-from bench.quality.feed import Feed, fit
+from bench.quality.feed import Feed
 from bench.quality.train import Run, lr_at
 from bench.workloads import gpt
 
@@ -67,7 +68,7 @@ def test_bad_data_is_one_line_naming_the_file(tmp_path, content, needle, capsys)
 
 def test_the_shakespeare_preset_is_nanogpts_model_sized_to_the_text():
     cfg = QualityConfig.build("cpu", {"preset": "shakespeare-char"})
-    fitted = fit(cfg)
+    fitted = resolve(cfg, "fp32").fitted
     assert fitted.size.vocab == 65 and fitted.size.tied and not fitted.size.bias
     model = fitted.workload.build(fitted.size, "cpu", 0)
     assert model.head.weight is model.embed.tok.weight  # tied after the model got storage
@@ -78,7 +79,7 @@ def test_the_shakespeare_preset_is_nanogpts_model_sized_to_the_text():
 
 def test_same_weights_and_batches_for_every_recipe_of_a_seed():
     cfg = QualityConfig.build("cpu", {**TINY, "modes": ("fp32", "bf16-amp")})
-    a, b = Run(cfg, "fp32", 1), Run(cfg, "bf16-amp", 1)
+    a, b = Run(cfg, resolve(cfg, "fp32"), 1), Run(cfg, resolve(cfg, "bf16-amp"), 1)
     for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
         assert torch.equal(p, q)
     assert torch.equal(a.feed.train(3)[0], b.feed.train(3)[0])
@@ -143,9 +144,9 @@ def test_an_image_model_trains_on_the_digits(tmp_path):
     cfg = QualityConfig.build(
         "cpu", {**TINY, "model": "timm:resnet18", "data": "digits", "modes": ("fp32",)}
     )
-    fitted = fit(cfg)
+    fitted = resolve(cfg, "fp32").fitted
     assert fitted.size.shape.classes == 10
-    run = Run(cfg, "fp32", 0)
+    run = Run(cfg, resolve(cfg, "fp32"), 0)
     loss = run.step(0)
     assert torch.isfinite(loss)
     heldout, accuracy = run.evaluate()
@@ -155,11 +156,11 @@ def test_an_image_model_trains_on_the_digits(tmp_path):
 def test_a_zoo_causal_lm_is_sized_to_the_text():
     pytest.importorskip("transformers")
     cfg = QualityConfig.build("cpu", {**TINY, "model": "hf:gpt2", "modes": ("fp32",)})
-    fitted = fit(cfg)
+    fitted = resolve(cfg, "fp32").fitted
     assert fitted.size.shape.vocab == 65
     model = fitted.workload.build(fitted.size, "cpu", 0)
     assert model.get_input_embeddings().num_embeddings == 65
-    assert torch.isfinite(Run(cfg, "fp32", 0).step(0))
+    assert torch.isfinite(Run(cfg, resolve(cfg, "fp32"), 0).step(0))
 
 
 def test_settings_are_checked_before_any_folder(tmp_path, capsys):

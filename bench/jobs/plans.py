@@ -4,6 +4,8 @@ below looks a workload, a mode, a variant or a parallelism up by name."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from bench.cases.axes import PARALLELS, VARIANTS
 from bench.cases.case import Case
 from bench.recipes.modes import MODES, Mode
@@ -26,3 +28,9 @@ def resolve(case: Case, mode: Mode | None = None) -> Plan:
         variant=VARIANTS[case.variant],
         parallel=PARALLELS[case.parallel],
     )
+
+
+def recipes(names: Iterable[str] | None = None) -> dict[str, Mode]:
+    """The recipes of `names` (every mode of the table where None), looked up once here for a
+    study that trains or audits several recipes on one case (`Plan.with_mode` applies each)."""
+    return dict(MODES) if names is None else {name: MODES[name] for name in names}

@@ -19,9 +19,9 @@ from bench.faults import fault
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
 from bench.quality import tables
-from bench.quality.config import QualityConfig
+from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit
-from bench.quality.train import safe_train, time_step
+from bench.quality.train import Resolved, safe_train, time_step
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
 from bench.verdicts.float8_plan import float8_unsupported_reason
@@ -35,10 +35,16 @@ EVAL_SHARE = 0.1
 batches of forward passes every 100 steps)."""
 
 
+def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
+    """What a run of `mode` trains with, looked up here once: the study's model sized to its
+    data (`fitted`, or fitted now), the recipe and fp32's."""
+    return Resolved(fitted or fit(cfg, registry.get(cfg.model)), MODES[mode], MODES[FP32])
+
+
 def _fitted(cfg: QualityConfig) -> Fitted | str:
     """The study's model sized to its data, or why it cannot be (a string): read once a job."""
     try:
-        return fit(cfg)
+        return fit(cfg, registry.get(cfg.model))
     except ValueError as exc:  # the model cannot be sized to the data: every run says why
         return str(exc)
 
@@ -68,7 +74,7 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
             continue
         log(f"timing {mode}")
         try:
-            row = {**time_step(cfg, mode, fitted), "status": "ok", "error": ""}
+            row = {**time_step(cfg, resolve(cfg, mode, fitted)), "status": "ok", "error": ""}
         except Exception as exc:  # a recipe that fails here is a row; the study goes on
             info = fault(exc)
             row = {"mode": mode, "status": info["status"], "error": info["error"]}
@@ -79,7 +85,8 @@ def _work(args: tuple[dict, str, int]) -> dict[str, list[dict]]:
     """One run in a worker process (spawned: CUDA cannot be forked)."""
     quiet.quiet()
     record, mode, seed = args
-    return safe_train(QualityConfig.from_record(record), mode, seed)
+    cfg = QualityConfig.from_record(record)
+    return safe_train(cfg, mode, seed, lambda: resolve(cfg, mode))
 
 
 def _within(

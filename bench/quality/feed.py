@@ -1,7 +1,8 @@
 """A workload sized to a data source, and the batches a run trains and is judged on.
 
-`fit` resolves the study's model and preset, sizes it to the data's vocabulary or classes
-(`Workload.sized_to`), and says why where it cannot (an `unsupported` row). A `Feed` makes step
+`fit` sizes the study's model (the workload the job resolved from `cfg.model`) at its preset to
+the data's vocabulary or classes (`Workload.sized_to`), and says why where it cannot (an
+`unsupported` row). A `Feed` makes step
 k's training batch of seed s on the device from a generator of (s, k) alone, so every recipe of a
 seed sees the same batches, and holds the held-out split in fixed batches.
 """
@@ -15,7 +16,6 @@ import torch
 from bench.data import sources
 from bench.data.sources import generator
 from bench.quality.config import QualityConfig
-from bench.workloads import registry
 from bench.workloads.base import Workload
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -30,10 +30,9 @@ class Fitted:
     data: sources.DataSource
 
 
-def fit(cfg: QualityConfig) -> Fitted:
-    """The workload of `cfg.model` at `cfg.preset`, sized to `cfg.data`; ValueError saying why
+def fit(cfg: QualityConfig, workload: Workload) -> Fitted:
+    """`workload` (the study's model) at `cfg.preset`, sized to `cfg.data`; ValueError saying why
     where it cannot be (the data's task is not the model's, the model sets no vocabulary)."""
-    workload = registry.get(cfg.model)
     data = sources.get(cfg.data)
     size = workload.sized_to(workload.size(cfg.preset), data.shape)
     return Fitted(workload, size, data)

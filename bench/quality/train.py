@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -31,9 +33,9 @@ from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.quality import underflow
-from bench.quality.config import FP32, QualityConfig
-from bench.quality.feed import Feed, Fitted, fit
-from bench.recipes.modes import MODES, Mode
+from bench.quality.config import QualityConfig
+from bench.quality.feed import Feed, Fitted
+from bench.recipes.modes import Mode
 from bench.recipes.plan import Plan
 from bench.recipes.step import StepOptions, TrainState, train_step
 from bench.recipes.step import evaluate as heldout
@@ -71,14 +73,26 @@ def options(cfg: QualityConfig) -> StepOptions:
     return StepOptions(grad_clip=cfg.grad_clip, dropout=True, eval_every=cfg.eval_every)
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """What a run trains with, looked up once by the job (`bench.jobs.quality.resolve`): the
+    study's model sized to its data, the recipe, and fp32's recipe (the GradScaler check's
+    reference)."""
+
+    fitted: Fitted
+    mode: Mode
+    reference: Mode
+
+
 class Run:
     """One recipe, one seed: the state the one train step runs (`bench.recipes.step`), and its
     batches."""
 
-    def __init__(self, cfg: QualityConfig, mode_name: str, seed: int, fitted: Fitted | None = None):
+    def __init__(self, cfg: QualityConfig, resolved: Resolved, seed: int):
         self.cfg, self.seed, self.device = cfg, seed, cfg.device
-        self.mode = MODES[mode_name]
-        self.fitted = fitted or fit(cfg)
+        self.mode, self.reference = resolved.mode, resolved.reference
+        self.fitted = resolved.fitted
+        mode_name = self.mode.name
         workload, size = self.fitted.workload, self.fitted.size
         # The same initial weights and dropout stream for every recipe of a seed.
         torch.manual_seed(seed)
@@ -155,7 +169,7 @@ class Run:
     def scaler_check(self, k: int) -> list[dict]:
         """The GradScaler check at step `k` (see the module docstring): one row per parameter."""
         x, y = self.feed.train(k)
-        reference, scale = MODES[FP32], float(self.scaler.get_scale())
+        reference, scale = self.reference, float(self.scaler.get_scale())
         self.model.eval()  # dropout off: three gradients of one function
         grads = {}
         for name, mode, mult in (
@@ -213,13 +227,13 @@ def _check_steps(cfg: QualityConfig) -> set[int]:
     return {evals[i] for i in picks}
 
 
-def train(cfg: QualityConfig, mode_name: str, seed: int) -> dict[str, list[dict]]:
+def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[dict]]:
     """One run, as rows of the study's tables (`bench.quality.tables`): `curves` (one per
     evaluation), `checks` (scaled fp16 only) and one `runs` row with its status. A run whose loss
     goes non-finite stops there, `diverged`."""
     started = time.perf_counter()
-    run = Run(cfg, mode_name, seed)
-    key = {"mode": mode_name, "seed": seed}
+    run = Run(cfg, resolved, seed)
+    key = {"mode": resolved.mode.name, "seed": seed}
     curve, checks_rows = [], []
     losses: list[torch.Tensor] = []
     scales: list[torch.Tensor] = []
@@ -281,21 +295,23 @@ def train(cfg: QualityConfig, mode_name: str, seed: int) -> dict[str, list[dict]
     }
 
 
-def safe_train(cfg: QualityConfig, mode_name: str, seed: int) -> dict[str, list[dict]]:
-    """`train`, with a fault (out of memory, an error) as a run row with its status: the study
-    goes on."""
+def safe_train(
+    cfg: QualityConfig, mode_name: str, seed: int, resolve: Callable[[], Resolved]
+) -> dict[str, list[dict]]:
+    """`train` on what `resolve()` gives, with a fault (out of memory, an error, resolving
+    included) as a run row with its status: the study goes on."""
     try:
-        return train(cfg, mode_name, seed)
+        return train(cfg, resolve(), seed)
     except Exception as exc:  # one run's fault is a row, not the study's end
         info = fault(exc)
         row = {"mode": mode_name, "seed": seed, "status": info["status"], "error": info["error"]}
         return {"curves": [], "checks": [], "runs": [row]}
 
 
-def time_step(cfg: QualityConfig, mode_name: str, fitted: Fitted | None = None) -> dict[str, float]:
+def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
     """The recipe's training step (the first seed's), timed alone by the harness's timing
     function after a warm-up: median, p10, p90 and IQR in ms."""
-    run = Run(cfg, mode_name, cfg.seeds[0], fitted)
+    run = Run(cfg, resolved, cfg.seeds[0])
     counter = iter(range(10**9))
     samples = time_phases(
         {"step": lambda: run.step(next(counter))},
@@ -305,7 +321,7 @@ def time_step(cfg: QualityConfig, mode_name: str, fitted: Fitted | None = None) 
     )["step"]
     stats = summarize(samples)
     return {
-        "mode": mode_name,
+        "mode": resolved.mode.name,
         "step_ms": stats["median"],
         "step_ms_p10": stats["p10"],
         "step_ms_p90": stats["p90"],

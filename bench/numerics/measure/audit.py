@@ -8,13 +8,12 @@ their outcome (the exception and its message, or none) is recorded as data.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import torch
 
-from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import TRACEBACK_TEXT, fault
-from bench.jobs.plans import resolve  # the study resolves its cases in its own workers
 from bench.numerics.measure.grads import DtypeTrace, capture, chained
 from bench.numerics.measure.tables import (
     ACTIVATION,
@@ -30,7 +29,8 @@ from bench.numerics.measure.tables import (
     audit_tensor,
 )
 from bench.recipes.catalog import fp16_pair
-from bench.recipes.modes import MODES, dtype_name
+from bench.recipes.modes import Mode, dtype_name
+from bench.recipes.plan import Plan
 from bench.recipes.step import backward, build, forward, optimizer_step
 
 
@@ -63,13 +63,13 @@ def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
     return out
 
 
-def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
-    """(tensor rows, op rows, autograd chain to the chained parameter) for `case.mode`.
+def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
+    """(tensor rows, op rows, autograd chain to the chained parameter) for the plan's mode.
 
     A tensor row is {mode, kind, module, state, phase, tensor, dtype}
     (`bench.numerics.measure.tables`); an op row is {mode, phase, op, inputs, outputs}, one per
     aten op of a whole step."""
-    s = build(resolve(case))
+    s = build(plan)
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)
     with DtypeTrace() as trace:
@@ -80,7 +80,7 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         optimizer_step(s)
     ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
     params = dict(s.model.named_parameters())
-    audited = chained(case)
+    audited = chained(plan)
     state = s.optimizer.state[params[audited]]
     names = cap.observed
     logits = names[-1]
@@ -114,8 +114,8 @@ def audit_mode(case: Case) -> tuple[list[dict], list[dict], list[str]]:
         if torch.is_tensor(v)
     ]
     rows += fp8_gemms(ops)
-    tensor_rows = [{"mode": case.mode, **tensor, "dtype": d} for tensor, d in rows]
-    op_rows = [{"mode": case.mode, **o} for o in ops]
+    tensor_rows = [{"mode": plan.mode.name, **tensor, "dtype": d} for tensor, d in rows]
+    op_rows = [{"mode": plan.mode.name, **o} for o in ops]
     return tensor_rows, op_rows, cap.chain
 
 
@@ -128,26 +128,28 @@ ERROR_PATHS = [
 ]
 
 
-def error_paths(case: Case) -> list[dict]:
+def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
     """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step; one row
-    per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised."""
+    per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised.
+    `recipes` holds the fp16 recipe with GradScaler each configuration starts from."""
     scaled, _ = fp16_pair()
+    scaled_plan = plan.with_mode(recipes[scaled])
     out = []
     for param_dtype, autocast_dtype, optimizer in ERROR_PATHS:
         # Not a mode of the benchmark: a recipe users try, run through the same one step.
         mode = dataclasses.replace(
-            MODES[scaled],
+            recipes[scaled],
             name=f"{dtype_name(param_dtype)}-params-scaled",
             autocast_dtype=autocast_dtype,
             param_dtype=param_dtype,
         )
-        s = build(resolve(dataclasses.replace(case, mode=scaled, optimizer=optimizer), mode))
+        s = build(scaled_plan.with_mode(mode).with_case(optimizer=optimizer))
         row = {
             "param_dtype": dtype_name(param_dtype),
             "autocast_dtype": dtype_name(autocast_dtype),
             "optimizer": optimizer,
             "torch": torch.__version__,
-            "device": case.device,
+            "device": plan.case.device,
         }
         where = "forward"
         try:
@@ -170,32 +172,32 @@ def error_paths(case: Case) -> list[dict]:
     return out
 
 
-def run(case: Case) -> tuple[list[dict], list[dict], dict]:
-    """The whole audit on `case`'s model and batch: (tensor rows and op rows of every mode of
-    `MODES`, audit.json's content: the chained parameter, its chain per mode and the error
-    paths)."""
-    tensor_rows, op_rows, found = run_modes(case, tuple(MODES))
-    found["error_paths"] = error_paths(case)
+def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
+    """The whole audit on the plan's model and batch: (tensor rows and op rows of every recipe
+    of `recipes`, which the job resolved (every mode of the table), audit.json's content: the
+    chained parameter, its chain per mode and the error paths)."""
+    tensor_rows, op_rows, found = run_modes(plan, recipes)
+    found["error_paths"] = error_paths(plan, recipes)
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
     return tensor_rows, op_rows, found
 
 
-def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict], dict]:
-    """The audit of `modes` alone: (tensor rows, op rows, {"chained": the parameter the chains
+def run_modes(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
+    """The audit of `recipes` alone: (tensor rows, op rows, {"chained": the parameter the chains
     end at, "chains": its autograd chain per mode, "unsupported": mode -> why it could not run
     here, "tracebacks": mode -> the traceback of a mode that failed}). A mode that cannot run
     here (torchao missing, no float8 GPU) is named with its reason, not audited; one that fails
     is named with its error."""
     tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
-    for mode in modes:
-        mode_case = dataclasses.replace(case, mode=mode)
-        reason = unsupported_reason(resolve(mode_case))
+    for mode, recipe in recipes.items():
+        mode_plan = plan.with_mode(recipe)
+        reason = unsupported_reason(mode_plan)
         if reason is not None:
             skipped[mode] = reason
             continue
         try:
-            t, o, chain = audit_mode(mode_case)
+            t, o, chain = audit_mode(mode_plan)
         except Exception as exc:  # one recipe's failure is data; the others are still audited
             failure = fault(exc, prefix=AUDIT_FAILED)
             skipped[mode] = failure["error"]
@@ -204,6 +206,6 @@ def run_modes(case: Case, modes: tuple[str, ...]) -> tuple[list[dict], list[dict
         tensor_rows += t
         op_rows += o
         chains[mode] = chain
-    found = {"chained": chained(case), "chains": chains, "unsupported": skipped}
+    found = {"chained": chained(plan), "chains": chains, "unsupported": skipped}
     found["tracebacks"] = tracebacks  # the failed modes' texts, which the study keeps in errors/
     return tensor_rows, op_rows, found

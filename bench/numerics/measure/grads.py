@@ -23,10 +23,10 @@ from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from bench.cases.case import Case
 from bench.recipes.modes import dtype_name
+from bench.recipes.plan import Plan
 from bench.recipes.step import TrainState, backward, forward
-from bench.workloads import outputs, registry
+from bench.workloads import outputs
 
 
 @dataclass
@@ -46,11 +46,11 @@ class Capture:
         return list(self.activations)
 
 
-def chained(case: Case) -> str:
+def chained(plan: Plan) -> str:
     """The parameter whose autograd chain and Adam state the audit records: the workload's
     (`Workload.audited_of`: the weight of the first matmul to run, unless the workload names
     one; every parameter's Adam state has the same dtypes)."""
-    return registry.get(case.model).audited_of(registry.size_of(case), case.device)
+    return plan.workload.audited_of(plan.size, plan.case.device)
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
@@ -160,7 +160,7 @@ def capture(s: TrainState) -> Capture:
         _, loss = forward(s)
         produced: dict[str, torch.Tensor] = {}
         handles += _hook_produced_grads(loss, s, produced)
-        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.case)])
+        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.plan)])
         backward(s, loss)
     finally:
         for h in handles:

@@ -22,7 +22,7 @@ from bench import quiet
 from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
-from bench.jobs.plans import resolve  # the study resolves its cases in its own workers
+from bench.jobs import plans  # the study resolves its cases in its own workers
 from bench.numerics.measure import training
 from bench.recipes import catalog
 
@@ -77,13 +77,14 @@ def run_job(job: Job) -> dict[str, list[dict]]:
     with its traceback (`bench.faults.fault`) for the study to keep in its folder."""
     c = job.case
     row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
-    reason = unsupported_reason(resolve(c))
+    plan = plans.resolve(c)
+    reason = unsupported_reason(plan)
     if reason is not None:  # torchao missing, or no float8 GPU: a row that says so
         return {"failed": [{**row, "status": "unsupported", "error": reason}]}
     try:
         if job.kind == "convergence":
             return training.convergence(
-                job.case,
+                plan,
                 steps=job.steps,
                 noise=job.noise,
                 eval_every=job.eval_every,
@@ -91,7 +92,11 @@ def run_job(job: Job) -> dict[str, list[dict]]:
                 trace_every=job.trace_every,
             )
         return training.census_trajectory(
-            job.case, noise=job.noise, checkpoints=job.checkpoints, histogram=job.histogram
+            plan,
+            plans.recipes(training.CENSUS_RECIPES),
+            noise=job.noise,
+            checkpoints=job.checkpoints,
+            histogram=job.histogram,
         )
     except Exception as exc:  # recorded; the other jobs go on
         return {"failed": [{**row, **fault(exc)}]}

@@ -16,14 +16,12 @@ a worker process can hand them back.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Mapping
 
 import torch
 
-from bench.cases.case import Case
 from bench.execution.variants import unsupported_reason
 from bench.faults import fault
-from bench.jobs.plans import resolve  # the study resolves its cases in its own workers
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.numerics.measure.grads import capture
@@ -31,7 +29,8 @@ from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from bench.recipes import fp8
 from bench.recipes.catalog import autocast_modes, default_modes, fp16_pair, reference
-from bench.recipes.modes import MODES, dtype_name
+from bench.recipes.modes import MODES, Mode, dtype_name
+from bench.recipes.plan import Plan
 from bench.recipes.step import (
     StepOptions,
     TrainState,
@@ -42,7 +41,6 @@ from bench.recipes.step import (
     train_step,
 )
 from bench.recipes.step import evaluate as heldout
-from bench.workloads import registry
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
@@ -60,6 +58,9 @@ OWN_MODEL_CENSUS_MODES = tuple(
 model of its own with the trajectory's weights at every checkpoint, where it can run here. A
 stochastically rounding mode is left out: its gradients are its round-to-nearest twin's, it
 differs in the update only."""
+CENSUS_RECIPES = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
+"""Every mode a census trajectory uses, the reference first: the job resolves each once and hands
+them to `census_trajectory`."""
 MEDIAN_SAMPLE = 2**24
 """A trace's medians are taken over at most this many evenly strided elements of a tensor: an exact
 median sorts, and a 16000 × 16000 weight has 2.6e8."""
@@ -176,8 +177,9 @@ def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, fl
     return heldout(s, batches, s.plan.workload.loss)
 
 
-def _step_ms(case: Case, task: Task) -> float:
-    s = build(resolve(case))
+def _step_ms(plan: Plan, task: Task) -> float:
+    case = plan.case
+    s = build(plan)
     s.x, s.y = task.sample(case.batch_size, 0)
     samples = time_phases(
         {"step": lambda: train_step(s)}, warmup=5, steps=20, clock=clock_for(case.device)
@@ -199,11 +201,12 @@ def model_state_gib(s: TrainState) -> float:
 
 
 def convergence(
-    case: Case, *, steps: int, noise: float, eval_every: int, heldout: int, trace_every: int = 0
+    plan: Plan, *, steps: int, noise: float, eval_every: int, heldout: int, trace_every: int = 0
 ) -> dict[str, list[dict]]:
-    """`steps` training steps of `case` on the task; rows of `steps`, `evals`, `runs` and, every
-    `trace_every` steps (0: never), `traces`."""
-    task = registry.get(case.model).make_task(registry.size_of(case), case.seed, noise, case.device)
+    """`steps` training steps of the plan's case on the task; rows of `steps`, `evals`, `runs`
+    and, every `trace_every` steps (0: never), `traces`."""
+    case = plan.case
+    task = plan.workload.make_task(plan.size, case.seed, noise, case.device)
     axes = {
         "mode": case.mode,
         "batch_size": case.batch_size,
@@ -211,9 +214,9 @@ def convergence(
         "optimizer": case.optimizer,
         "steps": steps,
     }
-    step_ms = _step_ms(case, task)
+    step_ms = _step_ms(plan, task)
     xh, yh = task.sample(heldout, HELDOUT_STREAM)
-    s = build(resolve(case)).with_options(StepOptions(eval_every=eval_every))
+    s = build(plan).with_options(StepOptions(eval_every=eval_every))
     init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
     losses, scales, evals, traces = [], [], [], []
     for step in range(steps + 1):
@@ -255,16 +258,22 @@ def convergence(
 
 
 def census_trajectory(
-    case: Case, *, noise: float, checkpoints: tuple[int, ...], histogram: bool
+    plan: Plan,
+    recipes: Mapping[str, Mode],
+    *,
+    noise: float,
+    checkpoints: tuple[int, ...],
+    histogram: bool,
 ) -> dict[str, list[dict]]:
-    """Train `case` (fp16 autocast with GradScaler) up to the last checkpoint; rows of `census`
-    at every checkpoint, and, with `histogram`, of `histogram` and `fp16_fate` at the first and
-    last."""
+    """Train the plan's case (fp16 autocast with GradScaler) up to the last checkpoint; rows of
+    `census` at every checkpoint, and, with `histogram`, of `histogram` and `fp16_fate` at the
+    first and last. `recipes`: the census's modes (`census_recipes`), resolved by the job."""
+    case = plan.case
     scaled, _ = fp16_pair()
     if case.mode != scaled:
         raise ValueError(f"the census trajectory trains with {scaled}, got mode {case.mode!r}")
-    task = registry.get(case.model).make_task(registry.size_of(case), case.seed, noise, case.device)
-    s = build(resolve(case))
+    task = plan.workload.make_task(plan.size, case.seed, noise, case.device)
+    s = build(plan)
     census_rows, hist_rows, fate_rows, failed_rows = [], [], [], []
     last = max(checkpoints)
     for step in range(last + 1):
@@ -275,19 +284,20 @@ def census_trajectory(
             with torch.no_grad():
                 _, loss = forward(s)
             axes = {"batch_size": case.batch_size, "step": step, "loss_scale": scale}
-            ref = capture(s.as_mode(MODES[reference()]))
+            ref = capture(s.as_mode(recipes[reference()]))
             for name in CENSUS_MODES:
                 # The scaled mode uses the trajectory's scaler, so its current scale; the others
                 # get a scaler of their own mode, which does not scale.
-                view = s.as_mode(MODES[name], scaler=s.scaler if s.mode.name == name else None)
+                view = s.as_mode(recipes[name], scaler=s.scaler if s.mode.name == name else None)
                 cap = capture(view)
                 used = scale if view.mode.scale_loss else 1.0
                 census_rows += _census_rows(cap, ref, {**axes, "mode": name}, used, loss)
             for name in OWN_MODEL_CENSUS_MODES:
-                if unsupported_reason(resolve(dataclasses.replace(case, mode=name))) is not None:
+                own = plan.with_mode(recipes[name])
+                if unsupported_reason(own) is not None:
                     continue
                 try:
-                    cap = capture(_with_weights(case, name, s))
+                    cap = capture(_with_weights(own, s))
                 except Exception as exc:  # one recipe's failure is a row, not the trajectory's
                     failed_rows.append(
                         {
@@ -334,10 +344,10 @@ def census_trajectory(
     }
 
 
-def _with_weights(case: Case, mode: str, s: TrainState) -> TrainState:
-    """A state of `mode` (its own model: bf16 parameters, float8 Linears) holding the weights of
-    `s`'s model and its batch."""
-    other = build(resolve(dataclasses.replace(case, mode=mode)))
+def _with_weights(plan: Plan, s: TrainState) -> TrainState:
+    """A state of the plan's mode (its own model: bf16 parameters, float8 Linears) holding the
+    weights of `s`'s model and its batch."""
+    other = build(plan)
     fp8.copy_weights(other.model, s.model)
     other.x, other.y = s.x, s.y
     return other
