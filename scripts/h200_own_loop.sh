@@ -7,6 +7,7 @@
 #   overhead/    the probe's cost on that loop: examples/own_loop/overhead.py, 30 rounds of 60
 #                steps a side (with the probe, census off / without it), interleaved, and the
 #                census's own time: overhead.md, overhead.json (and the probed steps' folder).
+#   overhead-time-every-10/  the same with the probe timing one step in 10 (`time_every=10`).
 #   recipes/     `./run_bench.sh recipes` over fp32, fp16 with GradScaler and bf16 autocast, 3
 #                seeds, on examples/own_loop/hf_trainer.py (a small GPT-2 from its config, random
 #                weights, the Shakespeare text by characters; transformers' Trainer with the
@@ -33,6 +34,8 @@ step env AMPBENCH_RECIPE=bf16-amp timeout 120 "$PY" examples/own_loop/plain_loop
     --steps 600 --every 200 --eval-every 200 --out "$out/probe_run"
 step ./run_bench.sh report "$out/probe_run"
 step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 30 --window 60 --out "$out/overhead"
+step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 30 --window 60 --time-every 10 \
+    --out "$out/overhead-time-every-10"
 
 # (b) the driver on a transformers Trainer script: three recipes, three seeds.
 script=(examples/own_loop/hf_trainer.py --steps 200 --eval-every 50 --eval-batches 10)

@@ -106,6 +106,30 @@ def test_regions_the_user_marks_are_the_phases(tmp_path):
         assert parts == pytest.approx(total)
 
 
+def test_time_every_times_one_step_in_k_and_still_counts_every_step(tmp_path):
+    model, optimizer = mlp()
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    probe = bench.probe(
+        model, optimizer, scaler=scaler, every=100, warmup=0, time_every=3, out=tmp_path / "run"
+    )
+    train(probe, model, optimizer, 7, scaler=scaler)
+    train(probe, model, optimizer, 1, mult=1e38, scaler=scaler)  # step 8, not timed, overflows
+    train(probe, model, optimizer, 2, scaler=scaler)
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    # Step 1 counts FLOPs; of the rest only 3, 6 and 9 are marked and timed.
+    assert row["steps"] == 3 and row["probe_steps"] == 10
+    assert row["optimizer_steps"] == 9 and row["skipped_steps"] == 1
+    (samples,) = results.read_rows(tmp_path / "run" / results.SAMPLES)
+    assert len(samples["samples_ms"]["total"]) == 3
+    scale = [json.loads(x) for x in (tmp_path / "run" / "scale.jsonl").read_text().splitlines()]
+    assert len(scale) == 10 and [s["step"] for s in scale if s["skipped"]] == [8]
+    env = json.loads((tmp_path / "run" / results.ENV).read_text())
+    assert env["config"]["time_every"] == 3
+    with pytest.raises(ValueError, match="time_every=0"):
+        bench.probe(model, optimizer, time_every=0, out=tmp_path / "bad")
+
+
 def test_a_skipped_step_is_counted(tmp_path):
     # GradScaler on the CPU: a loss multiplied past float32's range makes the gradients inf, the
     # scaler skips the optimizer's step and halves its scale.

@@ -40,6 +40,8 @@ class StepRecord:
     """The optimizer's step ran (GradScaler skips it when it found inf or NaN)."""
     scale: torch.Tensor | None = None
     """GradScaler's scale after the step's update, a device copy read later."""
+    light: bool = False
+    """Not a step the probe times (`time_every`): no phase marks, no memory read."""
 
     def mark(self, clock: Clock, phase: str | None) -> None:
         if self.memory:

@@ -21,6 +21,11 @@ and takes the underflow census of the real gradients (`bench.ownloop.census`). T
 step after each (the folder is written in between), and the first `warmup` are left out of the
 step-time samples. `close()` (also run at exit) writes the folder (`bench.ownloop.folder`); it
 is written every `every` steps too, so a run that dies keeps what it measured.
+
+`time_every=k` times the phases of one step in k: on the others the probe marks nothing and reads
+no memory, and only counts the step, whether the optimizer stepped and, under GradScaler, the
+scale (for the skipped steps). Its host time per step falls about k-fold, for a loop whose step
+waits on the host (`examples/own_loop/overhead.py --time-every`).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class Probe:
         out: str | None = None,
         census: bool = True,
         warmup: int = 3,
+        time_every: int = 1,
         flops: int | None = None,
         batch_size: int | None = None,
         ceilings: bool = True,
@@ -73,6 +79,9 @@ class Probe:
             raise ValueError(f"every={every!r}: give a positive number of steps")
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise ValueError(f"warmup={warmup!r}: give a number of steps, 0 or more")
+        if isinstance(time_every, bool) or not isinstance(time_every, int) or time_every < 1:
+            raise ValueError(f"time_every={time_every!r}: give a positive number of steps")
+        self.time_every = time_every
         self.model, self.optimizer = model, unwrap(optimizer)
         self.device = params[0].device.type
         self.every, self.warmup, self.census_on, self.ceilings_on = every, warmup, census, ceilings
@@ -96,7 +105,8 @@ class Probe:
         config = {
             "device": self.device, "model": self.run.model_name, "modes": [],
             "optimizers": [type(self.optimizer).__name__], "seed": self.seed,
-            "warmup": warmup, "every": every, "census": census, "recipe_asked": self.asked,
+            "warmup": warmup, "every": every, "time_every": time_every, "census": census,
+            "recipe_asked": self.asked,
         }  # fmt: skip
         self.info = folder.start(self.path, machine, config)
         self._n = 0
@@ -179,10 +189,14 @@ class Probe:
         # it starts on an idle device, so it is not timed either.
         after = n > 1 and (n - 1) % self.every == 0
         counting = self.counter.wants(n)
+        # Only every `time_every`-th step is marked; the ones that read memory, take the census
+        # or count FLOPs always are.
+        light = n % self.time_every != 0 and not (special or counting or n == 1)
         self._cur = marks.StepRecord(
             index=n,
-            timed=n > self.warmup and not (counting or special or after) and n != 1,
+            timed=n > self.warmup and not (counting or special or after or light) and n != 1,
             memory=self.device == "cuda" and (special or n == 1),
+            light=light,
         )
         self._census_due = self.census_on and special
         self._drain(block=False)
@@ -205,7 +219,8 @@ class Probe:
             # synchronize; on the CPU a clone, since update() changes the scale in place.
             scale = s._scale.detach()
             cur.scale = scale.to("cpu", non_blocking=True) if scale.is_cuda else scale.clone()
-        cur.mark(self.clock, None)
+        if not cur.light or cur.scale is not None:  # a light step marks only its scale's copy
+            cur.mark(self.clock, None)
         self.counter.stop()
         self._pending.append(cur)
         self._cur = None
@@ -255,7 +270,7 @@ class Probe:
     # Marks and hooks.
     def _mark(self, phase: str) -> None:
         cur = self._cur
-        if cur is None or phase == self._phase:
+        if cur is None or cur.light or phase == self._phase:
             return
         if self._phase == "fwd":
             self.counter.forward_ends()

@@ -55,6 +55,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--window", type=int, default=50, help="steps per timed window")
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument(
+        "--time-every", type=int, default=1, help="the probe times one step in this many"
+    )
     p.add_argument("--censuses", type=int, default=5, help="census calls timed on their own")
     p.add_argument("--budget", type=float, default=BUDGET, help="overhead allowed, 0.01 = 1%%")
     p.add_argument("--out", help="the folder to write (required unless --report)")
@@ -90,7 +93,7 @@ def main() -> None:
 
     probe = bench.probe(
         model, optimizer, scaler=scaler, census=False, every=10**9, warmup=0,
-        out=out / "probe_run",
+        time_every=a.time_every, out=out / "probe_run",
     )  # fmt: skip
     host = HostTime(probe)
     clock = clock_for(device)
@@ -132,6 +135,7 @@ def main() -> None:
     result = {
         "device": torch.cuda.get_device_name() if cuda else "cpu", "preset": a.preset,
         "batch_size": a.batch_size, "mode": a.mode, "rounds": a.rounds, "window_steps": a.window,
+        "time_every": a.time_every,
         "bare_step_ms": bare, "probed_step_ms": probed, "census_ms": census_ms,
         "probe_host_us_per_step": host_us,
     }  # fmt: skip
@@ -190,7 +194,12 @@ def render(result: dict, budget: float) -> str:
         f"{result['batch_size']}, {result['mode']}",
         "",
         f"{result['rounds']} rounds of {result['window_steps']} steps a side, interleaved; "
-        "census off.",
+        "census off"
+        + (
+            f"; the probe times one step in {every}."
+            if (every := result.get("time_every", 1)) > 1
+            else "; the probe times every step."
+        ),
         "",
         f"- step without the probe: {step_ms:.4g} ms (median of the windows)",
         f"- with the probe over without, paired by round: {paired['ratio']:.4g}, "
