@@ -114,8 +114,8 @@ def run_script(
 
 def _failed_row(mode: str, seed: int, status: str, error: str, script: str, device: str) -> dict:
     return {
-        "case_id": f"own:{script}_{mode}_seed{seed}", "mode": mode, "seed": seed,
-        "model": f"own:{script}", "preset": "", "device": device, "optimizer": "",
+        "case_id": f"{results.OWN_MODEL}{script}_{mode}_seed{seed}", "mode": mode, "seed": seed,
+        "model": f"{results.OWN_MODEL}{script}", "preset": "", "device": device, "optimizer": "",
         "batch_size": 1, "sizes": {"params": 1}, "status": status, "error": error,
     }  # fmt: skip
 

@@ -20,6 +20,7 @@ from bench.ownloop.counting import Counter
 from bench.ownloop.marks import PHASES, StepRecord
 from bench.ownloop.recipe import Settings
 from bench.recipes.modes import dtype_name, tf32_flags
+from bench.store import results
 
 FLOAT8_NOTE = (
     "no MFU: the model has float8 Linears, and a share of one ceiling would mislead (their "
@@ -63,7 +64,7 @@ class Run:
 
     @property
     def model_name(self) -> str:
-        return f"own:{type(self.model).__name__}"
+        return f"{results.OWN_MODEL}{type(self.model).__name__}"
 
     def set_settings(self, settings: Settings, inputs: tuple = ()) -> None:
         self.settings, self.mode = settings, settings.mode()

@@ -327,19 +327,20 @@ def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
     if not later:
         return f"commit {first}"
     said = f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: "
-    recorded = pd.Series(dtype=object)
-    if runs is not None and "commit" in runs:
-        trained = runs[runs["status"] == "ok"] if "status" in runs else runs
-        recorded = trained["commit"].dropna()
+    unknown = said + "runs trained at each (which run at which commit was not recorded)"
+    if runs is None or "commit" not in runs:
+        return unknown
+    trained = runs[runs["status"] == "ok"] if "status" in runs else runs
+    recorded = trained["commit"].dropna()
     if recorded.empty:
-        return said + "runs trained at each (which run at which commit was not recorded)"
-    dirty = runs["dirty"].reindex(recorded.index) if "dirty" in runs else None
-    if dirty is not None:
-        recorded = recorded + dirty.map(lambda d: " (uncommitted changes)" if d is True else "")
+        return unknown
+    if "dirty" in trained:
+        dirty = trained.loc[recorded.index, "dirty"].eq(True)
+        recorded = recorded.where(~dirty, recorded + " (uncommitted changes)")
     parts = [f"{n} at {c}" for c, n in recorded.value_counts(sort=False).items()]
     rest = len(trained) - len(recorded)
-    unknown = f"; the other {rest} did not record theirs" if rest else ""
-    return said + f"each run's row names its commit: {joined(parts)}{unknown}"
+    others = f"; the other {rest} did not record theirs" if rest else ""
+    return said + f"each run's row names its commit: {joined(parts)}{others}"
 
 
 def render(run_dir: Path) -> Path:

@@ -303,7 +303,7 @@ def _floor_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, st
 
 def _own(df: pd.DataFrame) -> bool:
     """Whether the run has an own loop's row (the probe's: `bench.ownloop`)."""
-    return "model" in df and bool(df["model"].astype(str).str.startswith("own:").any())
+    return bool(results.own_loop_rows(df).any())
 
 
 def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, str]) -> list[str]:

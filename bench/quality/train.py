@@ -92,7 +92,6 @@ class Run:
         self.cfg, self.seed, self.device = cfg, seed, cfg.device
         self.mode, self.reference = resolved.mode, resolved.reference
         self.fitted = resolved.fitted
-        mode_name = self.mode.name
         workload, size = self.fitted.workload, self.fitted.size
         # The same initial weights and dropout stream for every recipe of a seed.
         torch.manual_seed(seed)
@@ -108,7 +107,7 @@ class Run:
         case = workload.case(
             cfg.model,
             cfg.preset,
-            mode=mode_name,
+            mode=self.mode.name,
             optimizer="fused" if self.device == "cuda" else "foreach",  # as `adamw` builds it
             batch_size=cfg.batch_size,
             device=self.device,

@@ -228,6 +228,15 @@ def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+OWN_MODEL = "own:"
+"""The prefix of an own loop's model name (`bench.ownloop`'s probe, the `recipes` driver)."""
+
+
+def own_loop_rows(df: pd.DataFrame) -> pd.Series:
+    """Which rows are an own loop's."""
+    return df.get("model", pd.Series("", index=df.index)).astype(str).str.startswith(OWN_MODEL)
+
+
 def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
     """model_state_gib = params + grads + Adam's state; `STATE_SAVED_COLUMN` = the reference
     mode's minus this row's; `PEAK_VS_HEADLINE_COLUMN` = this row's allocated peak over the
@@ -237,7 +246,7 @@ def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
         return df
     # An own loop's rows written before gradients were sized from the parameters read them after
     # the loop's zero_grad had freed them: 0 beside parameters is not a measurement.
-    own = df.get("model", pd.Series("", index=df.index)).astype(str).str.startswith("own:")
+    own = own_loop_rows(df)
     df.loc[own & (df["grad_gib"] == 0) & (df["param_gib"] > 0), "grad_gib"] = math.nan
     df["model_state_gib"] = df[list(parts)].sum(axis=1, min_count=len(parts))
     others = [a for a in axes() if a != "mode"]

@@ -267,7 +267,7 @@ def census_trajectory(
 ) -> dict[str, list[dict]]:
     """Train the plan's case (fp16 autocast with GradScaler) up to the last checkpoint; rows of
     `census` at every checkpoint, and, with `histogram`, of `histogram` and `fp16_fate` at the
-    first and last. `recipes`: the census's modes (`census_recipes`), resolved by the job."""
+    first and last. `recipes`: the modes of `CENSUS_RECIPES`, resolved by the job."""
     case = plan.case
     scaled, _ = fp16_pair()
     if case.mode != scaled:
