@@ -4,7 +4,7 @@ GPU, not GPUs, and a study resumed at other commits names each of them. Fixtures
 import pandas as pd
 
 from bench.publish import index
-from bench.publish import quality as page
+from bench.publish import quality_runs as page
 from bench.publish.runs import Run
 from bench.quality import tables
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
+import os
 from pathlib import Path
+
+import pandas as pd
+import torch
 
 from bench import quiet
 from bench.data import sources
 from bench.faults import fault
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
+from bench.measure.memory import GIB
 from bench.quality import tables
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit
@@ -30,6 +35,10 @@ from bench.workloads import registry
 KIND = "quality"
 START_S = 30.0
 """What a budget keeps back for starting the workers and building their models."""
+CONTEXT_GIB = 1.0
+"""What a worker's CUDA context and libraries hold beside its tensors, about (packing)."""
+MEMORY_SHARE = 0.8
+"""The share of the GPU's free memory packed runs may take together."""
 EVAL_SHARE = 0.1
 """What evaluation adds to a run's training steps, at most (the default study's: 7 held-out
 batches of forward passes every 100 steps)."""
@@ -107,6 +116,25 @@ def _within(
     return chosen
 
 
+def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]:
+    """How many runs train side by side, and why: `--workers`, else (0) one per CPU core the
+    process may use, no more than the GPU's free memory holds at the largest recipe's measured
+    reservation plus a process's CUDA context, and never more than the runs."""
+    if cfg.workers or cfg.device != "cuda":
+        return max(1, min(cfg.workers or 1, runs)), f"--workers {cfg.workers or 1}"
+    cores = len(os.sched_getaffinity(0))
+    peaks = pd.to_numeric(timing.get("peak_gib", pd.Series()), errors="coerce").dropna()
+    if peaks.empty:  # a study timed before peaks were kept: the cores decide alone
+        return max(1, min(cores, runs)), f"auto: {cores} CPU cores, no measured peak"
+    free = torch.cuda.mem_get_info()[0] / GIB
+    per_run = float(peaks.max()) + CONTEXT_GIB
+    fits = int(MEMORY_SHARE * free // per_run)
+    return max(1, min(cores, fits, runs)), (
+        f"auto: {cores} CPU cores; {fits} fit in {MEMORY_SHARE:.0%} of {free:.4g} GiB free at "
+        f"{per_run:.3g} GiB a run"
+    )
+
+
 def _train(
     folder_path: Path, cfg: QualityConfig, budget_s: float = 0, only: tuple[str, ...] = ()
 ) -> None:
@@ -131,9 +159,14 @@ def _train(
         if left:
             log(f"--budget-s {budget_s:g} leaves {len(left)} runs for --resume: {', '.join(left)}")
         todo = chosen
+    # The longest runs first (their recipe's step time alone): none starts last and trains
+    # alone while the others' slots stand empty.
+    step_ms = dict(zip(timing["mode"], timing["step_ms"], strict=True))
+    todo.sort(key=lambda run: -step_ms[run[0]])
     record = cfg.record()
     jobs = [(record, m, s) for m, s in todo]
-    log(f"training {len(jobs)} runs, {cfg.workers} at a time")
+    workers, why = pack(cfg, timing, len(jobs))
+    log(f"training {len(jobs)} runs, {workers} at a time ({why})")
     # A study may be resumed at other commits: each run's row says which code trained it.
     sha, dirty = env.git_commit()
     made_by = {"commit": sha[:7] if sha else None, "dirty": dirty}
@@ -145,11 +178,11 @@ def _train(
         run = result["runs"][0]
         log(f"{run['mode']} seed {run['seed']}: {run['status']}")
 
-    if cfg.workers == 1 or len(jobs) <= 1:
+    if workers == 1:
         for job in jobs:
             keep(_work(job))
         return
-    with mp.get_context("spawn").Pool(min(cfg.workers, len(jobs))) as pool:
+    with mp.get_context("spawn").Pool(workers) as pool:
         for result in pool.imap_unordered(_work, jobs):
             keep(result)
 
@@ -200,7 +233,8 @@ def resume(
         cfg = QualityConfig.from_record(folder.settings)
         modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
         seeds = tuple(dict.fromkeys((*cfg.seeds, *add_seeds)))
-        cfg = dataclasses.replace(cfg, modes=modes, seeds=seeds, workers=workers or cfg.workers)
+        workers = cfg.workers if workers is None else workers
+        cfg = dataclasses.replace(cfg, modes=modes, seeds=seeds, workers=workers)
         folder.info[schema.settings_key(KIND)] = cfg.record()
         folder.info.pop("ended", None)
         folder.save()

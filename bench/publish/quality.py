@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import quality_plot
+from bench.publish import quality_plot, quality_runs
 from bench.publish.prose import figure, joined
+from bench.publish.quality_runs import span
 from bench.publish.tables import markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
@@ -26,15 +27,6 @@ DASH = "–"
 def loss(x: float) -> str:
     """A loss to 4 significant digits: recipes differ in the third."""
     return number(float(x), 4)
-
-
-def _range(values: pd.Series, show=figure) -> str:
-    values = values.dropna()
-    if values.empty:
-        return DASH
-    if len(values) == 1 or values.min() == values.max():
-        return show(values.iloc[0])
-    return f"{show(values.mean())} ({show(values.min())}–{show(values.max())})"
 
 
 def study(run_dir: Path) -> dict:
@@ -120,7 +112,7 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
             why = timing.loc[mode, "error"] if mode in timing.index else "it was not timed"
             notes.append(f"{mode}: {status}, {why}")
         reached = s["reached"][s["reached"]["mode"] == mode] if len(s["reached"]) else None
-        steps = _range(reached["steps"]) if reached is not None and len(reached) else DASH
+        steps = span(reached["steps"]) if reached is not None and len(reached) else DASH
         if reached is not None and len(reached) and reached["steps"].isna().any():
             missed = int(reached["steps"].isna().sum())
             steps = f"{missed} of {len(reached)} seeds missed"
@@ -130,14 +122,14 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
             "step ms": figure(timing.loc[mode, "step_ms"]) if status == "ok" else DASH,
             "steps to target": steps,
             "s to target": figure(times.loc[mode, "mean_s"]) if mode in times.index else DASH,
-            "best held-out loss": _range(mine["best_loss"], loss) if len(mine) else DASH,
-            "final held-out loss": _range(mine["final_loss"], loss) if len(mine) else DASH,
+            "best held-out loss": span(mine["best_loss"], loss) if len(mine) else DASH,
+            "final held-out loss": span(mine["final_loss"], loss) if len(mine) else DASH,
         }
         if not text:
-            row["best accuracy"] = _range(mine["best_accuracy"]) if len(mine) else DASH
+            row["best accuracy"] = span(mine["best_accuracy"]) if len(mine) else DASH
         row["seeds"] = str(int((mine["status"] == "ok").sum())) if len(mine) else "0"
         row["diverged"] = str(int((mine["status"] == "diverged").sum())) if len(mine) else DASH
-        row["skipped steps"] = _range(mine["skipped_steps"]) if len(mine) else DASH
+        row["skipped steps"] = span(mine["skipped_steps"]) if len(mine) else DASH
         row["vs fp32"] = "reference" if mode == "fp32" else _cell(v)
         rows.append(row)
     if s["target"] is None:
@@ -211,7 +203,7 @@ def _anchor(s: dict) -> list[str]:
     mean = mine["best_loss"].mean()
     return [
         f"**Published anchor**: {a.source}: {a.loss}. Here {a.mode}'s best held-out loss is "
-        f"{_range(mine['best_loss'], loss)} over {len(mine)} seeds, {mean - a.loss:+.3g} from it."
+        f"{span(mine['best_loss'], loss)} over {len(mine)} seeds, {mean - a.loss:+.3g} from it."
     ]
 
 
@@ -259,7 +251,8 @@ def _extra_seeds(s: dict) -> str:
     step_s = float(ok["step_ms"].sum()) / 1e3 * cfg.steps
     return (
         f" {more} more seed{'s' if more > 1 else ''} of every recipe: about "
-        f"{figure(more * step_s / 60)} min of device time (computed: steps × step times)."
+        f"{figure(more * step_s / 60)} min of device time (computed: steps × step times"
+        f"{', if no run stops early' if cfg.patience else ''})."
     )
 
 
@@ -314,35 +307,6 @@ def findings(s: dict) -> list[str]:
     ]
 
 
-def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
-    """The commit the study started at, each commit it was resumed at, and which runs trained at
-    which commit where their rows record it (`runs`' `commit` column)."""
-    first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
-    later = []
-    for r in env.get("resumed") or []:
-        for d in r.get("differs", []):
-            if d.startswith("commit "):
-                here = d.rsplit(" ", 2)[-2].strip("'")[:7]
-                later.append(f"{here} ({r.get('at', '?')[:16]})")
-    if not later:
-        return f"commit {first}"
-    said = f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: "
-    unknown = said + "runs trained at each (which run at which commit was not recorded)"
-    if runs is None or "commit" not in runs:
-        return unknown
-    trained = runs[runs["status"] == "ok"] if "status" in runs else runs
-    recorded = trained["commit"].dropna()
-    if recorded.empty:
-        return unknown
-    if "dirty" in trained:
-        dirty = trained.loc[recorded.index, "dirty"].eq(True)
-        recorded = recorded.where(~dirty, recorded + " (uncommitted changes)")
-    parts = [f"{n} at {c}" for c, n in recorded.value_counts(sort=False).items()]
-    rest = len(trained) - len(recorded)
-    others = f"; the other {rest} did not record theirs" if rest else ""
-    return said + f"each run's row names its commit: {joined(parts)}{others}"
-
-
 def render(run_dir: Path) -> Path:
     s = study(run_dir)
     cfg, env = s["cfg"], s["env"]
@@ -356,7 +320,7 @@ def render(run_dir: Path) -> Path:
         f"# Time to quality: `{cfg.model}` ({cfg.preset}) on {cfg.data}",
         "",
         f"{env.get('gpu', 'cpu')}, torch {env.get('torch', '?')}, "
-        f"{commits(env, s['tables']['runs'])}.",
+        f"{quality_runs.commits(env, s['tables']['runs'])}.",
         "",
         f"**Data**: {env.get('data_description', cfg.data)}. **Model**: "
         f"{env.get('model_description', cfg.model)}.",
@@ -365,7 +329,8 @@ def render(run_dir: Path) -> Path:
         f"seed starts from the same weights and sees the same batches. {cfg.steps} steps of "
         f"{cfg.batch_size} {unit}; AdamW (beta2 {cfg.beta2:g}, weight decay {cfg.weight_decay:g}),"
         f" learning rate {cfg.lr:g} warmed up over {cfg.warmup} steps, cosine to {cfg.min_lr:g}; "
-        f"gradients clipped at {cfg.grad_clip:g}. Held-out loss over "
+        f"gradients clipped at {cfg.grad_clip:g}.{quality_runs.stopping(cfg, s['tables']['runs'])} "
+        "Held-out loss over "
         f"{heldout}"
         f" every {cfg.eval_every} steps, dropout off. Step times: each recipe's step timed alone "
         f"({cfg.timing_steps} steps after a warm-up) before training; time to target is steps × "

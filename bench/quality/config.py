@@ -37,7 +37,14 @@ ANCHORS = {
 """(model, preset, data) -> the published result of the same model, recipe and data."""
 
 PER_DEVICE: dict[str, dict[str, object]] = {
-    "cuda": {"preset": "shakespeare-char", "steps": 5000, "eval_every": 100, "batch_size": 64},
+    "cuda": {
+        "preset": "shakespeare-char",
+        "steps": 5000,
+        "eval_every": 100,
+        "batch_size": 64,
+        "patience": 8,
+        "workers": 0,
+    },
     "cpu": {
         "preset": "shakespeare-tiny",
         "steps": 60,
@@ -45,8 +52,12 @@ PER_DEVICE: dict[str, dict[str, object]] = {
         "batch_size": 8,
         "warmup": 5,
         "heldout_limit": 32,
+        "patience": 0,
+        "workers": 1,
     },
 }
+"""A device's defaults. On a GPU a run stops 8 evaluations past its best (docs/quality.md, "When
+a run stops") and runs train side by side, as many as the CPU's cores and the GPU's memory allow."""
 
 _POSITIVE, _NON_NEGATIVE = {"check": checks.POSITIVE_INT}, {"check": checks.NON_NEGATIVE_INT}
 _NUMBER = {"check": checks.POSITIVE_FINITE}
@@ -91,8 +102,12 @@ class QualityConfig:
     """AdamW's weight decay, on the weights of two or more dimensions (nanoGPT's groups)."""
     grad_clip: float = field(default=1.0, metadata={"check": checks.NON_NEGATIVE_FINITE})
     """Gradient-norm clip (0: none); a scaled recipe unscales first."""
-    workers: int = field(default=1, metadata=_POSITIVE)
-    """Runs trained side by side, each in a process of its own on the same device."""
+    patience: int = field(default=0, metadata=_NON_NEGATIVE)
+    """Stop a run once this many held-out evaluations in a row bring no new best (0: train the
+    whole budget); its best held-out loss is then the best before it stopped."""
+    workers: int = field(default=1, metadata=_NON_NEGATIVE)
+    """Runs trained side by side, each in a process of its own on the same device (0: as many as
+    the CPU's cores and the GPU's memory, from each recipe's measured peak, allow)."""
     timing_steps: int = field(default=50, metadata=_POSITIVE)
     """Timed steps per recipe of the step-time measurement, taken before training, alone."""
     check_points: int = field(default=3, metadata=_NON_NEGATIVE)

@@ -30,6 +30,7 @@ from torch import nn
 
 from bench.cases import axes
 from bench.faults import fault
+from bench.measure.memory import GIB
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.quality import underflow
@@ -226,10 +227,21 @@ def _check_steps(cfg: QualityConfig) -> set[int]:
     return {evals[i] for i in picks}
 
 
+def past_best(heldout: list[float], patience: int) -> bool:
+    """True once the last `patience` held-out losses brought no new best (none strictly below
+    every loss before them): the study's stopping rule (docs/quality.md). A run stopped by it has
+    the same best as the whole budget would have given, unless a later evaluation would have gone
+    lower still."""
+    if patience == 0 or len(heldout) <= patience:
+        return False
+    return min(heldout[-patience:]) >= min(heldout[:-patience])
+
+
 def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[dict]]:
     """One run, as rows of the study's tables (`bench.quality.tables`): `curves` (one per
-    evaluation), `checks` (scaled fp16 only) and one `runs` row with its status. A run whose loss
-    goes non-finite stops there, `diverged`."""
+    evaluation), `checks` (scaled fp16 only) and one `runs` row with its status and why it
+    stopped. A run whose loss goes non-finite stops there, `diverged`; with `patience`, a run
+    past its best stops there too, and takes a last GradScaler check where checks were left."""
     started = time.perf_counter()
     run = Run(cfg, resolved, seed)
     key = {"mode": resolved.mode.name, "seed": seed}
@@ -238,6 +250,7 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
     scales: list[torch.Tensor] = []
     status, diverged_at, skipped, last_scale = "ok", None, 0, None
     checks_at = _check_steps(cfg) if run.mode.scale_loss else set()
+    stopped = "budget"
     prev = 0
     for k in _eval_steps(cfg):
         while prev < k:
@@ -274,9 +287,14 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
             }
         )
         if status != "ok":
+            stopped = "diverged"
             break
-        if k in checks_at:
+        done = past_best([c["heldout_loss"] for c in curve], cfg.patience)
+        if k in checks_at or (done and any(c > k for c in checks_at)):
             checks_rows += [{**key, **r} for r in run.scaler_check(k)]
+        if done:
+            stopped = "past its best"
+            break
     return {
         "curves": curve,
         "checks": checks_rows,
@@ -287,6 +305,7 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
                 "diverged_at_step": diverged_at,
                 "skipped_steps": skipped,
                 "steps": prev,
+                "stopped": stopped,
                 "wall_s": time.perf_counter() - started,
                 "error": "",
             }
@@ -309,7 +328,10 @@ def safe_train(
 
 def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
     """The recipe's training step (the first seed's), timed alone by the harness's timing
-    function after a warm-up: median, p10, p90 and IQR in ms."""
+    function after a warm-up: median, p10, p90 and IQR in ms, and on a GPU the memory the run
+    reserved, a held-out evaluation included (what packing runs side by side sizes from)."""
+    if cfg.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     run = Run(cfg, resolved, cfg.seeds[0])
     counter = iter(range(10**9))
     samples = time_phases(
@@ -319,6 +341,7 @@ def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
         clock=clock_for(cfg.device),
     )["step"]
     stats = summarize(samples)
+    run.evaluate()  # its batches count in the peak too
     return {
         "mode": resolved.mode.name,
         "step_ms": stats["median"],
@@ -326,5 +349,6 @@ def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
         "step_ms_p90": stats["p90"],
         "step_ms_iqr": stats["iqr"],
         "timed_steps": len(samples),
+        "peak_gib": torch.cuda.max_memory_reserved() / GIB if cfg.device == "cuda" else None,
         "step_options": run.state.options.describe(),
     }

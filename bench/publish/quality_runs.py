@@ -1,0 +1,66 @@
+"""How a time-to-quality study's runs were made, as its report says it: the commits they trained
+at (a study may be resumed at others) and where the stopping rule ended them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.publish.prose import figure, joined
+from bench.quality.config import QualityConfig
+
+
+def span(values: pd.Series, show=figure) -> str:
+    """The seeds' mean and range of a column (one value alone; `–` for none)."""
+    values = values.dropna()
+    if values.empty:
+        return "–"
+    if len(values) == 1 or values.min() == values.max():
+        return show(values.iloc[0])
+    return f"{show(values.mean())} ({show(values.min())}–{show(values.max())})"
+
+
+def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
+    """The commit the study started at, each commit it was resumed at, and which runs trained at
+    which commit where their rows record it (`runs`' `commit` column)."""
+    first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
+    later = []
+    for r in env.get("resumed") or []:
+        for d in r.get("differs", []):
+            if d.startswith("commit "):
+                here = d.rsplit(" ", 2)[-2].strip("'")[:7]
+                later.append(f"{here} ({r.get('at', '?')[:16]})")
+    if not later:
+        return f"commit {first}"
+    said = f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: "
+    unknown = said + "runs trained at each (which run at which commit was not recorded)"
+    if runs is None or "commit" not in runs:
+        return unknown
+    trained = runs[runs["status"] == "ok"] if "status" in runs else runs
+    recorded = trained["commit"].dropna()
+    if recorded.empty:
+        return unknown
+    if "dirty" in trained:
+        dirty = trained.loc[recorded.index, "dirty"].eq(True)
+        recorded = recorded.where(~dirty, recorded + " (uncommitted changes)")
+    parts = [f"{n} at {c}" for c, n in recorded.value_counts(sort=False).items()]
+    rest = len(trained) - len(recorded)
+    others = f"; the other {rest} did not record theirs" if rest else ""
+    return said + f"each run's row names its commit: {joined(parts)}{others}"
+
+
+def stopping(cfg: QualityConfig, runs: pd.DataFrame) -> str:
+    """The stopping rule, and the runs it stopped: a run's best held-out loss is the best before
+    it stopped (docs/quality.md, "When a run stops")."""
+    if not cfg.patience:
+        return ""
+    stopped = runs[runs["stopped"] == "past its best"] if "stopped" in runs else runs.iloc[:0]
+    said = (
+        f"{len(stopped)} of {len(runs)} runs stopped past their best, after "
+        f"{span(stopped['steps'])} steps"
+        if len(stopped)
+        else "no run stopped early"
+    )
+    return (
+        f" A run stops once {cfg.patience} evaluations in a row bring no new best held-out loss, "
+        f"and its best is the best before it stopped: {said}."
+    )
