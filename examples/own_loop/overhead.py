@@ -58,6 +58,11 @@ def main() -> None:
     p.add_argument(
         "--time-every", type=int, default=1, help="the probe times one step in this many"
     )
+    p.add_argument(
+        "--control",
+        action="store_true",
+        help="an A/A check of the windows: the 'probed' side runs without the probe too",
+    )
     p.add_argument("--censuses", type=int, default=5, help="census calls timed on their own")
     p.add_argument("--budget", type=float, default=BUDGET, help="overhead allowed, 0.01 = 1%%")
     p.add_argument("--out", help="the folder to write (required unless --report)")
@@ -98,7 +103,8 @@ def main() -> None:
     host = HostTime(probe)
     clock = clock_for(device)
 
-    def window(probed: bool) -> float:
+    def window(side: bool) -> float:
+        probed = side and not a.control
         if probed:
             probe.attach()
         else:
@@ -122,7 +128,7 @@ def main() -> None:
         for side in (False, True) if k % 2 == 0 else (True, False):
             host.seconds = 0.0
             (probed if side else bare).append(window(side))
-            if side:
+            if side and not a.control:
                 host_us.append(host.seconds / len(batches) * 1e6)
     probe.close()
 
@@ -135,7 +141,7 @@ def main() -> None:
     result = {
         "device": torch.cuda.get_device_name() if cuda else "cpu", "preset": a.preset,
         "batch_size": a.batch_size, "mode": a.mode, "rounds": a.rounds, "window_steps": a.window,
-        "time_every": a.time_every,
+        "time_every": a.time_every, "control": a.control,
         "bare_step_ms": bare, "probed_step_ms": probed, "census_ms": census_ms,
         "probe_host_us_per_step": host_us,
     }  # fmt: skip
@@ -199,6 +205,11 @@ def render(result: dict, budget: float) -> str:
             f"; the probe times one step in {every}."
             if (every := result.get("time_every", 1)) > 1
             else "; the probe times every step."
+        ),
+        *(
+            ["", "**A/A control**: the side called 'with the probe' below ran without it too."]
+            if result.get("control")
+            else []
         ),
         "",
         f"- step without the probe: {step_ms:.4g} ms (median of the windows)",
