@@ -132,6 +132,8 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
         row["skipped steps"] = span(mine["skipped_steps"]) if len(mine) else DASH
         row["vs fp32"] = "reference" if mode == "fp32" else _cell(v)
         rows.append(row)
+    if cfg.patience:
+        notes.append("final held-out loss: at each run's last evaluation, where it stopped")
     if s["target"] is None:
         notes.append(f"steps and time to target: no target ({s['target_why']})")
     if any("not trained yet" in n for n in notes):
