@@ -117,11 +117,14 @@ def _within(
 
 
 def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]:
-    """How many runs train side by side, and why: `--workers`, else (0) one per CPU core the
-    process may use, no more than the GPU's free memory holds at the largest recipe's measured
-    reservation plus a process's CUDA context, and never more than the runs."""
-    if cfg.workers or cfg.device != "cuda":
-        return max(1, min(cfg.workers or 1, runs)), f"--workers {cfg.workers or 1}"
+    """How many runs train side by side, and why: `--workers`, else (0) on a GPU one per CPU
+    core the process may use, no more than the GPU's free memory holds at the largest recipe's
+    measured reservation plus a process's CUDA context, and never more than the runs; on the
+    CPU one (runs there would share its cores)."""
+    if cfg.workers:
+        return max(1, min(cfg.workers, runs)), f"--workers {cfg.workers}"
+    if cfg.device != "cuda":
+        return 1, "--workers 0 on the CPU: one at a time"
     cores = len(os.sched_getaffinity(0))
     peaks = pd.to_numeric(timing.get("peak_gib", pd.Series()), errors="coerce").dropna()
     if peaks.empty:  # a study timed before peaks were kept: the cores decide alone

@@ -106,8 +106,9 @@ class QualityConfig:
     """Stop a run once this many held-out evaluations in a row bring no new best (0: train the
     whole budget); its best held-out loss is then the best before it stopped."""
     workers: int = field(default=1, metadata=_NON_NEGATIVE)
-    """Runs trained side by side, each in a process of its own on the same device (0: as many as
-    the CPU's cores and the GPU's memory, from each recipe's measured peak, allow)."""
+    """Runs trained side by side, each in a process of its own on the same device (0: on a GPU as
+    many as the CPU's cores and the GPU's memory, from each recipe's measured peak, allow; on the
+    CPU one)."""
     timing_steps: int = field(default=50, metadata=_POSITIVE)
     """Timed steps per recipe of the step-time measurement, taken before training, alone."""
     check_points: int = field(default=3, metadata=_NON_NEGATIVE)
