@@ -63,6 +63,12 @@ def main() -> None:
         action="store_true",
         help="an A/A check of the windows: the 'probed' side runs without the probe too",
     )
+    p.add_argument(
+        "--hooks-only",
+        action="store_true",
+        help="the probed side keeps the probe's hooks on but runs no probe.step(): the hooks' "
+        "share of the cost",
+    )
     p.add_argument("--censuses", type=int, default=5, help="census calls timed on their own")
     p.add_argument("--budget", type=float, default=BUDGET, help="overhead allowed, 0.01 = 1%%")
     p.add_argument("--out", help="the folder to write (required unless --report)")
@@ -76,6 +82,8 @@ def main() -> None:
         return
     if a.out is None:
         p.error("--out is required")
+    if a.control and a.hooks_only:
+        p.error("--control and --hooks-only: choose one")
     device = "cuda" if cuda else "cpu"
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -111,7 +119,7 @@ def main() -> None:
             probe.detach()
         start = clock.mark()
         for x, y in batches:
-            if probed:
+            if probed and not a.hooks_only:
                 with probe.step():
                     step(x, y)
             else:
@@ -141,7 +149,7 @@ def main() -> None:
     result = {
         "device": torch.cuda.get_device_name() if cuda else "cpu", "preset": a.preset,
         "batch_size": a.batch_size, "mode": a.mode, "rounds": a.rounds, "window_steps": a.window,
-        "time_every": a.time_every, "control": a.control,
+        "time_every": a.time_every, "control": a.control, "hooks_only": a.hooks_only,
         "bare_step_ms": bare, "probed_step_ms": probed, "census_ms": census_ms,
         "probe_host_us_per_step": host_us,
     }  # fmt: skip
@@ -209,6 +217,15 @@ def render(result: dict, budget: float) -> str:
         *(
             ["", "**A/A control**: the side called 'with the probe' below ran without it too."]
             if result.get("control")
+            else []
+        ),
+        *(
+            [
+                "",
+                "**Hooks only**: the side with the probe had its hooks on the model and the "
+                "optimizer, and no `probe.step()` around its steps.",
+            ]
+            if result.get("hooks_only")
             else []
         ),
         "",
