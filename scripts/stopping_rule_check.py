@@ -6,12 +6,16 @@ the study's own (`bench.quality.train.past_best`), applied to each run's committ
 Usage, from the repository root: `PYTHONPATH=. python scripts/stopping_rule_check.py STUDY...`.
 """
 
+import json
 import sys
 from pathlib import Path
+
+import pandas as pd
 
 from bench.publish.tables import markdown
 from bench.quality import tables
 from bench.quality.train import past_best
+from bench.store import schema
 
 PATIENCE = (2, 3, 4, 5, 6, 8, 10)
 
@@ -39,6 +43,16 @@ def replay(study: Path, patience: int) -> dict[str, object]:
     }
 
 
+def whole_budget(study: Path) -> bool:
+    """Whether the study trained every run's whole budget (no stopping rule of its own)."""
+    settings = json.loads((study / "env.json").read_text()).get(schema.settings_key("quality"))
+    return not (settings or {}).get("patience", 0)
+
+
 if __name__ == "__main__":
-    rows = [replay(Path(s), p) for s in sys.argv[1:] for p in PATIENCE]
-    print(markdown(__import__("pandas").DataFrame(rows)))
+    studies = [Path(s) for s in sys.argv[1:]]
+    for study in studies:
+        if not whole_budget(study):
+            print(f"{study.name}: left out, its runs stopped by the rule already")
+    rows = [replay(s, p) for s in studies if whole_budget(s) for p in PATIENCE]
+    print(markdown(pd.DataFrame(rows)))

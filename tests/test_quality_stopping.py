@@ -43,13 +43,19 @@ def test_a_stopped_run_is_the_whole_runs_prefix_with_the_same_best():
     (run,) = short["runs"]
     assert run["stopped"] == "past its best" and run["steps"] == len(kept) - 1
     assert full["runs"][0]["stopped"] == "budget" and full["runs"][0]["steps"] == cfg.steps
+    # Past its best only at the last evaluation: it trained every step, so the budget ended it.
+    last = train(dataclasses.replace(cfg, steps=2, patience=2), resolve(cfg, "fp16-amp"), 0)
+    assert last["runs"][0]["stopped"] == "budget" and last["runs"][0]["steps"] == 2
     # The checks left after the stop are taken once, where it stopped.
     assert max(c["step"] for c in short["checks"]) == run["steps"]
 
 
 def test_runs_pack_by_cores_and_the_largest_recipes_memory(monkeypatch):
     cfg = QualityConfig.build("cpu", {})
-    timing = pd.DataFrame({"mode": ["fp32", "bf16-amp"], "peak_gib": [3.0, 2.0]})
+    timing = pd.DataFrame(
+        {"mode": ["fp32", "bf16-amp", "fp8-tensorwise"], "status": ["ok", "ok", "unsupported"],
+         "peak_gib": [3.0, 2.0, None]}
+    )  # fmt: skip
     assert study.pack(dataclasses.replace(cfg, workers=3), timing, 21)[0] == 3
     assert study.pack(dataclasses.replace(cfg, workers=3), timing, 2)[0] == 2
     assert study.pack(dataclasses.replace(cfg, workers=0), timing, 21)[0] == 1  # the CPU: one
@@ -60,4 +66,6 @@ def test_runs_pack_by_cores_and_the_largest_recipes_memory(monkeypatch):
     workers, why = study.pack(gpu, timing, 21)
     assert workers == 8 and "16 CPU cores" in why and "8 fit" in why
     assert study.pack(gpu, timing, 5)[0] == 5
-    assert study.pack(gpu, timing.drop(columns="peak_gib"), 21)[0] == 16
+    # A study timed before peaks were kept has nothing to size from: one at a time.
+    assert study.pack(gpu, timing.drop(columns="peak_gib"), 21)[0] == 1
+    assert study.pack(gpu, timing.assign(peak_gib=[3.0, None, None]), 21)[0] == 1

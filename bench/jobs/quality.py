@@ -126,9 +126,10 @@ def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]
     if cfg.device != "cuda":
         return 1, "--workers 0 on the CPU: one at a time"
     cores = len(os.sched_getaffinity(0))
-    peaks = pd.to_numeric(timing.get("peak_gib", pd.Series()), errors="coerce").dropna()
-    if peaks.empty:  # a study timed before peaks were kept: the cores decide alone
-        return max(1, min(cores, runs)), f"auto: {cores} CPU cores, no measured peak"
+    ok = timing[timing["status"] == "ok"]
+    peaks = pd.to_numeric(ok.get("peak_gib", pd.Series()), errors="coerce")
+    if peaks.empty or peaks.isna().any():  # timed before peaks were kept: nothing to size from
+        return 1, "--workers 0, but a recipe's memory was not measured: one at a time"
     free = torch.cuda.mem_get_info()[0] / GIB
     per_run = float(peaks.max()) + CONTEXT_GIB
     fits = int(MEMORY_SHARE * free // per_run)
@@ -162,13 +163,14 @@ def _train(
         if left:
             log(f"--budget-s {budget_s:g} leaves {len(left)} runs for --resume: {', '.join(left)}")
         todo = chosen
-    # The longest runs first (their recipe's step time alone): none starts last and trains
-    # alone while the others' slots stand empty.
-    step_ms = dict(zip(timing["mode"], timing["step_ms"], strict=True))
-    todo.sort(key=lambda run: -step_ms[run[0]])
+    workers, why = pack(cfg, timing, len(todo))
+    if workers > 1:
+        # Side by side, the longest runs first (their recipe's step time alone): none starts
+        # last and trains alone while the other slots stand empty. One at a time, fp32 first.
+        step_ms = dict(zip(timing["mode"], timing["step_ms"], strict=True))
+        todo.sort(key=lambda run: -step_ms[run[0]])
     record = cfg.record()
     jobs = [(record, m, s) for m, s in todo]
-    workers, why = pack(cfg, timing, len(jobs))
     log(f"training {len(jobs)} runs, {workers} at a time ({why})")
     # A study may be resumed at other commits: each run's row says which code trained it.
     sha, dirty = env.git_commit()

@@ -132,8 +132,6 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
         row["skipped steps"] = span(mine["skipped_steps"]) if len(mine) else DASH
         row["vs fp32"] = "reference" if mode == "fp32" else _cell(v)
         rows.append(row)
-    if cfg.patience:
-        notes.append("final held-out loss: at each run's last evaluation, where it stopped")
     if s["target"] is None:
         notes.append(f"steps and time to target: no target ({s['target_why']})")
     if any("not trained yet" in n for n in notes):
@@ -302,7 +300,8 @@ def findings(s: dict) -> list[str]:
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
         "held-out loss against the margin (90% interval by Welch's t); measurably worse, "
         "within: the interval inside the margin, not holding zero. "
-        f"{step_named(s)}." + (f" `–`: {'; '.join(notes)}." if notes else ""),
+        f"{step_named(s)}.{quality_runs.final_named(s['tables']['runs'])}"
+        + (f" `–`: {'; '.join(notes)}." if notes else ""),
         "",
         *_verdict_lines(s),
         *([f"- **GradScaler with float16**: {scaler.verdict}: {scaler.reason}."] if scaler else []),

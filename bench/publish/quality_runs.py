@@ -48,14 +48,26 @@ def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
     return said + f"each run's row names its commit: {joined(parts)}{others}"
 
 
+STOPPED = "past its best"
+"""A run's `stopped` where the stopping rule ended it (`bench.quality.train`)."""
+
+
+def final_named(runs: pd.DataFrame) -> str:
+    """The recipe table's note on its final held-out loss, where the stopping rule ended runs."""
+    if "stopped" not in runs or not (runs["stopped"] == STOPPED).any():
+        return ""
+    return " final held-out loss: at each run's last evaluation, where it stopped."
+
+
 def stopping(cfg: QualityConfig, runs: pd.DataFrame) -> str:
     """The stopping rule, and the runs it stopped: a run's best held-out loss is the best before
     it stopped (docs/quality.md, "When a run stops")."""
     if not cfg.patience:
         return ""
-    stopped = runs[runs["stopped"] == "past its best"] if "stopped" in runs else runs.iloc[:0]
+    trained = runs[runs["stopped"].notna()] if "stopped" in runs else runs.iloc[:0]
+    stopped = trained[trained["stopped"] == STOPPED]
     said = (
-        f"{len(stopped)} of {len(runs)} runs stopped past their best, after "
+        f"{len(stopped)} of {len(trained)} runs stopped past their best, after "
         f"{span(stopped['steps'])} steps"
         if len(stopped)
         else "no run stopped early"

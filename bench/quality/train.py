@@ -289,7 +289,7 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
         if status != "ok":
             stopped = "diverged"
             break
-        done = past_best([c["heldout_loss"] for c in curve], cfg.patience)
+        done = k < cfg.steps and past_best([c["heldout_loss"] for c in curve], cfg.patience)
         if k in checks_at or (done and any(c > k for c in checks_at)):
             checks_rows += [{**key, **r} for r in run.scaler_check(k)]
         if done:
@@ -330,7 +330,8 @@ def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
     """The recipe's training step (the first seed's), timed alone by the harness's timing
     function after a warm-up: median, p10, p90 and IQR in ms, and on a GPU the memory the run
     reserved, a held-out evaluation included (what packing runs side by side sizes from)."""
-    if cfg.device == "cuda":
+    if cfg.device == "cuda":  # the reservation this recipe makes, not the last one's cache
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     run = Run(cfg, resolved, cfg.seeds[0])
     counter = iter(range(10**9))
