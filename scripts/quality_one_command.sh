@@ -17,7 +17,7 @@ log="$out/quality.log"
 echo "== ./run_bench.sh quality --results-dir OUT/results $*" | tee -a "$log"
 echo "started $(date -u +%FT%TZ)" | tee -a "$log"
 begin=$(date +%s)
-./run_bench.sh quality --results-dir "$out/results" "$@" 2>&1 | sed "s#$out#OUT#g" | tee -a "$log"
+./run_bench.sh quality --results-dir "$out/results" "$@" 2>&1 | sed -u "s#$out#OUT#g" | tee -a "$log"
 code=${PIPESTATUS[0]}
 end=$(date +%s)
 echo "ended $(date -u +%FT%TZ); exit $code; command wall $((end - begin)) s" | tee -a "$log"

@@ -12,7 +12,7 @@ import pandas as pd
 from bench.publish import quality_plot, quality_runs
 from bench.publish.prose import figure, joined
 from bench.publish.quality_runs import span
-from bench.publish.tables import markdown, number
+from bench.publish.tables import MISSING, markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.recipes import catalog
@@ -21,7 +21,7 @@ from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import training as rules
 
 CURVES_PNG = "curves.png"
-DASH = "–"
+DASH = MISSING
 
 
 def loss(x: float) -> str:

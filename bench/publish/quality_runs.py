@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.publish.prose import figure, joined
+from bench.publish.tables import MISSING
+from bench.quality import tables
 from bench.quality.config import QualityConfig
 
 
@@ -13,7 +15,7 @@ def span(values: pd.Series, show=figure) -> str:
     """The seeds' mean and range of a column (one value alone; `–` for none)."""
     values = values.dropna()
     if values.empty:
-        return "–"
+        return MISSING
     if len(values) == 1 or values.min() == values.max():
         return show(values.iloc[0])
     return f"{show(values.mean())} ({show(values.min())}–{show(values.max())})"
@@ -48,13 +50,10 @@ def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
     return said + f"each run's row names its commit: {joined(parts)}{others}"
 
 
-STOPPED = "past its best"
-"""A run's `stopped` where the stopping rule ended it (`bench.quality.train`)."""
-
-
 def final_named(runs: pd.DataFrame) -> str:
-    """The recipe table's note on its final held-out loss, where the stopping rule ended runs."""
-    if "stopped" not in runs or not (runs["stopped"] == STOPPED).any():
+    """The recipe table's note on its final held-out loss, where the stopping rule ended runs
+    (`runs` as `bench.quality.tables.load` reads it: with a `stopped` column)."""
+    if not (runs["stopped"] == tables.PAST_BEST).any():
         return ""
     return " final held-out loss: at each run's last evaluation, where it stopped."
 
@@ -64,8 +63,8 @@ def stopping(cfg: QualityConfig, runs: pd.DataFrame) -> str:
     it stopped (docs/quality.md, "When a run stops")."""
     if not cfg.patience:
         return ""
-    trained = runs[runs["stopped"].notna()] if "stopped" in runs else runs.iloc[:0]
-    stopped = trained[trained["stopped"] == STOPPED]
+    trained = runs[runs["stopped"].notna()]
+    stopped = trained[trained["stopped"] == tables.PAST_BEST]
     said = (
         f"{len(stopped)} of {len(trained)} runs stopped past their best, after "
         f"{span(stopped['steps'])} steps"

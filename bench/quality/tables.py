@@ -4,7 +4,8 @@ DataFrames without torch.
 
 - `timing.jsonl`: per recipe, its training step timed alone (median, p10, p90, IQR in ms), or its
   status where it cannot run here.
-- `runs.jsonl`: per (recipe, seed), the run's status, steps, divergence and skipped steps.
+- `runs.jsonl`: per (recipe, seed), the run's status, steps, why it stopped, divergence and
+  skipped steps.
 - `curves.jsonl`: per evaluation of a run, its held-out loss and accuracy and its running train
   loss.
 - `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter.
@@ -27,12 +28,16 @@ from bench.store import results
 TABLES = ("timing", "runs", "curves", "checks")
 COLUMNS = {
     "timing": ["mode", "status", "error", "step_ms", "step_ms_p10", "step_ms_p90", "step_ms_iqr"],
-    "runs": ["mode", "seed", "status", "error", "steps", "diverged_at_step", "skipped_steps"],
+    "runs": ["mode", "seed", "status", "error", "steps", "stopped", "diverged_at_step",
+             "skipped_steps"],
     "curves": ["mode", "seed", "step", "train_loss", "heldout_loss", "heldout_accuracy"],
     "checks": ["mode", "seed", "step", "tensor", "numel", "lost_unscaled", "lost_scaled",
                "kept_by_scaler", "flushed_unscaled", "flushed_scaled"],
 }  # fmt: skip
 """The columns each table has at least (an empty table has them too)."""
+BUDGET, PAST_BEST, DIVERGED = "budget", "past its best", "diverged"
+"""A run's `stopped`: it trained every step, the stopping rule ended it, or its loss went
+non-finite (empty in a study made before runs recorded it)."""
 
 
 def path(run_dir: Path, table: str) -> Path:

@@ -33,7 +33,7 @@ from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
-from bench.quality import underflow
+from bench.quality import tables, underflow
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
 from bench.recipes.modes import Mode
@@ -250,7 +250,7 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
     scales: list[torch.Tensor] = []
     status, diverged_at, skipped, last_scale = "ok", None, 0, None
     checks_at = _check_steps(cfg) if run.mode.scale_loss else set()
-    stopped = "budget"
+    stopped = tables.BUDGET
     prev = 0
     for k in _eval_steps(cfg):
         while prev < k:
@@ -287,13 +287,13 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
             }
         )
         if status != "ok":
-            stopped = "diverged"
+            stopped = tables.DIVERGED
             break
         done = k < cfg.steps and past_best([c["heldout_loss"] for c in curve], cfg.patience)
         if k in checks_at or (done and any(c > k for c in checks_at)):
             checks_rows += [{**key, **r} for r in run.scaler_check(k)]
         if done:
-            stopped = "past its best"
+            stopped = tables.PAST_BEST
             break
     return {
         "curves": curve,

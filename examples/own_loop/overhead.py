@@ -58,12 +58,13 @@ def main() -> None:
     p.add_argument(
         "--time-every", type=int, default=1, help="the probe times one step in this many"
     )
-    p.add_argument(
+    side = p.add_mutually_exclusive_group()
+    side.add_argument(
         "--control",
         action="store_true",
         help="an A/A check of the windows: the 'probed' side runs without the probe too",
     )
-    p.add_argument(
+    side.add_argument(
         "--hooks-only",
         action="store_true",
         help="the probed side keeps the probe's hooks on but runs no probe.step(): the hooks' "
@@ -82,8 +83,6 @@ def main() -> None:
         return
     if a.out is None:
         p.error("--out is required")
-    if a.control and a.hooks_only:
-        p.error("--control and --hooks-only: choose one")
     device = "cuda" if cuda else "cpu"
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
