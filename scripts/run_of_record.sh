@@ -2,13 +2,16 @@
 # The run of record on ONE H200, with the project's own commands:
 #   0. torchao from a carried wheel (.whl/torchao-*.whl; no network there), as in fp8_timing.sh;
 #   1. `./run_bench.sh` with its defaults (every mode, batch 256/1024/4096, both Adams,
-#      eager/compile/cudagraph, the harness-against-a-plain-loop check) into results_new/;
+#      eager/compile/cudagraph, the harness-against-a-plain-loop check) and RUN_ARGS (say
+#      `--repeats 3`: the fixed 3 windows a case of the runs of record before windows stopped
+#      adaptively) into results_new/;
 #      stopped with SIGINT at LIMIT seconds (default 420), so that a later call can finish it
 #      with `./run_bench.sh --resume results_new/<folder>` (RESUME=that folder);
 #   2. the pytest-benchmark suite at this commit, and (when .old/ holds an older commit's tree,
 #      OLD_COMMIT its sha) the same suite at that commit, both saved under their commits in
 #      results_new/pytest-benchmark, and `pytest-benchmark compare` of the two.
-# Usage: [LIMIT=s] [RESUME=dir] [OLD_COMMIT=sha] scripts/run_of_record.sh OUT_DIR
+# Usage: [LIMIT=s] [RESUME=dir] [RUN_ARGS=...] [SKIP_PYTEST=1] [OLD_COMMIT=sha]
+#        scripts/run_of_record.sh OUT_DIR
 #        (log in OUT_DIR/record.log; OUT_DIR/record.tgz packs results_new/)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +39,9 @@ if [ -n "${RESUME:-}" ]; then
 else
     args=(--results-dir results_new)
 fi
+read -r -a extra <<<"${RUN_ARGS:-}"
+args+=("${extra[@]}")
+log "./run_bench.sh ${args[*]}"
 timeout -s INT "${LIMIT:-420}" ./run_bench.sh "${args[@]}" >>"$out/record.log" 2>&1
 log "run exit $?"
 

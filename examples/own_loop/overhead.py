@@ -18,6 +18,7 @@ overhead.md again from a saved run's numbers.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import time
@@ -109,6 +110,12 @@ def main() -> None:
     )  # fmt: skip
     host = HostTime(probe)
     clock = clock_for(device)
+    collector = GcTime()
+    # Per window, beside its clock's time: how long the host took to issue its steps (on a GPU,
+    # a loop whose issue time is its step time waits on the host, where every host microsecond
+    # the probe adds shows), and the garbage collector's time inside it.
+    issue_ms: dict[bool, list[float]] = {False: [], True: []}
+    gc_ms: dict[bool, list[float]] = {False: [], True: []}
 
     def window(side: bool) -> float:
         probed = side and not a.control
@@ -116,6 +123,8 @@ def main() -> None:
             probe.attach()
         else:
             probe.detach()
+        collector.seconds = 0.0
+        began = time.perf_counter()
         start = clock.mark()
         for x, y in batches:
             if probed and not a.hooks_only:
@@ -124,12 +133,18 @@ def main() -> None:
             else:
                 step(x, y)
         end = clock.mark()
+        issued = time.perf_counter() - began
         clock.finish()  # the one synchronize, after the window
+        issue_ms[side].append(issued * 1e3 / len(batches))
+        gc_ms[side].append(collector.seconds * 1e3)
         return clock.elapsed_ms(start, end) / len(batches)
 
     for _ in range(max(1, a.warmup // a.window)):
         window(False)
         window(True)
+    for side in issue_ms:
+        issue_ms[side].clear()
+        gc_ms[side].clear()
     bare, probed, host_us = [], [], []
     for k in range(a.rounds):
         for side in (False, True) if k % 2 == 0 else (True, False):
@@ -151,6 +166,8 @@ def main() -> None:
         "time_every": a.time_every, "control": a.control, "hooks_only": a.hooks_only,
         "bare_step_ms": bare, "probed_step_ms": probed, "census_ms": census_ms,
         "probe_host_us_per_step": host_us,
+        "bare_issue_ms": issue_ms[False], "probed_issue_ms": issue_ms[True],
+        "bare_gc_ms": gc_ms[False], "probed_gc_ms": gc_ms[True],
     }  # fmt: skip
     text = render(result, a.budget)
     (out / "overhead.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -183,6 +200,21 @@ class HostTime:
                 self.seconds += time.perf_counter() - start
 
         return timed
+
+
+class GcTime:
+    """The garbage collector's time, summed from its start and stop callbacks."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._began
 
 
 def render(result: dict, budget: float) -> str:
@@ -249,11 +281,29 @@ def render(result: dict, budget: float) -> str:
             if (host := result.get("probe_host_us_per_step"))
             else []
         ),
+        *_issue_lines(result),
         f"- one census of every gradient: {census:.4g} ms, {census / step_ms:.4g} steps' time; "
         f"every 200 steps that is {census / step_ms / 200:.3%} of the run",
         "",
     ]
     return "\n".join(lines)
+
+
+def _issue_lines(result: dict) -> list[str]:
+    """The host's issue time and the collector's, per side (a run saved before they were kept
+    has neither)."""
+    if not result.get("bare_issue_ms"):
+        return []
+    med = statistics.median
+    bare, probed = result["bare_issue_ms"], result["probed_issue_ms"]
+    return [
+        f"- the host's time to issue a step (median of the windows): {med(bare):.4g} ms without "
+        f"the probe, {med(probed):.4g} ms with it, paired ratio "
+        f"{paired_ratio(bare, probed)['ratio']:.4g}; the step waits on the host where this is "
+        "close to the step's time",
+        f"- the garbage collector inside a window (median): {med(result['bare_gc_ms']):.4g} ms "
+        f"without the probe, {med(result['probed_gc_ms']):.4g} ms with it",
+    ]
 
 
 if __name__ == "__main__":
