@@ -79,12 +79,16 @@ def test_promote_copies_a_run_into_results_and_indexes_it(project, capsys):
     assert "updated" in err
     assert run.is_dir()  # a copy: the run stays where it was
     copied = {p.relative_to(published).as_posix() for p in published.rglob("*")}
-    # The same files, the lock left out and the raw samples gzip-compressed.
+    # The same files, the lock left out and the rows and raw samples gzip-compressed.
     made = {p.relative_to(run).as_posix() for p in run.rglob("*")} - {folders.LOCK}
-    assert results.SAMPLES in made
-    assert copied == made - {results.SAMPLES} | {results.SAMPLES + ".gz"}
-    assert (published / results.ROWS).read_text() == (run / results.ROWS).read_text()
+    packed = {results.ROWS, results.SAMPLES}
+    assert packed <= made
+    assert copied == made - packed | {name + ".gz" for name in packed}
+    assert results.read_rows(published / results.ROWS) == results.read_rows(run / results.ROWS)
     pd.testing.assert_frame_equal(bench.load_samples(published), bench.load_samples(run))
+    pd.testing.assert_frame_equal(results.load(published), results.load(run))
+    # A published folder is a run folder to every command that reads one.
+    assert main(["report", str(published)]) == 0
     text = (project / "results" / index.INDEX).read_text()
     assert f"[report]({run.name}/report.md)" in text and H200 in text
     assert not list((project / "results").glob(".*partial"))

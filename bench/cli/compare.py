@@ -53,11 +53,12 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def command(args: argparse.Namespace) -> int:
     from bench.publish import compare  # pandas: none at parse time
+    from bench.store import results  # pandas: none at parse time
     from bench.verdicts import defaults as stats  # beside compare's, read at run time
 
     run_a, run_b = args.run_a, args.run_b
     for side in (run_a, run_b):
-        if (side / "rows.jsonl").exists() or (side / "env.json").exists():
+        if results.stored(side / results.ROWS) or (side / results.ENV).exists():
             folders.run_folder(side)  # a damaged run folder is named in one line
     if args.pair is None and compare.same_folder(run_a, run_b):
         print(f"A and B are the same folder ({run_a}): nothing to compare")

@@ -14,7 +14,7 @@ def run_folder(path: Path, *, rows: bool = True) -> Path:
     without one)."""
     from bench.store import results  # pandas: none at parse time
 
-    if not (path / results.ROWS).is_file() or not (path / results.ENV).is_file():
+    if not results.stored(path / results.ROWS) or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")
     results.read_env(path)  # a corrupt env.json is named here, in one line
     if rows and not results.read_jsonl(path / results.ROWS):  # a partial last line is no row

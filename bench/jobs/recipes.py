@@ -136,7 +136,7 @@ def one_run(
     start = time.perf_counter()
     code, output = runner(list(cfg.script), environ, job.path / RUNS / f"{name}.log", cfg.timeout_s)
     elapsed = time.perf_counter() - start
-    rows = results.read_rows(out / results.ROWS) if (out / results.ROWS).exists() else []
+    rows = results.read_rows(out / results.ROWS)  # none where the script wrote none
     if code != 0:
         status = "timeout" if code is None else "failed"
         what = f"ran past {cfg.timeout_s:g} s" if code is None else f"exited with status {code}"
@@ -159,7 +159,7 @@ def one_run(
             row.update(status="error", error=note, mode_seen=row.get("mode"), mode=mode)
     row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seeds.index(seed))
     row["case_id"] = f"{row['model']}_{mode}_seed{seed}"
-    samples = results.read_rows(out / results.SAMPLES) if (out / results.SAMPLES).exists() else []
+    samples = results.read_rows(out / results.SAMPLES)  # none where the script wrote none
     record = {**samples[-1], "case_id": row["case_id"]} if samples else None
     return row, record
 

@@ -11,7 +11,6 @@ and `README.md` (the rates, per rounds a side, and the command that made them). 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -32,8 +31,7 @@ def extract(runs: list[Path]) -> pd.DataFrame:
     window's median total step time), for the cases that every run timed."""
     rows = []
     for i, run in enumerate(runs):
-        for line in (Path(run) / results.SAMPLES).read_text().splitlines():
-            rec = json.loads(line)
+        for rec in results.read_jsonl(Path(run) / results.SAMPLES):  # packed in results/
             total = np.asarray(rec["samples_ms"]["total"], dtype=float)
             windows = max(1, len(total) // STEPS_PER_WINDOW)
             for w, part in enumerate(np.array_split(total, windows)):

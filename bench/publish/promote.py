@@ -85,14 +85,15 @@ def promote(
 
 
 def _copy(run_dir: Path, target: Path) -> None:
-    """Copy `run_dir` to `target`, its lock file left out and its samples packed. The copy is
-    made under a hidden name and renamed, so no index sees half a folder."""
+    """Copy `run_dir` to `target`, its lock file left out and its rows and samples packed. The
+    copy is made under a hidden name and renamed, so no index sees half a folder."""
     partial = target.parent / f".{target.name}.partial"
     try:
         shutil.rmtree(partial, ignore_errors=True)  # left by a copy that was killed
         shutil.copytree(run_dir, partial, ignore=shutil.ignore_patterns(folders.LOCK))
-        if (partial / results.SAMPLES).is_file():
-            results.pack(partial / results.SAMPLES)
+        for name in (results.ROWS, results.SAMPLES):
+            if (partial / name).is_file():
+                results.pack(partial / name)
         partial.rename(target)
     except OSError as exc:
         shutil.rmtree(partial, ignore_errors=True)

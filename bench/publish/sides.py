@@ -60,7 +60,7 @@ class Side:
 
 
 def _is_run(path: Path) -> bool:
-    return (path / results.ROWS).is_file() and (path / results.ENV).is_file()
+    return results.stored(path / results.ROWS) and (path / results.ENV).is_file()
 
 
 def _is_save(path: Path) -> bool:

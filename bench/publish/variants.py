@@ -15,18 +15,24 @@ from bench.verdicts import timing
 
 
 def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
-    """Per mode, optimizer and batch size: eager's time, the fastest variant and its time."""
+    """Per mode, optimizer and batch size: eager's time, the fastest variant and its time. The
+    fastest is named alone only where `bench.verdicts.timing.fastest` finds it clear of the
+    others' noise; otherwise every variant tied with it is named (`tied: compile, eager`), and the
+    time is the lowest median's."""
     ok = findings.contenders(df)
     keys = [a for a in results.axes() if a != "variant"]
     rows = []
     for key, g in ok.groupby(keys, sort=False):
         eager = g[g["variant"] == "eager"]
-        best = g.loc[g["total_ms"].idxmin()]
+        found = timing.fastest(g)
+        best = found.first
+        named = ", ".join(found.rows["variant"])
         rows.append(
             {
                 **dict(zip(keys, key, strict=True)),
                 "eager_ms": eager["total_ms"].iloc[0] if len(eager) else float("nan"),
-                "best_variant": best["variant"],
+                "best_variant": f"tied: {named}" if found.tie else named,
+                "variants": len(g),
                 "best_ms": best["total_ms"],
                 "best_pct_of_floor": best["pct_of_floor"],
             }
@@ -38,24 +44,32 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
-    """Per mode (rows) and batch size (columns): the fastest variant, eager's time over its time,
-    and both times, with the given optimizer."""
+    """Per mode (rows) and batch size (columns): the fastest variant (`compile ≈ eager` where
+    variants are tied within noise, lowest median first), eager's time over its time, and both
+    times, with the given optimizer."""
     best = _best_variants(df)
     best = best[best["optimizer"] == optimizer]
     if best.empty:
         return f"(no successful cases with {optimizer} Adam)"
     table = {
         mode: {
-            f"batch {r.batch_size}": f"{r.best_variant}, {r.best_vs_eager:.3f}× "
-            f"({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
+            f"batch {r.batch_size}": f"{_tie_words(r.best_variant, r.variants)}, "
+            f"{r.best_vs_eager:.3f}× ({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
             for r in g.itertuples()
         }
         for mode, g in best.groupby("mode", sort=False)
     }
     wide = pd.DataFrame.from_dict(table, orient="index")
-    return f"{optimizer} Adam; fastest variant, × eager (eager ms → its ms):\n\n" + (
-        tables.markdown(wide.rename_axis("mode").reset_index())
-    )
+    head = f"{optimizer} Adam; fastest variant (≈: tied within noise), × eager (eager ms → its ms)"
+    return f"{head}:\n\n" + tables.markdown(wide.rename_axis("mode").reset_index())
+
+
+def _tie_words(best: str, variants: int) -> str:
+    """`compile`, `compile ≈ eager` (a tie, lowest median first) or `all 5 tied`."""
+    named = best.removeprefix("tied: ").split(", ")
+    if len(named) > 2 and len(named) == variants:
+        return f"all {variants} tied"
+    return " ≈ ".join(named)
 
 
 def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
@@ -121,9 +135,11 @@ def section(df: pd.DataFrame) -> list[str]:
     out = [
         "## Execution variants",
         "",
-        "Median step time (ms) of each variant; `best` is the fastest, `× eager` eager's time "
-        "over the best's. `prepare s`: host seconds spent compiling or capturing before the "
-        "timed window (never inside it).",
+        "Median step time (ms) of each variant; `best` is the fastest, named alone only where "
+        "its p10–p90 clears the other variants' and it is not noisy, else `tied:` with every "
+        "variant inside its noise, lowest median first; `× eager` eager's time over the lowest "
+        "median's. `prepare s`: host seconds spent compiling or capturing before the timed "
+        "window (never inside it).",
         "",
     ]
     for bs, group in ok.groupby("batch_size", sort=True):

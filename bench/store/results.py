@@ -123,6 +123,11 @@ def pack(path: Path) -> None:
     path.unlink()
 
 
+def stored(path: Path) -> bool:
+    """Whether `path` is there as a file, or as its packed copy (a published folder's)."""
+    return path.is_file() or packed(path).is_file()
+
+
 def unpack(path: Path) -> None:
     """Before appending to `path`: its packed copy, where only that exists, unpacked in place."""
     if not path.exists() and packed(path).exists():

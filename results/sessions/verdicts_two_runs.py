@@ -5,7 +5,13 @@ draw, for the cases `ok` in both.
   percentiles, and how many cases lie within 2% and 5%;
 - fastest: for each batch size, Adam and variant, the mode `bench.verdicts.timing.fastest`
   names (alone) or the modes it ties within noise, in A and in B, and whether they agree;
-- noisy: the cases each run flags.
+- noisy: the cases each run flags;
+- variants (added in the nineteenth session): for each batch size, mode and Adam, the variant
+  the report's "Execution variants" table names `best` (`bench.publish.variants`: alone, or the
+  variants tied within noise), in A and in B;
+- for both kinds of verdict, each difference is `compatible` where one run names alone what the
+  other names in a tie, or two ties share a member, and `CONTRADICTS` where no named one is
+  common to both.
 
 Usage, from the repository root: `PYTHONPATH=. python results/sessions/verdicts_two_runs.py A B`.
 """
@@ -15,6 +21,7 @@ import sys
 import numpy as np
 import pandas as pd
 
+from bench.publish import variants
 from bench.store import results
 from bench.verdicts import timing
 
@@ -30,6 +37,30 @@ def ok_rows(folder: str) -> pd.DataFrame:
 def verdict(group: pd.DataFrame) -> str:
     found = timing.fastest(group.reset_index())
     return ("tie: " if found.tie else "") + ", ".join(sorted(found.modes))
+
+
+def named(word: str) -> set[str]:
+    """The recipes or variants a verdict names, alone or tied."""
+    return set(word.split(": ", 1)[-1].split(", "))
+
+
+def kind(va: str, vb: str) -> str:
+    if va == vb:
+        return "same"
+    return "compatible" if named(va) & named(vb) else "CONTRADICTS"
+
+
+def best_variants(folder: str) -> dict:
+    df = results.load(folder)
+    best = variants._best_variants(df[df["status"] == "ok"])
+    return {
+        (r.batch_size, r.mode, r.optimizer): (
+            "tie: " + ", ".join(sorted(named(r.best_variant)))
+            if r.best_variant.startswith("tied")
+            else r.best_variant
+        )
+        for r in best.itertuples()
+    }
 
 
 def main(a_dir: str, b_dir: str) -> None:
@@ -64,14 +95,27 @@ def main(a_dir: str, b_dir: str) -> None:
         int(b["noisy"].astype(bool).sum()),
     )
     same = 0
-    lines = []
+    lines, kinds = [], []
     for key, ga in a.groupby(level=GROUP):
         gb = b.loc[ga.index]
         va, vb = verdict(ga), verdict(gb)
         same += va == vb
+        kinds.append(kind(va, vb))
         lines.append(f"  {'same ' if va == vb else 'DIFF '} {key}: A {va} | B {vb}")
     print(f"fastest per batch size, Adam and variant: {same} of {len(lines)} groups agree")
     print("\n".join(lines))
+    print("  differences:", {k: kinds.count(k) for k in ("compatible", "CONTRADICTS")})
+    best_a, best_b = best_variants(a_dir), best_variants(b_dir)
+    common = sorted(set(best_a) & set(best_b))
+    kinds = [kind(best_a[k], best_b[k]) for k in common]
+    print(
+        f"best variant per batch size, mode and Adam: {kinds.count('same')} of {len(common)} "
+        "agree; differences:",
+        {k: kinds.count(k) for k in ("compatible", "CONTRADICTS")},
+    )
+    for key, word in zip(common, kinds, strict=True):
+        if word != "same":
+            print(f"  {word:11} {key}: A {best_a[key]} | B {best_b[key]}")
 
 
 if __name__ == "__main__":
