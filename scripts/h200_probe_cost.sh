@@ -20,6 +20,7 @@ log="$out/probe_cost.log"
 IFS=';' read -r -a parts <<<"${PARTS:-control --control;hooks-only --hooks-only;time-every-10 --time-every 10}"
 for round in $(seq 1 "${ROUNDS:-1}"); do
     for part in "${parts[@]}"; do
+        [ -n "${part// /}" ] || continue  # an empty item between two ";"
         set -- $part
         name="$1-$round"
         shift

@@ -3,8 +3,8 @@
 #   0. torchao from a carried wheel (.whl/torchao-*.whl; no network there), as in fp8_timing.sh;
 #   1. `./run_bench.sh` with its defaults (every mode, batch 256/1024/4096, both Adams,
 #      eager/compile/cudagraph, the harness-against-a-plain-loop check) and RUN_ARGS (say
-#      `--repeats 3`: the fixed 3 windows a case of the runs of record before windows stopped
-#      adaptively) into results_new/;
+#      `--repeats 3`: 3 windows of the default 15 steps for every case, none stopped early; the
+#      runs of record before the adaptive rule had 3 windows of 30 steps) into results_new/;
 #      stopped with SIGINT at LIMIT seconds (default 420), so that a later call can finish it
 #      with `./run_bench.sh --resume results_new/<folder>` (RESUME=that folder);
 #   2. the pytest-benchmark suite at this commit, and (when .old/ holds an older commit's tree,
@@ -38,9 +38,9 @@ if [ -n "${RESUME:-}" ]; then
     args=(--resume "$RESUME")
 else
     args=(--results-dir results_new)
+    read -r -a extra <<<"${RUN_ARGS:-}"  # a resumed run keeps the settings it was made with
+    args+=("${extra[@]}")
 fi
-read -r -a extra <<<"${RUN_ARGS:-}"
-args+=("${extra[@]}")
 log "./run_bench.sh ${args[*]}"
 timeout -s INT "${LIMIT:-420}" ./run_bench.sh "${args[@]}" >>"$out/record.log" 2>&1
 log "run exit $?"

@@ -163,3 +163,23 @@ def test_a_run_without_a_whole_row_is_refused_by_headline_and_report_alike(
     assert out.err.splitlines() == [f"ampbench: error: {run} has no rows yet "
                                     f"({results.ROWS} holds no whole row)"] * 2  # fmt: skip
     assert not (run / results.REPORT).exists()
+
+
+def test_a_folder_with_packed_rows_is_a_run_folder_and_unpacks_to_resume(tmp_path):
+    from bench.cli import folders as checks  # the command line's checks of a folder
+    from bench.publish import sides
+
+    _env(tmp_path)
+    rows = tmp_path / results.ROWS
+    rows.write_text('{"case_id": "a", "status": "ok"}\n')
+    results.pack(rows)
+    assert not rows.exists() and results.stored(rows)
+    assert checks.run_folder(tmp_path) == tmp_path
+    assert sides._is_run(tmp_path)
+    assert results.read_rows(rows) == [{"case_id": "a", "status": "ok"}]
+    assert results.repair_jsonl(rows) is None  # a resume unpacks the rows, then appends
+    results.append_jsonl(rows, {"case_id": "b", "status": "ok"})
+    assert [r["case_id"] for r in results.read_rows(rows)] == ["a", "b"]
+    assert not results.packed(rows).exists()
+    with pytest.raises(UsageError, match="not a run folder"):
+        checks.run_folder(tmp_path / "nothing")

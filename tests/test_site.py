@@ -280,3 +280,20 @@ def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
     )
     ((name, piece),) = front.answers(timing, res)  # the page's block, not the newest run
     assert f"[`{A}`](../results/{A}" in piece.text and piece.source_dir == tmp_path / "docs"
+
+
+def test_the_latest_runs_leave_out_an_ab_comparison_as_the_index_does(tmp_path):
+    import json
+
+    from bench.publish import runs
+    from bench.publish.site import front
+
+    write_run(tmp_path / A, small_grid(), gpu=H200, commit="a" * 40)
+    ab = tmp_path / "20261201T000000Z_NVIDIA-H200_ab"  # newer than A: first in the list
+    ab.mkdir()
+    env = {"kind": "ab", "device": "cuda", "gpu": H200, "started": "2026-12-01T00:00:00+00:00"}
+    (ab / results.ENV).write_text(json.dumps(env))
+    found = runs.run_folders(tmp_path)
+    assert {r.kind for r in found} == {"timing", "ab"}
+    table = front.latest(found, tmp_path, {})
+    assert A in table and ab.name not in table

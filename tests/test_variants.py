@@ -147,3 +147,29 @@ def test_the_best_variant_is_named_alone_only_outside_the_others_noise():
     assert table["fp32"][-2] == "tied: compile, eager"
     assert table["tf32"][-2] == "compile"
     assert table["tf32"][-1] == "1.250"
+
+
+def test_the_variants_table_of_a_readme_says_a_tie_and_shows_no_speed_up_inside_it():
+    from bench.publish import variants as section  # publishing: only this test reads it
+    from tests.stored import timing_row
+
+    rows = [  # fused Adam; intervals are the median ± 1%
+        timing_row(mode="fp32", optimizer="fused", variant="eager", total_ms=10.0),
+        timing_row(mode="fp32", optimizer="fused", variant="compile", total_ms=9.95),
+        timing_row(mode="tf32", optimizer="fused", variant="eager", total_ms=10.0),
+        timing_row(mode="tf32", optimizer="fused", variant="compile", total_ms=8.0),
+        timing_row(mode="tf32", optimizer="fused", variant="cudagraph", total_ms=8.02),
+        timing_row(mode="bf16-amp", optimizer="fused", variant="eager", total_ms=10.0),
+        timing_row(mode="bf16-amp", optimizer="fused", variant="compile", total_ms=10.02),
+        timing_row(mode="bf16-amp", optimizer="fused", variant="cudagraph", total_ms=9.99),
+    ]
+    text = section.best_variant_table(pd.DataFrame(rows))
+    cells = {
+        c[0]: c[1]
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| mode")
+        for c in [[x.strip() for x in line.strip("|").split("|")]]
+    }
+    assert cells["fp32"] == "compile ≈ eager (10 → 9.95 ms)"  # eager tied: no speed-up shown
+    assert cells["tf32"] == "compile ≈ cudagraph, 1.250× (10 → 8 ms)"
+    assert cells["bf16-amp"] == "all 3 tied (10 → 9.99 ms)"

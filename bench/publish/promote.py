@@ -11,8 +11,9 @@ already holds, a folder a process is writing, or a CPU run. A CPU run is a smoke
 harness, not a result: it is refused unless `allow_cpu`, and the index leaves CPU runs out even
 then (`bench.publish.runs.run_folders`), so a folder copied that way is kept but not listed.
 
-A published folder keeps its raw per-step samples gzip-compressed (`samples.jsonl.gz`,
-docs/results-folder.md): every clone carries results/, and the samples are most of a run's bytes.
+A published folder keeps its rows and raw per-step samples gzip-compressed (`rows.jsonl.gz`,
+`samples.jsonl.gz`, docs/results-folder.md): every clone carries results/, and the two are most
+of a run's bytes that are not figures.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
     """Per mode, optimizer and batch size: eager's time, the fastest variant and its time. The
     fastest is named alone only where `bench.verdicts.timing.fastest` finds it clear of the
     others' noise; otherwise every variant tied with it is named (`tied: compile, eager`), and the
-    time is the lowest median's."""
+    time is the lowest median's. `best_vs_eager`, eager's time over it, is NaN where eager is
+    among the tied: inside the noise, no speed-up is shown."""
     ok = findings.contenders(df)
     keys = [a for a in results.axes() if a != "variant"]
     rows = []
@@ -32,29 +33,31 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
                 **dict(zip(keys, key, strict=True)),
                 "eager_ms": eager["total_ms"].iloc[0] if len(eager) else float("nan"),
                 "best_variant": f"tied: {named}" if found.tie else named,
-                "variants": len(g),
+                "variants": int(g["total_ms"].notna().sum()),
+                "eager_tied": found.tie and "eager" in set(found.rows["variant"]),
                 "best_ms": best["total_ms"],
                 "best_pct_of_floor": best["pct_of_floor"],
             }
         )
     out = pd.DataFrame(rows)
     if not out.empty:
-        out["best_vs_eager"] = out["eager_ms"] / out["best_ms"]
+        out["best_vs_eager"] = (out["eager_ms"] / out["best_ms"]).where(~out["eager_tied"])
     return out
 
 
 def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per mode (rows) and batch size (columns): the fastest variant (`compile ≈ eager` where
-    variants are tied within noise, lowest median first), eager's time over its time, and both
-    times, with the given optimizer."""
+    variants are tied within noise, lowest median first), eager's time over its time (none where
+    eager is among the tied), and both times, with the given optimizer."""
     best = _best_variants(df)
     best = best[best["optimizer"] == optimizer]
     if best.empty:
         return f"(no successful cases with {optimizer} Adam)"
     table = {
         mode: {
-            f"batch {r.batch_size}": f"{_tie_words(r.best_variant, r.variants)}, "
-            f"{r.best_vs_eager:.3f}× ({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
+            f"batch {r.batch_size}": f"{_tie_words(r.best_variant, r.variants)}"
+            + ("" if r.eager_tied else f", {r.best_vs_eager:.3f}×")
+            + f" ({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
             for r in g.itertuples()
         }
         for mode, g in best.groupby("mode", sort=False)
@@ -138,8 +141,9 @@ def section(df: pd.DataFrame) -> list[str]:
         "Median step time (ms) of each variant; `best` is the fastest, named alone only where "
         "its p10–p90 clears the other variants' and it is not noisy, else `tied:` with every "
         "variant inside its noise, lowest median first; `× eager` eager's time over the lowest "
-        "median's. `prepare s`: host seconds spent compiling or capturing before the timed "
-        "window (never inside it).",
+        "median's (– where eager is among the tied: no speed-up inside the noise). "
+        "`prepare s`: host seconds spent compiling or capturing before the timed window (never "
+        "inside it).",
         "",
     ]
     for bs, group in ok.groupby("batch_size", sort=True):

@@ -5,8 +5,10 @@
 - `rows.jsonl`: one flat JSON object per case, appended and flushed as each case finishes, so a
   killed run keeps every finished case;
 - `samples.jsonl`: the raw per-step milliseconds of each phase of each case, for later tools
-  (`bench compare` reads them); a published folder keeps it gzip-compressed, as
-  `samples.jsonl.gz` (`pack`; docs/results-folder.md), and it is read either way;
+  (`bench compare` reads them);
+- a published folder keeps both JSON-lines files gzip-compressed, as `rows.jsonl.gz` and
+  `samples.jsonl.gz` (`pack`; docs/results-folder.md), and each is read either way (`stored`,
+  `read_jsonl`);
 - `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`).
 
 Derived columns (speedups) are computed when rows are loaded, from the measured columns. The

@@ -290,19 +290,30 @@ def render(result: dict, budget: float) -> str:
 
 
 def _issue_lines(result: dict) -> list[str]:
-    """The host's issue time and the collector's, per side (a run saved before they were kept
-    has neither)."""
+    """How far the GPU ran behind the host at a window's end, and the collector's time, per side
+    (a run saved before they were kept has neither)."""
     if not result.get("bare_issue_ms"):
         return []
-    med = statistics.median
-    bare, probed = result["bare_issue_ms"], result["probed_issue_ms"]
+    med, steps = statistics.median, result["window_steps"]
+
+    def lag(side: str) -> float:
+        # The GPU's time left after the host issued the window's last step, ms: about 0 where
+        # the step waits on the host; where the GPU bounds it, the host runs ahead until the
+        # launch queue is full, and the queue's steps are left.
+        step, issue = result[f"{side}_step_ms"], result[f"{side}_issue_ms"]
+        return med([(s - i) * steps for s, i in zip(step, issue, strict=True)])
+
+    bare, probed = lag("bare"), lag("probed")
+    step_ms = med(result["bare_step_ms"])
+    gc_bare, gc_probed = result["bare_gc_ms"], result["probed_gc_ms"]
     return [
-        f"- the host's time to issue a step (median of the windows): {med(bare):.4g} ms without "
-        f"the probe, {med(probed):.4g} ms with it, paired ratio "
-        f"{paired_ratio(bare, probed)['ratio']:.4g}; the step waits on the host where this is "
-        "close to the step's time",
-        f"- the garbage collector inside a window (median): {med(result['bare_gc_ms']):.4g} ms "
-        f"without the probe, {med(result['probed_gc_ms']):.4g} ms with it",
+        f"- the GPU's time left when the host had issued a window's last step (median): "
+        f"{bare:.3g} ms ({bare / step_ms:.2g} steps) without the probe, {probed:.3g} ms with it; "
+        "about 0 where the step waits on the host (every microsecond the host spends shows), a "
+        "few steps' worth where the GPU bounds it (its queue hides the host's time)",
+        f"- the garbage collector inside a window: median {med(gc_bare):.3g} ms without the probe "
+        f"and {med(gc_probed):.3g} ms with it, at most {max(gc_bare):.3g} and "
+        f"{max(gc_probed):.3g} ms",
     ]
 
 

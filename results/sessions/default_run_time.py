@@ -20,6 +20,7 @@ warm-up budgeted in time, and the command's wall time projected from those (not 
 Run from the repository root: `PYTHONPATH=. python results/sessions/default_run_time.py`.
 """
 
+import gzip
 import json
 import math
 import re
@@ -28,6 +29,8 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+
+from bench.store import results
 
 RUN = "results/20261203T130741Z_NVIDIA-H200_e5180fb"
 LOG = "results/sessions/session_20261203T1307Z_h200_default_run.log.gz"
@@ -39,7 +42,7 @@ NEW_STEPS, MIN_WINDOWS, MAX_WINDOWS, WARMUP_MS = 15, 2, 3, 50.0
 def stamps() -> dict[str, int]:
     """Seconds of the day of the log's `== N. what (HH:MM:SS)` lines."""
     out = {}
-    for line in Path(LOG).read_text().splitlines():
+    for line in gzip.decompress(Path(LOG).read_bytes()).decode().splitlines():  # kept packed
         m = re.match(r"== (.*) \((\d\d):(\d\d):(\d\d)\)", line)
         if m:
             out[m.group(1)] = int(m.group(2)) * 3600 + int(m.group(3)) * 60 + int(m.group(4))
@@ -52,10 +55,9 @@ def seconds(iso: str) -> int:
 
 
 env = json.loads(Path(f"{RUN}/env.json").read_text())
-rows = [json.loads(line) for line in Path(f"{RUN}/rows.jsonl").read_text().splitlines()]
-samples = {
-    r["case_id"]: r for r in map(json.loads, Path(f"{RUN}/samples.jsonl").read_text().splitlines())
-}
+# Through the store's reader: a published folder keeps both files gzip-packed.
+rows = results.read_rows(Path(RUN) / results.ROWS)
+samples = {r["case_id"]: r for r in results.read_rows(Path(RUN) / results.SAMPLES)}
 log = stamps()
 cmd_start, cmd_end = log["1. the default run"], log["run exit 0"]
 started, ended = seconds(env["started"]), seconds(env["ended"])

@@ -1,19 +1,23 @@
 """The default run at e5180fb against the run of record (062f3e4): the ratio of every ok case's
 total step time (B/A, as `./run_bench.sh compare` prints it), and per phase for the cases
-beyond +-5%."""
+beyond +-5%.
 
-import json
+Run from the repository root: `PYTHONPATH=. python results/sessions/default_vs_record.py`."""
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from bench.store import results
 
 A = "results/20261201T020222Z_NVIDIA-H200_062f3e4"
 B = "results/20261203T130741Z_NVIDIA-H200_e5180fb"
 
 
 def load(d: str) -> pd.DataFrame:
-    with open(f"{d}/rows.jsonl") as f:
-        df = pd.DataFrame([json.loads(line) for line in f])
+    # Through the store's reader: a published folder keeps its rows gzip-packed.
+    df = pd.DataFrame(results.read_rows(Path(d) / results.ROWS))
     return df[df["status"] == "ok"].set_index(["mode", "optimizer", "variant", "batch_size"])
 
 
