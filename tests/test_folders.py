@@ -5,7 +5,9 @@ import json
 
 import pytest
 
+from bench.cli import folders as checks
 from bench.faults import UsageError
+from bench.publish import sides
 from bench.store import folders, results
 
 
@@ -166,9 +168,6 @@ def test_a_run_without_a_whole_row_is_refused_by_headline_and_report_alike(
 
 
 def test_a_folder_with_packed_rows_is_a_run_folder_and_unpacks_to_resume(tmp_path):
-    from bench.cli import folders as checks  # the command line's checks of a folder
-    from bench.publish import sides
-
     _env(tmp_path)
     rows = tmp_path / results.ROWS
     rows.write_text('{"case_id": "a", "status": "ok"}\n')

@@ -9,6 +9,7 @@ screenshots/ folder."""
 from __future__ import annotations
 
 import html.parser
+import json
 import re
 import subprocess
 import sys
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.publish import render, report
+from bench.publish import render, report, runs
 from bench.publish.site import deps, output
+from bench.publish.site import front as front_page
 from bench.store import results
 from tests.browser import CHROMIUM, Browser
 from tests.stored import small_grid, write_numerics, write_run
@@ -283,11 +285,6 @@ def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
 
 
 def test_the_latest_runs_leave_out_an_ab_comparison_as_the_index_does(tmp_path):
-    import json
-
-    from bench.publish import runs
-    from bench.publish.site import front
-
     write_run(tmp_path / A, small_grid(), gpu=H200, commit="a" * 40)
     ab = tmp_path / "20261201T000000Z_NVIDIA-H200_ab"  # newer than A: first in the list
     ab.mkdir()
@@ -295,5 +292,5 @@ def test_the_latest_runs_leave_out_an_ab_comparison_as_the_index_does(tmp_path):
     (ab / results.ENV).write_text(json.dumps(env))
     found = runs.run_folders(tmp_path)
     assert {r.kind for r in found} == {"timing", "ab"}
-    table = front.latest(found, tmp_path, {})
+    table = front_page.latest(found, tmp_path, {})
     assert A in table and ab.name not in table

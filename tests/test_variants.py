@@ -10,8 +10,10 @@ import torch
 from bench.execution import variants
 from bench.jobs.plans import resolve
 from bench.measure.runner import run_case
+from bench.publish import variants as tables
 from bench.recipes.step import build
 from tests.conftest import tiny_case
+from tests.stored import timing_row
 
 
 def test_the_variant_is_an_axis_with_a_default():
@@ -126,9 +128,6 @@ def test_cudagraph_cases_leave_no_memory_for_the_next_case():
 
 
 def test_the_best_variant_is_named_alone_only_outside_the_others_noise():
-    from bench.publish import variants as section  # publishing: only this test reads it
-    from tests.stored import timing_row
-
     # Each row's interval is its median ± 1% (IQR 2%, no p10/p90): fp32's compile is 0.5% under
     # eager, inside the noise; tf32's is 20% under, clear of it.
     rows = [
@@ -140,7 +139,7 @@ def test_the_best_variant_is_named_alone_only_outside_the_others_noise():
     df = pd.DataFrame(rows)
     table = {
         cells[0]: cells
-        for line in "\n".join(section.section(df)).splitlines()
+        for line in "\n".join(tables.section(df)).splitlines()
         if line.startswith("| fp32") or line.startswith("| tf32")
         for cells in [[c.strip() for c in line.strip("|").split("|")]]
     }
@@ -150,9 +149,6 @@ def test_the_best_variant_is_named_alone_only_outside_the_others_noise():
 
 
 def test_the_variants_table_of_a_readme_says_a_tie_and_shows_no_speed_up_inside_it():
-    from bench.publish import variants as section  # publishing: only this test reads it
-    from tests.stored import timing_row
-
     rows = [  # fused Adam; intervals are the median ± 1%
         timing_row(mode="fp32", optimizer="fused", variant="eager", total_ms=10.0),
         timing_row(mode="fp32", optimizer="fused", variant="compile", total_ms=9.95),
@@ -163,7 +159,7 @@ def test_the_variants_table_of_a_readme_says_a_tie_and_shows_no_speed_up_inside_
         timing_row(mode="bf16-amp", optimizer="fused", variant="compile", total_ms=10.02),
         timing_row(mode="bf16-amp", optimizer="fused", variant="cudagraph", total_ms=9.99),
     ]
-    text = section.best_variant_table(pd.DataFrame(rows))
+    text = tables.best_variant_table(pd.DataFrame(rows))
     cells = {
         c[0]: c[1]
         for line in text.splitlines()

@@ -27,14 +27,15 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
         eager = g[g["variant"] == "eager"]
         found = timing.fastest(g)
         best = found.first
-        named = ", ".join(found.rows["variant"])
+        named = tuple(found.rows["variant"])
         rows.append(
             {
                 **dict(zip(keys, key, strict=True)),
                 "eager_ms": eager["total_ms"].iloc[0] if len(eager) else float("nan"),
-                "best_variant": f"tied: {named}" if found.tie else named,
+                "best_variant": ("tied: " if found.tie else "") + ", ".join(named),
+                "named": named,
                 "variants": int(g["total_ms"].notna().sum()),
-                "eager_tied": found.tie and "eager" in set(found.rows["variant"]),
+                "eager_tied": found.tie and "eager" in named,
                 "best_ms": best["total_ms"],
                 "best_pct_of_floor": best["pct_of_floor"],
             }
@@ -55,7 +56,7 @@ def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
         return f"(no successful cases with {optimizer} Adam)"
     table = {
         mode: {
-            f"batch {r.batch_size}": f"{_tie_words(r.best_variant, r.variants)}"
+            f"batch {r.batch_size}": f"{_tie_words(r.named, r.variants)}"
             + ("" if r.eager_tied else f", {r.best_vs_eager:.3f}×")
             + f" ({r.eager_ms:.3g} → {r.best_ms:.3g} ms)"
             for r in g.itertuples()
@@ -67,9 +68,8 @@ def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     return f"{head}:\n\n" + tables.markdown(wide.rename_axis("mode").reset_index())
 
 
-def _tie_words(best: str, variants: int) -> str:
+def _tie_words(named: tuple[str, ...], variants: int) -> str:
     """`compile`, `compile ≈ eager` (a tie, lowest median first) or `all 5 tied`."""
-    named = best.removeprefix("tied: ").split(", ")
     if len(named) > 2 and len(named) == variants:
         return f"all {variants} tied"
     return " ≈ ".join(named)

@@ -55,9 +55,7 @@ def best_variants(folder: str) -> dict:
     best = variants._best_variants(df[df["status"] == "ok"])
     return {
         (r.batch_size, r.mode, r.optimizer): (
-            "tie: " + ", ".join(sorted(named(r.best_variant)))
-            if r.best_variant.startswith("tied")
-            else r.best_variant
+            "tie: " + ", ".join(sorted(r.named)) if len(r.named) > 1 else r.named[0]
         )
         for r in best.itertuples()
     }
