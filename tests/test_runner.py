@@ -1,6 +1,7 @@
 """Cases as rows: the ok path, and faults turned into statuses while the suite goes on."""
 
 import math
+import statistics
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ import torch
 from bench.execution import variants
 from bench.jobs.plans import resolve
 from bench.jobs.suite import run_suite
-from bench.measure import overhead, runner
+from bench.measure import overhead, runner, timing
 from bench.measure.runner import run_case
 from bench.store import results
 from tests.conftest import tiny_case
@@ -156,7 +157,7 @@ def test_repeats_are_windows_of_one_case(cpu_ceilings):
 
 
 def test_repeat_windows_are_stored_beside_the_flat_samples(monkeypatch, tmp_path, cpu_ceilings):
-    def two_windows(phases, *, warmup, steps, rule, clock, warmup_ms):
+    def two_windows(phases, *, warmup, steps, rule, clock, warmup_ms, watch):
         assert (steps, rule.min_windows, rule.max_windows) == (3, 2, 2)
         return [
             {"fwd": [1.0, 1.0, 1.0], "bwd": [1.0] * 3, "step": [1.0] * 3, "total": [1.0, 2.0, 3.0]},
@@ -305,3 +306,34 @@ def test_memory_left_before_a_case_is_not_its_peak(cpu_ceilings):
 def test_no_residue_is_measured_on_the_cpu(cpu_ceilings):
     row, _ = run_case(resolve(tiny_case()), cpu_ceilings)
     assert math.isnan(row["residue_gib"])
+
+
+def test_a_scaled_recipe_is_timed_on_steps_that_applied_their_update(monkeypatch, cpu_ceilings):
+    """fp16-amp with a loss large enough that GradScaler backs off from 2**16 for several steps:
+    the harness settles the scale before timing (and says how many steps that took), so no timed
+    step is a skipped one; without settling, the skipped steps are counted and left out."""
+    case = tiny_case(mode="fp16-amp", loss_mult=2.0**8, steps=5)
+    row, samples = run_case(resolve(case), cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    assert row["scale_warmup_steps"] > timing.SETTLE_QUIET and row["skipped_steps"] == 0
+    assert not any(math.isnan(v) for v in samples["total"])
+    fp32, _ = run_case(resolve(tiny_case(steps=5)), cpu_ceilings)
+    assert fp32["scale_warmup_steps"] == 0 and fp32["skipped_steps"] == 0
+
+    monkeypatch.setattr(runner, "settle", lambda *args, **kwargs: 0)  # time from 2**16 on
+    row, samples = run_case(resolve(case), cpu_ceilings)
+    assert row["status"] == "ok", row["error"]
+    skipped = [math.isnan(v) for v in samples["total"]]
+    assert row["skipped_steps"] == sum(skipped) > 0
+    for phase in ("fwd", "bwd", "step"):
+        assert [math.isnan(v) for v in samples[phase]] == skipped
+    applied = [v for v in samples["total"] if not math.isnan(v)]
+    assert row["total_ms"] == pytest.approx(statistics.median(applied))
+
+
+def test_a_case_whose_every_timed_step_was_skipped_is_nonfinite(monkeypatch, cpu_ceilings):
+    monkeypatch.setattr(runner, "settle", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(runner.ScaleWatch, "skipped", lambda self: [True] * (len(self._marks) - 1))
+    row, samples = run_case(resolve(tiny_case(mode="fp16-amp", steps=3)), cpu_ceilings)
+    assert row["status"] == "nonfinite" and "skipped all 3 timed steps" in row["error"]
+    assert samples == {}

@@ -8,6 +8,7 @@ import torch
 from bench.jobs.plans import resolve
 from bench.measure import memory
 from bench.recipes.step import (
+    ScaleWatch,
     backward,
     build,
     forward,
@@ -133,3 +134,30 @@ def test_cuda_memory_peaks_are_measured():
     assert row["act_gib"] > 0
     # A tiny case on an H200: the allocator never had to free its cache, nor ran out.
     assert row["alloc_retries"] == 0 and row["ooms"] == 0
+
+
+def test_the_scale_watch_sees_gradscaler_skip_a_step():
+    """A real GradScaler on the CPU: a gradient that overflows at the scale makes it skip the
+    step and halve the scale, which the watch reads as a skipped step; the next one applies."""
+    weight = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([weight], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    watch = ScaleWatch(scaler)
+
+    def step(mult: float) -> None:
+        opt.zero_grad()
+        scaler.scale((weight * mult).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    watch.start()
+    before = weight.detach().clone()
+    step(1e35)  # × 2**16 overflows float32: inf gradients, the step skipped
+    watch.mark()
+    assert torch.equal(weight.detach(), before)
+    step(1.0)
+    watch.mark()
+    assert watch.skipped() == [True, False]
+    assert not torch.equal(weight.detach(), before)
+    with pytest.raises(ValueError, match="enabled GradScaler"):
+        ScaleWatch(torch.amp.GradScaler("cpu", enabled=False))

@@ -1,9 +1,11 @@
 """The timing discipline, checked with an injected clock; and the unit of the CPU clock."""
 
+import math
 import time
 
 import pytest
 
+from bench.measure import stats, timing
 from bench.measure.timing import clock_for, time_phases, time_repeats
 
 
@@ -96,3 +98,55 @@ def test_repeats_are_windows_after_one_warmup_each_closed_by_its_own_sync():
 def test_bad_repeat_count(bad):
     with pytest.raises(ValueError, match="repeats"):
         time_repeats({"p": lambda: None}, warmup=0, steps=1, repeats=bad, clock=FakeClock())
+
+
+class FakeWatch:
+    """A step watch whose steps skip as `skips` says, in order."""
+
+    def __init__(self, skips: list[bool]):
+        self.skips = iter(skips)
+        self.pending: list[bool] = []
+        self.log: list[str] = []
+
+    def start(self):
+        self.log.append("start")
+        self.pending = []
+
+    def mark(self):
+        self.log.append("mark")
+        self.pending.append(next(self.skips))
+
+    def skipped(self):
+        out, self.pending = self.pending, []
+        return out
+
+
+def test_a_skipped_step_is_no_sample_of_any_phase():
+    clock = FakeClock()
+    phases = {"fwd": lambda: clock.advance(2.0), "step": lambda: clock.advance(1.0)}
+    watch = FakeWatch([False, True, False, True])
+    samples = time_phases(phases, warmup=0, steps=4, clock=clock, watch=watch)
+    for values in samples.values():
+        assert [math.isnan(v) for v in values] == [False, True, False, True]
+    assert samples["total"][0] == 3.0 and samples["fwd"][2] == 2.0
+    assert watch.log == ["start"] + ["mark"] * 4
+    # The watch marks between one step's last clock mark and the next one's first: untimed.
+    assert clock.log == ["finish"] + ["mark"] * 12 + ["finish"]
+
+
+def test_statistics_are_over_the_training_steps_alone():
+    samples = [1.0, math.nan, 3.0, math.nan, 2.0]
+    assert stats.summarize(samples)["median"] == 2.0
+    assert stats.of_round(samples, "p10") == pytest.approx(1.2)
+    assert stats.phase_columns({"total": samples})["total_ms_p10"] == pytest.approx(1.2)
+    with pytest.raises(ValueError, match="no training step"):
+        stats.of_round([math.nan, math.nan])
+
+
+def test_settle_runs_until_enough_steps_in_a_row_applied():
+    clock, ran = FakeClock(), []
+    skips = [True, True, False, True] + [False] * 20
+    steps = timing.settle({"a": lambda: ran.append(1)}, FakeWatch(skips), clock, quiet=5, cap=50)
+    assert steps == 4 + 5 == len(ran)  # the fourth skipped, then five applied in a row
+    capped = timing.settle({"a": lambda: None}, FakeWatch([True] * 9), clock, quiet=5, cap=9)
+    assert capped == 9

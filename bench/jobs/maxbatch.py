@@ -32,9 +32,9 @@ from bench.jobs.plans import resolve
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
-from bench.measure.timing import clock_for, time_phases
+from bench.measure.timing import clock_for, settle, time_phases
 from bench.recipes.plan import Plan
-from bench.recipes.step import build
+from bench.recipes.step import build, watch
 from bench.store import errors, folders, results
 from bench.workloads import registry
 
@@ -66,8 +66,11 @@ def _train(plan: Plan) -> dict[str, object]:
     case = plan.case
     s = build(plan, capturable=plan.variant.capture)
     prepared = prepare(s)
+    clock, scale_watch = clock_for(case.device), watch(s)
+    if scale_watch is not None:  # time training steps, not GradScaler's first backing off
+        settle(prepared.phases, scale_watch, clock)
     samples = time_phases(
-        prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock_for(case.device)
+        prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock, watch=scale_watch
     )
     total_ms = summarize(samples["total"])["median"]
     out: dict[str, object] = {

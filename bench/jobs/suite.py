@@ -24,7 +24,7 @@ from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
 from bench.jobs.plans import resolve
-from bench.measure import ranks, runner
+from bench.measure import derived, ranks, runner
 from bench.store import errors, results
 
 
@@ -76,7 +76,7 @@ def run_suite(
                 continue
             if rounds > 1 and row["status"] == "ok":
                 samples = _with_rounds(samples, kept.get(case.case_id, []))
-                row = {**runner.rederive(resolve(case), row, samples), "rounds": rounds}
+                row = {**derived.rederive(resolve(case), row, samples), "rounds": rounds}
             done.add(case.case_id)
             row = _write(run_dir, case, row, samples, extra, elapsed_s=time.monotonic() - start)
             summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]

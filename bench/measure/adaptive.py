@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.measure.stats import NOISY_IQR_OVER_MEDIAN
+from bench.measure.stats import NOISY_IQR_OVER_MEDIAN, applied
 from bench.verdicts.defaults import MIN_EFFECT
 
 MIN_WINDOWS = 2
@@ -89,14 +89,19 @@ class StopRule:
             return NARROW
         if n >= self.max_windows:
             return WINDOW_CAP
-        if sum(sum(w) for w in windows) / 1e3 >= self.max_timed_s:
+        if sum(float(np.nansum(w)) for w in windows) / 1e3 >= self.max_timed_s:
             return TIME_CAP
         return None
 
     def narrow(self, windows: Sequence[Sequence[float]]) -> bool:
         """The windows' medians agree within `max_spread` and the steps are not noisy."""
-        medians = np.array([np.median(w) for w in windows], dtype=float)
-        steps = np.concatenate([np.asarray(w, dtype=float) for w in windows])
+        # Over the training steps alone (`bench.measure.stats.applied`): a window GradScaler
+        # skipped whole has no median, and is never narrow.
+        kept = [applied(w) for w in windows]
+        if any(len(w) == 0 for w in kept):
+            return False
+        medians = np.array([np.median(w) for w in kept], dtype=float)
+        steps = np.concatenate(kept)
         center = float(np.median(steps))
         if not center > 0:
             return False

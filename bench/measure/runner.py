@@ -14,9 +14,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -28,6 +26,7 @@ from bench.execution.variants import unsupported_reason
 from bench.faults import fault
 from bench.measure import memory
 from bench.measure.adaptive import StopRule
+from bench.measure.derived import Floor, NoTrainingStep, derived_columns
 from bench.measure.roofline import (
     Work,
     cast_columns,
@@ -35,12 +34,12 @@ from bench.measure.roofline import (
     floor_columns,
     step_work,
 )
-from bench.measure.stats import is_noisy, phase_columns, summarize
-from bench.measure.timing import WARMUP_MS, clock_for, time_phases, time_windows
+from bench.measure.stats import summarize
+from bench.measure.timing import WARMUP_MS, clock_for, settle, time_phases, time_windows
 from bench.recipes import fp8
 from bench.recipes.modes import Mode, dtype_name, tf32_flags
 from bench.recipes.plan import Plan
-from bench.recipes.step import TrainState, build
+from bench.recipes.step import ScaleWatch, TrainState, build, watch
 from bench.store import results
 from bench.store.schema import Row
 
@@ -66,55 +65,6 @@ def free_device_memory(*, compiled: bool = False) -> None:
 
 PHASES = tuple(results.PHASES)
 PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
-
-
-@dataclass(frozen=True)
-class Floor:
-    """What the figures derived from a case's samples divide by: its counted work, its global
-    batch and its floors, as its row's columns hold them (`of`)."""
-
-    gflop: float
-    """Forward plus backward matmul work of one rank's batch, in GFLOP."""
-    global_batch_size: int
-    floor_ms: float
-    """The whole step's floor, its collectives' included."""
-    phase_floor_ms: dict[str, float]
-    """Each phase's floor (`<phase>_floor_ms`), for the phases the row has one for."""
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> Floor:
-        """The floor a row's columns state: a row being measured, or one a round kept
-        (`rederive`)."""
-        return cls(
-            gflop=row["fwd_gflop"] + row["bwd_gflop"],
-            global_batch_size=row["global_batch_size"],
-            floor_ms=row["floor_ms"],
-            phase_floor_ms={p: row[f"{p}_floor_ms"] for p in PHASES if f"{p}_floor_ms" in row},
-        )
-
-
-def _derived_columns(
-    plan: Plan, samples: dict[str, list[float]], floor: Floor
-) -> dict[str, object]:
-    """Statistics of the samples and the figures derived from them. A phase the variant fused
-    away (no samples of its own) gets no columns: it was not measured. `tflops` is per GPU: the
-    matmul work of one rank's batch over the step."""
-    columns: dict[str, object] = phase_columns(samples)
-    total_ms = columns["total_ms"]
-    columns["samples_per_s"] = floor.global_batch_size / (total_ms * 1e-3)
-    if plan.workload.unit == "tokens":  # a sample of a token workload is a sequence of them
-        columns["tokens_per_s"] = columns["samples_per_s"] * plan.workload.per_sample(plan.size)
-    columns["samples_per_s_per_gpu"] = plan.case.batch_size / (total_ms * 1e-3)
-    columns["tflops"] = floor.gflop / total_ms  # GFLOP per ms is TFLOP per s
-    columns["pct_of_floor"] = floor.floor_ms / total_ms * 100
-    for phase in PHASES:
-        if phase in samples:
-            columns[f"{phase}_pct_of_floor"] = (
-                floor.phase_floor_ms[phase] / columns[f"{phase}_ms"] * 100
-            )
-            columns[f"{phase}_share"] = columns[f"{phase}_ms"] / total_ms
-    columns["noisy"] = is_noisy(samples["total"])
-    return columns
 
 
 def _matmul_ceilings(
@@ -252,11 +202,11 @@ def _measure(
             torch.cuda.reset_peak_memory_stats()
         prepared = variants.prepare(s)
         columns |= {"prepare_s": prepared.prepare_s, "eager_parts": prepared.eager_parts}
-        samples, how = _timed_windows(case, prepared)
+        samples, how = _timed_windows(case, prepared, watch(s))
         columns |= how
         recompiled = bool(how["recompiled"])
         columns |= _peaks(case, eager_memory, residue)
-        derived = _derived_columns(plan, samples, floor)
+        derived = derived_columns(plan, samples, floor)
         columns |= derived
         scaler = s.scaler if mode.scale_loss else None
         columns |= _loss_columns(prepared.losses, scaler, recompiled=recompiled)
@@ -265,6 +215,9 @@ def _measure(
             nosync_columns, nosync = _without_sync(s, prepared, synced_ms)
             columns |= nosync_columns
             samples |= nosync
+    except NoTrainingStep as exc:  # an expected numerical outcome, not a fault of the code
+        columns |= {"status": "nonfinite", "error": str(exc)}
+        samples = {}
     except Exception as exc:  # a fault is recorded as a row; the suite goes on
         columns |= fault(exc)
     finally:
@@ -288,26 +241,37 @@ def _wrapper(plan: Plan, world: World) -> Callable[[nn.Module, Mode], nn.Module]
 
 
 def _timed_windows(
-    case: Case, prepared: variants.Prepared
+    case: Case, prepared: variants.Prepared, scale_watch: ScaleWatch | None
 ) -> tuple[dict[str, list[float]], dict[str, object]]:
     """The samples of `case.min_repeats` to `case.repeats` timed windows, and the columns that
     say how they were timed: `windows` (how many), `windows_stop` (why no more,
-    `bench.measure.adaptive`) and `recompiled` (whether the variant compiled a graph while they
-    ran: a recompilation would be timed with them)."""
+    `bench.measure.adaptive`), `recompiled` (whether the variant compiled a graph while they
+    ran: a recompilation would be timed with them) and `scale_warmup_steps` (the untimed steps
+    a scaled recipe ran until its loss scale settled, `bench.measure.timing.settle`; 0 for a
+    recipe that does not scale). With `scale_watch`, a timed step GradScaler skipped is left out
+    of the statistics and counted (`skipped_steps`)."""
+    clock = clock_for(case.device)
     graphs_before = prepared.compiled_graphs()
+    settled = settle(prepared.phases, scale_watch, clock) if scale_watch is not None else 0
     windows, why = time_windows(
         prepared.phases,
         warmup=case.warmup,
         steps=case.steps,
         rule=StopRule.between(case.min_repeats, case.repeats),
-        clock=clock_for(case.device),
+        clock=clock,
         warmup_ms=WARMUP_MS,
+        watch=scale_watch,
     )
     # The row's statistics are over every step of every window, one window after another;
     # `repeat_windows` splits them back, `case.steps` at a time.
     samples = {name: [ms for w in windows for ms in w[name]] for name in windows[0]}
     recompiled = prepared.compiled_graphs() != graphs_before
-    return samples, {"windows": len(windows), "windows_stop": why, "recompiled": recompiled}
+    return samples, {
+        "windows": len(windows),
+        "windows_stop": why,
+        "recompiled": recompiled,
+        "scale_warmup_steps": settled,
+    }
 
 
 def _peaks(case: Case, eager_memory: dict[str, object], residue: float) -> dict[str, float]:
@@ -375,10 +339,3 @@ def _without_sync(
         "comm_ms": max(synced_ms - unsynced, 0.0),
     }
     return columns, {f"nosync_{k}": v for k, v in nosync.items() if k != "total"}
-
-
-def rederive(plan: Plan, row: Row, samples: dict[str, list[float]]) -> Row:
-    """`row` with its statistics and the figures derived from them recomputed over `samples`:
-    a case timed in several rounds (`bench.jobs.suite`) gets its row from its last round and
-    its statistics from the windows of every round."""
-    return {**row, **_derived_columns(plan, samples, Floor.of(row))}

@@ -3,6 +3,9 @@
 Medians and interquartile ranges rather than means and standard deviations: GPU step times have a
 long right tail (clock ramps, other processes) that should neither move the centre nor hide.
 Pure sample statistics only: the verdicts drawn from rounds of them live in `bench.verdicts.rounds`.
+
+A NaN sample is a timed step that applied no update (`bench.measure.timing.SKIPPED`: GradScaler
+skipped it): every statistic here is over the training steps, the others left out (`applied`).
 """
 
 from __future__ import annotations
@@ -15,11 +18,18 @@ NOISY_IQR_OVER_MEDIAN = 0.05
 """A case whose total-step IQR exceeds 5% of its median is flagged `noisy`."""
 
 
+def applied(samples: Sequence[float | None]) -> np.ndarray:
+    """The samples of the steps that applied their update: NaN (null in a folder) left out."""
+    values = np.asarray(samples, dtype=float)
+    return values[~np.isnan(values)]
+
+
 def summarize(samples: Sequence[float]) -> dict[str, float]:
-    """Median, IQR (p75 - p25), p10 and p90 of one list of samples."""
-    if len(samples) == 0:
+    """Median, IQR (p75 - p25), p10 and p90 of one list of samples (its training steps)."""
+    values = applied(samples)
+    if len(values) == 0:
         raise ValueError("no samples to summarize")
-    p10, p25, p50, p75, p90 = np.percentile(np.asarray(samples, dtype=float), [10, 25, 50, 75, 90])
+    p10, p25, p50, p75, p90 = np.percentile(values, [10, 25, 50, 75, 90])
     return {"median": float(p50), "iqr": float(p75 - p25), "p10": float(p10), "p90": float(p90)}
 
 
@@ -48,7 +58,11 @@ less from one process to the next."""
 
 
 def of_round(samples: Sequence[float], statistic: str = "median") -> float:
-    """One round's step times summed up by `statistic` (a key of `STATISTICS`)."""
+    """One round's step times (its training steps) summed up by `statistic` (a key of
+    `STATISTICS`)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic {statistic!r}: choose from {', '.join(STATISTICS)}")
-    return float(np.percentile(np.asarray(samples, dtype=float), STATISTICS[statistic]))
+    values = applied(samples)
+    if len(values) == 0:
+        raise ValueError("no training step in the round")
+    return float(np.percentile(values, STATISTICS[statistic]))

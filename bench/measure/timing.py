@@ -6,10 +6,19 @@ nothing inside the timed window waits for the device, and a single synchronize a
 resolves every event. Statistics are computed afterwards from the raw samples
 (`bench.measure.stats`). `time_windows` times windows until a stopping rule
 (`bench.measure.adaptive`) says the case's samples are narrow enough.
+
+A step that applied no update is no training step. GradScaler skips the optimizer's step after an
+overflow (about 1 ms against 7 for a real Adam step), and its first steps from the initial scale
+of 2**16 overflow until the scale has backed off: timed as training steps, they drag a case's p10
+far below its median. A `StepWatch` tells which steps applied their update; `settle` warms a
+scaled recipe until its scale has settled, and a timed step the watch says was skipped keeps
+`SKIPPED` (NaN; null in samples.jsonl) in every phase, counted and left out of every statistic
+(`bench.measure.stats`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
@@ -57,6 +66,30 @@ class HostClock:
         return (end - start) * 1e3
 
 
+class StepWatch(Protocol):
+    """Which steps applied their update. `start` and `mark` record, outside every timed region
+    and without a sync, what tells, before the first step and after each; `skipped` reads the
+    marks after a sync: one flag per step marked since the last call (or `start`), True where
+    the step applied nothing."""
+
+    def start(self) -> None:
+        """Forget earlier marks; record the state before the next step."""
+
+    def mark(self) -> None:
+        """Record the state after a step."""
+
+    def skipped(self) -> list[bool]: ...
+
+
+SKIPPED = math.nan
+"""A timed step that applied no update: its sample in every phase (null in samples.jsonl)."""
+SETTLE_QUIET = 10
+"""`settle` stops once this many steps in a row applied their update."""
+SETTLE_CAP = 200
+"""...or after this many steps, settled or not: a scale that still backs off by then is the
+recipe's (an overflow every few steps), and the timed windows count its skips."""
+
+
 def clock_for(device: str) -> Clock:
     return CudaClock() if device == "cuda" else HostClock()
 
@@ -68,13 +101,16 @@ def time_phases(
     steps: int,
     clock: Clock,
     warmup_ms: float | None = None,
+    watch: StepWatch | None = None,
 ) -> dict[str, list[float]]:
     """Run `steps` timed steps after `warmup` untimed ones; return per-step milliseconds.
 
     A step calls each phase in order. The result maps each phase name, and "total", to a list of
     `steps` samples. The phases must not synchronize with the device themselves; where one has to
     (GradScaler with a non-fused optimizer), that cost is part of what it measures. `warmup_ms`:
-    the warm-up also stops once its steps have taken that long (`warm_up`).
+    the warm-up also stops once its steps have taken that long (`warm_up`). `watch`: marked
+    before the first step and after each, between one step's last clock mark and the next one's
+    first (untimed); a step it says was skipped gets `SKIPPED` in every phase.
     """
     if steps <= 0:
         raise ValueError(f"steps must be positive, got {steps!r}")
@@ -85,20 +121,54 @@ def time_phases(
     clock.finish()
 
     marks: list[list[object]] = []
+    if watch is not None:
+        watch.start()
     for _ in range(steps):
         row = [clock.mark()]
         for run in phases.values():
             run()
             row.append(clock.mark())
         marks.append(row)
+        if watch is not None:
+            watch.mark()  # after the step's last event: outside the timed region
     clock.finish()  # the one sync: every event above now has a time
 
+    skipped = watch.skipped() if watch is not None else [False] * steps
     samples = {
-        name: [clock.elapsed_ms(row[i], row[i + 1]) for row in marks]
+        name: [
+            SKIPPED if skip else clock.elapsed_ms(row[i], row[i + 1])
+            for row, skip in zip(marks, skipped, strict=True)
+        ]
         for i, name in enumerate(phases)
     }
-    samples["total"] = [clock.elapsed_ms(row[0], row[-1]) for row in marks]
+    samples["total"] = [
+        SKIPPED if skip else clock.elapsed_ms(row[0], row[-1])
+        for row, skip in zip(marks, skipped, strict=True)
+    ]
     return samples
+
+
+def settle(
+    phases: Mapping[str, Callable[[], object]],
+    watch: StepWatch,
+    clock: Clock,
+    *,
+    quiet: int = SETTLE_QUIET,
+    cap: int = SETTLE_CAP,
+) -> int:
+    """Run untimed steps until `quiet` in a row applied their update, at most `cap`; returns the
+    steps run. Each step is read back at once (a sync a step): nothing is timed yet."""
+    applied = 0
+    watch.start()
+    for n in range(1, cap + 1):
+        for run in phases.values():
+            run()
+        watch.mark()
+        clock.finish()
+        applied = 0 if watch.skipped()[0] else applied + 1
+        if applied >= quiet:
+            return n
+    return cap
 
 
 WARMUP_MS = 50.0
@@ -164,6 +234,7 @@ def time_windows(
     rule: StopRule,
     clock: Clock,
     warmup_ms: float | None = None,
+    watch: StepWatch | None = None,
 ) -> tuple[list[dict[str, list[float]]], str]:
     """Timed windows of `steps` steps, as `time_repeats`, until `rule` says stop: returns the
     windows and why they stopped (`bench.measure.adaptive`). The warm-up, before the first window
@@ -181,6 +252,7 @@ def time_windows(
                 steps=steps,
                 clock=clock,
                 warmup_ms=warmup_ms if first else None,
+                watch=watch,
             )
         )
         reason = rule.stop([w["total"] for w in windows])

@@ -89,8 +89,8 @@ def judge_cases(
     )
     return [
         {
-            "median_ms_a": float(np.median(np.concatenate(a))),
-            "median_ms_b": float(np.median(np.concatenate(b))),
+            "median_ms_a": float(np.nanmedian(np.concatenate(a))),
+            "median_ms_b": float(np.nanmedian(np.concatenate(b))),
             **verdict,
         }
         for (_, a, b), verdict in zip(cases, judged, strict=True)

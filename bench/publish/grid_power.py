@@ -41,7 +41,7 @@ def extract(runs: list[Path]) -> pd.DataFrame:
                         "mode": rec["case_id"].split("/")[0],
                         "run": i,
                         "window": w,
-                        "step_ms": float(np.median(part)),
+                        "step_ms": float(np.nanmedian(part)),
                     }
                 )
     table = pd.DataFrame(rows)

@@ -113,7 +113,7 @@ def _point(label: str, run: str, case: dict) -> dict[str, object]:
         **{a: case[a] for a in results.axes()},
         "case_id": case["case_id"],
         "status": case["status"],
-        "median_ms": float(np.median(np.concatenate(rounds))) if rounds else np.nan,
+        "median_ms": float(np.nanmedian(np.concatenate(rounds))) if rounds else np.nan,
         "rounds": len(rounds),
         "unit": case["unit"] if rounds else "",
         "previous": "",

@@ -31,14 +31,14 @@ from torch import nn
 from bench.cases import axes
 from bench.faults import fault
 from bench.measure.memory import GIB
-from bench.measure.stats import summarize
-from bench.measure.timing import clock_for, time_phases
+from bench.measure.stats import applied, summarize
+from bench.measure.timing import clock_for, settle, time_phases
 from bench.quality import tables, underflow
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
 from bench.recipes.modes import Mode
 from bench.recipes.plan import Plan
-from bench.recipes.step import StepOptions, TrainState, train_step
+from bench.recipes.step import StepOptions, TrainState, train_step, watch
 from bench.recipes.step import evaluate as heldout
 
 
@@ -335,11 +335,12 @@ def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
         torch.cuda.reset_peak_memory_stats()
     run = Run(cfg, resolved, cfg.seeds[0])
     counter = iter(range(10**9))
+    phases = {"step": lambda: run.step(next(counter))}
+    clock, scale_watch = clock_for(cfg.device), watch(run.state)
+    if scale_watch is not None:  # time training steps, not GradScaler's first backing off
+        settle(phases, scale_watch, clock)
     samples = time_phases(
-        {"step": lambda: run.step(next(counter))},
-        warmup=10,
-        steps=cfg.timing_steps,
-        clock=clock_for(cfg.device),
+        phases, warmup=10, steps=cfg.timing_steps, clock=clock, watch=scale_watch
     )["step"]
     stats = summarize(samples)
     run.evaluate()  # its batches count in the peak too
@@ -349,7 +350,7 @@ def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
         "step_ms_p10": stats["p10"],
         "step_ms_p90": stats["p90"],
         "step_ms_iqr": stats["iqr"],
-        "timed_steps": len(samples),
+        "timed_steps": len(applied(samples)),  # the steps that applied their update
         "peak_gib": torch.cuda.max_memory_reserved() / GIB if cfg.device == "cuda" else None,
         "step_options": run.state.options.describe(),
     }

@@ -15,6 +15,7 @@ phase, the scaler and the optimizer. GradScaler is a no-op unless the mode scale
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -236,3 +237,41 @@ def evaluate(
         s.model.train(s.options.dropout)
     loss_sum, correct, total = sums.tolist()
     return loss_sum / total, correct / total
+
+
+class ScaleWatch:
+    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`), read from its scale.
+
+    After an overflow GradScaler skips the optimizer's step and multiplies the scale by its
+    backoff factor (below 1); after a step it applied, the scale stays or grows. So a step was
+    skipped exactly when the scale fell. Each mark copies the scale tensor on the device (one
+    tiny kernel, no sync: `get_scale()` would read it on the host); `skipped` reads them all at
+    once."""
+
+    def __init__(self, scaler: torch.amp.GradScaler) -> None:
+        if not scaler.is_enabled():
+            raise ValueError("ScaleWatch needs an enabled GradScaler: a disabled one skips nothing")
+        self.scaler = scaler
+        self._marks: list[torch.Tensor] = []
+
+    def _scale(self) -> torch.Tensor:
+        scale = self.scaler._scale  # private: the device tensor get_scale() would sync on
+        if scale is None:  # no step has scaled a loss yet: the initial scale
+            return torch.tensor(self.scaler.get_scale())
+        return scale.detach().clone()
+
+    def start(self) -> None:
+        self._marks = [self._scale()]
+
+    def mark(self) -> None:
+        self._marks.append(self._scale())
+
+    def skipped(self) -> list[bool]:
+        scales = [float(v) for v in self._marks]  # after the caller's sync: no wait
+        self._marks = self._marks[-1:]
+        return [after < before for before, after in itertools.pairwise(scales)]
+
+
+def watch(s: TrainState) -> ScaleWatch | None:
+    """The watch of a state whose recipe scales the loss; None for one that cannot skip a step."""
+    return ScaleWatch(s.scaler) if s.mode.scale_loss and s.scaler.is_enabled() else None

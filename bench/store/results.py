@@ -381,7 +381,8 @@ def load(run_dir: str | Path) -> pd.DataFrame:
 
 
 def load_samples(run_dir: str | Path) -> pd.DataFrame:
-    """Raw samples in long form: one row per (case_id, phase, step) with the value in `ms`."""
+    """Raw samples in long form: one row per (case_id, phase, step) with the value in `ms`; a
+    timed step GradScaler skipped has `ms` NaN (`bench.measure.timing.SKIPPED`)."""
     records = [
         {"case_id": rec["case_id"], "phase": phase, "step": i, "ms": ms}
         for rec in read_rows(Path(run_dir) / SAMPLES)

@@ -210,6 +210,11 @@ class Row(TypedDict, total=False):
     # `narrow`, `time cap`, `window cap`, or `fixed` for a count asked for).
     windows: int
     windows_stop: str
+    # GradScaler (`bench.measure.timing`): the untimed steps a scaled recipe ran until its loss
+    # scale settled (0 for a recipe that does not scale), and the timed steps it skipped, left
+    # out of every statistic. Absent (NaN) in folders older than the count: not counted there.
+    scale_warmup_steps: int
+    skipped_steps: int
     # Statistics of the samples (`bench.measure.stats.phase_columns`: `<phase>_ms` is the
     # median, with `_iqr`, `_p10`, `_p90` beside it) and what is derived from them.
     fwd_ms: float

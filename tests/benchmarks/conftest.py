@@ -27,8 +27,9 @@ import torch
 
 from bench.cases.case import Case
 from bench.jobs.plans import resolve
+from bench.measure.timing import clock_for, settle
 from bench.recipes.modes import MODES
-from bench.recipes.step import TrainState, build
+from bench.recipes.step import TrainState, build, train_step, watch
 from tests.benchmarks import memory_gate
 from tests.conftest import PHASES, suite_options
 
@@ -135,6 +136,12 @@ class _StateCache:
             if CUDA:
                 torch.cuda.empty_cache()
             self.case, self.state = case, build(resolve(case))
+            # As the harness times it: a scaled recipe's loss scale settles first, so that no
+            # timed round is a step GradScaler skipped (`bench.measure.timing.settle`).
+            scale_watch = watch(self.state)
+            if scale_watch is not None:
+                s = self.state
+                settle({"step": lambda: train_step(s)}, scale_watch, clock_for(case.device))
         assert self.state is not None
         return self.state
 
