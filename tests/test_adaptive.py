@@ -7,7 +7,7 @@ import pytest
 from bench.jobs.plans import resolve
 from bench.measure import adaptive, runner, timing
 from bench.measure.adaptive import StopRule
-from bench.publish import report
+from bench.publish import method, report
 from tests.conftest import tiny_case
 from tests.test_timing import FakeClock
 
@@ -156,10 +156,29 @@ def test_the_report_shows_the_windows_and_why():
             "windows_stop": ["narrow", "narrow", "window cap", "fixed"],
         }
     )
-    (line,) = [s for s in report._windows_line(df) if s]
+    (line,) = [s for s in method.windows_line(df) if s]
     assert "2 after 2 (narrow), 1 after 3 (fixed), 1 after 3 (window cap)" in line
-    assert report._windows_line(df.drop(columns=["windows"])) == []  # a folder before them
+    assert method.windows_line(df.drop(columns=["windows"])) == []  # a folder before them
     assert report.columns.TIME["windows"] == "windows"
+
+
+def test_the_report_says_how_gradscalers_skipped_steps_were_kept_out():
+    import pandas as pd
+
+    df = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "ok", "error"],
+            "scale_loss": [True, True, False, True],
+            "scale_warmup_steps": [14, 11, 0, 90],
+            "skipped_steps": [0, 2, 0, 7],
+        }
+    )
+    (line,) = [s for s in method.skipped_line(df) if s]
+    assert "14" in line and "11–14 steps" in line and "90" not in line  # ok, scaled rows only
+    assert "2 timed steps in 1 of 2 cases" in line
+    settled = df.assign(skipped_steps=0)
+    assert "no timed step of the 2 cases" in method.skipped_line(settled)[0]
+    assert method.skipped_line(df.drop(columns=["skipped_steps"])) == []  # an older folder
 
 
 def test_the_warm_up_stops_at_its_time_budget_and_times_nothing():

@@ -9,7 +9,7 @@ import torch
 from bench.execution import variants
 from bench.jobs.plans import resolve
 from bench.jobs.suite import run_suite
-from bench.measure import overhead, runner, timing
+from bench.measure import adaptive, overhead, runner
 from bench.measure.runner import run_case
 from bench.store import results
 from tests.conftest import tiny_case
@@ -315,7 +315,7 @@ def test_a_scaled_recipe_is_timed_on_steps_that_applied_their_update(monkeypatch
     case = tiny_case(mode="fp16-amp", loss_mult=2.0**8, steps=5)
     row, samples = run_case(resolve(case), cpu_ceilings)
     assert row["status"] == "ok", row["error"]
-    assert row["scale_warmup_steps"] > timing.SETTLE_QUIET and row["skipped_steps"] == 0
+    assert row["scale_warmup_steps"] > adaptive.SETTLE_QUIET and row["skipped_steps"] == 0
     assert not any(math.isnan(v) for v in samples["total"])
     fp32, _ = run_case(resolve(tiny_case(steps=5)), cpu_ceilings)
     assert fp32["scale_warmup_steps"] == 0 and fp32["skipped_steps"] == 0

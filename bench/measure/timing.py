@@ -25,7 +25,7 @@ from typing import Protocol
 
 import torch
 
-from bench.measure.adaptive import StopRule
+from bench.measure.adaptive import SETTLE_CAP, SETTLE_QUIET, StopRule
 
 
 class Clock(Protocol):
@@ -83,11 +83,6 @@ class StepWatch(Protocol):
 
 SKIPPED = math.nan
 """A timed step that applied no update: its sample in every phase (null in samples.jsonl)."""
-SETTLE_QUIET = 10
-"""`settle` stops once this many steps in a row applied their update."""
-SETTLE_CAP = 200
-"""...or after this many steps, settled or not: a scale that still backs off by then is the
-recipe's (an overflow every few steps), and the timed windows count its skips."""
 
 
 def clock_for(device: str) -> Clock:

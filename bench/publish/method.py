@@ -1,12 +1,14 @@
-"""How a timing run was made, as its report's last section says it: the command, how long it
-took, the machine (env.json) and the ceilings it measured, against which every floor is drawn.
-Pure: reads env.json.
+"""How a timing run was made, as its report says it: how many windows each case was timed in
+and why no more, how GradScaler's skipped steps were kept out, and, in the last section, the
+command, how long it took, the machine (env.json) and the ceilings it measured, against which
+every floor is drawn. Pure: reads rows and env.json.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bench.measure import adaptive
 from bench.publish import tables
 from bench.store import paths
 
@@ -84,3 +86,52 @@ def section(env: dict) -> list[str]:
             "",
         ]
     return out
+
+
+def windows_line(df: pd.DataFrame) -> list[str]:
+    """How many timed windows the cases have and why no more (`bench.measure.adaptive`), for a
+    run whose rows say (none before adaptive windows)."""
+    if "windows" not in df or "windows_stop" not in df:
+        return []
+    timed = df.dropna(subset=["windows"])
+    if timed.empty:
+        return []
+    counts = timed.groupby(["windows", "windows_stop"]).size().sort_index()
+    parts = [f"{n} after {int(w)} ({why})" for (w, why), n in counts.items()]
+    return [
+        "`windows`: timed windows of the case's steps. A case stops once its windows' medians "
+        f"agree within {adaptive.MAX_SPREAD:.0%} and its steps are not noisy, from "
+        f"{adaptive.MIN_WINDOWS} windows up to --repeats, or after {adaptive.MAX_TIMED_S:g} s "
+        'of timed steps; `fixed`: the count --repeats asked for (docs/methodology.md, "When a '
+        f'case stops"). Cases stopped: {", ".join(parts)}.',
+        "",
+    ]
+
+
+def skipped_line(df: pd.DataFrame) -> list[str]:
+    """What GradScaler's skipped steps did to the timing, for a run whose rows count them: how
+    many untimed steps the scaled recipes ran until their scale settled, and how many timed
+    steps it skipped, left out of every statistic (`bench.measure.timing`)."""
+    if "scale_warmup_steps" not in df or "skipped_steps" not in df:
+        return []
+    scaled = df[(df["status"] == "ok") & df["scale_loss"].fillna(False).astype(bool)]
+    scaled = scaled.dropna(subset=["scale_warmup_steps", "skipped_steps"])
+    if scaled.empty:
+        return []
+    warm = scaled["scale_warmup_steps"]
+    skipped = scaled["skipped_steps"]
+    counted = (
+        f"{int(skipped.sum())} timed steps in {int((skipped > 0).sum())} of {len(scaled)} "
+        "cases were skipped by GradScaler all the same and are left out of every statistic "
+        "(`skipped_steps`)"
+        if skipped.sum()
+        else f"no timed step of the {len(scaled)} cases was a skipped one"
+    )
+    return [
+        "GradScaler skips the optimizer's step after an overflow, so a skipped step is no "
+        "training step. Each recipe that scales the loss ran untimed steps until "
+        f"{adaptive.SETTLE_QUIET} in a row applied their update (at most {adaptive.SETTLE_CAP}): "
+        f"{int(warm.min())}–{int(warm.max())} steps here (`scale_warmup_steps`); {counted} "
+        '(docs/methodology.md, "Steps GradScaler skipped").',
+        "",
+    ]

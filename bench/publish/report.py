@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import by_reason
-from bench.measure import adaptive
 from bench.publish import columns, findings, method, plots, ranks, tables, variants
 from bench.store import errors as error_files
 from bench.store import results
@@ -256,28 +255,9 @@ def _time_section(df: pd.DataFrame, lead: dict[str, str]) -> list[str]:
         "unscale/step/update, Adam, zero_grad). Speedups are the base mode's total time over "
         "this row's (above 1 is faster). `noisy`: IQR above 5% of the median.",
         "",
-        *_windows_line(df),
+        *method.windows_line(df),
+        *method.skipped_line(df),
         *_by_batch(df, {**lead, **columns.TIME}),
-    ]
-
-
-def _windows_line(df: pd.DataFrame) -> list[str]:
-    """How many timed windows the cases have and why no more (`bench.measure.adaptive`), for a
-    run whose rows say (none before adaptive windows)."""
-    if "windows" not in df or "windows_stop" not in df:
-        return []
-    timed = df.dropna(subset=["windows"])
-    if timed.empty:
-        return []
-    counts = timed.groupby(["windows", "windows_stop"]).size().sort_index()
-    parts = [f"{n} after {int(w)} ({why})" for (w, why), n in counts.items()]
-    return [
-        "`windows`: timed windows of the case's steps. A case stops once its windows' medians "
-        f"agree within {adaptive.MAX_SPREAD:.0%} and its steps are not noisy, from "
-        f"{adaptive.MIN_WINDOWS} windows up to --repeats, or after {adaptive.MAX_TIMED_S:g} s "
-        'of timed steps; `fixed`: the count --repeats asked for (docs/methodology.md, "When a '
-        f'case stops"). Cases stopped: {", ".join(parts)}.',
-        "",
     ]
 
 
