@@ -3,12 +3,13 @@
 # work, 5 comparisons of one commit with itself (A/A) and 2 of it against a commit with one extra
 # matmul per step (slowdown.patch), one after another, each with ab's defaults (5 rounds a side)
 # but slow-2's `--statistic p10`. Runs in a scratch clone, so that no worktree of the project's
-# own repository is touched. Usage: results/ab-cpu/evidence.sh OUT_DIR [COMMIT]
+# own repository is touched. Usage: scripts/ab_cpu_evidence.sh OUT_DIR [COMMIT]
 set -u
-out="$(mkdir -p "${1:?usage: evidence.sh OUT_DIR [COMMIT]}" && cd "$1" && pwd)"
-here="$(cd "$(dirname "$0")" && pwd)"
+out="$(mkdir -p "${1:?usage: ab_cpu_evidence.sh OUT_DIR [COMMIT]}" && cd "$1" && pwd)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+here="$root/results/ab-cpu"  # slowdown.patch
 scratch="$(mktemp -d)/ampbench"
-git clone -q "$here/../.." "$scratch" && cd "$scratch"
+git clone -q "$root" "$scratch" && cd "$scratch"
 git checkout -q --detach "${2:-HEAD}"
 git checkout -q -b slow5 && git -c user.name=ab -c user.email=ab@example.com am -q "$here/slowdown.patch"
 git checkout -q -

@@ -17,7 +17,7 @@ Then a what-if over the same samples: the adaptive rule of docs/methodology.md (
 windows, stopping after 2 when they agree) on the first 30, 20 or 15 steps of each window, the
 warm-up budgeted in time, and the command's wall time projected from those (not measured).
 
-Run from the repository root: `PYTHONPATH=. python results/sessions/default_run_time.py`.
+Run from the repository root: `PYTHONPATH=. python scripts/default_run_time.py`.
 """
 
 import gzip

@@ -2,7 +2,7 @@
 total step time (B/A, as `./run_bench.sh compare` prints it), and per phase for the cases
 beyond +-5%.
 
-Run from the repository root: `PYTHONPATH=. python results/sessions/default_vs_record.py`."""
+Run from the repository root: `PYTHONPATH=. python scripts/default_vs_record.py`."""
 
 from pathlib import Path
 

@@ -2,7 +2,7 @@
 each benchmark's median in save i+1 over save i, as that check computes it (the change of the
 `median` field, in percent), for every pair of saves in a storage folder.
 
-    python results/ab-h200/gate_ratios.py results/ab-h200/pytest-default/Linux-CPython-3.12-64bit
+    python scripts/gate_ratios.py results/ab-h200/pytest-default/Linux-CPython-3.12-64bit
 
 writes gate_ratios.csv beside that folder: one row per pair and benchmark, with the change and
 whether a 3%, a 5% and a 10% threshold fail it.

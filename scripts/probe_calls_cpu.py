@@ -3,7 +3,7 @@ the CPU with the tiny preset: a count, free of the timing noise of 2 shared core
 over 50 steps of each side, after 200 steps of each; also the garbage collections in those
 warm-up steps, by generation (count, ms).
 
-Usage, from the repository root: `PYTHONPATH=. python results/sessions/probe_calls_cpu.py`.
+Usage, from the repository root: `PYTHONPATH=. python scripts/probe_calls_cpu.py`.
 """
 
 import cProfile

@@ -4,7 +4,8 @@ ResNet-50, random weights, train mode, batch 8 of 224x224, random labels). The H
 of `torchvision:resnet50` found bf16's and scaled fp16's gradients as far from fp32's as the
 gradients are large; this asks whether fp32 itself is far from fp64 there.
 
-Run: python results/sessions/resnet50_gradients_at_init_cpu.py (its output: the .log beside it).
+Run: python scripts/resnet50_gradients_at_init_cpu.py (its output:
+results/sessions/resnet50_gradients_at_init_cpu.log).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ draw, for the cases `ok` in both.
   other names in a tie, or two ties share a member, and `CONTRADICTS` where no named one is
   common to both.
 
-Usage, from the repository root: `PYTHONPATH=. python results/sessions/verdicts_two_runs.py A B`.
+Usage, from the repository root: `PYTHONPATH=. python scripts/verdicts_two_runs.py A B`.
 """
 
 import sys
