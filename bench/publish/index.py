@@ -60,6 +60,7 @@ SECTIONS = {
     "maxbatch": ("Largest-batch runs", "modes ok"),
     "numerics": ("Numerics studies", "jobs ok"),
     "quality": ("Time-to-quality studies", "runs ok"),
+    "ab": ("A/B comparisons", "rounds ok"),
     SAVES: ("pytest-benchmark saves", "benchmarks"),
     UNKNOWN: ("Other run folders", "ok"),
 }
@@ -218,7 +219,38 @@ def _quality(run: Run) -> Cells:
     return Cells(1, _preset(cfg), line(axes), passed)
 
 
+def _option(options: list[str], name: str) -> str | None:
+    """The value of `name` in a command line's options (`--name VALUE` or `--name=VALUE`)."""
+    for i, arg in enumerate(options):
+        if arg == name and i + 1 < len(options):
+            return options[i + 1]
+        if arg.startswith(f"{name}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _ab(run: Run) -> Cells:
+    """An `ab` comparison: the two revisions over the grid its rounds ran, and how many of its
+    rounds (one process of one side each) exited 0."""
+    cfg = run.env.get("ab_config", {})
+    options = [str(o) for o in cfg.get("run_options", [])]
+    model = {k: v for k in ("model", "preset") if (v := _option(options, f"--{k}")) is not None}
+    modes, sizes = (_option(options, k) for k in ("--modes", "--batch-sizes"))
+    axes = [
+        Axis(
+            f"{cfg.get('rev_a')} vs {cfg.get('rev_b')}", f"{cfg.get('rev_a')} vs {cfg.get('rev_b')}"
+        ),
+        axis(modes.split(",") if modes else [], "mode"),
+        batches(sizes.split(",") if sizes else []),
+    ]
+    rounds = run.env.get("rounds", [])
+    ok = sum(r.get("exit") == 0 for r in rounds)
+    shown = _preset(model) if "preset" in model else model.get("model")  # None: run's default
+    return Cells(1, shown, line(axes), _finished(run.env, f"{ok}/{len(rounds)}"))
+
+
 ROW: dict[str, Callable[[Run], Cells]] = {
+    "ab": _ab,
     "quality": _quality,
     "timing": _timing,
     "numerics": _numerics,
@@ -305,7 +337,7 @@ def render(
     tree = tree or Tree(results_dir)
     for run in damaged_folders(results_dir, tree=tree):
         print(f"ampbench: warning: {run.env['damage']}; left out of the index", file=sys.stderr)
-    runs = run_folders(results_dir, tree=tree)[::-1]  # newest first
+    runs = run_folders(results_dir, tree=tree, nested=True)[::-1]  # newest first
     readme = readme or results_dir.parent / PROJECT_README
     record = run_of_record(readme, tree)
     out = [

@@ -85,7 +85,7 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     have, want = path.read_text(), render(results_dir, tree=tree)
     if have == want:
         return weight(results_dir, files)[1]
-    counted = run_folders(results_dir, tree=tree)
+    counted = run_folders(results_dir, tree=tree, nested=True)
     # Only a folder the fresh index names can be missing from the old one (an `ab` comparison's
     # folder, for one, is listed through its parent, not by its own report).
     lacks = [
@@ -95,7 +95,7 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     ]
     extra = [
         r.path.name
-        for r in run_folders(results_dir)
+        for r in run_folders(results_dir, nested=True)
         if r not in counted and _named(have, r, results_dir)
     ]
     if lacks:
