@@ -325,3 +325,28 @@ def test_a_folder_with_a_bad_env_json_is_skipped_with_a_warning(project, capsys)
     assert warning.startswith(f"ampbench: warning: {bad / results.ENV} is not valid JSON")
     assert warning.endswith("left out of the index")
     assert (res / index.INDEX).read_text() == good
+
+
+def test_every_comparison_and_run_folder_at_any_depth_is_named(tmp_path):
+    """A comparison two folders down (results/memory/ab/CMP) and a run three down are named, each
+    comparison in its own table with its revisions, grid and rounds; a comparison's own rounds
+    (CMP/A/RUN) belong to it and are not listed."""
+    res = tmp_path / "results"
+    cmp = res / "memory" / "ab" / "20261204T000000Z_NVIDIA-H200_a_vs_b_ab_keep"
+    rounds = [{"side": s, "exit": code} for s, code in (("A", 0), ("B", 0), ("A", 0), ("B", 1))]
+    options = ["--preset", "seed", "--modes", "fp32,bf16-amp", "--batch-sizes", "1024"]
+    env = {"kind": "ab", "device": "cuda", "gpu": H200, "started": "2026-12-04T00:00:00+00:00"}
+    config = {"rev_a": "base", "rev_b": "keep", "run_options": options}
+    env |= {"ended": "x", "rounds": rounds, "ab_config": config}
+    cmp.mkdir(parents=True)
+    results.write_env(cmp, env)
+    (cmp / results.REPORT).write_text("# ab\n")
+    inner = write_run(cmp / "A" / "20261204T000001Z_NVIDIA-H200_a", small_grid()[:2], gpu=H200)
+    deep = write_run(res / "own" / "overhead" / "probe_run", small_grid()[:2], gpu=H200)
+    text = index.render(res, readme=tmp_path / "README.md")
+    table = text.split("## A/B comparisons", 1)[1]
+    (line,) = [ln for ln in table.splitlines() if cmp.name in ln]
+    assert "base vs keep × fp32,bf16-amp × batch 1024" in line and "| 3/4 " in line
+    assert f"[report](memory/ab/{cmp.name}/report.md)" in line and "| seed " in line
+    assert "own/overhead/probe_run" in text.split("## A/B comparisons")[0]
+    assert inner.name not in text and deep.exists()
