@@ -13,13 +13,11 @@ import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from bench.publish.index import INDEX, render, unreported
+from bench.publish.index import FILE_LIMIT_MIB, INDEX, LIMIT_MIB, render, unreported
 from bench.publish.runs import Run, Tree, run_folders, tracked_files
 from bench.store import paths, results
 
 MIB = 2**20
-LIMIT_MIB, FILE_LIMIT_MIB = 30, 5
-"""What the files git tracks under results/ may weigh in all, and each, in MiB (2**20 bytes)."""
 
 
 def _sizes(results_dir: Path, files: frozenset[Path] | None) -> dict[Path, int]:
