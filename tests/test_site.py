@@ -284,7 +284,7 @@ def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
 
 
 @needs_site
-def test_the_latest_runs_leave_out_an_ab_comparison_as_the_index_does(tmp_path):
+def test_the_latest_runs_leave_out_an_ab_comparison_which_has_a_page_of_its_own(tmp_path):
     from bench.publish.site import front as front_page  # imports markdown and plotly
 
     write_run(tmp_path / A, small_grid(), gpu=H200, commit="a" * 40)

@@ -54,13 +54,15 @@ PROJECT_README = "README.md"
 HEADLINE_MARKER = re.compile(r"^<!-- ampbench:headline (\S+)", re.M)
 SAVES = "pytest-benchmark"
 """The section of pytest-benchmark saves, beside the kinds of run folder."""
+COMPARISON = "ab"
+"""The kind of an `ab` comparison's folder: a table of its own, after the runs."""
 SECTIONS = {
     # kind (`bench.store.schema.KINDS`): (heading, header of the column counting what passed)
     "timing": ("Timing runs", "cases ok"),
     "maxbatch": ("Largest-batch runs", "modes ok"),
     "numerics": ("Numerics studies", "jobs ok"),
     "quality": ("Time-to-quality studies", "runs ok"),
-    "ab": ("A/B comparisons", "rounds ok"),
+    COMPARISON: ("A/B comparisons", "rounds ok"),
     SAVES: ("pytest-benchmark saves", "benchmarks"),
     UNKNOWN: ("Other run folders", "ok"),
 }
@@ -260,7 +262,7 @@ def _ab(run: Run) -> Cells:
 
 
 ROW: dict[str, Callable[[Run], Cells]] = {
-    "ab": _ab,
+    COMPARISON: _ab,
     "quality": _quality,
     "timing": _timing,
     "numerics": _numerics,
