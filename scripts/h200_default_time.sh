@@ -6,7 +6,7 @@
 #      bash's SECONDS); stopped with SIGINT at LIMIT seconds (default 335, so that the whole
 #      script stays under 6 minutes; `./run_bench.sh --resume FOLDER` finishes a stopped run);
 #   2. `./run_bench.sh compare` of the run of record (RECORD, the newest default run) against
-#      the new run, and results/sessions/verdicts_two_runs.py: step-time ratios and the fastest
+#      the new run, and scripts/verdicts_two_runs.py: step-time ratios and the fastest
 #      verdict of each batch size, Adam and variant, in both.
 # Usage: [LIMIT=s] [RECORD=dir] scripts/h200_default_time.sh   (writes under $OUT:
 #        default_time.log, compare.md, verdicts.txt, run.tgz with the new run folder)
@@ -51,7 +51,7 @@ log "2. compare against $record"
 ./run_bench.sh compare "$record" "$run" >"$out/compare.md" 2>>"$logf"
 log "compare exit $?"
 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
-    "${PYTHON:-python3}" results/sessions/verdicts_two_runs.py "$record" "$run" \
+    "${PYTHON:-python3}" scripts/verdicts_two_runs.py "$record" "$run" \
     >"$out/verdicts.txt" 2>>"$logf"
 log "verdicts exit $?"
 tar czf "$out/run.tgz" "$run"

@@ -20,6 +20,7 @@ from bench.numerics.render import report as render_report
 from bench.numerics.render import study
 from bench.store import folders, frames
 from bench.workloads.mlp import PRESETS
+from tests.optional import not_a_checkout
 from tests.studies import resume_study, start_study
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,6 +172,8 @@ def _answer(report: str) -> list[str]:
 def _committed_as_is(folder: Path) -> bool:
     """The folder is there as git tracks it: a user's own changes under results/ never decide
     a test's outcome."""
+    if not_a_checkout(ROOT):
+        return False
     tracked = subprocess.run(
         ["git", "-C", str(ROOT), "ls-files", "--error-unmatch", str(folder / "report.md")],
         capture_output=True,

@@ -4,7 +4,6 @@ and never indexed. Every test works in its own folders: the project's runs/ and 
 monkeypatched away, never read or written."""
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ from bench import cli
 from bench.cli import main
 from bench.publish import index, runs
 from bench.store import folders, paths, results
+from tests.optional import not_a_checkout
 from tests.stored import small_grid, write_run
 
 H200 = "NVIDIA H200"
@@ -43,8 +43,8 @@ def _one_line(err: str) -> str:
 
 def test_runs_is_the_projects_git_ignored_folder():
     assert paths.RUNS == paths.ROOT / "runs"
-    if shutil.which("git") is None or not (paths.ROOT / ".git").exists():
-        pytest.skip("not a git checkout")
+    if not_a_checkout(paths.ROOT):
+        pytest.skip(not_a_checkout(paths.ROOT))
     out = subprocess.run(
         ["git", "-c", "safe.directory=*", "check-ignore", "-q", "runs/x/env.json"],
         cwd=paths.ROOT,

@@ -21,7 +21,6 @@ import pytest
 from bench.cli import main
 from bench.publish import render, report, runs
 from bench.publish.site import deps, output
-from bench.publish.site import front as front_page
 from bench.store import results
 from tests.browser import CHROMIUM, Browser
 from tests.stored import small_grid, write_numerics, write_run
@@ -284,7 +283,10 @@ def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
     assert f"[`{A}`](../results/{A}" in piece.text and piece.source_dir == tmp_path / "docs"
 
 
-def test_the_latest_runs_leave_out_an_ab_comparison_as_the_index_does(tmp_path):
+@needs_site
+def test_the_latest_runs_leave_out_an_ab_comparison_which_has_a_page_of_its_own(tmp_path):
+    from bench.publish.site import front as front_page  # imports markdown and plotly
+
     write_run(tmp_path / A, small_grid(), gpu=H200, commit="a" * 40)
     ab = tmp_path / "20261201T000000Z_NVIDIA-H200_ab"  # newer than A: first in the list
     ab.mkdir()

@@ -13,13 +13,11 @@ import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from bench.publish.index import INDEX, render, unreported
+from bench.publish.index import FILE_LIMIT_MIB, INDEX, LIMIT_MIB, render, unreported
 from bench.publish.runs import Run, Tree, run_folders, tracked_files
 from bench.store import paths, results
 
 MIB = 2**20
-LIMIT_MIB, FILE_LIMIT_MIB = 30, 5
-"""What the files git tracks under results/ may weigh in all, and each, in MiB (2**20 bytes)."""
 
 
 def _sizes(results_dir: Path, files: frozenset[Path] | None) -> dict[Path, int]:
@@ -85,7 +83,7 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     have, want = path.read_text(), render(results_dir, tree=tree)
     if have == want:
         return weight(results_dir, files)[1]
-    counted = run_folders(results_dir, tree=tree)
+    counted = run_folders(results_dir, tree=tree, nested=True)
     # Only a folder the fresh index names can be missing from the old one (an `ab` comparison's
     # folder, for one, is listed through its parent, not by its own report).
     lacks = [
@@ -95,7 +93,7 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     ]
     extra = [
         r.path.name
-        for r in run_folders(results_dir)
+        for r in run_folders(results_dir, nested=True)
         if r not in counted and _named(have, r, results_dir)
     ]
     if lacks:

@@ -92,12 +92,16 @@ def subfolders(tree: Tree) -> list[Path]:
     )
 
 
-def run_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = None) -> list[Run]:
+def run_folders(
+    results_dir: Path = paths.RESULTS, *, tree: Tree | None = None, nested: bool = False
+) -> list[Run]:
     """Every run folder directly in `results_dir` or one level below (results/lr-sweep/RUN),
-    oldest first. A CPU run (env.json's `device` is `cpu`) is a smoke test of the harness, not a
-    result: it is left out, even where `promote --allow-cpu` copied it in. So is a folder whose
-    env.json is damaged (`damaged_folders`)."""
-    found = [r for r in _folders(results_dir, tree) if r.kind != DAMAGED]
+    oldest first; `nested`: at any depth below folders that hold no run (the index names them
+    all: results/memory-h200/ab/RUN), never inside a run folder (an `ab` comparison's rounds, a
+    study's jobs belong to it). A CPU run (env.json's `device` is `cpu`) is a smoke test of the
+    harness, not a result: it is left out, even where `promote --allow-cpu` copied it in. So is
+    a folder whose env.json is damaged (`damaged_folders`)."""
+    found = [r for r in _folders(results_dir, tree, nested) if r.kind != DAMAGED]
     found = [r for r in found if r.env.get("device") != "cpu"]
     return sorted(found, key=lambda r: (str(r.env.get("started", "")), r.path.name))
 
@@ -107,15 +111,26 @@ def damaged_folders(results_dir: Path = paths.RESULTS, *, tree: Tree | None = No
     return [r for r in _folders(results_dir, tree) if r.kind == DAMAGED]
 
 
-def _folders(results_dir: Path, tree: Tree | None) -> list[Run]:
+def _folders(results_dir: Path, tree: Tree | None, nested: bool = False) -> list[Run]:
     tree = tree or Tree(results_dir)
     found = []
     for child in subfolders(tree):
         run = run_at(child, tree)
         if run is not None:
             found.append(run)
+        elif nested:
+            found += _below(child, tree)
         else:
             found += [r for r in (run_at(p, tree) for p in sorted(child.iterdir())) if r]
+    return found
+
+
+def _below(folder: Path, tree: Tree) -> list[Run]:
+    """The run folders at any depth under `folder`, which holds no run, not looking inside one."""
+    found = []
+    for child in sorted(p for p in folder.iterdir() if p.is_dir() and tree.has(p)):
+        run = run_at(child, tree)
+        found += [run] if run is not None else _below(child, tree)
     return found
 
 

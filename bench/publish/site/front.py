@@ -121,8 +121,8 @@ def latest(runs: list[Run], results_dir: Path, pairs: dict[str, Pair]) -> str:
     the run before it on its grid; links relative to `results_dir`."""
     tree = Tree(results_dir)
     rows = []
-    # The kinds the index lists (an `ab` comparison's folder has a page of its own, no row).
-    listed = [r for r in runs if r.kind in index.SECTIONS]
+    # The kinds of run the index lists (an `ab` comparison has a page of its own, no row).
+    listed = [r for r in runs if r.kind in index.SECTIONS and r.kind != index.COMPARISON]
     for run in listed[::-1][:LATEST]:
         cells = index.row(run, results_dir, tree)
         passed = index.SECTIONS[run.kind][1]
