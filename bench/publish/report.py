@@ -19,7 +19,6 @@ import pandas as pd
 from bench.faults import by_reason
 from bench.measure import adaptive
 from bench.publish import columns, findings, method, plots, ranks, tables, variants
-from bench.recipes import catalog
 from bench.store import errors as error_files
 from bench.store import results
 from bench.verdicts import timing
@@ -64,11 +63,8 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | N
     out = f"Batch size {bs}, {optimizer} Adam, {variant}:\n\n" + columns.table(
         shown, {"mode": "mode", **seeds, **columns.HEADLINE}
     )
-    if results.own_loop_rows(shown).any():
-        # The driver prints this beside recipes.md, whose `× fp32` is over its runs: one ratio.
-        ref = catalog.reference()
-        legend = f"{ref}'s step time (at the row's seed) over the row's; above 1 is faster"
-        out += f"\n\n`× {ref}`: {legend}."
+    if results.own_loop_rows(shown).any():  # the driver prints it beside recipes.md
+        out += f"\n\n{columns.OWN_LOOP_SPEEDUP}"
     others = sel[sel["status"] != "ok"]
     if len(others):
         # Not dropped: named, with their status; the report's last section says why.
