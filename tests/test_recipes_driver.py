@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -98,8 +99,11 @@ def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
     assert own_loop.failed_runs(run_dir) == 2  # the command's exit status is then 1
 
 
-def fake_script(losses: dict, step_ms: dict, steps: int = 40) -> job.Runner:
-    """A runner that writes what a probe would: a row, its step times and a val_loss curve."""
+def fake_script(
+    losses: dict, step_ms: dict, steps: int = 40, first: float = 4.0, start: int = 0
+) -> job.Runner:
+    """A runner that writes what a probe would: a row, its step times and a val_loss curve from
+    `first` at step `start` down to the mode's loss, every 10 steps."""
 
     def run(command, environ, log_path, timeout_s):
         mode, seed = environ[recipe.RECIPE], int(environ[recipe.SEED])
@@ -115,10 +119,12 @@ def fake_script(losses: dict, step_ms: dict, steps: int = 40) -> job.Runner:
             out / results.SAMPLES, {"case_id": row["case_id"], "samples_ms": {"total": times}}
         )
         # The same spread over the seeds for every recipe: bf16's best is fp32's + 0.001.
-        curve = [4.0, 3.0, losses[mode] + 0.01 * (seed - 1) + 0.001 * (mode != "fp32")]
+        last = losses[mode] + 0.01 * (seed - 1) + 0.001 * (mode != "fp32")
+        curve = [first, (first + last) / 2, last]
         with (out / "metrics.jsonl").open("w") as f:
-            for step, value in enumerate(curve):
-                f.write(json.dumps({"step": step * 10, "name": "val_loss", "value": value}) + "\n")
+            for k, value in enumerate(curve):
+                step = start + 10 * k
+                f.write(json.dumps({"step": step, "name": "val_loss", "value": value}) + "\n")
         log_path.write_text("done\n")
         return 0, "done\n"
 
@@ -128,7 +134,9 @@ def fake_script(losses: dict, step_ms: dict, steps: int = 40) -> job.Runner:
 def test_the_recipe_table_judges_speed_and_training_over_seeds(tmp_path):
     losses = {"fp32": 2.0, "bf16-amp": 2.0, "fp16-amp": math.nan}
     step_ms = {"fp32": 10.0, "bf16-amp": 5.0, "fp16-amp": 5.0}
-    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    # Five seeds: the fewest runs a recipe the speed verdict takes.
+    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=tuple(range(5)),
+                            device="cpu")  # fmt: skip
     run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=fake_script(losses, step_ms))
     rows = results.read_rows(run_dir / results.ROWS)
     # Interleaved rounds: each round runs every recipe, starting one further along.
@@ -136,13 +144,34 @@ def test_the_recipe_table_judges_speed_and_training_over_seeds(tmp_path):
     df, notes = own_loop.table(run_dir, {})
     got = df.set_index("recipe")
     assert got.loc["bf16-amp", "speed"] == "faster"
-    assert got.loc["bf16-amp", "time × fp32"] == pytest.approx(0.5, rel=0.05)
+    # A speed-up, as the run table printed beside it: fp32's time over bf16's, above 1.
+    assert got.loc["bf16-amp", "× fp32"] == pytest.approx(2.0, rel=0.05)
+    assert any(n.startswith("`× fp32`: fp32's step time over the recipe's") for n in notes)
+    assert "time ×" not in own_loop.render(run_dir)
     # The verdict with the numbers it rests on, and the judge's margin in the notes.
     assert got.loc["bf16-amp", "training"].startswith(f"{training.LIKE}: gap ")
     assert "90% interval" in got.loc["bf16-amp", "training"]
     assert any(n.startswith("Margin: ±") for n in notes)
-    assert got.loc["fp16-amp", "training"].startswith(f"{training.WORSE}: diverged in 3 of 3")
+    assert got.loc["fp16-amp", "training"].startswith(f"{training.WORSE}: diverged in 5 of 5")
     assert got.loc["fp32", "training"] == "reference"
+
+
+def test_fp32_did_not_learn_only_where_its_loss_before_training_shows_it(tmp_path):
+    # A Trainer that evaluates first at step 200 (no eval_on_start): the loss had fallen from
+    # about 4.2 before then; 2.194 to 1.73 after it is no evidence that fp32 did not learn.
+    losses = {"fp32": 1.73, "bf16-amp": 1.73}
+    step_ms = {"fp32": 10.0, "bf16-amp": 5.0}
+    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    late = fake_script(losses, step_ms, first=2.194, start=200)
+    run_dir = job.run(cfg, results_dir=tmp_path / "late", command="t", runner=late)
+    cell = own_loop.table(run_dir, {})[0].set_index("recipe").loc["bf16-amp", "training"]
+    assert cell.startswith(f"{training.NOT_KNOWN}: cannot tell whether fp32 learned")
+    assert "did not learn" not in cell and "eval_on_start=True" in cell and "step 200" in cell
+    # Logged at step 0, before any update, and it did not fall 25%: that shows it.
+    flat = fake_script(losses, step_ms, first=2.0, start=0)
+    run_dir = job.run(cfg, results_dir=tmp_path / "flat", command="t", runner=flat)
+    cell = own_loop.table(run_dir, {})[0].set_index("recipe").loc["bf16-amp", "training"]
+    assert cell.startswith(f"{training.NOT_KNOWN}: fp32 did not learn") and "step 0" in cell
 
 
 def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
@@ -161,6 +190,51 @@ def test_the_script_runs_where_the_user_ran_the_command(tmp_path, monkeypatch):
         [sys.executable, "train.py"], environ, tmp_path / "log.txt", timeout_s=60
     )
     assert code == 0 and f"here {tmp_path}" in output
+
+
+USER_SCRIPT = """\
+import bench, torch
+print("bench from", bench.__file__)
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+probe = bench.probe(model, optimizer, every=4, warmup=1, census=False)
+for step in range(6):
+    with probe.step():
+        loss = model(torch.ones(2, 4)).square().mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    probe.log(loss=loss.detach())
+probe.close()
+"""
+
+
+def test_run_bench_runs_a_script_in_the_user_s_own_folder(tmp_path):
+    # A project of the user's, outside this checkout, with its own `train.py`, run as
+    # docs/own-loop.md shows: path/to/ampbench/run_bench.sh recipes -- python train.py. The
+    # user's PYTHONPATH holds a `bench` of another copy that fails on import: the script must
+    # import this checkout's (the copy whose driver reads its folder back).
+    project, other = tmp_path / "project", tmp_path / "other" / "bench"
+    project.mkdir()
+    other.mkdir(parents=True)
+    (project / "train.py").write_text(USER_SCRIPT)
+    (other / "__init__.py").write_text("raise ImportError('the other copy')\n")
+    env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(other.parent)}
+    env.pop("AMPBENCH_CWD", None)
+    proc = subprocess.run(
+        [str(ROOT / "run_bench.sh"), "recipes", "--modes", "fp32", "--seeds", "0", "--device",
+         "cpu", "--results-dir", "runs_here", "--", sys.executable, "train.py"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # --results-dir is the user's path too: under their project.
+    (run_dir,) = (project / "runs_here").iterdir()
+    (row,) = results.read_rows(run_dir / results.ROWS)
+    assert row["status"] == "ok" and row["model"] == "own:Linear"
+    # The run table it prints and recipes.md name their ratio alike.
+    assert "`× fp32`: fp32's step time" in proc.stderr and "× fp32" in proc.stdout
+    log = (run_dir / "runs" / "fp32_seed0.log").read_text()
+    assert f"bench from {ROOT / 'bench' / '__init__.py'}" in log
 
 
 def test_the_driver_s_folder_wins_over_the_script_s_own(tmp_path, monkeypatch):
@@ -191,6 +265,10 @@ def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
     # The run report's headline table and findings tell the seeds' rows apart.
     df = bench.load(run_dir).assign(batch_size=8, optimizer="foreach", variant="eager")
     assert "|   seed |" in report.headline(df)
+    # Its `× fp32` reads as recipes.md's does, and says so.
+    assert "`× fp32`: fp32's step time (at the row's seed) over the row's; above 1 is faster." in (
+        report.headline(df)
+    )
     assert re.search(r"\(seed \d, eager", " ".join(findings.findings(df, "foreach")))
     assert job._one_line(
         {"error": "the script exited with status 1; its last lines:\nTraceback\nValueError: boom",

@@ -112,6 +112,22 @@ def run_script(
     return code, log_path.read_text(errors="replace")
 
 
+def child_environ(mode: str, seed: int, out: Path) -> dict[str, str]:
+    """The environment of one run: the caller's, the recipe, the seed and the run's folder, and
+    this checkout's root first on PYTHONPATH (before any the user has)."""
+    environ = {**os.environ, recipe.RECIPE: mode, recipe.SEED: str(seed), recipe.OUT: str(out)}
+    # The script runs in the user's own folder, where `from bench.ownloop.hf import
+    # ProbeCallback` finds no `bench` unless ampbench is installed. The root goes first always,
+    # not only where `bench` would not import otherwise: the run writes the folder this driver
+    # reads back, so it must import this very copy of bench, not another installed elsewhere
+    # (the script's own folder still comes first in its sys.path). A bench installed without
+    # its checkout (no pyproject.toml beside it) is on its interpreter's path already.
+    if (paths.ROOT / "pyproject.toml").is_file():
+        theirs = os.environ.get("PYTHONPATH")
+        environ["PYTHONPATH"] = os.pathsep.join([str(paths.ROOT), *([theirs] if theirs else [])])
+    return environ
+
+
 def _failed_row(mode: str, seed: int, status: str, error: str, script: str, device: str) -> dict:
     return {
         "case_id": f"{results.OWN_MODEL}{script}_{mode}_seed{seed}", "mode": mode, "seed": seed,
@@ -132,7 +148,7 @@ def one_run(
         return _failed_row(mode, seed, "unsupported", reason, script, cfg.device), None
     name = f"{mode}_seed{seed}"
     out = job.path / RUNS / name
-    environ = {**os.environ, recipe.RECIPE: mode, recipe.SEED: str(seed), recipe.OUT: str(out)}
+    environ = child_environ(mode, seed, out)
     start = time.perf_counter()
     code, output = runner(list(cfg.script), environ, job.path / RUNS / f"{name}.log", cfg.timeout_s)
     elapsed = time.perf_counter() - start

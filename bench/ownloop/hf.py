@@ -6,7 +6,10 @@
 The callback opens a probe at the start of training on the Trainer's model and optimizer, with
 the GradScaler accelerate made for `fp16=True` (kept on the optimizer wrapper), opens and
 closes a probe step around each optimizer step (`on_step_begin` / `on_step_end`), and hands the
-probe every number the Trainer logs (`loss`, `eval_loss`, ...). The recipe it records is what
+probe every number the Trainer logs (`loss`, `eval_loss`, ...). Where the Trainer evaluates, it
+asks for one evaluation before the first step as well (`eval_on_start`; `eval_on_start=False` to
+the callback leaves the arguments as they are): the held-out loss before any update, which tells
+whether the run learned. The recipe it records is what
 the run did: autocast's dtype inside the forward, the scaler, TF32, as `args.fp16`, `args.bf16`
 and `args.tf32` set them. transformers is optional: importing this module without it is a
 one-line error.
@@ -48,11 +51,19 @@ def precision_args(default: dict[str, bool] | None = None) -> dict[str, bool]:
 class ProbeCallback(TrainerCallback):
     """A `TrainerCallback` that measures the Trainer's own run; options are `bench.probe`'s."""
 
-    def __init__(self, **options: object) -> None:
+    def __init__(self, *, eval_on_start: bool = True, **options: object) -> None:
+        self.eval_on_start = eval_on_start
         self.options = options
         self.probe: Probe | None = None
 
     def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        # getattr: a transformers before 4.41 has no eval_on_start to set.
+        ask = self.eval_on_start and not getattr(args, "eval_on_start", True)
+        if ask and args.eval_strategy != "no":
+            # Whether fp32 learned at all shows only against a held-out loss taken before the
+            # first update (bench.verdicts.training.target); the Trainer's default evaluates
+            # first after `eval_steps` steps. It reads this flag right after this event.
+            args.eval_on_start = True
         name = recipe.asked()
         if name is not None:
             wanted = precision_args()

@@ -22,6 +22,12 @@ REFERENCE_SPEEDUP = {
     results.SPEEDUP_COLUMNS[catalog.reference()]: f"× {catalog.reference()}",
 }
 """The speedup over the reference mode alone (the headline's)."""
+OWN_LOOP_SPEEDUP = (
+    f"`× {catalog.reference()}`: {catalog.reference()}'s step time (at the row's seed) over the "
+    "row's; above 1 is faster."
+)
+"""The legend under an own loop's headline: the `recipes` driver prints it beside recipes.md,
+whose `× fp32` is the same ratio over the runs."""
 
 TIME = {
     "status": "status",

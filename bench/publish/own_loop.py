@@ -1,10 +1,10 @@
 """The recipe table of a user's own run (`ampbench recipes`): recipes.md in the driver's folder,
 from its rows, samples and each run's probe files alone (no torch).
 
-- **Speed** is the rounds verdict (`rounds_verdict`, the one `compare`, `ab` and `history`
-  give) of each recipe's step times against the reference's. Its observations are the medians
-  of `WINDOWS` consecutive windows of each run's timed steps, over every seed's run: fresh
-  processes, so the drift between runs is part of the spread it weighs.
+- **Speed** is the driver's verdict (`bench.verdicts.driver.speed`: the rounds judge `compare`,
+  `ab` and `history` give, one observation per run, the median of its timed steps) of each
+  recipe's step times against the reference's; shown here as `× fp32`, fp32's time over the
+  recipe's (above 1 is faster), the way every other table of ampbench shows a speed-up.
 - **Training** is the training judge (`bench.verdicts.training.trains_like_fp32`) on the metric
   the runs log (lower is better), a held-out loss where they log one; the best value of each run
   over its logged steps, against fp32's, over the seeds.
@@ -22,14 +22,12 @@ import pandas as pd
 from bench.publish.tables import markdown
 from bench.recipes import catalog
 from bench.store import results
-from bench.verdicts import training
-from bench.verdicts.rounds import rounds_verdict  # the one import of the rounds verdict here
+from bench.verdicts import driver, training
+from bench.verdicts.defaults import MIN_ROUNDS
 
 RECIPES_MD = "recipes.md"
 METRICS = ("val_loss", "eval_loss", "loss")
 """The metrics the training judge reads when none is named, the first that every run logged."""
-WINDOWS = 4
-"""Windows each run's step times are cut into: one observation each for the speed verdict."""
 
 
 def _metrics(run_dir: Path, row: pd.Series) -> pd.DataFrame:
@@ -59,30 +57,14 @@ def choose_metric(logged: list[pd.DataFrame], asked: str | None) -> tuple[str | 
     return None, f"the runs did not all log any of {', '.join(METRICS)}"
 
 
-def observations(samples: dict, case_id: str) -> list[float]:
-    """The medians of `WINDOWS` consecutive windows of one run's timed step times."""
-    totals = samples.get(case_id, {}).get("total") or []
-    if len(totals) < WINDOWS:
-        return [float(np.median(totals))] if totals else []
-    return [float(np.median(w)) for w in np.array_split(np.asarray(totals, float), WINDOWS)]
-
-
 def speed(rows: pd.DataFrame, samples: dict, reference: str) -> dict[str, dict]:
-    """mode -> the rounds verdict of its step times against `reference`'s (or why none)."""
+    """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`), from
+    each finished run's timed step times."""
     ok = rows[rows["status"] == "ok"]
-    obs = {
-        mode: [x for cid in g["case_id"] for x in observations(samples, cid)]
-        for mode, g in ok.groupby("mode", sort=False)
-    }
-    out: dict[str, dict] = {}
-    for mode in rows["mode"].unique():
-        if mode == reference:
-            out[mode] = {"verdict": "reference"}
-        elif not obs.get(mode) or not obs.get(reference):
-            out[mode] = {"verdict": "not known", "why": f"no timed run of {mode} or {reference}"}
-        else:
-            out[mode] = rounds_verdict(obs[reference], obs[mode])
-    return out
+    runs = {mode: [] for mode in rows["mode"].unique()}
+    for mode, cid in zip(ok["mode"], ok["case_id"], strict=True):
+        runs[mode].append(samples.get(cid, {}).get("total") or [])
+    return driver.speed(runs, reference)
 
 
 def judge_training(
@@ -118,14 +100,18 @@ def judge_training(
 
 
 def _speed_cells(v: dict) -> tuple[float, str, str]:
+    """(× the reference: its time over the recipe's, the interval of that, the verdict)."""
     if "ratio" not in v:
         return math.nan, "", v["verdict"] + (f" ({v['why']})" if v.get("why") else "")
+    # The verdict's ratio is the recipe's time over the reference's; the table shows its
+    # inverse, a speed-up, as the run table printed beside it and the main report do.
     span = (
-        f"[{v['ratio_lo']:.3g}, {v['ratio_hi']:.3g}]"
+        f"[{1 / v['ratio_hi']:.4g}, {1 / v['ratio_lo']:.4g}]"
         if math.isfinite(v["ratio_lo"])
-        else "too few rounds"
+        else "–"
     )
-    return v["ratio"], span, str(v["verdict"])
+    word = str(v["verdict"]) + (f" ({v['why']})" if v.get("why") else "")
+    return 1 / v["ratio"], span, word
 
 
 def _training_cell(mode: str, v: training.Verdict) -> str:
@@ -195,7 +181,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
                 "recipe": mode,
                 "runs ok": f"{len(ok)} of {len(g)}",
                 "step ms": ok["total_ms"].median() if "total_ms" in ok and len(ok) else math.nan,
-                f"time × {reference}": ratio,
+                f"× {reference}": ratio,
                 "interval": span,
                 "speed": word,
                 "peak GiB": ok["peak_alloc_gib"].max() if "peak_alloc_gib" in ok else math.nan,
@@ -206,11 +192,14 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
             }
         )
     notes = [
-        f"Speed: the rounds verdict of each recipe's step times against {reference}'s, "
-        f"{WINDOWS} windows of each run's timed steps per seed (time × {reference} below 1 is "
-        "faster; `unclear`: the data cannot decide). `step ms` is the median of the runs' median "
-        f"steps; `time × {reference}` and its interval are the ratio of geometric means over "
-        "every window of every run, so where runs scatter the two need not agree.",
+        f"`× {reference}`: {reference}'s step time over the recipe's, above 1 is faster (the "
+        f"run table the command prints and report.md read the same way, each run against "
+        f"{reference}'s run at its seed).",
+        f"Speed: the rounds verdict of each recipe's runs against {reference}'s, one observation "
+        f"per run (the median of its timed steps); `unclear`: the data cannot decide, and with "
+        f"fewer than {MIN_ROUNDS} runs a recipe it is always `unclear` (`–` in interval). "
+        f"`step ms` is the median of the runs' medians; `× {reference}` and its interval are "
+        "the ratio of the runs' geometric means, so where runs scatter the two need not agree.",
         f"Training: each recipe against {training.REFERENCE} over the seeds on {why}."
         if metric is not None
         else f"Training: not judged: {why}.",

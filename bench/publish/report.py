@@ -62,6 +62,8 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | N
     out = f"Batch size {bs}, {optimizer} Adam, {variant}:\n\n" + columns.table(
         shown, {"mode": "mode", **seeds, **columns.HEADLINE}
     )
+    if results.own_loop_rows(shown).any():  # the driver prints it beside recipes.md
+        out += f"\n\n{columns.OWN_LOOP_SPEEDUP}"
     others = sel[sel["status"] != "ok"]
     if len(others):
         # Not dropped: named, with their status; the report's last section says why.

@@ -74,13 +74,14 @@ def main() -> None:
         max_steps=a.steps, per_device_train_batch_size=a.batch_size,
         per_device_eval_batch_size=a.batch_size, learning_rate=1e-3, warmup_steps=0,
         eval_strategy="steps", eval_steps=a.eval_every, logging_steps=a.eval_every,
-        eval_on_start=True, save_strategy="no", report_to="none", disable_tqdm=True,
+        save_strategy="no", report_to="none", disable_tqdm=True,
         seed=seed, data_seed=seed,
         use_cpu=not cuda, dataloader_num_workers=0,
         **precision_args(),
     )  # fmt: skip
     trainer = Trainer(
         model=model, args=args, train_dataset=Windows(train_rows), eval_dataset=Windows(held),
+        # No eval_on_start above: the callback asks for the evaluation before the first step.
         callbacks=[ProbeCallback(every=a.every, out=a.out)],
     )  # fmt: skip
     trainer.train()

@@ -31,10 +31,9 @@ import bench
 from bench.data.sources import generator, get
 from bench.measure.timing import clock_for
 from bench.ownloop import census
-from bench.publish.own_loop import rounds_verdict  # where the driver imports it from
 from bench.recipes.modes import MODES
 from bench.verdicts.defaults import CONFIDENCE
-from bench.verdicts.rounds import paired_ratio
+from bench.verdicts.rounds import paired_ratio, rounds_verdict
 from bench.workloads import gpt
 
 try:

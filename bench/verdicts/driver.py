@@ -1,0 +1,73 @@
+"""The speed verdict of the `recipes` driver (`ampbench recipes -- python train.py`): each
+recipe's runs against the reference recipe's, by the rounds judge `compare` and `ab` give.
+
+A run is the unit: one fresh process of the user's script, its timed steps summed up by their
+median, is one round (one observation), as one run folder is one round of `ab`. Runs of one
+recipe differ far more than stretches of steps inside one run do (a process lands on other
+clocks, another layout; the committed H200 driver run's fp32 medians were 10.70, 12.47 and
+12.50 ms), so cutting a run into windows and counting them as independent observations would
+count one process's luck several times and call differences that are not there.
+
+The recipes are one family against the one reference: `bench.verdicts.rounds.judge_family`,
+Holm's correction across them. With fewer runs a side than the judge needs (`MIN_ROUNDS`), a
+recipe is `unclear`, with the runs it would need.
+
+Pure: numpy, no torch, no pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from bench.verdicts import rounds
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS
+
+REFERENCE = "reference"
+"""The verdict of the recipe the others are judged against."""
+NOT_KNOWN = "not known"
+"""The verdict of a recipe without a timed run, or against a reference without one."""
+
+
+def of_run(steps: Sequence[float]) -> float:
+    """One run's observation: the median of its timed step times (ms)."""
+    return float(np.median(np.asarray(steps, dtype=float)))
+
+
+def speed(
+    runs: Mapping[str, Sequence[Sequence[float]]],
+    reference: str,
+    *,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+) -> dict[str, dict[str, object]]:
+    """mode -> its speed verdict against `reference`: `runs` holds, per mode, each finished
+    run's timed step times (ms). A verdict is `rounds.rounds_verdict`'s dict (`ratio` is the
+    recipe's time over the reference's, the geometric mean of the runs' medians), after Holm's
+    correction across the recipes; with too few runs it says how many the judge needs (`why`).
+    The reference is `{"verdict": "reference"}`; a side without a timed run is `not known`."""
+    values = {mode: [of_run(s) for s in steps if len(s)] for mode, steps in runs.items()}
+    out: dict[str, dict[str, object]] = {}
+    judged = []
+    for mode in runs:
+        if mode == reference:
+            out[mode] = {"verdict": REFERENCE}
+        elif not values[mode] or not values.get(reference):
+            out[mode] = {"verdict": NOT_KNOWN, "why": f"no timed run of {mode} or {reference}"}
+        else:
+            judged.append(mode)
+    family = rounds.judge_family(
+        [(mode, values[reference], values[mode]) for mode in judged],
+        min_effect=min_effect,
+        confidence=confidence,
+    )
+    for mode, verdict in zip(judged, family, strict=True):
+        if verdict["too_few"]:
+            verdict["why"] = (
+                f"{len(values[mode])} runs of {mode} and {len(values[reference])} of "
+                f"{reference}: the verdict needs {MIN_ROUNDS} of each (--seeds with "
+                f"{MIN_ROUNDS} seeds or more)"
+            )
+        out[mode] = verdict
+    return out
