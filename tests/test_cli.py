@@ -568,6 +568,9 @@ def test_the_parsers_choices_are_the_tables():
         parsed = vars(parse(["run", option, ",".join(table)]))
         assert list(table) in parsed.values(), option
     assert [m for m in catalog.CARDS if m not in catalog.default_modes()] == ["fp16-pure"]
+    only_full = [m for m in catalog.default_modes() if m not in catalog.default_modes(full=False)]
+    assert only_full == ["bf16-pure-sr", "fp8-rowwise"]
+    assert parse(["run", "--full"]).full is True and not parse(["run"]).full
 
 
 # Quick help: parsing and reading folders import no torch.
@@ -672,11 +675,15 @@ def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
     from bench.jobs.configs import run_config
     from bench.recipes.catalog import default_modes
 
-    cfg = run_config(device="cpu", preset=None)
+    cfg = run_config(device="cpu", preset=None, full=True)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out
     assert "CUDA GPU" in cfg.left_out["fp8-rowwise"]
     assert set(cfg.modes) | set(cfg.left_out) == set(default_modes()) and "fp32" in cfg.modes
     assert not set(cfg.modes) & set(cfg.left_out)
+    # The default grid leaves the recipes of the full grid out altogether.
+    quick = run_config(device="cpu", preset=None)
+    assert set(quick.modes) | set(quick.left_out) == set(default_modes(full=False))
+    assert "fp8-rowwise" not in quick.left_out and "fp8-tensorwise" in quick.left_out
     # Asked for by name, a mode is in the grid and becomes an `unsupported` row.
     asked = run_config(device="cpu", preset=None, modes=["fp32", "fp8-rowwise"])
     assert asked.modes == ("fp32", "fp8-rowwise") and asked.left_out == {}

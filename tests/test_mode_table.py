@@ -98,7 +98,7 @@ NEW = ModeCard(
     low_dtype="bfloat16",
     scale_loss=True,
     baseline="bf16-amp",
-    in_default_grid=False,
+    grid="asked",
 )
 """A mode no table row has: bf16 autocast with a (needless) GradScaler."""
 

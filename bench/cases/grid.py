@@ -36,13 +36,13 @@ GRID_WIDTH = 60
 """Most characters of a grid line; a longer one shows counts instead of values."""
 
 
-def new_run_default(name: str, device: str, world_size: int = 1) -> tuple:
+def new_run_default(name: str, device: str, world_size: int = 1, *, full: bool = False) -> tuple:
     """The values a new run on `device` sweeps axis `name` over when none are given: every
     choice of an axis without a default, else the field's default alone, but where a run's
     defaults are wider (the CPU's modes are narrowed further by `bench.jobs.configs.run_config`,
-    which needs torch to ask each recipe)."""
+    which needs torch to ask each recipe). `full`: the `--full` grid's modes."""
     wider = {
-        "mode": mode_table.default_modes(),
+        "mode": mode_table.default_modes(full=full),
         "batch_size": DEFAULT_BATCH_SIZES,
         "variant": axes.default_variants() if device == "cuda" else ("eager",),
         "parallel": tuple(axes.PARALLELS) if world_size > 1 else ("none",),
@@ -105,6 +105,10 @@ class RunConfig:
     overhead: bool = field(default=True, metadata={"option": "--no-overhead"})
     """Measure the harness against a bare loop (`--no-overhead` skips it; on the CPU it runs
     for the MLP alone)."""
+    full: bool = False
+    """The full grid: with the recipes that vary another one (bf16-pure-sr, fp8-rowwise), which
+    the default run leaves out to answer the question within its time (docs/methodology.md,
+    "The default grid"). Modes given with --modes are run as given."""
     numerics: bool = False
     """First run a short numerics study in this process into RUN/numerics/ (outside every
     timed region)."""
@@ -142,7 +146,9 @@ class RunConfig:
         if unknown:
             raise ValueError(f"{unknown[0]!r} is not a swept axis of a case")
         for name, how in swept.items():
-            values = tuple(self.axes.get(name) or new_run_default(name, self.device))
+            values = tuple(
+                self.axes.get(name) or new_run_default(name, self.device, full=self.full)
+            )
             self.axes[name] = checks.items(how.plural, values)
         self.cases()  # every case validates its own fields
 

@@ -34,7 +34,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="seconds a collective may take before the case fails as `timeout` (default 300)",
     )
     o.add_device(r)
-    how = ("steps", "warmup", "repeats", "min_repeats", "rounds", "seed", "overhead", "numerics")
+    how = ("full", "steps", "warmup", "repeats", "min_repeats", "rounds", "seed", "overhead")
+    how += ("numerics",)
     fields.add(r, grid.RunConfig, how)
     o.add_results_dir(r, "parent folder of run folders")
     o.add_tag(r)

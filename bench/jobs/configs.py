@@ -60,12 +60,14 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
         values = chosen.pop(how.plural, None)
         if not values and name == "batch_size":
             values = workload.batch_sizes.get(device)  # a zoo model's own, else the MLP's
-        axes[name] = tuple(values or new_run_default(name, device, world_size))
+        full = bool(chosen.get("full"))
+        axes[name] = tuple(values or new_run_default(name, device, world_size, full=full))
     if device == "cpu" and given.get("modes") is None:
         # A CPU smoke run's default grid holds the modes that can run on the CPU: the others
         # would be a row per batch size and optimizer saying the same thing (a third of the
         # grid). They are named in the log and the report instead; --modes asks for them.
-        why = {name: MODES[name].unsupported_reason(device) for name in catalog.default_modes()}
+        modes = catalog.default_modes(full=bool(chosen.get("full")))
+        why = {name: MODES[name].unsupported_reason(device) for name in modes}
         axes["mode"] = tuple(name for name, reason in why.items() if reason is None)
         chosen["left_out"] = {name: reason for name, reason in why.items() if reason}
     cfg = RunConfig(device=device, preset=preset, model=model, axes=axes, **chosen)

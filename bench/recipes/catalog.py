@@ -40,6 +40,10 @@ ROLES = {
 """What a mode can be to the others."""
 
 
+GRIDS = ("default", "full", "asked")
+"""The grids a mode's card may name (`ModeCard.grid`), widest last but one."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModeCard:
     name: str
@@ -66,13 +70,17 @@ class ModeCard:
     against (fp16 without a scaler against fp16 with one; pure bf16 against bf16 autocast)."""
     roles: frozenset[str] = field(default_factory=frozenset)
     """Keys of `ROLES`."""
-    in_default_grid: bool = True
-    """Run when no `--modes` are given (a timing run's grid, the numerics study). A recipe kept
-    for the question it answers, not for every run, is run only when asked for."""
+    grid: str = "default"
+    """Which runs take it when no `--modes` are given (`GRIDS`): `default`, every run; `full`,
+    a timing run's `--full` grid and every study (a variant of another recipe, which the default
+    run leaves out to stay within its time); `asked`, only a run that names it (a recipe kept
+    for the question it answers)."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"mode {self.name!r}: unknown kind {self.kind!r}")
+        if self.grid not in GRIDS:
+            raise ValueError(f"mode {self.name!r}: unknown grid {self.grid!r}")
         unknown = set(self.roles) - set(ROLES)
         if unknown:
             raise ValueError(f"mode {self.name!r}: unknown role {sorted(unknown)[0]!r}")
@@ -185,6 +193,7 @@ _CARDS = (
         low_dtype="bfloat16",
         stochastic_round=True,
         baseline="bf16-pure",
+        grid="full",
     ),
     # Pure fp16: parameters, gradients and Adam's state in float16, no master weights and no
     # scaler (GradScaler cannot unscale float16 gradients). Small gradients flush to zero below
@@ -197,7 +206,7 @@ _CARDS = (
         colour="#e7969c",
         low_dtype="float16",
         baseline="fp16-amp-noscale",
-        in_default_grid=False,
+        grid="asked",
     ),
     # float8 Linears (torchao) inside bf16 autocast, float32 master weights: e4m3 for inputs and
     # weights, e5m2 for the output gradients, scales from each tensor's (or row's) amax.
@@ -219,6 +228,7 @@ _CARDS = (
         low_dtype="float8",
         fp8_recipe="rowwise",
         baseline="bf16-amp",
+        grid="full",
     ),
 )
 
@@ -235,9 +245,11 @@ def register(new: ModeCard) -> ModeCard:
     return new
 
 
-def default_modes() -> tuple[str, ...]:
-    """The modes run when none are asked for, in table order."""
-    return tuple(name for name, c in CARDS.items() if c.in_default_grid)
+def default_modes(*, full: bool = True) -> tuple[str, ...]:
+    """The modes run when none are asked for, in table order: a timing run's default grid
+    (`full=False`), or its `--full` grid, which every study runs."""
+    grids = ("default", "full") if full else ("default",)
+    return tuple(name for name, c in CARDS.items() if c.grid in grids)
 
 
 @dataclass(frozen=True, kw_only=True)
