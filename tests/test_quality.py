@@ -107,15 +107,19 @@ def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys, monkeypatch):
     assert main(["quality", "--resume", str(run_dir), "--add-modes", "bf16-amp"]) == 0
     t = tables.load(run_dir)
     assert len(t["runs"]) == 12 and set(t["runs"]["status"]) == {"ok"}
-    # A seed added later, at another commit: every recipe trains it, and each run's row names
-    # the commit it trained at.
+    # A seed added later: at another commit it is refused (a study is one commit); at the
+    # study's own, every recipe trains it, and each run's row names the commit it trained at.
+    trained_at = set(t["runs"]["commit"])
     monkeypatch.setenv("AMPBENCH_GIT_COMMIT", "abcdef0123456789")
     monkeypatch.setenv("AMPBENCH_GIT_DIRTY", "0")
+    assert main(["quality", "--resume", str(run_dir), "--add-seeds", "3"]) == 2
+    assert "a study is one commit" in capsys.readouterr().err
+    monkeypatch.delenv("AMPBENCH_GIT_COMMIT")
+    monkeypatch.delenv("AMPBENCH_GIT_DIRTY")
     assert main(["quality", "--resume", str(run_dir), "--add-seeds", "3"]) == 0
     t = tables.load(run_dir)
     assert len(t["runs"]) == 16 and set(t["runs"]["seed"]) == {0, 1, 2, 3}
-    assert set(t["runs"][t["runs"]["seed"] == 3]["commit"]) == {"abcdef0"}
-    assert "4 at abcdef0" in (run_dir / "report.md").read_text()
+    assert set(t["runs"][t["runs"]["seed"] == 3]["commit"]) == trained_at
     # Evaluations at 0, 2 and 4; the scaled fp16 runs checked GradScaler at each.
     assert sorted(t["curves"]["step"].unique()) == [0, 2, 4]
     assert set(t["checks"]["mode"]) == {"fp16-amp"}

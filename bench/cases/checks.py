@@ -73,6 +73,19 @@ POSITIVE_FINITE = Check(
 NON_NEGATIVE_FINITE = Check(
     "is not a finite number >= 0", float, lambda v: _is_number(v) and 0 <= v < float("inf")
 )
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def seconds(text: str) -> float:
+    """A duration as typed: `900s`, `15m`, `1h`, or a bare number of seconds."""
+    text = text.strip().lower()
+    scale = _UNIT_S.get(text[-1:])
+    return float(text[:-1] if scale else text) * (scale or 1.0)
+
+
+DURATION = Check(
+    "is not a duration (900s, 15m, 1h)", seconds, lambda v: _is_number(v) and 0 < v < math.inf
+)
 FRACTION = Check("is not a number between 0 and 1", float, lambda v: _is_number(v) and 0 < v < 1)
 TAG = Check(
     "is not a tag: use letters, digits, '.' and '-' only",

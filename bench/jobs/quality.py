@@ -3,6 +3,13 @@ every (recipe, seed) run trained, `workers` side by side as processes on the one
 run's tables appended as it ends, its row naming the commit it trained at. `resume` trains what
 an interrupted study left, and may add recipes and seeds.
 
+A sequential study (`max_seeds`) judges its first look (its seeds), then adds one seed to fp32
+and to every recipe still not known, and looks again (`bench.verdicts.sequential`), until every
+recipe is decided, the cap is reached, or a device-time budget ends; `resume` goes on from the
+last look. A study is one commit: seeds are added only at the commit its runs trained at, or
+where a rerun of one of fp32's seeds on the GPU gives back its best held-out loss
+(`rerun_check`).
+
 The step times are taken first, before any training shares the device: time to the target is
 steps × that step time, never a run's own wall time, which other runs beside it inflate.
 """
@@ -10,8 +17,10 @@ steps × that step time, never a run's own wall time, which other runs beside it
 from __future__ import annotations
 
 import dataclasses
+import math
 import multiprocessing as mp
 import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +28,7 @@ import torch
 
 from bench import quiet
 from bench.data import sources
-from bench.faults import fault
+from bench.faults import UsageError, fault
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
 from bench.measure.memory import GIB
@@ -29,6 +38,8 @@ from bench.quality.feed import Fitted, fit
 from bench.quality.train import Resolved, safe_train, time_step
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
+from bench.verdicts import sequential
+from bench.verdicts import training as rules
 from bench.verdicts.float8_plan import float8_unsupported_reason
 from bench.workloads import registry
 
@@ -42,6 +53,16 @@ MEMORY_SHARE = 0.8
 EVAL_SHARE = 0.1
 """What evaluation adds to a run's training steps, at most (the default study's: 7 held-out
 batches of forward passes every 100 steps)."""
+RERUN_TOLERANCE = 1.0
+"""A rerun of one seed agrees with its stored best held-out loss within this share of the
+margin. Not bit-equality: on the H200 a seed's best loss moved by up to 0.011 between reruns
+at one commit (0.75 of the nanoGPT study's margin); a change of training that moves a loss by
+more than the margin is one the verdicts would see."""
+REPLICA_OFFSET = 1000
+"""`--replicate`'s second study starts its seeds here: its seeds, and those its looks add, stay
+apart from the first's (a cap below this many seeds)."""
+clock = time.monotonic
+"""The clock a device-time budget is spent by (a test injects its own)."""
 
 
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
@@ -141,7 +162,9 @@ def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]
 
 def _train(
     folder_path: Path, cfg: QualityConfig, budget_s: float = 0, only: tuple[str, ...] = ()
-) -> None:
+) -> bool:
+    """Train the runs of `cfg`'s recipes and seeds (`only` those recipes') not yet trained,
+    those that fit `budget_s` where one is given; whether none was left for lack of budget."""
     timing = tables.load(folder_path)["timing"]
     skip = dict(zip(timing["mode"], timing["status"], strict=True))
     finished = tables.done(folder_path)
@@ -157,11 +180,16 @@ def _train(
             why = timing[timing["mode"] == m]["error"].iloc[0]
             rows = [{"mode": m, "seed": s, "status": skip[m], "error": why} for s in cfg.seeds]
             tables.append(folder_path, "runs", [r for r in rows if (m, r["seed"]) not in finished])
+    whole = True
     if budget_s:
         chosen = _within(todo, cfg, timing, budget_s)
         left = [f"{m} seed {s}" for m, s in todo if (m, s) not in chosen]
         if left:
-            log(f"--budget-s {budget_s:g} leaves {len(left)} runs for --resume: {', '.join(left)}")
+            whole = False
+            log(
+                f"the budget ({budget_s:.0f} s left) leaves {len(left)} runs for --resume: "
+                f"{', '.join(left)}"
+            )
         todo = chosen
     workers, why = pack(cfg, timing, len(todo))
     if workers > 1:
@@ -183,13 +211,16 @@ def _train(
         run = result["runs"][0]
         log(f"{run['mode']} seed {run['seed']}: {run['status']}")
 
+    if not jobs:
+        return whole
     if workers == 1:
         for job in jobs:
             keep(_work(job))
-        return
+        return whole
     with mp.get_context("spawn").Pool(workers) as pool:
         for result in pool.imap_unordered(_work, jobs):
             keep(result)
+    return whole
 
 
 def start(
@@ -208,7 +239,11 @@ def start(
         folder.info["model_description"] = workload.description
         folder.info["size"] = size
         folder.save()
+        started = clock()
         _time(folder.path, cfg, cfg.modes)
+        if design_of(cfg) is not None:
+            _looks(folder, cfg, budget_s, started)
+            return folder.path
         _train(folder.path, cfg, budget_s)
         _finish(folder, cfg)
         return folder.path
@@ -221,6 +256,130 @@ def _finish(folder, cfg: QualityConfig) -> None:
         folder.finish()
 
 
+def design_of(cfg: QualityConfig) -> sequential.Design | None:
+    """A sequential study's plan (its first look at `seeds`, its cap), or None for one look."""
+    return sequential.Design(len(cfg.seeds), cfg.max_seeds) if cfg.sequential else None
+
+
+def judge_looks(
+    run_dir: Path, cfg: QualityConfig, looks: list[int]
+) -> dict[str, sequential.Judged]:
+    """Each recipe's verdict over the looks taken (fp32, the reference, and recipes without a
+    finished run left out)."""
+    t = tables.load(run_dir)
+    if t["curves"].empty:
+        return {}
+    summary = rules.per_run(t["curves"], t["runs"])
+    design, order = design_of(cfg), cfg.seed_order()
+    present = set(summary["mode"])
+    return {
+        m: sequential.judge(summary, m, design, looks, order, synthetic=False)
+        for m in cfg.modes
+        if m != FP32 and m in present
+    }
+
+
+def _looks(folder, cfg: QualityConfig, budget_s: float, started: float, guard=None) -> None:
+    """Look after look: train the look's runs (fp32's and the undecided recipes'), judge, and
+    add seeds until every recipe is decided, the cap, or the budget. `guard` is asked before
+    seeds are added (a resumed study: one commit)."""
+    design, order = design_of(cfg), cfg.seed_order()
+    looks = [int(n) for n in folder.info.get("looks", [])]
+    while True:
+        if looks:
+            judged = judge_looks(folder.path, cfg, looks)
+            todo = sequential.undecided(judged)
+            n = design.next_look(looks[-1])
+            if not todo or n is None:
+                log("every recipe decided" if not todo else f"the cap: {looks[-1]} seeds")
+                break
+        else:
+            todo, n = [m for m in cfg.modes if m != FP32], design.first
+        seeds = order[:n]
+        if guard is not None and set(seeds) - {s for _, s in tables.done(folder.path)}:
+            guard()
+            guard = None  # once a command
+        left = budget_s - (clock() - started) if budget_s else 0
+        if budget_s and left <= 0:
+            log(f"the budget ends before the look at {n} seeds: --resume goes on")
+            return
+        log(f"look at {n} seeds: {', '.join((FP32, *todo))}")
+        look = dataclasses.replace(cfg, seeds=seeds)
+        if not _train(folder.path, look, left, only=(FP32, *todo)):
+            return  # the budget ended inside the look: --resume trains the rest
+        looks.append(n)
+        folder.info["looks"] = looks
+        folder.info["design"] = design.record()
+        folder.save()
+    tables.compact(folder.path)
+    folder.finish()
+
+
+def _commits(run_dir: Path) -> set[str]:
+    runs = tables.load(run_dir)["runs"]
+    if "commit" not in runs:
+        return set()
+    return {str(c)[:7] for c in runs["commit"].dropna()}
+
+
+def one_commit(folder, cfg: QualityConfig, rerun_check: bool) -> None:
+    """Refuse to add seeds to a study trained at another commit (UsageError), unless
+    `rerun_check` on a GPU retrains fp32's first seed and gets back its best held-out loss
+    within the margin."""
+    sha, _ = env.git_commit()
+    here = sha[:7] if sha else None
+    there = _commits(folder.path) or {str(folder.info.get("commit") or "")[:7]} - {""}
+    if here is not None and there <= {here}:
+        return
+    said = (
+        f"its runs trained at {', '.join(sorted(there)) or 'an unrecorded commit'}, this is "
+        f"{here or 'an unknown commit'}"
+    )
+    if not rerun_check:
+        raise UsageError(
+            f"--resume {folder.path}: a study is one commit ({said}); adding seeds would mix "
+            "code (on a GPU, --rerun-check retrains one of fp32's seeds and allows it if its "
+            "best held-out loss comes back)"
+        )
+    if cfg.device != "cuda":
+        raise UsageError(
+            f"--rerun-check on {cfg.device}: the check that training is unchanged runs on a "
+            f"GPU only; a study is one commit ({said})"
+        )
+    rerun_spread(folder, cfg, said)
+
+
+def rerun_spread(folder, cfg: QualityConfig, said: str = "") -> dict:
+    """Retrain fp32's first finished seed here; record its best held-out loss beside the
+    stored one (`info["reruns"]`); UsageError where they are further apart than the margin
+    (`RERUN_TOLERANCE`): the training changed, or a rerun's noise exceeds what the verdicts
+    could carry."""
+    t = tables.load(folder.path)
+    summary = rules.per_run(t["curves"], t["runs"])
+    ref = summary[(summary["mode"] == FP32) & (summary["status"] == "ok")].sort_values("seed")
+    if ref.empty:
+        raise UsageError(f"--rerun-check: {folder.path} has no finished {FP32} seed to rerun")
+    seed, stored = int(ref["seed"].iloc[0]), float(ref["best_loss"].iloc[0])
+    log(f"rerun check: {FP32} seed {seed} again")
+    result = safe_train(cfg, FP32, seed, lambda: resolve(cfg, FP32))
+    losses = [c["heldout_loss"] for c in result["curves"] if math.isfinite(c["heldout_loss"])]
+    again = min(losses) if losses else math.nan
+    tolerance = RERUN_TOLERANCE * rules.margin_of(summary).value
+    sha, _ = env.git_commit()
+    row = {"mode": FP32, "seed": seed, "stored": stored, "rerun": again,
+           "apart": abs(again - stored), "tolerance": tolerance,
+           "commit": sha[:7] if sha else None}  # fmt: skip
+    folder.info.setdefault("reruns", []).append(row)
+    folder.save()
+    if not abs(again - stored) <= tolerance:
+        raise UsageError(
+            f"--rerun-check: {FP32} seed {seed}'s best held-out loss {again:.4g} here against "
+            f"{stored:.4g} stored, {abs(again - stored):.2g} apart, beyond {tolerance:.2g} "
+            f"({RERUN_TOLERANCE:g} × the margin){'; ' + said if said else ''}"
+        )
+    return row
+
+
 def resume(
     run_dir: Path,
     *,
@@ -229,13 +388,23 @@ def resume(
     workers: int | None = None,
     budget_s: float = 0,
     only: tuple[str, ...] = (),
+    rerun_check: bool = False,
 ) -> Path:
     """Train what the study in `run_dir` has not; `add_modes` and `add_seeds` add recipes and
     seeds to it first (every recipe trains each added seed); `only` trains only those recipes'
-    runs this time. Another version of the code may resume it (each
-    run's row names its commit); another GPU or torch may not."""
+    runs this time; a sequential study goes on from its last look. Another version of the code
+    may finish its runs (each run's row names its commit) but not add seeds (`one_commit`);
+    another GPU or torch may not resume it."""
+    started = clock()
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)
+        if add_seeds and design_of(cfg) is not None:
+            raise UsageError(
+                f"--add-seeds with --resume {run_dir}: a sequential study adds its own seeds "
+                f"in looks (--max-seeds {cfg.max_seeds})"
+            )
+        if add_seeds and set(add_seeds) - set(cfg.seeds):
+            one_commit(folder, cfg, rerun_check)
         modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
         seeds = tuple(dict.fromkeys((*cfg.seeds, *add_seeds)))
         workers = cfg.workers if workers is None else workers
@@ -244,6 +413,11 @@ def resume(
         folder.info.pop("ended", None)
         folder.save()
         _time(folder.path, cfg, cfg.modes)
+        if design_of(cfg) is not None:
+            _looks(
+                folder, cfg, budget_s, started, guard=lambda: one_commit(folder, cfg, rerun_check)
+            )
+            return folder.path
         _train(folder.path, cfg, budget_s, only)
         _finish(folder, cfg)
         return folder.path

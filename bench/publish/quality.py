@@ -18,6 +18,7 @@ from bench.quality.config import QualityConfig
 from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import scaler as scaler_rule
+from bench.verdicts import sequential
 from bench.verdicts import training as rules
 
 CURVES_PNG = "curves.png"
@@ -42,8 +43,19 @@ def study(run_dir: Path) -> dict:
     )
     goal, goal_why = rules.target(summary) if len(summary) else (None, "no run finished")
     synthetic = False  # every source of `bench.data` is real data
+    looks = [int(n) for n in env.get("looks", [])]
+    judged = {}
+    if cfg.sequential and looks:  # each recipe at the look that decided it (or the last)
+        design = sequential.Design(len(cfg.seeds), cfg.max_seeds)
+        judged = {
+            m: sequential.judge(summary, m, design, looks, cfg.seed_order(), synthetic=synthetic)
+            for m in cfg.modes
+            if m in set(summary["mode"]) and m != rules.REFERENCE
+        }
     verdicts = {
-        m: rules.trains_like_fp32(summary, m, synthetic=synthetic)
+        m: judged[m].verdict
+        if m in judged
+        else rules.trains_like_fp32(summary, m, synthetic=synthetic)
         for m in cfg.modes
         if m in set(summary["mode"])
     }
@@ -57,7 +69,7 @@ def study(run_dir: Path) -> dict:
     return {
         "env": env, "cfg": cfg, "tables": t, "summary": summary, "target": goal,
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
-        "margin": margin, "improving": improving,
+        "margin": margin, "improving": improving, "looks": looks, "judged": judged,
     }  # fmt: skip
 
 
@@ -256,6 +268,46 @@ def _extra_seeds(s: dict) -> str:
     )
 
 
+def _looks(s: dict) -> list[str]:
+    """A sequential study's looks, and per recipe the look that decided it or the seeds it
+    would need."""
+    cfg, looks, judged = s["cfg"], s["looks"], s["judged"]
+    if not cfg.sequential:
+        return []
+    if not looks:
+        return [f"**Looks**: none judged yet (cap {cfg.max_seeds} seeds); --resume goes on.", ""]
+    design = sequential.Design(len(cfg.seeds), cfg.max_seeds)
+    per = []
+    for m, j in judged.items():
+        if j.decided:
+            per.append(f"{m} at {j.seeds} seeds ({rules.confidence_of(j.level)} interval)")
+        elif j.verdict.needed:
+            count = (
+                f"more than {rules.MAX_SEEDS}"
+                if j.verdict.needed > rules.MAX_SEEDS
+                else j.verdict.needed
+            )
+            per.append(f"{m} not known at {j.seeds} seeds, would need {count} a side")
+    return [
+        f"**Looks**: at {', '.join(map(str, looks))} seeds of a cap of {cfg.max_seeds}; each "
+        f"look judged at its own level ({design.spending}-type alpha spending, "
+        f"{design.alpha:.0%} a side over every look), so the error rate holds over the looks. "
+        f"{'; '.join(per)}.",
+        "",
+    ]
+
+
+def _reruns(s: dict) -> list[str]:
+    """The rerun spread of one seed, where a rerun check measured it."""
+    rows = s["env"].get("reruns", [])
+    return [
+        f"**Rerun of one seed**: {r['mode']} seed {r['seed']} at {r.get('commit') or '?'}: best "
+        f"held-out loss {loss(r['rerun'])} against {loss(r['stored'])} stored, "
+        f"{number(r['apart'], 2)} apart (tolerance {number(r['tolerance'], 2)}).\n"
+        for r in rows
+    ]
+
+
 def step_named(s: dict) -> str:
     """Which step the study timed: not the timing harness's (docs/zoo.md times that one)."""
     return (
@@ -291,6 +343,8 @@ def findings(s: dict) -> list[str]:
     )
     return [
         *margin,
+        *_looks(s),
+        *_reruns(s),
         goal,
         "",
         *improving,

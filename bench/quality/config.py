@@ -113,6 +113,10 @@ class QualityConfig:
     """Timed steps per recipe of the step-time measurement, taken before training, alone."""
     check_points: int = field(default=3, metadata=_NON_NEGATIVE)
     """GradScaler checks per scaled-fp16 run (evenly over the budget, step 0 first)."""
+    max_seeds: int = field(default=0, metadata=_NON_NEGATIVE)
+    """A sequential study's cap: after judging `--seeds`, add a seed to every recipe still not
+    known and look again, up to this many seeds (0: one look at `--seeds`); the error rate holds
+    over the looks (`bench.verdicts.sequential`)."""
 
     def __post_init__(self) -> None:
         checks.fields(self, blame=lambda name: "--" + name.replace("_", "-"))
@@ -120,6 +124,11 @@ class QualityConfig:
             raise ValueError(f"--modes {','.join(self.modes)} leaves out {FP32}, the reference")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"--seeds {','.join(map(str, self.seeds))} repeats a seed")
+        if self.max_seeds and self.max_seeds < max(len(self.seeds), 3):
+            raise ValueError(
+                f"--max-seeds {self.max_seeds} is below the first look's "
+                f"{max(len(self.seeds), 3)} seeds (--seeds, at least 3)"
+            )
         if self.min_lr > self.lr:
             raise ValueError(f"--min-lr {self.min_lr:g} is above --lr {self.lr:g}")
 
@@ -146,6 +155,17 @@ class QualityConfig:
         return cls(
             **{k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in names}
         )
+
+    @property
+    def sequential(self) -> bool:
+        """Whether the study adds seeds in looks (`max_seeds` above its first look's)."""
+        return self.max_seeds > len(self.seeds)
+
+    def seed_order(self) -> tuple[int, ...]:
+        """The seeds in the order a sequential study's looks take them: `seeds`, then the next
+        integers above them, up to `max_seeds` in all."""
+        top, more = max(self.seeds), max(self.max_seeds - len(self.seeds), 0)
+        return (*self.seeds, *range(top + 1, top + 1 + more))
 
     @property
     def anchor(self) -> Anchor | None:

@@ -86,6 +86,9 @@ class Verdict:
     low: float = math.nan
     high: float = math.nan
     margin: float = math.nan
+    needed: int = 0
+    """Where not known: the seeds per side the rule needs for this recipe (its own spread and
+    fp32's, `recipe_seeds_needed`); 0 elsewhere."""
 
     @property
     def within(self) -> bool:
@@ -135,9 +138,18 @@ SIMULATED = 4000
 """Studies drawn (seeded) to find the chance that the test calls a recipe like fp32 so."""
 
 
-def welch(x: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean(x) − mean(ref), and its `CONFIDENCE` interval by Welch's t), over the last axis:
-    one study per row."""
+ALPHA = (1 - CONFIDENCE) / 2
+"""Each one-sided test's level: a `CONFIDENCE` interval is two of them."""
+
+
+def welch(
+    x: np.ndarray, ref: np.ndarray, level: float = ALPHA, *, conservative: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean(x) − mean(ref), and its interval by Welch's t at one-sided `level` a side, the
+    `CONFIDENCE` interval by default), over the last axis: one study per row. A sequential
+    study's looks pass their own `level` and `conservative`: min(n, k) − 1 degrees of freedom
+    (Hsu's), never liberal whatever the two spreads, where Welch–Satterthwaite's are
+    (`bench.verdicts.sequential` says by how much)."""
     x, ref = np.asarray(x, float), np.asarray(ref, float)
     n, k = x.shape[-1], ref.shape[-1]
     gap = x.mean(-1) - ref.mean(-1)
@@ -145,42 +157,58 @@ def welch(x: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     se = np.sqrt(vx + vr)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = (vx + vr) ** 2 / (vx**2 / (n - 1) + vr**2 / (k - 1))
-        half = np.where(se > 0, stats.t.ppf(1 - (1 - CONFIDENCE) / 2, df) * se, 0.0)
+        if conservative:
+            df = np.full_like(gap, min(n, k) - 1.0)
+        half = np.where(se > 0, stats.t.ppf(1 - level, df) * se, 0.0)
     return gap, gap - half, gap + half
 
 
-def within_rate(sd: float, m: float, n: int, shift: float = 0.0, seed: int = 0) -> float:
-    """The share of `SIMULATED` studies of `n` seeds a side, both sides normal with SD `sd` and
-    the recipe's mean `shift` above fp32's, whose interval lands inside ±m."""
+def within_rate(
+    sd: float, m: float, n: int, shift: float = 0.0, seed: int = 0, sd_ref: float | None = None
+) -> float:
+    """The share of `SIMULATED` studies of `n` seeds a side, the recipe's seeds normal with SD
+    `sd` and fp32's with SD `sd_ref` (`sd` where None), the recipe's mean `shift` above
+    fp32's, whose interval lands inside ±m."""
     rng = np.random.default_rng(seed)
-    ref = rng.normal(0.0, sd, (SIMULATED, n))
+    ref = rng.normal(0.0, sd if sd_ref is None else sd_ref, (SIMULATED, n))
     x = rng.normal(shift, sd, (SIMULATED, n))
     _, low, high = welch(x, ref)
     return float(np.mean((low > -m) & (high < m)))
 
 
 def sd_upper(ref: pd.Series) -> float:
-    """fp32's seed SD at its one-sided 90% upper bound (chi-square): 3 seeds bound it loosely."""
+    """A side's seed SD at its one-sided 90% upper bound (chi-square): 3 seeds bound it
+    loosely."""
     k = len(ref)
     return float(ref.std(ddof=1)) * math.sqrt((k - 1) / stats.chi2.ppf(1 - CONFIDENCE, k - 1))
 
 
 @functools.lru_cache(maxsize=256)
-def seeds_needed(sd: float, m: float) -> int:
+def seeds_needed(sd: float, m: float, sd_ref: float | None = None) -> int:
     """The fewest seeds per recipe (at least `MIN_SEEDS`) for a `POWER` chance that a recipe
-    drawn from a distribution of SD `sd`, fp32's own, lands within ±m; `MAX_SEEDS` + 1 where
-    even that many are not enough."""
-    if sd == 0:
+    whose seeds scatter with SD `sd` (fp32's with `sd_ref`, `sd` where None), its mean fp32's,
+    lands within ±m; `MAX_SEEDS` + 1 where even that many are not enough."""
+    ref_sd = sd if sd_ref is None else sd_ref
+    if sd == 0 and ref_sd == 0:
         return MIN_SEEDS
     for n in range(MIN_SEEDS, MAX_SEEDS + 1):
         # The normal approximation (the SD known) overstates the chance: where even it falls
         # short, the simulation would too.
-        se = sd * math.sqrt(2 / n)
-        if 2 * stats.norm.cdf(m / se - stats.norm.ppf(1 - (1 - CONFIDENCE) / 2)) - 1 < POWER:
+        se = math.sqrt((sd**2 + ref_sd**2) / n)
+        if 2 * stats.norm.cdf(m / se - stats.norm.ppf(1 - ALPHA)) - 1 < POWER:
             continue
-        if within_rate(sd, m, n) >= POWER:
+        if within_rate(sd, m, n, sd_ref=ref_sd) >= POWER:
             return n
     return MAX_SEEDS + 1
+
+
+def recipe_seeds_needed(x: pd.Series, ref: pd.Series, m: float) -> int:
+    """The seeds per side the rule needs for this recipe: its own spread and fp32's, each at
+    its 90% upper bound (recipes scatter 2–4× as much as fp32 does, so fp32's spread alone
+    promises power they do not get)."""
+    if len(x) < 2 or len(ref) < 2:
+        return MIN_SEEDS
+    return seeds_needed(sd_upper(x), m, sd_upper(ref))
 
 
 def margin_of(summary: pd.DataFrame) -> Margin:
@@ -286,9 +314,11 @@ def steps_to(curves: pd.DataFrame, goal: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["mode", "seed", "steps"])
 
 
-def interval(x: pd.Series, ref: pd.Series) -> tuple[float, float, float]:
-    """(mean(x) − mean(ref), and its `CONFIDENCE` interval by Welch's t)."""
-    gap, low, high = welch(x.to_numpy(), ref.to_numpy())
+def interval(
+    x: pd.Series, ref: pd.Series, level: float = ALPHA, *, conservative: bool = False
+) -> tuple[float, float, float]:
+    """(mean(x) − mean(ref), and its interval by Welch's t at one-sided `level` a side)."""
+    gap, low, high = welch(x.to_numpy(), ref.to_numpy(), level, conservative=conservative)
     return float(gap), float(low), float(high)
 
 
@@ -309,8 +339,17 @@ def size(gap: float, reference_mean: float) -> str:
     return f"{gap:+.2g} ({pct:+.0f}%)" if abs(pct) >= 10 else f"{gap:+.2g} ({pct:+.2g}%)"
 
 
-def trains_like_fp32(summary: pd.DataFrame, mode: str, *, synthetic: bool) -> Verdict:
-    """Whether `mode` trains like fp32 on this study's data (see the module docstring)."""
+def trains_like_fp32(
+    summary: pd.DataFrame,
+    mode: str,
+    *,
+    synthetic: bool,
+    level: float = ALPHA,
+    conservative: bool = False,
+) -> Verdict:
+    """Whether `mode` trains like fp32 on this study's data (see the module docstring), each
+    one-sided test at `level`; a sequential study's look passes its own level and
+    `conservative` degrees of freedom (`welch`, `bench.verdicts.sequential`)."""
     if mode == REFERENCE:
         return Verdict(LIKE, "it is the reference")
     if synthetic:
@@ -328,20 +367,27 @@ def trains_like_fp32(summary: pd.DataFrame, mode: str, *, synthetic: bool) -> Ve
     if len(done) < MIN_SEEDS:
         seeds = "1 seed" if len(done) == 1 else f"{len(done)} seeds"
         return Verdict(NOT_KNOWN, f"{seeds} finished, fewer than {MIN_SEEDS}")
-    gap, low, high = interval(done["best_loss"], ref["best_loss"])
+    gap, low, high = interval(done["best_loss"], ref["best_loss"], level, conservative=conservative)
     mg = margin_of(summary)
     m = mg.value
-    stated = f"gap {size(gap, mg.reference_mean)}, 90% interval [{low:+.3g}, {high:+.3g}]"
+    named = f"{confidence_of(level)} interval [{low:+.3g}, {high:+.3g}]"
+    stated = f"gap {size(gap, mg.reference_mean)}, {named}"
     args = (gap, low, high, m)
     word = classify(low, high, m)
     if word in (WORSE, BETTER, LIKE):
         return Verdict(word, stated, *args)
     if word != NOT_KNOWN:
-        return Verdict(word, f"90% interval [{low:+.3g}, {high:+.3g}]", *args)
+        return Verdict(word, named, *args)
     seeds = min(len(done), len(ref))
-    count = f"more than {MAX_SEEDS}" if mg.seeds_needed > MAX_SEEDS else str(mg.seeds_needed)
-    more = f"; {count} seeds per recipe would decide it" if mg.seeds_needed > seeds else ""
-    return Verdict(NOT_KNOWN, f"{stated} crosses the margin{more}", *args)
+    needed = recipe_seeds_needed(done["best_loss"], ref["best_loss"], m)
+    count = f"more than {MAX_SEEDS}" if needed > MAX_SEEDS else str(needed)
+    more = f"; {count} seeds per recipe would decide it" if needed > seeds else ""
+    return Verdict(NOT_KNOWN, f"{stated} crosses the margin{more}", *args, needed=needed)
+
+
+def confidence_of(level: float) -> str:
+    """The interval two one-sided tests at `level` give, as a report names it: `90%`."""
+    return f"{100 * (1 - 2 * level):.4g}%"
 
 
 def missed(summary: pd.DataFrame, mode: str, goal: float) -> str:

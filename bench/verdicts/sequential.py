@@ -1,0 +1,273 @@
+"""The group-sequential equivalence rule: the training judge (`bench.verdicts.training`) over
+looks at growing seed counts, with its error rate held over all of them.
+
+A study judges its recipes at a first look (its seeds), adds seeds for the recipes still
+undecided, and looks again, up to a cap (`max_seeds`) declared before the first look. Looking
+again at more seeds is optional stopping: judged each time at the fixed 90% interval, a recipe
+whose true gap sits exactly at the margin would be called within it at some look far more often
+than the 5% the report states. So each look judges at its own nominal level, from an
+alpha-spending function (Lan and DeMets, 1983) of the information fraction, seeds / `max_seeds`:
+
+- `pocock` (the default), α·ln(1 + (e − 1)·t): spends alpha about evenly over the looks. A look
+  at 3 seeds has Welch's t at 2–4 degrees of freedom, where the t quantile climbs steeply as
+  the level falls; O'Brien-Fleming's first looks (nominal 0.0003 at t = 0.3) would need an
+  interval some 4× as wide as the fixed test's, so they almost never decide, and the seeds that
+  are the cost of a study are spent anyway. The simulation in the tests measures both (fewer
+  seeds on average with Pocock at a realistic spread, with the same error rate).
+- `obrien-fleming`, 2 − 2·Φ(z_{1−α/2} / √t): keeps the last look's level near the fixed test's.
+
+Each one-sided test (gap below +margin, gap above −margin) spends α = 5% over the looks; the
+boundaries are exact for a normal statistic (the crossing probabilities by numerical
+integration over the looks, as gsDesign and rpact compute them: scipy has no group-sequential
+boundary, and its multivariate normal CDF is too slow and noisy to solve for one) and are used
+as nominal levels for Welch's t at each look, with min(n, k) − 1 degrees of freedom (Hsu's):
+with Welch–Satterthwaite's, a recipe scattering 3× as much as fp32 (SD 0.0063 against 0.0019,
+the H200's nanoGPT study) at a gap exactly at the margin was called within it in 6% of
+simulated studies over looks at 3–10 seeds; with Hsu's, 4%.
+
+A look stops a recipe once its interval decides it
+("trains like fp32", "within the margin, measurably worse/better", "worse", "better"); a
+recipe still "not known" at the cap stays so, with the seeds it would need. Stopping for a
+reason other than equivalence (worse, better) only lowers the false-equivalence rate, so the
+stated rate holds as an upper bound. A study that ends before its cap (a device-time budget)
+has spent less than α: conservative.
+
+The rule judges each recipe on its own, as the fixed test does; fp32's seeds are shared by
+every recipe's test.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats
+
+from bench.verdicts import training
+
+SPENDING: dict[str, Callable[[float, float], float]] = {
+    "pocock": lambda alpha, t: alpha * math.log(1 + (math.e - 1) * t),
+    "obrien-fleming": lambda alpha, t: (
+        2 - 2 * stats.norm.cdf(stats.norm.ppf(1 - alpha / 2) / math.sqrt(t))
+    ),
+}
+"""Lan-DeMets alpha-spending functions: the one-sided alpha spent by information fraction t."""
+DEFAULT_SPENDING = "pocock"
+DEFAULT_MAX_SEEDS = 8
+"""The cap of a sequential study given a budget and no cap (`--budget` without `--max-seeds`)."""
+GRID = 1201
+"""Points of the integration grid of a look's statistic."""
+FLOOR = -8.0
+"""Where the grid starts, in standard deviations: below it, no mass that matters."""
+
+
+def spent(t: float, alpha: float = training.ALPHA, spending: str = DEFAULT_SPENDING) -> float:
+    """The one-sided alpha spent up to information fraction `t` (0 < t, capped at 1)."""
+    if spending not in SPENDING:
+        raise ValueError(f"spending {spending!r} is not one of {', '.join(SPENDING)}")
+    return SPENDING[spending](alpha, min(t, 1.0))
+
+
+def _weights(z: np.ndarray) -> np.ndarray:
+    """The trapezoid rule's weights on an even grid."""
+    w = np.full(len(z), z[1] - z[0])
+    w[[0, -1]] /= 2
+    return w
+
+
+def _crossing(b: float, z: np.ndarray, mass: np.ndarray, t0: float, t1: float) -> float:
+    """The chance that a statistic at `z` (its mass on the grid) at information `t0` is at `b`
+    or above at `t1`."""
+    return float(mass @ stats.norm.sf((b * math.sqrt(t1) - z * math.sqrt(t0)) / math.sqrt(t1 - t0)))
+
+
+@functools.lru_cache(maxsize=512)
+def levels(
+    fractions: tuple[float, ...], alpha: float = training.ALPHA, spending: str = DEFAULT_SPENDING
+) -> tuple[float, ...]:
+    """The nominal one-sided level of each look at information `fractions` (increasing, in
+    (0, 1]): the first look's is what the spending function allows up to it; each later one's
+    boundary c_k makes the chance of crossing it first, having crossed none before, equal to
+    the alpha spent between the two looks (a normal statistic, Brownian in the information;
+    the density of the looks that went on carried on a grid, as Armitage, McPherson and Rowe's
+    recursion does)."""
+    if not fractions or any(b <= a for a, b in itertools.pairwise(fractions)):
+        raise ValueError(f"looks at fractions {fractions} do not increase")
+    if fractions[0] <= 0 or fractions[-1] > 1 + 1e-12:
+        raise ValueError(f"looks at fractions {fractions} are not in (0, 1]")
+    c = stats.norm.isf(spent(fractions[0], alpha, spending))
+    out = [float(stats.norm.sf(c))]
+    z = np.linspace(FLOOR, c, GRID)
+    density = stats.norm.pdf(z)  # of the first look's statistic, where it went on (below c)
+    for t0, t1 in itertools.pairwise(fractions):
+        gap = spent(t1, alpha, spending) - spent(t0, alpha, spending)
+        mass = density * _weights(z)
+        c = optimize.brentq(lambda b: _crossing(b, z, mass, t0, t1) - gap, -10.0, 40.0, xtol=1e-10)  # noqa: B023
+        out.append(float(stats.norm.sf(c)))
+        root = math.sqrt(t1 - t0)
+        below = np.linspace(FLOOR, c, GRID)
+        kernel = stats.norm.pdf(
+            (below[:, None] * math.sqrt(t1) - z[None, :] * math.sqrt(t0)) / root
+        )
+        density, z = kernel @ mass * math.sqrt(t1) / root, below
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A sequential study's plan, fixed before its first look: seeds a side at the first look,
+    the cap, the seeds each later look adds, and the spending function."""
+
+    first: int
+    max_seeds: int
+    step: int = 1
+    spending: str = DEFAULT_SPENDING
+    alpha: float = training.ALPHA
+
+    def __post_init__(self) -> None:
+        if self.first < training.MIN_SEEDS:
+            raise ValueError(
+                f"a first look of {self.first} seeds is fewer than {training.MIN_SEEDS}"
+            )
+        if self.max_seeds < self.first:
+            raise ValueError(f"max seeds {self.max_seeds} is below the first look's {self.first}")
+        if self.step < 1:
+            raise ValueError(f"a look adding {self.step} seeds adds none")
+        spent(1.0, self.alpha, self.spending)  # an unknown spending function: ValueError
+
+    def looks(self) -> tuple[int, ...]:
+        """Seeds a side at each look the plan allows: the first, then `step` more each, and the
+        cap last."""
+        out = list(range(self.first, self.max_seeds, self.step))
+        return (*out, self.max_seeds) if out[-1:] != [self.max_seeds] else tuple(out)
+
+    def next_look(self, seeds: int) -> int | None:
+        """The seeds of the look after one at `seeds`, or None at the cap."""
+        later = [n for n in self.looks() if n > seeds]
+        return later[0] if later else None
+
+    def levels(self, looks: Sequence[int]) -> tuple[float, ...]:
+        """The nominal one-sided level of each look taken (seeds a side), by the information
+        those looks actually had: a study that skipped or stopped early is judged at the
+        looks it took."""
+        return levels(tuple(n / self.max_seeds for n in looks), self.alpha, self.spending)
+
+    def record(self) -> dict[str, object]:
+        return {"first": self.first, "max_seeds": self.max_seeds, "step": self.step,
+                "spending": self.spending, "alpha": self.alpha}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A recipe's verdict in a sequential study: the verdict at the look that decided it (or at
+    the last look, not known), that look's seeds a side and its nominal one-sided level."""
+
+    verdict: training.Verdict
+    seeds: int
+    level: float
+    look: int
+    """1 for the first look."""
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict.verdict != training.NOT_KNOWN
+
+
+def at_look(summary: pd.DataFrame, order: Sequence[int], seeds: int) -> pd.DataFrame:
+    """The rows of the first `seeds` seeds of the study's seed `order`: what a look saw."""
+    return summary[summary["seed"].isin(list(order)[:seeds])]
+
+
+def judge(
+    summary: pd.DataFrame,
+    mode: str,
+    design: Design,
+    looks: Sequence[int],
+    order: Sequence[int],
+    *,
+    synthetic: bool,
+) -> Judged:
+    """`mode`'s verdict over the `looks` taken (seeds a side at each, in the seed `order`):
+    the first look that decides it, at that look's level, and the later looks unread (they
+    are other recipes' looks, not this one's). Where none decides, the last look's verdict,
+    not known, with the seeds it would need."""
+    if not looks:
+        raise ValueError("no look taken")
+    lv = design.levels(looks)
+    for k, (n, level) in enumerate(zip(looks, lv, strict=True), start=1):
+        v = training.trains_like_fp32(
+            at_look(summary, order, n),
+            mode,
+            synthetic=synthetic,
+            level=level,
+            conservative=True,
+        )
+        if v.verdict != training.NOT_KNOWN or k == len(looks):
+            return Judged(v, n, level, k)
+    raise AssertionError("unreachable")
+
+
+def undecided(judged: dict[str, Judged]) -> list[str]:
+    """The recipes a next look trains: those not known for a reason more seeds can change
+    (an interval across the margin, or too few seeds finished)."""
+    return [m for m, j in judged.items() if not j.decided and _more_seeds_help(j.verdict)]
+
+
+def _more_seeds_help(v: training.Verdict) -> bool:
+    # A target that is not there (fp32 did not learn) or synthetic data: seeds do not change it.
+    return not math.isnan(v.low) or "finished, fewer than" in v.reason
+
+
+def _classify(low: np.ndarray, high: np.ndarray, m: float) -> np.ndarray:
+    """`training.classify` over arrays."""
+    inside = (low > -m) & (high < m)
+    within = np.where(low > 0, training.WITHIN_WORSE,
+                      np.where(high < 0, training.WITHIN_BETTER, training.LIKE))  # fmt: skip
+    return np.select(
+        [low > m, high < -m, inside], [training.WORSE, training.BETTER, within],
+        training.NOT_KNOWN,
+    )  # fmt: skip
+
+
+def simulate(
+    design: Design,
+    sd: float,
+    m: float,
+    *,
+    shift: float = 0.0,
+    sd_ref: float | None = None,
+    studies: int = training.SIMULATED,
+    seed: int = 0,
+    sequential: bool = True,
+) -> dict[str, float]:
+    """Seeded studies of the design, the recipe's seeds normal with SD `sd` and its mean
+    `shift` above fp32's (whose SD is `sd_ref`, `sd` where None): the share ending in each
+    verdict, `within` (any of the three inside the margin), and `mean_seeds` (seeds a side at
+    the look that stopped). `sequential=False` judges every look at the fixed level: the
+    optional stopping the rule replaces."""
+    rng = np.random.default_rng(seed)
+    top = design.max_seeds
+    ref = rng.normal(0.0, sd if sd_ref is None else sd_ref, (studies, top))
+    x = rng.normal(shift, sd, (studies, top))
+    looks = design.looks()
+    lv = design.levels(looks) if sequential else (design.alpha,) * len(looks)
+    word = np.full(studies, training.NOT_KNOWN, dtype=object)
+    stop = np.full(studies, looks[-1])
+    open_ = np.ones(studies, dtype=bool)
+    for n, level in zip(looks, lv, strict=True):
+        _, low, high = training.welch(x[:, :n], ref[:, :n], level, conservative=True)
+        w = _classify(low, high, m)
+        now = open_ & (w != training.NOT_KNOWN)
+        word[now], stop[now] = w[now], n
+        open_ &= ~now
+    out = {v: float(np.mean(word == v)) for v in
+           (training.LIKE, training.WITHIN_WORSE, training.WITHIN_BETTER, training.WORSE,
+            training.BETTER, training.NOT_KNOWN)}  # fmt: skip
+    out["within"] = float(np.isin(word, list(training.WITHIN)).mean())
+    out["mean_seeds"] = float(stop.mean())
+    return out
