@@ -112,9 +112,10 @@ def scaler_needed(
             evidence.append(f"without it unstable, no NaN: held-out loss from its best {rises}")
     if evidence:
         top = deciding["kept_by_scaler"].max() if len(deciding) else float("nan")
+        counted = "" if elements.endswith("not measured") else f"; {elements}"
         norm = (
-            f"; at most {top * 100:.4g}% of any gradient's norm flushes without it and is kept "
-            f"with it ({elements}, step {int(worst['step'])})"
+            f"; at most {top * 100:.4g}% of a gradient's norm flushed without it (step "
+            f"{int(worst['step'])}{counted})"
             if len(deciding) and top <= FLUSHED_NORM_LIMIT
             else ""
         )
