@@ -203,3 +203,33 @@ def test_the_warm_up_stops_at_its_time_budget_and_times_nothing():
     assert count == 5
     plain = FakeClock()
     assert timing.warm_up({"a": lambda: None}, 3, plain) == 3 and plain.log == []
+
+
+def test_the_fewest_windows_is_one_number_the_rule_a_new_run_and_the_report_share(monkeypatch):
+    import ast
+    from pathlib import Path
+
+    import pandas as pd
+
+    from bench.cases import grid
+    from bench.jobs.configs import run_config
+
+    # The stopping rule's floor and a new run's --min-repeats are the one constant ...
+    assert StopRule(max_windows=9).min_windows == grid.DEFAULT_MIN_REPEATS == 2
+    assert run_config(device="cpu", preset=None).min_repeats == grid.DEFAULT_MIN_REPEATS
+    # ... which the report reads where it prints it, not a number of its own ...
+    monkeypatch.setattr(grid, "DEFAULT_MIN_REPEATS", 7)
+    df = pd.DataFrame({"windows": [3], "windows_stop": ["narrow"]})
+    (line,) = [s for s in method.windows_line(df) if s]
+    assert "from 7 windows up to --repeats" in line
+    # ... and no other module of bench writes the number down again.
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    written = [
+        (str(path.relative_to(bench)), target.id)
+        for path in bench.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id.endswith(("MIN_WINDOWS", "MIN_REPEATS"))
+    ]
+    assert written == [("cases/grid.py", "DEFAULT_MIN_REPEATS")]

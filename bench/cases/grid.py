@@ -28,7 +28,9 @@ same code differ by a few percent on an H200 (results/sessions/NOTES.md, fifteen
 more windows of one run do not narrow that, which only rounds measure (`run --rounds`, `ab`)."""
 DEFAULT_MIN_REPEATS = 2
 """The fewest timed windows per case when neither `--repeats` nor `--min-repeats` is given: a
-case whose first two windows agree stops there (`bench.measure.adaptive`)."""
+case whose first two windows agree stops there (`bench.measure.adaptive`, whose stopping rule
+takes it as its floor, and whose report prints it). Two: `compare` needs two windows of a run to
+see the drift between them at all. The one copy of this number: `bench.measure` imports it."""
 DESCRIBED_FIRST = ("mode", "batch_size", "optimizer")
 """The axes the index's grid line always shows, in the order of its first rows; every other
 swept axis follows, in field order, where its values are not just its default."""

@@ -3,8 +3,8 @@
 A case is timed in windows of `steps` steps (`bench.measure.timing.time_windows`). After each
 window the rule looks at the samples so far and says whether to stop, and why:
 
-- never before `min_windows` (2 by default: `bench compare` needs two windows of a run to see
-  the drift between them at all);
+- never before `min_windows` (`bench.cases.grid.DEFAULT_MIN_REPEATS`, 2, by default: `bench
+  compare` needs two windows of a run to see the drift between them at all);
 - `narrow`: the windows' medians lie within `max_spread` (1%) of their median, and the steps'
   IQR is within `max_iqr` (5%, the `noisy` flag's threshold) of their median. Narrower than
   half the smallest effect `compare` reports (2%), and not noisy: another window would move no
@@ -27,11 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.cases.grid import DEFAULT_MIN_REPEATS
 from bench.measure.stats import NOISY_IQR_OVER_MEDIAN, applied
 from bench.verdicts.defaults import MIN_EFFECT
 
-MIN_WINDOWS = 2
-"""The fewest windows a case stopped early has: two, for `compare` to see drift between windows."""
 MAX_SPREAD = MIN_EFFECT / 2
 """Windows whose medians lie within this share of their median agree: half of the smallest
 effect `compare` reports."""
@@ -60,7 +59,8 @@ def _positive_int(name: str, value: object) -> None:
 class StopRule:
     """When a case's timing stops (the module's docstring says why each bound)."""
 
-    min_windows: int = MIN_WINDOWS
+    min_windows: int = DEFAULT_MIN_REPEATS
+    """The floor: `--min-repeats`, by default the run's (one constant, `bench.cases.grid`)."""
     max_windows: int
     """The cap: `--repeats`."""
     max_spread: float = MAX_SPREAD

@@ -4,20 +4,21 @@ its norm that float16 would flush to zero without a loss scale.
 It runs in the optimizer's step pre-hook, where GradScaler has already unscaled the gradients
 (`scaler.step` unscales before it calls `optimizer.step`), so each `param.grad` is the true
 gradient. The element share is `bench.numerics.measure.underflow.fp16_fate`'s, by the cast itself;
-the norm share is the norm of those flushed elements over the tensor's. It reads values back to
+the norm share is `bench.numerics.measure.underflow.norm_share` of those flushed elements (the one
+definition: their norm over the tensor's, not squared), and subnormals, kept at reduced precision,
+count apart. It reads values back to
 the host (`.item()`), so it synchronizes: the probe times it on its own (`census_ms`) and leaves
 the step it ran in out of the step-time samples.
 """
 
 from __future__ import annotations
 
-import math
 import time
 
 import torch
 from torch import nn
 
-from bench.numerics.measure.underflow import fp16_fate
+from bench.numerics.measure.underflow import fp16_fate, norm_share
 
 
 def take(model: nn.Module, step: int) -> tuple[list[dict[str, object]], float]:
@@ -35,8 +36,7 @@ def take(model: nn.Module, step: int) -> tuple[list[dict[str, object]], float]:
         fate = fp16_fate(g)
         live = g != 0
         flushed = live & (g.half() == 0)
-        norm = torch.linalg.vector_norm(g).item()
-        lost = torch.linalg.vector_norm(g[flushed]).item() / norm if norm > 0 else math.nan
+        lost = norm_share(g, flushed)
         rows.append(
             {
                 "step": step,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.cases import grid
 from bench.measure import adaptive
 from bench.publish import tables
 from bench.store import paths
@@ -101,7 +102,7 @@ def windows_line(df: pd.DataFrame) -> list[str]:
     return [
         "`windows`: timed windows of the case's steps. A case stops once its windows' medians "
         f"agree within {adaptive.MAX_SPREAD:.0%} and its steps are not noisy, from "
-        f"{adaptive.MIN_WINDOWS} windows up to --repeats, or after {adaptive.MAX_TIMED_S:g} s "
+        f"{grid.DEFAULT_MIN_REPEATS} windows up to --repeats, or after {adaptive.MAX_TIMED_S:g} s "
         'of timed steps; `fixed`: the count --repeats asked for (docs/methodology.md, "When a '
         f'case stops"). Cases stopped: {", ".join(parts)}.',
         "",

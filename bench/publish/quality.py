@@ -226,22 +226,28 @@ def _scaler(s: dict) -> list[str]:
     lines = ["## The GradScaler check", ""]
     if len(checks):
         names = {"lost_unscaled": "norm lost without", "lost_scaled": "norm lost with",
-                 "kept_by_scaler": "kept by the scaler", "flushed_unscaled":
-                 "elements flushed without", "flushed_scaled": "elements flushed with"}  # fmt: skip
-        measured = "flushed_unscaled" in checks and checks["flushed_unscaled"].notna().any()
-        shown = ["step", "seed", "tensor", "numel", *list(names)[: 5 if measured else 3]]
+                 "kept_by_scaler": "kept by the scaler",
+                 "zero_unscaled": "elements to zero without",
+                 "subnormal_unscaled": "elements subnormal without"}  # fmt: skip
+        shown = ["step", "seed", "tensor", "numel", *names]
         worst = checks.sort_values("kept_by_scaler", ascending=False).groupby("step").head(3)
+        measured = "zero_unscaled" in checks and checks["zero_unscaled"].notna().any()
         elements = (
-            "; elements flushed: the share of its non-zero elements below float16's smallest normal"
+            "; elements: the share of its non-zero elements float16 flushes to zero, and the share "
+            "it keeps as subnormals (at reduced precision, not lost)"
             if measured
-            else "; the share of elements that flush was not measured by this study's check"
+            else "; `–`: this study's check did not count the elements that flush to zero apart "
+            "from those that turn subnormal"
         )
         lines += [
             "The three tensors per check step whose gradient norm the scaler keeps most (shares "
-            f"of float32's gradient norm; tensors under {rules.MIN_ELEMENTS} elements do not "
-            f"decide{elements}):",
+            "of float32's gradient norm, ||g over the flushed elements|| / ||g||; more than "
+            f"{scaler_rule.FLUSHED_NORM_LIMIT:.0%} kept decides; tensors under "
+            f"{rules.MIN_ELEMENTS} elements do not decide{elements}):",
             "",
-            markdown(worst[shown].rename(columns=names).sort_values(["step", "seed"])),
+            markdown(
+                worst.reindex(columns=shown).rename(columns=names).sort_values(["step", "seed"])
+            ),
             "",
         ]
     return lines

@@ -8,7 +8,11 @@ DataFrames without torch.
   skipped steps.
 - `curves.jsonl`: per evaluation of a run, its held-out loss and accuracy and its running train
   loss.
-- `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter.
+- `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter: the share of fp32's
+  gradient norm float16 flushes to zero without and with the scaler, and the shares of its
+  elements that flush to zero or turn subnormal (`bench.quality.underflow`). Checks before the
+  zero/subnormal split recorded `flushed_unscaled`/`flushed_scaled` (both together), which no
+  rule reads.
 
 A finished study's tables are gzip-compressed (`compact`), as every large table of a results
 folder is; they are read either way, and a resumed study unpacks them before appending.
@@ -32,7 +36,8 @@ COLUMNS = {
              "skipped_steps"],
     "curves": ["mode", "seed", "step", "train_loss", "heldout_loss", "heldout_accuracy"],
     "checks": ["mode", "seed", "step", "tensor", "numel", "lost_unscaled", "lost_scaled",
-               "kept_by_scaler", "flushed_unscaled", "flushed_scaled"],
+               "kept_by_scaler", "zero_unscaled", "zero_scaled", "subnormal_unscaled",
+               "subnormal_scaled"],
 }  # fmt: skip
 """The columns each table has at least (an empty table has them too)."""
 BUDGET, PAST_BEST, DIVERGED = "budget", "past its best", "diverged"

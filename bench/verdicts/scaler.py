@@ -1,6 +1,15 @@
-"""GradScaler "needed": the rule of `bench.verdicts.training` that reads the GradScaler check
-and the training of float16 with and without the scaler (the module docstring of
-`bench.verdicts.training` states it). Pandas only."""
+"""GradScaler "needed": the rule that reads the GradScaler check (or a numerics study's census)
+and the training of float16 with and without the scaler. Pandas only.
+
+The check decides by the gradient's **norm**, never by counting elements: "needed" where, on some
+tensor of at least `MIN_ELEMENTS` elements, more than `FLUSHED_NORM_LIMIT` of fp32's gradient norm
+flushes to zero in float16 without the scaler and is kept with it (the norm share:
+||g restricted to the flushed elements||_2 / ||g||_2, `bench.numerics.measure.underflow`). The
+shares of elements that flush to zero and that turn subnormal (kept, at reduced precision) are
+reported beside it and decide nothing: in a transformer most of a weight's gradient elements can
+sit below float16's smallest normal while carrying a negligible part of its norm, and a rule on
+them would call the scaler needed on nearly every tensor. Training decides too: fp16 without the
+scaler diverging, ending worse than with it, or unstable (`bench.verdicts.training`'s rules)."""
 
 from __future__ import annotations
 
@@ -11,7 +20,6 @@ from bench.verdicts.training import (
     MIN_ELEMENTS,
     NEEDED,
     NO_FIX,
-    NORM_LIMIT,
     NOT_KNOWN,
     NOT_NEEDED,
     REFERENCE,
@@ -21,6 +29,13 @@ from bench.verdicts.training import (
     Verdict,
     trains_like_fp32,
 )
+
+FLUSHED_NORM_LIMIT = 0.10
+"""A gradient is harmed when more than this share of its norm flushes to zero (10% of the norm
+is 1% of the squared norm). The flushed and the kept elements are disjoint, so a step along the
+kept gradient keeps 1 - s**2 of the first-order loss decrease the true gradient gives: at 10%, it
+gives up 1%, the study's margin (`MARGIN_SHARE`), and turns by under 6 degrees. Adam rescales each
+element, which this bound does not cover; the training comparison beside it does."""
 
 
 def _unstable(runs: pd.DataFrame, against: pd.DataFrame) -> pd.DataFrame:
@@ -33,19 +48,21 @@ def _unstable(runs: pd.DataFrame, against: pd.DataFrame) -> pd.DataFrame:
     return ok[(rise > UNSTABLE_RISE * ok["best_loss"]) & (rise > UNSTABLE_AGAINST * base)]
 
 
-def _elements(deciding: pd.DataFrame) -> tuple[str, bool]:
-    """(what the check says of the elements float16 flushes or makes subnormal without the
-    scaler, whether that is evidence for it); checks that predate the count say so."""
-    if "flushed_unscaled" not in deciding or deciding["flushed_unscaled"].isna().all():
-        return "per-element flush share not measured", False
-    d = deciding.dropna(subset=["flushed_unscaled"])
-    kept = d["flushed_unscaled"] - d.get("flushed_scaled", 0.0)
-    w = d.loc[kept.idxmax()]
-    text = (
-        f"without it {w['flushed_unscaled'] * 100:.4g}% of {w['tensor']}'s gradient elements "
-        f"flush or turn subnormal in float16 (step {int(w['step'])})"
+def _elements(deciding: pd.DataFrame, tensor: str, step: int) -> str:
+    """What the check says of `tensor`'s elements at `step` without the scaler: the share that
+    flushes to zero and the share that turns subnormal (kept at reduced precision). Context, not
+    evidence; checks that predate the split say the zero share was not measured."""
+    if "zero_unscaled" not in deciding or deciding["zero_unscaled"].isna().all():
+        return "the share of elements that flush to zero was not measured"
+    w = deciding[(deciding["tensor"] == tensor) & (deciding["step"] == step)]
+    w = w.dropna(subset=["zero_unscaled"])
+    if w.empty:
+        return f"the share of {tensor}'s elements that flush to zero was not measured"
+    r = w.iloc[0]
+    return (
+        f"{r['zero_unscaled'] * 100:.4g}% of {tensor}'s gradient elements flush to zero and "
+        f"{r['subnormal_unscaled'] * 100:.4g}% turn subnormal, kept at reduced precision"
     )
-    return text, bool(kept.max() > NORM_LIMIT)
 
 
 def scaler_needed(
@@ -62,14 +79,13 @@ def scaler_needed(
     elements = ""
     if len(deciding):
         worst = deciding.loc[deciding["kept_by_scaler"].idxmax()]
-        if worst["kept_by_scaler"] > NORM_LIMIT:
+        elements = _elements(deciding, worst["tensor"], int(worst["step"]))
+        if worst["kept_by_scaler"] > FLUSHED_NORM_LIMIT:
             evidence.append(
-                f"without it {worst['kept_by_scaler']:.1%} of {worst['tensor']}'s gradient norm "
-                f"underflows to zero and the scaler keeps it (step {int(worst['step'])})"
+                f"without it {worst['kept_by_scaler'] * 100:.4g}% of {worst['tensor']}'s gradient "
+                f"norm flushes to zero and the scaler keeps it (step {int(worst['step'])}; "
+                f"{elements})"
             )
-        elements, decides = _elements(deciding)
-        if decides:
-            evidence.append(elements)
     ran = summary[summary["mode"] == bare]
     scaled_runs = summary[summary["mode"] == scaled]
     diverged = ran[ran["status"] == "diverged"]
@@ -95,21 +111,28 @@ def scaler_needed(
             )
             evidence.append(f"without it unstable, no NaN: held-out loss from its best {rises}")
     if evidence:
-        extra = f"; {elements}" if elements and elements not in evidence else ""
-        return Verdict(NEEDED, "; ".join(evidence) + extra + f"; {seen}")
+        top = deciding["kept_by_scaler"].max() if len(deciding) else float("nan")
+        counted = "" if elements.endswith("not measured") else f"; {elements}"
+        norm = (
+            f"; at most {top * 100:.4g}% of a gradient's norm flushed without it (step "
+            f"{int(worst['step'])}{counted})"
+            if len(deciding) and top <= FLUSHED_NORM_LIMIT
+            else ""
+        )
+        return Verdict(NEEDED, "; ".join(evidence) + norm + f"; {seen}")
     if len(deciding):
-        lossy = deciding[deciding["lost_unscaled"] > NORM_LIMIT]
+        lossy = deciding[deciding["lost_unscaled"] > FLUSHED_NORM_LIMIT]
         if len(lossy):
             w = lossy.loc[lossy["lost_scaled"].idxmax()]
             return Verdict(
                 NO_FIX,
-                f"{w['tensor']} loses {w['lost_unscaled']:.1%} of its gradient norm without the "
-                f"scaler and {w['lost_scaled']:.1%} with it",
+                f"{w['tensor']} loses {w['lost_unscaled'] * 100:.4g}% of its gradient norm without "
+                f"the scaler and {w['lost_scaled'] * 100:.4g}% with it",
             )
         top = deciding["lost_unscaled"].max()
         lost = (
             f"at most {top * 100:.4g}% of any gradient's norm (tensors of {MIN_ELEMENTS}+ "
-            f"elements) underflows without it ({seen}; {elements})"
+            f"elements) flushes to zero without it ({seen}; {elements})"
         )
         # A few checked steps cannot rule out the steps between them: "not needed" also needs
         # fp16 without the scaler to train like fp16 with it, on real data.
@@ -130,3 +153,52 @@ def scaler_needed(
             NOT_KNOWN, f"only tensors of fewer than {MIN_ELEMENTS} elements were checked"
         )
     return Verdict(NOT_KNOWN, "no GradScaler check and no training without the scaler")
+
+
+def numerics_scaler_needed(
+    census: pd.DataFrame, diverged: dict[str, set[int]], scaled: str, bare: str
+) -> tuple[str, list[int], str]:
+    """The numerics study's answer on GradScaler: (verdict word, the batch sizes where training
+    without it diverged and with it did not, and the reason in words). `census`: the study's
+    census rows (`flushed_norm` empty in a study older than it); `diverged`: per mode, the batch
+    sizes where some run diverged. Needed where training without the scaler diverged and with it
+    did not, or where more than `FLUSHED_NORM_LIMIT` of some gradient's norm (tensors of
+    `MIN_ELEMENTS`+ elements) flushes without it and not with it; otherwise not known: a fixed
+    loss gap over one or two seeds of a synthetic task is no equivalence test."""
+    need = sorted(diverged.get(bare, set()) - diverged.get(scaled, set()))
+    if need:
+        return NEEDED, need, "training without it diverged and training with it did not"
+    keys = ["batch_size", "step", "tensor"]
+    if "flushed_norm" not in census or census["flushed_norm"].isna().all():
+        return (
+            NOT_KNOWN,
+            [],
+            (
+                "training without it did not diverge, its census did not record the share of each "
+                "gradient's norm that float16 flushes (only the share of elements)"
+            ),
+        )
+    big = census[census["numel"] >= MIN_ELEMENTS]
+    pair = big[big["mode"] == bare].merge(
+        big[big["mode"] == scaled][[*keys, "flushed_norm"]], on=keys, suffixes=("", "_scaled")
+    )
+    pair = pair.dropna(subset=["flushed_norm", "flushed_norm_scaled"])
+    if pair.empty:
+        return NOT_KNOWN, [], "training without it did not diverge, and no census row pairs it"
+    kept = pair["flushed_norm"] - pair["flushed_norm_scaled"]
+    w = pair.loc[kept.idxmax()]
+    where = (
+        f"{w['flushed_norm'] * 100:.4g}% of {w['tensor']}'s gradient norm flushes to zero without "
+        f"it at batch {int(w['batch_size'])}, step {int(w['step'])}, and "
+        f"{w['flushed_norm_scaled'] * 100:.4g}% with it"
+    )
+    if kept.max() > FLUSHED_NORM_LIMIT:
+        return NEEDED, [], where
+    return (
+        NOT_KNOWN,
+        [],
+        (
+            f"training without it did not diverge, and at most {where} (tensors of {MIN_ELEMENTS}+ "
+            f"elements), under the {FLUSHED_NORM_LIMIT:.0%} that decides"
+        ),
+    )

@@ -1,10 +1,23 @@
-"""float16's range, as the census, the histogram and its figure mark it (no torch needed)."""
+"""float16's range, as the census, the histogram and its figure mark it (no torch needed), and the
+one rule for what float16 does to a float32 value's magnitude x (round to nearest, ties to even):
+
+- x <= `ZERO_AT_OR_BELOW` (2**-25, half the smallest subnormal) rounds to zero: flushed. At
+  exactly 2**-25 the tie goes to the even neighbour, which is zero.
+- `ZERO_AT_OR_BELOW` < x < `SUBNORMAL_BELOW` (2**-14 - 2**-25, half-way between the largest
+  subnormal and the smallest normal) rounds to a subnormal: the value is kept, at reduced
+  precision (fewer than 10 mantissa bits). That is not harm; flushing is.
+- from `SUBNORMAL_BELOW` up (the tie goes to 2**-14, whose mantissa is even) it is normal.
+"""
 
 from __future__ import annotations
 
 SMALLEST_SUBNORMAL_LOG2 = -24
-"""2**-24: the smallest positive float16; anything below half of it rounds to zero."""
+"""2**-24: the smallest positive float16; anything at or below half of it rounds to zero."""
 SMALLEST_NORMAL_LOG2 = -14
 """2**-14: below it float16 is subnormal and keeps fewer than 10 mantissa bits."""
 MAX = 65504.0
 """The largest finite float16; anything from 65520 up rounds to infinity."""
+ZERO_AT_OR_BELOW = 2.0 ** (SMALLEST_SUBNORMAL_LOG2 - 1)
+"""2**-25: a magnitude at or below it rounds to zero in float16 (the module docstring)."""
+SUBNORMAL_BELOW = 2.0**SMALLEST_NORMAL_LOG2 - ZERO_AT_OR_BELOW
+"""A magnitude above `ZERO_AT_OR_BELOW` and below this rounds to a float16 subnormal."""

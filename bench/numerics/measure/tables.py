@@ -178,6 +178,7 @@ TABLES: dict[str, Table] = {
         (
             *("batch_size", "step", "loss_scale", "mode", "kind", "module", "tensor", "dtype"),
             *("numel", "flushed", "subnormal", "nonfinite", "ref_zero", "rel_err", "loss"),
+            "flushed_norm",
         ),
         labelled=True,
         form=GZ,

@@ -6,7 +6,16 @@ All shares are fractions of a tensor's elements (0..1). For a gradient `g` of a 
 - `subnormal`: g is nonzero but below the smallest normal number of g's own dtype (2**-14 for
   float16; bfloat16 has float32's exponent range, so its share stays near zero);
 - `nonfinite`: g is inf or NaN (overflow of a scaled gradient);
-- `rel_err`: ||g / scale - ref|| / ||ref||, in float64.
+- `rel_err`: ||g / scale - ref|| / ||ref||, in float64;
+- `flushed_norm`: the share of ref's norm that g flushed, `norm_share(ref, flushed elements)`.
+
+**The norm share** is the one definition every check against float16's range uses (the
+numerics census, the quality study's GradScaler check, the own-loop census): for a gradient `ref`
+and the set F of its elements that float16 flushes to zero, ||ref restricted to F||_2 / ||ref||_2,
+not squared (its square is the share of the squared norm). The flushed part and the kept part
+are disjoint, so losing a share s turns the gradient's direction by arcsin(s) and takes s**2 of
+the first-order loss decrease a step along the true gradient would give. Subnormals keep their
+value, at reduced precision, and count apart from it (`fp16`).
 """
 
 from __future__ import annotations
@@ -18,16 +27,44 @@ import torch
 from bench.numerics.measure import fp16
 
 
+def norm_share(ref: torch.Tensor, lost: torch.Tensor) -> float:
+    """||ref[lost]||_2 / ||ref||_2 in float64 (NaN where ref is all zero): the share of `ref`'s
+    norm carried by the elements `lost` (a boolean mask) marks."""
+    ref64 = ref.double()
+    whole = torch.linalg.vector_norm(ref64).item()
+    return torch.linalg.vector_norm(ref64[lost]).item() / whole if whole > 0 else math.nan
+
+
+def fp16_cast_shares(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
+    """What float16 would do to `values * scale` (a float32 gradient, the loss scaled by
+    `scale`), by the rounding rule's thresholds (`fp16`), as shares of its non-zero elements
+    (NaN where none is): `zero` rounds to zero (flushed: lost), `subnormal` rounds to a subnormal
+    (kept at reduced precision), and `zero_norm`, the norm share of the flushed ones."""
+    v = values.detach().float()
+    live = v != 0
+    magnitude = v.abs() * scale
+    zero = live & (magnitude <= fp16.ZERO_AT_OR_BELOW)
+    subnormal = (magnitude > fp16.ZERO_AT_OR_BELOW) & (magnitude < fp16.SUBNORMAL_BELOW)
+    count = int(live.sum())
+    return {
+        "zero": int(zero.sum()) / count if count else math.nan,
+        "subnormal": int(subnormal.sum()) / count if count else math.nan,
+        "zero_norm": norm_share(v, zero),
+    }
+
+
 def census(g: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
     """The shares above for gradient `g`, taken with the loss multiplied by `scale`."""
     n = g.numel()
+    flushed = (g == 0) & (ref != 0)
     tiny = torch.finfo(g.dtype).tiny
     ref64, g64 = ref.double(), g.double() / scale
     ref_norm = torch.linalg.vector_norm(ref64).item()
     err = torch.linalg.vector_norm(g64 - ref64).item()
     return {
         "numel": n,
-        "flushed": ((g == 0) & (ref != 0)).sum().item() / n,
+        "flushed": flushed.sum().item() / n,
+        "flushed_norm": norm_share(ref, flushed),
         "subnormal": ((g != 0) & (g.abs() < tiny)).sum().item() / n,
         "nonfinite": (~torch.isfinite(g)).sum().item() / n,
         "ref_zero": (ref == 0).sum().item() / n,

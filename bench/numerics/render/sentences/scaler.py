@@ -12,10 +12,27 @@ import pandas as pd
 
 from bench.numerics.analysis.runs import LOSS_GAP, Versus, diverged, measured, versus
 from bench.recipes.catalog import fp16_pair, reference
+from bench.verdicts import scaler as scaler_rule
+from bench.verdicts.training import NEEDED
 
 FLUSH_LIMIT = 0.01
-"""fp16 without a scaler 'flushes' a tensor when more than 1% of its elements become zero that are
-nonzero in the fp32 reference."""
+"""Where fp16 without a scaler flushes more than 1% of a tensor's elements (zero where the fp32
+reference is not) the Underflow sentence names it: a description, which decides nothing (the
+verdict weighs the share of the norm, `bench.verdicts.scaler`)."""
+
+
+def _norm_clause(census: pd.DataFrame) -> str:
+    """The largest share of a gradient's norm fp16 without a scaler flushed, or that the census
+    did not record it (a study older than the column)."""
+    _, bare = fp16_pair()
+    rows = census[census["mode"] == bare]
+    if "flushed_norm" not in rows or rows["flushed_norm"].isna().all():
+        return " The share of each gradient's norm that they carry was not measured by this census."
+    w = rows.loc[rows["flushed_norm"].idxmax()]
+    return (
+        f" The most of a gradient's norm it flushes is {w['flushed_norm'] * 100:.4g}% "
+        f"({w['tensor']} at batch {int(w['batch_size'])}, step {int(w['step'])})."
+    )
 
 
 def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
@@ -111,16 +128,17 @@ def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str
             for bs, w in flushing
         )
         out.append(
-            f"**Underflow.** Without a scaler, float16 flushes more than {FLUSH_LIMIT:.0%} of some "
-            f"gradient tensor to zero at batch size {where}, of the batch sizes "
+            f"**Underflow.** Without a scaler, float16 flushes more than {FLUSH_LIMIT:.0%} of the "
+            f"elements of some gradient tensor to zero at batch size {where}, of the batch sizes "
             f"measured ({sizes}). With GradScaler the worst share flushed anywhere is "
-            f"{worst_scaled:.2%}{context}."
+            f"{worst_scaled:.2%}{context}.{_norm_clause(census)}"
         )
     else:
         out.append(
             f"**Underflow.** Without a scaler, float16 flushes no more than {FLUSH_LIMIT:.0%} of "
-            f"any gradient tensor at any batch size measured ({sizes}); the worst share is "
-            f"{noscale['flushed'].max():.2%}. With GradScaler it is {worst_scaled:.2%}{context}."
+            f"the elements of any gradient tensor at any batch size measured ({sizes}); the worst "
+            f"share is {noscale['flushed'].max():.2%}. With GradScaler it is "
+            f"{worst_scaled:.2%}{context}.{_norm_clause(census)}"
         )
     compared, worse = _worse(summary)
     also = _scaled_worse(summary)
@@ -162,29 +180,30 @@ def _then_diverged(summary: pd.DataFrame) -> str:
 
 
 def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The answer to the question, by `bench.verdicts.training`'s rule as far as a numerics study
-    can meet it: GradScaler is needed where training without it diverged and training with it
-    did not. Nothing else here decides: the underflow test counts flushed elements, not the share
-    of a gradient's norm lost, and a fixed loss gap over one or two seeds of a synthetic task is
-    no equivalence test (docs/quality.md)."""
+    """The answer to the question, as `bench.verdicts.scaler.numerics_scaler_needed` decides it
+    from this study (training without the scaler diverging, or the share of a gradient's norm
+    float16 flushes); this only renders it."""
     scaled, bare = fp16_pair()
     runs = measured(summary)
+    bad = {
+        mode: set(diverged(runs[runs["mode"] == mode])["batch_size"]) if len(runs) else set()
+        for mode in (scaled, bare)
+    }
+    word, need, why = scaler_rule.numerics_scaler_needed(census, bad, scaled, bare)
     question = "**So is GradScaler needed with float16?**"
-    bad = diverged(runs[runs["mode"] == bare]) if len(runs) else runs
-    scaled_bad = diverged(runs[runs["mode"] == scaled]) if len(runs) else runs
-    need = sorted(set(bad["batch_size"]) - set(scaled_bad["batch_size"])) if len(bad) else []
-    if need:
+    if word == NEEDED and need:
         return [
             f"{question} On this synthetic task, yes at batch size {', '.join(map(str, need))}: "
             "training without it diverged and training with it did not. float32 `param.grad` "
             "does not help, because the gradients are rounded to float16 before the cast makes "
             f"them float32.{_then_diverged(summary)}"
         ]
+    if word == NEEDED:
+        return [f"{question} On this synthetic task, yes: {why}."]
     return [
-        f"{question} Not known from this study: training without it did not diverge, its "
-        "underflow test counts flushed elements rather than the share of each gradient's norm "
-        "lost, and a fixed loss gap over one or two seeds of a synthetic task is no equivalence "
-        "test. A time-to-quality study on real data decides it (docs/quality.md)."
+        f"{question} Not known from this study: {why}; and a fixed loss gap over one or two "
+        "seeds of a synthetic task is no equivalence test. A time-to-quality study on real data "
+        "decides it (docs/quality.md)."
     ]
 
 
