@@ -41,3 +41,18 @@ def test_a_figure_is_a_palette_png_close_to_what_matplotlib_draws(tmp_path):
     assert (diff == 0).mean() > 0.9  # the flat colours exactly; only blended edges move
     assert np.percentile(diff, 99) <= 16
     assert (tmp_path / "a.png").stat().st_size < full.getbuffer().nbytes
+
+
+def test_a_figure_written_over_a_link_replaces_the_link_not_its_target(tmp_path):
+    # A published figure may be a link to the same bytes in another folder: rendering this folder
+    # again must leave the other folder's figure as it was.
+    (tmp_path / "other").mkdir()
+    target = tmp_path / "other" / "memory.png"
+    target.write_bytes(b"the other folder's figure")
+    link = tmp_path / "memory.png"
+    link.symlink_to(target)
+    fig = _figure()
+    figures.save(fig, link, dpi=50)
+    plt.close(fig)
+    assert not link.is_symlink() and link.read_bytes().startswith(b"\x89PNG")
+    assert target.read_bytes() == b"the other folder's figure"

@@ -85,6 +85,24 @@ def test_the_probe_writes_a_timing_folder_with_counted_flops(tmp_path):
     assert results.read_env(tmp_path / "run")["kind"] == "timing"
 
 
+def test_a_probe_folder_s_report_draws_and_embeds_every_figure(tmp_path, capsys):
+    # `ampbench report FOLDER` is how a probe's folder gets its report: the probe, a measuring
+    # package, never renders, and the report's code path draws the figures it embeds.
+    from bench.cli.main import main
+    from bench.publish import plots
+
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, every=4, out=tmp_path / "run")
+    train(probe, model, optimizer, 8)
+    probe.close()
+    assert main(["report", str(tmp_path / "run")]) == 0
+    text = (tmp_path / "run" / results.REPORT).read_text()
+    for file in plots.FILES.values():
+        assert (tmp_path / "run" / file).stat().st_size > 0
+        assert f"]({file})" in text
+    assert (tmp_path / "run" / results.CSV).is_file()
+
+
 def test_regions_the_user_marks_are_the_phases(tmp_path):
     model, optimizer = mlp()
     probe = bench.probe(model, optimizer, warmup=0, every=100, out=tmp_path / "run", flops=10)

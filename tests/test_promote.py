@@ -72,6 +72,7 @@ def test_a_run_lands_in_runs_by_default_and_leaves_results_alone(project, capsys
 def test_promote_copies_a_run_into_results_and_indexes_it(project, capsys):
     run = _gpu_run(project / "runs")
     (run / folders.LOCK).write_text("")  # as every run leaves it
+    results.write_csv(results.load(run), run)  # as a finished run's report leaves it
     assert main(["promote", str(run)]) == 0
     out, err = capsys.readouterr()
     published = project / "results" / run.name
@@ -79,16 +80,21 @@ def test_promote_copies_a_run_into_results_and_indexes_it(project, capsys):
     assert "updated" in err
     assert run.is_dir()  # a copy: the run stays where it was
     copied = {p.relative_to(published).as_posix() for p in published.rglob("*")}
-    # The same files, the lock left out and the rows and raw samples gzip-compressed.
+    # The same files, the lock left out and the rows, raw samples and CSV gzip-compressed.
     made = {p.relative_to(run).as_posix() for p in run.rglob("*")} - {folders.LOCK}
-    packed = {results.ROWS, results.SAMPLES}
+    packed = {results.ROWS, results.SAMPLES, results.CSV}
     assert packed <= made
     assert copied == made - packed | {name + ".gz" for name in packed}
     assert results.read_rows(published / results.ROWS) == results.read_rows(run / results.ROWS)
     pd.testing.assert_frame_equal(bench.load_samples(published), bench.load_samples(run))
     pd.testing.assert_frame_equal(results.load(published), results.load(run))
-    # A published folder is a run folder to every command that reads one.
+    # A published folder is a run folder to every command that reads one, and `report` keeps
+    # its CSV packed, the same table as the run's.
     assert main(["report", str(published)]) == 0
+    assert not (published / results.CSV).exists()
+    pd.testing.assert_frame_equal(
+        pd.read_csv(published / (results.CSV + ".gz")), pd.read_csv(run / results.CSV)
+    )
     text = (project / "results" / index.INDEX).read_text()
     assert f"[report]({run.name}/report.md)" in text and H200 in text
     assert not list((project / "results").glob(".*partial"))

@@ -78,6 +78,9 @@ def test_the_overhead_benchmark_pairs_its_rounds_and_times_the_probe_on_the_host
     assert "paired by round" in written and "own host time" in written
     # Written again from the saved numbers: the same page.
     assert overhead.render(result, overhead.BUDGET) == written
+    # The probe's own folder is rendered as any timing folder: its report and its figures.
+    assert (tmp_path / "probe_run" / "report.md").is_file()
+    assert all((tmp_path / "probe_run" / f).is_file() for f in ("throughput.png", "memory.png"))
 
 
 def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):

@@ -21,7 +21,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--check",
         action="store_true",
         help="change nothing; exit 1 when the index is not what the run folders git tracks "
-        "say, or the files git tracks there weigh more than 30 MiB in all or 5 MiB each",
+        "say, or the files git tracks there weigh more than 30 MB in all or 5 MB each",
     )
 
 

@@ -28,4 +28,8 @@ def save(fig: Figure, path: Path, dpi: float) -> None:
     with Image.open(buffer) as image:
         rgb = image.convert("RGB")
     palette = rgb.quantize(COLOURS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    # A published figure may be a link to the same bytes in another folder (docs/results-folder.md):
+    # the link goes, never the other folder's figure, which writing through it would replace.
+    if path.is_symlink():
+        path.unlink()
     palette.save(path, format="PNG", optimize=True)

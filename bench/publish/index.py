@@ -66,12 +66,13 @@ SECTIONS = {
     SAVES: ("pytest-benchmark saves", "benchmarks"),
     UNKNOWN: ("Other run folders", "ok"),
 }
-LIMIT_MIB, FILE_LIMIT_MIB = 30, 5
-"""What the files git tracks under results/ may weigh in all, and each, in MiB (2**20 bytes):
-every clone carries them (`bench.publish.index_check` holds them to it)."""
+LIMIT_MB, FILE_LIMIT_MB = 30, 5
+"""What the files git tracks under results/ may weigh in all, and each, in MB (10**6 bytes, as
+`git ls-files -z results | xargs -0 du -cb` counts them): every clone carries them
+(`bench.publish.index_check` holds them to it)."""
 RULE = (
-    f"The rule of this folder: the files git tracks here weigh at most {LIMIT_MIB} MiB in all "
-    f"and {FILE_LIMIT_MIB} MiB each (`./run_bench.sh index --check` holds them to it; logs and "
+    f"The rule of this folder: the files git tracks here weigh at most {LIMIT_MB} MB in all "
+    f"and {FILE_LIMIT_MB} MB each (`./run_bench.sh index --check` holds them to it; logs and "
     "tables are kept gzip-compressed), and it holds results and their notes, never code: the "
     "scripts that made or derived them live in [scripts/](../scripts/) and write here."
 )

@@ -2,7 +2,7 @@
 --check` (`check`) says whether results/README.md is what the run folders that git tracks say
 (`bench.publish.runs.Tree` of `tracked_files`): a user's own run, finished or not, is not one of
 them, so it cannot make the check fail unless it has been written into the index. It also holds
-the files git tracks under results/ to `LIMIT_MIB` in all and `FILE_LIMIT_MIB` each (`weight`):
+the files git tracks under results/ to `LIMIT_MB` in all and `FILE_LIMIT_MB` each (`weight`):
 every clone carries them, and a study's tables and figures are written to stay within them
 (`bench.numerics.measure.tables.FORMS`, `bench.publish.figures`).
 """
@@ -13,44 +13,46 @@ import sys
 from itertools import zip_longest
 from pathlib import Path
 
-from bench.publish.index import FILE_LIMIT_MIB, INDEX, LIMIT_MIB, render, unreported
+from bench.publish.index import FILE_LIMIT_MB, INDEX, LIMIT_MB, render, unreported
 from bench.publish.runs import Run, Tree, run_folders, tracked_files
 from bench.store import paths, results
 
-MIB = 2**20
+MB = 10**6
 
 
 def _sizes(results_dir: Path, files: frozenset[Path] | None) -> dict[Path, int]:
+    # A link counts as itself, as git stores it (the path it names) and `du -b` counts it: a
+    # figure kept once and linked from another folder weighs once (docs/results-folder.md).
     found = files if files is not None else results_dir.rglob("*")
-    return {p: p.stat().st_size for p in found if p.is_file()}
+    return {p: p.lstat().st_size for p in found if p.is_symlink() or p.is_file()}
 
 
 def weight(results_dir: Path, files: frozenset[Path] | None = None) -> tuple[str, str | None]:
     """What the files under `results_dir` weigh (`files`: only those; else every file): a
-    clause saying it, and one line naming what is over `LIMIT_MIB` in all or `FILE_LIMIT_MIB`
+    clause saying it, and one line naming what is over `LIMIT_MB` in all or `FILE_LIMIT_MB`
     for one file (None when nothing is)."""
     sizes = _sizes(results_dir, files)
     total = sum(sizes.values())
     largest = max(sizes, key=sizes.__getitem__) if sizes else None
     biggest = sizes.get(largest, 0) if largest else 0
     shown = paths.shown(results_dir)
-    said = f"{shown}/ weighs {total / MIB:.1f} MiB (at most {LIMIT_MIB})" + (
-        f", its largest file {biggest / MIB:.1f} MiB (at most {FILE_LIMIT_MIB})" if largest else ""
+    said = f"{shown}/ weighs {total / MB:.1f} MB (at most {LIMIT_MB})" + (
+        f", its largest file {biggest / MB:.1f} MB (at most {FILE_LIMIT_MB})" if largest else ""
     )
-    over = sorted((p for p, n in sizes.items() if n > FILE_LIMIT_MIB * MIB), key=str)
+    over = sorted((p for p, n in sizes.items() if n > FILE_LIMIT_MB * MB), key=str)
     if over:
         name = f"{shown}/{over[0].relative_to(results_dir).as_posix()}"
         more = f" (and {len(over) - 1} more)" if len(over) > 1 else ""
         return said, (
-            f"{name} weighs {sizes[over[0]] / MIB:.1f} MiB{more}, over the {FILE_LIMIT_MIB} MiB a "
+            f"{name} weighs {sizes[over[0]] / MB:.1f} MB{more}, over the {FILE_LIMIT_MB} MB a "
             "file of results/ may: keep it compressed as a study writes its tables "
             "(docs/results-folder.md)"
         )
-    if total > LIMIT_MIB * MIB:
+    if total > LIMIT_MB * MB:
         return said, (
-            f"{shown}/ weighs {total / MIB:.1f} MiB, over the {LIMIT_MIB} MiB it may: its "
+            f"{shown}/ weighs {total / MB:.1f} MB, over the {LIMIT_MB} MB it may: its "
             f"largest file is {largest.relative_to(results_dir).as_posix()} "
-            f"({biggest / MIB:.1f} MiB); see "
+            f"({biggest / MB:.1f} MB); see "
             "docs/results-folder.md"
         )
     return said, None

@@ -92,7 +92,7 @@ def render(run_dir: Path) -> Path:
         lines += ["No trial finished."]
     else:
         table = summarize_trials(trials, cfg.get("limit"))
-        table.to_csv(run_dir / results.CSV, index=False)
+        results.write_csv(table, run_dir)
         lines += [
             "## Largest batch per mode",
             "",

@@ -11,9 +11,9 @@ already holds, a folder a process is writing, or a CPU run. A CPU run is a smoke
 harness, not a result: it is refused unless `allow_cpu`, and the index leaves CPU runs out even
 then (`bench.publish.runs.run_folders`), so a folder copied that way is kept but not listed.
 
-A published folder keeps its rows and raw per-step samples gzip-compressed (`rows.jsonl.gz`,
-`samples.jsonl.gz`, docs/results-folder.md): every clone carries results/, and the two are most
-of a run's bytes that are not figures.
+A published folder keeps its rows, raw per-step samples and results.csv gzip-compressed
+(`rows.jsonl.gz`, `samples.jsonl.gz`, `results.csv.gz`, docs/results-folder.md): every clone
+carries results/, and the three are most of a run's bytes that are not figures.
 """
 
 from __future__ import annotations
@@ -86,13 +86,13 @@ def promote(
 
 
 def _copy(run_dir: Path, target: Path) -> None:
-    """Copy `run_dir` to `target`, its lock file left out and its rows and samples packed. The
+    """Copy `run_dir` to `target`, its lock file left out and its rows, samples and CSV packed. The
     copy is made under a hidden name and renamed, so no index sees half a folder."""
     partial = target.parent / f".{target.name}.partial"
     try:
         shutil.rmtree(partial, ignore_errors=True)  # left by a copy that was killed
         shutil.copytree(run_dir, partial, ignore=shutil.ignore_patterns(folders.LOCK))
-        for name in (results.ROWS, results.SAMPLES):
+        for name in (results.ROWS, results.SAMPLES, results.CSV):
             if (partial / name).is_file():
                 results.pack(partial / name)
         partial.rename(target)

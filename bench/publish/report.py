@@ -369,10 +369,11 @@ def _notes_section(df: pd.DataFrame) -> list[str]:
 
 
 def write(run_dir: Path) -> pd.DataFrame:
-    """(Re)write results.csv, the figures and report.md of a run from its rows and env.json."""
+    """(Re)write results.csv (packed in a published folder: `results.write_csv`), the figures and
+    report.md of a run from its rows and env.json."""
     df = results.load(run_dir)
     env = results.read_env(run_dir)
-    df.to_csv(run_dir / results.CSV, index=False)
+    results.write_csv(df, run_dir)
     figures = plots.write_all(df, run_dir)
     (run_dir / results.REPORT).write_text(render(df, env, figures))
     return df

@@ -9,7 +9,9 @@
 - a published folder keeps both JSON-lines files gzip-compressed, as `rows.jsonl.gz` and
   `samples.jsonl.gz` (`pack`; docs/results-folder.md), and each is read either way (`stored`,
   `read_jsonl`);
-- `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`).
+- `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`);
+  a published folder keeps the CSV packed too, as `results.csv.gz` (`write_csv`): no command
+  reads it back, it is the rows as a table for the reader.
 
 Derived columns (speedups) are computed when rows are loaded, from the measured columns. The
 columns that identify a case are the axes of `bench.cases.case.Case`, read from the dataclass
@@ -128,6 +130,21 @@ def pack(path: Path) -> None:
 def stored(path: Path) -> bool:
     """Whether `path` is there as a file, or as its packed copy (a published folder's)."""
     return path.is_file() or packed(path).is_file()
+
+
+def write_csv(table: pd.DataFrame, run_dir: Path) -> Path:
+    """`table` as the folder's results.csv, in the form the folder keeps it: packed
+    (`results.csv.gz`, no time stamp) where a packed copy is there already (a published folder),
+    else plain. Returns the file written."""
+    path = run_dir / CSV
+    if not packed(path).is_file():
+        table.to_csv(path, index=False)
+        return path
+    text = table.to_csv(index=False).encode()
+    with gzip.GzipFile(packed(path), "wb", 9, mtime=0) as dst:
+        dst.write(text)
+    path.unlink(missing_ok=True)
+    return packed(path)
 
 
 def unpack(path: Path) -> None:

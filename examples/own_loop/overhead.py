@@ -11,8 +11,8 @@ back, so the estimate is paired: the probed window's per-step time over the bare
 same round, their geometric mean over the rounds and its interval (`paired_ratio`); the rounds
 verdict `compare` gives (rounds taken as independent) is beside it. The overhead is at most
 `--budget` where the interval's top is. Writes overhead.json and overhead.md under --out, and the
-probe's own run folder (its probed steps) in --out/probe_run. `--report overhead.json` writes
-overhead.md again from a saved run's numbers.
+probe's own run folder (its probed steps, with its report.md and figures) in --out/probe_run.
+`--report overhead.json` writes overhead.md again from a saved run's numbers.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import bench
 from bench.data.sources import generator, get
 from bench.measure.timing import clock_for
 from bench.ownloop import census
+from bench.publish import render as report
 from bench.recipes.modes import MODES
 from bench.verdicts.defaults import CONFIDENCE
 from bench.verdicts.rounds import paired_ratio, rounds_verdict
@@ -171,6 +172,9 @@ def main() -> None:
     text = render(result, a.budget)
     (out / "overhead.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "overhead.md").write_text(text)
+    # The probe's folder is a timing folder: its report and figures, as `ampbench report` writes
+    # them, after every window (matplotlib never runs between two).
+    report.render(Path(probe.folder))
     print(text)
 
 
