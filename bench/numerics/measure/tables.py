@@ -350,6 +350,8 @@ def _read(run_dir: Path, name: str) -> pd.DataFrame:
     for col in table.columns:
         if col not in df.columns:  # a column the folder predates: empty, as if not measured
             df[col] = float("nan")
+    # The table's own order, whatever version wrote the folder; columns it does not name after.
+    df = df[[*table.columns, *(c for c in df.columns if c not in table.columns)]]
     for col in TENSOR_COLUMNS:
         if col in df.columns:
             # An empty cell (no module, no state) reads as NaN, and a column with no text at
