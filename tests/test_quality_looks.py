@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.jobs import quality as study
+from bench.jobs import quality_looks
 from bench.quality import tables
 from bench.verdicts import replication
 from bench.verdicts import sequential as seq
@@ -35,7 +35,7 @@ def injected(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
         return {m: seq.Judged(verdict(rules.LIKE if n >= at else rules.NOT_KNOWN), n, 0.05,
                               len(looks)) for m, at in decide_at.items()}  # fmt: skip
 
-    monkeypatch.setattr(study, "judge_looks", judge_looks)
+    monkeypatch.setattr(quality_looks, "judge_looks", judge_looks)
     return asked
 
 
@@ -79,7 +79,7 @@ def test_the_budget_stops_the_looks_and_resume_goes_on_at_the_same_commit(
 ):
     injected(monkeypatch, {"bf16-amp": 5})
     times = iter([0.0, 0.0])  # the start, the first look; then the hour is spent
-    monkeypatch.setattr(study, "clock", lambda: next(times, 10_000.0))
+    monkeypatch.setattr(quality_looks, "clock", lambda: next(times, 10_000.0))
     argv = ["quality", "--device", "cpu", "--results-dir", str(tmp_path), "--modes",
             "fp32,bf16-amp", "--budget", "1h", *TINY]  # fmt: skip
     assert main(argv) == 0

@@ -3,7 +3,7 @@ GPU, not GPUs, and a study resumed at other commits names each of them. Fixtures
 
 import pandas as pd
 
-from bench.publish import index
+from bench.publish import index, index_cells
 from bench.publish import quality_runs as page
 from bench.publish.runs import Run
 from bench.quality import tables
@@ -16,7 +16,7 @@ def test_a_studys_workers_are_not_counted_as_gpus(tmp_path):
                               "seeds": [0], "steps": 10, "data": "digits",
                               "workers": 4}}  # fmt: skip
     tables.append(tmp_path, "runs", [{"mode": "fp32", "seed": 0, "status": "ok"}])
-    cells = index._quality(Run(tmp_path, "quality", env))
+    cells = index_cells._quality(Run(tmp_path, "quality", env))
     assert cells.gpus == 1
     assert index._gpu(env, cells.gpus) == "NVIDIA H200"
 

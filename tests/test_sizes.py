@@ -15,7 +15,7 @@ from bench.cases.sizes import Sizes
 from bench.cli.main import main
 from bench.jobs import configs
 from bench.numerics.measure.config import NumericsConfig
-from bench.publish import compare, index
+from bench.publish import compare, index_cells
 from bench.store import results, schema
 from bench.workloads import registry
 from tests.stored import small_grid, write_run
@@ -163,7 +163,7 @@ def test_an_old_config_resumes_with_the_same_cases():
     assert [c.case_id for c in resumed.cases()] == [c.case_id for c in cfg.cases()]
     # The index names an MLP run by the preset its sizes are, from older code's config too.
     seed = _old_layout({"model": "mlp", "sizes": {"input": 1024, "hidden": 16000, "classes": 2000}})
-    assert index._preset(schema.migrate_env({"config": seed})["config"]) == "seed"
+    assert index_cells._preset(schema.migrate_env({"config": seed})["config"]) == "seed"
 
 
 def test_an_old_numerics_record_resumes():

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from bench.verdicts import equivalence
 from bench.verdicts import sequential as seq
 from bench.verdicts import training as rules
 
@@ -35,8 +36,10 @@ def test_a_gap_at_the_margin_is_called_within_at_most_at_the_stated_rate(spendin
     for mode in ("bf16-amp", "fp32"):  # a recipe that scatters 3× as much as fp32, and one alike
         rates = seq.simulate(design, SPREAD[mode], MARGIN, shift=shift, sd_ref=SPREAD["fp32"])
         # Not above alpha beyond the simulation's own noise (a one-sided binomial test at 1%).
-        called = round(rates["within"] * rules.SIMULATED)
-        p = stats.binomtest(called, rules.SIMULATED, design.alpha, alternative="greater").pvalue
+        called = round(rates["within"] * equivalence.SIMULATED)
+        p = stats.binomtest(
+            called, equivalence.SIMULATED, design.alpha, alternative="greater"
+        ).pvalue
         assert p > 0.01, (mode, rates)
     # The optional stopping the rule replaces: the fixed 90% interval at every look.
     naive = seq.simulate(design, SPREAD["bf16-amp"], MARGIN, shift=shift, sd_ref=SPREAD["fp32"],

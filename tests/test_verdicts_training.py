@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.verdicts import equivalence
 from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import training as rules
 
@@ -140,7 +141,7 @@ def _simulate(sd: float, shift: float, n: int, draws: int, seed: int):
     ref = rng.normal(1.5, sd, (draws, n))
     x = rng.normal(1.5 + shift, sd, (draws, n))
     m = rules.MARGIN_SHARE * ref.mean(-1)
-    _, low, high = rules.welch(x, ref)
+    _, low, high = equivalence.welch(x, ref)
     words = [rules.classify(lo, hi, mm) for lo, hi, mm in zip(low, high, m, strict=True)]
     reached = (x <= (ref.mean(-1) + m)[:, None]).all(-1)
     return words, reached, ref, x
@@ -149,7 +150,7 @@ def _simulate(sd: float, shift: float, n: int, draws: int, seed: int):
 @pytest.mark.parametrize("sd", [0.004, 0.006])
 def test_a_recipe_from_fp32s_own_distribution_is_called_within_at_the_promised_rate(sd):
     m = rules.MARGIN_SHARE * 1.5
-    n = rules.seeds_needed(sd, m)
+    n = equivalence.seeds_needed(sd, m)
     words, reached, ref, x = _simulate(sd, 0.0, n, 2000, seed=7)
     within = np.array([w in rules.WITHIN for w in words])
     assert within.mean() >= rules.POWER - 0.03  # 3 standard errors of 2000 draws
@@ -164,7 +165,7 @@ def test_a_recipe_from_fp32s_own_distribution_is_called_within_at_the_promised_r
 
 def test_a_recipe_worse_by_one_and_a_half_margins_is_not_called_within():
     sd, m = 0.004, rules.MARGIN_SHARE * 1.5
-    n = rules.seeds_needed(sd, m)
+    n = equivalence.seeds_needed(sd, m)
     words, *_ = _simulate(sd, 1.5 * m, n, 2000, seed=8)
     # Two one-sided tests at 5%: at most 5% of such studies may call it within the margin.
     assert np.mean([w in rules.WITHIN for w in words]) <= 0.05

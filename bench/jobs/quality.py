@@ -4,11 +4,11 @@ run's tables appended as it ends, its row naming the commit it trained at. `resu
 an interrupted study left, and may add recipes and seeds.
 
 A sequential study (`max_seeds`) judges its first look (its seeds), then adds one seed to fp32
-and to every recipe still not known, and looks again (`bench.verdicts.sequential`), until every
+and to every recipe still not known, and looks again (`bench.jobs.quality_looks`), until every
 recipe is decided, the cap is reached, or a device-time budget ends; `resume` goes on from the
 last look. A study is one commit: seeds are added only at the commit its runs trained at, or
 where a rerun of one of fp32's seeds on the GPU gives back its best held-out loss
-(`rerun_check`).
+(`rerun_check`). `replicate` runs a study twice, on disjoint seeds.
 
 The step times are taken first, before any training shares the device: time to the target is
 steps × that step time, never a run's own wall time, which other runs beside it inflate.
@@ -20,7 +20,7 @@ import dataclasses
 import math
 import multiprocessing as mp
 import os
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +29,7 @@ import torch
 from bench import quiet
 from bench.data import sources
 from bench.faults import UsageError, fault
+from bench.jobs import quality_looks as looks
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
 from bench.measure.memory import GIB
@@ -38,9 +39,9 @@ from bench.quality.feed import Fitted, fit
 from bench.quality.train import Resolved, safe_train, time_step
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
-from bench.verdicts import sequential
 from bench.verdicts import training as rules
 from bench.verdicts.float8_plan import float8_unsupported_reason
+from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
 
 KIND = "quality"
@@ -61,8 +62,15 @@ more than the margin is one the verdicts would see."""
 REPLICA_OFFSET = 1000
 """`--replicate`'s second study starts its seeds here: its seeds, and those its looks add, stay
 apart from the first's (a cap below this many seeds)."""
-clock = time.monotonic
-"""The clock a device-time budget is spent by (a test injects its own)."""
+
+
+def config(device: str, given: dict[str, object], *, budget: bool = False) -> QualityConfig:
+    """A new study's config from the options the user gave (`QualityConfig.build`); a
+    device-time `budget` without `max_seeds` makes the study sequential, capped at
+    `DEFAULT_MAX_SEEDS` (a budget stops a sequential study between looks)."""
+    if budget and "max_seeds" not in given:
+        given = {**given, "max_seeds": DEFAULT_MAX_SEEDS}
+    return QualityConfig.build(device, given)
 
 
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
@@ -239,14 +247,33 @@ def start(
         folder.info["model_description"] = workload.description
         folder.info["size"] = size
         folder.save()
-        started = clock()
+        started = looks.clock()
         _time(folder.path, cfg, cfg.modes)
-        if design_of(cfg) is not None:
-            _looks(folder, cfg, budget_s, started)
+        if looks.design_of(cfg) is not None:
+            looks.run(folder, cfg, _train, budget_s, started)
             return folder.path
         _train(folder.path, cfg, budget_s)
         _finish(folder, cfg)
         return folder.path
+
+
+def replicate(
+    cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
+) -> Iterator[Path]:
+    """`--replicate`: the study, then the same study on its seeds moved by `REPLICA_OFFSET`
+    (tagged `replica1` and `replica2`), each folder given as it ends (so its report can be
+    written before the second trains). UsageError, before either starts, where the seeds it
+    may reach are not below the offset."""
+    if max(cfg.seed_order()) >= REPLICA_OFFSET:
+        raise UsageError(
+            f"--replicate: seeds reach {max(cfg.seed_order())}, not below {REPLICA_OFFSET}"
+        )
+    second = dataclasses.replace(cfg, seeds=tuple(s + REPLICA_OFFSET for s in cfg.seeds))
+    for i, one in enumerate((cfg, second)):
+        yield start(
+            one, results_dir=results_dir, tag="-".join(filter(None, (tag, f"replica{i + 1}"))),
+            command=command, budget_s=budget_s,
+        )  # fmt: skip
 
 
 def _finish(folder, cfg: QualityConfig) -> None:
@@ -254,65 +281,6 @@ def _finish(folder, cfg: QualityConfig) -> None:
     if all((m, s) in tables.done(folder.path) for m in cfg.modes for s in cfg.seeds):
         tables.compact(folder.path)
         folder.finish()
-
-
-def design_of(cfg: QualityConfig) -> sequential.Design | None:
-    """A sequential study's plan (its first look at `seeds`, its cap), or None for one look."""
-    return sequential.Design(len(cfg.seeds), cfg.max_seeds) if cfg.sequential else None
-
-
-def judge_looks(
-    run_dir: Path, cfg: QualityConfig, looks: list[int]
-) -> dict[str, sequential.Judged]:
-    """Each recipe's verdict over the looks taken (fp32, the reference, and recipes without a
-    finished run left out)."""
-    t = tables.load(run_dir)
-    if t["curves"].empty:
-        return {}
-    summary = rules.per_run(t["curves"], t["runs"])
-    design, order = design_of(cfg), cfg.seed_order()
-    present = set(summary["mode"])
-    return {
-        m: sequential.judge(summary, m, design, looks, order, synthetic=False)
-        for m in cfg.modes
-        if m != FP32 and m in present
-    }
-
-
-def _looks(folder, cfg: QualityConfig, budget_s: float, started: float, guard=None) -> None:
-    """Look after look: train the look's runs (fp32's and the undecided recipes'), judge, and
-    add seeds until every recipe is decided, the cap, or the budget. `guard` is asked before
-    seeds are added (a resumed study: one commit)."""
-    design, order = design_of(cfg), cfg.seed_order()
-    looks = [int(n) for n in folder.info.get("looks", [])]
-    while True:
-        if looks:
-            judged = judge_looks(folder.path, cfg, looks)
-            todo = sequential.undecided(judged)
-            n = design.next_look(looks[-1])
-            if not todo or n is None:
-                log("every recipe decided" if not todo else f"the cap: {looks[-1]} seeds")
-                break
-        else:
-            todo, n = [m for m in cfg.modes if m != FP32], design.first
-        seeds = order[:n]
-        if guard is not None and set(seeds) - {s for _, s in tables.done(folder.path)}:
-            guard()
-            guard = None  # once a command
-        left = budget_s - (clock() - started) if budget_s else 0
-        if budget_s and left <= 0:
-            log(f"the budget ends before the look at {n} seeds: --resume goes on")
-            return
-        log(f"look at {n} seeds: {', '.join((FP32, *todo))}")
-        look = dataclasses.replace(cfg, seeds=seeds)
-        if not _train(folder.path, look, left, only=(FP32, *todo)):
-            return  # the budget ended inside the look: --resume trains the rest
-        looks.append(n)
-        folder.info["looks"] = looks
-        folder.info["design"] = design.record()
-        folder.save()
-    tables.compact(folder.path)
-    folder.finish()
 
 
 def _commits(run_dir: Path) -> set[str]:
@@ -395,10 +363,10 @@ def resume(
     runs this time; a sequential study goes on from its last look. Another version of the code
     may finish its runs (each run's row names its commit) but not add seeds (`one_commit`);
     another GPU or torch may not resume it."""
-    started = clock()
+    started = looks.clock()
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)
-        if add_seeds and design_of(cfg) is not None:
+        if add_seeds and looks.design_of(cfg) is not None:
             raise UsageError(
                 f"--add-seeds with --resume {run_dir}: a sequential study adds its own seeds "
                 f"in looks (--max-seeds {cfg.max_seeds})"
@@ -413,10 +381,11 @@ def resume(
         folder.info.pop("ended", None)
         folder.save()
         _time(folder.path, cfg, cfg.modes)
-        if design_of(cfg) is not None:
-            _looks(
-                folder, cfg, budget_s, started, guard=lambda: one_commit(folder, cfg, rerun_check)
-            )
+        if looks.design_of(cfg) is not None:
+            looks.run(
+                folder, cfg, _train, budget_s, started,
+                guard=lambda: one_commit(folder, cfg, rerun_check),
+            )  # fmt: skip
             return folder.path
         _train(folder.path, cfg, budget_s, only)
         _finish(folder, cfg)

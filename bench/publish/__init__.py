@@ -6,9 +6,9 @@
   variants, the fastest recipe), `method` (how the run was made), `plots` (each mode's colour is
   its card's); `maxbatch` (a largest-batch folder); `tables` (the one cell formatter).
 - results/ as a whole: `runs` (its run folders and saves), `index` (results/README.md, with
-  `grid_text` for a grid in one line), `index_check` (is the committed index fresh),
-  `promote` (publishing a run into it), `history` (step time across revisions, judged per
-  case by `history_points` as `compare` judges).
+  `index_cells` for what a row says of each kind of run and `grid_text` for a grid in one line),
+  `index_check` (is the committed index fresh), `promote` (publishing a run into it), `history`
+  (step time across revisions, judged per case by `history_points` as `compare` judges).
 - The README's generated blocks: `readme`, and `summary` with `summary_studies` and `prose`.
 - Other tools and the user's own expectations: `export`, `compare` (time; its memory half in
   `compare_memory`), `criteria` with `criteria_file`, and `gates` (a comparison's exit status:

@@ -13,10 +13,11 @@
 - `memory`: whether B uses more peak allocated memory than A, case by case, with one declared
   tolerance (pure Python): `compare`, `ab`, `history` and the pytest-benchmark memory gate ask it.
 - `training`: what a time-to-quality study's runs can carry: the quality target, whether a recipe
-  trains like fp32 (an equivalence test over seeds), whether float16 needs GradScaler (the share
-  of the gradient's norm it keeps), and the fastest recipe to the target. `sequential`: that
-  test over looks at growing seed counts, its error rate held by alpha spending;
-  `replication`: whether two studies on disjoint seeds contradict each other.
+  trains like fp32 (an equivalence test over seeds), whether float16 needs GradScaler (the share of
+  the gradient's norm it keeps), and the fastest recipe to the target; `equivalence`: its test
+  (Welch's t, two one-sided) and the seeds it needs. `sequential`: that test over looks at growing
+  seed counts, its error rate held by alpha spending; `replication`: whether two studies on disjoint
+  seeds contradict each other.
 
 May import: `bench.store` and the mode table (`bench.recipes.catalog`, which needs no torch);
 pandas (not in `rounds`, `power`, `float8_plan`, which planning and `ab`'s loop read) and

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from bench.verdicts import training
+from bench.verdicts import equivalence, training
 
 SPENDING: dict[str, Callable[[float, float], float]] = {
     "pocock": lambda alpha, t: alpha * math.log(1 + (math.e - 1) * t),
@@ -66,7 +66,7 @@ FLOOR = -8.0
 """Where the grid starts, in standard deviations: below it, no mass that matters."""
 
 
-def spent(t: float, alpha: float = training.ALPHA, spending: str = DEFAULT_SPENDING) -> float:
+def spent(t: float, alpha: float = equivalence.ALPHA, spending: str = DEFAULT_SPENDING) -> float:
     """The one-sided alpha spent up to information fraction `t` (0 < t, capped at 1)."""
     if spending not in SPENDING:
         raise ValueError(f"spending {spending!r} is not one of {', '.join(SPENDING)}")
@@ -88,7 +88,7 @@ def _crossing(b: float, z: np.ndarray, mass: np.ndarray, t0: float, t1: float) -
 
 @functools.lru_cache(maxsize=512)
 def levels(
-    fractions: tuple[float, ...], alpha: float = training.ALPHA, spending: str = DEFAULT_SPENDING
+    fractions: tuple[float, ...], alpha: float = equivalence.ALPHA, spending: str = DEFAULT_SPENDING
 ) -> tuple[float, ...]:
     """The nominal one-sided level of each look at information `fractions` (increasing, in
     (0, 1]): the first look's is what the spending function allows up to it; each later one's
@@ -127,12 +127,12 @@ class Design:
     max_seeds: int
     step: int = 1
     spending: str = DEFAULT_SPENDING
-    alpha: float = training.ALPHA
+    alpha: float = equivalence.ALPHA
 
     def __post_init__(self) -> None:
-        if self.first < training.MIN_SEEDS:
+        if self.first < equivalence.MIN_SEEDS:
             raise ValueError(
-                f"a first look of {self.first} seeds is fewer than {training.MIN_SEEDS}"
+                f"a first look of {self.first} seeds is fewer than {equivalence.MIN_SEEDS}"
             )
         if self.max_seeds < self.first:
             raise ValueError(f"max seeds {self.max_seeds} is below the first look's {self.first}")
@@ -241,7 +241,7 @@ def simulate(
     *,
     shift: float = 0.0,
     sd_ref: float | None = None,
-    studies: int = training.SIMULATED,
+    studies: int = equivalence.SIMULATED,
     seed: int = 0,
     sequential: bool = True,
 ) -> dict[str, float]:
@@ -260,7 +260,7 @@ def simulate(
     stop = np.full(studies, looks[-1])
     open_ = np.ones(studies, dtype=bool)
     for n, level in zip(looks, lv, strict=True):
-        _, low, high = training.welch(x[:, :n], ref[:, :n], level, conservative=True)
+        _, low, high = equivalence.welch(x[:, :n], ref[:, :n], level, conservative=True)
         w = _classify(low, high, m)
         now = open_ & (w != training.NOT_KNOWN)
         word[now], stop[now] = w[now], n

@@ -15,12 +15,13 @@ study's tables in, a `Verdict` out. One judge: every page reads these rules and 
   margin, measurably worse (or better)", with its size; entirely past +margin "worse", past
   −margin "better"; across the margin "not known", with the seeds that would decide it. A seed
   that diverged: "worse". Synthetic data, too few seeds, an fp32 that did not learn: "not known".
-- **Seeds the rule needs** (`seeds_needed`): the fewest per recipe for a `POWER` (80%) chance,
-  by seeded simulation of this very test, that a recipe drawn from fp32's own distribution is
-  called within the margin, with fp32's seed SD taken at its 90% upper bound (three seeds bound
-  a spread loosely). Two branches: a study with that many seeds states it; one with fewer keeps
-  every verdict the test reaches (its false-equivalence rate is 5% at any count) and says, at
-  the margin and beside each "not known", how many seeds would decide.
+- **Seeds the rule needs** (`seeds_needed`; it and the test are `bench.verdicts.equivalence`'s):
+  the fewest per recipe for a `POWER` (80%) chance, by seeded simulation of this very test, that
+  a recipe drawn from fp32's own distribution is called within the margin, with fp32's seed SD
+  taken at its 90% upper bound (three seeds bound a spread loosely). Two branches: a study with
+  that many seeds states it; one with fewer keeps every verdict the test reaches (its
+  false-equivalence rate is 5% at any count) and says, at the margin and beside each "not
+  known", how many seeds would decide.
 - **GradScaler needed** reads the GradScaler check: the share of each gradient's norm that
   float16 flushes to zero without the scaler and keeps with it, on tensors of at least
   `MIN_ELEMENTS` elements, beside the share of its elements that flush or turn subnormal (what
@@ -35,28 +36,29 @@ study's tables in, a `Verdict` out. One judge: every page reads these rules and 
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from bench.verdicts import timing
+from bench.verdicts.equivalence import (
+    ALPHA,
+    MAX_SEEDS,
+    MIN_SEEDS,
+    POWER,
+    recipe_seeds_needed,
+    sd_upper,
+    seeds_needed,
+    welch,
+)
 
 REFERENCE = "fp32"
-MIN_SEEDS = 3
-"""Seeds a side needs before the equivalence test decides anything."""
 LEARNED_DROP = 0.25
 """fp32 learned when its best held-out loss is at least this share below its loss at step 0."""
 MARGIN_SHARE = 0.01
 """The equivalence margin: this share of fp32's mean best held-out loss."""
-CONFIDENCE = 0.90
-"""Two one-sided tests at 5% each: a 90% interval of the difference."""
-POWER = 0.80
-"""The chance, at the seeds the rule needs, that a recipe like fp32 is called so."""
-MAX_SEEDS = 100
 NORM_LIMIT = 0.01
 """A gradient loses to underflow when more than this share of its norm is flushed to zero."""
 MIN_ELEMENTS = 1024
@@ -132,83 +134,6 @@ class Margin:
         if self.enough:
             return f"{head}. {need}; this study has {self.seeds}"
         return f"{head}. {need}; this study has only {self.seeds}"
-
-
-SIMULATED = 4000
-"""Studies drawn (seeded) to find the chance that the test calls a recipe like fp32 so."""
-
-
-ALPHA = (1 - CONFIDENCE) / 2
-"""Each one-sided test's level: a `CONFIDENCE` interval is two of them."""
-
-
-def welch(
-    x: np.ndarray, ref: np.ndarray, level: float = ALPHA, *, conservative: bool = False
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mean(x) − mean(ref), and its interval by Welch's t at one-sided `level` a side, the
-    `CONFIDENCE` interval by default), over the last axis: one study per row. A sequential
-    study's looks pass their own `level` and `conservative`: min(n, k) − 1 degrees of freedom
-    (Hsu's), never liberal whatever the two spreads, where Welch–Satterthwaite's are
-    (`bench.verdicts.sequential` says by how much)."""
-    x, ref = np.asarray(x, float), np.asarray(ref, float)
-    n, k = x.shape[-1], ref.shape[-1]
-    gap = x.mean(-1) - ref.mean(-1)
-    vx, vr = x.var(-1, ddof=1) / n, ref.var(-1, ddof=1) / k
-    se = np.sqrt(vx + vr)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        df = (vx + vr) ** 2 / (vx**2 / (n - 1) + vr**2 / (k - 1))
-        if conservative:
-            df = np.full_like(gap, min(n, k) - 1.0)
-        half = np.where(se > 0, stats.t.ppf(1 - level, df) * se, 0.0)
-    return gap, gap - half, gap + half
-
-
-def within_rate(
-    sd: float, m: float, n: int, shift: float = 0.0, seed: int = 0, sd_ref: float | None = None
-) -> float:
-    """The share of `SIMULATED` studies of `n` seeds a side, the recipe's seeds normal with SD
-    `sd` and fp32's with SD `sd_ref` (`sd` where None), the recipe's mean `shift` above
-    fp32's, whose interval lands inside ±m."""
-    rng = np.random.default_rng(seed)
-    ref = rng.normal(0.0, sd if sd_ref is None else sd_ref, (SIMULATED, n))
-    x = rng.normal(shift, sd, (SIMULATED, n))
-    _, low, high = welch(x, ref)
-    return float(np.mean((low > -m) & (high < m)))
-
-
-def sd_upper(ref: pd.Series) -> float:
-    """A side's seed SD at its one-sided 90% upper bound (chi-square): 3 seeds bound it
-    loosely."""
-    k = len(ref)
-    return float(ref.std(ddof=1)) * math.sqrt((k - 1) / stats.chi2.ppf(1 - CONFIDENCE, k - 1))
-
-
-@functools.lru_cache(maxsize=256)
-def seeds_needed(sd: float, m: float, sd_ref: float | None = None) -> int:
-    """The fewest seeds per recipe (at least `MIN_SEEDS`) for a `POWER` chance that a recipe
-    whose seeds scatter with SD `sd` (fp32's with `sd_ref`, `sd` where None), its mean fp32's,
-    lands within ±m; `MAX_SEEDS` + 1 where even that many are not enough."""
-    ref_sd = sd if sd_ref is None else sd_ref
-    if sd == 0 and ref_sd == 0:
-        return MIN_SEEDS
-    for n in range(MIN_SEEDS, MAX_SEEDS + 1):
-        # The normal approximation (the SD known) overstates the chance: where even it falls
-        # short, the simulation would too.
-        se = math.sqrt((sd**2 + ref_sd**2) / n)
-        if 2 * stats.norm.cdf(m / se - stats.norm.ppf(1 - ALPHA)) - 1 < POWER:
-            continue
-        if within_rate(sd, m, n, sd_ref=ref_sd) >= POWER:
-            return n
-    return MAX_SEEDS + 1
-
-
-def recipe_seeds_needed(x: pd.Series, ref: pd.Series, m: float) -> int:
-    """The seeds per side the rule needs for this recipe: its own spread and fp32's, each at
-    its 90% upper bound (recipes scatter 2–4× as much as fp32 does, so fp32's spread alone
-    promises power they do not get)."""
-    if len(x) < 2 or len(ref) < 2:
-        return MIN_SEEDS
-    return seeds_needed(sd_upper(x), m, sd_upper(ref))
 
 
 def margin_of(summary: pd.DataFrame) -> Margin:

@@ -1,0 +1,87 @@
+"""A sequential time-to-quality study's looks (`bench.jobs.quality` trains them): judge the
+recipes on the seeds so far (`bench.verdicts.sequential`), then add one seed to fp32 and to every
+recipe still not known and look again, until every recipe is decided, the cap is reached, or a
+device-time budget ends. A study's looks are kept in its env.json (`looks`, `design`), so
+`--resume` goes on from the last."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.jobs.base import log
+from bench.quality import tables
+from bench.quality.config import FP32, QualityConfig
+from bench.verdicts import sequential
+from bench.verdicts import training as rules
+
+clock = time.monotonic
+"""The clock a device-time budget is spent by (a test injects its own)."""
+
+Train = Callable[[Path, QualityConfig, float, tuple[str, ...]], bool]
+"""Trains the runs of a config's recipes and seeds not yet trained (only the recipes named),
+within a budget in seconds (0: none); whether none was left for lack of it (the job's)."""
+
+
+def design_of(cfg: QualityConfig) -> sequential.Design | None:
+    """A sequential study's plan (its first look at `seeds`, its cap), or None for one look."""
+    return sequential.Design(len(cfg.seeds), cfg.max_seeds) if cfg.sequential else None
+
+
+def judge_looks(
+    run_dir: Path, cfg: QualityConfig, looks: list[int]
+) -> dict[str, sequential.Judged]:
+    """Each recipe's verdict over the looks taken (fp32, the reference, and recipes without a
+    finished run left out)."""
+    t = tables.load(run_dir)
+    if t["curves"].empty:
+        return {}
+    summary = rules.per_run(t["curves"], t["runs"])
+    design, order = design_of(cfg), cfg.seed_order()
+    present = set(summary["mode"])
+    return {
+        m: sequential.judge(summary, m, design, looks, order, synthetic=False)
+        for m in cfg.modes
+        if m != FP32 and m in present
+    }
+
+
+def run(
+    folder, cfg: QualityConfig, train: Train, budget_s: float, started: float, guard=None
+) -> None:
+    """Look after look: train the look's runs (fp32's and the undecided recipes', by `train`),
+    judge, and add seeds until every recipe is decided, the cap, or the budget (spent since
+    `started`, by `clock`). `guard` is asked before seeds are added (a resumed study: one
+    commit)."""
+    design, order = design_of(cfg), cfg.seed_order()
+    looks = [int(n) for n in folder.info.get("looks", [])]
+    while True:
+        if looks:
+            judged = judge_looks(folder.path, cfg, looks)
+            todo = sequential.undecided(judged)
+            n = design.next_look(looks[-1])
+            if not todo or n is None:
+                log("every recipe decided" if not todo else f"the cap: {looks[-1]} seeds")
+                break
+        else:
+            todo, n = [m for m in cfg.modes if m != FP32], design.first
+        seeds = order[:n]
+        if guard is not None and set(seeds) - {s for _, s in tables.done(folder.path)}:
+            guard()
+            guard = None  # once a command
+        left = budget_s - (clock() - started) if budget_s else 0
+        if budget_s and left <= 0:
+            log(f"the budget ends before the look at {n} seeds: --resume goes on")
+            return
+        log(f"look at {n} seeds: {', '.join((FP32, *todo))}")
+        look = dataclasses.replace(cfg, seeds=seeds)
+        if not train(folder.path, look, left, (FP32, *todo)):
+            return  # the budget ended inside the look: --resume trains the rest
+        looks.append(n)
+        folder.info["looks"] = looks
+        folder.info["design"] = design.record()
+        folder.save()
+    tables.compact(folder.path)
+    folder.finish()
