@@ -70,7 +70,6 @@ def command(args: argparse.Namespace) -> int:
     from bench.jobs import recipes as job  # torch: none at parse time
     from bench.measure import env  # torch: none at parse time
     from bench.publish import own_loop, render  # pandas: none at parse time
-    from bench.verdicts.sequential import DEFAULT_MAX_SEEDS  # scipy: none at parse time
 
     script = list(args.script)
     if script[:1] == ["--"]:
@@ -83,7 +82,7 @@ def command(args: argparse.Namespace) -> int:
             script=tuple(script), modes=tuple(args.modes or job.default_modes(device)),
             seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
             workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
-            max_seeds=args.max_seeds or (DEFAULT_MAX_SEEDS if args.budget else None),
+            max_seeds=args.max_seeds,
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -85,16 +85,21 @@ class RecipesConfig:
             raise ValueError(f"budget_s={self.budget_s!r}: give 0 (none) or more seconds")
         self.design()  # a cap below the first look: ValueError
 
+    @property
+    def cap(self) -> int | None:
+        """The seeds a recipe at most: `max_seeds`, else with a budget the rule's default."""
+        if self.max_seeds is None and self.budget_s:
+            return sequential.DEFAULT_MAX_SEEDS
+        return self.max_seeds
+
     def design(self) -> sequential.Design | None:
         """The sequential study's plan (its first look at `seeds`, its cap), or None."""
-        if self.max_seeds is None:
-            return None
-        return sequential.Design(len(self.seeds), self.max_seeds)
+        return None if self.cap is None else sequential.Design(len(self.seeds), self.cap)
 
     def seed_order(self) -> tuple[int, ...]:
         """The seeds in the order the looks take them: `seeds`, then the integers above them,
         up to `max_seeds` in all."""
-        top, more = max(self.seeds), max((self.max_seeds or 0) - len(self.seeds), 0)
+        top, more = max(self.seeds), max((self.cap or 0) - len(self.seeds), 0)
         return (*self.seeds, *range(top + 1, top + 1 + more))
 
 
