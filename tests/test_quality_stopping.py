@@ -6,6 +6,7 @@ import dataclasses
 import pandas as pd
 import pytest
 
+from bench.jobs import packing
 from bench.jobs import quality as study
 from bench.jobs.quality import resolve
 from bench.quality.config import QualityConfig
@@ -60,8 +61,8 @@ def test_runs_pack_by_cores_and_the_largest_recipes_memory(monkeypatch):
     assert study.pack(dataclasses.replace(cfg, workers=3), timing, 2)[0] == 2
     assert study.pack(dataclasses.replace(cfg, workers=0), timing, 21)[0] == 1  # the CPU: one
     gpu = dataclasses.replace(cfg, device="cuda", workers=0)
-    monkeypatch.setattr(study.os, "sched_getaffinity", lambda _: set(range(16)))
-    monkeypatch.setattr(study.torch.cuda, "mem_get_info", lambda: (40 * 2**30, 141 * 2**30))
+    monkeypatch.setattr(packing.os, "sched_getaffinity", lambda _: set(range(16)))
+    monkeypatch.setattr(packing, "free_gib", lambda: 40.0)
     # 80% of 40 GiB free at 3 + 1 GiB a run: 8 fit, fewer than the 16 cores.
     workers, why = study.pack(gpu, timing, 21)
     assert workers == 8 and "16 CPU cores" in why and "8 fit" in why

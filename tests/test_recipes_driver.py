@@ -4,13 +4,16 @@ writes, where the answer is known)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import itertools
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +26,7 @@ from bench.jobs import recipes as job
 from bench.ownloop import recipe
 from bench.publish import findings, own_loop, report
 from bench.store import results
-from bench.verdicts import training
+from bench.verdicts import sequential, training
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAIN = ROOT / "examples" / "own_loop" / "plain_loop.py"
@@ -280,3 +283,116 @@ def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
         "the script exited with status 1; its last lines … ValueError: boom "
         "(the whole log: runs/bf16-amp_seed1.log)"
     )  # fmt: skip
+
+
+def test_seeds_past_the_timed_ones_run_packed_and_only_runs_alone_give_speed(tmp_path):
+    losses = {"fp32": 2.0, "bf16-amp": 2.0}
+    step_ms = {"fp32": 10.0, "bf16-amp": 5.0}
+    fake = fake_script(losses, step_ms)
+
+    def slow(command, environ, log_path, timeout_s):
+        time.sleep(0.3)  # long enough that two runs side by side overlap
+        return fake(command, environ, log_path, timeout_s)
+
+    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2, 3),
+                            device="cpu", workers=2, timed_seeds=1)  # fmt: skip
+    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=slow)
+    rows = results.read_rows(run_dir / results.ROWS)
+    alone = [r for r in rows if r["ran"] == "alone"]
+    packed = [r for r in rows if r["ran"] == "packed"]
+    assert sorted((r["mode"], r["seed"]) for r in alone) == [("bf16-amp", 0), ("fp32", 0)]
+    assert len(packed) == 6 and {r["side_by_side"] for r in packed} == {2}
+    # The runs alone did not overlap; some packed ones did.
+    spans = sorted((r["started_at_s"], r["ended_at_s"]) for r in packed)
+    assert any(b[0] < a[1] for a, b in itertools.pairwise(spans))
+    a0, a1 = sorted((r["started_at_s"], r["ended_at_s"]) for r in alone)
+    assert a0[1] <= a1[0]
+    # The speed verdict reads only the runs alone: one a side, too few for a verdict.
+    df, notes = own_loop.table(run_dir, {})
+    got = df.set_index("recipe")
+    assert list(got["runs alone"]) == [1, 1]
+    assert "1 runs of bf16-amp and 1 of fp32" in got.loc["bf16-amp", "speed"]
+    assert any("from the runs timed alone" in n and "2 side by side" in n for n in notes)
+    # The training verdict reads every seed, the packed ones too.
+    assert got.loc["bf16-amp", "training"].startswith(f"{training.LIKE}: gap ")
+
+
+def test_the_driver_packs_by_the_largest_peak_on_a_gpu(tmp_path, monkeypatch):
+    from bench.jobs import packing
+
+    monkeypatch.setattr(packing.os, "sched_getaffinity", lambda _: set(range(16)))
+    monkeypatch.setattr(packing, "free_gib", lambda: 139.0)
+    folder = tmp_path / "f"
+    folder.mkdir()
+    for peak in (3.5, 4.4):
+        row = {"case_id": str(peak), "status": "ok", "peak_alloc_gib": peak}
+        results.append_jsonl(folder / results.ROWS, row)
+    cfg = job.RecipesConfig(script=("t",), modes=("fp32",), device="cuda")
+    holder = type("F", (), {"path": folder})()
+    workers, why = job.workers_for(holder, cfg, 40)
+    # 80% of 139 GiB at 4.4 + 1 GiB a run: 20 fit, more than the 16 cores.
+    assert workers == 16 and "20 fit" in why
+    assert job.workers_for(holder, cfg, 5)[0] == 5
+    assert job.workers_for(holder, dataclasses.replace(cfg, workers=2), 40)[0] == 2
+
+
+def injected_looks(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
+    """Each recipe decided from the look at `decide_at[mode]` seeds, across the margin before
+    (as tests/test_quality_looks.py injects them); returns the looks the driver asked about."""
+    asked = []
+
+    def verdict(word):
+        return training.Verdict(word, "injected", 0.0, -0.01, 0.01, 0.01, needed=7)
+
+    def judge_looks(run_dir, cfg, taken):
+        asked.append(list(taken))
+        n = taken[-1]
+        word = {m: training.LIKE if n >= at else training.NOT_KNOWN for m, at in decide_at.items()}
+        return {m: sequential.Judged(verdict(w), n, 0.05, len(taken)) for m, w in word.items()}
+
+    monkeypatch.setattr(job, "judge_looks", judge_looks)
+    return asked
+
+
+def test_a_look_adds_seeds_only_to_fp32_and_the_undecided_recipes(tmp_path, monkeypatch):
+    modes = ("fp32", "bf16-amp", "fp16-amp")
+    asked = injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 5})
+    runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
+    cfg = job.RecipesConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+                            workers=2, max_seeds=6)  # fmt: skip
+    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    rows = results.read_rows(run_dir / results.ROWS)
+    seeds = {m: sorted(r["seed"] for r in rows if r["mode"] == m) for m in modes}
+    assert seeds == {"fp32": [0, 1, 2, 3, 4], "bf16-amp": [0, 1, 2], "fp16-amp": [0, 1, 2, 3, 4]}
+    assert asked == [[3], [3, 4], [3, 4, 5]]
+    assert all(r["ran"] == "packed" for r in rows if r["seed"] >= 3)
+    info = results.read_env(run_dir)
+    assert info["looks"] == [3, 4, 5] and info["looks_ended"] == "every recipe decided"
+
+
+def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, monkeypatch):
+    modes = ("fp32", "bf16-amp")
+    injected_looks(monkeypatch, {"bf16-amp": 99})
+    now = iter([0.0, 1000.0, 1000.0])
+    monkeypatch.setattr(job, "clock", lambda: next(now))
+    runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
+    cfg = job.RecipesConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+                            max_seeds=8, budget_s=900.0)  # fmt: skip
+    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    rows = results.read_rows(run_dir / results.ROWS)
+    assert sorted({r["seed"] for r in rows}) == [0, 1, 2]  # no look past the first
+    info = results.read_env(run_dir)
+    assert info["looks"] == [3] and info["looks_ended"] == "the budget"
+    assert info["undecided"] == ["bf16-amp"]
+
+
+def test_the_recipe_table_judges_over_the_looks_and_names_the_seeds_needed(tmp_path):
+    modes = ("fp32", "bf16-amp")
+    runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
+    cfg = job.RecipesConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+                            max_seeds=4)  # fmt: skip
+    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    info = results.read_env(run_dir)
+    assert info["looks"][0] == 3 and info["design"]["max_seeds"] == 4
+    text = own_loop.render(run_dir)
+    assert "Seeds in looks at 3" in text and "ended by" in text

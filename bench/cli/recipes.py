@@ -46,6 +46,20 @@ def add(sub: argparse._SubParsersAction) -> None:
         default=3600.0,
         help="stop a run after this many seconds (a `timeout` row)",
     )
+    p.add_argument("--workers", type=o.NON_NEGATIVE, default=0,
+                   help="runs side by side for the seeds not timed alone (default 0: auto, "
+                   "by CPU cores and the GPU's free memory; one at a time on the CPU)")  # fmt: skip
+    p.add_argument("--timed-seeds", type=o.POSITIVE, default=2,
+                   help="the first K seeds of each recipe run alone and give the step times "
+                   "(default 2; the speed verdict needs 5)")  # fmt: skip
+    p.add_argument(
+        "--max-seeds",
+        type=o.POSITIVE,
+        help="add seeds in looks to fp32 and the undecided recipes, up to N each",
+    )
+    p.add_argument("--budget", type=o.converter(checks.DURATION), default=0,
+                   help="time the command may run (900s, 15m, 1h): no look starts that would "
+                   "end past it (--max-seeds, else 8)")  # fmt: skip
     o.add_device(p)
     o.add_results_dir(p)
     o.add_tag(p)
@@ -67,6 +81,8 @@ def command(args: argparse.Namespace) -> int:
         cfg = job.RecipesConfig(
             script=tuple(script), modes=tuple(args.modes or job.default_modes(device)),
             seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
+            workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
+            max_seeds=args.max_seeds,
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None

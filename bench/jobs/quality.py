@@ -19,20 +19,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import multiprocessing as mp
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from bench import quiet
 from bench.data import sources
 from bench.faults import UsageError, fault
+from bench.jobs import packing
 from bench.jobs import quality_looks as looks
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
-from bench.measure.memory import GIB
 from bench.quality import tables
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit
@@ -47,10 +45,6 @@ from bench.workloads import registry
 KIND = "quality"
 START_S = 30.0
 """What a budget keeps back for starting the workers and building their models."""
-CONTEXT_GIB = 1.0
-"""What a worker's CUDA context and libraries hold beside its tensors, about (packing)."""
-MEMORY_SHARE = 0.8
-"""The share of the GPU's free memory packed runs may take together."""
 EVAL_SHARE = 0.1
 """What evaluation adds to a run's training steps, at most (the default study's: 7 held-out
 batches of forward passes every 100 steps)."""
@@ -146,26 +140,13 @@ def _within(
 
 
 def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]:
-    """How many runs train side by side, and why: `--workers`, else (0) on a GPU one per CPU
-    core the process may use, no more than the GPU's free memory holds at the largest recipe's
-    measured reservation plus a process's CUDA context, and never more than the runs; on the
-    CPU one (runs there would share its cores)."""
-    if cfg.workers:
-        return max(1, min(cfg.workers, runs)), f"--workers {cfg.workers}"
-    if cfg.device != "cuda":
-        return 1, "--workers 0 on the CPU: one at a time"
-    cores = len(os.sched_getaffinity(0))
+    """How many runs train side by side, and why (`bench.jobs.packing`, at the largest
+    recipe's measured reservation)."""
     ok = timing[timing["status"] == "ok"]
     peaks = pd.to_numeric(ok.get("peak_gib", pd.Series()), errors="coerce")
-    if peaks.empty or peaks.isna().any():  # timed before peaks were kept: nothing to size from
-        return 1, "--workers 0, but a recipe's memory was not measured: one at a time"
-    free = torch.cuda.mem_get_info()[0] / GIB
-    per_run = float(peaks.max()) + CONTEXT_GIB
-    fits = int(MEMORY_SHARE * free // per_run)
-    return max(1, min(cores, fits, runs)), (
-        f"auto: {cores} CPU cores; {fits} fit in {MEMORY_SHARE:.0%} of {free:.4g} GiB free at "
-        f"{per_run:.3g} GiB a run"
-    )
+    # Timed before peaks were kept: nothing to size from.
+    peak = None if peaks.empty or peaks.isna().any() else float(peaks.max())
+    return packing.side_by_side(cfg.workers, cfg.device, peak, runs)
 
 
 def _train(

@@ -16,22 +16,30 @@ and its verdicts are `bench.publish.own_loop`'s.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
+from bench.jobs import packing
 from bench.jobs.base import Folder, log, new_folder
-from bench.ownloop import recipe
+from bench.ownloop import looks, recipe
 from bench.recipes import catalog
 from bench.store import paths, results
+from bench.verdicts import sequential
 
 RUNS = "runs"
 """The sub-folder of each run's own probe folder and log."""
 TAIL_LINES = 12
 """How many of a failed script's last lines its row keeps."""
+clock = time.monotonic
+"""The clock a budget is spent by (a test injects its own)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,6 +56,14 @@ class RecipesConfig:
     timeout_s: float = 3600.0
     """A run still going after this long is stopped and is a `timeout` row."""
     device: str = "cuda"
+    workers: int = 0
+    """Runs side by side for the seeds not timed alone; 0: auto (`bench.jobs.packing`)."""
+    timed_seeds: int = 2
+    """The first this many seeds of each recipe run alone, and only they give step times."""
+    max_seeds: int | None = None
+    """A sequential study's cap on seeds a recipe (None: one look, at `seeds`)."""
+    budget_s: float = 0.0
+    """Seconds the command may run for; no look starts past it (0: none)."""
 
     def __post_init__(self) -> None:
         if not self.script:
@@ -61,6 +77,30 @@ class RecipesConfig:
             raise ValueError(f"seeds {self.seeds!r}: give distinct seeds")
         if not self.timeout_s > 0:
             raise ValueError(f"timeout_s={self.timeout_s!r}: give a positive number of seconds")
+        if self.workers < 0:
+            raise ValueError(f"workers={self.workers!r}: give 0 (auto) or more")
+        if self.timed_seeds < 1:
+            raise ValueError(f"timed_seeds={self.timed_seeds!r}: give 1 or more")
+        if self.budget_s < 0:
+            raise ValueError(f"budget_s={self.budget_s!r}: give 0 (none) or more seconds")
+        self.design()  # a cap below the first look: ValueError
+
+    @property
+    def cap(self) -> int | None:
+        """The seeds a recipe at most: `max_seeds`, else with a budget the rule's default."""
+        if self.max_seeds is None and self.budget_s:
+            return sequential.DEFAULT_MAX_SEEDS
+        return self.max_seeds
+
+    def design(self) -> sequential.Design | None:
+        """The sequential study's plan (its first look at `seeds`, its cap), or None."""
+        return None if self.cap is None else sequential.Design(len(self.seeds), self.cap)
+
+    def seed_order(self) -> tuple[int, ...]:
+        """The seeds in the order the looks take them: `seeds`, then the integers above them,
+        up to `max_seeds` in all."""
+        top, more = max(self.seeds), max((self.cap or 0) - len(self.seeds), 0)
+        return (*self.seeds, *range(top + 1, top + 1 + more))
 
 
 def default_modes(device: str) -> tuple[str, ...]:
@@ -137,10 +177,11 @@ def _failed_row(mode: str, seed: int, status: str, error: str, script: str, devi
 
 
 def one_run(
-    job: Folder, cfg: RecipesConfig, mode: str, seed: int, runner: Runner
+    job: Folder, cfg: RecipesConfig, mode: str, seed: int, runner: Runner, side_by_side: int = 1
 ) -> tuple[dict, dict | None]:
-    """Run the script under `mode` at `seed`: its row (the probe's, or one that says what went
-    wrong) and its samples record."""
+    """Run the script under `mode` at `seed`, with `side_by_side` runs at once (itself
+    included): its row (the probe's, or one that says what went wrong) and its samples
+    record."""
     # The script's name for a row that has no model of its own: its .py file, else the program.
     script = next((Path(a).stem for a in cfg.script if a.endswith(".py")), Path(cfg.script[0]).name)
     reason = recipe.unsupported_reason(mode)
@@ -149,9 +190,11 @@ def one_run(
     name = f"{mode}_seed{seed}"
     out = job.path / RUNS / name
     environ = child_environ(mode, seed, out)
+    started_at = time.time()
     start = time.perf_counter()
     code, output = runner(list(cfg.script), environ, job.path / RUNS / f"{name}.log", cfg.timeout_s)
     elapsed = time.perf_counter() - start
+    ended_at = time.time()
     rows = results.read_rows(out / results.ROWS)  # none where the script wrote none
     if code != 0:
         status = "timeout" if code is None else "failed"
@@ -173,7 +216,9 @@ def one_run(
                 f"apply {recipe.RECIPE}"
             )
             row.update(status="error", error=note, mode_seen=row.get("mode"), mode=mode)
-    row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seeds.index(seed))
+    row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seed_order().index(seed))
+    row.update(ran="alone" if side_by_side == 1 else "packed", side_by_side=side_by_side,
+               started_at_s=started_at, ended_at_s=ended_at)  # fmt: skip
     row["case_id"] = f"{row['model']}_{mode}_seed{seed}"
     samples = results.read_rows(out / results.SAMPLES)  # none where the script wrote none
     record = {**samples[-1], "case_id": row["case_id"]} if samples else None
@@ -216,15 +261,102 @@ def run(
         suffix=suffix,
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
-        for k, seed in enumerate(cfg.seeds):
+        started = clock()
+        alone, rest = cfg.seeds[: cfg.timed_seeds], cfg.seeds[cfg.timed_seeds :]
+        for k, seed in enumerate(alone):
             for mode in order(cfg.modes, k):
-                log(f"round {k + 1}/{len(cfg.seeds)}: {mode}, seed {seed}")
-                row, record = one_run(job, cfg, mode, seed, runner)
-                results.append_jsonl(job.path / results.ROWS, row)
-                if record is not None:
-                    results.append_jsonl(job.path / results.SAMPLES, record)
-                if row["status"] != "ok":
-                    log(f"{mode}, seed {seed}: {row['status']}: {_one_line(row)}")
+                log(f"round {k + 1}/{len(cfg.seeds)}: {mode}, seed {seed}, alone")
+                _keep(job, *one_run(job, cfg, mode, seed, runner))
+        todo = [(m, s) for k, s in enumerate(rest, len(alone)) for m in order(cfg.modes, k)]
+        run_packed(job, cfg, todo, runner)
+        if cfg.design() is not None:
+            _looks(job, cfg, runner, started)
         job.settings.update(_grid(results.read_rows(job.path / results.ROWS)))
         job.finish()
     return job.path
+
+
+def _keep(job: Folder, row: dict, record: dict | None) -> None:
+    results.append_jsonl(job.path / results.ROWS, row)
+    if record is not None:
+        results.append_jsonl(job.path / results.SAMPLES, record)
+    if row["status"] != "ok":
+        log(f"{row['mode']}, seed {row['seed']}: {row['status']}: {_one_line(row)}")
+
+
+def workers_for(job: Folder, cfg: RecipesConfig, runs: int) -> tuple[int, str]:
+    """How many of `runs` run side by side, and why: sized by the largest peak of the runs so
+    far (the probe's allocated peak; the context and the allocator's cache are in
+    `packing.CONTEXT_GIB` and its memory share)."""
+    rows = pd.DataFrame(results.read_rows(job.path / results.ROWS))
+    ok = rows[rows["status"] == "ok"] if len(rows) else rows
+    peaks = pd.to_numeric(ok.get("peak_alloc_gib", pd.Series()), errors="coerce").dropna()
+    peak = float(peaks.max()) if len(peaks) else None
+    return packing.side_by_side(cfg.workers, cfg.device, peak, runs)
+
+
+def run_packed(
+    job: Folder, cfg: RecipesConfig, todo: list[tuple[str, int]], runner: Runner
+) -> None:
+    """Run `todo` ((recipe, seed) pairs), side by side as `workers_for` says; with one at a
+    time, in order, each a run alone."""
+    if not todo:
+        return
+    workers, why = workers_for(job, cfg, len(todo))
+    log(f"{len(todo)} runs, {workers} at a time ({why})")
+    if workers == 1:
+        for mode, seed in todo:
+            _keep(job, *one_run(job, cfg, mode, seed, runner))
+        return
+    # Threads, not processes: each waits on its own script's process.
+    with ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(one_run, job, cfg, m, s, runner, workers) for m, s in todo]
+        for future in as_completed(futures):
+            row, record = future.result()
+            log(f"{row['mode']}, seed {row['seed']}: {row['status']} (packed)")
+            _keep(job, row, record)
+
+
+def judge_looks(
+    run_dir: Path, cfg: RecipesConfig, taken: list[int]
+) -> dict[str, sequential.Judged]:
+    """Each recipe's verdict over the looks taken (`bench.ownloop.looks.over_looks`)."""
+    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    summary, metric, _ = looks.summary(run_dir, rows, cfg.metric)
+    if metric is None:
+        return {}
+    return looks.over_looks(summary, cfg.modes, cfg.design(), taken, cfg.seed_order())
+
+
+def _look_s(job: Folder, cfg: RecipesConfig, runs: int) -> float:
+    """A look's time, about: its runs `workers` at a time, each as long as the longest so far."""
+    elapsed = [float(r.get("elapsed_s", 0)) for r in results.read_rows(job.path / results.ROWS)]
+    workers, _ = workers_for(job, cfg, runs)
+    return math.ceil(runs / workers) * max(elapsed, default=0.0)
+
+
+def _looks(job: Folder, cfg: RecipesConfig, runner: Runner, started: float) -> None:
+    """Look after look: judge, then add seeds (packed) to fp32 and the undecided recipes until
+    each is decided, the cap, or the budget. Records the looks taken and why they ended."""
+    design, seeds = cfg.design(), cfg.seed_order()
+    taken = [design.first]
+    while True:
+        job.info.update(looks=taken, design=design.record(), seed_order=list(seeds))
+        job.save()
+        todo = sequential.undecided(judge_looks(job.path, cfg, taken))
+        n = design.next_look(taken[-1])
+        if not todo or n is None:
+            job.info["looks_ended"] = "every recipe decided" if not todo else "the cap"
+            break
+        runs = [(m, s) for s in seeds[taken[-1] : n] for m in (catalog.reference(), *todo)
+                if m in cfg.modes]  # fmt: skip
+        left = cfg.budget_s - (clock() - started)
+        if cfg.budget_s and _look_s(job, cfg, len(runs)) > left:
+            job.info["looks_ended"] = "the budget"
+            job.info["undecided"] = todo
+            break
+        log(f"look at {n} seeds: {', '.join(dict.fromkeys(m for m, _ in runs))}")
+        run_packed(job, cfg, runs, runner)
+        taken.append(n)
+    log(f"looks at {', '.join(map(str, taken))} seeds: ended by {job.info['looks_ended']}")
+    job.save()

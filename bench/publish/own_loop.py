@@ -12,55 +12,31 @@ from its rows, samples and each run's probe files alone (no torch).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from bench.ownloop import looks
 from bench.publish.tables import markdown
 from bench.recipes import catalog
 from bench.store import results
-from bench.verdicts import driver, training
+from bench.verdicts import driver, sequential, training
 from bench.verdicts.defaults import MIN_ROUNDS
 
 RECIPES_MD = "recipes.md"
-METRICS = ("val_loss", "eval_loss", "loss")
-"""The metrics the training judge reads when none is named, the first that every run logged."""
 
 
-def _metrics(run_dir: Path, row: pd.Series) -> pd.DataFrame:
-    path = run_dir / str(row.get("run", "")) / "metrics.jsonl"
-    if not isinstance(row.get("run"), str) or not path.is_file():
-        return pd.DataFrame(columns=["step", "name", "value"])
-    return pd.DataFrame(
-        [json.loads(line) for line in path.read_text().splitlines() if line.strip()],
-        columns=["step", "name", "value"],
-    )
-
-
-def choose_metric(logged: list[pd.DataFrame], asked: str | None) -> tuple[str | None, str]:
-    """(the metric, or None, and why)."""
-    if not logged:
-        return None, "no run finished"
-    names = [set(m["name"]) for m in logged]
-    if asked is not None:
-        missing = sum(asked not in n for n in names)
-        if missing:
-            return None, f"{missing} of {len(names)} runs did not log {asked!r}"
-        return asked, f"`{asked}`, as asked"
-    common = set.intersection(*names)
-    for name in METRICS:
-        if name in common:
-            return name, f"`{name}`, the first of {', '.join(METRICS)} every run logged"
-    return None, f"the runs did not all log any of {', '.join(METRICS)}"
+def alone(rows: pd.DataFrame) -> pd.DataFrame:
+    """The runs timed alone: the only ones whose step times are the recipe's (a folder from
+    before packing ran every run alone)."""
+    return rows[rows["ran"] != "packed"] if "ran" in rows else rows
 
 
 def speed(rows: pd.DataFrame, samples: dict, reference: str) -> dict[str, dict]:
     """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`), from
     each finished run's timed step times."""
-    ok = rows[rows["status"] == "ok"]
+    ok = alone(rows[rows["status"] == "ok"])
     runs = {mode: [] for mode in rows["mode"].unique()}
     for mode, cid in zip(ok["mode"], ok["case_id"], strict=True):
         runs[mode].append(samples.get(cid, {}).get("total") or [])
@@ -71,31 +47,20 @@ def judge_training(
     run_dir: Path, rows: pd.DataFrame, asked: str | None
 ) -> tuple[dict[str, training.Verdict], pd.DataFrame, str | None, str]:
     """mode -> the training verdict, the per-run summary, the metric and why it was chosen."""
-    done = rows[rows["status"].isin(["ok", "nonfinite"])]
-    logged = {cid: _metrics(run_dir, r) for cid, r in done.set_index("case_id").iterrows()}
-    metric, why = choose_metric(list(logged.values()), asked)
+    summary, metric, why = looks.summary(run_dir, rows, asked)
     if metric is None:
         none = training.Verdict(training.NOT_KNOWN, why)
-        return {m: none for m in rows["mode"].unique()}, pd.DataFrame(), None, why
-    curves, runs = [], []
-    for cid, m in logged.items():
-        r = done.set_index("case_id").loc[cid]
-        values = m[m["name"] == metric].sort_values("step")
-        bad = values[~np.isfinite(values["value"].astype(float))]
-        runs.append(
-            {"mode": r["mode"], "seed": int(r["seed"]), "steps": int(r.get("probe_steps", 0) or 0),
-             "status": "diverged" if len(bad) else "ok",
-             "diverged_at_step": int(bad["step"].iloc[0]) if len(bad) else -1}
-        )  # fmt: skip
-        for _, v in values.iterrows():
-            curves.append(
-                {"mode": r["mode"], "seed": int(r["seed"]), "step": int(v["step"]),
-                 "heldout_loss": float(v["value"]), "heldout_accuracy": math.nan}
-            )  # fmt: skip
-    summary = training.per_run(pd.DataFrame(curves), pd.DataFrame(runs))
+        return {m: none for m in rows["mode"].unique()}, summary, None, why
     verdicts = {
         m: training.trains_like_fp32(summary, m, synthetic=False) for m in rows["mode"].unique()
     }
+    info = results.read_env(run_dir)
+    if info.get("looks"):  # a sequential study: each verdict at the look that decided it
+        design = sequential.Design(**info["design"])
+        judged = looks.over_looks(
+            summary, list(verdicts), design, info["looks"], info["seed_order"]
+        )
+        verdicts.update({m: j.verdict for m, j in judged.items()})
     return verdicts, summary, metric, why
 
 
@@ -144,6 +109,37 @@ def training_notes(summary: pd.DataFrame, verdicts: dict[str, training.Verdict])
     return notes
 
 
+def packing_notes(rows: pd.DataFrame) -> list[str]:
+    """Which runs gave which figure: step times from the runs alone, training from all."""
+    if "ran" not in rows or not (rows["ran"] == "packed").any():
+        return ["Every run ran alone: speed, `step ms` and `MFU %` are from all of them."]
+    seeds = {k: sorted(set(g["seed"].astype(int))) for k, g in rows.groupby("ran")}
+    packed = rows[rows["ran"] == "packed"]
+    return [
+        f"Speed, `step ms` and `MFU %` are from the runs timed alone (`runs alone`: seed "
+        f"{', '.join(map(str, seeds.get('alone', [])))}); the other runs (seed "
+        f"{', '.join(map(str, seeds['packed']))}) ran {int(packed['side_by_side'].max())} side by "
+        "side, and give the training verdicts only, with the runs alone (`ran` in rows.jsonl)."
+    ]
+
+
+def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
+    """A sequential study's looks, why they ended, and the seeds an undecided recipe needs."""
+    if not info.get("looks"):
+        return []
+    d = info["design"]
+    notes = [
+        f"Seeds in looks at {', '.join(map(str, info['looks']))} seeds a recipe (cap "
+        f"{d['max_seeds']}), ended by {info.get('looks_ended', 'an interruption')}: each "
+        f"training verdict at the look that decided it, its level spent over the looks "
+        f"({d['spending']}), so the {d['alpha']:.0%} error rate holds over all of them."
+    ]
+    for mode, v in verdicts.items():
+        if v.verdict == training.NOT_KNOWN and v.needed:
+            notes.append(f"{mode}: undecided; it would need {v.needed} seeds a side.")
+    return notes
+
+
 def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
     """Where a recipe's best values average other seeds than the reference's (a run failed)."""
     if summary.empty:
@@ -170,6 +166,8 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
     out = []
     for mode, g in rows.groupby("mode", sort=False):
         ok = g[g["status"] == "ok"]
+        timed = alone(ok)
+        step_ms = timed["total_ms"].median() if "total_ms" in ok and len(timed) else math.nan
         ratio, span, word = _speed_cells(fast[mode])
         best = summary[summary["mode"] == mode]["best_loss"] if len(summary) else pd.Series()
         v = verdicts[mode]
@@ -180,12 +178,13 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
             {
                 "recipe": mode,
                 "runs ok": f"{len(ok)} of {len(g)}",
-                "step ms": ok["total_ms"].median() if "total_ms" in ok and len(ok) else math.nan,
+                "runs alone": len(timed),
+                "step ms": step_ms,
                 f"× {reference}": ratio,
                 "interval": span,
                 "speed": word,
                 "peak GiB": ok["peak_alloc_gib"].max() if "peak_alloc_gib" in ok else math.nan,
-                "MFU %": ok["mfu_pct"].median() if "mfu_pct" in ok else math.nan,
+                "MFU %": timed["mfu_pct"].median() if "mfu_pct" in ok else math.nan,
                 "skipped steps": ok["skipped_steps"].sum() if "skipped_steps" in ok else math.nan,
                 f"best {metric or 'metric'}": best.mean() if len(best) else math.nan,
                 "training": training_cell,
@@ -203,6 +202,8 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         f"Training: each recipe against {training.REFERENCE} over the seeds on {why}."
         if metric is not None
         else f"Training: not judged: {why}.",
+        *packing_notes(rows),
+        *looks_notes(results.read_env(run_dir), verdicts),
         *training_notes(summary, verdicts),
         *_seed_notes(summary, reference),
     ]
@@ -228,8 +229,9 @@ def render(run_dir: Path) -> str:
     lines = [
         f"# Recipes for `{' '.join(cfg.get('script', []))}`",
         "",
-        f"Each recipe ran once per seed ({', '.join(map(str, cfg.get('seeds', [])))}), in "
-        f"interleaved rounds, on {env.get('gpu') or env.get('device')}.",
+        f"Each recipe ran once per seed ({', '.join(map(str, sorted(set(rows['seed']))))}), "
+        f"the first {cfg.get('timed_seeds', len(rows))} alone in interleaved rounds, on "
+        f"{env.get('gpu') or env.get('device')}.",
         "",
         markdown(df),
         "",

@@ -1,0 +1,94 @@
+"""The training side of the `recipes` driver's runs, read back from its folder: the metric each
+run logged (`metrics.jsonl` in its run folder), the per-run summary the training judge reads
+(`bench.verdicts.training.per_run`: each run's best value), and the verdicts, at one look or,
+in a sequential study (`--max-seeds`), over its looks (`bench.verdicts.sequential`). The
+driver's looks (`bench.jobs.recipes`) and the recipe table (`bench.publish.own_loop`) both read
+them here, so the table states what the looks decided.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench.verdicts import sequential, training
+
+METRICS = ("val_loss", "eval_loss", "loss")
+"""The metrics the training judge reads when none is named, the first that every run logged."""
+
+
+def _metrics(run_dir: Path, row: pd.Series) -> pd.DataFrame:
+    path = run_dir / str(row.get("run", "")) / "metrics.jsonl"
+    if not isinstance(row.get("run"), str) or not path.is_file():
+        return pd.DataFrame(columns=["step", "name", "value"])
+    return pd.DataFrame(
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()],
+        columns=["step", "name", "value"],
+    )
+
+
+def choose_metric(logged: list[pd.DataFrame], asked: str | None) -> tuple[str | None, str]:
+    """(the metric, or None, and why)."""
+    if not logged:
+        return None, "no run finished"
+    names = [set(m["name"]) for m in logged]
+    if asked is not None:
+        missing = sum(asked not in n for n in names)
+        if missing:
+            return None, f"{missing} of {len(names)} runs did not log {asked!r}"
+        return asked, f"`{asked}`, as asked"
+    common = set.intersection(*names)
+    for name in METRICS:
+        if name in common:
+            return name, f"`{name}`, the first of {', '.join(METRICS)} every run logged"
+    return None, f"the runs did not all log any of {', '.join(METRICS)}"
+
+
+def summary(
+    run_dir: Path, rows: pd.DataFrame, asked: str | None
+) -> tuple[pd.DataFrame, str | None, str]:
+    """The per-run summary of the finished runs (empty where no metric can be judged), the
+    metric and why it was chosen."""
+    done = rows[rows["status"].isin(["ok", "nonfinite"])]
+    logged = {cid: _metrics(run_dir, r) for cid, r in done.set_index("case_id").iterrows()}
+    metric, why = choose_metric(list(logged.values()), asked)
+    if metric is None:
+        return pd.DataFrame(), None, why
+    curves, runs = [], []
+    for cid, m in logged.items():
+        r = done.set_index("case_id").loc[cid]
+        values = m[m["name"] == metric].sort_values("step")
+        bad = values[~np.isfinite(values["value"].astype(float))]
+        runs.append(
+            {"mode": r["mode"], "seed": int(r["seed"]), "steps": int(r.get("probe_steps", 0) or 0),
+             "status": "diverged" if len(bad) else "ok",
+             "diverged_at_step": int(bad["step"].iloc[0]) if len(bad) else -1}
+        )  # fmt: skip
+        for _, v in values.iterrows():
+            curves.append(
+                {"mode": r["mode"], "seed": int(r["seed"]), "step": int(v["step"]),
+                 "heldout_loss": float(v["value"]), "heldout_accuracy": math.nan}
+            )  # fmt: skip
+    return training.per_run(pd.DataFrame(curves), pd.DataFrame(runs)), metric, why
+
+
+def over_looks(
+    summary_: pd.DataFrame,
+    modes: Sequence[str],
+    design: sequential.Design,
+    looks: Sequence[int],
+    order: Sequence[int],
+) -> dict[str, sequential.Judged]:
+    """Each recipe's verdict over the `looks` taken (the reference, and recipes without a
+    finished run, left out)."""
+    present = set(summary_["mode"]) if len(summary_) else set()
+    return {
+        m: sequential.judge(summary_, m, design, looks, order, synthetic=False)
+        for m in modes
+        if m != training.REFERENCE and m in present
+    }
