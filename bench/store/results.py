@@ -31,7 +31,7 @@ import pandas as pd
 from bench.cases.sizes import Sizes
 from bench.faults import UsageError
 from bench.recipes import catalog
-from bench.store import schema
+from bench.store import older, schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
 NUMERICS_DIR = "numerics"
@@ -331,33 +331,6 @@ def _with_clean_peaks(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _with_ranks(df: pd.DataFrame) -> pd.DataFrame:
-    """The columns of a run of several ranks, for rows of one-process folders that predate
-    them: one rank, the global batch is the batch, all throughput is one GPU's."""
-    if "world_size" not in df:
-        df["world_size"] = 1
-    df["world_size"] = df["world_size"].fillna(1).astype(int)
-    if "global_batch_size" not in df:
-        df["global_batch_size"] = df["batch_size"]
-    df["global_batch_size"] = df["global_batch_size"].fillna(df["batch_size"])
-    if "samples_per_s_per_gpu" not in df:
-        df["samples_per_s_per_gpu"] = df.get("samples_per_s", math.nan)
-    return _with_nodes(df)
-
-
-def _with_nodes(df: pd.DataFrame) -> pd.DataFrame:
-    """`nodes` and `node_rank` for rows that predate them (and for one-process rows, which have
-    no `nodes`): as many nodes as the row's `hosts`, one without them; node rank 0 where there
-    is one node, unknown otherwise."""
-    hosts = df["hosts"] if "hosts" in df else pd.Series(math.nan, index=df.index)
-    counted = hosts.map(lambda h: len(str(h).split(",")) if isinstance(h, str) and h else 1)
-    nodes = df["nodes"] if "nodes" in df else pd.Series(math.nan, index=df.index)
-    df["nodes"] = nodes.fillna(counted).astype(int)
-    node_rank = df["node_rank"] if "node_rank" in df else pd.Series(math.nan, index=df.index)
-    df["node_rank"] = node_rank.where(node_rank.notna() | (df["nodes"] != 1), 0)
-    return df
-
-
 def _with_scaling(df: pd.DataFrame) -> pd.DataFrame:
     """scaling_efficiency = a distributed row's samples/s per GPU over that of the same case
     with `parallel=none` (every other axis equal) in the same run: 1 is perfect weak scaling.
@@ -387,7 +360,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     for name, default in _axis_defaults().items():
         if name not in df.columns:
             df[name] = default
-    df = _with_ranks(df)
+    df = older.with_rank_columns(df)
     for col in METRIC_COLUMNS:
         if col not in df.columns:
             df[col] = math.nan
