@@ -13,6 +13,7 @@ from bench.faults import UsageError
 from bench.numerics.measure import tables as study_tables
 from bench.publish import findings, readme, report, summary, summary_studies
 from bench.store import paths, results
+from bench.verdicts import timing
 from tests.stored import small_grid, timing_row, write_run
 
 # ---- the README itself: read, never rendered (rendering reads results/) --------------------
@@ -279,10 +280,10 @@ SUMMARY = [
     "- **GradScaler: needed with float16** (on this synthetic task). Without it training "
     "diverged at batch 1024 (steps 700 and 900, 2 of 2 seeds). A float32 `param.grad` does not "
     "help: the gradients are rounded to float16 before that cast.",
-    # The run timed each case once: a cost of a few percent is not told from the drift between
-    # two cases timed seconds apart (`scaler_cost_reason`).
-    "- **What GradScaler costs.** Not measured: each case was timed once (`--rounds 1`), not "
-    "interleaved.",
+    # Rows that do not count GradScaler's skipped steps: such steps may be among their samples,
+    # and they decide a p10 (`scaler_cost`).
+    "- **What GradScaler costs.** Not known: timed before GradScaler's skipped steps were "
+    "counted and left out.",
     "- **What bf16 gives up.** bf16 autocast ends its synthetic-task training at 0.100 "
     "against 0.100 at batch 1024; its gradients are 8.00× further from fp32's than scaled fp16's "
     "(median relative error 0.00800 against 0.00100): it keeps float32's range with 3 fewer "
@@ -343,26 +344,33 @@ def test_a_summary_without_a_study_keeps_only_the_timing_lines(answered):
 
 
 SCALER_COST = (
-    "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 8 and 10.0% at 32 "
+    "- **What GradScaler costs.** It changes the fp16 step by +10.0% at batch 8 and +10.0% at 32 "
     "(22.0 against 20.0 ms at 32; eager, fused Adam); bf16 autocast needs no scaler and takes "
     "16.0 ms there."
 )
 
 
-def test_the_scaler_cost_is_printed_only_from_interleaved_rounds_outside_the_noise(answered):
+def test_the_scaler_cost_is_said_only_on_training_steps_outside_the_noise(answered):
     run = answered / "results" / "run1"
     rows, env = results.load(run), results.read_env(run)
     ok = summary.passing(rows, "fused")
-    # The old rule printed SCALER_COST from these rows of a run of one round.
-    assert summary.scaler_cost_line(ok, "fused", env).endswith("(`--rounds 1`), not interleaved.")
+    # Rows that do not count the skipped steps decide nothing.
+    assert summary.scaler_cost_line(ok, "fused", env).startswith(
+        "- **What GradScaler costs.** Not known: timed before GradScaler's skipped steps were"
+    )
+    counted = ok.assign(skipped_steps=0)
+    # One run: 10% apart, beyond what two runs of one grid differ by, and their spans apart.
+    assert summary.scaler_cost_line(counted, "fused", env) == SCALER_COST
     interleaved = {**env, "config": {**env["config"], "rounds": 3}}
-    assert summary.scaler_cost_line(ok.assign(rounds=3), "fused", interleaved) == SCALER_COST
+    assert summary.scaler_cost_line(counted.assign(rounds=3), "fused", interleaved) == SCALER_COST
     # fp16-amp's p10-p90 reaching into fp16-amp-noscale's at batch 8: no sign there.
-    wide = ok.assign(rounds=3, total_ms_p10=ok["total_ms"] * 0.85, total_ms_p90=ok["total_ms"])
+    wide = counted.assign(
+        rounds=3, total_ms_p10=counted["total_ms"] * 0.85, total_ms_p90=counted["total_ms"]
+    )
     wide.loc[wide["batch_size"] == 32, ["total_ms_p10", "total_ms_p90"]] = float("nan")
     line = summary.scaler_cost_line(wide, "fused", interleaved)
     assert line.startswith(
-        "- **What GradScaler costs.** It lengthens the fp16 step by 10.0% at batch 32 (22.0 "
+        "- **What GradScaler costs.** It changes the fp16 step by +10.0% at batch 32 (22.0 "
         "against 20.0 ms at 32; eager, fused Adam); at 8 the two are within noise;"
     )
     everywhere = wide.assign(total_ms_p10=wide["total_ms"] * 0.85, total_ms_p90=wide["total_ms"])
@@ -370,6 +378,24 @@ def test_the_scaler_cost_is_printed_only_from_interleaved_rounds_outside_the_noi
         "- **What GradScaler costs.** Within noise at batch 8 and 32 (eager, fused Adam: the "
         "p10–p90 of the two overlap); bf16 autocast needs no scaler and takes 16.0 ms there."
     )
+
+
+def test_one_run_says_no_sign_inside_what_two_runs_differ_by():
+    def row(ms: float, p10: float | None = None, p90: float | None = None) -> pd.Series:
+        return pd.Series(
+            {"skipped_steps": 0, "total_ms": ms, "total_ms_p10": p10, "total_ms_p90": p90}
+        )
+
+    once = timing.scaler_cost(row(10.2), row(10.0), interleaved=False)
+    assert once.verdict == timing.NOT_KNOWN and "what two runs of one grid differ by" in once.why
+    assert timing.scaler_cost(row(10.2), row(10.0), interleaved=True).verdict == timing.SLOWER
+    lo, hi = timing.RUN_RATIO_SPAN
+    beyond = timing.scaler_cost(row(10.0 * hi * 1.01), row(10.0), interleaved=False)
+    assert beyond.verdict == timing.SLOWER and beyond.ratio > hi
+    below = timing.scaler_cost(row(10.0 * lo * 0.99), row(10.0), interleaved=False)
+    assert below.verdict == timing.FASTER
+    tied = timing.scaler_cost(row(11.0, 9.5, 12.0), row(10.0, 9.0, 11.0), interleaved=True)
+    assert tied.verdict == timing.TIED and (tied.lo, tied.hi) == (9.5 / 11.0, 12.0 / 9.0)
 
 
 def test_recipes_two_ms_apart_inside_each_others_noise_are_tied_not_ranked():

@@ -161,3 +161,35 @@ def test_an_old_ok_float8_row_that_converted_nothing_becomes_unsupported():
         "fc1": "kept: too small for rowwise (in 1024 ≤ 1024)",
         "head": "kept: the output head",
     }
+
+
+def test_the_report_tables_gradscalers_cost_case_by_case():
+    from bench.publish import scaler_cost
+    from bench.store import results
+
+    def row(mode: str, bs: int, ms: float, p10: float, p90: float) -> dict:
+        axes = {a: None for a in results.axes()}
+        return axes | {
+            "mode": mode, "batch_size": bs, "optimizer": "fused", "variant": "eager",
+            "status": "ok", "total_ms": ms, "total_ms_p10": p10, "total_ms_p90": p90,
+            "skipped_steps": 0,
+        }  # fmt: skip
+
+    df = pd.DataFrame(
+        [
+            row("fp16-amp", 256, 9.0, 8.8, 9.3),  # 20% over, spans apart: slower
+            row("fp16-amp-noscale", 256, 7.5, 7.4, 7.7),
+            row("fp16-amp", 4096, 15.1, 14.0, 16.0),  # spans overlap: tied
+            row("fp16-amp-noscale", 4096, 15.0, 14.5, 15.5),
+            row("bf16-amp", 256, 7.0, 6.9, 7.1),  # no pair: no row
+        ]
+    )
+    env = {"kind": "timing", "config": {"rounds": 1}}
+    table = scaler_cost.table(df, env)
+    assert list(table["batch"]) == [256, 4096]
+    assert list(table["verdict"]) == ["slower", "tied within noise"]
+    assert table.loc[0, "with / without"] == pytest.approx(1.2)
+    (heading, _, legend, _, body, _) = scaler_cost.section(df, env)
+    assert f"{timing.RUN_RATIO_SPAN[1]:.4g}" in legend
+    assert heading == "## What GradScaler costs" and "slower" in body
+    assert scaler_cost.section(df[df["mode"] != "fp16-amp"], env) == []

@@ -17,7 +17,16 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import by_reason
-from bench.publish import columns, findings, method, plots, ranks, tables, variants
+from bench.publish import (
+    columns,
+    findings,
+    method,
+    plots,
+    ranks,
+    scaler_cost,
+    tables,
+    variants,
+)
 from bench.store import errors as error_files
 from bench.store import results
 from bench.verdicts import timing
@@ -205,6 +214,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     lead = columns.shown_axes(df)
     out += _opening(df, env, figures)
     out += _time_section(df, lead)
+    out += scaler_cost.section(df, env)
     out += ranks.section(df)
     out += variants.section(df)
     out += _floor_section(df, lead, figures)

@@ -7,8 +7,8 @@ GradScaler costs, what bf16 gives up, the fastest recipe per batch regime with w
 convergence, the fastest recipe that trains like fp32, and memory. Every figure is a cell of the
 rows or the tables; a line whose data the folders lack is left out, never guessed. A claim the
 rows cannot carry is not made (`bench.verdicts.timing`): recipes inside each other's noise are
-tied, not ranked; GradScaler's cost comes only from a run that interleaved the two fp16 modes in
-one process, else the line says why not.
+tied, not ranked; GradScaler's cost comes only where the two fp16 modes' training steps set them
+apart (`bench.verdicts.timing.scaler_cost`), else the line says why not.
 
 The lines from the timing run are here; those from the numerics studies, and how each study is
 chosen, are `bench.publish.summary_studies`. The modes a line names are the mode table's
@@ -98,9 +98,8 @@ def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
 
 def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
     """fp16 with GradScaler against fp16 without (`bench.recipes.catalog.fp16_pair`), eager, per
-    batch size, and the headline mode (bf16 autocast); only from a run that timed them
-    interleaved in one process, each batch size's sign only outside the noise
-    (`bench.verdicts.timing.scaler_cost_reason`, `overlap`). Else why not, in one clause."""
+    batch size, and the headline mode (bf16 autocast): each batch size's sign where
+    `bench.verdicts.timing.scaler_cost` decides it. Else why not, in one clause."""
     scaled_mode, bare_mode = catalog.fp16_pair()
     head = catalog.headline()
     pairs = []
@@ -112,18 +111,22 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
         return None
     lead = "- **What GradScaler costs.**"
     why = timing.scaler_cost_reason(env, pd.DataFrame([r for _, *two in pairs for r in two]))
-    if why is not None:
+    if why is not None and env.get("kind") not in (None, "timing"):
         return f"{lead} Not measured: {why}."
-    cost = [(bs, a, b) for bs, a, b in pairs if not timing.overlap(a, b)]
-    noise = [bs for bs, a, b in pairs if timing.overlap(a, b)]
+    judged = [(bs, a, b, timing.scaler_cost(a, b, interleaved=why is None)) for bs, a, b in pairs]
+    cost = [(bs, a, b) for bs, a, b, c in judged if c.verdict in (timing.SLOWER, timing.FASTER)]
+    noise = [bs for bs, _, _, c in judged if c.verdict == timing.TIED]
+    unknown = [(bs, c.why) for bs, _, _, c in judged if c.verdict == timing.NOT_KNOWN]
+    if not cost and not noise:
+        return f"{lead} Not known: {unknown[-1][1]}."
     if cost:
         parts = [
-            f"{a['total_ms'] / b['total_ms'] - 1:.1%} at {'batch ' if i == 0 else ''}{bs}"
+            f"{a['total_ms'] / b['total_ms'] - 1:+.1%} at {'batch ' if i == 0 else ''}{bs}"
             for i, (bs, a, b) in enumerate(cost)
         ]
         bs, scaled, bare = cost[-1]
         line = (
-            f"{lead} It lengthens the fp16 step by {joined(parts)} ({figure(scaled['total_ms'])} "
+            f"{lead} It changes the fp16 step by {joined(parts)} ({figure(scaled['total_ms'])} "
             f"against {figure(bare['total_ms'])} ms at {bs}; eager, {optimizer} Adam)"
         )
         if noise:
@@ -134,6 +137,8 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
             f"{lead} Within noise at batch {batch_sizes(noise)} (eager, {optimizer} Adam: the "
             "p10–p90 of the two overlap)"
         )
+    if unknown:
+        line += f"; not known at {batch_sizes([b for b, _ in unknown])} ({unknown[-1][1]})"
     bf16 = _eager(ok, head, bs)
     if not math.isnan(bf16):
         line += f"; {catalog.label(head)} needs no scaler and takes {figure(bf16)} ms there"

@@ -6,11 +6,11 @@
   the fastest's is tied within noise with it (and, where the fastest is noisy, the runner-up at
   least), and each is named. A row without p10/p90 (a folder older than them) is read as median
   ± IQR/2, and the reason says so.
-- **GradScaler's cost** (`scaler_cost_reason`): fp16 with GradScaler against fp16 without is a
-  difference of a few percent, of the size of what moves between two processes, or between two
-  minutes of one shared machine. It is read only off rows that one process timed interleaved
-  (`run --rounds N`, N > 1: every case's windows spread over the whole run), and its sign only
-  where the two rows' intervals do not overlap (`overlap`).
+- **GradScaler's cost** (`scaler_cost`): fp16 with GradScaler against fp16 without, on training
+  steps alone (GradScaler's skipped steps left out). Its sign only where the two rows' intervals
+  do not overlap (`overlap`), and, in a run that did not interleave them (`run --rounds N`,
+  `scaler_cost_reason`), only where their ratio lies beyond what two runs of one grid differ by
+  (`RUN_RATIO_SPAN`).
 - **A float8 recipe that converts no Linear** (`float8_unsupported_reason`): its step would be
   its autocast mode's under a float8 name, and setting it against that mode would compare a mode
   with itself. It is `unsupported` whether a case is being planned (`bench.execution.variants`)
@@ -188,6 +188,56 @@ def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
     if rounds > 1 and by_row is not None and by_row.notna().all() and (by_row > 1).all():
         return None
     return "each case was timed once (`--rounds 1`), not interleaved"
+
+
+RUN_RATIO_SPAN = (0.9674, 1.024)
+"""What one case's step time in one run over its time in another run of the same grid spans,
+5th to 95th percentile over 156 cases on one H200 (results/sessions/default_vs_record.txt: the
+default grid at 062f3e4 and at e5180fb). Two cases that one run timed once each differ by at
+least this much before one run may say which is faster: inside it, the difference is of the
+size of what moves between two processes."""
+
+SLOWER, FASTER, TIED, NOT_KNOWN = "slower", "faster", "tied within noise", "not known"
+
+
+class Cost(NamedTuple):
+    """GradScaler's cost at one case: `verdict` on fp16 with it against fp16 without."""
+
+    verdict: str
+    ratio: float
+    """The medians' ratio, with over without (above 1: GradScaler lengthens the step)."""
+    lo: float
+    hi: float
+    """The ratio's span over the two rows' p10–p90: with's p10 over without's p90, with's p90
+    over without's p10."""
+    why: str
+
+
+def scaler_cost(scaled: pd.Series, bare: pd.Series, *, interleaved: bool) -> Cost:
+    """fp16 with GradScaler (`scaled`) against fp16 without (`bare`) at one case. `slower` or
+    `faster` where the two rows' p10–p90 do not overlap and either the run interleaved them in
+    rounds (`scaler_cost_reason` is None) or their ratio lies outside `RUN_RATIO_SPAN`; `tied
+    within noise` where the intervals overlap; `not known` otherwise, and for rows timed before
+    GradScaler's skipped steps were left out (no `skipped_steps`: such steps may be among their
+    samples, and they decide a p10), with why."""
+    ratio = _number(scaled, "total_ms") / _number(bare, "total_ms")
+    x, y = interval(scaled), interval(bare)
+    lo, hi = x.lo / y.hi, x.hi / y.lo
+    if any(math.isnan(_number(r, "skipped_steps")) for r in (scaled, bare)):
+        why = "timed before GradScaler's skipped steps were counted and left out"
+        return Cost(NOT_KNOWN, ratio, lo, hi, why)
+    if overlap(scaled, bare):
+        return Cost(TIED, ratio, lo, hi, f"their {x.spread} overlap")
+    low, high = RUN_RATIO_SPAN
+    if not interleaved and low <= ratio <= high:
+        why = f"one run, and within {low:.4g}–{high:.4g}, what two runs of one grid differ by"
+        return Cost(NOT_KNOWN, ratio, lo, hi, why)
+    why = (
+        "interleaved rounds, their p10–p90 apart"
+        if interleaved
+        else f"their p10–p90 apart, and beyond {low:.4g}–{high:.4g}, what two runs differ by"
+    )
+    return Cost(SLOWER if ratio > 1 else FASTER, ratio, lo, hi, why)
 
 
 # ---- float8 that converts no Linear -----------------------------------------------------
