@@ -120,6 +120,8 @@ def skipped_line(df: pd.DataFrame) -> list[str]:
     if scaled.empty:
         return []
     warm = scaled["scale_warmup_steps"]
+    low, high = int(warm.min()), int(warm.max())
+    span = f"{low}" if low == high else f"{low}–{high}"
     skipped = scaled["skipped_steps"]
     counted = (
         f"{int(skipped.sum())} timed steps in {int((skipped > 0).sum())} of {len(scaled)} "
@@ -132,7 +134,7 @@ def skipped_line(df: pd.DataFrame) -> list[str]:
         "GradScaler skips the optimizer's step after an overflow, so a skipped step is no "
         "training step. Each recipe that scales the loss ran untimed steps until "
         f"{adaptive.SETTLE_QUIET} in a row applied their update (at most {adaptive.SETTLE_CAP}): "
-        f"{int(warm.min())}–{int(warm.max())} steps here (`scale_warmup_steps`); {counted} "
+        f"{span} steps here (`scale_warmup_steps`); {counted} "
         '(docs/methodology.md, "Steps GradScaler skipped").',
         "",
     ]
