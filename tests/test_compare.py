@@ -478,3 +478,19 @@ def test_holms_correction_still_catches_a_five_percent_slowdown():
     for _ in range(5):
         _, family = _comparison_of_many_cases(rng, cases=32, rounds=7, slower=1.05)
         assert family == ["slower"] * 32, family
+
+
+def test_a_window_gradscaler_skipped_whole_is_no_round():
+    from bench.publish import sides
+
+    nan = float("nan")
+    rec = {
+        "samples_ms": {"total": [nan, nan, 2.0, 2.1, 2.2, 2.3]},
+        "repeats_ms": {"total": [[nan, nan], [2.0, 2.1], [2.2, 2.3]]},
+    }
+    unit, rounds = sides._run_rounds(rec, {})
+    assert unit == "windows" and [list(r) for r in rounds] == [[2.0, 2.1], [2.2, 2.3]]
+    # Passes of a `--rounds` run are grouped first, and a pass with no training step dropped.
+    unit, rounds = sides._run_rounds(rec | {"repeats_ms": {"total": [[nan], [nan], [2.0], [2.1]]}},
+                                     {"rounds": 2})  # fmt: skip
+    assert unit == "rounds" and [list(r) for r in rounds] == [[2.0, 2.1]]

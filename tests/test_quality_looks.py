@@ -103,6 +103,18 @@ def test_the_budget_stops_the_looks_and_resume_goes_on_at_the_same_commit(
     assert env["looks"] == [3, 4, 5] and "ended" in env
 
 
+@pytest.mark.parametrize(
+    ("seeds", "cap", "said"), [("0,1", "5", "fewer than 3"), ("0,1,2,3", "3", "below")]
+)
+def test_a_design_that_cannot_look_is_refused_before_any_folder(tmp_path, seeds, cap, said, capsys):
+    argv = ["quality", "--device", "cpu", "--results-dir", str(tmp_path), "--seeds", seeds,
+            "--max-seeds", cap]  # fmt: skip
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"--max-seeds {cap}" in line and said in line
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("value", ["15x", "-5m", "0", "soon"])
 def test_a_bad_budget_is_one_line_naming_it(tmp_path, value, capsys):
     argv = ["quality", "--device", "cpu", "--results-dir", str(tmp_path), f"--budget={value}"]

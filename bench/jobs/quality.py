@@ -243,8 +243,9 @@ def replicate(
 ) -> Iterator[Path]:
     """`--replicate`: the study, then the same study on its seeds moved by `REPLICA_OFFSET`
     (tagged `replica1` and `replica2`), each folder given as it ends (so its report can be
-    written before the second trains). UsageError, before either starts, where the seeds it
-    may reach are not below the offset."""
+    written before the second trains). A budget is the whole command's: each study has half of
+    it. UsageError, before either starts, where the seeds it may reach are not below the
+    offset."""
     if max(cfg.seed_order()) >= REPLICA_OFFSET:
         raise UsageError(
             f"--replicate: seeds reach {max(cfg.seed_order())}, not below {REPLICA_OFFSET}"
@@ -253,7 +254,7 @@ def replicate(
     for i, one in enumerate((cfg, second)):
         yield start(
             one, results_dir=results_dir, tag="-".join(filter(None, (tag, f"replica{i + 1}"))),
-            command=command, budget_s=budget_s,
+            command=command, budget_s=budget_s / 2,
         )  # fmt: skip
 
 

@@ -35,6 +35,8 @@ def extract(runs: list[Path]) -> pd.DataFrame:
             total = np.asarray(rec["samples_ms"]["total"], dtype=float)
             windows = max(1, len(total) // STEPS_PER_WINDOW)
             for w, part in enumerate(np.array_split(total, windows)):
+                if np.isnan(part).all():  # a window GradScaler skipped whole: no training step
+                    continue
                 rows.append(
                     {
                         "case_id": rec["case_id"],

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bench.faults import UsageError
+from bench.measure.stats import applied
 from bench.store import results
 from bench.verdicts import memory as memory_verdicts
 
@@ -102,17 +103,22 @@ def of_runs(runs: list[Path]) -> Side:
 
 
 def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
-    """A run's rounds of one case: its passes, else its windows, else its one window."""
+    """A run's rounds of one case: its passes, else its windows, else its one window. A window
+    GradScaler skipped whole (every sample NaN, `bench.measure.timing.SKIPPED`) holds no training
+    step: it is no round."""
     steps = np.asarray(rec["samples_ms"].get("total", []), dtype=float)
     windows = [np.asarray(w, dtype=float) for w in rec.get("repeats_ms", {}).get("total", [])]
     passes = row.get("rounds")
     passes = int(passes) if isinstance(passes, (int, float)) and passes == passes else 1
     if passes >= 2 and windows and len(windows) % passes == 0:
         per = len(windows) // passes
-        return "rounds", [np.concatenate(windows[i * per : (i + 1) * per]) for i in range(passes)]
-    if len(windows) >= 2:
-        return "windows", windows
-    return "windows", [steps]
+        unit = "rounds"
+        rounds = [np.concatenate(windows[i * per : (i + 1) * per]) for i in range(passes)]
+    elif len(windows) >= 2:
+        unit, rounds = "windows", windows
+    else:
+        unit, rounds = "windows", [steps]
+    return unit, [r for r in rounds if applied(r).size]
 
 
 def _memory(values: dict) -> dict:
@@ -143,7 +149,7 @@ def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:
             unit, rounds = _run_rounds(rec, row)
             if one_run:
                 case["unit"], case["rounds"] = unit, rounds
-            else:  # one round per run: all its steps
+            elif rounds:  # one round per run: all its training steps
                 case["unit"] = "runs"
                 case["rounds"].append(np.concatenate(rounds))
     columns = [*keys, "case_id", "status", "unit", "rounds"]
