@@ -114,8 +114,8 @@ def scaler_needed(
         top = deciding["kept_by_scaler"].max() if len(deciding) else float("nan")
         counted = "" if elements.endswith("not measured") else f"; {elements}"
         norm = (
-            f"; at most {top * 100:.4g}% of a gradient's norm flushed without it (step "
-            f"{int(worst['step'])}{counted})"
+            f"; it keeps at most {top * 100:.4g}% of a gradient's norm that float16 flushes "
+            f"without it (step {int(worst['step'])}{counted})"
             if len(deciding) and top <= FLUSHED_NORM_LIMIT
             else ""
         )
@@ -198,7 +198,8 @@ def numerics_scaler_needed(
         NOT_KNOWN,
         [],
         (
-            f"training without it did not diverge, and at most {where} (tensors of {MIN_ELEMENTS}+ "
-            f"elements), under the {FLUSHED_NORM_LIMIT:.0%} that decides"
+            f"training without it did not diverge, and where it keeps the most, {where} "
+            f"(tensors of {MIN_ELEMENTS}+ elements): under the {FLUSHED_NORM_LIMIT:.0%} that "
+            "decides"
         ),
     )
