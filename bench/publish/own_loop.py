@@ -221,6 +221,14 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
     return pd.DataFrame(out), notes
 
 
+def _which_alone(rows: pd.DataFrame, cfg: dict) -> str:
+    """How the runs ran, as the rows say: every one alone (one at a time, or a folder from
+    before packing), or the first seeds alone and the others side by side."""
+    if "ran" not in rows or (rows["ran"] != "packed").all():
+        return "each alone, in interleaved rounds"
+    return f"the first {cfg.get('timed_seeds')} alone in interleaved rounds, the others packed"
+
+
 def render(run_dir: Path) -> str:
     env = results.read_env(run_dir)
     cfg = env.get("config", {})
@@ -230,8 +238,7 @@ def render(run_dir: Path) -> str:
         f"# Recipes for `{' '.join(cfg.get('script', []))}`",
         "",
         f"Each recipe ran once per seed ({', '.join(map(str, sorted(set(rows['seed']))))}), "
-        f"the first {cfg.get('timed_seeds', len(rows))} alone in interleaved rounds, on "
-        f"{env.get('gpu') or env.get('device')}.",
+        f"{_which_alone(rows, cfg)}, on {env.get('gpu') or env.get('device')}.",
         "",
         markdown(df),
         "",

@@ -66,8 +66,8 @@ def speed(
         if verdict["too_few"]:
             verdict["why"] = (
                 f"{len(values[mode])} runs of {mode} and {len(values[reference])} of "
-                f"{reference}: the verdict needs {MIN_ROUNDS} of each (--seeds with "
-                f"{MIN_ROUNDS} seeds or more)"
+                f"{reference} timed alone: the verdict needs {MIN_ROUNDS} of each "
+                f"(--timed-seeds {MIN_ROUNDS}, with as many --seeds)"
             )
         out[mode] = verdict
     return out
