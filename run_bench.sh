@@ -17,6 +17,9 @@
 #   ./run_bench.sh quality [opts]       time to quality on real data: recipes against fp32 over
 #                                       seeds (docs/quality.md)
 #   ./run_bench.sh maxbatch [opts]      the largest batch each mode trains
+#   ./run_bench.sh sweep [opts] -- python train.py ARGS
+#                                       your own training script over recipes x seeds, judged
+#                                       (docs/own-loop.md; `recipes`, its old name, still runs it)
 #   ./run_bench.sh report RUN_DIR       re-render a folder's report.md (and its figures)
 #   ./run_bench.sh headline RUN_DIR     print a run's headline table
 #   ./run_bench.sh index                regenerate results/README.md from the run folders

@@ -8,10 +8,10 @@
 #                steps a side (with the probe, census off / without it), interleaved, and the
 #                census's own time: overhead.md, overhead.json (and the probed steps' folder).
 #   overhead-time-every-10/  the same with the probe timing one step in 10 (`time_every=10`).
-#   recipes/     `./run_bench.sh recipes` over fp32, fp16 with GradScaler and bf16 autocast, 3
+#   sweep/       `./run_bench.sh sweep` over fp32, fp16 with GradScaler and bf16 autocast, 3
 #                seeds, on examples/own_loop/hf_trainer.py (a small GPT-2 from its config, random
 #                weights, the Shakespeare text by characters; transformers' Trainer with the
-#                callback): the driver's folder with recipes.md and report.md. Where accelerate
+#                callback): the driver's folder with sweep.md and report.md. Where accelerate
 #                (which the Trainer needs) is not installed, on plain_loop.py instead, and the
 #                log says so.
 #   own_loop.log everything the commands printed.
@@ -43,5 +43,5 @@ if ! "$PY" -c 'import accelerate, transformers' 2>/dev/null; then
     echo "== accelerate or transformers is missing: the driver runs plain_loop.py instead" | tee -a "$log"
     script=(examples/own_loop/plain_loop.py --steps 300 --eval-every 100 --eval-batches 10)
 fi
-step timeout 300 ./run_bench.sh recipes --modes fp32,fp16-amp,bf16-amp --seeds 0,1,2 \
-    --timeout-s 90 --results-dir "$out/recipes" -- "$PY" "${script[@]}"
+step timeout 300 ./run_bench.sh sweep --modes fp32,fp16-amp,bf16-amp --seeds 0,1,2 \
+    --timeout-s 90 --results-dir "$out/sweep" -- "$PY" "${script[@]}"

@@ -22,8 +22,8 @@ from bench.jobs import plans
 from bench.recipes.catalog import OPTIMIZERS
 from bench.recipes.modes import MODES
 from bench.recipes.plan import Plan
-from bench.workloads import catalog as workload_catalog
-from bench.workloads.catalog import MLP as mlp_catalog
+from bench.workloads import cards
+from bench.workloads.cards import MLP as mlp_card
 from bench.workloads.mlp import PRESETS
 from tests.benchmarks import memory_gate
 
@@ -101,9 +101,7 @@ def suite_options(config: pytest.Config) -> dict[str, Any]:
             f"--ampbench-preset {out['preset']!r}: choose from {', '.join(PRESETS)}"
         )
     models = opt("--ampbench-models")
-    out["models"] = (
-        _names("--ampbench-models", models, workload_catalog.CARDS) if models is not None else None
-    )
+    out["models"] = _names("--ampbench-models", models, cards.CARDS) if models is not None else None
     modes = opt("--ampbench-modes")
     out["modes"] = _names("--ampbench-modes", modes, MODES) if modes is not None else None
     phases = opt("--ampbench-phases")
@@ -223,7 +221,7 @@ class _GroupIds:
 def tiny_case(**overrides: object) -> Case:
     """A CPU case of the MLP's tiny preset; any field can be overridden, and any of the MLP's
     sizes by its name (`input=2048`)."""
-    named = {k: overrides.pop(k) for k in list(overrides) if k in mlp_catalog.sizes}
+    named = {k: overrides.pop(k) for k in list(overrides) if k in mlp_card.sizes}
     sizes = Sizes.of({**PRESETS["tiny"].named(), **named})
     fields = dict(
         mode="fp32", optimizer="foreach", batch_size=8, sizes=sizes, device="cpu", warmup=1, steps=3

@@ -18,7 +18,7 @@ import pytest
 from bench.cli import main
 from bench.faults import Interrupted, UsageError
 from bench.jobs import ab, base
-from bench.verdicts import rounds as stats
+from bench.verdicts import rounds
 from tests.optional import not_a_checkout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,15 +33,15 @@ def test_the_rounds_alternate_in_blocks():
     assert ab.order(3) == ["A", "B", "B", "A", "A", "B"]
     assert ab.order(5) == [*"ABBAABBAAB"]
     # The cap leaves the stopping rule looks to make, none before the judge can call anything.
-    assert ab.DEFAULT_ROUNDS > ab.DEFAULT_MIN_ROUNDS >= stats.MIN_ROUNDS
+    assert ab.DEFAULT_ROUNDS > ab.DEFAULT_MIN_ROUNDS >= rounds.MIN_ROUNDS
 
 
-@pytest.mark.parametrize("rounds", [4, 5, 6])
-def test_a_machine_drifting_over_the_rounds_is_never_a_verdict(rounds):
+@pytest.mark.parametrize("processes", [4, 5, 6])
+def test_a_machine_drifting_over_the_rounds_is_never_a_verdict(processes):
     """The same code in every process while the machine slows down (or speeds up) steadily, by
     up to 10% a process, or steps to another speed halfway: the alternation spreads the drift
     over both sides, and no case is called faster or slower."""
-    sequence = ab.order(rounds)
+    sequence = ab.order(processes)
     drifts = {
         **{f"linear {d}": (lambda t, d=d: math.exp(d * t)) for d in (0.005, 0.02, 0.1, -0.05)},
         "step": lambda t: 1.0 if t < len(sequence) // 2 else 1.3,
@@ -49,7 +49,7 @@ def test_a_machine_drifting_over_the_rounds_is_never_a_verdict(rounds):
     for name, speed in drifts.items():
         a = [speed(t) for t, side in enumerate(sequence) if side == "A"]
         b = [speed(t) for t, side in enumerate(sequence) if side == "B"]
-        assert stats.rounds_verdict(a, b)["verdict"] in ("same", "unclear"), name
+        assert rounds.rounds_verdict(a, b)["verdict"] in ("same", "unclear"), name
 
 
 @pytest.mark.parametrize(

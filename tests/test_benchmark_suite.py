@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.workloads import catalog
+from bench.workloads import cards
 from tests.benchmarks.conftest import _storage_problem
 from tests.conftest import suite_options
 
@@ -104,7 +104,7 @@ def test_the_default_grid_is_the_gates_and_all_is_the_whole_grid():
     from tests.benchmarks import conftest as suite
 
     given = suite_options(_Config(models="all", modes="all"))
-    assert given["models"] == list(catalog.CARDS) and "fp8-rowwise" in given["modes"]
+    assert given["models"] == list(cards.CARDS) and "fp8-rowwise" in given["modes"]
     assert suite.DEFAULT_MODELS == ("mlp",)
     assert suite.DEFAULT_MODES == ("fp32", "tf32", "fp16-amp", "bf16-amp")
 

@@ -10,7 +10,7 @@ import pytest
 from bench.cli import main
 from bench.publish import compare
 from bench.store import results
-from bench.verdicts import rounds as stats
+from bench.verdicts import rounds
 from tests.per_step import per_step_verdict
 
 
@@ -41,11 +41,13 @@ def test_two_or_three_rounds_a_side_are_too_few_to_judge():
     # on rounds bootstrapped from the H200 grid, 3 or 4 a side gave false calls in more
     # comparisons than the family allows (results/grid-power/README.md).
     for n in (2, 3):
-        out = stats.rounds_verdict([10.0 + i * 0.01 for i in range(n)], [20.0] * n)
+        out = rounds.rounds_verdict([10.0 + i * 0.01 for i in range(n)], [20.0] * n)
         assert out["too_few"] and out["verdict"] == "unclear", out
         assert out["ratio"] == pytest.approx(2.0, rel=0.01) and math.isnan(out["ratio_lo"])
-    assert stats.rounds_verdict([1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3])["too_few"]
-    assert not stats.rounds_verdict([1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4])["too_few"]
+    assert rounds.rounds_verdict([1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3])["too_few"]
+    assert not rounds.rounds_verdict([1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4])[
+        "too_few"
+    ]
 
 
 def test_rounds_verdict_by_hand_five_rounds_each():
@@ -55,7 +57,7 @@ def test_rounds_verdict_by_hand_five_rounds_each():
     # t = 5 on 8 degrees of freedom: p = 0.00105 (t tables), the interval 0.05 ± 2.306 × 0.01.
     a = _exact_windows([0, 0.01, 0.02, 0.03, 0.04])
     b = _exact_windows([0.05, 0.06, 0.07, 0.08, 0.09])
-    out = stats.rounds_verdict([np.median(w) for w in a], [np.median(w) for w in b])
+    out = rounds.rounds_verdict([np.median(w) for w in a], [np.median(w) for w in b])
     assert out["ratio"] == pytest.approx(math.exp(0.05))
     assert out["ratio_lo"] == pytest.approx(math.exp(0.05 - 0.02306), rel=1e-4)
     assert out["ratio_hi"] == pytest.approx(math.exp(0.05 + 0.02306), rel=1e-4)
@@ -70,15 +72,15 @@ def test_the_noise_floor_outranks_an_interval_that_excludes_1():
     # the same interval no longer makes it a verdict.
     a = [math.exp(x) for x in (0, 0.01, 0.02, 0.03, 0.04)]
     b = [v * math.exp(0.04) for v in a]
-    assert stats.rounds_verdict(a, b)["verdict"] == "slower"
-    out = stats.rounds_verdict(a, b, noise_k=3)
+    assert rounds.rounds_verdict(a, b)["verdict"] == "slower"
+    out = rounds.rounds_verdict(a, b, noise_k=3)
     assert out["ratio_lo"] > 1 and out["noise"] > out["ratio"] - 1
     assert out["verdict"] == "unclear"
 
 
 def test_a_rounds_verdict_needs_a_round_a_side():
     with pytest.raises(ValueError, match="a round on each side"):
-        stats.rounds_verdict([], [1.0, 2.0])
+        rounds.rounds_verdict([], [1.0, 2.0])
 
 
 def test_same_code_run_twice_is_same_or_unclear():
@@ -88,7 +90,7 @@ def test_same_code_run_twice_is_same_or_unclear():
     for seed in range(200):
         rng = np.random.default_rng(seed)
         a, b = _windows(rng, 10.0, repeats=5), _windows(rng, 10.0, repeats=5)
-        calls.append(stats.rounds_verdict(_medians(a), _medians(b))["verdict"])
+        calls.append(rounds.rounds_verdict(_medians(a), _medians(b))["verdict"])
     assert sum(v in ("same", "unclear") for v in calls) >= 198, calls
 
 
@@ -97,7 +99,7 @@ def test_five_percent_slower_is_slower():
     for seed in range(200):
         rng = np.random.default_rng(1000 + seed)
         a, b = _windows(rng, 10.0, repeats=5), _windows(rng, 10.5, repeats=5)
-        calls.append(stats.rounds_verdict(_medians(a), _medians(b))["verdict"])
+        calls.append(rounds.rounds_verdict(_medians(a), _medians(b))["verdict"])
     assert sum(v == "slower" for v in calls) >= 196, calls
 
 
@@ -110,7 +112,7 @@ def test_a_one_percent_shift_is_never_called_at_min_effect_two_percent(shift):
         rng = np.random.default_rng(2000 + seed)
         a = _windows(rng, 10.0, repeats=5, drift=0.0005, noise=0.001)
         b = _windows(rng, 10.0 * shift, repeats=5, drift=0.0005, noise=0.001)
-        by_rounds = stats.rounds_verdict(_medians(a), _medians(b), min_effect=0.02)
+        by_rounds = rounds.rounds_verdict(_medians(a), _medians(b), min_effect=0.02)
         by_steps = per_step_verdict(np.concatenate(a), np.concatenate(b), min_effect=0.02)
         assert by_rounds["verdict"] == "same", by_rounds
         assert by_steps["verdict"] == "same", by_steps
@@ -218,11 +220,11 @@ def test_the_cases_of_a_comparison_are_judged_as_one_family(tmp_path):
     more degrees of freedom than its own 8."""
     modes = ("fp32", "tf32", "fp16-amp", "bf16-amp", "bf16-pure")
     cases = [(mode, opt) for mode in modes for opt in ("foreach", "fused")]
-    rounds = 5
-    windows = _exact_windows([0.004 * i for i in range(rounds)])
+    passes = 5
+    windows = _exact_windows([0.004 * i for i in range(passes)])
     slower = [w * 1.03 for w in windows]
-    a = _write_run(tmp_path / "a", dict.fromkeys(cases, windows), passes=rounds)
-    b = _write_run(tmp_path / "b", dict.fromkeys(cases, slower), passes=rounds)
+    a = _write_run(tmp_path / "a", dict.fromkeys(cases, windows), passes=passes)
+    b = _write_run(tmp_path / "b", dict.fromkeys(cases, slower), passes=passes)
     table = compare.compare(a, b)
     p = table["p_value"].iloc[0]
     assert 0 < p < 0.005 / 10
@@ -372,10 +374,10 @@ def _save(path, benchmarks, *, data=True):
     """A pytest-benchmark save: benchmarks = {name: rounds in seconds}."""
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = []
-    for name, rounds in benchmarks.items():
-        stats_ = {"median": float(np.median(rounds)), "rounds": len(rounds)}
+    for name, times_s in benchmarks.items():
+        stats_ = {"median": float(np.median(times_s)), "rounds": len(times_s)}
         if data:
-            stats_["data"] = [float(r) for r in rounds]
+            stats_["data"] = [float(r) for r in times_s]
         entries.append({"name": name, "stats": stats_, "extra_info": {"gpu": "cpu"}})
     path.write_text(json.dumps({"machine_info": {}, "benchmarks": entries}))
     return path
@@ -433,8 +435,8 @@ def test_a_save_and_a_run_do_not_compare_and_a_stray_path_is_named(tmp_path, cap
     assert "is not a run folder, a folder of run folders" in capsys.readouterr().err
 
 
-def _comparison_of_many_cases(rng, *, cases, rounds, slower=1.0, layout=0.0):
-    """One simulated comparison of `cases` cases, `rounds` fresh processes a side, judged by the
+def _comparison_of_many_cases(rng, *, cases, processes, slower=1.0, layout=0.0):
+    """One simulated comparison of `cases` cases, `processes` fresh processes a side, judged by the
     verdict code compare runs (`judge_family`: the cases of one mode, their spreads moderated
     together, Holm's correction across them) and case by case (`rounds_verdict` alone, each on
     its own spread, no correction). A round's value is
@@ -444,14 +446,14 @@ def _comparison_of_many_cases(rng, *, cases, rounds, slower=1.0, layout=0.0):
     process picks anew): a spread the noise bound underrates when one side's coins fall alike."""
 
     def side(scale):
-        process = rng.normal(0, 0.002, (1, rounds))
-        logs = process + rng.normal(0, 0.003, (cases, rounds))
-        logs += math.log1p(layout) * (rng.random((cases, rounds)) < 0.5)
+        process = rng.normal(0, 0.002, (1, processes))
+        logs = process + rng.normal(0, 0.003, (cases, processes))
+        logs += math.log1p(layout) * (rng.random((cases, processes)) < 0.5)
         return 10.0 * scale * np.exp(logs)
 
     a, b = side(1.0), side(slower)
-    alone = [stats.rounds_verdict(a[c], b[c]) for c in range(cases)]
-    family = stats.judge_family([("fp32", a[c], b[c]) for c in range(cases)])
+    alone = [rounds.rounds_verdict(a[c], b[c]) for c in range(cases)]
+    family = rounds.judge_family([("fp32", a[c], b[c]) for c in range(cases)])
     return [v["verdict"] for v in alone], [v["verdict"] for v in family]
 
 
@@ -463,7 +465,7 @@ def test_holms_correction_holds_false_alarms_across_the_cases():
     comparisons (10 of these 80 without the correction). With 80 comparisons a rate of 5% would
     show 4 ± 2: the family's rule must show at most 4 (5%), the rule without it at least 8."""
     rng = np.random.default_rng(20261202)
-    runs = [_comparison_of_many_cases(rng, cases=32, rounds=7, layout=0.03) for _ in range(80)]
+    runs = [_comparison_of_many_cases(rng, cases=32, processes=7, layout=0.03) for _ in range(80)]
     without = sum("slower" in alone for alone, _ in runs)
     with_holm = sum("slower" in family for _, family in runs)
     assert with_holm <= 4, (with_holm, without)
@@ -476,7 +478,7 @@ def test_holms_correction_still_catches_a_five_percent_slowdown():
     every comparison is `slower`."""
     rng = np.random.default_rng(7)
     for _ in range(5):
-        _, family = _comparison_of_many_cases(rng, cases=32, rounds=7, slower=1.05)
+        _, family = _comparison_of_many_cases(rng, cases=32, processes=7, slower=1.05)
         assert family == ["slower"] * 32, family
 
 

@@ -45,11 +45,11 @@ ALLOWED_UP = {
     # speedup columns divide by the modes whose card says so).
     ("store", "recipes.catalog"),
     # The store's migration names an old row's sizes as the workload's card does.
-    ("store", "workloads.catalog"),
+    ("store", "workloads.cards"),
     ("cases", "recipes.catalog"),
     # So is the workloads' torch-free table: a case is checked against the presets the
     # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
-    ("cases", "workloads.catalog"),
+    ("cases", "workloads.cards"),
     ("verdicts", "recipes.catalog"),
     # The numerics study resolves its cases into plans in its own worker processes (a plan holds
     # a workload, which need not pickle): the one resolver is the jobs' (`bench.jobs.plans`).

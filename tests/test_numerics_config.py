@@ -209,11 +209,11 @@ def test_the_command_line_names_the_options(capsys):
 @pytest.mark.parametrize("command", ["numerics", "run"])
 def test_the_help_names_every_built_in_model(command, capsys):
     from bench.cli import main
-    from bench.workloads import catalog
+    from bench.workloads import cards
 
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     model = text[text.rindex("--model MODEL") :].split(" --", 1)[0]  # its help, not the usage
-    for name in catalog.CARDS:
+    for name in cards.CARDS:
         assert name in model, f"{command} --help does not name {name}"

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import bench
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.store import results
 
 IN, HIDDEN, OUT, BATCH = 32, 64, 10, 16
@@ -19,7 +19,7 @@ IN, HIDDEN, OUT, BATCH = 32, 64, 10, 16
 
 @pytest.fixture(autouse=True)
 def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (recipe.RECIPE, recipe.SEED, recipe.OUT):
+    for name in (contract.RECIPE, contract.SEED, contract.OUT):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -200,7 +200,7 @@ def test_bad_input_is_one_line_and_keeps_what_was_measured(tmp_path, monkeypatch
         bench.probe(model, optimizer, out=tmp_path / "full")
     # fp16 with GradScaler asked for, and no scaler given: the first forward says so; the steps
     # before were measured and stay in the folder.
-    monkeypatch.setenv(recipe.RECIPE, "fp16-amp")
+    monkeypatch.setenv(contract.RECIPE, "fp16-amp")
     probe = bench.probe(model, optimizer, out=tmp_path / "run")
     with pytest.raises(ValueError, match=r"fp16-amp scales the loss.*pass scaler="):
         train(probe, model, optimizer, 1)
@@ -221,14 +221,14 @@ def test_bad_input_is_one_line_and_keeps_what_was_measured(tmp_path, monkeypatch
     ],
 )
 def test_a_run_s_settings_name_its_mode(autocast, scaler, tf32, params, mode):
-    settings = recipe.Settings(
+    settings = contract.Settings(
         autocast_dtype=autocast, scaler=scaler, tf32=tf32, param_dtype=params
     )
     assert settings.mode() == mode
 
 
 def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
-    monkeypatch.setenv(recipe.RECIPE, "bf16-amp")
+    monkeypatch.setenv(contract.RECIPE, "bf16-amp")
     model, optimizer = mlp()
     probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
     assert not probe.scaler().is_enabled()  # bf16 needs no loss scale
@@ -241,7 +241,7 @@ def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
     probe.close()
     (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
     assert row["mode"] == "bf16-amp" and row["autocast_dtype"] == "bfloat16"
-    monkeypatch.setenv(recipe.RECIPE, "bf16-pure")
+    monkeypatch.setenv(contract.RECIPE, "bf16-pure")
     other = bench.probe(model, optimizer, out=tmp_path / "two")
     with pytest.raises(ValueError, match="bf16-pure changes the model"):
         other.autocast()

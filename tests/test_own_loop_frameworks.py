@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.store import results
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "own_loop"
@@ -32,9 +32,9 @@ def test_a_transformers_trainer_run_under_the_driver_s_bf16_recipe(tmp_path, mon
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     out = tmp_path / "run"
-    monkeypatch.setenv(recipe.RECIPE, "bf16-amp")  # as `ampbench recipes` sets it
-    monkeypatch.setenv(recipe.SEED, "1")
-    monkeypatch.setenv(recipe.OUT, str(out))
+    monkeypatch.setenv(contract.RECIPE, "bf16-amp")  # as `ampbench sweep` sets it
+    monkeypatch.setenv(contract.SEED, "1")
+    monkeypatch.setenv(contract.OUT, str(out))
     run_example(
         "hf_trainer.py",
         ["--size", "tiny", "--steps", "6", "--batch-size", "2", "--eval-every", "3",
@@ -56,18 +56,18 @@ def test_the_trainer_callback_refuses_arguments_that_miss_the_recipe(tmp_path, m
     pytest.importorskip("transformers")
     from bench.ownloop.hf import precision_args
 
-    monkeypatch.setenv(recipe.RECIPE, "fp16-amp-noscale")
+    monkeypatch.setenv(contract.RECIPE, "fp16-amp-noscale")
     with pytest.raises(ValueError, match="no switch for fp16 without one"):
         precision_args()
-    monkeypatch.setenv(recipe.RECIPE, "tf32")
+    monkeypatch.setenv(contract.RECIPE, "tf32")
     assert precision_args() == {"fp16": False, "bf16": False, "tf32": True}
-    monkeypatch.delenv(recipe.RECIPE)
+    monkeypatch.delenv(contract.RECIPE)
     assert precision_args() == {}
 
 
 def test_a_lightning_trainer_run(tmp_path, monkeypatch):
     pytest.importorskip("pytorch_lightning")
-    for name in (recipe.RECIPE, recipe.SEED, recipe.OUT):
+    for name in (contract.RECIPE, contract.SEED, contract.OUT):
         monkeypatch.delenv(name, raising=False)
     out = tmp_path / "run"
     run_example(

@@ -23,7 +23,7 @@ from bench.jobs.plans import resolve
 from bench.numerics.measure import tables
 from bench.recipes.step import build, train_step
 from bench.store import results
-from bench.workloads import catalog, heads, mlp, registry
+from bench.workloads import cards, heads, mlp, registry
 from bench.workloads.base import Workload, from_model
 
 SPEC = "tests.test_plugin:workload"
@@ -162,14 +162,14 @@ def test_a_run_config_takes_the_workloads_sizes_and_refuses_the_mlps_options():
 
 def test_the_preset_choices_are_the_workloads_own():
     assert {n: tuple(w.presets) for n, w in registry.BUILT_IN.items()} == {
-        n: c.presets for n, c in catalog.CARDS.items()
+        n: c.presets for n, c in cards.CARDS.items()
     }
     for name, w in registry.BUILT_IN.items():
-        assert w.flags() == catalog.CARDS[name].flags()
+        assert w.flags() == cards.CARDS[name].flags()
 
 
 def test_a_built_in_workload_that_differs_from_its_card_is_refused():
-    assert set(registry.BUILT_IN) == set(catalog.CARDS)
+    assert set(registry.BUILT_IN) == set(cards.CARDS)
     other = dataclasses.replace(
         registry.BUILT_IN["gpt"], presets={"other": registry.BUILT_IN["gpt"].size("tiny")}
     )
@@ -196,15 +196,15 @@ def test_a_case_checks_a_built_in_preset_without_torch():
 
 def test_the_resolver_picks_by_prefix():
     assert registry.kind("mlp") == registry.BUILT_IN_KEY
-    for prefix in catalog.ZOOS:
+    for prefix in cards.ZOOS:
         assert registry.kind(f"{prefix}:some-model") == prefix
     assert registry.kind(SPEC) == registry.SPEC_KEY
-    assert set(registry.RESOLVERS) == {registry.BUILT_IN_KEY, *catalog.ZOOS, registry.SPEC_KEY}
+    assert set(registry.RESOLVERS) == {registry.BUILT_IN_KEY, *cards.ZOOS, registry.SPEC_KEY}
     assert registry.get("gpt") is registry.BUILT_IN["gpt"]
     assert registry.get(SPEC).name == "tanh-net"
 
 
-@pytest.mark.parametrize("prefix", catalog.ZOOS)
+@pytest.mark.parametrize("prefix", cards.ZOOS)
 def test_each_zoo_prefix_goes_to_its_zoo_with_the_name_after_it(prefix, monkeypatch):
     asked = []
     monkeypatch.setitem(registry.RESOLVERS, prefix, lambda name: asked.append(name) or workload())
@@ -237,7 +237,7 @@ def test_no_module_but_the_mlps_branches_on_its_name():
     found = [
         f"{path.relative_to(BENCH.parent)}:{n}"
         for path in BENCH.rglob("*.py")
-        if path not in (BENCH / "workloads" / "mlp.py", BENCH / "workloads" / "catalog.py")
+        if path not in (BENCH / "workloads" / "mlp.py", BENCH / "workloads" / "cards.py")
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if MLP_BRANCH.search(line)
     ]

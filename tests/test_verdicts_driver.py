@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.jobs import recipes as job
+from bench.jobs import sweep
 from bench.verdicts import driver
 from bench.verdicts.defaults import MIN_ROUNDS
 
@@ -64,10 +64,10 @@ def test_a_run_is_one_observation_and_too_few_runs_say_how_many():
 
 def test_the_driver_s_speed_verdict_holds_its_error_rate_on_real_between_run_spread():
     # The GPU's default recipes: three judged against fp32, one family.
-    modes = job.default_modes("cuda")
+    modes = sweep.default_modes("cuda")
     assert modes[0] == "fp32" and len(modes) == 4
     # At the default seeds (3), fewer runs than the judge takes: never a call, right or wrong.
-    default_seeds = len(job.RecipesConfig(script=("x",), modes=modes).seeds)
+    default_seeds = len(sweep.SweepConfig(script=("x",), modes=modes).seeds)
     assert default_seeds < MIN_ROUNDS
     assert rates(modes, default_seeds, seed=0) == (0.0, 0.0)
     # At the fewest runs it takes, a false call in at most 5% of A/A sessions (measured 3.3%;

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from bench.cases import axes, checks
 from bench.cases.sizes import Sizes
 from bench.recipes import catalog as mode_table
-from bench.workloads import catalog
+from bench.workloads import cards
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
 # either: reading a folder (`bench.store.results`, which needs only the fields) and the command
 # line's parser import no torch, and every layer above may build a case. Names are checked
 # against the torch-free tables: the modes' and optimizers' (`bench.recipes.catalog`), the
-# workloads' (`bench.workloads.catalog`), the variants' and parallelisms' (`bench.cases.axes`).
+# workloads' (`bench.workloads.cards`), the variants' and parallelisms' (`bench.cases.axes`).
 # A job resolves a case into its objects once (`bench.jobs.plans.resolve`); its sizes are the
 # workload's own (`Workload.case`, which gives them).
 
@@ -105,7 +105,7 @@ class Case:
     """The workload's own sizes, by name (`bench.workloads.base.Workload.sizes`): the MLP's
     input, hidden and classes, a GPT's context, width and vocabulary. The id spells their values
     (`256x384x65`)."""
-    model: str = field(default=catalog.DEFAULT, metadata=_axis(checks.MODEL))
+    model: str = field(default=cards.DEFAULT, metadata=_axis(checks.MODEL))
     """The workload (`bench.workloads.registry`): `mlp`, the question's MLP; `gpt`, a GPT-style
     transformer; `resnet50`; a zoo model by name (`hf:gpt2`, `timm:convnext_tiny`,
     `torchvision:resnet50`); or a user's own, as `package.module:factory`."""
@@ -143,7 +143,7 @@ class Case:
 
     def __post_init__(self) -> None:
         checks.fields(self)
-        card = catalog.card(self.model)  # None: a zoo's or a user's, the registry's to check
+        card = cards.card(self.model)  # None: a zoo's or a user's, the registry's to check
         if card is not None and card.free_sizes and self.preset:
             raise ValueError(
                 f"preset {self.preset!r}: {self.model}'s sizes are its fields; leave it empty"

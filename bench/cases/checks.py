@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from bench.workloads import catalog as workloads
+from bench.workloads import cards
 
 
 def shown(value: object) -> str:
@@ -100,8 +100,8 @@ def _is_model(value: object) -> bool:
         return False
     zoo, _, name = value.partition(":")
     return (
-        value in workloads.CARDS
-        or (zoo in workloads.ZOOS and re.fullmatch(r"\S+", name) is not None)
+        value in cards.CARDS
+        or (zoo in cards.ZOOS and re.fullmatch(r"\S+", name) is not None)
         or re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", value) is not None
     )
 

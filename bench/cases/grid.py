@@ -16,7 +16,7 @@ from bench.cases import case as cases
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.recipes import catalog as mode_table
-from bench.workloads import catalog
+from bench.workloads import cards
 
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
 """Batch sizes (per GPU) of a timing run when `--batch-sizes` is not given."""
@@ -70,9 +70,7 @@ class RunConfig:
 
     device: str = field(metadata={"check": checks.choice(cases.DEVICES), "cli": False})
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
-    model: str = field(
-        default=catalog.DEFAULT, metadata={"check": checks.MODEL, "option": "--model"}
-    )
+    model: str = field(default=cards.DEFAULT, metadata={"check": checks.MODEL, "option": "--model"})
     """The workload: mlp (the question's MLP), gpt (a GPT-style transformer, batch sizes in
     sequences), resnet50 (torchvision's ResNet-50, channels-last; the [vision] extra), a zoo
     model by name (hf:NAME[:TASK], timm:NAME, torchvision:NAME; the [zoo] extra), or your own as
@@ -125,11 +123,11 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         checks.fields(self)
-        if self.model in catalog.CARDS:
-            checks.choice(catalog.CARDS[self.model].presets)("--preset", self.preset)
-        card = catalog.card(self.model)
+        if self.model in cards.CARDS:
+            checks.choice(cards.CARDS[self.model].presets)("--preset", self.preset)
+        card = cards.card(self.model)
         if self.numerics and not (card and card.short_numerics):
-            short = [name for name, c in catalog.CARDS.items() if c.short_numerics]
+            short = [name for name, c in cards.CARDS.items() if c.short_numerics]
             raise ValueError(
                 f"--numerics: the short study is {', '.join(short)}'s; drop it for --model "
                 f"{self.model}"
@@ -189,7 +187,7 @@ class RunConfig:
     def cases(self) -> list[Case]:
         # A workload whose sizes are its cases' own (the MLP's) leaves their preset empty (their
         # ids are those of every run before workloads); another's carry its preset.
-        card = catalog.card(self.model)
+        card = cards.card(self.model)
         free = card is not None and card.free_sizes
         named = {"model": self.model, "preset": "" if free else self.preset}
         return cases.sweep(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from bench.cases import axes, checks
 from bench.cases.case import DEVICES
 from bench.recipes import catalog as mode_table
-from bench.workloads import catalog
+from bench.workloads import cards
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
 """A search on the CPU (tiny preset) starts and stops lower."""
@@ -24,7 +24,7 @@ CPU_DEFAULTS = {"start": 8, "limit": 4096}
 class MaxBatchConfig:
     device: str = field(metadata={"check": checks.choice(DEVICES), "cli": False})
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
-    model: str = field(default=catalog.DEFAULT, metadata={"check": checks.MODEL})
+    model: str = field(default=cards.DEFAULT, metadata={"check": checks.MODEL})
     """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), a zoo model
     (hf:NAME[:TASK], timm:NAME, torchvision:NAME), or package.module:factory."""
     modes: tuple[str, ...] = field(
@@ -55,8 +55,8 @@ class MaxBatchConfig:
 
     def __post_init__(self) -> None:
         checks.fields(self)
-        if self.model in catalog.CARDS:
-            checks.choice(catalog.CARDS[self.model].presets)("--preset", self.preset)
+        if self.model in cards.CARDS:
+            checks.choice(cards.CARDS[self.model].presets)("--preset", self.preset)
         if not self.start <= self.limit:
             raise ValueError(f"start must be between 1 and limit ({self.limit}), got {self.start}")
 

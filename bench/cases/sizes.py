@@ -2,7 +2,7 @@
 
 The MLP's are input, hidden and classes; a GPT's context, width and vocabulary; an image model's
 side, features and classes: each workload names its own (`bench.workloads.base.Workload.sizes`,
-and a built-in one's card, `bench.workloads.catalog.Card.sizes`). Names and numbers only, without
+and a built-in one's card, `bench.workloads.cards.Card.sizes`). Names and numbers only, without
 torch: a case, a row and a folder's config hold one.
 """
 

@@ -19,8 +19,8 @@ from bench.cli import (
     publish,
     quality,
     readme,
-    recipes,
     report,
+    sweep,
 )
 from bench.cli import run as run_command
 from bench.cli.options import PROG, Parser, Version
@@ -41,7 +41,7 @@ MODULES: tuple[ModuleType, ...] = (
     readme,
     publish,
     check,
-    recipes,
+    sweep,
 )
 """The command modules in the order `--help` lists them."""
 
@@ -49,6 +49,9 @@ COMMANDS = {module.NAME: module for module in MODULES}
 """Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
 `PASSES_ON`, the command whose options it takes besides its own, where it gives them on
 (`args.passed_on`; any other command refuses an option it does not know)."""
+
+RENAMED = {module.OLD_NAME: module.NAME for module in MODULES if hasattr(module, "OLD_NAME")}
+"""A command's old name -> its name: the old one still runs it, for now (`bench.cli.main`)."""
 
 
 def build_parser() -> Parser:

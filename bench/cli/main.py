@@ -10,7 +10,7 @@ from typing import NoReturn
 from bench import outcome, quiet
 from bench.cli.argv import command_line as recorded
 from bench.cli.argv import with_command
-from bench.cli.commands import COMMANDS, build_parser
+from bench.cli.commands import COMMANDS, RENAMED, build_parser
 from bench.faults import Interrupted, UsageError, debug, how_stopped, stop_on_sigterm
 
 
@@ -38,6 +38,10 @@ def _command(argv: list[str]) -> tuple[int, str, str]:
     records them; what went wrong is also one line on stderr."""
     try:
         argv = with_command(argv)
+        if argv[:1] and argv[0] in RENAMED:  # an old name: it runs the command, saying so once
+            new = RENAMED[argv[0]]
+            print(f"ampbench: `{argv[0]}` is now `{new}`; the old name will go", file=sys.stderr)
+            argv = [new, *argv[1:]]
         if "--debug" not in argv:  # --debug shows the known warnings this leaves out
             quiet.quiet()
         parser = build_parser()

@@ -15,7 +15,7 @@ from bench.cases import checks
 from bench.faults import UsageError
 from bench.store import paths
 from bench.verdicts import defaults
-from bench.workloads import catalog as workload_catalog
+from bench.workloads import cards
 
 PROG = "ampbench"
 PUBLISHED = "the project's results/"
@@ -123,7 +123,7 @@ SIZE_DEST = "size:"
 def add_sizes(p: argparse.ArgumentParser) -> None:
     """The options that set a workload's own sizes where they are free (the MLP's
     `--input-size`, `--hidden-size`, `--num-classes`), as the workloads' cards name them."""
-    for card in workload_catalog.CARDS.values():
+    for card in cards.CARDS.values():
         for name, flag in card.options.items():
             p.add_argument(
                 flag,
@@ -147,9 +147,7 @@ def add_preset(
         "tiny on the CPU"
     ),
 ) -> None:
-    named = "; ".join(
-        f"{name}: {', '.join(c.presets)}" for name, c in workload_catalog.CARDS.items()
-    )
+    named = "; ".join(f"{name}: {', '.join(c.presets)}" for name, c in cards.CARDS.items())
     # The zoo's presets are known once a model is named: these are the ones every zoo model has,
     # and the real sizes some transformers types add (`bench.workloads.zoo.hf.NAMED`).
     zoo = (

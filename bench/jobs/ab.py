@@ -48,15 +48,14 @@ from bench.faults import Interrupted, UsageError
 from bench.jobs import ab_looks, base
 from bench.measure import stats
 from bench.store import folders, paths
-from bench.verdicts import memory
-from bench.verdicts import rounds as rules
+from bench.verdicts import memory, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 SIDES = ("A", "B")
 DEFAULT_ROUNDS = 7
 """The most fresh processes per revision when `--rounds` is not given, each one round of every
 case: how many a whole grid needs to find a 3% change is measured in docs/comparing.md."""
-DEFAULT_MIN_ROUNDS = rules.MIN_ROUNDS
+DEFAULT_MIN_ROUNDS = rounds.MIN_ROUNDS
 """The fewest rounds a side before `ab` may stop: below them the judge calls nothing."""
 LOGS = "logs"
 CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY")

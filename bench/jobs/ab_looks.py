@@ -15,7 +15,7 @@ import numpy as np
 
 from bench.measure import stats
 from bench.store import results
-from bench.verdicts import rounds as rules
+from bench.verdicts import rounds
 
 
 def rounds_so_far(folder: Path, done: list[dict]) -> list[tuple[object, list, list]]:
@@ -40,7 +40,7 @@ def look(folder: Path, done: list[dict], cfg) -> dict[str, object]:
     """One look at the rounds so far (`cfg`: the comparison's `AbConfig`): the rounds a side, the
     verdicts' counts, and whether every case is decided."""
     cases = rounds_so_far(folder, done)
-    judged = rules.judge_family(
+    judged = rounds.judge_family(
         [
             (
                 group,
@@ -60,7 +60,7 @@ def look(folder: Path, done: list[dict], cfg) -> dict[str, object]:
         "rounds_b": sides["B"],
         "cases": len(words),
         "verdicts": dict(Counter(words)),
-        "decided": bool(words) and rules.decided(words),
+        "decided": bool(words) and rounds.decided(words),
     }
 
 
@@ -80,4 +80,4 @@ def reason(looked: dict[str, object] | None, cfg, rounds: int) -> str:
 
 def _decided(looked: dict[str, object]) -> int:
     counts = looked["verdicts"]
-    return sum(n for word, n in counts.items() if word in rules.DECIDED)
+    return sum(n for word, n in counts.items() if word in rounds.DECIDED)

@@ -25,8 +25,7 @@ from bench.execution import variants as execution_variants
 from bench.jobs.plans import resolve
 from bench.recipes import catalog
 from bench.recipes.modes import MODES
-from bench.workloads import catalog as catalog_workloads
-from bench.workloads import registry
+from bench.workloads import cards, registry
 from bench.workloads.base import Workload
 
 _FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}
@@ -40,7 +39,7 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
     -> value, override the preset's where the workload's sizes are free (the MLP's). A grid of
     which no case can run here is refused (`nothing_runs`)."""
     chosen = {k: v for k, v in given.items() if v is not None}
-    model = str(chosen.pop("model", catalog_workloads.DEFAULT))
+    model = str(chosen.pop("model", cards.DEFAULT))
     checks.MODEL("--model", model)
     workload = registry.get(model)  # a user's factory is imported here: its errors are one line
     preset = preset or workload.default_preset[device]
@@ -83,7 +82,7 @@ def sized(workload: Workload, model: str, preset: str, given: Mapping[str, int])
     does not take it, or one it does not have, is refused in one line naming the option."""
     own = workload.sizes(preset)
     for name, value in given.items():
-        found = catalog_workloads.option_of(name)
+        found = cards.option_of(name)
         flag = found[1] if found else f"size {name}"
         if not workload.free_sizes:
             raise ValueError(
@@ -139,7 +138,7 @@ def maxbatch_config(*, device: str, preset: str | None, **given: object) -> MaxB
     """A largest-batch search from the options the user gave and the defaults of `device`; its
     preset is checked against the workload's own (a zoo model's or a user's too)."""
     defaults = CPU_DEFAULTS if device == "cpu" else {}
-    model = str(given.pop("model", None) or catalog_workloads.DEFAULT)
+    model = str(given.pop("model", None) or cards.DEFAULT)
     checks.MODEL("--model", model)
     workload = registry.get(model)
     preset = preset or workload.default_preset[device]

@@ -1,5 +1,5 @@
 """How many runs a job trains side by side on one device: the quality study's workers and the
-`recipes` driver's packed seeds share this one rule.
+`sweep` driver's packed seeds share this one rule.
 
 `--workers N` packs N (never more than the runs); `--workers 0` (auto) packs, on a GPU, one per
 CPU core the process may use and no more than fit in `MEMORY_SHARE` of the GPU's free memory at

@@ -22,7 +22,7 @@ try:
 except ImportError:  # pragma: no cover - the optional dependency is missing
     raise ImportError("bench.ownloop.hf needs transformers: pip install 'ampbench[zoo]'") from None
 
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.ownloop.probe import Probe
 from bench.recipes import catalog
 
@@ -30,16 +30,16 @@ from bench.recipes import catalog
 def precision_args(default: dict[str, bool] | None = None) -> dict[str, bool]:
     """`TrainingArguments`' precision switches for the recipe the driver asked for
     (`AMPBENCH_RECIPE`): `fp16`, `bf16`, `tf32`; outside the driver, `default` (or nothing)."""
-    name = recipe.asked()
+    name = contract.asked()
     if name is None:
         return dict(default or {})
-    reason = recipe.unsupported_reason(name)
+    reason = contract.unsupported_reason(name)
     if reason is not None:
-        raise ValueError(f"{recipe.RECIPE}={name}: {reason}")
+        raise ValueError(f"{contract.RECIPE}={name}: {reason}")
     card = catalog.card(name)
     if card.low_dtype == "float16" and not card.scale_loss:
         raise ValueError(
-            f"{recipe.RECIPE}={name}: the Trainer's fp16 always runs GradScaler; it has no "
+            f"{contract.RECIPE}={name}: the Trainer's fp16 always runs GradScaler; it has no "
             "switch for fp16 without one"
         )
     out = {"fp16": card.low_dtype == "float16", "bf16": card.low_dtype == "bfloat16"}
@@ -64,13 +64,13 @@ class ProbeCallback(TrainerCallback):
             # first update (bench.verdicts.training.target); the Trainer's default evaluates
             # first after `eval_steps` steps. It reads this flag right after this event.
             args.eval_on_start = True
-        name = recipe.asked()
+        name = contract.asked()
         if name is not None:
             wanted = precision_args()
             have = {k: bool(getattr(args, k, False)) for k in wanted}
             if have != wanted:
                 raise ValueError(
-                    f"{recipe.RECIPE}={name} asks for {wanted}, and the Trainer's arguments "
+                    f"{contract.RECIPE}={name} asks for {wanted}, and the Trainer's arguments "
                     f"have {have}: build TrainingArguments with **precision_args()"
                 )
         options = dict(self.options)

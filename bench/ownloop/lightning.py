@@ -18,7 +18,7 @@ import importlib
 
 import torch
 
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.ownloop.probe import Probe
 from bench.recipes import catalog
 from bench.recipes.modes import MODES
@@ -47,22 +47,22 @@ def precision(default: str = "32-true") -> str:
     """Lightning's `precision=` for the recipe the driver asked for (`AMPBENCH_RECIPE`), with TF32
     switched on for a TF32 recipe (Lightning has no precision for it); outside the driver,
     `default`."""
-    name = recipe.asked()
+    name = contract.asked()
     if name is None:
         return default
-    reason = recipe.unsupported_reason(name)
+    reason = contract.unsupported_reason(name)
     card = catalog.card(name)
     if reason is None and card.low_dtype == "float16" and not card.scale_loss:
         reason = "Lightning's 16-mixed always runs GradScaler; it has no switch for fp16 without"
     if reason is not None:
-        raise ValueError(f"{recipe.RECIPE}={name}: {reason}")
+        raise ValueError(f"{contract.RECIPE}={name}: {reason}")
     if MODES[name].tf32:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     return PRECISIONS[card.low_dtype or "float32"]
 
 
-def _settings(trainer: object, model: torch.nn.Module, scaler: object) -> recipe.Settings | None:
+def _settings(trainer: object, model: torch.nn.Module, scaler: object) -> contract.Settings | None:
     """The recipe as the Trainer's precision states it; None for one this does not know (the
     first forward then reads it)."""
     text = str(getattr(trainer, "precision", ""))
@@ -73,7 +73,9 @@ def _settings(trainer: object, model: torch.nn.Module, scaler: object) -> recipe
     on = scaler is not None and scaler.is_enabled()
     tf32 = bool(torch.backends.cuda.matmul.allow_tf32) and next(model.parameters()).is_cuda
     param = next(model.parameters()).dtype
-    return recipe.Settings(autocast_dtype=dtypes.get(low), scaler=on, tf32=tf32, param_dtype=param)
+    return contract.Settings(
+        autocast_dtype=dtypes.get(low), scaler=on, tf32=tf32, param_dtype=param
+    )
 
 
 class ProbeCallback(pl.Callback):

@@ -1,8 +1,8 @@
-"""The training side of the `recipes` driver's runs, read back from its folder: the metric each
+"""The training side of the `sweep` driver's runs, read back from its folder: the metric each
 run logged (`metrics.jsonl` in its run folder), the per-run summary the training judge reads
 (`bench.verdicts.training.per_run`: each run's best value), and the verdicts, at one look or,
 in a sequential study (`--max-seeds`), over its looks (`bench.verdicts.sequential`). The
-driver's looks (`bench.jobs.recipes`) and the recipe table (`bench.publish.own_loop`) both read
+driver's looks (`bench.jobs.sweep`) and the recipe table (`bench.publish.own_loop`) both read
 them here, so the table states what the looks decided.
 """
 

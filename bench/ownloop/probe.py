@@ -40,9 +40,9 @@ from torch import nn
 from bench.faults import error_summary
 from bench.measure import ceilings, env
 from bench.measure.timing import clock_for
-from bench.ownloop import census, folder, marks, recipe
+from bench.ownloop import census, contract, folder, marks
+from bench.ownloop.contract import unwrap
 from bench.ownloop.counting import Counter
-from bench.ownloop.recipe import unwrap
 from bench.ownloop.row import Run, build_row
 from bench.recipes.modes import MODES, Mode
 
@@ -85,8 +85,8 @@ class Probe:
         self.model, self.optimizer = model, unwrap(optimizer)
         self.device = params[0].device.type
         self.every, self.warmup, self.census_on, self.ceilings_on = every, warmup, census, ceilings
-        self.asked = recipe.asked()
-        self.seed = recipe.seed()
+        self.asked = contract.asked()
+        self.seed = contract.seed()
         mode = self._mode()
         if mode is not None:
             # The recipe's TF32 for the whole run, forward and backward alike, as ampbench's own
@@ -115,7 +115,7 @@ class Probe:
         self._manual = False
         self._phase = ""
         self._census_due = False
-        self._sniff: recipe.Settings | None = None
+        self._sniff: contract.Settings | None = None
         self._sniffer: torch.utils.hooks.RemovableHandle | None = None
         self._inputs: tuple | None = None
         self._closed = self._closing = False
@@ -151,9 +151,9 @@ class Probe:
         mode = self._mode()
         if mode is None:
             return contextlib.nullcontext()
-        reason = recipe.unsupported_reason(mode.name)
+        reason = contract.unsupported_reason(mode.name)
         if reason is not None:
-            raise ValueError(f"{recipe.RECIPE}={mode.name}: {reason}")
+            raise ValueError(f"{contract.RECIPE}={mode.name}: {reason}")
         dtype = mode.autocast_dtype
         return torch.autocast(self.device, dtype=dtype or torch.float32, enabled=dtype is not None)
 
@@ -254,7 +254,7 @@ class Probe:
         self._manual = True
         self._mark(PHASE_NAMES.get(name, "other"))
 
-    def set_settings(self, settings: recipe.Settings) -> None:
+    def set_settings(self, settings: contract.Settings) -> None:
         """The recipe as the framework states it (a callback that knows it before the first
         forward); otherwise the first forward reads it."""
         self._check_scaler(settings.scaler)
@@ -297,7 +297,7 @@ class Probe:
         mode = self._mode()
         if mode is not None and mode.scale_loss and not on:
             raise ValueError(
-                f"{recipe.RECIPE}={mode.name} scales the loss, and the probe has no enabled "
+                f"{contract.RECIPE}={mode.name} scales the loss, and the probe has no enabled "
                 "GradScaler: pass scaler= or use probe.scaler()"
             )
 
@@ -308,11 +308,11 @@ class Probe:
         on = self._scaler is not None and self._scaler.is_enabled()
         self._check_scaler(on)
         self._inputs = inputs
-        self._sniff = recipe.read_settings(self.device, next(self.model.parameters()).dtype, on)
+        self._sniff = contract.read_settings(self.device, next(self.model.parameters()).dtype, on)
 
         def inner(module: nn.Module, args: tuple) -> None:
             if self._sniff is not None and self._sniff.autocast_dtype is None:
-                seen = recipe.read_settings(self.device, self._sniff.param_dtype, on)
+                seen = contract.read_settings(self.device, self._sniff.param_dtype, on)
                 if seen.autocast_dtype is not None:
                     self._sniff = seen
 

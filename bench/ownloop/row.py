@@ -16,9 +16,9 @@ from torch import nn
 from bench.measure.memory import GIB
 from bench.measure.stats import is_noisy, phase_columns
 from bench.measure.timing import Clock
+from bench.ownloop.contract import Settings
 from bench.ownloop.counting import Counter
 from bench.ownloop.marks import PHASES, StepRecord
-from bench.ownloop.recipe import Settings
 from bench.recipes.modes import dtype_name, tf32_flags
 from bench.store import results
 

@@ -26,7 +26,7 @@ OWN_LOOP_SPEEDUP = (
     f"`× {catalog.reference()}`: {catalog.reference()}'s step time (at the row's seed) over the "
     "row's; above 1 is faster."
 )
-"""The legend under an own loop's headline: the `recipes` driver prints it beside recipes.md,
+"""The legend under an own loop's headline: the `sweep` driver prints it beside sweep.md,
 whose `× fp32` is the same ratio over the runs."""
 
 TIME = {

@@ -34,8 +34,7 @@ from bench.faults import UsageError
 from bench.measure import stats as round_stats
 from bench.publish import compare_memory, sides, tables
 from bench.store import paths, results
-from bench.verdicts import memory
-from bench.verdicts import rounds as rules
+from bench.verdicts import memory, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 ENV_FIELDS = ("gpu", "driver", "torch", "cuda", "cudnn", "tf32_matmul", "tf32_cudnn")
@@ -74,7 +73,7 @@ def judge_cases(
     medians of all its steps (`median_ms_a`, `median_ms_b`) and `bench.verdicts.rounds`'
     verdict of the rounds summed up by `statistic`, after Holm's correction. `compare`,
     `history` and `ab`'s stopping rule all judge here."""
-    judged = rules.judge_family(
+    judged = rounds.judge_family(
         [
             (
                 group,
@@ -227,7 +226,7 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
     few = int(judged["too_few"].fillna(False).astype(bool).sum()) if "too_few" in judged else 0
     if few:
         which = "Every case" if few == len(judged) else f"{few} case(s)"
-        need = rules.MIN_ROUNDS
+        need = rounds.MIN_ROUNDS
         lines += [
             f"**Too few rounds to judge**: {which} had fewer than {need} rounds a side, which "
             "shows nothing of how far rounds of the same code scatter: they are `unclear`, their "
@@ -252,7 +251,7 @@ def procedure_lines(min_effect: float, confidence: float, statistic: str, looks:
         else ""
     )
     return [
-        f"**Procedure**: {rules.PROCEDURE}. **Error controlled**: the {rules.ERROR_CONTROLLED}, "
+        f"**Procedure**: {rounds.PROCEDURE}. **Error controlled**: the {rounds.ERROR_CONTROLLED}, "
         f"at {alpha:.0%} over all the cases of the comparison.{spent}",
         "",
         "Ratio = B's step time over A's (below 1: B faster). Each round is one observation, "
@@ -260,7 +259,7 @@ def procedure_lines(min_effect: float, confidence: float, statistic: str, looks:
         "geometric means over the rounds; interval: its confidence interval from the t "
         "distribution with df degrees of freedom (the case's own, plus what the cases of its "
         "mode lend it), p: the t-test's, p_holm: p after Holm's correction across the cases; "
-        f"noise: {rules.NOISE_K:g} × the spread between the rounds of one side. A case is faster "
+        f"noise: {rounds.NOISE_K:g} × the spread between the rounds of one side. A case is faster "
         f"or slower when its p_holm is at most {alpha / looks:.2g} and its ratio is beyond 1 ± "
         f"the larger of its noise and the smallest effect reported ({min_effect:.1%}), same "
         f"when its interval lies within 1 ± {min_effect:.1%}.",

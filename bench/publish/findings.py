@@ -99,7 +99,7 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     for bs, g in ok.groupby("batch_size", sort=True):
         fastest = timing.fastest(g)
         line = f"- Batch {bs}, {optimizer} Adam: "
-        # A run of several seeds (the `recipes` driver's) has a row per seed: name it.
+        # A run of several seeds (the `sweep` driver's) has a row per seed: name it.
         several = "seed" in g and g["seed"].nunique() > 1
         seed = (lambda r: f"seed {r['seed']}, ") if several else (lambda r: "")
         if fastest.tie:

@@ -19,8 +19,7 @@ import pandas as pd
 
 from bench.publish import tables
 from bench.store import paths, results
-from bench.verdicts import power
-from bench.verdicts import rounds as judge
+from bench.verdicts import power, rounds
 
 STEPS_PER_WINDOW = 30
 """A default run's window: `--steps 30`, `--repeats 3` windows, their samples back to back."""
@@ -65,7 +64,7 @@ a case that scatters more cannot show a 3% change in a few rounds under any fami
 
 
 def study(
-    cases: list[power.Case], *, rounds: list[int], comparisons: int, same: int, seed: int
+    cases: list[power.Case], *, rounds_a_side: list[int], comparisons: int, same: int, seed: int
 ) -> pd.DataFrame:
     """Per rounds a side and correction (Holm's, the verdicts'; Benjamini-Hochberg's, for
     comparison): `same` simulated comparisons of A/A (every shift 0) and `comparisons` of the
@@ -76,9 +75,9 @@ def study(
     none = [0.0] * len(cases)
     quiet = [power.spread(c) < QUIET for c in cases]
     out = []
-    for n in rounds:
-        for correction in judge.CORRECTIONS:
-            how = {"rounds": n, "correction": correction, "min_rounds": 2}
+    for n in rounds_a_side:
+        for correction in rounds.CORRECTIONS:
+            how = {"rounds_a_side": n, "correction": correction, "min_rounds": 2}
             aa = [power.one_comparison(cases, none, rng, **how) for _ in range(same)]
             mixed = [power.one_comparison(cases, shifts, rng, **how) for _ in range(comparisons)]
             rates = power.rates(mixed, shifts)
@@ -118,14 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = {
         "all": study(
             cases_of(table),
-            rounds=args.rounds,
+            rounds_a_side=args.rounds,
             comparisons=args.comparisons,
             same=args.same,
             seed=args.seed,
         ),
         "newest": study(
             cases_of(newest),
-            rounds=args.rounds,
+            rounds_a_side=args.rounds,
             comparisons=args.comparisons,
             same=args.same,
             seed=args.seed,
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Made by `{paths.shown_command(command)}` (CPU only; the rounds it resampled: "
         "[rounds.csv](rounds.csv)).",
         "",
-        f"Judge: {judge.PROCEDURE}; it controls the {judge.ERROR_CONTROLLED}, at 5%.",
+        f"Judge: {rounds.PROCEDURE}; it controls the {rounds.ERROR_CONTROLLED}, at 5%.",
         "",
         f"{table['case_id'].nunique()} cases, {table['mode'].nunique()} modes, from "
         + ", ".join(f"`{paths.shown(r)}`" for r in args.runs)
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "B's rounds of a case are multiplied by its shift, given to the cases in turn: "
         + ", ".join(f"{s:+.1%}" for s in power.SHIFTS)
         + f". Each row: {args.same} simulated comparisons of A/A (no shift) and "
-        f"{args.comparisons} shifted; the judge's own minimum of {judge.MIN_ROUNDS} rounds a "
+        f"{args.comparisons} shifted; the judge's own minimum of {rounds.MIN_ROUNDS} rounds a "
         "side (below it a case is `unclear`, too few rounds) set aside, to show what fewer "
         "rounds would do. A false call: a case without a shift called faster or slower. "
         "Called: the "

@@ -15,7 +15,7 @@ from bench.cases.sizes import SEPARATOR, Sizes
 from bench.publish.grid_text import Axis, axis, batches, line, lr
 from bench.publish.runs import Run
 from bench.store import results
-from bench.workloads import catalog as workloads
+from bench.workloads import cards
 
 COMPARISON = "ab"
 """The kind of an `ab` comparison's folder: a table of its own, after the runs."""
@@ -31,8 +31,8 @@ def _preset(cfg: dict) -> str:
     """The preset whose sizes a run used, else the sizes themselves; with the model's name when
     the run's cases carry a preset (every workload's but one whose sizes are its cases' own, the
     MLP's)."""
-    model = cfg.get("model", workloads.DEFAULT)
-    card = workloads.card(model)
+    model = cfg.get("model", cards.DEFAULT)
+    card = cards.card(model)
     if not (card and card.free_sizes):
         return f"{model} {cfg.get('preset', '')}".strip()
     if cfg.get("preset"):

@@ -1,4 +1,4 @@
-"""The recipe table of a user's own run (`ampbench recipes`): recipes.md in the driver's folder,
+"""The recipe table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder,
 from its rows, samples and each run's probe files alone (no torch).
 
 - **Speed** is the driver's verdict (`bench.verdicts.driver.speed`: the rounds judge `compare`,
@@ -24,7 +24,9 @@ from bench.store import results
 from bench.verdicts import driver, sequential, training
 from bench.verdicts.defaults import MIN_ROUNDS
 
-RECIPES_MD = "recipes.md"
+SWEEP_MD = "sweep.md"
+OLD_SWEEP_MD = "recipes.md"
+"""The table's name in a folder the driver wrote while it was `ampbench recipes`."""
 
 
 def alone(rows: pd.DataFrame) -> pd.DataFrame:
@@ -260,7 +262,18 @@ def failed_runs(run_dir: Path) -> int:
     return sum(r.get("status") not in ("ok", "unsupported") for r in rows)
 
 
+def written(run_dir: Path) -> Path | None:
+    """The recipe table a driver's folder holds: sweep.md, or an older folder's recipes.md;
+    None where it has neither (not a driver's folder, or one still running)."""
+    for name in (SWEEP_MD, OLD_SWEEP_MD):
+        if (Path(run_dir) / name).is_file():
+            return Path(run_dir) / name
+    return None
+
+
 def write(run_dir: Path) -> Path:
-    path = Path(run_dir) / RECIPES_MD
+    """Write the recipe table into `run_dir`: over the one it holds (an older folder keeps its
+    recipes.md), else as sweep.md."""
+    path = written(run_dir) or Path(run_dir) / SWEEP_MD
     path.write_text(render(Path(run_dir)))
     return path

@@ -30,7 +30,7 @@ from bench.publish import (
 from bench.store import errors as error_files
 from bench.store import results
 from bench.verdicts import timing
-from bench.workloads import catalog as workloads
+from bench.workloads import cards
 
 
 def headline_optimizer(df: pd.DataFrame) -> str:
@@ -66,12 +66,12 @@ def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | N
         & (df["parallel"] == "none")
     ]
     shown = sel[sel["status"] == "ok"]
-    # A run of several seeds (the `recipes` driver's) has a row per seed: name it.
+    # A run of several seeds (the `sweep` driver's) has a row per seed: name it.
     seeds = {"seed": "seed"} if "seed" in shown and shown["seed"].nunique() > 1 else {}
     out = f"Batch size {bs}, {optimizer} Adam, {variant}:\n\n" + columns.table(
         shown, {"mode": "mode", **seeds, **columns.HEADLINE}
     )
-    if results.own_loop_rows(shown).any():  # the driver prints it beside recipes.md
+    if results.own_loop_rows(shown).any():  # the driver prints it beside sweep.md
         out += f"\n\n{columns.OWN_LOOP_SPEEDUP}"
     others = sel[sel["status"] != "ok"]
     if len(others):
@@ -155,7 +155,7 @@ def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
     if ok == 0:
         lines.append("**No case passed**: every figure below is missing; see the failures.")
     models = sorted(set(df["model"])) if "model" in df else []
-    if models and models != [workloads.DEFAULT]:  # the default model goes without saying
+    if models and models != [cards.DEFAULT]:  # the default model goes without saying
         # An own loop's rows have no preset: the user's model is its own size.
         presets = sorted(str(p) for p in set(df["preset"]) if str(p)) if "preset" in df else []
         preset = f", preset {', '.join(presets)}" if presets else ""

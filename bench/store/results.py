@@ -253,7 +253,7 @@ def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
 
 
 OWN_MODEL = "own:"
-"""The prefix of an own loop's model name (`bench.ownloop`'s probe, the `recipes` driver)."""
+"""The prefix of an own loop's model name (`bench.ownloop`'s probe, the `sweep` driver)."""
 
 
 def own_loop_rows(df: pd.DataFrame) -> pd.Series:

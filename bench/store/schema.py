@@ -10,7 +10,7 @@ its audit.json. Every reading of an older folder's layout lives here (`migrate_e
 A case's sizes were three columns named after the MLP's (`OLD_SIZES`) for every workload, until
 each workload named its own (`bench.cases.sizes.Sizes`): rows and a timing run's config of that
 layout read as today's `sizes` (`migrate_row`, `migrate_config`), named by the workload's card
-(`bench.workloads.catalog.Card.sizes`) and, for a workload without one (a zoo's, a user's), by
+(`bench.workloads.cards.Card.sizes`) and, for a workload without one (a zoo's, a user's), by
 `bench.cases.sizes.UNNAMED`. The files are not rewritten, and the values, which case ids spell,
 are unchanged.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from bench.cases.sizes import UNNAMED, Sizes
-from bench.workloads import catalog
+from bench.workloads import cards
 
 SCHEMA_VERSION = 2
 """1: every folder written before env.json recorded a version (the key is absent). 2: env.json
@@ -97,7 +97,7 @@ in order, whatever its workload."""
 
 def sizes_of(model: str) -> tuple[str, ...]:
     """The names of a built-in workload's sizes (its card's), `UNNAMED` for any other."""
-    card = catalog.card(model)
+    card = cards.card(model)
     return card.sizes if card is not None else UNNAMED
 
 
@@ -113,7 +113,7 @@ def migrate_config(cfg: dict) -> dict:
     if "sizes" in cfg or not all(k in cfg for k in OLD_SIZES):
         return cfg
     # A row or a config older than the `model` axis is the default workload's (the MLP's).
-    model = str(cfg.get("model") or catalog.DEFAULT)
+    model = str(cfg.get("model") or cards.DEFAULT)
     sizes = old_sizes(model, tuple(int(cfg[k]) for k in OLD_SIZES))
     kept = {k: v for k, v in cfg.items() if k not in OLD_SIZES}
     # In the place of the first of the three: a config's and a row's keys keep their order.

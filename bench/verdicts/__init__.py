@@ -7,7 +7,7 @@
   its spread moderated across the cases of one mode) and across a comparison's cases (Holm's
   correction, and the sequential looks of `ab`'s stopping rule); `compare`, `ab` and `history`
   all judge there. `power` simulates it on rounds bootstrapped from real ones; `driver` judges
-  the `recipes` driver's runs with it, one observation per run.
+  the `sweep` driver's runs with it, one observation per run.
 - `float8_plan`: the float8 rule planning asks, without pandas; `defaults`: the timing verdicts'
   smallest effect and confidence.
 - `memory`: whether B uses more peak allocated memory than A, case by case, with one declared

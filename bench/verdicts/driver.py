@@ -1,4 +1,4 @@
-"""The speed verdict of the `recipes` driver (`ampbench recipes -- python train.py`): each
+"""The speed verdict of the `sweep` driver (`ampbench sweep -- python train.py`): each
 recipe's runs against the reference recipe's, by the rounds judge `compare` and `ab` give.
 
 A run is the unit: one fresh process of the user's script, its timed steps summed up by their

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.verdicts import rounds as judge
+from bench.verdicts import rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 SHIFTS = (0.0, 0.005, 0.01, 0.03, 0.05, -0.03)
@@ -48,13 +48,15 @@ class Case:
         return cls(group=group, values=values, width=bandwidth(values))
 
 
-def _side(cases: Sequence[Case], rng: np.random.Generator, rounds: int, drift: float) -> list:
+def _side(
+    cases: Sequence[Case], rng: np.random.Generator, rounds_a_side: int, drift: float
+) -> list:
     # A smoothed bootstrap: a case has a handful of real windows, and resampling so few values
     # as they are would give rounds that tie, which real rounds never do.
-    process = np.exp(rng.normal(0.0, drift, rounds))  # shared by every case of a process
+    process = np.exp(rng.normal(0.0, drift, rounds_a_side))  # shared by every case of a process
     return [
-        c.values[rng.integers(0, len(c.values), rounds)]
-        * np.exp(rng.normal(0.0, c.width, rounds))
+        c.values[rng.integers(0, len(c.values), rounds_a_side)]
+        * np.exp(rng.normal(0.0, c.width, rounds_a_side))
         * process
         for c in cases
     ]
@@ -65,19 +67,20 @@ def one_comparison(
     shifts: Sequence[float],
     rng: np.random.Generator,
     *,
-    rounds: int,
+    rounds_a_side: int,
     drift: float = DRIFT,
     min_effect: float = MIN_EFFECT,
     confidence: float = CONFIDENCE,
     looks: int = 1,
     correction: str = "holm",
-    min_rounds: int = judge.MIN_ROUNDS,
+    min_rounds: int = rounds.MIN_ROUNDS,
 ) -> list[str]:
-    """The verdicts of one simulated comparison, `rounds` a side, B shifted by `shifts`."""
-    a = _side(cases, rng, rounds, drift)
-    b = _side(cases, rng, rounds, drift)
+    """The verdicts of one simulated comparison, `rounds_a_side` rounds a side, B shifted by
+    `shifts`."""
+    a = _side(cases, rng, rounds_a_side, drift)
+    b = _side(cases, rng, rounds_a_side, drift)
     family = [(c.group, ra, rb * (1 + s)) for c, ra, rb, s in zip(cases, a, b, shifts, strict=True)]
-    out = judge.judge_family(
+    out = rounds.judge_family(
         family,
         min_effect=min_effect,
         confidence=confidence,
@@ -108,8 +111,8 @@ def sequential(
             (c.group, ra[:n], rb[:n] * (1 + s))
             for c, ra, rb, s in zip(cases, a, b, shifts, strict=True)
         ]
-        words = [str(v["verdict"]) for v in judge.judge_family(family, looks=looks)]
-        if judge.decided(words):
+        words = [str(v["verdict"]) for v in rounds.judge_family(family, looks=looks)]
+        if rounds.decided(words):
             break
     return words, n
 
@@ -129,7 +132,7 @@ def rates(
     shifts = np.asarray(shifts)[keep]
     calls = np.array(verdicts)[:, keep]
     null = shifts == 0
-    out = {"any_false": float(np.isin(calls[:, null], judge.VERDICTS_CALLED).any(axis=1).mean())}
+    out = {"any_false": float(np.isin(calls[:, null], rounds.VERDICTS_CALLED).any(axis=1).mean())}
     for s in sorted(set(shifts.tolist())):
         if s == 0:
             continue

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.data.sources import DataShape, generator
-from bench.workloads import catalog, heads, tasks
+from bench.workloads import cards, heads, tasks
 from bench.workloads.base import Workload
 from bench.workloads.zoo import common
 
@@ -339,7 +339,7 @@ def _on_data(size: GPTSize, data: DataShape) -> GPTSize:
 
 
 WORKLOAD = Workload(
-    name=catalog.GPT.name,
+    name=cards.GPT.name,
     description="a GPT-2-style decoder: pre-LayerNorm blocks, causal SDPA, GELU MLP, vocab head",
     presets=PRESETS,
     default_preset={"cuda": "gpt2-124m", "cpu": "tiny"},
@@ -368,5 +368,5 @@ WORKLOAD = Workload(
     numerics={
         "cuda": {**common.TEXT_NUMERICS["cuda"], "conv_batch_sizes": (1, 2), "long_steps": 3000},
     },
-    **catalog.GPT.flags(),
+    **cards.GPT.flags(),
 )

@@ -15,7 +15,7 @@ from torch import nn
 
 from bench.cases.sizes import Sizes
 from bench.data.sources import generator
-from bench.workloads import catalog, heads
+from bench.workloads import cards, heads
 from bench.workloads.base import Workload
 from bench.workloads.tasks import PrototypeTask
 
@@ -91,7 +91,7 @@ def _mlp_build(size: ModelSize, device: str, seed: int) -> nn.Module:
 
 
 WORKLOAD = Workload(
-    name=catalog.MLP.name,
+    name=cards.MLP.name,
     description="Linear(in, hidden) → ReLU → Linear(hidden, hidden) → Linear(hidden, classes)",
     presets=PRESETS,
     default_preset={"cuda": "seed", "cpu": "tiny"},
@@ -116,9 +116,9 @@ WORKLOAD = Workload(
     # The MLP's size is any three sizes, not only a preset's (`--input-size` and its kin), its
     # cases carry them and an empty preset (their ids are those of every run before
     # workloads), a run may begin with its short numerics study, and its tiny CPU step is where
-    # the harness's overhead shows: `catalog.MLP` says so for the cases, below torch.
+    # the harness's overhead shows: `cards.MLP` says so for the cases, below torch.
     from_sizes=ModelSize.from_sizes,
-    **catalog.MLP.flags(),
+    **cards.MLP.flags(),
     task=lambda size, seed, noise, device: PrototypeTask(
         features=size.input_size, classes=size.num_classes, seed=seed, noise=noise, device=device
     ),

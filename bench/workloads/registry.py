@@ -7,7 +7,7 @@ A user's factory is called with no arguments and returns a `Workload`
 (`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
 process of a run (a numerics worker, a torchrun rank) finds it the same way. Adding a model is
 one module that makes a `Workload` (used as `--model package.module:factory`, touching nothing
-here), or one card of `bench.workloads.catalog` (naming its module) or one entry of `RESOLVERS`
+here), or one card of `bench.workloads.cards` (naming its module) or one entry of `RESOLVERS`
 (docs/architecture.md).
 
 A case (`bench.cases.case.Case`) names its workload and preset and nothing of torch: this module
@@ -25,31 +25,31 @@ from collections.abc import Callable
 from bench.cases.case import Case
 from bench.faults import UsageError
 from bench.store import paths
-from bench.workloads import catalog
+from bench.workloads import cards
 from bench.workloads.base import Workload
 from bench.workloads.zoo import hf, timm, torchvision
 
 
 def carded(workload: Workload) -> Workload:
     """`workload`, a built-in one, once its presets, flags and sizes' names are checked against
-    its card: a case checks them without torch, from the card (`bench.workloads.catalog`), and
+    its card: a case checks them without torch, from the card (`bench.workloads.cards`), and
     reads an old row's sizes with its names (`bench.store.schema`)."""
-    card = catalog.CARDS[workload.name]
+    card = cards.CARDS[workload.name]
     names = {workload.sizes(preset).names for preset in workload.presets}
     mine = (tuple(workload.presets), workload.flags(), names)
     if mine != (card.presets, card.flags(), {card.sizes}):
         raise ValueError(
             f"workload {workload.name}: presets, flags and sizes {mine} differ from its card's "
-            "in bench.workloads.catalog"
+            "in bench.workloads.cards"
         )
     return workload
 
 
 BUILT_IN: dict[str, Workload] = {
     name: carded(importlib.import_module(card.module).WORKLOAD)
-    for name, card in catalog.CARDS.items()
+    for name, card in cards.CARDS.items()
 }
-"""The built-in workloads by name: each card of `bench.workloads.catalog` resolved to the
+"""The built-in workloads by name: each card of `bench.workloads.cards` resolved to the
 `WORKLOAD` its module defines from it."""
 
 
@@ -85,10 +85,10 @@ def _factory(spec: str) -> Workload:
 
 
 ZOOS: dict[str, Callable[[str], Workload]] = dict(
-    zip(catalog.ZOOS, (hf.workload, timm.workload, torchvision.workload), strict=True)
+    zip(cards.ZOOS, (hf.workload, timm.workload, torchvision.workload), strict=True)
 )
 """The zoos by prefix: `PREFIX:NAME` is the workload `ZOOS[PREFIX](NAME)` makes
-(`bench.workloads.zoo`); their prefixes are `catalog.ZOOS`."""
+(`bench.workloads.zoo`); their prefixes are `cards.ZOOS`."""
 
 BUILT_IN_KEY, SPEC_KEY = "", "module:factory"
 RESOLVERS: dict[str, Callable[[str], Workload]] = {

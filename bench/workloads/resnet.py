@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from bench.data.sources import generator
-from bench.workloads import catalog, heads
+from bench.workloads import cards, heads
 from bench.workloads.base import Workload
 from bench.workloads.zoo import common
 
@@ -203,7 +203,7 @@ def fp8_excluded(size: ResNetSize) -> dict[str, str]:
 
 
 WORKLOAD = Workload(
-    name=catalog.RESNET.name,
+    name=cards.RESNET.name,
     description="torchvision's ResNet-50 on synthetic images, channels-last",
     presets=PRESETS,
     default_preset={"cuda": "resnet50", "cpu": "tiny"},
@@ -222,5 +222,5 @@ WORKLOAD = Workload(
     # 224×224 images: the MLP's batch sizes of thousands would not fit, nor its 8192 held-out;
     # a zoo image model's study takes the same.
     numerics=common.IMAGE_NUMERICS,
-    **catalog.RESNET.flags(),
+    **cards.RESNET.flags(),
 )

@@ -3,7 +3,7 @@ built from its config: nothing is downloaded) learning the bundled Shakespeare t
 characters, evaluated on its held-out split.
 
     python examples/own_loop/hf_trainer.py --steps 200                # one run, measured
-    ./run_bench.sh recipes -- python examples/own_loop/hf_trainer.py  # every recipe, 3 seeds
+    ./run_bench.sh sweep -- python examples/own_loop/hf_trainer.py  # every recipe, 3 seeds
 
 Alone it writes one run folder (a new one under ampbench's runs/, or --out); under `ampbench
 recipes` the driver sets the recipe, the seed and the folder (AMPBENCH_RECIPE, AMPBENCH_SEED,
@@ -24,7 +24,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
 from bench.data.sources import generator, get
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.ownloop.hf import ProbeCallback, precision_args
 
 SIZES = {  # name -> (layers, width, heads, context)
@@ -57,7 +57,7 @@ def main() -> None:
     p.add_argument("--out", default=None, help="the run folder (AMPBENCH_OUT under the driver)")
     a = p.parse_args()
     layers, width, heads, context = SIZES[a.size]
-    seed = recipe.seed()
+    seed = contract.seed()
     torch.manual_seed(seed)
     cuda = torch.cuda.is_available()
     text = get("shakespeare")

@@ -3,7 +3,7 @@
 Shakespeare text by characters, with a held-out `val_loss`.
 
     python examples/own_loop/lightning_loop.py --steps 500
-    ./run_bench.sh recipes --metric val_loss -- python examples/own_loop/lightning_loop.py
+    ./run_bench.sh sweep --metric val_loss -- python examples/own_loop/lightning_loop.py
 
 `precision()` turns the driver's recipe (AMPBENCH_RECIPE) into the Trainer's `precision=`;
 alone it gives float32 (`32-true`). Needs Lightning: pip install -e '.[lightning]'.
@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from bench.data.sources import generator, get
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.ownloop.lightning import ProbeCallback, pl, precision
 from bench.workloads import gpt
 
@@ -52,7 +52,7 @@ def main() -> None:
     p.add_argument("--every", type=int, default=200, help="the probe's memory and census period")
     p.add_argument("--out", default=None, help="the run folder (AMPBENCH_OUT under the driver)")
     a = p.parse_args()
-    seed = recipe.seed()
+    seed = contract.seed()
     torch.manual_seed(seed)
     text = get("shakespeare")
     context = gpt.PRESETS[a.preset].context

@@ -3,10 +3,10 @@ nanoGPT's `shakespeare-char` size (on the CPU its tiny twin) learning the bundle
 text by characters, with a held-out loss every `--eval-every` steps.
 
     python examples/own_loop/plain_loop.py --steps 500                 # one run, measured
-    ./run_bench.sh recipes -- python examples/own_loop/plain_loop.py   # every recipe, 3 seeds
+    ./run_bench.sh sweep -- python examples/own_loop/plain_loop.py   # every recipe, 3 seeds
 
 The recipe is written once: `probe.autocast()` around the forward and `probe.scaler()` for the
-loss scale. Alone they change nothing (float32, a disabled scaler); under `ampbench recipes` they
+loss scale. Alone they change nothing (float32, a disabled scaler); under `ampbench sweep` they
 apply the recipe the driver asks for (AMPBENCH_RECIPE).
 """
 
@@ -18,7 +18,7 @@ import torch
 
 import bench
 from bench.data.sources import generator, get
-from bench.ownloop import recipe
+from bench.ownloop import contract
 from bench.ownloop.probe import Probe
 from bench.workloads import gpt
 
@@ -58,7 +58,7 @@ def main() -> None:
     p.add_argument("--out", default=None, help="the run folder (AMPBENCH_OUT under the driver)")
     a = p.parse_args()
     device = "cuda" if cuda else "cpu"
-    seed = recipe.seed()
+    seed = contract.seed()
     model, optimizer = build(device, a.preset, seed, a.lr)
     text = get("shakespeare")
     context = gpt.PRESETS[a.preset].context

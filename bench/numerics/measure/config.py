@@ -19,7 +19,7 @@ from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.cases.sizes import Sizes
 from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
 from bench.recipes import catalog
-from bench.workloads import catalog as workload_catalog
+from bench.workloads import cards
 
 # Importable without torch, so that `numerics --help` makes its options from the fields: the
 # registries, the model sizes and the jobs import torch, and are imported where they are used.
@@ -31,12 +31,12 @@ RECORD_BEFORE: dict[str, object] = {
     "trace_every": 0,
     "extended_modes": (),
     "extended_steps": 0,
-    "model": workload_catalog.DEFAULT,
+    "model": cards.DEFAULT,
 }
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
 
 
-def defaults(device: str, model: str = workload_catalog.DEFAULT) -> dict[str, object]:
+def defaults(device: str, model: str = cards.DEFAULT) -> dict[str, object]:
     """The settings of a study of workload `model` on `device` that the user did not give: keys
     are field names of `NumericsConfig` (`preset` among them: the workload's default there)."""
     from bench.workloads.registry import get  # torch: none at parse time (see the top)
@@ -191,7 +191,7 @@ class NumericsConfig:
         may be any sequence; checkpoints are sorted. `workers` None means every visible GPU."""
         from bench.workloads.registry import get  # torch: none at parse time (see the top)
 
-        model = str(options.get("model", workload_catalog.DEFAULT))
+        model = str(options.get("model", cards.DEFAULT))
         checks.MODEL("--model", model)
         workload = get(model)  # a user's factory is imported here: its errors are one line
         given = defaults(device, model)
@@ -348,7 +348,7 @@ def short_config(
     modes: list[str],
     batch_sizes: list[int],
     optimizer: str,
-    model: str = workload_catalog.DEFAULT,
+    model: str = cards.DEFAULT,
 ) -> NumericsConfig:
     """The short study a core run can include (`run --numerics`, of a workload whose card
     allows it: the MLP's): the audit, the census at the run's batch sizes at steps 0 and 100,

@@ -18,7 +18,7 @@ from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
 from bench.store import errors, paths
-from bench.workloads import catalog as workloads
+from bench.workloads import cards
 
 
 def _provenance(env: dict) -> list[str]:
@@ -127,7 +127,7 @@ def _where(env: dict, cfg: dict) -> str:
 def _model(cfg: dict, env: dict) -> str:
     """The study's model: the MLP by its sizes (a folder older than workloads is the MLP),
     another workload by its name and preset."""
-    card = workloads.card(cfg.get("model", workloads.DEFAULT))
+    card = cards.card(cfg.get("model", cards.DEFAULT))
     if card is not None and card.free_sizes:  # its sizes are the record's own
         return f"Model {card.shape.format(**cfg.get('sizes', {}))}"
     what = f": {env['model_description']}" if env.get("model_description") else ""

@@ -1,6 +1,6 @@
-"""`ampbench recipes -- python train.py ARGS`: a user's own training script run under every
-recipe and several seeds, each run measured by the probe or a callback inside it, judged for
-speed and for training (docs/own-loop.md)."""
+"""`ampbench sweep -- python train.py ARGS`: a user's own training script swept over the
+recipes and several seeds, each run measured by the probe or a callback inside it, judged for
+speed and for training (docs/own-loop.md). `recipes`, its old name, still runs it (`OLD_NAME`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from bench.cli import options as o
 from bench.faults import UsageError
 from bench.recipes import catalog
 
-NAME = "recipes"
+NAME = "sweep"
+OLD_NAME = "recipes"  # `bench.cli.main` runs it as `sweep`, saying so on stderr
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +22,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="your own training script under every recipe and seed, judged",
         description="Runs the command after `--` once per recipe and seed, in interleaved "
         "rounds, with AMPBENCH_RECIPE, AMPBENCH_SEED and AMPBENCH_OUT set for the probe or "
-        "callback inside it (docs/own-loop.md); writes the runs' rows and recipes.md.",
+        "callback inside it (docs/own-loop.md); writes the runs' rows and sweep.md.",
     )
     p.add_argument(
         "--modes",
@@ -67,7 +68,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from bench.jobs import recipes as job  # torch: none at parse time
+    from bench.jobs import sweep  # torch: none at parse time
     from bench.measure import env  # torch: none at parse time
     from bench.publish import own_loop, render  # pandas: none at parse time
 
@@ -78,15 +79,15 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError("no script: give the command after --, e.g. -- python train.py")
     device = env.device(args.device)
     try:
-        cfg = job.RecipesConfig(
-            script=tuple(script), modes=tuple(args.modes or job.default_modes(device)),
+        cfg = sweep.SweepConfig(
+            script=tuple(script), modes=tuple(args.modes or sweep.default_modes(device)),
             seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
             workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
             max_seeds=args.max_seeds,
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    run_dir = job.run(
+    run_dir = sweep.run(
         cfg, results_dir=argv.results_dir(args), tag=args.tag,
         command=argv.command_line(args.argv, args.parser),
     )  # fmt: skip

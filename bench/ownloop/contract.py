@@ -14,7 +14,7 @@ import torch
 from bench.recipes import catalog
 
 RECIPE, SEED, OUT = "AMPBENCH_RECIPE", "AMPBENCH_SEED", "AMPBENCH_OUT"
-"""The environment the driver (`ampbench recipes`) sets for each run of a user's script: the mode
+"""The environment the driver (`ampbench sweep`) sets for each run of a user's script: the mode
 to apply, the seed, and the folder the probe writes."""
 
 SUPPORTED_KINDS = ("float32", "autocast")

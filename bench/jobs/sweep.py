@@ -1,10 +1,10 @@
-"""`ampbench recipes -- python train.py ARGS`: a user's own training script run once per recipe
+"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per recipe
 and seed, in interleaved rounds (round k runs every recipe at seed k, in an order that turns by
 one each round, so drift over the session is spread over the recipes), each run measured by the
 probe or a callback inside the script (docs/own-loop.md).
 
 Each run gets the recipe, the seed and its folder through the environment (`AMPBENCH_RECIPE`,
-`AMPBENCH_SEED`, `AMPBENCH_OUT`: `bench.ownloop.recipe`), which the script's probe or callback
+`AMPBENCH_SEED`, `AMPBENCH_OUT`: `bench.ownloop.contract`), which the script's probe or callback
 reads. Its row (the probe's) joins this folder's rows.jsonl, its raw step times samples.jsonl, and
 its own folder stays under `runs/`. A run that exits non-zero, writes no probe folder, or runs
 past the timeout is a row with that status and the script's last lines; the others go on. A
@@ -29,7 +29,7 @@ import pandas as pd
 
 from bench.jobs import packing
 from bench.jobs.base import Folder, log, new_folder
-from bench.ownloop import looks, recipe
+from bench.ownloop import contract, looks
 from bench.recipes import catalog
 from bench.store import paths, results
 from bench.verdicts import sequential
@@ -43,7 +43,7 @@ clock = time.monotonic
 
 
 @dataclass(frozen=True, kw_only=True)
-class RecipesConfig:
+class SweepConfig:
     script: tuple[str, ...]
     """The command that trains, as given after `--` (`python train.py ARGS`)."""
     modes: tuple[str, ...]
@@ -104,7 +104,7 @@ class RecipesConfig:
 
 
 def default_modes(device: str) -> tuple[str, ...]:
-    """The recipes a script takes by a switch (`bench.ownloop.recipe.SUPPORTED_KINDS`) that scale
+    """The recipes a script takes by a switch (`bench.ownloop.contract.SUPPORTED_KINDS`) that scale
     as their dtype is meant to (fp16 with a scaler, bf16 without), and the float32 ones; on the
     CPU those without TF32 or float16 (no CPU runs them)."""
     amp = catalog.autocast_modes()
@@ -155,7 +155,12 @@ def run_script(
 def child_environ(mode: str, seed: int, out: Path) -> dict[str, str]:
     """The environment of one run: the caller's, the recipe, the seed and the run's folder, and
     this checkout's root first on PYTHONPATH (before any the user has)."""
-    environ = {**os.environ, recipe.RECIPE: mode, recipe.SEED: str(seed), recipe.OUT: str(out)}
+    environ = {
+        **os.environ,
+        contract.RECIPE: mode,
+        contract.SEED: str(seed),
+        contract.OUT: str(out),
+    }
     # The script runs in the user's own folder, where `from bench.ownloop.hf import
     # ProbeCallback` finds no `bench` unless ampbench is installed. The root goes first always,
     # not only where `bench` would not import otherwise: the run writes the folder this driver
@@ -177,14 +182,14 @@ def _failed_row(mode: str, seed: int, status: str, error: str, script: str, devi
 
 
 def one_run(
-    job: Folder, cfg: RecipesConfig, mode: str, seed: int, runner: Runner, side_by_side: int = 1
+    job: Folder, cfg: SweepConfig, mode: str, seed: int, runner: Runner, side_by_side: int = 1
 ) -> tuple[dict, dict | None]:
     """Run the script under `mode` at `seed`, with `side_by_side` runs at once (itself
     included): its row (the probe's, or one that says what went wrong) and its samples
     record."""
     # The script's name for a row that has no model of its own: its .py file, else the program.
     script = next((Path(a).stem for a in cfg.script if a.endswith(".py")), Path(cfg.script[0]).name)
-    reason = recipe.unsupported_reason(mode)
+    reason = contract.unsupported_reason(mode)
     if reason is not None:
         return _failed_row(mode, seed, "unsupported", reason, script, cfg.device), None
     name = f"{mode}_seed{seed}"
@@ -204,7 +209,7 @@ def one_run(
         row.update(status=status, error=error, mode=mode, seed=seed)
     elif not rows:
         error = (
-            f"the script wrote no probe folder at {recipe.OUT}: does it measure with "
+            f"the script wrote no probe folder at {contract.OUT}: does it measure with "
             "bench.probe or a callback?"
         )
         row = _failed_row(mode, seed, "error", error, script, cfg.device)
@@ -213,7 +218,7 @@ def one_run(
         if row.get("mode") != mode:
             note = (
                 f"the run's settings show {row.get('mode')}, not {mode}: the script does not "
-                f"apply {recipe.RECIPE}"
+                f"apply {contract.RECIPE}"
             )
             row.update(status="error", error=note, mode_seen=row.get("mode"), mode=mode)
     row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seed_order().index(seed))
@@ -246,7 +251,7 @@ def _grid(rows: list[dict]) -> dict[str, object]:
 
 
 def run(
-    cfg: RecipesConfig,
+    cfg: SweepConfig,
     *,
     results_dir: Path,
     command: str,
@@ -255,7 +260,7 @@ def run(
 ) -> Path:
     """Every run of the grid, round by round, into a new folder; returns it."""
     settings = {**dataclasses.asdict(cfg), "own_loop_driver": True}
-    suffix = f"_recipes{'_' + tag if tag else ''}"
+    suffix = f"_sweep{'_' + tag if tag else ''}"
     with new_folder(
         results_dir, kind="timing", device=cfg.device, settings=settings, command=command,
         suffix=suffix,
@@ -284,7 +289,7 @@ def _keep(job: Folder, row: dict, record: dict | None) -> None:
         log(f"{row['mode']}, seed {row['seed']}: {row['status']}: {_one_line(row)}")
 
 
-def workers_for(job: Folder, cfg: RecipesConfig, runs: int) -> tuple[int, str]:
+def workers_for(job: Folder, cfg: SweepConfig, runs: int) -> tuple[int, str]:
     """How many of `runs` run side by side, and why: sized by the largest peak of the runs so
     far (the probe's allocated peak; the context and the allocator's cache are in
     `packing.CONTEXT_GIB` and its memory share)."""
@@ -295,9 +300,7 @@ def workers_for(job: Folder, cfg: RecipesConfig, runs: int) -> tuple[int, str]:
     return packing.side_by_side(cfg.workers, cfg.device, peak, runs)
 
 
-def run_packed(
-    job: Folder, cfg: RecipesConfig, todo: list[tuple[str, int]], runner: Runner
-) -> None:
+def run_packed(job: Folder, cfg: SweepConfig, todo: list[tuple[str, int]], runner: Runner) -> None:
     """Run `todo` ((recipe, seed) pairs), side by side as `workers_for` says; with one at a
     time, in order, each a run alone."""
     if not todo:
@@ -317,9 +320,7 @@ def run_packed(
             _keep(job, row, record)
 
 
-def judge_looks(
-    run_dir: Path, cfg: RecipesConfig, taken: list[int]
-) -> dict[str, sequential.Judged]:
+def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, sequential.Judged]:
     """Each recipe's verdict over the looks taken (`bench.ownloop.looks.over_looks`)."""
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
     summary, metric, _ = looks.summary(run_dir, rows, cfg.metric)
@@ -328,14 +329,14 @@ def judge_looks(
     return looks.over_looks(summary, cfg.modes, cfg.design(), taken, cfg.seed_order())
 
 
-def _look_s(job: Folder, cfg: RecipesConfig, runs: int) -> float:
+def _look_s(job: Folder, cfg: SweepConfig, runs: int) -> float:
     """A look's time, about: its runs `workers` at a time, each as long as the longest so far."""
     elapsed = [float(r.get("elapsed_s", 0)) for r in results.read_rows(job.path / results.ROWS)]
     workers, _ = workers_for(job, cfg, runs)
     return math.ceil(runs / workers) * max(elapsed, default=0.0)
 
 
-def _looks(job: Folder, cfg: RecipesConfig, runner: Runner, started: float) -> None:
+def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> None:
     """Look after look: judge, then add seeds (packed) to fp32 and the undecided recipes until
     each is decided, the cap, or the budget. Records the looks taken and why they ended."""
     design, seeds = cfg.design(), cfg.seed_order()

@@ -1,4 +1,4 @@
-"""`ampbench recipes -- python train.py`: a user's script under each recipe and seed, on the CPU;
+"""`ampbench sweep -- python train.py`: a user's script under each recipe and seed, on the CPU;
 its rows, a failed script's row, and the recipe table's verdicts (from runs a fake script
 writes, where the answer is known)."""
 
@@ -22,8 +22,8 @@ import torch
 
 import bench
 from bench.cli.main import main
-from bench.jobs import recipes as job
-from bench.ownloop import recipe
+from bench.jobs import sweep
+from bench.ownloop import contract
 from bench.publish import findings, own_loop, report
 from bench.store import results
 from bench.verdicts import sequential, training
@@ -37,7 +37,7 @@ def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
     # process of torch costs seconds, so the rounds and verdicts are tested on a fake below.
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the script imports this checkout's bench
     code = main(
-        ["recipes", "--modes", "fp32,fp8-rowwise", "--seeds", "3", "--results-dir",
+        ["sweep", "--modes", "fp32,fp8-rowwise", "--seeds", "3", "--results-dir",
          str(tmp_path), "--", sys.executable, str(PLAIN), "--preset", "tiny", "--steps", "6",
          "--batch-size", "2", "--eval-every", "3", "--eval-batches", "1", "--every", "3"]
     )  # fmt: skip
@@ -49,7 +49,7 @@ def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
     assert (run_dir / "runs" / "fp32_seed3" / "rows.jsonl").is_file()
     config = results.read_env(run_dir)["config"]  # what the index's line reads
     assert config["model"] == "own:GPT" and config["batch_sizes"] == [2]
-    table = (run_dir / own_loop.RECIPES_MD).read_text()
+    table = (run_dir / own_loop.SWEEP_MD).read_text()
     assert "| fp32" in table and "best val_loss" in table and "no switch for it" in table
     # The timing report, as for any run, saying what its dashes in an own loop's row mean.
     text = (run_dir / results.REPORT).read_text()
@@ -90,11 +90,11 @@ def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
     script = (
         "import os, sys; print('loading'); print('boom', os.environ['AMPBENCH_RECIPE']); exit(3)"
     )
-    cfg = job.RecipesConfig(
+    cfg = sweep.SweepConfig(
         script=(sys.executable, "-c", script), modes=("fp32", "bf16-amp", "fp8-rowwise"),
         seeds=(0,), device="cpu",
     )  # fmt: skip
-    run_dir = job.run(cfg, results_dir=tmp_path, command="test")
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="test")
     rows = {r["mode"]: r for r in results.read_rows(run_dir / results.ROWS)}
     assert rows["fp32"]["status"] == rows["bf16-amp"]["status"] == "failed"
     assert "exited with status 3" in rows["fp32"]["error"]
@@ -107,13 +107,13 @@ def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
 
 def fake_script(
     losses: dict, step_ms: dict, steps: int = 40, first: float = 4.0, start: int = 0
-) -> job.Runner:
+) -> sweep.Runner:
     """A runner that writes what a probe would: a row, its step times and a val_loss curve from
     `first` at step `start` down to the mode's loss, every 10 steps."""
 
     def run(command, environ, log_path, timeout_s):
-        mode, seed = environ[recipe.RECIPE], int(environ[recipe.SEED])
-        out = Path(environ[recipe.OUT])
+        mode, seed = environ[contract.RECIPE], int(environ[contract.SEED])
+        out = Path(environ[contract.OUT])
         out.mkdir(parents=True)
         gen = np.random.default_rng(seed * 7 + len(mode))
         times = list(step_ms[mode] * (1 + 0.01 * gen.standard_normal(steps)))
@@ -141,9 +141,9 @@ def test_the_recipe_table_judges_speed_and_training_over_seeds(tmp_path):
     losses = {"fp32": 2.0, "bf16-amp": 2.0, "fp16-amp": math.nan}
     step_ms = {"fp32": 10.0, "bf16-amp": 5.0, "fp16-amp": 5.0}
     # Five seeds: the fewest runs a recipe the speed verdict takes.
-    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=tuple(range(5)),
+    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=tuple(range(5)),
                             device="cpu")  # fmt: skip
-    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=fake_script(losses, step_ms))
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=fake_script(losses, step_ms))
     rows = results.read_rows(run_dir / results.ROWS)
     # Interleaved rounds: each round runs every recipe, starting one further along.
     assert [r["mode"] for r in rows[:4]] == ["fp32", "bf16-amp", "fp16-amp", "bf16-amp"]
@@ -167,23 +167,41 @@ def test_fp32_did_not_learn_only_where_its_loss_before_training_shows_it(tmp_pat
     # about 4.2 before then; 2.194 to 1.73 after it is no evidence that fp32 did not learn.
     losses = {"fp32": 1.73, "bf16-amp": 1.73}
     step_ms = {"fp32": 10.0, "bf16-amp": 5.0}
-    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
     late = fake_script(losses, step_ms, first=2.194, start=200)
-    run_dir = job.run(cfg, results_dir=tmp_path / "late", command="t", runner=late)
+    run_dir = sweep.run(cfg, results_dir=tmp_path / "late", command="t", runner=late)
     cell = own_loop.table(run_dir, {})[0].set_index("recipe").loc["bf16-amp", "training"]
     assert cell.startswith(f"{training.NOT_KNOWN}: cannot tell whether fp32 learned")
     assert "did not learn" not in cell and "eval_on_start=True" in cell and "step 200" in cell
     # Logged at step 0, before any update, and it did not fall 25%: that shows it.
     flat = fake_script(losses, step_ms, first=2.0, start=0)
-    run_dir = job.run(cfg, results_dir=tmp_path / "flat", command="t", runner=flat)
+    run_dir = sweep.run(cfg, results_dir=tmp_path / "flat", command="t", runner=flat)
     cell = own_loop.table(run_dir, {})[0].set_index("recipe").loc["bf16-amp", "training"]
     assert cell.startswith(f"{training.NOT_KNOWN}: fp32 did not learn") and "step 0" in cell
 
 
-def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
+def test_the_old_name_runs_sweep_saying_so_in_one_line(tmp_path, capsys):
+    # `recipes` was the driver's name: it still runs `sweep`, with one line on stderr first.
     assert main(["recipes", "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "ampbench: `recipes` is now `sweep`; the old name will go"
+    assert "no script" in err[1] and len(err) == 2
+
+
+def test_a_folder_of_the_old_driver_keeps_its_recipes_md(tmp_path):
+    # A folder written while the driver was `recipes` holds recipes.md: it is read and
+    # rewritten under that name; a new folder's table is sweep.md.
+    assert own_loop.written(tmp_path) is None
+    (tmp_path / own_loop.OLD_SWEEP_MD).write_text("old")
+    assert own_loop.written(tmp_path) == tmp_path / "recipes.md"
+    (tmp_path / own_loop.SWEEP_MD).write_text("new")
+    assert own_loop.written(tmp_path) == tmp_path / "sweep.md"
+
+
+def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
+    assert main(["sweep", "--results-dir", str(tmp_path)]) == 2
     assert "no script" in capsys.readouterr().err
-    assert main(["recipes", "--modes", "fp64", "--", "python", "x.py"]) == 2
+    assert main(["sweep", "--modes", "fp64", "--", "python", "x.py"]) == 2
     assert "fp64" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
@@ -192,7 +210,7 @@ def test_the_script_runs_where_the_user_ran_the_command(tmp_path, monkeypatch):
     # run_bench.sh changes into the project and says where the user was in AMPBENCH_CWD.
     (tmp_path / "train.py").write_text("import os; print('here', os.getcwd())\n")
     environ = {**os.environ, "AMPBENCH_CWD": str(tmp_path)}
-    code, output = job.run_script(
+    code, output = sweep.run_script(
         [sys.executable, "train.py"], environ, tmp_path / "log.txt", timeout_s=60
     )
     assert code == 0 and f"here {tmp_path}" in output
@@ -217,7 +235,7 @@ probe.close()
 
 def test_run_bench_runs_a_script_in_the_user_s_own_folder(tmp_path):
     # A project of the user's, outside this checkout, with its own `train.py`, run as
-    # docs/own-loop.md shows: path/to/ampbench/run_bench.sh recipes -- python train.py. The
+    # docs/own-loop.md shows: path/to/ampbench/run_bench.sh sweep -- python train.py. The
     # user's PYTHONPATH holds a `bench` of another copy that fails on import: the script must
     # import this checkout's (the copy whose driver reads its folder back).
     project, other = tmp_path / "project", tmp_path / "other" / "bench"
@@ -228,7 +246,7 @@ def test_run_bench_runs_a_script_in_the_user_s_own_folder(tmp_path):
     env = {**os.environ, "PYTHON": sys.executable, "PYTHONPATH": str(other.parent)}
     env.pop("AMPBENCH_CWD", None)
     proc = subprocess.run(
-        [str(ROOT / "run_bench.sh"), "recipes", "--modes", "fp32", "--seeds", "0", "--device",
+        [str(ROOT / "run_bench.sh"), "sweep", "--modes", "fp32", "--seeds", "0", "--device",
          "cpu", "--results-dir", "runs_here", "--", sys.executable, "train.py"],
         cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
@@ -237,7 +255,7 @@ def test_run_bench_runs_a_script_in_the_user_s_own_folder(tmp_path):
     (run_dir,) = (project / "runs_here").iterdir()
     (row,) = results.read_rows(run_dir / results.ROWS)
     assert row["status"] == "ok" and row["model"] == "own:Linear"
-    # The run table it prints and recipes.md name their ratio alike.
+    # The run table it prints and sweep.md name their ratio alike.
     assert "`× fp32`: fp32's step time" in proc.stderr and "× fp32" in proc.stdout
     log = (run_dir / "runs" / "fp32_seed0.log").read_text()
     assert f"bench from {ROOT / 'bench' / '__init__.py'}" in log
@@ -245,7 +263,7 @@ def test_run_bench_runs_a_script_in_the_user_s_own_folder(tmp_path):
 
 def test_the_driver_s_folder_wins_over_the_script_s_own(tmp_path, monkeypatch):
     model = torch.nn.Linear(4, 2)
-    monkeypatch.setenv(recipe.OUT, str(tmp_path / "driver"))
+    monkeypatch.setenv(contract.OUT, str(tmp_path / "driver"))
     probe = bench.probe(model, torch.optim.SGD(model.parameters(), 0.1), out=tmp_path / "mine")
     probe.close()
     assert Path(probe.folder) == tmp_path / "driver" and not (tmp_path / "mine").exists()
@@ -257,13 +275,13 @@ def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
     script = fake_script(losses, step_ms)
 
     def runner(command, environ, log_path, timeout_s):
-        if environ[recipe.RECIPE] == "bf16-amp" and environ[recipe.SEED] == "1":
+        if environ[contract.RECIPE] == "bf16-amp" and environ[contract.SEED] == "1":
             log_path.write_text("Traceback\nValueError: boom\n")
             return 1, "Traceback\nValueError: boom\n"
         return script(command, environ, log_path, timeout_s)
 
-    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
-    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     _, notes = own_loop.table(run_dir, {})
     assert "bf16-amp's best value is the mean of seed 0, 2, fp32's of seed 0, 1, 2" in " ".join(
         notes
@@ -271,12 +289,12 @@ def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
     # The run report's headline table and findings tell the seeds' rows apart.
     df = bench.load(run_dir).assign(batch_size=8, optimizer="foreach", variant="eager")
     assert "|   seed |" in report.headline(df)
-    # Its `× fp32` reads as recipes.md's does, and says so.
+    # Its `× fp32` reads as sweep.md's does, and says so.
     assert "`× fp32`: fp32's step time (at the row's seed) over the row's; above 1 is faster." in (
         report.headline(df)
     )
     assert re.search(r"\(seed \d, eager", " ".join(findings.findings(df, "foreach")))
-    assert job._one_line(
+    assert sweep._one_line(
         {"error": "the script exited with status 1; its last lines:\nTraceback\nValueError: boom",
          "run": "runs/bf16-amp_seed1"}
     ) == (
@@ -294,9 +312,9 @@ def test_seeds_past_the_timed_ones_run_packed_and_only_runs_alone_give_speed(tmp
         time.sleep(0.3)  # long enough that two runs side by side overlap
         return fake(command, environ, log_path, timeout_s)
 
-    cfg = job.RecipesConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2, 3),
+    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2, 3),
                             device="cpu", workers=2, timed_seeds=1)  # fmt: skip
-    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=slow)
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=slow)
     rows = results.read_rows(run_dir / results.ROWS)
     alone = [r for r in rows if r["ran"] == "alone"]
     packed = [r for r in rows if r["ran"] == "packed"]
@@ -327,13 +345,13 @@ def test_the_driver_packs_by_the_largest_peak_on_a_gpu(tmp_path, monkeypatch):
     for peak in (3.5, 4.4):
         row = {"case_id": str(peak), "status": "ok", "peak_alloc_gib": peak}
         results.append_jsonl(folder / results.ROWS, row)
-    cfg = job.RecipesConfig(script=("t",), modes=("fp32",), device="cuda")
+    cfg = sweep.SweepConfig(script=("t",), modes=("fp32",), device="cuda")
     holder = type("F", (), {"path": folder})()
-    workers, why = job.workers_for(holder, cfg, 40)
+    workers, why = sweep.workers_for(holder, cfg, 40)
     # 80% of 139 GiB at 4.4 + 1 GiB a run: 20 fit, more than the 16 cores.
     assert workers == 16 and "20 fit" in why
-    assert job.workers_for(holder, cfg, 5)[0] == 5
-    assert job.workers_for(holder, dataclasses.replace(cfg, workers=2), 40)[0] == 2
+    assert sweep.workers_for(holder, cfg, 5)[0] == 5
+    assert sweep.workers_for(holder, dataclasses.replace(cfg, workers=2), 40)[0] == 2
 
 
 def injected_looks(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
@@ -350,7 +368,7 @@ def injected_looks(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
         word = {m: training.LIKE if n >= at else training.NOT_KNOWN for m, at in decide_at.items()}
         return {m: sequential.Judged(verdict(w), n, 0.05, len(taken)) for m, w in word.items()}
 
-    monkeypatch.setattr(job, "judge_looks", judge_looks)
+    monkeypatch.setattr(sweep, "judge_looks", judge_looks)
     return asked
 
 
@@ -358,9 +376,9 @@ def test_a_look_adds_seeds_only_to_fp32_and_the_undecided_recipes(tmp_path, monk
     modes = ("fp32", "bf16-amp", "fp16-amp")
     asked = injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 5})
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = job.RecipesConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             workers=2, max_seeds=6)  # fmt: skip
-    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     rows = results.read_rows(run_dir / results.ROWS)
     seeds = {m: sorted(r["seed"] for r in rows if r["mode"] == m) for m in modes}
     assert seeds == {"fp32": [0, 1, 2, 3, 4], "bf16-amp": [0, 1, 2], "fp16-amp": [0, 1, 2, 3, 4]}
@@ -374,11 +392,11 @@ def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, mo
     modes = ("fp32", "bf16-amp")
     injected_looks(monkeypatch, {"bf16-amp": 99})
     now = iter([0.0, 1000.0, 1000.0])
-    monkeypatch.setattr(job, "clock", lambda: next(now))
+    monkeypatch.setattr(sweep, "clock", lambda: next(now))
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = job.RecipesConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             max_seeds=8, budget_s=900.0)  # fmt: skip
-    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     rows = results.read_rows(run_dir / results.ROWS)
     assert sorted({r["seed"] for r in rows}) == [0, 1, 2]  # no look past the first
     info = results.read_env(run_dir)
@@ -389,9 +407,9 @@ def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, mo
 def test_the_recipe_table_judges_over_the_looks_and_names_the_seeds_needed(tmp_path):
     modes = ("fp32", "bf16-amp")
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = job.RecipesConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             max_seeds=4)  # fmt: skip
-    run_dir = job.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     info = results.read_env(run_dir)
     assert info["looks"][0] == 3 and info["design"]["max_seeds"] == 4
     text = own_loop.render(run_dir)
