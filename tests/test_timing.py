@@ -103,17 +103,17 @@ def test_bad_repeat_count(bad):
 class FakeWatch:
     """A step watch whose steps skip as `skips` says, in order."""
 
-    def __init__(self, skips: list[bool]):
+    def __init__(self, skips: list[bool], log: list[str] | None = None):
         self.skips = iter(skips)
         self.pending: list[bool] = []
-        self.log: list[str] = []
+        self.log: list[str] = [] if log is None else log  # a clock's, to see the order
 
     def start(self):
-        self.log.append("start")
+        self.log.append("watch start")
         self.pending = []
 
     def mark(self):
-        self.log.append("mark")
+        self.log.append("watch")
         self.pending.append(next(self.skips))
 
     def skipped(self):
@@ -124,14 +124,15 @@ class FakeWatch:
 def test_a_skipped_step_is_no_sample_of_any_phase():
     clock = FakeClock()
     phases = {"fwd": lambda: clock.advance(2.0), "step": lambda: clock.advance(1.0)}
-    watch = FakeWatch([False, True, False, True])
+    watch = FakeWatch([False, True, False, True], log=clock.log)
     samples = time_phases(phases, warmup=0, steps=4, clock=clock, watch=watch)
     for values in samples.values():
         assert [math.isnan(v) for v in values] == [False, True, False, True]
     assert samples["total"][0] == 3.0 and samples["fwd"][2] == 2.0
-    assert watch.log == ["start"] + ["mark"] * 4
-    # The watch marks between one step's last clock mark and the next one's first: untimed.
-    assert clock.log == ["finish"] + ["mark"] * 12 + ["finish"]
+    # The watch marks before the first step and after each step's last clock mark, before the
+    # next step's first: outside every timed region, and nothing waits inside the window.
+    step = ["mark", "mark", "mark", "watch"]
+    assert clock.log == ["finish", "watch start", *step * 4, "finish"]
 
 
 def test_statistics_are_over_the_training_steps_alone():

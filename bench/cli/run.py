@@ -34,8 +34,8 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="seconds a collective may take before the case fails as `timeout` (default 300)",
     )
     o.add_device(r)
-    how = ("full", "steps", "warmup", "repeats", "min_repeats", "rounds", "seed", "overhead")
-    how += ("numerics",)
+    how = ("full", "steps", "warmup", "repeats", "min_repeats", "rounds", "seed", "overhead",
+           "numerics")  # fmt: skip
     fields.add(r, grid.RunConfig, how)
     o.add_results_dir(r, "parent folder of run folders")
     o.add_tag(r)

@@ -15,7 +15,7 @@ from torch import nn
 
 from bench.measure.memory import GIB
 from bench.measure.stats import is_noisy, phase_columns
-from bench.measure.timing import Clock
+from bench.measure.timing import SKIPPED, Clock
 from bench.ownloop.contract import Settings
 from bench.ownloop.counting import Counter
 from bench.ownloop.marks import PHASES, StepRecord
@@ -88,6 +88,7 @@ class Run:
         """A step whose marks have times."""
         self.steps += 1
         self.optimizer_steps += rec.stepped
+        skipped = False
         if rec.scale is not None:
             scale = float(rec.scale)  # a host copy made at the step's end: no wait
             # accelerate's `optimizer_step_was_skipped`: the scale went down (fused optimizers
@@ -101,9 +102,11 @@ class Run:
             self.peaks[phase] = max(self.peaks.get(phase, 0.0), gib)
         if rec.timed and len(rec.marks) > 1:
             times = rec.times(clock)
-            self.totals.append(times.pop("total"))
+            # A step GradScaler skipped is no training step: timed, but left out of every
+            # statistic, as the harness leaves it (`bench.measure.timing.SKIPPED`).
+            self.totals.append(SKIPPED if skipped else times.pop("total"))
             for phase in PHASES:
-                self.samples[phase].append(times.get(phase, 0.0))
+                self.samples[phase].append(SKIPPED if skipped else times.get(phase, 0.0))
 
     def census(self, rows: list[dict], ms: float) -> None:
         self.census_rows += rows

@@ -17,6 +17,7 @@ Pure: numpy, no torch, no pandas.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,8 +32,11 @@ NOT_KNOWN = "not known"
 
 
 def of_run(steps: Sequence[float]) -> float:
-    """One run's observation: the median of its timed step times (ms)."""
-    return float(np.median(np.asarray(steps, dtype=float)))
+    """One run's observation: the median of its timed training steps (ms); a step GradScaler
+    skipped is NaN in a probe's samples and left out (NaN where the run has no other)."""
+    values = np.asarray(steps, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else math.nan
 
 
 def speed(
@@ -47,7 +51,9 @@ def speed(
     recipe's time over the reference's, the geometric mean of the runs' medians), after Holm's
     correction across the recipes; with too few runs it says how many the judge needs (`why`).
     The reference is `{"verdict": "reference"}`; a side without a timed run is `not known`."""
-    values = {mode: [of_run(s) for s in steps if len(s)] for mode, steps in runs.items()}
+    values = {
+        mode: [v for v in map(of_run, steps) if not math.isnan(v)] for mode, steps in runs.items()
+    }
     out: dict[str, dict[str, object]] = {}
     judged = []
     for mode in runs:

@@ -59,8 +59,6 @@ LEARNED_DROP = 0.25
 """fp32 learned when its best held-out loss is at least this share below its loss at step 0."""
 MARGIN_SHARE = 0.01
 """The equivalence margin: this share of fp32's mean best held-out loss."""
-NORM_LIMIT = 0.01
-"""A gradient loses to underflow when more than this share of its norm is flushed to zero."""
 MIN_ELEMENTS = 1024
 """Tensors smaller than this cannot decide the GradScaler verdict."""
 UNSTABLE_RISE = 0.10
