@@ -310,8 +310,14 @@ def findings(s: dict) -> list[str]:
         markdown(table),
         "",
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
-        "held-out loss against the margin (90% interval by Welch's t); measurably worse, "
-        "within: the interval inside the margin, not holding zero. "
+        "held-out loss against the margin ("
+        + (
+            "each recipe at the level of the look that decided it, the degrees of freedom of "
+            "the smaller side; Looks above"
+            if s["env"].get("design")
+            else "90% interval by Welch's t"
+        )
+        + "); measurably worse, within: the interval inside the margin, not holding zero. "
         f"{step_named(s)}.{quality_runs.final_named(s['tables']['runs'])}"
         + (f" `–`: {'; '.join(notes)}." if notes else ""),
         "",
