@@ -88,6 +88,11 @@ class Plan:
         case = dataclasses.replace(self.case, mode=mode.name)
         return dataclasses.replace(self, mode=mode, case=case)
 
+    def with_size(self, size: object) -> Plan:
+        """This plan with its model at `size`, not at the sizes its case spells (the quality
+        study's model, sized to its data)."""
+        return dataclasses.replace(self, size=size)
+
     def with_case(self, **axes: object) -> Plan:
         """This plan with other values of axes that need no lookup (batch size, seed, lr, ...)."""
         looked_up = {"model", "preset", "sizes", "mode", "variant", "parallel"} & set(axes)
