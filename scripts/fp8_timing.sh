@@ -36,22 +36,21 @@ import traceback
 import torch
 
 from bench.recipes import fp8
-from bench.workloads.registry import get, make_case, size_of
-from bench.recipes.modes import MODES
+from bench.workloads.registry import make_case
+from bench.recipes.plan import resolve
 from bench.recipes.step import build, train_step
-from bench.execution.variants import unsupported_reason
 
 print("torch", torch.__version__, "torchao", fp8.torchao_version(), "capability", fp8.capability("cuda"))
 for name in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):
     case = make_case("mlp", "seed", mode=name, optimizer="fused", batch_size=256)
-    plan = MODES[name].fp8_plan(get(case.model), size_of(case))
-    print(f"-- {name}: {fp8.describe(plan) or 'no float8'}")
-    reason = unsupported_reason(case)
+    plan = resolve(case)
+    print(f"-- {name}: {fp8.describe(plan.fp8_plan) or 'no float8'}")
+    reason = plan.unsupported_reason
     if reason:
         print(f"   unsupported: {reason}")
         continue
     try:
-        s = build(case)
+        s = build(plan)
         print("  ", [f"{n}: {type(m).__name__}" for n, m in s.model.named_children()])
         print("   params", {str(p.dtype) for p in s.model.parameters()}, "optimizer", type(s.optimizer).__name__)
         losses = [train_step(s).item() for _ in range(3)]

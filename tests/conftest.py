@@ -18,10 +18,9 @@ from bench import quiet
 from bench.cases import case as case_module
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.jobs import plans
 from bench.recipes.catalog import OPTIMIZERS
 from bench.recipes.modes import MODES
-from bench.recipes.plan import Plan
+from bench.recipes.plan import Plan, resolve
 from bench.workloads import cards
 from bench.workloads.cards import MLP as mlp_card
 from bench.workloads.mlp import PRESETS
@@ -231,7 +230,7 @@ def tiny_case(**overrides: object) -> Case:
 
 def tiny_plan(**overrides: object) -> Plan:
     """`tiny_case(**overrides)` resolved, as a job hands it to what it runs."""
-    return plans.resolve(tiny_case(**overrides))
+    return resolve(tiny_case(**overrides))
 
 
 @pytest.fixture

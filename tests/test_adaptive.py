@@ -4,10 +4,10 @@ the row says how many windows it has."""
 
 import pytest
 
-from bench.jobs.plans import resolve
 from bench.measure import adaptive, runner, timing
 from bench.measure.adaptive import StopRule
 from bench.publish import method, report
+from bench.recipes.plan import resolve
 from tests.conftest import tiny_case
 from tests.test_timing import FakeClock
 

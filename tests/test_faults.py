@@ -14,7 +14,7 @@ import torch
 from bench.cli import main
 from bench.execution import launch
 from bench.faults import DEBUG_VAR, TRACEBACK_TEXT, debug, debugging, fault
-from bench.jobs import maxbatch, plans
+from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
@@ -24,6 +24,7 @@ from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render import report
 from bench.publish import render
 from bench.publish import report as timing_report
+from bench.recipes.plan import recipes, resolve
 from bench.store import errors, results
 from tests.conftest import tiny_case
 from tests.studies import start_study
@@ -233,8 +234,8 @@ def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path
 
     monkeypatch.setattr(training, "_with_weights", with_weights)
     out = training.census_trajectory(
-        plans.resolve(tiny_case(mode="fp16-amp", optimizer="fused")),
-        plans.recipes(training.CENSUS_RECIPES), noise=2.0, checkpoints=(0, 1), histogram=False,
+        resolve(tiny_case(mode="fp16-amp", optimizer="fused")),
+        recipes(training.CENSUS_RECIPES), noise=2.0, checkpoints=(0, 1), histogram=False,
     )  # fmt: skip
     assert [r["error"] for r in out["failed"]] == [
         "step 0: RuntimeError: no bf16 copy",

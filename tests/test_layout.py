@@ -51,16 +51,14 @@ ALLOWED_UP = {
     # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
     ("cases", "workloads.cards"),
     ("verdicts", "recipes.catalog"),
-    # The numerics study resolves its cases into plans in its own worker processes (a plan holds
-    # a workload, which need not pickle): the one resolver is the jobs' (`bench.jobs.plans`).
-    ("numerics.measure", "jobs.plans"),
     # The study's report formats its cells as every report does (its measuring may not:
     # `test_the_study_imports_only_downwards`) ...
     ("numerics.render", "publish.tables"),
     # ... and writes its figures as every figure is written (a PNG of 256 colours).
     ("numerics.render", "publish.figures"),
     # No upward import inside a function is listed: a case is checked against the torch-free
-    # tables, and what needs a registry is resolved above it (`bench.jobs.plans.resolve`).
+    # tables, and what needs a registry is resolved above it (`bench.recipes.plan.resolve`,
+    # which every job and the numerics study's workers import downwards).
 }
 
 VERDICTS_IMPORT = {"store", "recipes.catalog"}

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from bench.jobs import quality as quality_job
-from bench.jobs.plans import resolve
 from bench.measure.runner import run_case
 from bench.numerics.measure import jobs as numerics_jobs
 from bench.quality import train as quality
@@ -15,6 +14,7 @@ from bench.quality.config import QualityConfig
 from bench.recipes import catalog
 from bench.recipes.catalog import ModeCard
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from tests.conftest import tiny_case
 
 PINNED = {

@@ -13,11 +13,10 @@ import torch
 from torch import nn
 
 from bench.cli.main import main
-from bench.execution.variants import unsupported_reason
-from bench.jobs.plans import resolve
 from bench.numerics.measure import tables
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from bench.recipes.step import build, train_step
 from bench.store import results
 from bench.workloads import heads, outputs, structure
@@ -211,7 +210,7 @@ def test_a_head_ampbench_cannot_feed_is_an_unsupported_row():
     case = make_case(
         "hf:vit:causal-lm", "tiny", mode="fp32", optimizer="foreach", batch_size=2, device="cpu"
     )
-    assert "no causal-lm head" in unsupported_reason(resolve(case))
+    assert "no causal-lm head" in resolve(case).unsupported_reason
 
 
 def test_a_missing_zoo_is_an_unsupported_row_with_the_install_line(monkeypatch, tmp_path):

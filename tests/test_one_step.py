@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from bench.jobs import quality
-from bench.jobs.plans import resolve
 from bench.measure import runner
 from bench.numerics.measure import training
 from bench.numerics.render.sections.training import _step_note
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
 from bench.recipes import step
+from bench.recipes.plan import resolve
 from bench.recipes.step import HARNESS, StepOptions, build, train_step
 from tests.conftest import tiny_case
 

@@ -19,8 +19,8 @@ from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.cli.main import main
 from bench.jobs import configs
-from bench.jobs.plans import resolve
 from bench.numerics.measure import tables
+from bench.recipes.plan import resolve
 from bench.recipes.step import build, train_step
 from bench.store import results
 from bench.workloads import cards, heads, mlp, registry
@@ -130,7 +130,7 @@ def test_a_case_of_the_plugin_carries_the_sizes_it_gives():
     case = registry.make_case(SPEC, "small", mode="fp32", optimizer="fused", batch_size=2)
     assert (case.model, case.preset) == (SPEC, "small")
     assert "/12x16x7/" in case.case_id and case.case_id.endswith(f"model={SPEC}/preset=small")
-    assert registry.size_of(case) == PRESETS["small"]
+    assert resolve(case).size == PRESETS["small"]
 
 
 def test_the_gpts_case_id_spells_its_own_sizes():
@@ -144,7 +144,7 @@ def test_the_mlps_sizes_are_its_cases_own():
     case = registry.make_case("mlp", "tiny", mode="fp32", optimizer="fused", batch_size=8)
     assert case.preset == "" and "/32x64x10/" in case.case_id and "preset=" not in case.case_id
     odd = dataclasses.replace(case, sizes=Sizes.of(input=3, hidden=5, classes=2))
-    assert registry.size_of(odd) == mlp.ModelSize(input_size=3, hidden_size=5, num_classes=2)
+    assert resolve(odd).size == mlp.ModelSize(input_size=3, hidden_size=5, num_classes=2)
 
 
 def test_a_run_config_takes_the_workloads_sizes_and_refuses_the_mlps_options():

@@ -11,8 +11,6 @@ import pandas as pd
 import pytest
 import torch
 
-from bench.execution.variants import unsupported_reason
-from bench.jobs.plans import resolve
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.measure.runner import run_case
 from bench.numerics.measure import jobs, tables, training
@@ -20,6 +18,7 @@ from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render import answer
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from bench.recipes.step import build, train_step
 from bench.workloads.mlp import PRESETS
 from bench.workloads.mlp import WORKLOAD as MLP
@@ -69,11 +68,11 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
         # An MLP of which both recipes convert fc2 (the tiny one's plan converts nothing).
         case = tiny_case(mode=mode, device="cuda", input=2048, hidden=4096)
-        reason = unsupported_reason(resolve(case))
+        reason = resolve(case).unsupported_reason
         assert reason is None if expected is None else expected in reason
     # Pure bf16 needs neither; its stochastic-rounding twin needs torchao only.
-    assert unsupported_reason(resolve(tiny_case(mode="bf16-pure", device="cuda"))) is None
-    sr = unsupported_reason(resolve(tiny_case(mode="bf16-pure-sr", device="cuda")))
+    assert resolve(tiny_case(mode="bf16-pure", device="cuda")).unsupported_reason is None
+    sr = resolve(tiny_case(mode="bf16-pure-sr", device="cuda")).unsupported_reason
     assert (sr is None) == torchao
 
 
@@ -97,7 +96,7 @@ def test_a_float8_plan_that_converts_no_linear_is_unsupported_on_any_machine(
     # is below torchao's size thresholds, so its step would be bf16 autocast's.
     assert fp8.convertible(MLP, PRESETS["tiny"]) == ["fc1", "fc2"]
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
-        reason = unsupported_reason(resolve(tiny_case(mode=mode, device="cuda")))
+        reason = resolve(tiny_case(mode=mode, device="cuda")).unsupported_reason
         assert reason.startswith(f"{mode}: float8 converts no Linear of mlp: fc1 kept: too small")
         assert "fc3 kept: in 64 × out 10 not both divisible by 16" in reason
         assert "convolutions" not in reason  # it applies to the model, at a larger size
@@ -333,7 +332,7 @@ def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
         hidden=4096,
         classes=2048,
     )
-    reason = unsupported_reason(resolve(case))
+    reason = resolve(case).unsupported_reason
     if reason is not None:
         pytest.skip(reason)
     s = build(resolve(case))

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from bench.jobs.plans import resolve
 from bench.measure import memory
+from bench.recipes.plan import resolve
 from bench.recipes.step import (
     ScaleWatch,
     backward,

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from bench.execution import variants
-from bench.jobs.plans import resolve
 from bench.measure.runner import run_case
 from bench.publish import variants as tables
+from bench.recipes.plan import resolve
 from bench.recipes.step import build
 from tests.conftest import tiny_case
 from tests.stored import timing_row

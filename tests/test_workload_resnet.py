@@ -19,14 +19,13 @@ from torch import nn
 
 from bench.cases.case import Case
 from bench.cli import main
-from bench.execution.variants import unsupported_reason
 from bench.jobs import configs, maxbatch
-from bench.jobs.plans import resolve
 from bench.jobs.suite import run_suite
 from bench.measure import flops
 from bench.measure.roofline import step_work
 from bench.measure.runner import run_case
 from bench.recipes import fp8
+from bench.recipes.plan import resolve
 from bench.recipes.step import build, forward, train_step
 from bench.store import results
 from bench.workloads import resnet
@@ -227,7 +226,7 @@ def test_float8_has_no_linear_to_convert(as_if_installed, recipe):
         )
         assert f"in 2048 × out {classes} not both divisible by 16" in plan["fc"]
         assert fp8.convertible(RESNET, size) == []
-    reason = unsupported_reason(resolve(resnet_case("resnet50", mode=f"fp8-{recipe}")))
+    reason = resolve(resnet_case("resnet50", mode=f"fp8-{recipe}")).unsupported_reason
     assert reason.startswith(f"fp8-{recipe}: float8 converts no Linear of resnet50: fc kept: ")
     assert reason.endswith("converts nn.Linear modules only, not convolutions)")
 
@@ -237,13 +236,13 @@ def test_float8_is_unsupported_even_on_a_float8_gpu_with_torchao(as_if_installed
     monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0")
     # The fakes make a float8 GPU: the MLP's float8 cases run there.
     mlp = tiny_case(mode="fp8-rowwise", device="cuda", input=2048, hidden=4096)
-    assert unsupported_reason(resolve(mlp)) is None
+    assert resolve(mlp).unsupported_reason is None
     # ResNet-50's would be a bf16 autocast step under a float8 name: a row that says why not.
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
-        reason = unsupported_reason(resolve(resnet_case("resnet50", mode=mode, device="cuda")))
+        reason = resolve(resnet_case("resnet50", mode=mode, device="cuda")).unsupported_reason
         assert reason is not None and "float8 converts no Linear of resnet50" in reason
     assert (
-        unsupported_reason(resolve(resnet_case("resnet50", mode="bf16-amp", device="cuda"))) is None
+        resolve(resnet_case("resnet50", mode="bf16-amp", device="cuda")).unsupported_reason is None
     )
 
 
@@ -264,7 +263,7 @@ def test_float8_on_a_model_without_a_linear_says_it_has_none():
         "tests.test_workload_resnet:convs_only", "default", mode="fp8-tensorwise",
         optimizer="fused", batch_size=2, device="cpu",
     )  # fmt: skip
-    reason = unsupported_reason(resolve(case))
+    reason = resolve(case).unsupported_reason
     assert "float8 converts no Linear of tests.test_workload_resnet:convs_only: it has none" in (
         reason
     )
@@ -285,8 +284,8 @@ def test_without_torchvision_every_case_is_unsupported_with_how_to_install(no_to
     # Its cases are still made (their sizes are the preset's, not the model's), and the
     # workload's reason comes first, before a mode's own (float8's here).
     for mode in ("fp32", "fp8-rowwise"):
-        assert unsupported_reason(resolve(resnet_case(mode=mode))) == INSTALL_REASON
-    assert unsupported_reason(resolve(tiny_case())) is None  # the other workloads are untouched
+        assert resolve(resnet_case(mode=mode)).unsupported_reason == INSTALL_REASON
+    assert resolve(tiny_case()).unsupported_reason is None  # the other workloads are untouched
 
 
 def test_without_torchvision_a_row_says_so_and_the_run_goes_on(no_torchvision, tmp_path):

@@ -11,11 +11,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.cases.case import Case
-from bench.jobs.plans import resolve
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.measure.runner import run_case
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from bench.recipes.step import build
 from bench.workloads import gpt, mlp
 from bench.workloads.base import Workload

@@ -25,7 +25,7 @@ from bench.workloads import cards
 # line's parser import no torch, and every layer above may build a case. Names are checked
 # against the torch-free tables: the modes' and optimizers' (`bench.recipes.catalog`), the
 # workloads' (`bench.workloads.cards`), the variants' and parallelisms' (`bench.cases.axes`).
-# A job resolves a case into its objects once (`bench.jobs.plans.resolve`); its sizes are the
+# A job resolves a case into its objects once (`bench.recipes.plan.resolve`); its sizes are the
 # workload's own (`Workload.case`, which gives them).
 
 DEVICES = ("cuda", "cpu")

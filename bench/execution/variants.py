@@ -27,42 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.recipes import fp8
-from bench.recipes.plan import Plan
 from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
-from bench.verdicts.float8_plan import float8_unsupported_reason
-
-
-def unsupported_reason(plan: Plan) -> str | None:
-    """Why a case's plan cannot run here, or None when it can: the one place that asks its
-    workload (an
-    optional package it needs), its variant (CUDA graphs on the CPU) and its mode's recipe (a
-    Linear its float8 plan converts, `bench.verdicts.float8_plan.float8_unsupported_reason`;
-    torchao; a float8 GPU)."""
-    case, workload, size = plan.case, plan.workload, plan.size
-    reason = workload.unsupported_reason()
-    if reason is not None:
-        return f"{workload.name}: {reason}"
-    variant, mode = plan.variant, plan.mode
-    if variant.graphs and case.device != "cuda":
-        return "CUDA graphs need a CUDA device"
-    # A float8 plan that converts no Linear (none float8 can run, or all below torchao's size
-    # thresholds) would time bf16 autocast under a float8 name, on any machine.
-    linears = mode.fp8_plan(workload, size)  # empty for a mode that is not float8
-    reason = float8_unsupported_reason(linears, workload.name) if mode.fp8_recipe else None
-    if reason is not None:
-        if not fp8.convertible(workload, size):
-            reason += (
-                " (torchao's float8 training converts nn.Linear modules only, not convolutions)"
-            )
-        return f"{mode.name}: {reason}"
-    reason = mode.unsupported_reason(case.device)
-    if reason is not None:
-        return f"{mode.name}: {reason}"
-    if variant.capture and mode.stochastic_round:
-        # A hand capture needs a capturable optimizer; torchao's _AdamW has no such option.
-        return "torchao's _AdamW cannot be captured in a CUDA graph by hand (not capturable)"
-    return None
 
 
 @dataclass

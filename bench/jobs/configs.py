@@ -21,10 +21,9 @@ from bench.cases.grid import DEFAULT_MIN_REPEATS, DEFAULT_REPEATS, RunConfig, ne
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
 from bench.execution import parallel as parallelisms
-from bench.execution import variants as execution_variants
-from bench.jobs.plans import resolve
 from bench.recipes import catalog
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from bench.workloads import cards, registry
 from bench.workloads.base import Workload
 
@@ -116,7 +115,7 @@ def unsupported_reason(case: Case, world_size: int) -> str | None:
     """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
     None."""
     plan = resolve(case)
-    return execution_variants.unsupported_reason(plan) or parallelisms.unsupported_reason(
+    return plan.unsupported_reason or parallelisms.unsupported_reason(
         plan.parallel, variant=case.variant, world_size=world_size
     )
 

@@ -25,15 +25,14 @@ import torch
 
 from bench.cases.case import Case
 from bench.cases.maxbatch import MaxBatchConfig
-from bench.execution.variants import prepare, unsupported_reason
+from bench.execution.variants import prepare
 from bench.faults import Interrupted, fault, how_stopped
 from bench.jobs import base
-from bench.jobs.plans import resolve
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, settle, time_phases
-from bench.recipes.plan import Plan
+from bench.recipes.plan import Plan, resolve
 from bench.recipes.step import build, watch
 from bench.store import errors, folders, results
 from bench.workloads import registry
@@ -90,7 +89,7 @@ def trial(case: Case) -> dict[str, object]:
     memory still allocated after the cleanup that follows it."""
     row: dict[str, object] = {"case_id": case.case_id, **case.axes(), "status": "ok", "error": ""}
     plan = resolve(case)
-    reason = unsupported_reason(plan)
+    reason = plan.unsupported_reason
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}
     cuda = case.device == "cuda"

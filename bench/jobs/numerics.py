@@ -21,12 +21,13 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.jobs import base, plans
+from bench.jobs import base
 from bench.numerics.analysis.summary import summarize_runs
 from bench.numerics.measure import audit, jobs, tables
 from bench.numerics.measure.config import NumericsConfig, resolve_workers
 from bench.numerics.measure.jobs import Job
 from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
+from bench.recipes.plan import recipes, resolve
 from bench.store import errors, folders, results
 from bench.workloads.registry import get as get_workload
 
@@ -167,9 +168,7 @@ def _run(
     of `failed` with them."""
 
     if not (run_dir / tables.AUDIT_JSON).is_file():
-        tensor_rows, op_rows, audit_json = audit.run(
-            plans.resolve(cfg.audit_case()), plans.recipes()
-        )
+        tensor_rows, op_rows, audit_json = audit.run(resolve(cfg.audit_case()), recipes())
         _keep_audit_tracebacks(run_dir, audit_json)
         tables.write(run_dir, "audit", tables.frame("audit", tensor_rows))
         tables.write(run_dir, "audit_ops", tables.frame("audit_ops", op_rows))
@@ -235,9 +234,7 @@ def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     missing = tuple(m for m in cfg.modes if m not in seen)
     if not missing:
         return
-    tensor_rows, op_rows, more = audit.run_modes(
-        plans.resolve(cfg.audit_case()), plans.recipes(missing)
-    )
+    tensor_rows, op_rows, more = audit.run_modes(resolve(cfg.audit_case()), recipes(missing))
     _keep_audit_tracebacks(run_dir, more)
     for name, new_rows in (("audit", tensor_rows), ("audit_ops", op_rows)):
         old = tables.read(run_dir, name)

@@ -31,14 +31,14 @@ from bench.jobs import packing
 from bench.jobs import quality_looks as looks
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
-from bench.quality import tables
+from bench.quality import tables, train
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit
 from bench.quality.train import Resolved, safe_train, time_step
+from bench.recipes import plan
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
 from bench.verdicts import training as rules
-from bench.verdicts.float8_plan import float8_unsupported_reason
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
 
@@ -68,9 +68,12 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
 
 
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
-    """What a run of `mode` trains with, looked up here once: the study's model sized to its
-    data (`fitted`, or fitted now), the recipe and fp32's."""
-    return Resolved(fitted or fit(cfg, registry.get(cfg.model)), MODES[mode], MODES[FP32])
+    """What a run of `mode` trains with, looked up here once: its plan, by the one resolver
+    (`bench.recipes.plan.resolve`), at the size of the study's model sized to its data
+    (`fitted`, or fitted now), and fp32's recipe."""
+    fitted = fitted or fit(cfg, registry.get(cfg.model))
+    sized = plan.resolve(train.case(cfg, fitted.workload, mode)).with_size(fitted.size)
+    return Resolved(sized, fitted, MODES[FP32])
 
 
 def _fitted(cfg: QualityConfig) -> Fitted | str:
@@ -82,14 +85,11 @@ def _fitted(cfg: QualityConfig) -> Fitted | str:
 
 
 def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> str | None:
-    """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None."""
+    """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None:
+    the one rule every job asks (`bench.recipes.plan.Plan.unsupported_reason`)."""
     if isinstance(fitted, str):
         return fitted
-    m = MODES[mode]
-    why = m.unsupported_reason(cfg.device)
-    if why is None and m.fp8_recipe is not None:
-        why = float8_unsupported_reason(m.fp8_plan(fitted.workload, fitted.size), cfg.model)
-    return why
+    return resolve(cfg, mode, fitted).plan.unsupported_reason
 
 
 def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None:

@@ -29,13 +29,13 @@ from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
 from bench.jobs import base, numerics
-from bench.jobs.plans import resolve
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.numerics.measure import config
 from bench.recipes import catalog
+from bench.recipes.plan import resolve
 from bench.recipes.step import HARNESS
 from bench.store import folders, results
 from bench.workloads import registry
@@ -191,11 +191,8 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
         mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
-        found.update(
-            ceilings.measure_collectives(
-                world, registry.get(cases[0].model), registry.size_of(cases[0])
-            )
-        )
+        first = resolve(cases[0])
+        found.update(ceilings.measure_collectives(world, first.workload, first.size))
         free_device_memory()  # the buffers' cached blocks would count in the first case's peak
         info["ceilings"] = found
         if world.leader:
@@ -247,7 +244,7 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     ncfg = config.short_config(
         device=cfg.device,
         model=cfg.model,
-        size=registry.size_of(cfg.cases()[0]),
+        size=resolve(cfg.cases()[0]).size,
         modes=list(cfg.modes),
         batch_sizes=list(cfg.batch_sizes),
         optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],

@@ -23,8 +23,8 @@ from pathlib import Path
 from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
-from bench.jobs.plans import resolve
 from bench.measure import derived, ranks, runner
+from bench.recipes.plan import resolve
 from bench.store import errors, results
 
 

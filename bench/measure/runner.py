@@ -22,7 +22,6 @@ from torch import nn
 from bench.cases.case import Case
 from bench.execution import parallel, variants
 from bench.execution.distributed import World
-from bench.execution.variants import unsupported_reason
 from bench.faults import fault
 from bench.measure import memory
 from bench.measure.adaptive import StopRule
@@ -86,7 +85,7 @@ def global_batch_size(plan: Plan, world_size: int) -> int:
 def run_case(
     plan: Plan, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
-    """Measure one case, resolved into its plan (`bench.jobs.plans.resolve`), on this rank;
+    """Measure one case, resolved into its plan (`bench.recipes.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
     `case.repeats` timed windows of `case.steps` samples each (`bench.measure.adaptive`), one after
     another. A distributed case also times a window without gradient synchronization, whose
@@ -96,21 +95,19 @@ def run_case(
     cannot go on ends with the columns it has so far and its status."""
     case, mode = plan.case, plan.mode
     world = world or World.single(case.device)
+    row = _case_columns(plan, world, ceilings)
     # A workload that cannot be built here (a package it needs is missing) has no float8 plan,
     # no counted work and no floors: its row is its reason alone.
-    missing = plan.workload.unsupported_reason() is not None
-    linears = {} if missing else mode.fp8_plan(plan.workload, plan.size)
-    row = _case_columns(plan, linears, world, ceilings)
-    if missing:
-        return {**row, "status": "unsupported", "error": unsupported_reason(plan)}, {}
+    if plan.workload.unsupported_reason() is not None:
+        return {**row, "status": "unsupported", "error": plan.unsupported_reason}, {}
     try:
         work = step_work(plan.workload, plan.size, case.batch_size, case.device)
     except Exception as exc:  # a user's model that cannot run even to be counted: a row
         return {**row, **fault(exc)}, {}
-    row |= _floors(plan, linears, work, world, ceilings)
+    row |= _floors(plan, work, world, ceilings)
     with mode.context(case.device):
         row |= tf32_flags()  # as the step's phases set them
-    reason = unsupported_reason(plan) or parallel.unsupported_reason(
+    reason = plan.unsupported_reason or parallel.unsupported_reason(
         plan.parallel, variant=case.variant, world_size=world.size
     )
     if reason is not None:
@@ -123,9 +120,7 @@ def run_case(
     return {**row, **measured}, samples
 
 
-def _case_columns(
-    plan: Plan, linears: dict[str, str], world: World, ceilings: dict[str, float]
-) -> Row:
+def _case_columns(plan: Plan, world: World, ceilings: dict[str, float]) -> Row:
     """The columns every row has, an unsupported or failed one's too: the case's axes, its
     status (`ok` until something says otherwise), where it ran, the recipe as it runs and the
     ceilings its floors are built on."""
@@ -147,13 +142,12 @@ def _case_columns(
         "ceiling_tflops": ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan),
         "copy_gbps": ceilings["copy_gbps"],
         "optimizer_impl": mode.optimizer_name(case.optimizer),
-        "fp8_linears": fp8.describe(linears),
+        "fp8_linears": fp8.describe(plan.fp8_plan),
     }
 
 
 def _floors(
     plan: Plan,
-    linears: dict[str, str],
     work: Work,
     world: World,
     ceilings: dict[str, float],
@@ -162,7 +156,7 @@ def _floors(
     at their dtype's, float8's for the Linears the recipe converted; the optimizer and the
     casts at the copy bandwidth). FSDP shards the optimizer's bytes over the ranks."""
     mode = plan.mode
-    matmul_tflops, linear_tflops = _matmul_ceilings(mode, linears, ceilings)
+    matmul_tflops, linear_tflops = _matmul_ceilings(mode, plan.fp8_plan, ceilings)
     columns = floor_columns(
         work,
         matmul_tflops=matmul_tflops,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from bench.cases import axes
+from bench.cases.case import Case
 from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
@@ -40,6 +40,7 @@ from bench.recipes.modes import Mode
 from bench.recipes.plan import Plan
 from bench.recipes.step import StepOptions, TrainState, train_step, watch
 from bench.recipes.step import evaluate as heldout
+from bench.workloads.base import Workload
 
 
 def lr_at(cfg: QualityConfig, step: int) -> float:
@@ -74,15 +75,36 @@ def options(cfg: QualityConfig) -> StepOptions:
     return StepOptions(grad_clip=cfg.grad_clip, dropout=True, eval_every=cfg.eval_every)
 
 
+def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
+    """The case that names a run's axes (its first seed's; each run's plan takes its own). Its
+    model is sized to the data (`Resolved.fitted`), not to the preset's sizes the case spells."""
+    return workload.case(
+        cfg.model,
+        cfg.preset,
+        mode=mode,
+        optimizer="fused" if cfg.device == "cuda" else "foreach",  # as `adamw` builds it
+        batch_size=cfg.batch_size,
+        device=cfg.device,
+        seed=cfg.seeds[0],
+        lr=cfg.lr,
+    )
+
+
 @dataclass(frozen=True)
 class Resolved:
-    """What a run trains with, looked up once by the job (`bench.jobs.quality.resolve`): the
-    study's model sized to its data, the recipe, and fp32's recipe (the GradScaler check's
-    reference)."""
+    """What a run trains with, looked up once by the job (`bench.jobs.quality.resolve`): its
+    plan, by the one resolver (`bench.recipes.plan.resolve`), at the size of the study's model
+    sized to its data (`fitted`, which holds the data too), and fp32's recipe (the GradScaler
+    check's reference)."""
 
+    plan: Plan
     fitted: Fitted
-    mode: Mode
     reference: Mode
+
+    @property
+    def mode(self) -> Mode:
+        """The recipe the run trains with."""
+        return self.plan.mode
 
 
 class Run:
@@ -93,37 +115,17 @@ class Run:
         self.cfg, self.seed, self.device = cfg, seed, cfg.device
         self.mode, self.reference = resolved.mode, resolved.reference
         self.fitted = resolved.fitted
-        workload, size = self.fitted.workload, self.fitted.size
+        plan = resolved.plan.with_case(seed=seed)
+        workload, size, mode = plan.workload, plan.size, plan.mode
         # The same initial weights and dropout stream for every recipe of a seed.
         torch.manual_seed(seed)
-        model = self.mode.prepare(workload.build(size, self.device, seed), workload, size)
-        mode = self.mode
+        model = mode.prepare(workload.build(size, self.device, seed), workload, size)
 
         def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             output = model(mode.cast_input(x))
             return output, workload.loss(output, y, "mean")
 
-        # The case names the run's axes; its model is sized to the data (`fitted`), not to the
-        # preset's sizes the case spells.
-        case = workload.case(
-            cfg.model,
-            cfg.preset,
-            mode=self.mode.name,
-            optimizer="fused" if self.device == "cuda" else "foreach",  # as `adamw` builds it
-            batch_size=cfg.batch_size,
-            device=self.device,
-            seed=seed,
-            lr=cfg.lr,
-        )
         empty = torch.empty(0)  # the batch is set before every step
-        plan = Plan(
-            case=case,
-            workload=workload,
-            size=size,
-            mode=mode,
-            variant=axes.VARIANTS[case.variant],
-            parallel=axes.PARALLELS[case.parallel],
-        )
         self.state = TrainState(
             plan,
             model,

@@ -1,16 +1,23 @@
-"""A case resolved: the objects one case trains and runs with, looked up once at the job boundary
-(`bench.jobs.plans.resolve`) and handed down. The runner (`bench.measure.runner`), the execution
-variants (`bench.execution.variants`) and the train step (`bench.recipes.step`) take a `Plan` and
-never look a name up again, as torchtitan's trainer looks its `TrainSpec` up once."""
+"""A case resolved: the objects one case trains and runs with, looked up once (`resolve`) and
+handed down. Every job resolves its cases here, and the numerics study's workers theirs, all
+importing downwards; the runner (`bench.measure.runner`), the execution variants
+(`bench.execution.variants`) and the train step (`bench.recipes.step`) take a `Plan` and never
+look a name up again, as torchtitan's trainer looks its `TrainSpec` up once. What a plan's
+users derive from it (its float8 plan, why it cannot run here) is derived here, once a plan."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
-from bench.cases.axes import Parallel, Variant
+from bench.cases.axes import PARALLELS, VARIANTS, Parallel, Variant
 from bench.cases.case import Case
-from bench.recipes.modes import Mode
+from bench.recipes import fp8
+from bench.recipes.modes import MODES, Mode
+from bench.verdicts.float8_plan import float8_unsupported_reason
+from bench.workloads import registry
 from bench.workloads.base import Workload
 
 
@@ -30,6 +37,49 @@ class Plan:
     parallel: Parallel
     """How the model is spread over the ranks (`case.parallel`)."""
 
+    # A frozen dataclass keeps a cached property: it is written to the instance's __dict__, not
+    # set through __setattr__. A plan made anew (`with_mode`, `with_case`) derives it anew.
+    @cached_property
+    def fp8_plan(self) -> dict[str, str]:
+        """Per Linear: `converted` to float8, or `kept: <why>`; empty for a mode that is not
+        float8, and for a workload that cannot be built here (a package it needs is missing)."""
+        if self.workload.unsupported_reason() is not None:
+            return {}
+        return self.mode.fp8_plan(self.workload, self.size)
+
+    @cached_property
+    def unsupported_reason(self) -> str | None:
+        """Why this plan cannot run here, or None when it can: the one place that asks its
+        workload (an optional package it needs), its variant (CUDA graphs on the CPU) and its
+        mode's recipe (a Linear its float8 plan converts,
+        `bench.verdicts.float8_plan.float8_unsupported_reason`; torchao; a float8 GPU). Its
+        parallelism, which depends on the ranks, is asked beside it
+        (`bench.execution.parallel.unsupported_reason`)."""
+        case, workload, variant, mode = self.case, self.workload, self.variant, self.mode
+        reason = workload.unsupported_reason()
+        if reason is not None:
+            return f"{workload.name}: {reason}"
+        if variant.graphs and case.device != "cuda":
+            return "CUDA graphs need a CUDA device"
+        # A float8 plan that converts no Linear (none float8 can run, or all below torchao's
+        # size thresholds) would time bf16 autocast under a float8 name, on any machine.
+        reason = (
+            float8_unsupported_reason(self.fp8_plan, workload.name) if mode.fp8_recipe else None
+        )
+        if reason is not None:
+            if not fp8.convertible(workload, self.size):
+                reason += (
+                    " (torchao's float8 training converts nn.Linear modules only, not convolutions)"
+                )
+            return f"{mode.name}: {reason}"
+        reason = mode.unsupported_reason(case.device)
+        if reason is not None:
+            return f"{mode.name}: {reason}"
+        if variant.capture and mode.stochastic_round:
+            # A hand capture needs a capturable optimizer; torchao's _AdamW has no such option.
+            return "torchao's _AdamW cannot be captured in a CUDA graph by hand (not capturable)"
+        return None
+
     def with_mode(self, mode: Mode) -> Plan:
         """This plan under another recipe; the case names it where the mode table has it (a
         recipe a study tries leaves the case as it was)."""
@@ -38,9 +88,37 @@ class Plan:
         case = dataclasses.replace(self.case, mode=mode.name)
         return dataclasses.replace(self, mode=mode, case=case)
 
+    def with_size(self, size: object) -> Plan:
+        """This plan with its model at `size`, not at the sizes its case spells (the quality
+        study's model, sized to its data)."""
+        return dataclasses.replace(self, size=size)
+
     def with_case(self, **axes: object) -> Plan:
         """This plan with other values of axes that need no lookup (batch size, seed, lr, ...)."""
         looked_up = {"model", "preset", "sizes", "mode", "variant", "parallel"} & set(axes)
         if looked_up:
             raise ValueError(f"with_case: {sorted(looked_up)[0]} needs a new plan (resolve)")
         return dataclasses.replace(self, case=dataclasses.replace(self.case, **axes))
+
+
+def resolve(case: Case, mode: Mode | None = None) -> Plan:
+    """The plan of `case`: its workload and size, its mode's recipe (or `mode`, a recipe the
+    table has not), its variant and its parallelism. A bad model name is one line
+    (`bench.faults.UsageError`, from the registry)."""
+    workload = registry.get(case.model)
+    if mode is None:
+        mode = MODES[case.mode]
+    return Plan(
+        case=case,
+        workload=workload,
+        size=workload.size_of(case),
+        mode=mode,
+        variant=VARIANTS[case.variant],
+        parallel=PARALLELS[case.parallel],
+    )
+
+
+def recipes(names: Iterable[str] | None = None) -> dict[str, Mode]:
+    """The recipes of `names` (every mode of the table where None), looked up once here for a
+    study that trains or audits several recipes on one case (`Plan.with_mode` applies each)."""
+    return dict(MODES) if names is None else {name: MODES[name] for name in names}

@@ -137,12 +137,6 @@ def get(name: str) -> Workload:
     return RESOLVERS[key](rest)
 
 
-def size_of(case: Case) -> object:
-    """The workload's size object of `case` (`Workload.size_of`: its preset's, or its own
-    sizes where the workload takes any)."""
-    return get(case.model).size_of(case)
-
-
 def make_case(model: str, preset: str, **axes: object) -> Case:
     """A case of workload `model` at `preset`; `axes` are the other fields. The case carries
     the workload's name, preset and sizes as the workload gives them (`Workload.case`)."""

@@ -26,9 +26,9 @@ import pytest
 import torch
 
 from bench.cases.case import Case
-from bench.jobs.plans import resolve
 from bench.measure.timing import clock_for, settle
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from bench.recipes.step import TrainState, build, train_step, watch
 from tests.benchmarks import memory_gate
 from tests.conftest import PHASES, suite_options

@@ -13,12 +13,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.execution.variants import unsupported_reason
-from bench.jobs.plans import resolve
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.recipes.modes import MODES
+from bench.recipes.plan import resolve
 from bench.recipes.step import backward, forward, optimizer_step, train_step
-from bench.workloads.registry import get, make_case, size_of
+from bench.workloads.registry import get, make_case
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 
 
@@ -38,7 +37,8 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         batch_size=spec.batch_size,
         device=suite.device,
     )
-    reason = unsupported_reason(resolve(case))
+    plan = resolve(case)
+    reason = plan.unsupported_reason
     if reason is not None:  # torchao missing, or no float8 GPU: the harness makes it a row
         pytest.skip(reason)
     mode = MODES[spec.mode]
@@ -82,7 +82,7 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         target, extra = counted(lambda: (train_step(s), _sync())), dict(iterations=suite.iterations)
     result, _ = benchmark.pedantic(target, **extra, **timed)
 
-    work = step_work(get(case.model), size_of(case), case.batch_size)
+    work = step_work(plan.workload, plan.size, case.batch_size)
     phase_flops = {
         "forward": work.fwd_flop,
         "backward": work.bwd_flop,

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 
 import torch
 
-from bench.execution.variants import unsupported_reason
 from bench.faults import TRACEBACK_TEXT, fault
 from bench.numerics.measure.grads import DtypeTrace, capture, chained
 from bench.numerics.measure.tables import (
@@ -192,7 +191,7 @@ def run_modes(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list
     tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
     for mode, recipe in recipes.items():
         mode_plan = plan.with_mode(recipe)
-        reason = unsupported_reason(mode_plan)
+        reason = mode_plan.unsupported_reason
         if reason is not None:
             skipped[mode] = reason
             continue

@@ -20,11 +20,10 @@ import torch
 
 from bench import quiet
 from bench.cases.case import Case
-from bench.execution.variants import unsupported_reason
 from bench.faults import fault
-from bench.jobs import plans  # the study resolves its cases in its own workers
 from bench.numerics.measure import training
 from bench.recipes import catalog
+from bench.recipes.plan import recipes, resolve  # each worker resolves its own cases
 
 KINDS = ("convergence", "census")
 
@@ -77,8 +76,8 @@ def run_job(job: Job) -> dict[str, list[dict]]:
     with its traceback (`bench.faults.fault`) for the study to keep in its folder."""
     c = job.case
     row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
-    plan = plans.resolve(c)
-    reason = unsupported_reason(plan)
+    plan = resolve(c)
+    reason = plan.unsupported_reason
     if reason is not None:  # torchao missing, or no float8 GPU: a row that says so
         return {"failed": [{**row, "status": "unsupported", "error": reason}]}
     try:
@@ -93,7 +92,7 @@ def run_job(job: Job) -> dict[str, list[dict]]:
             )
         return training.census_trajectory(
             plan,
-            plans.recipes(training.CENSUS_RECIPES),
+            recipes(training.CENSUS_RECIPES),
             noise=job.noise,
             checkpoints=job.checkpoints,
             histogram=job.histogram,

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 
 import torch
 
-from bench.execution.variants import unsupported_reason
 from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, settle, time_phases
@@ -296,7 +295,7 @@ def census_trajectory(
                 census_rows += _census_rows(cap, ref, {**axes, "mode": name}, used, loss)
             for name in OWN_MODEL_CENSUS_MODES:
                 own = plan.with_mode(recipes[name])
-                if unsupported_reason(own) is not None:
+                if own.unsupported_reason is not None:
                     continue
                 try:
                     cap = capture(_with_weights(own, s))
