@@ -273,9 +273,8 @@ def test_an_unstable_run_without_nan_makes_the_scaler_needed():
     v = scaler_rule.scaler_needed(c, rows, "fp16-amp", "fp16-amp-noscale", synthetic=False)
     assert v.verdict == rules.NEEDED and "unstable" in v.reason and "seed 0" in v.reason
     assert "checked at steps 0" in v.reason  # the steps the check saw
-    assert (
-        "it keeps at most 0.1% of a gradient's norm that float16 flushes" in v.reason
-    )  # the norm, beside it
+    # the norm the scaler keeps, beside it
+    assert "it keeps at most 0.1% of a gradient's norm that float16 flushes" in v.reason
 
 
 def test_a_per_element_flush_share_sits_beside_the_norm_share_and_decides_nothing():

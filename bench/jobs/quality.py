@@ -38,6 +38,7 @@ from bench.quality.train import Resolved, safe_train, time_step
 from bench.recipes import plan
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
+from bench.verdicts import sequential
 from bench.verdicts import training as rules
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
@@ -64,7 +65,14 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
     `DEFAULT_MAX_SEEDS` (a budget stops a sequential study between looks)."""
     if budget and "max_seeds" not in given:
         given = {**given, "max_seeds": DEFAULT_MAX_SEEDS}
-    return QualityConfig.build(device, given)
+    cfg = QualityConfig.build(device, given)
+    if cfg.max_seeds:
+        try:  # the design the looks will follow, checked before any folder or GPU time
+            sequential.Design(first=len(cfg.seeds), max_seeds=cfg.max_seeds)
+        except ValueError as exc:
+            seeds = ",".join(map(str, cfg.seeds))
+            raise UsageError(f"--max-seeds {cfg.max_seeds} with --seeds {seeds}: {exc}") from exc
+    return cfg
 
 
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from bench.cases import checks
 from bench.cases.case import DEVICES
 from bench.recipes import catalog
-from bench.verdicts import sequential
 
 FP32 = catalog.reference()
 """The reference every recipe is judged against."""
@@ -125,14 +124,6 @@ class QualityConfig:
             raise ValueError(f"--modes {','.join(self.modes)} leaves out {FP32}, the reference")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"--seeds {','.join(map(str, self.seeds))} repeats a seed")
-        if self.max_seeds:
-            try:  # the design the looks will follow, checked before any folder or GPU time
-                sequential.Design(first=len(self.seeds), max_seeds=self.max_seeds)
-            except ValueError as exc:
-                seeds = ",".join(map(str, self.seeds))
-                raise ValueError(
-                    f"--max-seeds {self.max_seeds} with --seeds {seeds}: {exc}"
-                ) from exc
         if self.min_lr > self.lr:
             raise ValueError(f"--min-lr {self.min_lr:g} is above --lr {self.lr:g}")
 
