@@ -31,7 +31,7 @@ def grid() -> list[power.Case]:
 def _false_calls(cases, rounds, comparisons, seed) -> float:
     rng = np.random.default_rng(seed)
     none = [0.0] * len(cases)
-    runs = [power.one_comparison(cases, none, rng, rounds=rounds) for _ in range(comparisons)]
+    runs = [power.one_comparison(cases, none, rng, rounds_a_side=rounds) for _ in range(comparisons)]
     return power.rates(runs, none)["any_false"]
 
 
@@ -53,7 +53,7 @@ def test_five_rounds_a_side_find_most_three_percent_changes(grid):
     than 1% (the others scatter as far as the change itself: docs/comparing.md)."""
     rng = np.random.default_rng(3)
     shifts = [power.SHIFTS[i % len(power.SHIFTS)] for i in range(len(grid))]
-    runs = [power.one_comparison(grid, shifts, rng, rounds=5) for _ in range(6)]
+    runs = [power.one_comparison(grid, shifts, rng, rounds_a_side=5) for _ in range(6)]
     every = power.rates(runs, shifts)
     quiet = power.rates(runs, shifts, [power.spread(c) < QUIET for c in grid])
     assert every["any_false"] <= RATE * 6  # no false call in 6 comparisons, or one
@@ -83,7 +83,7 @@ def test_the_stopping_rule_finds_what_the_cap_finds_and_stops_early_where_it_can
     rng = np.random.default_rng(12)
     shifted = [0.03] * len(modes)
     stopping = [power.sequential(modes, shifted, rng, least=MIN_ROUNDS, most=7) for _ in range(6)]
-    fixed = [power.one_comparison(modes, shifted, rng, rounds=7) for _ in range(6)]
+    fixed = [power.one_comparison(modes, shifted, rng, rounds_a_side=7) for _ in range(6)]
     by_rule = power.rates([words for words, _ in stopping], shifted)["called_+3.0%"]
     by_cap = power.rates(fixed, shifted)["called_+3.0%"]
     assert by_rule >= by_cap - 0.03, (by_rule, by_cap)
