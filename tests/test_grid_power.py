@@ -31,7 +31,9 @@ def grid() -> list[power.Case]:
 def _false_calls(cases, rounds, comparisons, seed) -> float:
     rng = np.random.default_rng(seed)
     none = [0.0] * len(cases)
-    runs = [power.one_comparison(cases, none, rng, rounds_a_side=rounds) for _ in range(comparisons)]
+    runs = [
+        power.one_comparison(cases, none, rng, rounds_a_side=rounds) for _ in range(comparisons)
+    ]
     return power.rates(runs, none)["any_false"]
 
 

@@ -151,3 +151,13 @@ def test_settle_runs_until_enough_steps_in_a_row_applied():
     assert steps == 4 + 5 == len(ran)  # the fourth skipped, then five applied in a row
     capped = timing.settle({"a": lambda: None}, FakeWatch([True] * 9), clock, quiet=5, cap=9)
     assert capped == 9
+
+
+def test_a_window_of_skipped_steps_has_no_training_step_to_time():
+    clock = FakeClock()
+    phases = {"a": lambda: clock.advance(1.0)}
+    settled = FakeWatch([False] * 10 + [True] * 3)  # settles, then every timed step skips
+    with pytest.raises(timing.NoTrainingStep, match="skipped all 3 timed steps"):
+        timing.time_settled(phases, warmup=0, steps=3, clock=clock, watch=settled)
+    samples = timing.time_settled(phases, warmup=0, steps=3, clock=clock, watch=None)
+    assert samples["total"] == [1.0] * 3

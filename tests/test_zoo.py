@@ -111,12 +111,12 @@ def few_timed_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     25 steps of the two fp16 recipes took most of a CNN's study (9 minutes of torchvision's
     MobileNet's on 2 busy cores). What this suite checks of a study does not read the timing:
     1 warm-up and 2 timed steps still time the step as the study does."""
-    real = training.time_phases
+    real = training.time_settled
 
     def fewer(fns, *, warmup, steps, **kwargs):
         return real(fns, warmup=min(warmup, 1), steps=min(steps, 2), **kwargs)
 
-    monkeypatch.setattr(training, "time_phases", fewer)
+    monkeypatch.setattr(training, "time_settled", fewer)
 
 
 @pytest.mark.parametrize("spec", _marked(ZOO))

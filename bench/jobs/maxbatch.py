@@ -31,7 +31,7 @@ from bench.jobs import base
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
-from bench.measure.timing import clock_for, settle, time_phases
+from bench.measure.timing import clock_for, time_settled
 from bench.recipes.plan import Plan, resolve
 from bench.recipes.step import build, watch
 from bench.store import errors, folders, results
@@ -65,11 +65,12 @@ def _train(plan: Plan) -> dict[str, object]:
     case = plan.case
     s = build(plan, capturable=plan.variant.capture)
     prepared = prepare(s)
-    clock, scale_watch = clock_for(case.device), watch(s)
-    if scale_watch is not None:  # time training steps, not GradScaler's first backing off
-        settle(prepared.phases, scale_watch, clock)
-    samples = time_phases(
-        prepared.phases, warmup=case.warmup, steps=case.steps, clock=clock, watch=scale_watch
+    samples = time_settled(
+        prepared.phases,
+        warmup=case.warmup,
+        steps=case.steps,
+        clock=clock_for(case.device),
+        watch=watch(s),
     )
     total_ms = summarize(samples["total"])["median"]
     out: dict[str, object] = {

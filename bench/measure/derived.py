@@ -11,15 +11,12 @@ from typing import Any
 import numpy as np
 
 from bench.measure.stats import is_noisy, phase_columns
+from bench.measure.timing import NoTrainingStep
 from bench.recipes.plan import Plan
 from bench.store import results
 from bench.store.schema import Row
 
 PHASES = tuple(results.PHASES)
-
-
-class NoTrainingStep(RuntimeError):
-    """Every timed step of a case applied no update: there is no training step to time."""
 
 
 @dataclass(frozen=True)

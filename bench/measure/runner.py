@@ -25,7 +25,7 @@ from bench.execution.distributed import World
 from bench.faults import fault
 from bench.measure import memory
 from bench.measure.adaptive import StopRule
-from bench.measure.derived import Floor, NoTrainingStep, derived_columns
+from bench.measure.derived import Floor, derived_columns
 from bench.measure.roofline import (
     Work,
     cast_columns,
@@ -34,7 +34,14 @@ from bench.measure.roofline import (
     step_work,
 )
 from bench.measure.stats import summarize
-from bench.measure.timing import WARMUP_MS, clock_for, settle, time_phases, time_windows
+from bench.measure.timing import (
+    WARMUP_MS,
+    NoTrainingStep,
+    clock_for,
+    settle,
+    time_phases,
+    time_windows,
+)
 from bench.recipes import fp8
 from bench.recipes.modes import Mode, dtype_name, tf32_flags
 from bench.recipes.plan import Plan

@@ -81,6 +81,10 @@ class StepWatch(Protocol):
     def skipped(self) -> list[bool]: ...
 
 
+class NoTrainingStep(RuntimeError):
+    """Every timed step applied no update: there is no training step to time."""
+
+
 SKIPPED = math.nan
 """A timed step that applied no update: its sample in every phase (null in samples.jsonl)."""
 
@@ -193,6 +197,26 @@ def warm_up(
             if clock.elapsed_ms(start, end) >= budget_ms:
                 return i + 1
     return warmup
+
+
+def time_settled(
+    phases: Mapping[str, Callable[[], object]],
+    *,
+    warmup: int,
+    steps: int,
+    clock: Clock,
+    watch: StepWatch | None,
+) -> dict[str, list[float]]:
+    """`time_phases` of a training step: with a `watch` (a recipe that scales its loss), the
+    scale settles first (`settle`) and a skipped timed step is `SKIPPED`; a window whose every
+    step was skipped raises `NoTrainingStep`. The studies' and the largest-batch search's timed
+    steps; a timing run's windows are `time_windows`'s."""
+    if watch is not None:
+        settle(phases, watch, clock)
+    samples = time_phases(phases, warmup=warmup, steps=steps, clock=clock, watch=watch)
+    if all(math.isnan(ms) for ms in samples["total"]):
+        raise NoTrainingStep(f"GradScaler skipped all {steps} timed steps")
+    return samples
 
 
 def time_repeats(

@@ -32,7 +32,7 @@ from bench.cases.case import Case
 from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
-from bench.measure.timing import clock_for, settle, time_phases
+from bench.measure.timing import clock_for, time_settled
 from bench.quality import tables, underflow
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
@@ -337,12 +337,12 @@ def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
         torch.cuda.reset_peak_memory_stats()
     run = Run(cfg, resolved, cfg.seeds[0])
     counter = iter(range(10**9))
-    phases = {"step": lambda: run.step(next(counter))}
-    clock, scale_watch = clock_for(cfg.device), watch(run.state)
-    if scale_watch is not None:  # time training steps, not GradScaler's first backing off
-        settle(phases, scale_watch, clock)
-    samples = time_phases(
-        phases, warmup=10, steps=cfg.timing_steps, clock=clock, watch=scale_watch
+    samples = time_settled(
+        {"step": lambda: run.step(next(counter))},
+        warmup=10,
+        steps=cfg.timing_steps,
+        clock=clock_for(cfg.device),
+        watch=watch(run.state),
     )["step"]
     stats = summarize(samples)
     run.evaluate()  # its batches count in the peak too

@@ -22,7 +22,7 @@ import torch
 
 from bench.faults import fault
 from bench.measure.stats import summarize
-from bench.measure.timing import clock_for, settle, time_phases
+from bench.measure.timing import clock_for, time_settled
 from bench.numerics.measure.grads import capture
 from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
@@ -181,10 +181,13 @@ def _step_ms(plan: Plan, task: Task) -> float:
     case = plan.case
     s = build(plan)
     s.x, s.y = task.sample(case.batch_size, 0)
-    phases, clock, scale_watch = {"step": lambda: train_step(s)}, clock_for(case.device), watch(s)
-    if scale_watch is not None:  # time training steps, not GradScaler's first backing off
-        settle(phases, scale_watch, clock)
-    samples = time_phases(phases, warmup=5, steps=20, clock=clock, watch=scale_watch)
+    samples = time_settled(
+        {"step": lambda: train_step(s)},
+        warmup=5,
+        steps=20,
+        clock=clock_for(case.device),
+        watch=watch(s),
+    )
     return summarize(samples["step"])["median"]
 
 
