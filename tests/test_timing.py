@@ -7,6 +7,7 @@ import pytest
 
 from bench.measure import stats, timing
 from bench.measure.timing import clock_for, time_phases, time_repeats
+from bench.verdicts import rounds
 
 
 class FakeClock:
@@ -138,10 +139,10 @@ def test_a_skipped_step_is_no_sample_of_any_phase():
 def test_statistics_are_over_the_training_steps_alone():
     samples = [1.0, math.nan, 3.0, math.nan, 2.0]
     assert stats.summarize(samples)["median"] == 2.0
-    assert stats.of_round(samples, "p10") == pytest.approx(1.2)
+    assert rounds.of_round(samples, "p10") == pytest.approx(1.2)
     assert stats.phase_columns({"total": samples})["total_ms_p10"] == pytest.approx(1.2)
     with pytest.raises(ValueError, match="no training step"):
-        stats.of_round([math.nan, math.nan])
+        rounds.of_round([math.nan, math.nan])
 
 
 def test_settle_runs_until_enough_steps_in_a_row_applied():

@@ -4,8 +4,6 @@ rounds judge; simulated on driver data at the spread of real runs, A/A and with 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -84,8 +82,8 @@ def test_the_driver_s_speed_verdict_holds_its_error_rate_on_real_between_run_spr
 
 def test_a_runs_observation_leaves_gradscalers_skipped_steps_out():
     nan = float("nan")
-    assert driver.of_run([10.0, nan, 12.0, nan, 11.0]) == 11.0
-    assert math.isnan(driver.of_run([nan, nan]))
+    verdicts = driver.speed({"fp32": [[10.0, nan, 12.0, nan, 11.0]] * 5, "x": [[5.5]] * 5}, "fp32")
+    assert verdicts["x"]["median_ms_a"] == 11.0 and verdicts["x"]["ratio"] == pytest.approx(0.5)
     # A run with no training step is no observation.
     verdicts = driver.speed({"fp32": [[nan], [10.0]], "bf16-amp": [[5.0]]}, "fp32")
     assert "1 runs of bf16-amp and 1 of fp32" in verdicts["bf16-amp"]["why"]

@@ -46,7 +46,6 @@ from pathlib import Path
 from bench import outcome
 from bench.faults import Interrupted, UsageError
 from bench.jobs import ab_looks, base
-from bench.measure import stats
 from bench.store import folders, paths
 from bench.verdicts import memory, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
@@ -96,9 +95,9 @@ class AbConfig:
         least = self.min_rounds
         if isinstance(least, bool) or not isinstance(least, int) or least < 1:
             raise ValueError(f"--min-rounds: {least!r} is not a positive integer")
-        if self.statistic not in stats.STATISTICS:
+        if self.statistic not in rounds.STATISTICS:
             raise ValueError(
-                f"--statistic {self.statistic!r}: choose from {', '.join(stats.STATISTICS)}"
+                f"--statistic {self.statistic!r}: choose from {', '.join(rounds.STATISTICS)}"
             )
         memory.Tolerance.parse(self.memory_tolerance)  # a bad one: one line, before any round
         for name in ("rev_a", "rev_b"):

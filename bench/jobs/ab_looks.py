@@ -3,7 +3,7 @@ case is decided (`bench.jobs.ab` looks after each pair of rounds from its minimu
 
 A round is one run folder of one revision, all its steps (as `compare` reads a folder of run
 folders, `bench.publish.sides`); a case is matched on its `case_id`, both revisions running the
-same options. The judge is `bench.verdicts.rounds.judge_family`, with the look's share of alpha.
+same options. The judge is `bench.verdicts.rounds.judge_rounds`, with the look's share of alpha.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.measure import stats
 from bench.store import results
 from bench.verdicts import rounds
 
@@ -40,17 +39,11 @@ def look(folder: Path, done: list[dict], cfg) -> dict[str, object]:
     """One look at the rounds so far (`cfg`: the comparison's `AbConfig`): the rounds a side, the
     verdicts' counts, and whether every case is decided."""
     cases = rounds_so_far(folder, done)
-    judged = rounds.judge_family(
-        [
-            (
-                group,
-                [stats.of_round(r, cfg.statistic) for r in a],
-                [stats.of_round(r, cfg.statistic) for r in b],
-            )
-            for group, a, b in cases
-        ],
+    judged = rounds.judge_rounds(
+        cases,
         min_effect=cfg.min_effect,
         confidence=cfg.confidence,
+        statistic=cfg.statistic,
         looks=cfg.looks,
     )
     words = [str(v["verdict"]) for v in judged]

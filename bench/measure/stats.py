@@ -48,21 +48,3 @@ def phase_columns(samples: dict[str, list[float]]) -> dict[str, float]:
         row[f"{phase}_ms_p10"] = s["p10"]
         row[f"{phase}_ms_p90"] = s["p90"]
     return row
-
-
-STATISTICS = {"median": 50.0, "p10": 10.0}
-"""What one round (one observation) of a case is summed up by, for `bench compare`: the median of
-its step times (the default, what every report shows), or their 10th percentile. Work that shares
-the machine only ever adds time to some steps, so the lower tail is what the code costs and moves
-less from one process to the next."""
-
-
-def of_round(samples: Sequence[float], statistic: str = "median") -> float:
-    """One round's step times (its training steps) summed up by `statistic` (a key of
-    `STATISTICS`)."""
-    if statistic not in STATISTICS:
-        raise ValueError(f"statistic {statistic!r}: choose from {', '.join(STATISTICS)}")
-    values = applied(samples)
-    if len(values) == 0:
-        raise ValueError("no training step in the round")
-    return float(np.percentile(values, STATISTICS[statistic]))

@@ -8,7 +8,7 @@ saves on the benchmark's name), the ratio is B's step time over A's: below 1 mea
 Two runs of the same code differ by more than their per-step samples suggest: the machine's load,
 clocks and temperature and the layout of a fresh process move a whole run at once. So a case is
 judged from its rounds, each one observation summed up by one statistic (`--statistic`), by the
-one judge of `bench.verdicts.rounds` (`judge_cases`, which `history` and `ab`'s stopping rule ask
+one judge of `bench.verdicts.rounds` (`judge_rounds`, which `history` and `ab`'s stopping rule ask
 too): a t-test on the log rounds, its spread moderated across the cases of one mode, with Holm's
 correction across the comparison's cases; `faster` / `slower` also need the ratio beyond 1 -/+
 the larger of the noise between rounds and `min_effect`; `same` needs the interval within 1 -/+
@@ -27,11 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.measure import stats as round_stats
 from bench.publish import compare_memory, sides, tables
 from bench.store import paths, results
 from bench.verdicts import memory, rounds
@@ -58,42 +56,6 @@ class Pair:
         if axis not in results.axes():
             raise ValueError(f"--pair axis {axis!r} is not one of {', '.join(results.axes())}")
         return cls(axis=axis, a=a, b=b)
-
-
-def judge_cases(
-    cases: list[tuple[object, list[np.ndarray], list[np.ndarray]]],
-    *,
-    min_effect: float = MIN_EFFECT,
-    confidence: float = CONFIDENCE,
-    statistic: str = "median",
-    looks: int = 1,
-) -> list[dict[str, object]]:
-    """The verdicts of a comparison's cases, judged as one family: per case (its group, the mode
-    its spread is moderated with, and each side's rounds, arrays of step times in ms), the
-    medians of all its steps (`median_ms_a`, `median_ms_b`) and `bench.verdicts.rounds`'
-    verdict of the rounds summed up by `statistic`, after Holm's correction. `compare`,
-    `history` and `ab`'s stopping rule all judge here."""
-    judged = rounds.judge_family(
-        [
-            (
-                group,
-                [round_stats.of_round(r, statistic) for r in a],
-                [round_stats.of_round(r, statistic) for r in b],
-            )
-            for group, a, b in cases
-        ],
-        min_effect=min_effect,
-        confidence=confidence,
-        looks=looks,
-    )
-    return [
-        {
-            "median_ms_a": float(np.nanmedian(np.concatenate(a))),
-            "median_ms_b": float(np.nanmedian(np.concatenate(b))),
-            **verdict,
-        }
-        for (_, a, b), verdict in zip(cases, judged, strict=True)
-    ]
 
 
 def env_differences(env_a: dict, env_b: dict) -> list[str]:
@@ -123,12 +85,12 @@ def compare(
 ) -> pd.DataFrame:
     """One row per case matched between the sides: the medians of all its steps, the rounds'
     ratio, interval, p-value, noise, degrees of freedom and verdict, the p-value after Holm's
-    correction across the cases (`p_holm`) and the verdict that survives it (`judge_cases`),
-    the rounds per side (`rounds_a`, `rounds_b`), what a round is (`unit_a`, `unit_b`: keys of
-    `bench.publish.sides.UNITS`) and whether they were too few to judge (`too_few`). `looks`:
-    the looks at the rounds a sequential comparison (`ab`) made, each spending an equal share
-    of 1 - confidence. And the memory verdict with its figures
-    (`bench.publish.compare_memory.RAW`), with `memory_tolerance`."""
+    correction across the cases (`p_holm`) and the verdict that survives it
+    (`bench.verdicts.rounds.judge_rounds`), the rounds per side (`rounds_a`, `rounds_b`), what a
+    round is (`unit_a`, `unit_b`: keys of `bench.publish.sides.UNITS`) and whether they were too
+    few to judge (`too_few`). `looks`: the looks at the rounds a sequential comparison (`ab`)
+    made, each spending an equal share of 1 - confidence. And the memory verdict with its
+    figures (`bench.publish.compare_memory.RAW`), with `memory_tolerance`."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
         raise UsageError(
@@ -158,7 +120,7 @@ def compare(
             row["unit_a"], row["unit_b"] = rec["unit_a"], rec["unit_b"]
             judged.append((len(out), (rec.get("mode"), rec["rounds_a"], rec["rounds_b"])))
         out.append(row)
-    verdicts = judge_cases(
+    verdicts = rounds.judge_rounds(
         [case for _, case in judged],
         min_effect=min_effect,
         confidence=confidence,

@@ -5,7 +5,7 @@ Revisions are ordered by the date of their commit (env.json's `started` where th
 unknown or not in this repository's history). The runs of one commit and one torch are one
 revision; a run whose commit is unknown, or whose code differs from it (`dirty`), is one alone.
 
-A case is judged as `ampbench compare` judges it (`bench.publish.compare.judge_cases`): each run
+A case is judged as `ampbench compare` judges it (`bench.verdicts.rounds.judge_rounds`): each run
 of a revision one round, a revision of one run its passes (`run --rounds`) or else its timed
 windows (rounds of one process, which cannot show how far two processes differ: `one_process`),
 the cases of one revision one family (moderated spreads, Holm's correction).
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import compare, sides
+from bench.publish import sides
 from bench.publish.runs import Run, run_folders
 from bench.store import paths, results
-from bench.verdicts import memory
+from bench.verdicts import memory, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 TIMING = "timing"
@@ -170,7 +170,7 @@ def collect(
                     point["verdict"] = "missing"
             last[key] = (rev.label, case["rounds"], point["unit"])
             judged.append(point)
-        found = compare.judge_cases(
+        found = rounds.judge_rounds(
             [p for _, p in pairs], min_effect=min_effect, confidence=confidence
         )
         for (i, _), verdict in zip(pairs, found, strict=True):

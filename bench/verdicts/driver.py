@@ -17,7 +17,6 @@ Pure: numpy, no torch, no pandas.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -31,12 +30,8 @@ NOT_KNOWN = "not known"
 """The verdict of a recipe without a timed run, or against a reference without one."""
 
 
-def of_run(steps: Sequence[float]) -> float:
-    """One run's observation: the median of its timed training steps (ms); a step GradScaler
-    skipped is NaN in a probe's samples and left out (NaN where the run has no other)."""
-    values = np.asarray(steps, dtype=float)
-    values = values[~np.isnan(values)]
-    return float(np.median(values)) if values.size else math.nan
+def _steps(steps: Sequence[float]) -> np.ndarray:
+    return np.asarray(steps, dtype=float)
 
 
 def speed(
@@ -47,12 +42,16 @@ def speed(
     confidence: float = CONFIDENCE,
 ) -> dict[str, dict[str, object]]:
     """mode -> its speed verdict against `reference`: `runs` holds, per mode, each finished
-    run's timed step times (ms). A verdict is `rounds.rounds_verdict`'s dict (`ratio` is the
-    recipe's time over the reference's, the geometric mean of the runs' medians), after Holm's
-    correction across the recipes; with too few runs it says how many the judge needs (`why`).
+    run's timed step times (ms), a step GradScaler skipped NaN. Each run is one round
+    (`rounds.judge_rounds`, its median over its training steps); a verdict is
+    `rounds.rounds_verdict`'s dict (`ratio` is the recipe's time over the reference's, the
+    geometric mean of the runs' medians), after Holm's correction across the recipes; with too
+    few runs it says how many the judge needs (`why`).
     The reference is `{"verdict": "reference"}`; a side without a timed run is `not known`."""
+    # A run with no training step (every timed step skipped) is no observation.
     values = {
-        mode: [v for v in map(of_run, steps) if not math.isnan(v)] for mode, steps in runs.items()
+        mode: [r for r in map(_steps, steps) if (~np.isnan(r)).any()]
+        for mode, steps in runs.items()
     }
     out: dict[str, dict[str, object]] = {}
     judged = []
@@ -63,7 +62,7 @@ def speed(
             out[mode] = {"verdict": NOT_KNOWN, "why": f"no timed run of {mode} or {reference}"}
         else:
             judged.append(mode)
-    family = rounds.judge_family(
+    family = rounds.judge_rounds(
         [(mode, values[reference], values[mode]) for mode in judged],
         min_effect=min_effect,
         confidence=confidence,

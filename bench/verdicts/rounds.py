@@ -34,6 +34,26 @@ from scipy import special, stats
 
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS
 
+STATISTICS = {"median": 50.0, "p10": 10.0}
+"""What one round (one observation) of a case is summed up by: the median of its step times
+(the default, what every report shows), or their 10th percentile. Work that shares the machine
+only ever adds time to some steps, so the lower tail is what the code costs and moves less from
+one process to the next."""
+
+
+def of_round(samples: Sequence[float], statistic: str = "median") -> float:
+    """One round's step times summed up by `statistic` (a key of `STATISTICS`), over its
+    training steps: a NaN sample is a step that applied no update (GradScaler skipped it,
+    `bench.measure.timing.SKIPPED`) and is left out."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic {statistic!r}: choose from {', '.join(STATISTICS)}")
+    values = np.asarray(samples, dtype=float)
+    values = values[~np.isnan(values)]
+    if len(values) == 0:
+        raise ValueError("no training step in the round")
+    return float(np.percentile(values, STATISTICS[statistic]))
+
+
 PROCEDURE = (
     "a t-test per case on the log of each round's statistic, its spread moderated across the "
     "cases of the same mode (empirical Bayes, Smyth 2004), with Holm's correction across the cases"
@@ -327,3 +347,35 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = CON
         "rounds": len(logs),
         "confidence": confidence,
     }
+
+
+def judge_rounds(
+    cases: Sequence[tuple[Hashable, Sequence[np.ndarray], Sequence[np.ndarray]]],
+    *,
+    min_effect: float = MIN_EFFECT,
+    confidence: float = CONFIDENCE,
+    statistic: str = "median",
+    looks: int = 1,
+) -> list[dict[str, object]]:
+    """The one assembly of rounds for `judge_family`, which `compare`, `history`, `ab`'s
+    stopping rule and the sweep's speed verdict all call: per case (its group, the mode its
+    spread is moderated with, and each side's rounds, arrays of step times in ms), each round
+    summed up by `statistic` (`of_round`), judged as one family; with the medians of all its
+    training steps beside the verdict (`median_ms_a`, `median_ms_b`)."""
+    judged = judge_family(
+        [
+            (group, [of_round(r, statistic) for r in a], [of_round(r, statistic) for r in b])
+            for group, a, b in cases
+        ],
+        min_effect=min_effect,
+        confidence=confidence,
+        looks=looks,
+    )
+    return [
+        {
+            "median_ms_a": float(np.nanmedian(np.concatenate(a))),
+            "median_ms_b": float(np.nanmedian(np.concatenate(b))),
+            **verdict,
+        }
+        for (_, a, b), verdict in zip(cases, judged, strict=True)
+    ]
