@@ -116,9 +116,9 @@ def _json(entries: list[dict[str, object]]) -> str:
 
 
 @dataclass(frozen=True)
-class Format:
-    """One export format: a run's entries, the check of what the other tool accepts, and the
-    text written."""
+class Writer:
+    """How one format of the formats table (`bench.publish.formats.Format`) is written: a run's
+    entries, the check of what the other tool accepts, and the text written."""
 
     entries: Callable[[Path], list[dict[str, object]]]
     validate: Callable[[object], None]
@@ -126,7 +126,7 @@ class Format:
 
 
 WRITERS = {
-    "github-action-benchmark": Format(github_action_benchmark, validate, _json),
+    "github-action-benchmark": Writer(github_action_benchmark, validate, _json),
 }
 """How each format of the formats table (`bench.publish.formats`, which the command line reads
 without pandas) is written, by its `--format` name."""
