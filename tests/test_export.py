@@ -82,7 +82,7 @@ def test_one_entry_per_case_and_timed_phase(tmp_path):
 def test_export_dispatches_on_its_formats_table(tmp_path, monkeypatch):
     run = write_run(tmp_path / "run", small_grid())
     checked = []
-    other = export.Format(
+    other = export.Writer(
         entries=lambda run_dir: [{"run": run_dir.name}],
         validate=checked.append,
         text=lambda entries: f"{entries[0]['run']}\n",
