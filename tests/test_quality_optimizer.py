@@ -9,9 +9,11 @@ own AdamW); building it through the one builder must not change a bit of them.""
 import pytest
 import torch
 
+from bench.cases import grid
 from bench.jobs.quality import resolve
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run
+from bench.recipes.modes import MODES
 
 TINY = {"steps": 4, "eval_every": 2, "batch_size": 2, "heldout_limit": 4, "warmup": 1}
 """tests/test_quality.py's tiny study."""
@@ -74,3 +76,14 @@ def test_the_quality_optimizer_and_first_steps_are_unchanged(mode):
     losses = [run.step(k).item() for k in range(4)]
     total = sum(p.detach().double().sum() for p in run.model.parameters()).item()
     assert (losses, total) == EXPECTED[mode]  # bit for bit
+
+
+def test_the_adamw_rows_stay_out_of_a_timing_runs_default_grid():
+    assert grid.new_run_default("optimizer", "cuda") == ("foreach", "fused")
+
+
+def test_weight_decay_on_an_adam_row_is_refused():
+    with pytest.raises(ValueError, match=r"weight decay 0\.1: optimizer 'foreach' has none"):
+        MODES["fp32"].optimizer(
+            "foreach", [torch.nn.Parameter(torch.ones(2))], 1e-3, weight_decay=0.1
+        )
