@@ -45,6 +45,7 @@ def new_run_default(name: str, device: str, world_size: int = 1, *, full: bool =
     which needs torch to ask each recipe). `full`: the `--full` grid's modes."""
     wider = {
         "mode": mode_table.default_modes(full=full),
+        "optimizer": mode_table.default_optimizers(),
         "batch_size": DEFAULT_BATCH_SIZES,
         "variant": axes.default_variants() if device == "cuda" else ("eager",),
         "parallel": tuple(axes.PARALLELS) if world_size > 1 else ("none",),

@@ -38,7 +38,7 @@ from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
 from bench.recipes.modes import Mode
 from bench.recipes.plan import Plan
-from bench.recipes.step import StepOptions, TrainState, train_step, watch
+from bench.recipes.step import StepOptions, build, train_step, watch
 from bench.recipes.step import evaluate as heldout
 from bench.workloads.base import Workload
 
@@ -53,26 +53,16 @@ def lr_at(cfg: QualityConfig, step: int) -> float:
     return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (cfg.lr - cfg.min_lr)
 
 
-def adamw(model: nn.Module, mode: Mode, cfg: QualityConfig, device: str) -> torch.optim.Optimizer:
-    """AdamW (beta1 0.9) with nanoGPT's two groups: weight decay on the parameters of two or more
-    dimensions (matmul weights, embeddings), none on biases and norms. Fused on a GPU; torchao's
-    stochastically rounding AdamW for a recipe that asks for it."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-    ]
-    betas = (0.9, cfg.beta2)
-    if mode.stochastic_round:
-        from torchao.optim import _AdamW  # optional dependency: imported only when used
-
-        return _AdamW(groups, lr=cfg.lr, betas=betas, bf16_stochastic_round=True)
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=betas, fused=device == "cuda")
-
-
 def options(cfg: QualityConfig) -> StepOptions:
-    """The study's step: nanoGPT's clip (after unscaling), dropout on, held-out evaluation."""
-    return StepOptions(grad_clip=cfg.grad_clip, dropout=True, eval_every=cfg.eval_every)
+    """The study's step: nanoGPT's clip (after unscaling), dropout on, held-out evaluation, and
+    its AdamW's betas (beta1 0.9) and weight decay."""
+    return StepOptions(
+        grad_clip=cfg.grad_clip,
+        dropout=True,
+        eval_every=cfg.eval_every,
+        betas=(0.9, cfg.beta2),
+        weight_decay=cfg.weight_decay,
+    )
 
 
 def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
@@ -82,7 +72,8 @@ def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
         cfg.model,
         cfg.preset,
         mode=mode,
-        optimizer="fused" if cfg.device == "cuda" else "foreach",  # as `adamw` builds it
+        # nanoGPT's AdamW with its weight-decay groups, fused on a GPU (as its train.py runs it)
+        optimizer="adamw-fused" if cfg.device == "cuda" else "adamw",
         batch_size=cfg.batch_size,
         device=cfg.device,
         seed=cfg.seeds[0],
@@ -116,25 +107,9 @@ class Run:
         self.mode, self.reference = resolved.mode, resolved.reference
         self.fitted = resolved.fitted
         plan = resolved.plan.with_case(seed=seed)
-        workload, size, mode = plan.workload, plan.size, plan.mode
-        # The same initial weights and dropout stream for every recipe of a seed.
-        torch.manual_seed(seed)
-        model = mode.prepare(workload.build(size, self.device, seed), workload, size)
-
-        def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            output = model(mode.cast_input(x))
-            return output, workload.loss(output, y, "mean")
-
-        empty = torch.empty(0)  # the batch is set before every step
-        self.state = TrainState(
-            plan,
-            model,
-            adamw(model, mode, cfg, self.device),
-            mode.scaler(self.device),
-            empty,
-            empty,
-            compute,
-        ).with_options(options(cfg))
+        # The same initial weights and dropout stream for every recipe of a seed (`build` seeds
+        # them); the batch is the feed's, set before every step.
+        self.state = build(plan, options=options(cfg))
         self.feed = Feed(self.fitted, cfg.batch_size, seed, self.device, cfg.heldout_limit)
 
     @property

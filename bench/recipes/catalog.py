@@ -254,14 +254,21 @@ def default_modes(*, full: bool = True) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class Optimizer:
-    """An Adam implementation a case may name (its `optimizer` axis); `bench.recipes.modes`
-    builds it with these keyword arguments."""
+    """An Adam a case may name (its `optimizer` axis); `bench.recipes.modes.Mode.optimizer`
+    builds it with these keyword arguments, at the learning rate of the case and the betas and
+    weight decay of the step's options (`bench.recipes.step.StepOptions`)."""
 
     name: str
     adam: dict[str, bool]
-    """Keyword arguments of `torch.optim.Adam` that choose the implementation."""
+    """Keyword arguments of `torch.optim.Adam` (or `AdamW`) that choose the implementation."""
     why: str
     """What it does differently, in words (and why a row's timings differ)."""
+    decay_groups: bool = False
+    """torch's AdamW with nanoGPT's two parameter groups: the options' (decoupled) weight decay
+    on the parameters of two or more dimensions (matmul weights, embeddings), none on biases and
+    norms. False: torch's Adam, one group, no weight decay."""
+    swept: bool = True
+    """A new timing run sweeps it when no --optimizers are given."""
 
 
 OPTIMIZERS: dict[str, Optimizer] = {
@@ -282,9 +289,29 @@ OPTIMIZERS: dict[str, Optimizer] = {
             adam={"fused": True},
             why="one kernel per group of tensors, no host sync under GradScaler",
         ),
+        # The quality study's (nanoGPT's train.py): on the CPU torch's default loop, on a GPU fused.
+        Optimizer(
+            name="adamw",
+            adam={"fused": False},
+            why="nanoGPT's AdamW: weight decay on the matmul weights and embeddings only",
+            decay_groups=True,
+            swept=False,
+        ),
+        Optimizer(
+            name="adamw-fused",
+            adam={"fused": True},
+            why="nanoGPT's AdamW, fused, as its train.py runs it on a GPU",
+            decay_groups=True,
+            swept=False,
+        ),
     )
 }
 """The Adam implementations by name, in the order `--help` shows them."""
+
+
+def default_optimizers() -> tuple[str, ...]:
+    """The optimizers a new timing run sweeps when none are asked for, in table order."""
+    return tuple(name for name, o in OPTIMIZERS.items() if o.swept)
 
 
 def card(name: str) -> ModeCard | None:

@@ -4,12 +4,12 @@
 A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
 conversion of its Linears), which context each phase of the step runs in (TF32 for float32
 matmuls, and autocast around the forward pass), whether the loss is scaled by
-`torch.amp.GradScaler`, and it builds the optimizer (an Adam of `catalog.OPTIMIZERS`, or
-torchao's AdamW with stochastic rounding), and says why it cannot run on a machine (torchao missing,
-no float8 GPU). The one train step (`bench.recipes.step`) and every caller use only these methods:
-adding a mode is
-adding a card to `bench.recipes.catalog` (the torch-free table every mode is defined in), whose
-fields say everything here. Nothing else branches on a mode's name.
+`torch.amp.GradScaler`, and it builds the optimizer (a row of `catalog.OPTIMIZERS`: torch's Adam,
+or nanoGPT's AdamW with its weight-decay groups; or torchao's AdamW with stochastic rounding), and
+says why it cannot run on a machine (torchao missing, no float8 GPU). The one train step
+(`bench.recipes.step`) and every caller use only these methods: adding a mode is adding a card to
+`bench.recipes.catalog` (the torch-free table every mode is defined in), whose fields say
+everything here. Nothing else branches on a mode's name.
 """
 
 from __future__ import annotations
@@ -122,16 +122,50 @@ class Mode:
         return x.to(self.param_dtype)
 
     def optimizer(
-        self, name: str, params: Iterable[nn.Parameter], lr: float, *, capturable: bool = False
+        self,
+        name: str,
+        params: Iterable[nn.Parameter],
+        lr: float,
+        *,
+        betas: tuple[float, float] = (0.9, 0.999),
+        weight_decay: float = 0.0,
+        capturable: bool = False,
     ) -> torch.optim.Optimizer:
+        """The optimizer row `name` of `catalog.OPTIMIZERS` over `params`: torch's Adam, or
+        AdamW with nanoGPT's weight-decay groups (`Optimizer.decay_groups`), at `lr`, `betas`
+        and (AdamW's only) `weight_decay`; torchao's stochastically rounding AdamW in its place
+        for a recipe that asks for it."""
+        row = OPTIMIZERS[name]
+        groups: list = list(params)
+        if row.decay_groups:
+            live = [p for p in groups if p.requires_grad]
+            groups = [
+                {"params": [p for p in live if p.dim() >= 2], "weight_decay": weight_decay},
+                {"params": [p for p in live if p.dim() < 2], "weight_decay": 0.0},
+            ]
+        elif weight_decay:
+            raise ValueError(
+                f"weight decay {weight_decay:g}: optimizer {name!r} has none (an adamw row has)"
+            )
         if self.stochastic_round:
             from torchao.optim import _AdamW  # optional dependency: imported only when used
 
-            # weight_decay 0: the same update as torch's Adam, which the other modes run.
-            return _AdamW(params, lr=lr, weight_decay=0.0, bf16_stochastic_round=True)
+            # weight_decay 0 without groups: the same update as torch's Adam, which the other
+            # modes run.
+            return _AdamW(
+                groups, lr=lr, betas=betas, weight_decay=weight_decay, bf16_stochastic_round=True
+            )
+        adam = torch.optim.AdamW if row.decay_groups else torch.optim.Adam
         # `capturable` keeps every piece of Adam's state on the device, as a CUDA graph capture
         # of the step needs.
-        return torch.optim.Adam(params, lr=lr, capturable=capturable, **OPTIMIZERS[name].adam)
+        return adam(
+            groups,
+            lr=lr,
+            betas=betas,
+            weight_decay=weight_decay,
+            capturable=capturable,
+            **row.adam,
+        )
 
     def scaler(self, device: str) -> torch.amp.GradScaler:
         """GradScaler, enabled only when the mode scales the loss (otherwise scale() returns the

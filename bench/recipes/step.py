@@ -43,8 +43,19 @@ class StepOptions:
     mode, the step of a fixed function."""
     eval_every: int = 0
     """Held-out evaluation every this many steps, outside any timed step (0: none)."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """Adam's betas (torch's defaults); the optimizer is built with them (`build`)."""
+    weight_decay: float = 0.0
+    """AdamW's decoupled weight decay on the weights of an optimizer row with nanoGPT's groups
+    (`bench.recipes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
 
     def __post_init__(self) -> None:
+        if not all(0 <= b < 1 for b in self.betas) or len(self.betas) != 2:
+            raise ValueError(f"StepOptions.betas must be two numbers in [0, 1), got {self.betas!r}")
+        if not (self.weight_decay >= 0 and self.weight_decay != float("inf")):
+            raise ValueError(
+                f"StepOptions.weight_decay must be finite and >= 0, got {self.weight_decay!r}"
+            )
         if not (self.grad_clip >= 0 and self.grad_clip != float("inf")):
             raise ValueError(
                 f"StepOptions.grad_clip must be finite and >= 0, got {self.grad_clip!r}"
@@ -129,9 +140,11 @@ def build(
     *,
     capturable: bool = False,
     wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
+    options: StepOptions = HARNESS,
 ) -> TrainState:
-    """The workload's model, optimizer (case.lr), scaler and a synthetic batch for one case's
-    plan, seeded.
+    """The workload's model, optimizer (the case's row at case.lr, the options' betas and weight
+    decay), scaler and a synthetic batch for one case's plan, seeded; the only maker of a train
+    state. With `options` other than the harness's, the state has them (`with_options`).
 
     The plan's mode may be one the mode table has not (`Plan.with_mode`): the numerics audit
     tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer
@@ -150,7 +163,14 @@ def build(
                 p.mul_(case.init_scale)
     model = mode.prepare(model, workload, size)
     net = wrap(model, mode) if wrap is not None else model
-    optimizer = mode.optimizer(case.optimizer, model.parameters(), case.lr, capturable=capturable)
+    optimizer = mode.optimizer(
+        case.optimizer,
+        model.parameters(),
+        case.lr,
+        betas=options.betas,
+        weight_decay=options.weight_decay,
+        capturable=capturable,
+    )
     x, y = workload.make_batch(size, case.batch_size, case.device, case.seed)
 
     def compute(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -162,7 +182,9 @@ def build(
 
     scaler = mode.scaler(case.device)
     wrapper = net if wrap is not None else None
-    return TrainState(plan, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
+    state = TrainState(plan, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
+    # The harness's state leaves the model in the mode its workload built it in.
+    return state if options == HARNESS else state.with_options(options)
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:

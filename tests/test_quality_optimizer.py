@@ -1,0 +1,89 @@
+"""The quality study's optimizer and its first steps, bit for bit on the CPU: nanoGPT's AdamW
+(beta1 0.9, the study's beta2) with its two groups, weight decay on the parameters of two or more
+dimensions and none on the others.
+
+The expected values were recorded by running this test's code on the commit before the quality
+study's state was built by `bench.recipes.step.build` (when `bench/quality/train.py` built its
+own AdamW); building it through the one builder must not change a bit of them."""
+
+import pytest
+import torch
+
+from bench.cases import grid
+from bench.jobs.quality import resolve
+from bench.quality.config import QualityConfig
+from bench.quality.train import Run
+from bench.recipes.modes import MODES
+
+TINY = {"steps": 4, "eval_every": 2, "batch_size": 2, "heldout_limit": 4, "warmup": 1}
+"""tests/test_quality.py's tiny study."""
+
+DECAYED = [
+    "embed.tok.weight",
+    "embed.pos.weight",
+    *[
+        f"blocks.{i}.{name}.weight"
+        for i in (0, 1)
+        for name in ("attn.qkv", "attn.proj", "mlp.fc", "mlp.proj")
+    ],
+]
+NOT_DECAYED = [f"blocks.{i}.ln{j}.weight" for i in (0, 1) for j in (1, 2)] + ["norm.weight"]
+GROUP = {
+    "lr": 0.001,
+    "betas": (0.9, 0.99),
+    "eps": 1e-08,
+    "amsgrad": False,
+    "maximize": False,
+    "foreach": None,
+    "capturable": False,
+    "differentiable": False,
+    "fused": False,
+}
+# Recorded on the code before the change (seed 1, steps 0-3): each step's training loss, and
+# the sum of every parameter (float64) after the fourth update.
+EXPECTED = {
+    "fp32": (
+        [4.190268516540527, 4.111893653869629, 3.9790782928466797, 3.9343979358673096],
+        318.00004469378473,
+    ),
+    "fp16-amp": (
+        [4.190262794494629, 4.111895561218262, 3.9790735244750977, 3.9343817234039307],
+        318.00257995148604,
+    ),
+    "bf16-amp": (
+        [4.190310478210449, 4.111973285675049, 3.979067802429199, 3.9344146251678467],
+        317.9786571368136,
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(EXPECTED))
+def test_the_quality_optimizer_and_first_steps_are_unchanged(mode):
+    cfg = QualityConfig.build("cpu", {**TINY, "modes": tuple(EXPECTED)})
+    run = Run(cfg, resolve(cfg, mode), 1)
+    opt = run.state.optimizer
+    assert type(opt) is torch.optim.AdamW
+    names = {id(p): n for n, p in run.model.named_parameters()}
+    groups = [
+        (
+            {k: v for k, v in g.items() if k in GROUP},
+            g["weight_decay"],
+            [names[id(p)] for p in g["params"]],
+        )
+        for g in opt.param_groups
+    ]
+    assert groups == [(GROUP, 0.1, DECAYED), (GROUP, 0.0, NOT_DECAYED)]
+    losses = [run.step(k).item() for k in range(4)]
+    total = sum(p.detach().double().sum() for p in run.model.parameters()).item()
+    assert (losses, total) == EXPECTED[mode]  # bit for bit
+
+
+def test_the_adamw_rows_stay_out_of_a_timing_runs_default_grid():
+    assert grid.new_run_default("optimizer", "cuda") == ("foreach", "fused")
+
+
+def test_weight_decay_on_an_adam_row_is_refused():
+    with pytest.raises(ValueError, match=r"weight decay 0\.1: optimizer 'foreach' has none"):
+        MODES["fp32"].optimizer(
+            "foreach", [torch.nn.Parameter(torch.ones(2))], 1e-3, weight_decay=0.1
+        )
