@@ -33,6 +33,7 @@ from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
 from bench.measure.timing import clock_for, time_settled
+from bench.numerics.measure.underflow import norm_share
 from bench.quality import tables, underflow
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
@@ -169,20 +170,16 @@ class Run:
         for n, ref in grads["reference"].items():
             bare, scaled = grads["unscaled"][n], grads["scaled"][n]
             live = ref != 0
-            norm = ref.norm()
-
-            def share(mask: torch.Tensor, ref=ref, norm=norm) -> float:
-                return (ref[mask].norm() / norm).item() if norm > 0 else float("nan")
-
             rows.append(
                 {
                     "step": k,
                     "tensor": n,
                     "numel": ref.numel(),
                     "scale": scale,
-                    "lost_unscaled": share(live & (bare == 0)),
-                    "lost_scaled": share(live & (scaled == 0)),
-                    "kept_by_scaler": share(live & (bare == 0) & (scaled != 0)),
+                    # The one definition of a norm share (`underflow.norm_share`).
+                    "lost_unscaled": norm_share(ref, live & (bare == 0)),
+                    "lost_scaled": norm_share(ref, live & (scaled == 0)),
+                    "kept_by_scaler": norm_share(ref, live & (bare == 0) & (scaled != 0)),
                     **underflow.element_shares(ref, scale),
                     "overflow": bool(not torch.isfinite(scaled).all()),
                 }
