@@ -39,13 +39,7 @@ def judge_looks(
     if t["curves"].empty:
         return {}
     summary = rules.per_run(t["curves"], t["runs"])
-    design, order = design_of(cfg), cfg.seed_order()
-    present = set(summary["mode"])
-    return {
-        m: sequential.judge(summary, m, design, looks, order, synthetic=False)
-        for m in cfg.modes
-        if m != FP32 and m in present
-    }
+    return sequential.judge_each(summary, cfg.modes, design_of(cfg), looks, cfg.seed_order())
 
 
 def run(

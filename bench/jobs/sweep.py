@@ -321,12 +321,12 @@ def run_packed(job: Folder, cfg: SweepConfig, todo: list[tuple[str, int]], runne
 
 
 def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, sequential.Judged]:
-    """Each recipe's verdict over the looks taken (`bench.ownloop.looks.over_looks`)."""
+    """Each recipe's verdict over the looks taken (`bench.verdicts.sequential.judge_each`)."""
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
     summary, metric, _ = looks.summary(run_dir, rows, cfg.metric)
     if metric is None:
         return {}
-    return looks.over_looks(summary, cfg.modes, cfg.design(), taken, cfg.seed_order())
+    return sequential.judge_each(summary, cfg.modes, cfg.design(), taken, cfg.seed_order())
 
 
 def _look_s(job: Folder, cfg: SweepConfig, runs: int) -> float:

@@ -1,22 +1,21 @@
 """The training side of the `sweep` driver's runs, read back from its folder: the metric each
 run logged (`metrics.jsonl` in its run folder), the per-run summary the training judge reads
-(`bench.verdicts.training.per_run`: each run's best value), and the verdicts, at one look or,
-in a sequential study (`--max-seeds`), over its looks (`bench.verdicts.sequential`). The
-driver's looks (`bench.jobs.sweep`) and the recipe table (`bench.publish.own_loop`) both read
-them here, so the table states what the looks decided.
+(`bench.verdicts.training.per_run`: each run's best value), which the verdicts over the looks
+(`bench.verdicts.sequential.judge_each`) read. The driver's looks (`bench.jobs.sweep`) and the
+recipe table (`bench.publish.own_loop`) both read them here, so the table states what the
+looks decided.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from bench.verdicts import sequential, training
+from bench.verdicts import training
 
 METRICS = ("val_loss", "eval_loss", "loss")
 """The metrics the training judge reads when none is named, the first that every run logged."""
@@ -75,20 +74,3 @@ def summary(
                  "heldout_loss": float(v["value"]), "heldout_accuracy": math.nan}
             )  # fmt: skip
     return training.per_run(pd.DataFrame(curves), pd.DataFrame(runs)), metric, why
-
-
-def over_looks(
-    summary_: pd.DataFrame,
-    modes: Sequence[str],
-    design: sequential.Design,
-    looks: Sequence[int],
-    order: Sequence[int],
-) -> dict[str, sequential.Judged]:
-    """Each recipe's verdict over the `looks` taken (the reference, and recipes without a
-    finished run, left out)."""
-    present = set(summary_["mode"]) if len(summary_) else set()
-    return {
-        m: sequential.judge(summary_, m, design, looks, order, synthetic=False)
-        for m in modes
-        if m != training.REFERENCE and m in present
-    }

@@ -59,7 +59,7 @@ def judge_training(
     info = results.read_env(run_dir)
     if info.get("looks"):  # a sequential study: each verdict at the look that decided it
         design = sequential.Design(**info["design"])
-        judged = looks.over_looks(
+        judged = sequential.judge_each(
             summary, list(verdicts), design, info["looks"], info["seed_order"]
         )
         verdicts.update({m: j.verdict for m, j in judged.items()})

@@ -212,6 +212,23 @@ def judge(
     raise AssertionError("unreachable")
 
 
+def judge_each(
+    summary: pd.DataFrame,
+    modes: Sequence[str],
+    design: Design,
+    looks: Sequence[int],
+    order: Sequence[int],
+) -> dict[str, Judged]:
+    """Each recipe's verdict over the `looks` taken (`judge`, on real data), the reference and
+    recipes without a finished run left out: what a study and a sweep both look at."""
+    present = set(summary["mode"]) if len(summary) else set()
+    return {
+        m: judge(summary, m, design, looks, order, synthetic=False)
+        for m in modes
+        if m != training.REFERENCE and m in present
+    }
+
+
 def undecided(judged: dict[str, Judged]) -> list[str]:
     """The recipes a next look trains: those not known for a reason more seeds can change
     (an interval across the margin, or too few seeds finished)."""
