@@ -54,6 +54,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.verdicts.memory import Tolerance
+
 REQUIRES = ("all", "any")
 IF_MISSING = ("fail", "skip")
 REDUCES = ("min", "max", "median", "mean")
@@ -209,8 +211,6 @@ def _memory_table(path: Path, data: dict) -> str | None:
     tolerance = table.get("tolerance")
     if tolerance is None:
         return None
-    from bench.verdicts.memory import Tolerance  # pure Python: reading stays light
-
     try:
         Tolerance.parse(str(tolerance))
     except ValueError as exc:

@@ -14,6 +14,7 @@ from bench.cases.grid import describe
 from bench.cases.sizes import SEPARATOR, Sizes
 from bench.publish.grid_text import Axis, axis, batches, line, lr
 from bench.publish.runs import Run
+from bench.quality import tables
 from bench.store import results
 from bench.workloads import cards
 
@@ -132,8 +133,6 @@ def _maxbatch(run: Run) -> Cells:
 def _quality(run: Run) -> Cells:
     cfg = run.env.get("quality_config", {})
     modes, seeds = cfg.get("modes", []), cfg.get("seeds", [])
-    from bench.quality import tables  # the study's own reader: its tables may be compressed
-
     runs = tables.load(run.path)["runs"]
     ok = int((runs["status"] == "ok").sum())
     axes = [

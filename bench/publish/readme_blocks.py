@@ -12,7 +12,18 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.numerics.measure import tables as study_tables
 from bench.numerics.render import answer
-from bench.publish import columns, findings, maxbatch, ranks, report, tables, variants
+from bench.publish import (
+    columns,
+    findings,
+    maxbatch,
+    quality,
+    ranks,
+    report,
+    summary,
+    tables,
+    variants,
+    zoo,
+)
 from bench.store import results
 
 
@@ -128,8 +139,6 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:
     """The answer in a few lines from a timing run and the numerics studies beside it."""
-    from bench.publish import summary  # scipy: loaded only when this runs
-
     unknown = set(options) - {"numerics", "optimizer", "skip"}
     if unknown:
         raise UsageError(
@@ -174,8 +183,6 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
     """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
     time-to-quality studies of its model among `quality=` (`bench.publish.zoo`)."""
-    from bench.publish import quality, zoo  # scipy: loaded only when this runs
-
     unknown = set(options) - {"with", "quality", "optimizer"}
     if unknown:
         raise UsageError(
@@ -194,8 +201,6 @@ def _zoo(run: Path, options: dict[str, str], link: str) -> str:
 
 def _quality(run: Path, options: dict[str, str], link: str) -> str:
     """A time-to-quality study's findings (`bench.publish.quality`)."""
-    from bench.publish import quality  # scipy: loaded only when this runs
-
     if options:
         raise UsageError(f"ampbench:quality takes no option, got {sorted(options)[0]}=")
     if results.read_env(run).get("kind") != "quality":

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from bench.faults import UsageError
-from bench.publish import ab, index, maxbatch
+from bench.numerics.render import study
+from bench.publish import ab, index, maxbatch, quality, report
 from bench.store import results, schema
 
 
@@ -31,20 +32,14 @@ def render(run_dir: Path) -> Path:
     """Re-render the folder's report (and figures) from its files; returns the report's path."""
     found = kind(run_dir)
     if found == "numerics":
-        from bench.numerics.render import study  # matplotlib: loaded only when this runs
-
         return study.render(run_dir)
     if found == "maxbatch":
         return maxbatch.render(run_dir)
     if found == "quality":
-        from bench.publish import quality  # matplotlib, scipy: loaded only when this runs
-
         return quality.render(run_dir)
     if found == "ab":
         ab.write(run_dir)
         return run_dir / results.REPORT
-    from bench.publish import report  # matplotlib: loaded only when this runs
-
     report.write(run_dir)
     return run_dir / results.REPORT
 
@@ -61,8 +56,6 @@ def after_job(run_dir: Path) -> None:
 
     path = render(run_dir)
     if kind(run_dir) == "timing":
-        from bench.publish import report  # matplotlib: loaded only when this runs
-
         sub = _nested_study(run_dir)
         if sub is not None:
             print(f"ampbench: wrote {render(sub)}", file=sys.stderr, flush=True)
