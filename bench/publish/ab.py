@@ -1,11 +1,5 @@
-"""A comparison folder of `ampbench ab` rendered: the verdicts of its rounds, report.md and
-verdicts.csv, from the folder alone (`bench.jobs.ab` wrote it; `ampbench report` re-renders it).
-
-The rounds of each revision (its `A/` or `B/`: one run folder per fresh process) are compared
-case by case with `bench.publish.compare`, each run folder one round, so that how far two
-processes of the same code differ is the spread the verdicts weigh; with the share of alpha of
-each look `ab`'s stopping rule made (`looks` in `ab_config`), as the rule itself judged.
-"""
+"""A comparison folder of `ampbench ab` rendered from its files alone: report.md and verdicts.csv,
+each revision's run folders one round each, judged by `bench.publish.compare`."""
 
 from __future__ import annotations
 

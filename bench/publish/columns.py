@@ -1,10 +1,5 @@
 """The columns a timing run's tables show: one catalog per table (column -> header), the axes a
-table leads with, and `table`, which renders a catalog's columns of some rows.
-
-Columns named after a mode (speedups, what a recipe saves) come from the store
-(`bench.store.results.SPEEDUP_COLUMNS`, ...), which derives them from the mode table, and their
-headers from the same modes.
-"""
+table leads with, and `table`, which renders a catalog's columns of some rows."""
 
 from __future__ import annotations
 

@@ -1,26 +1,6 @@
-"""Comparing two sides case by case, from their rounds (`bench.publish.sides`).
-
-A is the baseline, B the candidate; a side is a run folder, a folder of run folders (what
-`ampbench ab` writes per revision), a pytest-benchmark save or a folder of saves. For each case
-present in both (matched on every axis, or on every axis but one with `pair`; pytest-benchmark
-saves on the benchmark's name), the ratio is B's step time over A's: below 1 means B is faster.
-
-Two runs of the same code differ by more than their per-step samples suggest: the machine's load,
-clocks and temperature and the layout of a fresh process move a whole run at once. So a case is
-judged from its rounds, each one observation summed up by one statistic (`--statistic`), by the
-one judge of `bench.verdicts.rounds` (`judge_rounds`, which `history` and `ab`'s stopping rule ask
-too): a t-test on the log rounds, its spread moderated across the cases of one mode, with Holm's
-correction across the comparison's cases; `faster` / `slower` also need the ratio beyond 1 -/+
-the larger of the noise between rounds and `min_effect`; `same` needs the interval within 1 -/+
-`min_effect`. With fewer than 2 rounds a side a case is `unclear` and the report says plainly
-that it cannot judge; `missing`: the case ran on both sides but passed in no round of one.
-
-Rounds within one process (a run's `--repeats` windows, one save's calls) follow each other
-within seconds: they show the process's own spread, not how far two processes differ, and a
-difference of that kind reads as a real one. Those comparisons say so; `ampbench ab`, which
-alternates fresh processes of both revisions, and `run --rounds` do not have that blind spot.
-Cases that ran in only one of the sides are left out of the table and counted in its heading.
-"""
+"""Comparing two sides case by case from their rounds (`bench.publish.sides`), judged by
+`bench.verdicts.rounds.judge_rounds`: the ratio is B's step time over A's (below 1: B is faster).
+docs/comparing.md explains the verdicts and why rounds of one process cannot show process drift."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """The memory half of a comparison: each matched case's memory verdict (`bench.verdicts.memory`)
-from every round of each side, and how `compare`, `ab` and their summary line show it.
-
-`bench.publish.compare` judges time; it asks `verdict` here for each case it matched, and
-`columns`, `summary` and `method_lines` when it renders the table. Peak allocated memory decides
-the verdict; reserved memory, allocator retries and OOMs are shown beside it, never judged.
-"""
+from every round of each side, and how `compare`, `ab` and their summary line show it."""
 
 from __future__ import annotations
 

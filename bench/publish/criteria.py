@@ -1,14 +1,6 @@
-"""Checking a run against the user's own expectations: every criterion of a criteria file
-(`bench.publish.criteria_file`, which documents its keys) evaluated against a run's rows
-(`results.load`) and env.json, one PASS, FAIL or SKIP line per criterion
-(`ampbench check RUN --criteria FILE`), in the manner of pytest-benchmark's
-`--benchmark-compare-fail`.
-
-A report never judges a run: what counts as good enough depends on the GPU, the model and the
-user. A chosen row whose status is not `ok` fails its criterion with its status; a value that was
-not measured (NaN) never satisfies `expect`; an expression pandas cannot evaluate raises
-`CriteriaError` naming the criterion. The check only reads: pandas, not torch.
-"""
+"""Checking a run against the user's own expectations (`ampbench check RUN --criteria FILE`): each
+criterion of a criteria file (`bench.publish.criteria_file`) evaluated on a run's rows and
+env.json, one PASS, FAIL or SKIP line each."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""A run's timings in other tools' formats: `python -m bench export RUN --format FORMAT`.
-
-`github-action-benchmark`: the JSON that github-action-benchmark's `customSmallerIsBetter` tool
-reads (benchmark-action/github-action-benchmark, `src/extract.ts`): an array, not empty, of
-objects with `name` (string), `unit` (string), `value` (number) and, optionally, `range` and
-`extra` (strings); the tool keeps those five fields and drops any other. The action parses
-`range` as `±` or `+-`, then a number (`src/extractRangeInfo.ts`), and converts between the time
-units s, ms, us and ns (`src/normalizeValueByUnit.ts`), so the unit here is `ms`.
-
-One entry per passing case and measured phase (forward, backward, optimizer step, whole step;
-a variant that fuses the phases has only the whole step): value = the median, range = ± half
-the interquartile range, both from the run's rows; extra = the case's axes and the machine. The
-name is the case id and the phase, stable from run to run, which is how the action matches a
-benchmark with its earlier values.
-"""
+"""A run's timings in other tools' formats: `python -m bench export RUN --format FORMAT`
+(github-action-benchmark's `customSmallerIsBetter` JSON: one entry per passing case and phase,
+the median with ± half the IQR, named so the action matches it run to run; docs/comparing.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The lines that open a run's report: what this run found, in a few sentences, and how the
-harness compared with a plain training loop in the same run. Pure: reads a run's rows and
-env.json, measures nothing, and judges nothing against expectations (those are the user's:
-`ampbench check`, `bench.publish.criteria`).
-"""
+"""The lines that open a run's report: what this run found, and how the harness compared with a
+plain loop in the same run. Reads rows and env.json; judges nothing against expectations."""
 
 from __future__ import annotations
 

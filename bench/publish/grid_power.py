@@ -1,12 +1,6 @@
-"""The power study of the rounds judge on the default grid: how often a known change is called,
-and how often a change that is not there, with rounds bootstrapped from committed H200 runs.
-
-`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` reads each run folder's
-samples.jsonl (every case's timed windows), keeps the cases all runs share, and writes into
-FOLDER: `rounds.csv` (each case's mode and the median total step time of each window of each run:
-what the simulation resamples, the form of the suite's fixture `tests/fixtures/h200_rounds.csv`)
-and `README.md` (the rates, per rounds a side, and the command that made them). CPU only.
-"""
+"""The power study of the rounds judge on the default grid: how often a known change is called, and
+a change that is not there, with rounds bootstrapped from committed runs. CPU only:
+`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` writes rounds.csv and README.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""A run's grid in one line, as the index's `grid` column shows it: each axis by its values
-(`fp32,bf16-amp`) or, where the line is too long, by a count (`2 modes`, a batch range), fitted
-to `bench.cases.grid.GRID_WIDTH` by `bench.cases.grid.fit`, which also describes a timing run's
-grid (`bench.cases.grid.describe`). Here: the axes of the other kinds of folder (numerics
-studies, largest-batch searches, pytest-benchmark saves), built from what their files record.
-"""
+"""A grid in one line, as the index's `grid` column shows it, for the kinds of folder other than a
+timing run (`bench.cases.grid.describe` does those): numerics studies, largest-batch searches,
+pytest-benchmark saves."""
 
 from __future__ import annotations
 

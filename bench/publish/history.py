@@ -1,15 +1,6 @@
-"""Step time across revisions, per GPU model: `python -m bench history [--gpu NAME]`.
-
-For one GPU model, each case's median step time in every revision (the timing runs of one
-commit) and its verdict against the previous revision that has the case, judged from rounds as
-`ampbench compare` judges them (`bench.publish.history_points`). A regression is a `slower` in
-the table and a large up-pointing marker in the figure. Beside each step time, the case's peak
-allocated memory and its memory verdict against the same revision (`more memory` is listed, and
-marked in a figure of its own).
-
-Writes results/history/<gpu-slug>.md and .png, and <gpu-slug>-memory.png where peaks were
-measured (the slug as run folder names spell the GPU: `bench.store.folders.gpu_slug`).
-"""
+"""Step time and peak memory across revisions, per GPU model (`python -m bench history`): writes
+results/history/<gpu-slug>.md and its figures, each case judged against the revision before by
+`bench.publish.history_points`."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""The index of published runs: results/README.md, generated from the run folders.
-
-`./run_bench.sh index` rewrites it, and so do `promote` (`bench.publish.promote`, which publishes
-a run from runs/) and every run (timing, numerics, largest batch) that ends in the project's own
-results/ (`refresh`; a run into another folder, as the tests make, leaves it alone). CPU runs are
-smoke tests, never listed. It is a page to scan, not to read: a line naming the run of record (the
-run whose headline the project's README.md quotes, `<!-- ampbench:headline FOLDER -->`), then one
-short table per kind of run (timing runs, largest-batch runs, numerics studies, pytest-benchmark
-saves), newest first. A row says when and where the run ran, at which commit, a short description
-of its grid, how many of its cases passed, and links its report, which holds everything else.
-
-What a folder cannot tell (why a run was made, what happened on the machine) is written by hand in
-results/sessions/NOTES.md, beside the session logs; the index links that folder in one line and
-never changes it.
-
-The run folders are read by `bench.publish.runs`, and what a row says of each kind of run by
-`bench.publish.index_cells`; `./run_bench.sh index --check` is `bench.publish.index_check`.
-"""
+"""The index of published runs, results/README.md, generated from the run folders: the run of
+record, then one short table per kind of run, newest first (`render`, `refresh`). What a row says
+of each kind is `bench.publish.index_cells`; CPU runs are never listed."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Is the committed index fresh, and results/ light enough for git? `./run_bench.sh index
---check` (`check`) says whether results/README.md is what the run folders that git tracks say
-(`bench.publish.runs.Tree` of `tracked_files`): a user's own run, finished or not, is not one of
-them, so it cannot make the check fail unless it has been written into the index. It also holds
-the files git tracks under results/ to `LIMIT_MB` in all and `FILE_LIMIT_MB` each (`weight`):
-every clone carries them, and a study's tables and figures are written to stay within them
-(`bench.numerics.measure.tables.FORMS`, `bench.publish.figures`).
-"""
+"""Is the committed index fresh, and results/ light enough for git (`./run_bench.sh index --check`):
+the index against the run folders git tracks (`check`), and the tracked files against
+`LIMIT_MB` in all and `FILE_LIMIT_MB` each (`weight`)."""
 
 from __future__ import annotations
 

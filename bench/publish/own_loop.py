@@ -1,14 +1,6 @@
-"""The recipe table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder,
-from its rows, samples and each run's probe files alone (no torch).
-
-- **Speed** is the driver's verdict (`bench.verdicts.driver.speed`: the rounds judge `compare`,
-  `ab` and `history` give, one observation per run, the median of its timed steps) of each
-  recipe's step times against the reference's; shown here as `× fp32`, fp32's time over the
-  recipe's (above 1 is faster), the way every other table of ampbench shows a speed-up.
-- **Training** is the training judge (`bench.verdicts.training.trains_like_fp32`) on the metric
-  the runs log (lower is better), a held-out loss where they log one; the best value of each run
-  over its logged steps, against fp32's, over the seeds.
-"""
+"""The recipe table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder, from
+its rows, samples and probe files alone. Speed is `bench.verdicts.driver.speed`'s verdict, shown
+as `× fp32`; training is `bench.verdicts.training`'s judge on the metric the runs log."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""Figures of a timing run, drawn with matplotlib from its DataFrame alone (nothing measures).
-
-Four PNGs are written next to report.md and embedded in it (`bench.publish.report.write`):
-- `throughput.png`: samples/s per mode, grouped by batch size, with the speedup over each speedup
-  baseline of the mode table (fp32 and tf32: `speedup_vs_fp32`, `speedup_vs_tf32`) written on
-  each bar;
-- `phases.png`: time per phase (forward, backward, optimizer step) per mode, stacked, with the
-  floor from the measured ceilings (`floor_ms`) drawn as a marker beside each bar; a variant that
-  fuses the phases (no `fwd_ms`, `bwd_ms`, `step_ms`) shows one hatched `whole step` bar;
-- `floor.png`: share of floor (`pct_of_floor`) per mode and batch size;
-- `memory.png`: memory per mode, stacked by parameters, gradients, optimizer state and what the
-  forward pass saves, with the measured peak (`peak_alloc_gib`, absent on the CPU) as a marker.
-
-Every axis of the case other than mode and batch size that takes several values in the run
-(optimizer, variant, and any later one: read from the case's fields by `bench.store.results.axes`)
-gets a panel of its own per combination of values, so a new axis shows without a change here.
-Each mode has one colour in every figure of the project (`bench.recipes.catalog`); shading and
-hatching tell the parts of a stacked bar apart.
-"""
+"""Figures of a timing run, drawn with matplotlib from its DataFrame alone: throughput.png,
+phases.png, floor.png and memory.png, a panel per combination of the other swept axes, each mode
+in its card's colour (`bench.recipes.catalog`)."""
 
 from __future__ import annotations
 

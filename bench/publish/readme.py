@@ -1,47 +1,6 @@
-"""Blocks of README.md and docs/*.md generated from run folders: `python -m bench readme [--check]`.
-
-A generated block sits between two markers, the opening one naming what it holds and where from:
-
-    <!-- ampbench:KIND RUN [KEY=VALUE ...] -->
-    ...generated, never edited by hand...
-    <!-- /ampbench:KIND -->
-
-RUN is a run folder, relative to the file's folder (the project root for README.md, `../results/`
-from docs/), so the marker is the one place that names it. KIND is
-- `summary`: the answer in a few lines (`bench.publish.summary`), from a timing run and the numerics
-  studies that `numerics=NAME+NAME` names (folders beside RUN; each line reads the first study
-  with its data), with links to their reports (options `optimizer=NAME`, and `skip=Word,Word`,
-  which leaves out the bullets whose bold lead starts with one of those words: `skip=Memory`);
-- `headline`: the timing headline of a run, `bench.publish.report.headline` (options `batch_size=N`,
-  `optimizer=NAME`);
-- `answer`: the Answer of a numerics study, as its report renders it
-  (`bench.numerics.render.answer`), quoted paragraph by paragraph; `only=Word,Word` keeps the
-  paragraphs whose bold heading starts with one of those words (`only=Divergence,Why`);
-- `table`: any columns of a timing run's rows (`columns=a,b,c`; every other KEY=VALUE keeps the
-  rows whose column KEY reads VALUE), for tables to come;
-- `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
-  `with=RUN2+RUN3` adds runs of other variants, folders beside RUN);
-- `maxbatch`: the largest-batch table of a `maxbatch` folder;
-- `recipes`: the fastest mode and variant per batch size of a timing run (`optimizer=NAME`;
-  `bench.publish.variants`);
-- `scaling`: the scaling efficiency per mode and parallelism of a run of several ranks
-  (`optimizer=NAME`; `with=RUN2` adds a run on another GPU count as columns);
-- `quality`: a time-to-quality study's target, recipes against fp32 and verdicts
-  (`bench.publish.quality`);
-- `zoo`: which recipe for which model, a row per timing run (RUN and `with=RUN2+RUN3`, one
-  model each) with the time-to-quality studies of its model among `quality=NAME+NAME`
-  (`bench.publish.zoo`).
-
-Every block but the summary (whose first line names its folders) opens with "From [RUN](its
-report.md):", and the runs `with=` adds (a zoo names each run by its model); every kind also
-takes `figure=NAME.png[+NAME.png]`: figures of RUN's folder, embedded after the content. So a
-link or a figure follows its block's folder, and re-pointing a block is an edit of its marker
-alone.
-
-`readme` rewrites every block from its run's files, in a README.md and in the pages of the
-docs/ folder beside it; `readme --check` says which blocks disagree with their run, so a table
-cannot drift from its data.
-"""
+"""Blocks of README.md and docs/*.md generated from run folders: `python -m bench readme [--check]`
+finds each `<!-- ampbench:KIND RUN [KEY=VALUE ...] -->` block, rewrites or checks it from its run's
+files (`bench.publish.readme_blocks`); docs/comparing.md lists the kinds and their options."""
 
 from __future__ import annotations
 

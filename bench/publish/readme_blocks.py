@@ -1,7 +1,5 @@
-"""What each kind of generated block holds (`bench.publish.readme` finds the blocks, fills and
-checks them): one function per kind, (run folder, the marker's options, the folder as the page
-links it) -> the block's markdown. The kinds and their options are listed in readme.py's
-docstring."""
+"""What each kind of generated block holds: one function per kind, (run folder, the marker's
+options, the folder as the page links it) -> the block's markdown (docs/comparing.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Rendering a folder of any kind from its files alone: what `ampbench report` does, and what a
-command does after its job has written a folder.
-
-A job (`bench.jobs`) measures and writes; it never renders. The command that ran it then calls
-`after_job`, which renders the folder, prints what a user wants to see first, and refreshes the
-project's index when the folder is in results/.
-"""
+"""Rendering a folder of any kind from its files alone (`ampbench report`), and `after_job`: what a
+command does once its job has written a folder (render, print the headline, refresh the index)."""
 
 from __future__ import annotations
 

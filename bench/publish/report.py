@@ -1,14 +1,5 @@
-"""A timing run's report: its DataFrame and env.json into report.md and its figures (`write`).
-Pure: nothing here measures.
-
-`render` puts the sections in order: what the run found (`bench.publish.findings`) and its
-headline table (`headline`, which the README quotes too), the time per step, a run of several
-ranks (`bench.publish.ranks`), the execution variants (`bench.publish.variants`), each phase
-against its floor, memory, dtypes, the harness against a plain loop, and how the run was made
-(`bench.publish.method`). Each table's columns are a catalog of `bench.publish.columns`; figures
-are `bench.publish.plots`, written next to report.md by `write` and embedded in it. Every figure
-comes from the run's rows or env.json.
-"""
+"""A timing run's report: its DataFrame and env.json into report.md and its figures (`write`),
+the sections in order (`render`), and the headline the README quotes (`headline`)."""
 
 from __future__ import annotations
 

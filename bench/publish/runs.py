@@ -1,13 +1,6 @@
-"""What a results directory holds, as publishing reads it: its run folders (each with its kind,
-`bench.store.schema.kind_of`, and its env.json) and its pytest-benchmark saves, seen either as
-every file on disk or as only the files git tracks (`Tree`), which is how `index --check` sees
-the committed results/.
-
-A run folder lies directly in the directory or one level below (results/lr-sweep/RUN). The
-history and the session logs hold no runs. CPU runs are smoke tests of the harness, never
-results, and folders whose env.json is damaged are named apart (`damaged_folders`), so that one
-bad folder costs nothing else.
-"""
+"""What a results directory holds, as publishing reads it: its run folders (each with its kind and
+env.json) and pytest-benchmark saves, seen on disk or as the files git tracks (`Tree`). CPU runs
+are never results; folders with a damaged env.json are named apart (`damaged_folders`)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""What `bench compare` compares: one side (A or B), read into the rounds of each of its cases.
-
-A round is one observation of a case: timings far enough apart from the side's other rounds that
-what moves a machine between runs (its load, its clocks, the layout of a fresh process) moves
-them apart too. A side is one of:
-- a folder of run folders (what `ampbench ab` writes for each revision; or runs of one commit
-  made one after another): each run folder is one round of each of its cases, all its steps;
-- a run folder: its passes over the grid (`run --rounds N`), each one round; without passes,
-  its timed windows (`--repeats`), which follow each other within seconds in one process;
-- a folder of pytest-benchmark saves (JSON): each save is one round of each benchmark;
-- one pytest-benchmark save: its rounds as `--benchmark-save-data` keeps them (consecutive calls
-  in one process), else only its median.
-`UNITS` names each kind of round in words; rounds within one process (`windows`, a save's
-`calls`) cannot show how far two processes differ, and the rendered table says so.
-"""
+"""What `bench compare` compares: one side (A or B) read into the rounds of each of its cases. A
+side is a folder of run folders, a run folder (its passes, else its timed windows), a folder of
+pytest-benchmark saves or one save; `UNITS` names each kind of round."""
 
 from __future__ import annotations
 

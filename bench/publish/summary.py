@@ -1,20 +1,6 @@
-"""The answer on one GPU in a few lines: what a reader of the README wants first, computed from a
-timing run's rows and the tables of one or more numerics studies.
-
-Each line is one bullet with a bold lead: how much faster autocast is, which dtype the gradients
-have, whether float16 needs GradScaler (and why, by its measured underflow and divergence), what
-GradScaler costs, what bf16 gives up, the fastest recipe per batch regime with what it costs in
-convergence, the fastest recipe that trains like fp32, and memory. Every figure is a cell of the
-rows or the tables; a line whose data the folders lack is left out, never guessed. A claim the
-rows cannot carry is not made (`bench.verdicts.timing`): recipes inside each other's noise are
-tied, not ranked; GradScaler's cost comes only where the two fp16 modes' training steps set them
-apart (`bench.verdicts.timing.scaler_cost`), else the line says why not.
-
-The lines from the timing run are here; those from the numerics studies, and how each study is
-chosen, are `bench.publish.summary_studies`. The modes a line names are the mode table's
-(`bench.recipes.catalog`): the float32 reference, the headline mode (bf16 autocast), the fp16 pair,
-the TF32 mode. Pure: pandas only, no torch; nothing here judges a run against expectations.
-"""
+"""The answer on one GPU in a few lines, from a timing run's rows (and, through
+`bench.publish.summary_studies`, numerics studies): one bold-led bullet per finding, a line whose
+data the folders lack left out, a claim the rows cannot carry not made (`bench.verdicts.timing`)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""The summary's lines from numerics studies (`bench.numerics.measure.tables.load`): which dtype the
-gradients have, whether float16 needs GradScaler (its measured underflow and divergence), what
-bf16 gives up, and how a mode trains against the float32 reference, which the lines from a timing
-run (`bench.publish.summary`) quote for the fastest recipes.
-
-Several studies: each line reads the first study (in the order given) that has its data; a line
-about training prefers the first study that looked for divergence. A comparison with the
-reference always uses the reference of the same study (same weights, same batches). The
-thresholds are the numerics Answer's (`bench.numerics.render.answer`), so the two never disagree.
-The modes are the mode table's (`bench.recipes.catalog`): its reference, its fp16 pair, its autocast
-modes and its headline. Pure: pandas only, no torch.
-"""
+"""The summary's lines from numerics studies: gradient dtypes, whether fp16 needs GradScaler, what
+bf16 gives up, how a mode trains against fp32. Each line reads the first study with its data, with
+the numerics Answer's thresholds (`bench.numerics.render.answer`), so the two never disagree."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Markdown tables a person can read: the one place that turns a DataFrame into a table cell.
-
-Every published table (reports, the index, README blocks, compare and history) goes through
-`markdown`, so every cell follows one rule: a number shows at most 4 significant digits (no
-scientific notation for ordinary magnitudes) unless it is a whole number, which shows exactly
-(a loss scale of 65536 is not 65540), a value that was not measured (NaN, None) shows
-`–`, and booleans show `yes`/`no`. Pure: needs pandas and tabulate, never torch.
-"""
+"""Markdown tables a person can read: the one place a DataFrame becomes a table cell (at most
+4 significant digits, whole numbers exact, `–` for a value not measured, `yes`/`no`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Execution variants against eager, and the fastest recipe: a timing run's report section on its
-variants (`section`), and the two tables README blocks quote, the fastest variant per mode
-(`best_variant_table`) and the fastest mode and variant per batch size (`fastest_recipe_table`).
-Pure: reads a run's rows.
-"""
+"""Execution variants against eager, and the fastest recipe: a timing run's report section
+(`section`) and the README blocks' tables (`best_variant_table`, `fastest_recipe_table`)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""Which recipe for which model: one row per model of a model-zoo run (a timing run per model,
-and the time-to-quality study of the same model where there is one), for README.md's
-`ampbench:zoo` block.
-
-Per model, at its largest batch size measured, with the given Adam:
-- the fastest recipe (mode and variant) and, where a time-to-quality study on real data trained
-  the model at that batch size, the fastest that trains like fp32 by its equivalence test
-  (`bench.verdicts.training`; fp16 without a scaler only where the study finds the scaler not
-  needed); `tied: ...` where modes are tied within noise (`bench.verdicts.timing.fastest`),
-  each named at its fastest variant, and a mode's other variants tied with it named beside it;
-  `same` where the two are the same; `not known` without such a study (a numerics study trains
-  one seed on a synthetic task, which cannot decide);
-- that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
-- whether float8 pays: the fastest float8 row against the fastest bf16-amp row, `within noise`
-  where their intervals overlap; `unsupported: converts no Linear` where no float8 recipe
-  converts a Linear of the model (`bench.verdicts.timing.converts_nothing`);
-- whether fp16 needs GradScaler, by the time-to-quality study's verdict
-  (`bench.verdicts.training.scaler_needed`), `not known` without one.
-
-A cell the folders cannot fill is `–`, and a note under the table says why. Pure: pandas only.
-"""
+"""Which recipe for which model (the README's `ampbench:zoo` block): a row per model at its largest
+batch size: its fastest recipe, the fastest that trains like fp32, speedups, memory, whether
+float8 pays, whether fp16 needs GradScaler (docs/zoo.md). A cell left `–` has a note."""
 
 from __future__ import annotations
 

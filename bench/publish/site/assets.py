@@ -1,12 +1,6 @@
-"""The files every page shares, written once into the site's `assets/`: the style sheet, the
-script that sorts tables and draws the history charts, and plotly.js, taken from the installed
-plotly package (`plotly.offline.get_plotlyjs`), so that no page fetches anything at view time.
-
-The script is small and plain: a click on a table's column header sorts its rows (numbers as
-numbers, `–` last, a second click reverses); a chart (`<div class="chart" data-figure=ID>`
-beside `<script type="application/json" id=ID>`, its plotly figure) is drawn when it scrolls
-into view, so a history of hundreds of cases opens at once. Needs the `site` extra.
-"""
+"""The files every page shares, written once into the site's `assets/`: the style sheet, the script
+(sortable tables, history charts drawn when they scroll into view) and plotly.js from the installed
+plotly, so no page fetches anything at view time."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Building the whole site from a results folder: every run folder registered (so pages can
-link each other), the comparisons of consecutive runs of a grid and each GPU model's history
-computed once, then every page written, the files the pages link copied beside them, and the
-shared assets written once; all in a new folder that takes the place of the old site at the end
-(`bench.publish.site.output`)."""
+"""Building the whole site from a results folder, page by page, into a new folder that takes the
+place of the old site at the end (`bench.publish.site.output`)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""The history's interactive charts: one plotly chart per case of a GPU model's history
-(`bench.publish.history_points.collect`), its median step time in each revision that has it,
-in history order (by the date of their commit).
-
-Each point's marker is its verdict against the previous revision that has the case, as the
-history's figure draws it (`history.VERDICT_MARKERS`): a regression (`slower`) is a large red
-up-pointing triangle, and its chart is framed in red and listed first among its mode's. The
-hover names the revision's runs, its commit and date, the median and the verdict with its ratio.
-A case measured in one revision only has no history to draw: the tables below the charts hold it.
-
-Where the case's peak allocated memory was measured, the same chart draws it against a second
-axis on the right (grey, GiB), each point marked with its memory verdict against the revision
-before (`MEMORY_SYMBOLS`: a rise called `more memory` is a red triangle pointing up); a case that
-uses more memory is framed in red like a slower one.
-"""
+"""The history's interactive charts: one plotly chart per case of a GPU model's history, its median
+step time per revision marked by verdict (and its peak memory on a second axis), a regression
+framed in red and listed first."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""The front page: the answer per workload, the run of record's headline table and figure, the
-latest runs (with the verdicts against the run before each on its grid) and each GPU model's
-history.
-
-The answer and the headline are the README's generated blocks (`bench.publish.readme`), made
-afresh from the folders their markers name: the `summary` and `found` blocks of the README.md
-beside the results folder, then of its docs/*.md pages, each under its workload (model and size,
-GPU). A workload no block covers (and every workload, where no page names runs of this folder)
-gets what its newest timing run found, as a `found` block would quote it. The run of record is
-the one the README's headline marker names, else the newest timing run.
-"""
+"""The front page: the answer per workload (the README's `summary` and `found` blocks, made afresh),
+the run of record's headline table and figure, the latest runs with their verdicts, and each GPU
+model's history."""
 
 from __future__ import annotations
 

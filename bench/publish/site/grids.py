@@ -1,11 +1,5 @@
-"""Consecutive runs of one grid: for each timing run, the run before it (by start) that measured
-the same grid on the same GPU model, and the compare verdicts between the two
-(`bench.publish.compare`): what changed since the last time this grid was run.
-
-Two runs measure the same grid when they agree on the GPU model, the model and its sizes, the
-number of ranks and the values of every swept axis of `Case` (an axis a folder predates counts
-as its default).
-"""
+"""Consecutive runs of one grid: for each timing run, the run before it on the same grid and GPU
+model, and the compare verdicts between the two (`bench.publish.compare`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Markdown to HTML for the site: the reports as they are written (python-markdown with its
-`tables` extension), so that a page shows what its report.md shows, table for table and figure
-for figure.
-
-Beyond the plain conversion, one pass over each page's tree:
-- every link and image is pointed at its place in the site (`bench.publish.site.layout`); a
-  link to something the site does not hold becomes its text, so no link of the site is broken;
-- every table may be sorted by a click on a column's header (`assets.SCRIPT` does the sorting)
-  and scrolls sideways in a frame of its own when it is wider than the page;
-- a cell holding a compare verdict (`bench.publish.compare`) is marked `slower` or `faster`, so
-  that a regression stands out in any table that has verdicts.
-Headings get ids (the `toc` extension), so a section can be linked. Needs the `site` extra.
-"""
+"""A report's markdown to HTML for the site (python-markdown, `tables` and `toc`): links pointed
+into the site, tables made sortable, and compare verdict cells marked `slower` or `faster`."""
 
 from __future__ import annotations
 

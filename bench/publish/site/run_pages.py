@@ -1,10 +1,6 @@
-"""A run folder's pages: its report.md as a page, with the figures it shows; a study nested in
-it (`run --numerics`) and each comparison kept in it (`compare_*.md`) as pages of their own;
-and, for a timing run, the compare verdicts against the run before it on the same grid
-(`bench.publish.site.grids`), counted at the top of the page and tabled at its end.
-
-The report is converted as it is (`bench.publish.site.markup`): the page shows the same tables
-and figures as the markdown report, because it is that report."""
+"""A run folder's pages: its report.md as a page (`bench.publish.site.markup`), a study nested in it
+and each comparison kept in it as pages of their own, and, for a timing run, the compare verdicts
+against the run before it on the same grid."""
 
 from __future__ import annotations
 
