@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.publish import tables
-from bench.publish.prose import joined
+from bench.publish.tables import joined
 from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import timing

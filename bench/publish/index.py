@@ -12,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.publish import tables
-from bench.publish.grid_text import axis, batches, line
-from bench.publish.index_cells import COMPARISON, ROW, Cells
+from bench.publish.index_cells import COMPARISON, ROW, Cells, axis, batches, line
 from bench.publish.runs import (
     HISTORY_DIR,
     NOTES,

@@ -1,6 +1,6 @@
-"""What the index (`bench.publish.index`) says of a run that depends on its kind: how many GPUs
-it used, its model and preset, a short description of its grid, and how many of what it is made
-of (cases, jobs, modes, runs, rounds) passed. One function per kind of run folder (`ROW`)."""
+"""What the index (`bench.publish.index`) says of a run that depends on its kind: its GPUs, model
+and preset, its grid in one line (`line`), and how many of its cases, jobs or rounds passed. One
+function per kind of run folder (`ROW`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.cases.grid import describe
+from bench.cases.grid import describe, fit
 from bench.cases.sizes import SEPARATOR, Sizes
-from bench.publish.grid_text import Axis, axis, batches, line, lr
 from bench.publish.runs import Run
 from bench.quality import tables
 from bench.store import results
@@ -26,6 +25,44 @@ STRESS = {
     "reduction": ("mean", "{} reduction"),
     "init_scale": (1.0, "init ×{}"),
 }
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a grid description, as its values (`fp32,bf16-amp`) or, where the line is too
+    long, as a count (`2 modes`)."""
+
+    values: str
+    count: str
+
+
+def axis(values: list, noun: str, *, label: str = "") -> Axis | None:
+    """An axis of `values`; None when there are none (a folder older than the axis)."""
+    if not values:
+        return None
+    shown = f"{label}{','.join(map(str, values))}"
+    return Axis(shown, f"{len(values)} {noun}s" if len(values) > 1 else shown)
+
+
+def batches(values: list) -> Axis | None:
+    """Batch sizes, or their range where there are more than two."""
+    if not values:
+        return None
+    shown = f"batch {','.join(map(str, values))}"
+    return Axis(shown, f"batch {min(values)}–{max(values)}" if len(values) > 2 else shown)
+
+
+def line(axes: list[Axis | None], *, extras: tuple[str, ...] = ()) -> str:
+    """`a × b × c, extra, extra` in at most GRID_WIDTH characters: the longest axis shown by its
+    values gives way to its count until the line fits; a line that still does not fit is cut
+    with `…` (the report holds the whole grid)."""
+    return fit([(a.values, a.count) for a in axes if a is not None], extras)
+
+
+def lr(x: float) -> str:
+    """A learning rate as people write it: 3e-4, 1e-3."""
+    mantissa, exponent = f"{x:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
 def _preset(cfg: dict) -> str:

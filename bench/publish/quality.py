@@ -10,9 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from bench.publish import quality_plot, quality_runs, quality_seeds
-from bench.publish.prose import figure, joined
 from bench.publish.quality_runs import span
-from bench.publish.tables import MISSING, markdown, number
+from bench.publish.tables import MISSING, figure, joined, markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.recipes import catalog

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.publish.prose import figure, joined
-from bench.publish.tables import MISSING
+from bench.publish.tables import MISSING, figure, joined
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 

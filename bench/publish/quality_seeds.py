@@ -4,7 +4,7 @@ and a sequential study's looks (the look that decided each recipe, or the seeds 
 
 from __future__ import annotations
 
-from bench.publish.prose import figure
+from bench.publish.tables import figure
 from bench.verdicts import sequential
 from bench.verdicts import training as rules
 

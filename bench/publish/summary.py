@@ -17,7 +17,6 @@ from bench.publish.findings import (
     float8_unconverted,
     unconverted_note,
 )
-from bench.publish.prose import batch_sizes, figure, joined
 from bench.publish.summary_studies import (
     bf16_line,
     gradients_line,
@@ -27,6 +26,7 @@ from bench.publish.summary_studies import (
     training_cost,
     trains_like_fp32,
 )
+from bench.publish.tables import batch_sizes, figure, joined
 from bench.recipes import catalog
 from bench.verdicts import timing
 from bench.verdicts.timing import Fastest

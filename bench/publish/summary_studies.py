@@ -15,7 +15,7 @@ from bench.numerics.render.answer import (
     bf16_against_fp16_error,
     lost_direction,
 )
-from bench.publish.prose import batch_sizes, figure, joined
+from bench.publish.tables import batch_sizes, figure, joined
 from bench.recipes import catalog
 from bench.verdicts import training
 

@@ -1,5 +1,6 @@
-"""Markdown tables a person can read: the one place a DataFrame becomes a table cell (at most
-4 significant digits, whole numbers exact, `–` for a value not measured, `yes`/`no`)."""
+"""Numbers a person can read: the one place a DataFrame becomes a table cell (at most 4
+significant digits, whole numbers exact, `–` for a value not measured, `yes`/`no`), and figures
+and lists in sentences (`figure`, `joined`, `batch_sizes`)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,19 @@ def markdown(df: pd.DataFrame, *, index: bool = False, digits: int = SIG_DIGITS)
     ]
     align = ["right" if n else "left" for n in numeric]
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align)
+
+
+def figure(x: float) -> str:
+    """A figure in a sentence: 3 significant digits."""
+    return number(float(x), 3)
+
+
+def joined(items: list[str]) -> str:
+    """Items joined as prose: a; a and b; a, b and c."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def batch_sizes(sizes: list[int]) -> str:
+    """`[256]` → "256"; `[256, 1024]` → "256 and 1024"; three or more → "256–4096"."""
+    sizes = sorted(int(s) for s in sizes)
+    return joined([str(s) for s in sizes]) if len(sizes) < 3 else f"{sizes[0]}–{sizes[-1]}"

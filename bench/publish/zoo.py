@@ -8,8 +8,8 @@ import re
 
 import pandas as pd
 
-from bench.publish.prose import figure
 from bench.publish.summary import passing
+from bench.publish.tables import figure
 from bench.recipes import catalog
 from bench.verdicts import timing, training
 from bench.verdicts.timing import Fastest
