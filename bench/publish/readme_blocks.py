@@ -32,12 +32,16 @@ def link_to_report(folder: Path, link: str, text: str | None = None) -> str:
     return f"[{text or f'`{folder.name}`'}]({target})"
 
 
-def _headline(run: Path, options: dict[str, str], link: str) -> str:
-    unknown = set(options) - {"batch_size", "optimizer"}
+def _takes(kind: str, options: dict[str, str], *allowed: str) -> None:
+    """Refuse, in one line, an option the block's kind does not take."""
+    unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise UsageError(
-            f"ampbench:headline takes batch_size= and optimizer=, not {sorted(unknown)[0]}="
-        )
+        takes = tables.joined([f"{k}=" for k in allowed]) if allowed else "no option"
+        raise UsageError(f"ampbench:{kind} takes {takes}, not {unknown[0]}=")
+
+
+def _headline(run: Path, options: dict[str, str], link: str) -> str:
+    _takes("headline", options, "batch_size", "optimizer")
     bs = options.get("batch_size")
     return report.headline(
         results.load(run),
@@ -47,9 +51,8 @@ def _headline(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _answer(run: Path, options: dict[str, str], link: str) -> str:
-    only = options.pop("only", None)
-    if options:
-        raise UsageError(f"ampbench:answer takes only only=, got {sorted(options)[0]}=")
+    _takes("answer", options, "only")
+    only = options.get("only")
     t = study_tables.load(run)
     paragraphs = answer.answer(t, str(t["env"].get("torch")))
     if only is not None:
@@ -79,9 +82,7 @@ def _rows_table(run: Path, options: dict[str, str], link: str) -> str:
 def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
     """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it), for a
     block kind whose options are `optimizer=` and `with=`."""
-    unknown = set(options) - {"optimizer", "with"}
-    if unknown:
-        raise UsageError(f"ampbench:{kind} takes optimizer= and with=, not {sorted(unknown)[0]}=")
+    _takes(kind, options, "optimizer", "with")
     runs = [run] + [run.parent / name for name in options.get("with", "").split("+") if name]
     for other in runs[1:]:
         if not (other / results.ENV).is_file():
@@ -98,9 +99,7 @@ def _variants(run: Path, options: dict[str, str], link: str) -> str:
 
 def _recipes(run: Path, options: dict[str, str], link: str) -> str:
     """The fastest mode and variant per batch size of a timing run."""
-    unknown = set(options) - {"optimizer"}
-    if unknown:
-        raise UsageError(f"ampbench:recipes takes optimizer=, not {sorted(unknown)[0]}=")
+    _takes("recipes", options, "optimizer")
     return variants.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
 
 
@@ -118,9 +117,7 @@ def _scaling(run: Path, options: dict[str, str], link: str) -> str:
 
 def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     """The largest-batch table of a `maxbatch` folder."""
-
-    if options:
-        raise UsageError(f"ampbench:maxbatch takes no option, got {sorted(options)[0]}=")
+    _takes("maxbatch", options)
     limit = results.read_env(run)["maxbatch_config"]["limit"]
     table = maxbatch.summarize_trials(
         pd.DataFrame(results.read_jsonl(run / maxbatch.TRIALS)), limit
@@ -137,11 +134,7 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:
     """The answer in a few lines from a timing run and the numerics studies beside it."""
-    unknown = set(options) - {"numerics", "optimizer", "skip"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:summary takes numerics=, optimizer= and skip=, not {sorted(unknown)[0]}="
-        )
+    _takes("summary", options, "numerics", "optimizer", "skip")
     names = [n for n in options.get("numerics", "").split("+") if n]
     for name in names:
         if not (run.parent / name / study_tables.AUDIT_JSON).is_file():
@@ -172,8 +165,7 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
 
 def _found(run: Path, options: dict[str, str], link: str) -> str:
     """The bullets of "What this run found" in the run's report."""
-    if options:
-        raise UsageError(f"ampbench:found takes no options, got {sorted(options)[0]}=")
+    _takes("found", options)
     df = results.load(run)
     return "\n".join(findings.findings(df, report.headline_optimizer(df)))
 
@@ -181,11 +173,7 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
     """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
     time-to-quality studies of its model among `quality=` (`bench.publish.zoo`)."""
-    unknown = set(options) - {"with", "quality", "optimizer"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:zoo takes with=, quality=, optimizer=, not {sorted(unknown)[0]}="
-        )
+    _takes("zoo", options, "with", "quality", "optimizer")
     runs = [run] + [run.parent / n for n in options.get("with", "").split("+") if n]
     names = [n for n in options.get("quality", "").split("+") if n]
     for folder in [*runs[1:], *(run.parent / n for n in names)]:
@@ -199,8 +187,7 @@ def _zoo(run: Path, options: dict[str, str], link: str) -> str:
 
 def _quality(run: Path, options: dict[str, str], link: str) -> str:
     """A time-to-quality study's findings (`bench.publish.quality`)."""
-    if options:
-        raise UsageError(f"ampbench:quality takes no option, got {sorted(options)[0]}=")
+    _takes("quality", options)
     if results.read_env(run).get("kind") != "quality":
         raise UsageError(f"ampbench:quality: {run.name} is not a time-to-quality study")
     return "\n".join(quality.findings(quality.study(run)))
