@@ -86,8 +86,7 @@ def stopping_lines(env: dict) -> list[str]:
 
 def write(folder: Path) -> tuple[pd.DataFrame, str]:
     """Judge the folder's rounds with the settings it records, write report.md and
-    verdicts.csv into it, and return the table and the report's text. (`ampbench compare
-    FOLDER/A FOLDER/B --statistic p10` judges the same rounds otherwise.)"""
+    verdicts.csv, and return the table and the report's text."""
     env = results.read_env(folder)
     chosen = settings(env)
     cfg = env.get("ab_config", {})

@@ -21,8 +21,7 @@ OWN_LOOP_SPEEDUP = (
     f"`× {catalog.reference()}`: {catalog.reference()}'s step time (at the row's seed) over the "
     "row's; above 1 is faster."
 )
-"""The legend under an own loop's headline: the `sweep` driver prints it beside sweep.md,
-whose `× fp32` is the same ratio over the runs."""
+"""The legend under an own loop's headline (the `sweep` driver prints it beside sweep.md)."""
 
 TIME = {
     "status": "status",
@@ -120,8 +119,7 @@ HEADLINE = {
 """The headline table (`bench.publish.report.headline`), and a README `table` block's default."""
 
 NO_CPU_PEAKS = (results.PEAK_VS_HEADLINE_COLUMN, *results.PEAK_COLUMNS)
-"""What a CPU run cannot measure (the CUDA allocator's counters, and what is derived from
-them): shown as `–`, which the report explains once."""
+"""What a CPU run cannot measure (the CUDA allocator's counters): `–`, explained once."""
 
 
 def table(df: pd.DataFrame, columns: dict[str, str]) -> str:

@@ -63,14 +63,9 @@ def compare(
     looks: int = 1,
     memory_tolerance: memory.Tolerance = memory.DEFAULT,
 ) -> pd.DataFrame:
-    """One row per case matched between the sides: the medians of all its steps, the rounds'
-    ratio, interval, p-value, noise, degrees of freedom and verdict, the p-value after Holm's
-    correction across the cases (`p_holm`) and the verdict that survives it
-    (`bench.verdicts.rounds.judge_rounds`), the rounds per side (`rounds_a`, `rounds_b`), what a
-    round is (`unit_a`, `unit_b`: keys of `bench.publish.sides.UNITS`) and whether they were too
-    few to judge (`too_few`). `looks`: the looks at the rounds a sequential comparison (`ab`)
-    made, each spending an equal share of 1 - confidence. And the memory verdict with its
-    figures (`bench.publish.compare_memory.RAW`), with `memory_tolerance`."""
+    """One row per matched case: its medians, the rounds' verdict and figures as
+    `bench.verdicts.rounds.judge_rounds` gives them, the rounds and their unit per side, and the
+    memory verdict (`compare_memory.RAW`). `looks`: the looks `ab`'s stopping rule made."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
         raise UsageError(
@@ -221,9 +216,8 @@ def render(
     title: str = "# ampbench compare",
     show_sides: bool = True,
 ) -> str:
-    """The comparison as markdown: what decided the verdicts, their counts and the table.
-    `show_sides`: name A's and B's paths under the title (a page that names them itself need
-    not)."""
+    """The comparison as markdown: what decided the verdicts, their counts and the table;
+    `show_sides` names A's and B's paths under the title."""
     shown = table.drop(
         columns=["too_few", "status_a", "status_b", *compare_memory.RAW], errors="ignore"
     )
@@ -286,9 +280,8 @@ def render(
 
 
 def output_path(run_a: Path, run_b: Path, pair: Pair | None) -> Path:
-    """Where the table is written: next to the newer of two run folders (by start time), named
-    after the other one; for any other side, into B (its folder, or the folder that holds B's
-    save), named after A."""
+    """Where the table is written: into the newer of two run folders, named after the other;
+    for other sides, into B's folder, named after A."""
     run_a, run_b = Path(run_a), Path(run_b)
     suffix = f"_{pair.axis}_{pair.a}_vs_{pair.b}" if pair else ""
     if not ((run_a / results.ENV).is_file() and (run_b / results.ENV).is_file()):

@@ -59,9 +59,8 @@ def _change(mib: object, pct: object) -> str:
 
 
 def columns(table: pd.DataFrame) -> pd.DataFrame:
-    """The memory columns as a report shows them, one row per row of `table`: the verdict
-    (`–` where not measured), A's and B's peaks, the change, the phase that moved, and the
-    reported figures (reserved peaks; retries and OOMs where any side recorded one)."""
+    """The memory columns as a report shows them, one row per row of `table` (retries and OOMs
+    only where a side recorded one)."""
     if not _judged(table):
         return pd.DataFrame(index=table.index)
     rows = []

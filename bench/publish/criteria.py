@@ -77,10 +77,8 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
 
 
 def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) -> Checked:
-    """Every criterion's outcome against a comparison's rows (`bench.publish.compare.compare`:
-    one per case, `verdict`, `memory_verdict`, ...; `env`: B's environment, for `gpu`). A case
-    is `ok` when it passed on both sides, else its status is both sides' (`oom/ok`). Criteria
-    that judge a run are skipped."""
+    """Every comparison criterion's outcome against a comparison's rows (`env`: B's); a case's
+    status is `ok` when it passed on both sides, else both sides' (`oom/ok`)."""
     frame = table.copy()
     if {"status_a", "status_b"} <= set(frame.columns):
         both = frame["status_a"].astype(str) + "/" + frame["status_b"].astype(str)
@@ -279,13 +277,8 @@ def _judge_ratio(c: Criterion, df: pd.DataFrame) -> Outcome:
 
 
 def _env_rows(c: Criterion, env: dict) -> tuple[pd.DataFrame, list[str]]:
-    """The values at `c.env`'s dotted path as rows of one column named by the path's last key,
-    and why the entries that lack it have none.
-
-    A list on the way gives one row per entry, labelled by its `case_id`: the harness overhead is
-    one dict in older folders and a list of them (one per case measured) in newer ones, and
-    `overhead.overhead_pct` reads both. An entry without the value is a row `not measured`, with
-    the `error` the entry records."""
+    """The values at `c.env`'s dotted path as rows of one column named by its last key (a list
+    on the way gives a row per entry, by `case_id`), and why the entries that lack it have none."""
     keys = str(c.env).split(".")
     nodes: list[tuple[object, object]] = [(env, None)]  # (value, label)
     missing: list[tuple[object, str | None]] = []  # (label, the error it records)

@@ -14,8 +14,7 @@ from pathlib import Path
 from bench.store import results
 
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
-"""The phases exported, in words: the timed phases (`bench.store.results.PHASES`) and the whole
-step."""
+"""The phases exported, in words: the timed phases and the whole step."""
 FIELDS = {"name": str, "unit": str, "value": (int, float), "range": str, "extra": str}
 REQUIRED = ("name", "unit", "value")
 RANGE = re.compile(r"^(\+-|±)\s*\d.+$")
@@ -58,9 +57,7 @@ def github_action_benchmark(run_dir: Path) -> list[dict[str, object]]:
 
 def validate(data: object) -> None:
     """Raise ValueError, naming the entry and the field, unless `data` is what
-    `customSmallerIsBetter` accepts: a non-empty JSON array of objects with a string `name` and
-    `unit`, a finite number `value`, optional string `range` (`± number`) and `extra`, no other
-    field, and no name twice (the action tells benchmarks apart by name)."""
+    `customSmallerIsBetter` accepts (no name twice: the action tells benchmarks apart by name)."""
     if not isinstance(data, list):
         raise ValueError(f"the top level must be a JSON array, got {type(data).__name__}")
     if not data:
@@ -116,8 +113,7 @@ class Writer:
 WRITERS = {
     "github-action-benchmark": Writer(github_action_benchmark, validate, _json),
 }
-"""How each format of the formats table (`bench.publish.formats`, which the command line reads
-without pandas) is written, by its `--format` name."""
+"""How each format of `bench.publish.formats` is written, by its `--format` name."""
 
 
 def export(run_dir: Path, fmt: str) -> str:

@@ -22,10 +22,8 @@ FULL_LIST_UP_TO = timing.WHOLE_PLAN_UP_TO
 
 
 def float8_cell(listed: object) -> object:
-    """A row's `fp8_linears` as a report's table cell: the list itself for a model of a few
-    Linears, else how many Linears took each decision (`72 converted; 24 kept: too small for
-    tensorwise`, `bench.verdicts.timing.plan_summary`). A transformer's list runs to tens of KB
-    a row; results.csv keeps it whole."""
+    """A row's `fp8_linears` as a table cell: the list for a few Linears, else the count per
+    decision (`bench.verdicts.timing.plan_summary`); results.csv keeps it whole."""
     if not isinstance(listed, str) or not listed:
         return listed
     return timing.plan_summary(timing.plan_of(listed))
@@ -52,9 +50,8 @@ def float8_ratio(base: pd.Series, row: pd.Series) -> str:
 
 
 def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
-    """The float8 recipes of `rows` whose step, as its ratio shows (`float8_ratio`), is slower
-    than the headline mode's fastest row `base`, outside the noise: below 1×, where float8 does
-    not pay (`bench.verdicts.timing.float8_not_paying` decides)."""
+    """The float8 recipes of `rows` slower than `base` outside the noise, where float8 does not
+    pay (`bench.verdicts.timing.float8_not_paying`)."""
     return timing.float8_not_paying(base, rows)
 
 
@@ -68,8 +65,7 @@ def not_paying(modes: list[str], where: str = "here") -> str:
 
 def _float8(ok: pd.DataFrame) -> list[str]:
     """Per batch size, each float8 recipe against the headline mode, each at its fastest
-    variant in the run: above 1 float8 is faster; those below 1, where it does not pay, are
-    named."""
+    variant; those where float8 does not pay are named."""
     c = tables.cell
     head = catalog.headline()
     return [
@@ -81,10 +77,8 @@ def _float8(ok: pd.DataFrame) -> list[str]:
 
 
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
-    """One bullet per batch size (the fastest recipe, or the recipes tied within noise with it,
-    `bench.verdicts.timing.fastest`, against the reference mode at the same variant where the
-    run has it, and the range of peak memory), the float8 recipes against the headline mode,
-    then the dtypes of the parameters' gradients. Every figure is a column of the run's rows."""
+    """One bullet per batch size (the fastest recipe or those tied with it, against the
+    reference, and peak memory), then float8 against the headline mode and the gradients' dtypes."""
     ok = contenders(df)
     ok = ok[(ok["optimizer"] == optimizer) & (ok["parallel"] == "none")]
     if ok.empty:
@@ -137,10 +131,8 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
 
 
 def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
-    """The harness against a plain loop, per case it was measured on: step times (median of the
-    harness, mean step of the bare loop's windows) and peak allocation (the case's row against
-    the bare loop's own). A folder that kept one measurement as a dict reads as a list of one
-    (`bench.store.schema.migrate_env`)."""
+    """The harness against a plain loop, per case it was measured on: step times and peak
+    allocation, the harness's against the bare loop's."""
     measured = env.get("overhead") or []
     rows = []
     has_peaks = {"case_id", "peak_alloc_gib"} <= set(df.columns)

@@ -53,17 +53,14 @@ def cases_of(table: pd.DataFrame) -> list[power.Case]:
 
 
 QUIET = 0.01
-"""Cases whose real rounds scatter less than this (standard deviation of logs) are counted apart:
-a case that scatters more cannot show a 3% change in a few rounds under any family correction."""
+"""Cases scattering more than this (sd of log rounds) cannot show a 3% change in a few rounds."""
 
 
 def study(
     cases: list[power.Case], *, rounds_a_side: list[int], comparisons: int, same: int, seed: int
 ) -> pd.DataFrame:
-    """Per rounds a side and correction (Holm's, the verdicts'; Benjamini-Hochberg's, for
-    comparison): `same` simulated comparisons of A/A (every shift 0) and `comparisons` of the
-    mixed shifts of `power.SHIFTS` given to the cases in turn. The judge's own minimum of rounds
-    (`MIN_ROUNDS`) is set aside, to show what fewer rounds would do."""
+    """Per rounds a side and correction (Holm's; Benjamini-Hochberg's to compare): `same` A/A
+    comparisons and `comparisons` with `power.SHIFTS`, the judge's minimum of rounds set aside."""
     rng = np.random.default_rng(seed)
     shifts = [power.SHIFTS[i % len(power.SHIFTS)] for i in range(len(cases))]
     none = [0.0] * len(cases)

@@ -55,9 +55,8 @@ def _revision_key(run: Run) -> tuple:
 
 
 def revisions(results_dir: Path, gpu: str) -> pd.DataFrame:
-    """The revisions of one GPU model's timing runs in history order: `label` (R1, R2, ...),
-    `commit`, `torch`, `date` and what dates it (`dated_by`), and its run `folders` (oldest
-    first; `run` names them)."""
+    """The revisions of one GPU model's timing runs in history order: `label` (R1, ...),
+    `commit`, `torch`, `date`, `dated_by` and its run `folders`, oldest first."""
     found = [r for r in run_folders(results_dir) if r.kind == TIMING and r.env.get("gpu") == gpu]
     if not found:
         known = ", ".join(gpu_models(results_dir)) or "none"

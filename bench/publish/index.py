@@ -46,8 +46,7 @@ SECTIONS = {
 }
 LIMIT_MB, FILE_LIMIT_MB = 30, 5
 """What the files git tracks under results/ may weigh in all, and each, in MB (10**6 bytes, as
-`git ls-files -z results | xargs -0 du -cb` counts them): every clone carries them
-(`bench.publish.index_check` holds them to it)."""
+`du -cb` counts them): every clone carries them."""
 RULE = (
     f"The rule of this folder: the files git tracks here weigh at most {LIMIT_MB} MB in all "
     f"and {FILE_LIMIT_MB} MB each (`./run_bench.sh index --check` holds them to it; logs and "
@@ -128,9 +127,8 @@ def _save_row(path: Path, data: dict, base: Path) -> dict[str, object]:
 
 
 def run_of_record(readme: Path, tree: Tree) -> Path | None:
-    """The run folder named by the first `<!-- ampbench:headline FOLDER -->` of `readme` (FOLDER
-    relative to the README's folder), resolved; None when there is no README, no such marker, or
-    no such run folder in `tree`."""
+    """The run folder the first `<!-- ampbench:headline FOLDER -->` of `readme` names, resolved;
+    None without such a README, marker or run folder in `tree`."""
     try:
         found = HEADLINE_MARKER.search(readme.read_text())
     except OSError:
@@ -153,9 +151,8 @@ def _other_files(tree: Tree, listed: set[Path]) -> list[Path]:
 def render(
     results_dir: Path = paths.RESULTS, *, readme: Path | None = None, tree: Tree | None = None
 ) -> str:
-    """The whole index of `results_dir`, as markdown. `readme`: the file whose headline marker
-    names the run of record (default: README.md beside `results_dir`); `tree`: which files count
-    (default: every file on disk)."""
+    """The whole index of `results_dir` as markdown; `readme` names the run of record (default:
+    README.md beside `results_dir`), `tree` which files count (default: all on disk)."""
     base = results_dir
     tree = tree or Tree(results_dir)
     for run in damaged_folders(results_dir, tree=tree):
@@ -223,9 +220,8 @@ def write(results_dir: Path = paths.RESULTS) -> Path:
 
 
 def refresh(run_dir: Path) -> Path | None:
-    """After a run ends: rewrite the project's index when `run_dir` lies in the project's
-    results/ (a run elsewhere, as in the tests, leaves it alone). Returns the index's path, or
-    None when it was left alone or could not be written."""
+    """After a run ends: rewrite the project's index when `run_dir` lies in its results/;
+    returns the index's path, or None when it was left alone or could not be written."""
     if not paths.in_results(run_dir):
         return None
     try:

@@ -53,9 +53,7 @@ def batches(values: list) -> Axis | None:
 
 
 def line(axes: list[Axis | None], *, extras: tuple[str, ...] = ()) -> str:
-    """`a × b × c, extra, extra` in at most GRID_WIDTH characters: the longest axis shown by its
-    values gives way to its count until the line fits; a line that still does not fit is cut
-    with `…` (the report holds the whole grid)."""
+    """`a × b × c, extra, extra` in at most GRID_WIDTH characters (`bench.cases.grid.fit`)."""
     return fit([(a.values, a.count) for a in axes if a is not None], extras)
 
 
@@ -66,9 +64,8 @@ def lr(x: float) -> str:
 
 
 def _preset(cfg: dict) -> str:
-    """The preset whose sizes a run used, else the sizes themselves; with the model's name when
-    the run's cases carry a preset (every workload's but one whose sizes are its cases' own, the
-    MLP's)."""
+    """The preset whose sizes a run used, else the sizes themselves; with the model's name
+    unless the workload's sizes are its cases' own (the MLP's)."""
     model = cfg.get("model", cards.DEFAULT)
     card = cards.card(model)
     if not (card and card.free_sizes):
@@ -107,8 +104,7 @@ class Cells:
     model: str | None
     grid: str | None
     passed: str | None
-    """`ok/total` of what the run is made of (cases, jobs, modes), `(unfinished)` after it when
-    the run did not end."""
+    """`ok/total` of the run's cases, jobs or modes, `(unfinished)` after it if it did not end."""
 
 
 def _timing(run: Run) -> Cells:

@@ -110,9 +110,8 @@ def windows_line(df: pd.DataFrame) -> list[str]:
 
 
 def skipped_line(df: pd.DataFrame) -> list[str]:
-    """What GradScaler's skipped steps did to the timing, for a run whose rows count them: how
-    many untimed steps the scaled recipes ran until their scale settled, and how many timed
-    steps it skipped, left out of every statistic (`bench.measure.timing`)."""
+    """What GradScaler's skipped steps did to the timing: the untimed steps run until the scale
+    settled, and the timed steps skipped, left out of every statistic."""
     if "scale_warmup_steps" not in df or "skipped_steps" not in df:
         return []
     scaled = df[(df["status"] == "ok") & df["scale_loss"].fillna(False).astype(bool)]

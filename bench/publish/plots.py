@@ -300,8 +300,7 @@ DRAW = {"throughput": throughput, "phases": phases, "floor": floor_share, "memor
 
 def write_all(df: pd.DataFrame, run_dir: Path) -> dict[str, str]:
     """Every figure of a run from its passing rows; returns {figure: file name} of those drawn.
-    With no passing row nothing is drawn, and figures an earlier rendering left are removed (a
-    figure must not outlive the rows it showed)."""
+    A figure an earlier rendering left is removed: it must not outlive the rows it showed."""
     ok = df[df["status"] == "ok"]
     for name, file in FILES.items():
         if ok.empty:

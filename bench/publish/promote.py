@@ -41,9 +41,8 @@ def promote(
     move: bool = False,
     allow_cpu: bool = False,
 ) -> list[Path]:
-    """Copy (`move`: move) each run folder into `results_dir` under its own name, then rewrite
-    the index of the project's results/ (or of `results_dir` when it lies elsewhere). Returns the
-    new folders. Nothing is copied unless every folder passes its checks."""
+    """Copy (`move`: move) each run folder into `results_dir`, then rewrite its index; returns
+    the new folders. Nothing is copied unless every folder passes its checks."""
     targets = [_checked(r, results_dir, allow_cpu=allow_cpu) for r in run_dirs]
     names = [t.name for t in targets]
     twice = next((n for n in names if names.count(n) > 1), None)

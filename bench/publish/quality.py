@@ -273,9 +273,8 @@ def step_named(s: dict) -> str:
 
 
 def findings(s: dict) -> list[str]:
-    """The study's results as markdown lines: the margin, the target, the anchor, the recipe
-    table with its note, the verdicts and GradScaler's; the report and README.md's `quality`
-    block show them."""
+    """The study's results as markdown lines (the report's and the README's `quality` block):
+    the margin, target, anchor, recipe table, the verdicts and GradScaler's."""
     table, notes = recipe_table(s)
     goal = (
         f"**Target**: held-out loss {loss(s['target'])} ({s['target_why']})."

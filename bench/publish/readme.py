@@ -33,8 +33,7 @@ class Block:
     line: int
     """Line of the opening marker, from 1."""
     page: str = ""
-    """The file the block is in, relative to the README that brought it; empty for the README's
-    own blocks (or a file given alone)."""
+    """The block's file relative to the README that brought it; empty for the README's own."""
 
     @property
     def label(self) -> str:
@@ -80,8 +79,7 @@ def _model_of(run: Path) -> str:
 
 
 SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model_of}
-"""Kinds whose From line names each run otherwise than by its folder: a zoo's by its model and
-preset, as its rows do (eight folder names would take a paragraph of the README)."""
+"""Kinds whose From line names each run by its model and preset, not its folder."""
 
 
 def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
@@ -159,10 +157,8 @@ def pages(path: Path) -> list[Path]:
 
 
 def update(path: Path, *, check: bool = False) -> list[Block]:
-    """Fill the blocks of `path` from their runs, and for a README.md those of the docs/*.md
-    pages beside it (with `check`, only compare); returns the blocks that disagreed with their
-    run, a page's named by its path from the README's folder. Every file is checked before any
-    is written, so bad input changes nothing."""
+    """Fill the blocks of `path` (and of a README.md's docs/*.md pages) from their runs, or with
+    `check` only compare; returns the blocks that disagreed. Bad input changes nothing."""
     writes, changed = [], []
     for page in pages(path):
         text = page.read_text()

@@ -36,11 +36,9 @@ NO_HEADLINE = "(no successful cases)"
 
 
 def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | None = None) -> str:
-    """The README's table: every mode, eager, at the largest batch size where the headline
-    optimizer has an eager case that passed (a larger batch may hold only the other optimizer's,
-    when a killed run's last row was cut off). A run of other variants alone (`--variants
-    cudagraph`) shows its first variant instead; a run of several ranks without a one-GPU case
-    that passed, its distributed rows (`distributed_headline`)."""
+    """The README's table: every mode, eager (else the run's first variant), at the largest
+    batch size where the headline optimizer has a case that passed; a run of several ranks alone,
+    its distributed rows (`distributed_headline`)."""
     optimizer = optimizer or headline_optimizer(df)
     df = timing.float8_as_unsupported(df)
     passed = df[(df["status"] == "ok") & (df["optimizer"] == optimizer)]
@@ -82,9 +80,8 @@ NO_BASELINE = (
 
 
 def distributed_headline(passed: pd.DataFrame, batch_size: int | None, optimizer: str) -> str:
-    """The rows a run of distributed cases alone passed (no `parallel=none` case): every mode
-    and parallelism at the largest batch per GPU (eager where it has it), after the line that
-    says what is missing."""
+    """A run of distributed cases alone: every mode and parallelism at the largest batch per
+    GPU, after the line that says what is missing."""
     variant = "eager" if (passed["variant"] == "eager").any() else str(passed["variant"].iloc[0])
     rows = passed[passed["variant"] == variant]
     bs = batch_size or int(rows["batch_size"].max())
@@ -192,9 +189,8 @@ def _cpu_note(left: dict[str, str]) -> str:
 
 
 def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
-    """The whole report.md of a run; `figures` ({figure: file name}, from `plots.write_all`)
-    are embedded in their sections. It opens with what the run found (the lines and the
-    headline table), then the detail, then how the run was made."""
+    """The whole report.md of a run, `figures` (from `plots.write_all`) in their sections: what
+    the run found, then the detail, then how the run was made."""
     figures = figures or {}
     # An older folder's float8 row that converted no Linear ran bf16 autocast's step: read as
     # the `unsupported` row a new run writes for it.
@@ -219,9 +215,8 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
 
 
 def _opening(df: pd.DataFrame, env: dict, figures: dict[str, str]) -> list[str]:
-    """What a reader sees before the detail: what a CPU run does not measure, what the run
-    found with its headline table and throughput figure, and a link to the numerics study
-    the run began with."""
+    """What a reader sees before the detail: the CPU note, the findings with the headline table
+    and throughput figure, and a link to the numerics study the run began with."""
     out = []
     if env.get("device") == "cpu":
         out += [_cpu_note(env.get("config", {}).get("left_out") or {}), ""]

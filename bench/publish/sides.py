@@ -25,17 +25,15 @@ UNITS = {
 }
 """Each kind of round -> what it is, in words."""
 ONE_PROCESS = ("windows", "calls")
-"""Rounds that follow each other within seconds in one process: a difference between two
-processes larger than their spread reads as a real one."""
+"""Rounds of one process, seconds apart: they cannot show how far two processes differ."""
 BENCHMARK = "benchmark"
 """The column that names a pytest-benchmark case (its test name)."""
 
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: its cases (one row each: the key columns, `case_id`, `status`,
-    `unit` and `rounds`, a list of arrays of step times in ms), the key columns a case is
-    matched on, and the environment its timings were made in."""
+    """One side of a comparison: its cases (a row each, with `unit` and `rounds`: arrays of step
+    times in ms), the key columns a case is matched on, and its environment."""
 
     path: Path
     kind: str
@@ -44,8 +42,7 @@ class Side:
     cases: pd.DataFrame
     env: dict
     memory: dict[str, list[dict]] | None = None
-    """Each case's memory per round (by `case_id`: one mapping of `bench.verdicts.memory.COLUMNS`
-    per run folder or save; a run's passes share its one memory pass), for the memory verdicts."""
+    """Each case's memory per round, by `case_id` (`bench.verdicts.memory.COLUMNS`)."""
 
 
 def _is_run(path: Path) -> bool:
@@ -91,9 +88,8 @@ def of_runs(runs: list[Path]) -> Side:
 
 
 def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
-    """A run's rounds of one case: its passes, else its windows, else its one window. A window
-    GradScaler skipped whole (every sample NaN, `bench.measure.timing.SKIPPED`) holds no training
-    step: it is no round."""
+    """A run's rounds of one case: its passes, else its windows; a window GradScaler skipped
+    whole (every sample NaN) holds no training step and is no round."""
     steps = np.asarray(rec["samples_ms"].get("total", []), dtype=float)
     windows = [np.asarray(w, dtype=float) for w in rec.get("repeats_ms", {}).get("total", [])]
     passes = row.get("rounds")

@@ -83,9 +83,8 @@ def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
 
 
 def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
-    """fp16 with GradScaler against fp16 without (`bench.recipes.catalog.fp16_pair`), eager, per
-    batch size, and the headline mode (bf16 autocast): each batch size's sign where
-    `bench.verdicts.timing.scaler_cost` decides it. Else why not, in one clause."""
+    """GradScaler's cost per batch size (fp16 with it against without, eager) where
+    `bench.verdicts.timing.scaler_cost` decides it, else why not in one clause."""
     scaled_mode, bare_mode = catalog.fp16_pair()
     head = catalog.headline()
     pairs = []
@@ -169,10 +168,8 @@ def _tied(ok: pd.DataFrame, bs: int, f: Fastest) -> str:
 
 
 def _at(ok: pd.DataFrame, group: list[tuple[int, Fastest]], *, say_batch: bool) -> str:
-    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...), with its other
-    variants tied within noise named; where modes are tied, `tied within noise: ` and every
-    row tied, with why (`at batch N: ` before each batch size's, where the group has several or
-    `say_batch`)."""
+    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...), variants tied
+    with it named; where modes are tied, `tied within noise: ` and every row tied."""
     first = group[0][1]
     if len(first.modes) == 1:
         parts = []
@@ -200,10 +197,8 @@ def _costs(studies: list[dict], modes: tuple[str, ...]) -> str:
 
 
 def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list[str]:
-    """Per regime (consecutive batch sizes with one winning mode, or the same modes tied within
-    noise: `bench.verdicts.timing.fastest`): the fastest mode and variant with its speed over
-    eager fp32, or every row tied, and what it does to training; then the fastest among the
-    modes that train like fp32, where that differs somewhere."""
+    """Per regime (consecutive batch sizes with one winner or one tie): the fastest recipe with
+    its speed over eager fp32 and its training, then the fastest that trains like fp32."""
     ref = catalog.reference()
     if ok.empty:
         return []
@@ -240,10 +235,8 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
 
 
 def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str | None:
-    """Each float8 recipe against the headline mode (bf16 autocast) per batch size, each at its
-    fastest variant: where float8 pays, and the recipes and batch sizes where it does not
-    (below 1×); then the recipes `unconverted` that convert no Linear of the model
-    (`bench.publish.findings.float8_unconverted`), which are `unsupported`."""
+    """Each float8 recipe against the headline mode per batch size, at its fastest variant:
+    where it pays and where not; then the `unconverted` recipes, which are `unsupported`."""
     per = float8_against_headline(ok)
     note = unconverted_note(unconverted or [])
     if not per:
@@ -267,9 +260,8 @@ def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str |
 
 
 def memory_line(ok: pd.DataFrame) -> str | None:
-    """Peak memory at the largest batch size where the eager reference (fp32) has a measured
-    peak, of the reference, the headline mode (bf16 autocast) and the mode with the lowest peak;
-    and the weights, gradients and Adam state each keeps."""
+    """Peak memory of the reference, the headline mode and the lowest mode, at the largest batch
+    size where the eager reference has one; and the state each keeps."""
     ref, head = catalog.reference(), catalog.headline()
     eager = ok[(ok["variant"] == "eager") & ok["peak_alloc_gib"].notna()]
     sizes = sorted(eager[eager["mode"] == ref]["batch_size"].unique())
@@ -317,10 +309,8 @@ def summary(
     *,
     optimizer: str = "fused",
 ) -> list[str]:
-    """The summary: its heading, a blank line, then its bullets, from a timing run's rows
-    (`bench.store.results.load`) and env.json, the tables of numerics studies
-    (`bench.numerics.measure.tables.load`), first study first, and links to the folders
-    (markdown)."""
+    """The summary's heading and bullets from a timing run's rows and env.json, the numerics
+    studies' tables (first study first) and links to the folders."""
     ok = passing(rows, optimizer)
     lines = [
         speed_line(ok, optimizer),

@@ -34,14 +34,12 @@ def cell(value: object, digits: int = SIG_DIGITS) -> str:
 
 
 EXACT_BELOW = 2.0**53
-"""Whole numbers below this print exactly: a float holds every integer up to it, so such a value
-is a count or a power of two, not a measurement that happens to be whole."""
+"""Whole numbers below this print exactly: a float holds every integer up to it."""
 
 
 def number(x: float, digits: int = SIG_DIGITS) -> str:
-    """`x` rounded to `digits` significant digits, written plainly: 296200, 12.35, 0.001235.
-    A whole number that rounding would change prints exactly (65536, not 65540). Values under
-    1e-4 in magnitude use scientific notation (1.235e-07)."""
+    """`x` to `digits` significant digits, plainly (296200, 12.35), a whole number exactly
+    (65536, not 65540), under 1e-4 in scientific notation (1.235e-07)."""
     if x == 0:
         return "0"
     if float(x).is_integer() and 10**digits <= abs(x) < EXACT_BELOW:

@@ -52,9 +52,8 @@ def _recipe(row: pd.Series) -> str:
 
 
 def _named(fastest: Fastest) -> str:
-    """The fastest recipe; where its other variants are tied with it within noise, they are
-    named; where other modes are, `tied: a (compile, 2.0 ms), b (...)`, each mode at its
-    fastest variant (which recipe to use is the table's question)."""
+    """The fastest recipe with the variants tied with it; where modes are tied,
+    `tied: a (compile, 2.0 ms), b (...)`, each at its fastest variant."""
     if len(fastest.modes) == 1:
         others = [str(v) for v in fastest.rows["variant"].iloc[1:]]
         if not others:
@@ -74,9 +73,8 @@ def _speedup(at: pd.DataFrame, row: pd.Series, mode: str) -> str:
 
 
 def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
-    """Whether float8 pays: the fastest float8 row of `at` (the rows that passed) against the
-    fastest bf16-amp row, `within noise` where their intervals overlap; where none passed, why
-    not, from `rows` (every row at that batch size)."""
+    """Whether float8 pays: the fastest float8 row of `at` against the fastest bf16-amp row
+    (`within noise` where they overlap); where none passed, why not, from `rows`."""
     fp8 = at[at["mode"].isin(timing.FLOAT8)]
     if fp8.empty:
         tried = rows[rows["mode"].isin(timing.FLOAT8)]
@@ -112,8 +110,7 @@ def _scaler(study: dict | None) -> str:
 
 
 SIZE_FIELDS = ("vocab", "classes")
-"""The sizes of a study's model (env.json's `size`) that a timing row must share: the logits'
-width, on which float16's underflow in their gradient depends."""
+"""The sizes a timing row must share with a study's model: float16's underflow depends on them."""
 
 
 def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
@@ -225,9 +222,8 @@ def table(
     optimizer: str,
     expected: list[int | None] | None = None,
 ) -> list[str]:
-    """The markdown table, one row per (rows, studies), and its notes; `expected` gives each
-    timing run's number of cases (env.json's `expected_cases`), so that a run that stopped early
-    says so under the table instead of passing for a whole grid."""
+    """The markdown table, a row per (rows, studies), and its notes; `expected`: each run's
+    number of cases, so a run that stopped early says so."""
     built = [model_row(r, s, optimizer) for r, s in models]
     df = pd.DataFrame(built, columns=COLUMNS)
     counts = expected or [None] * len(models)

@@ -23,8 +23,7 @@ MEMORY_SYMBOLS = {"more memory": "triangle-up", "less memory": "triangle-down"}
 HEIGHT = 250
 TICKS_WITH_COMMITS = 7
 MIN_SPAN = 0.10
-"""The least a chart's y axis spans, relative to the middle of its values: noise of a fraction
-of a percent stays flat, and a change the verdicts call real shows as one."""
+"""The least a chart's y axis spans, relative to its middle: sub-percent noise stays flat."""
 
 
 @dataclass(frozen=True)

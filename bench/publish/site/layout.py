@@ -54,9 +54,8 @@ class Layout:
         return page
 
     def target(self, path: Path) -> PurePosixPath | None:
-        """The site path of `path` (a file or folder of the results folder that a page links),
-        or None where the site holds nothing for it. A file inside a run folder that has a page
-        is copied beside that page."""
+        """The site path of `path` (of the results folder, linked from a page), or None where the
+        site holds nothing for it; a file of a run folder lies beside its page."""
         path = path.resolve()
         if path in self.pages:
             return self.pages[path]

@@ -21,8 +21,7 @@ VERDICT_CELL = 60
 """Longest cell text that is taken for a verdict; a longer one is prose."""
 SORTABLE = "sortable"
 SITE = "site"
-"""The scheme of a link written as a path in the site (`site:history/NVIDIA-H200.html`), as
-pages made here write theirs; any other relative link names a file of the results folder."""
+"""The scheme of a link to a path in the site (`site:history/NVIDIA-H200.html`)."""
 DETAILS = re.compile(r"<details>", re.I)
 
 
@@ -83,8 +82,7 @@ class _Site(Extension):
 
 def linker(layout: Layout, source_dir: Path, page: PurePosixPath) -> Callable[[str], str | None]:
     """What a link of a markdown file in `source_dir` becomes on site page `page`: a relative
-    link into the site (from a file of the results folder, or a `site:` path), the link itself
-    (another site on the web, an anchor of the page), or None (nothing in the site to go to)."""
+    link into the site, the link itself (the web, an anchor), or None (nothing to go to)."""
 
     def link(url: str) -> str | None:
         parts = urlsplit(url)
