@@ -69,10 +69,7 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
             outcome = _judge_ratio(c, df)
         else:
             outcome = _judge_rows(c, df)
-        if not c.applies_to(env):
-            device = env.get("gpu") or env.get("device") or "an unnamed device"
-            outcome = Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
-        checked.outcomes.append(outcome)
+        checked.outcomes.append(outcome if c.applies_to(env) else _other_gpu(c, env))
     return checked
 
 
@@ -92,13 +89,15 @@ def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) 
         if not c.comparison:
             checked.outcomes.append(Outcome(c.name, "SKIP", "judges a run (ampbench check)"))
         elif not c.applies_to(env):
-            device = env.get("gpu") or env.get("device") or "an unnamed device"
-            checked.outcomes.append(
-                Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
-            )
+            checked.outcomes.append(_other_gpu(c, env))
         else:
             checked.outcomes.append(_judge_rows(c, frame))
     return checked
+
+
+def _other_gpu(c: Criterion, env: dict) -> Outcome:
+    device = env.get("gpu") or env.get("device") or "an unnamed device"
+    return Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
 
 
 def check_folder(run_dir: Path, criteria_path: Path) -> Checked:
@@ -133,10 +132,8 @@ def _evaluate(c: Criterion, df: pd.DataFrame, key: str, expr: str) -> pd.Series:
     except NameError as exc:  # pandas' UndefinedVariableError: a column the rows do not have
         match = re.search(r"name '([^']+)' is not defined", str(exc))
         bad = match.group(1) if match else str(exc)
-        close = difflib.get_close_matches(bad, [str(col) for col in df.columns], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
         raise CriteriaError(
-            f"criterion {c.name!r}: unknown column {bad!r} in {key} {expr!r}{hint}"
+            f"criterion {c.name!r}: unknown column {bad!r} in {key} {expr!r}{_hint(bad, df)}"
         ) from exc
     except _BAD_EXPRESSION as exc:
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -148,6 +145,11 @@ def _evaluate(c: Criterion, df: pd.DataFrame, key: str, expr: str) -> pd.Series:
     if isinstance(value, pd.Series) and pd.api.types.is_bool_dtype(value):
         return value.fillna(False).astype(bool)
     raise CriteriaError(f"criterion {c.name!r}: {key} {expr!r} does not give True or False")
+
+
+def _hint(name: str, df: pd.DataFrame) -> str:
+    close = difflib.get_close_matches(name, [str(col) for col in df.columns], n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _select(c: Criterion, df: pd.DataFrame, key: str, expr: str | None) -> pd.DataFrame:
@@ -233,8 +235,7 @@ def _judge_ratio(c: Criterion, df: pd.DataFrame) -> Outcome:
     ratio = c.ratio
     assert ratio is not None
     if ratio.column not in df.columns:
-        close = difflib.get_close_matches(ratio.column, [str(col) for col in df.columns], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = _hint(ratio.column, df)
         raise CriteriaError(f"criterion {c.name!r}: unknown column {ratio.column!r} in ratio{hint}")
     if not pd.api.types.is_numeric_dtype(df[ratio.column]):
         raise CriteriaError(f"criterion {c.name!r}: ratio column {ratio.column!r} is not a number")

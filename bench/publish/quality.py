@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import quality_plot, quality_runs, quality_seeds
+from bench.publish import quality_plot, quality_runs
 from bench.publish.quality_runs import span
 from bench.publish.tables import MISSING, figure, joined, markdown, number
 from bench.quality import tables
@@ -283,7 +283,7 @@ def findings(s: dict) -> list[str]:
     )
     mg, scaler = s["margin"], s["scaler"]
     margin = (
-        [f"**Margin**: {mg.reason}.{quality_seeds.extra_seeds(s)}", ""] if mg is not None else []
+        [f"**Margin**: {mg.reason}.{quality_runs.extra_seeds(s)}", ""] if mg is not None else []
     )
     seeds, steps = s["improving"], s["cfg"].steps
     improving = (
@@ -299,7 +299,7 @@ def findings(s: dict) -> list[str]:
     )
     return [
         *margin,
-        *quality_seeds.looks(s),
+        *quality_runs.looks(s),
         *_reruns(s),
         goal,
         "",

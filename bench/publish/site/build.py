@@ -10,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from bench.faults import UsageError
 from bench.publish import history_points, index
 from bench.publish.runs import run_folders
-from bench.publish.site import assets, front, grids, history_page, markup, output, page, run_pages
+from bench.publish.site import assets, front, grids, history_page, markup, output, run_pages
 from bench.publish.site.layout import FRONT, RUNS_PAGE, Layout
 from bench.store import paths, results
 
@@ -35,11 +35,13 @@ def _write(results_dir: Path, site: Path) -> int:
     pairs = grids.pairs([r for r in runs if r.kind == "timing"])
     gpus = [g for g in history_points.gpu_models(results_dir) if g != "cpu"]
     histories = [history_page.build(results_dir, gpu, layout) for gpu in gpus]
-    nav = page.Nav(tuple((h.gpu, h.page) for h in histories))
+    nav = assets.Nav(tuple((h.gpu, h.page) for h in histories))
     shown = paths.shown(results_dir)
 
     def write(where: PurePosixPath, title: str, body: str, *, charts: bool = False) -> None:
-        page.write(site, where, page.document(where, title, body, nav, charts=charts, source=shown))
+        assets.write(
+            site, where, assets.document(where, title, body, nav, charts=charts, source=shown)
+        )
 
     for source in sources:
         pair = pairs.get(str(source.run.path)) if source.report else None
