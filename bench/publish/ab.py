@@ -20,8 +20,7 @@ MEMORY_TOLERANCE = "memory_tolerance"
 
 
 def settings(env: dict) -> dict[str, object]:
-    """The verdicts' settings the folder records (`ab_config`), or the defaults (a folder from
-    before the stopping rule looked once)."""
+    """The verdicts' settings the folder records (`ab_config`), else the defaults."""
     recorded = env.get("ab_config") or {}
     return {k: recorded.get(k, v) for k, v in SETTINGS.items()}
 
@@ -85,8 +84,7 @@ def stopping_lines(env: dict) -> list[str]:
 
 
 def write(folder: Path) -> tuple[pd.DataFrame, str]:
-    """Judge the folder's rounds with the settings it records, write report.md and
-    verdicts.csv, and return the table and the report's text."""
+    """Judge the folder's rounds as it records, write report.md and verdicts.csv; (table, text)."""
     env = results.read_env(folder)
     chosen = settings(env)
     cfg = env.get("ab_config", {})

@@ -129,8 +129,7 @@ def _kind_words(side: sides.Side) -> str:
 
 
 def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> list[str]:
-    """What decided the verdicts, what a round is on each side, and the cases too few rounds
-    could not judge."""
+    """What decided the verdicts, what a round is per side, and the cases too few to judge."""
     statistic = table.attrs.get("statistic", "median")
     alpha = 1 - confidence
     judged = table[table["verdict"] != "missing"] if "verdict" in table else table
@@ -176,8 +175,7 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
 
 
 def procedure_lines(min_effect: float, confidence: float, statistic: str, looks: int) -> list[str]:
-    """The report header's account of the judge: the procedure, the error it controls, and
-    what makes each verdict (`bench.verdicts.rounds`)."""
+    """The judge's procedure, the error it controls and what makes each verdict."""
     alpha = 1 - confidence
     spent = (
         f" This comparison looked at its rounds {looks} times as they came (`ab`'s stopping "

@@ -59,8 +59,7 @@ def _change(mib: object, pct: object) -> str:
 
 
 def columns(table: pd.DataFrame) -> pd.DataFrame:
-    """The memory columns as a report shows them, one row per row of `table` (retries and OOMs
-    only where a side recorded one)."""
+    """The memory columns as a report shows them, one row per row of `table`."""
     if not _judged(table):
         return pd.DataFrame(index=table.index)
     rows = []
@@ -89,8 +88,7 @@ def columns(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _judged(table: pd.DataFrame) -> bool:
-    """Whether any case has a memory verdict: without one (CPU runs, older folders) the table
-    and its summary line stay as they were, and one line says why."""
+    """Whether any case has a memory verdict (none on CPU runs and older folders)."""
     return "memory_verdict" in table and bool((table["memory_verdict"] != "not measured").any())
 
 

@@ -50,8 +50,7 @@ def float8_ratio(base: pd.Series, row: pd.Series) -> str:
 
 
 def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
-    """The float8 recipes of `rows` slower than `base` outside the noise, where float8 does not
-    pay (`bench.verdicts.timing.float8_not_paying`)."""
+    """The float8 recipes of `rows` slower than `base` outside the noise: float8 does not pay."""
     return timing.float8_not_paying(base, rows)
 
 
@@ -64,8 +63,7 @@ def not_paying(modes: list[str], where: str = "here") -> str:
 
 
 def _float8(ok: pd.DataFrame) -> list[str]:
-    """Per batch size, each float8 recipe against the headline mode, each at its fastest
-    variant; those where float8 does not pay are named."""
+    """Per batch size, each float8 recipe against the headline mode, at its fastest variant."""
     c = tables.cell
     head = catalog.headline()
     return [
@@ -131,8 +129,7 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
 
 
 def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
-    """The harness against a plain loop, per case it was measured on: step times and peak
-    allocation, the harness's against the bare loop's."""
+    """The harness against a plain loop, per case measured: step times and peak allocation."""
     measured = env.get("overhead") or []
     rows = []
     has_peaks = {"case_id", "peak_alloc_gib"} <= set(df.columns)

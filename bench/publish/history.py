@@ -243,8 +243,7 @@ def _revision_axis(ax: Axes, revisions: pd.DataFrame) -> None:
 
 
 def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
-    """One panel per mode: each case's peak allocated memory per revision, a rise the memory
-    verdict calls `more memory` as a large up-pointing marker."""
+    """One panel per mode: each case's peak allocated memory per revision, marked by verdict."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
     fig, grid = _panels(len(modes), height=3.6, extra=0.6)
@@ -271,8 +270,7 @@ def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: P
 
 
 def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
-    """One panel per mode: each case's median step time per revision (log scale), its verdict
-    against the revision before as the marker."""
+    """One panel per mode: each case's median step time per revision (log), marked by verdict."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
     fig, grid = _panels(len(modes), height=4.2, extra=0.9)
@@ -349,8 +347,7 @@ def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) ->
 
 
 def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Path]:
-    """results/history/<gpu-slug>.md and .png for `gpu`, or for every GPU model (not the CPU)
-    with a timing run when `gpu` is None; returns the markdown files written."""
+    """results/history/<gpu-slug>.md and figures for `gpu` (else each GPU model); the .md files."""
     gpus = [gpu] if gpu else [g for g in gpu_models(results_dir) if g != "cpu"]
     if not gpus:
         raise UsageError(f"no timing run of a GPU in {results_dir}")

@@ -109,8 +109,7 @@ def _point(label: str, run: str, case: dict) -> dict[str, object]:
 
 
 def _memory_point(previous: list[dict] | None, now: list[dict]) -> dict[str, object]:
-    """A point's peak memory and its memory verdict against the previous revision's rounds
-    (`first` where there is none)."""
+    """A point's peak memory and its memory verdict against the previous revision's rounds."""
     found = memory.judge(previous or [], now)
     verdict = found["memory_verdict"] if previous is not None else "first"
     return {

@@ -29,8 +29,7 @@ STRESS = {
 
 @dataclass(frozen=True)
 class Axis:
-    """One axis of a grid description, as its values (`fp32,bf16-amp`) or, where the line is too
-    long, as a count (`2 modes`)."""
+    """One axis of a grid, as its values (`fp32,bf16-amp`) and as a count (`2 modes`)."""
 
     values: str
     count: str
@@ -87,8 +86,7 @@ def _finished(env: dict, cell: str) -> str:
 
 
 def _csv_rows(path: Path) -> int:
-    """Rows of a CSV file; 0 when it is missing or empty (a table with no rows may have no
-    header either)."""
+    """Rows of a CSV file; 0 when it is missing or empty (then it may have no header either)."""
     try:
         return len(pd.read_csv(path))
     except (FileNotFoundError, pd.errors.EmptyDataError):

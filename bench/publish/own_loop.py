@@ -22,14 +22,12 @@ OLD_SWEEP_MD = "recipes.md"
 
 
 def alone(rows: pd.DataFrame) -> pd.DataFrame:
-    """The runs timed alone: the only ones whose step times are the recipe's (a folder from
-    before packing ran every run alone)."""
+    """The runs timed alone: the only ones whose step times are the recipe's."""
     return rows[rows["ran"] != "packed"] if "ran" in rows else rows
 
 
 def speed(rows: pd.DataFrame, samples: dict, reference: str) -> dict[str, dict]:
-    """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`), from
-    each finished run's timed step times."""
+    """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`)."""
     ok = alone(rows[rows["status"] == "ok"])
     runs = {mode: [] for mode in rows["mode"].unique()}
     for mode, cid in zip(ok["mode"], ok["case_id"], strict=True):
@@ -264,8 +262,7 @@ def written(run_dir: Path) -> Path | None:
 
 
 def write(run_dir: Path) -> Path:
-    """Write the recipe table into `run_dir`: over the one it holds (an older folder keeps its
-    recipes.md), else as sweep.md."""
+    """Write the recipe table into `run_dir`: over the one it holds, else as sweep.md."""
     path = written(run_dir) or Path(run_dir) / SWEEP_MD
     path.write_text(render(Path(run_dir)))
     return path

@@ -51,8 +51,7 @@ BAR_EDGE = {"edgecolor": "black", "linewidth": 0.4}
 
 
 def panel_axes(df: pd.DataFrame) -> list[str]:
-    """The axes other than mode and batch size that vary in the run: one panel per combination
-    of their values."""
+    """The axes other than mode and batch size that vary: a panel per combination of values."""
     return [
         a
         for a in results.axes()
@@ -61,8 +60,7 @@ def panel_axes(df: pd.DataFrame) -> list[str]:
 
 
 def _panels(df: pd.DataFrame, *, by_batch: bool = False) -> list[tuple[str, pd.DataFrame]]:
-    """(title, rows) per panel: per combination of the varying axes, and per batch size first
-    when `by_batch`."""
+    """(title, rows) per panel: per combination of varying axes (`by_batch`: per batch first)."""
     keys = (["batch_size"] if by_batch else []) + panel_axes(df)
     if not keys:
         return [("", df)]
@@ -137,8 +135,7 @@ def _finite(value: object) -> bool:
 def _grouped_bars(
     ax: Axes, g: pd.DataFrame, column: str, label: Callable[[pd.Series], str] | None = None
 ) -> None:
-    """One bar per mode within each batch-size group, coloured by mode; `label(row)` is written
-    above a bar."""
+    """One bar per mode within each batch-size group, `label(row)` above each."""
     sizes = sorted(g["batch_size"].unique())
     modes = _modes(g)
     width = 0.8 / len(modes)
@@ -267,8 +264,7 @@ def phases(df: pd.DataFrame, path: Path) -> None:
 
 
 def memory(df: pd.DataFrame, path: Path) -> None:
-    """Parameters, gradients, optimizer state and saved activations per mode, stacked, with
-    the measured peak where the device reports one."""
+    """Memory per mode, stacked by part, with the measured peak where the device reports one."""
     panels = _panels(df, by_batch=True)
     peaks = bool(df["peak_alloc_gib"].map(_finite).any())
     title = "Memory per mode (GiB) by what holds it" + (

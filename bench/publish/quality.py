@@ -30,8 +30,7 @@ def loss(x: float) -> str:
 
 
 def study(run_dir: Path) -> dict:
-    """Everything the report and the README read of a study: its config, tables, per-run
-    summary, target, verdicts and times to the target."""
+    """Everything the report and the README read of a study, in one dict."""
     env = results.read_env(run_dir)
     cfg = QualityConfig.from_record(env["quality_config"])
     t = tables.load(run_dir)

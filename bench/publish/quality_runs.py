@@ -53,8 +53,7 @@ def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
 
 
 def final_named(runs: pd.DataFrame) -> str:
-    """The recipe table's note on its final held-out loss, where the stopping rule ended runs
-    (`runs` as `bench.quality.tables.load` reads it: with a `stopped` column)."""
+    """The recipe table's note on its final held-out loss, where the stopping rule ended runs."""
     if not (runs["stopped"] == tables.PAST_BEST).any():
         return ""
     return " final held-out loss: at each run's last evaluation, where it stopped."
@@ -101,8 +100,7 @@ def extra_seeds(s: dict) -> str:
 
 
 def looks(s: dict) -> list[str]:
-    """A sequential study's looks, and per recipe the look that decided it or the seeds it
-    would need."""
+    """A sequential study's looks, and per recipe the look that decided it or the seeds needed."""
     cfg, looks, judged = s["cfg"], s["looks"], s["judged"]
     if not cfg.sequential:
         return []

@@ -42,8 +42,7 @@ class Block:
 
 
 def blocks(text: str) -> list[Block]:
-    """Every generated block of `text`, in order. An opening marker without its closing one is
-    bad input, named by its line."""
+    """Every generated block of `text`, in order; an unclosed marker is named by its line."""
     found = []
     for m in MARKER.finditer(text):
         words = m["args"].split()
@@ -104,8 +103,7 @@ def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
 
 
 def _figures(run: Path, link: str, names: str) -> str:
-    """Markdown images of `names` (`a.png+b.png`), figures in the folder `run` that `link`
-    reaches from the page."""
+    """Markdown images of `names` (`a.png+b.png`), figures in the folder `run` (`link`)."""
     shown = []
     for name in names.split("+"):
         if not (run / name).is_file():

@@ -26,8 +26,7 @@ from bench.store import results
 
 
 def link_to_report(folder: Path, link: str, text: str | None = None) -> str:
-    """A markdown link to a folder's report.md (to the folder where it has none), `link` being
-    the folder as the page reaches it."""
+    """A markdown link to a folder's report.md (else the folder), as the page reaches it."""
     target = f"{link}/{results.REPORT}" if (folder / results.REPORT).is_file() else link
     return f"[{text or f'`{folder.name}`'}]({target})"
 
@@ -80,8 +79,7 @@ def _rows_table(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
-    """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it), for a
-    block kind whose options are `optimizer=` and `with=`."""
+    """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it)."""
     _takes(kind, options, "optimizer", "with")
     runs = [run] + [run.parent / name for name in options.get("with", "").split("+") if name]
     for other in runs[1:]:
@@ -91,8 +89,7 @@ def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
 
 
 def _variants(run: Path, options: dict[str, str], link: str) -> str:
-    """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
-    (variants measured in a folder of their own)."""
+    """The fastest variant per mode and batch size; `with=` adds the rows of other runs."""
     df = _rows_with("variants", run, options)
     return variants.best_variant_table(df, options.get("optimizer", "fused"))
 
@@ -104,8 +101,7 @@ def _recipes(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _scaling(run: Path, options: dict[str, str], link: str) -> str:
-    """The scaling efficiency per mode and parallelism of a run of several ranks; `with=RUN2`
-    adds the columns of a run on another GPU count."""
+    """Scaling efficiency per mode and parallelism; `with=RUN2` adds another GPU count's."""
     df = _rows_with("scaling", run, options)
     optimizer = options.get("optimizer", "fused")
     try:

@@ -46,8 +46,7 @@ def _nested_study(run_dir: Path) -> Path | None:
 
 
 def after_job(run_dir: Path) -> None:
-    """After a job wrote `run_dir`: render it, show its headline (a timing run's), and refresh
-    the project's index when the folder is in results/."""
+    """After a job wrote `run_dir`: render it, show a timing run's headline, refresh the index."""
 
     path = render(run_dir)
     if kind(run_dir) == "timing":

@@ -25,8 +25,7 @@ from bench.workloads import cards
 
 
 def headline_optimizer(df: pd.DataFrame) -> str:
-    """The optimizer a run's headline shows: fused Adam where the run has it (the faster one),
-    else its first."""
+    """The optimizer a run's headline shows: fused Adam where the run has it, else its first."""
     optimizers = list(dict.fromkeys(df["optimizer"])) if "optimizer" in df else []
     return "fused" if "fused" in optimizers or not optimizers else str(optimizers[0])
 
@@ -175,8 +174,7 @@ def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:
 
 
 def _cpu_note(left: dict[str, str]) -> str:
-    """What a CPU run does not measure, said once (its cells are `–`), and what its default
-    grid left out."""
+    """What a CPU run does not measure, said once, and what its default grid left out."""
     note = (
         "**CPU smoke run**: these figures exercise the harness on the CPU; they say nothing "
         "about GPU training speed. Not measured on the CPU, so `–`: peak memory (it comes from "
@@ -307,8 +305,7 @@ def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, s
 
 
 def _dtypes_section(df: pd.DataFrame) -> list[str]:
-    """The dtypes each mode's step produced, one row per mode, with the float8 recipes'
-    decisions on each Linear."""
+    """The dtypes each mode's step produced, with the float8 recipes' decision per Linear."""
     dtypes = df.drop_duplicates("mode")
     if "fp8_linears" in dtypes:
         dtypes = dtypes.assign(fp8_linears=dtypes["fp8_linears"].map(findings.float8_cell))
@@ -335,8 +332,7 @@ def _dtypes_section(df: pd.DataFrame) -> list[str]:
 
 
 def _failed_section(df: pd.DataFrame) -> list[str]:
-    """The cases that did not pass, with their status and error, and where their full
-    tracebacks are kept; nothing when every case passed."""
+    """The cases that did not pass, their status, error and where their tracebacks are kept."""
     bad = df[df["status"] != "ok"]
     if bad.empty:
         return []

@@ -60,8 +60,7 @@ def _is_save(path: Path) -> bool:
 
 
 def read(path: Path) -> Side:
-    """The side at `path`, whichever of the four kinds it is; one line names a path that is
-    none of them."""
+    """The side at `path`, whichever of the four kinds it is (else one line says so)."""
     if _is_run(path):
         return _run_side(path, [path], one_run=True)
     if _is_save(path):
