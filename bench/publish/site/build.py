@@ -39,9 +39,8 @@ def _write(results_dir: Path, site: Path) -> int:
     shown = paths.shown(results_dir)
 
     def write(where: PurePosixPath, title: str, body: str, *, charts: bool = False) -> None:
-        assets.write(
-            site, where, assets.document(where, title, body, nav, charts=charts, source=shown)
-        )
+        text = assets.document(where, title, body, nav, charts=charts, source=shown)
+        assets.write_page(site, where, text)
 
     for source in sources:
         pair = pairs.get(str(source.run.path)) if source.report else None
