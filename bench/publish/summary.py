@@ -131,8 +131,7 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
 
 
 def _winners(ok: pd.DataFrame) -> list[tuple[int, Fastest]]:
-    """(batch size, its fastest row or the rows tied within noise) per batch size of `ok`,
-    smallest batch first."""
+    """(batch size, its fastest row or the rows tied with it) per batch size of `ok`, ascending."""
     return [(int(bs), timing.fastest(g)) for bs, g in ok.groupby("batch_size", sort=True)]
 
 
@@ -149,8 +148,7 @@ def _regimes(winners: list[tuple[int, Fastest]]) -> list[list[tuple[int, Fastest
 
 
 def _recipe(ok: pd.DataFrame, bs: int, row: pd.Series) -> str:
-    """`compile, 2.33 ms, 5.15× eager fp32`: a row's variant, its time and its speed over the
-    eager reference at its batch size."""
+    """`compile, 2.33 ms, 5.15× eager fp32`: a row's variant, time and speed over the reference."""
     fp32 = _eager(ok, catalog.reference(), bs)
     vs = f", {figure(fp32 / row['total_ms'])}× eager {catalog.reference()}"
     return f"{row['variant']}, {figure(row['total_ms'])} ms{vs if not math.isnan(fp32) else ''}"
@@ -294,8 +292,7 @@ def memory_line(ok: pd.DataFrame) -> str | None:
 
 
 def heading(env: dict, sources: list[str]) -> str:
-    """The line above the bullets: the GPU and torch of the timing run (its env.json), and the
-    folders, as markdown links."""
+    """The line above the bullets: the timing run's GPU and torch, and links to the folders."""
     where = "the CPU" if env.get("device") == "cpu" else f"one {env.get('gpu', 'unnamed GPU')}"
     links = f" ({', '.join(sources)})" if sources else ""
     return f"Measured on {where}, torch {env.get('torch', '?')}{links}:"

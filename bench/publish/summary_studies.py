@@ -21,8 +21,7 @@ from bench.verdicts import training
 
 
 def _autocast(dtype: str) -> str:
-    """The autocast mode of `dtype` as PyTorch's AMP documents it (fp16 with a scaler, bf16
-    without): `bench.recipes.catalog.autocast_modes`."""
+    """The autocast mode of `dtype` as PyTorch's AMP documents it (fp16 scaled, bf16 not)."""
     return next(mode for mode, d in catalog.autocast_modes().items() if d == dtype)
 
 
@@ -171,8 +170,7 @@ def _scaler_evidence(studies: list[dict]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def scaler_needed(studies: list[dict]) -> bool | None:
-    """True where the studies show float16 needs GradScaler (training without it diverged);
-    None, not known, otherwise: a numerics study cannot show it not needed."""
+    """True where training fp16 without GradScaler diverged; else None: not known."""
     _, evidence = _scaler_evidence(studies)
     return True if evidence else None
 

@@ -120,8 +120,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
 
 
 def section(df: pd.DataFrame) -> list[str]:
-    """Each variant's step time against eager's, per mode, optimizer and batch size, and the
-    price paid before timing (compilation or capture); nothing for a run of eager alone."""
+    """Each variant's step time against eager's, and its price before timing (compile, capture)."""
     if set(df["variant"]) <= {"eager"}:
         return []
     ok = df[df["status"] == "ok"]

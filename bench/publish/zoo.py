@@ -210,8 +210,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
 
 
 def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
-    """The time-to-quality studies (`bench.publish.quality.study`) of a run's model at its
-    preset: a study of another size judges another model."""
+    """The time-to-quality studies of a run's model at its preset (another size: another model)."""
     model = str(rows["model"].iloc[0])
     preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     return [s for s in studies if (s["cfg"].model, s["cfg"].preset) == (model, preset)]
@@ -222,8 +221,7 @@ def table(
     optimizer: str,
     expected: list[int | None] | None = None,
 ) -> list[str]:
-    """The markdown table, a row per (rows, studies), and its notes; `expected`: each run's
-    number of cases, so a run that stopped early says so."""
+    """The markdown table, a row per (rows, studies), and its notes (`expected`: cases per run)."""
     built = [model_row(r, s, optimizer) for r, s in models]
     df = pd.DataFrame(built, columns=COLUMNS)
     counts = expected or [None] * len(models)

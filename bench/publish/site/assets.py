@@ -124,8 +124,7 @@ JS = """\
 
 
 def write(site: Path, *, plotly: bool) -> list[Path]:
-    """Write the shared files into `site`/assets/ (plotly.js only when a page draws charts);
-    returns their paths."""
+    """Write the shared files into `site`/assets/ (plotly.js only for charts); their paths."""
     folder = site / ASSETS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / STYLE, folder / SCRIPT]

@@ -167,8 +167,7 @@ def _add_memory(fig: go.Figure, case: pd.DataFrame, ticks: list[str], custom: li
 
 
 def charts(revisions: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
-    """A chart per case measured in two revisions or more, grouped by mode in the history's order,
-    within a mode the cases that got slower first."""
+    """A chart per case measured in two revisions or more, by mode, slower cases first."""
     ok = points[points["median_ms"].notna()]
     shared = _shared(list(dict.fromkeys(ok["case_id"])))
     out = []

@@ -64,8 +64,7 @@ class Pair:
 
 
 def pairs(timing: list[Run]) -> dict[str, Pair]:
-    """Each timing run (by folder) that has a run before it on its grid: that pair. `timing` is
-    in start order, as `bench.publish.runs.run_folders` gives it."""
+    """Each timing run with a run before it on its grid: that pair (`timing` in start order)."""
     last: dict[tuple, Run] = {}
     found = {}
     for run in timing:

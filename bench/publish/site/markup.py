@@ -99,8 +99,7 @@ def linker(layout: Layout, source_dir: Path, page: PurePosixPath) -> Callable[[s
 
 
 def to_html(text: str, layout: Layout, source_dir: Path, page: PurePosixPath) -> str:
-    """The HTML of markdown `text` written in `source_dir` (where its relative links start), as
-    site page `page` shows it."""
+    """The HTML of markdown `text` written in `source_dir`, as site page `page` shows it."""
     # A table inside <details> (a report's long tables) is markdown too: md_in_html reads the
     # inside of a block only when it says so.
     text = DETAILS.sub('<details markdown="1">', text)

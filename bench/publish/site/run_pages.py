@@ -53,8 +53,7 @@ def title(text: str, fallback: str) -> str:
 
 
 def _against(pair: Pair) -> tuple[str, str]:
-    """The line that opens the page and the section that ends it, as markdown written in the
-    later run's folder."""
+    """The line that opens the page and the section that ends it (markdown of the later run)."""
     before = Path(os.path.relpath(pair.before.path / results.REPORT, pair.after.path))
     link = f"[{pair.before.path.name}]({before.as_posix()})"
     words = re.sub(r"(\d+ slower)", r"**\1**", pair.words())
