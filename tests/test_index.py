@@ -11,7 +11,7 @@ import pytest
 
 from bench.cases.grid import GRID_WIDTH
 from bench.cli import main
-from bench.publish import grid_text, index, index_check, runs
+from bench.publish import index, index_cells, index_check, runs
 from bench.store import paths, results
 from tests.stored import small_grid, write_maxbatch, write_numerics, write_run, write_save
 
@@ -119,29 +119,29 @@ def test_the_index_of_a_small_tree_is_word_for_word_what_the_folders_say(project
 
 
 def test_a_grid_gives_its_longest_values_way_to_counts_and_is_cut_last():
-    modes = grid_text.axis(["fp32", "tf32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"], "mode")
-    batches = grid_text.batches([256, 1024, 4096])
+    modes = index_cells.axis(["fp32", "tf32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"], "mode")
+    batches = index_cells.batches([256, 1024, 4096])
     # 65 characters with every value: the modes (the longest) become a count.
-    assert grid_text.line([modes, batches]) == "5 modes × batch 256,1024,4096"
-    optimizers = grid_text.axis(["foreach", "fused"], "optimizer")
-    variants = grid_text.axis(["eager", "compile", "cudagraph"], "variant")
+    assert index_cells.line([modes, batches]) == "5 modes × batch 256,1024,4096"
+    optimizers = index_cells.axis(["foreach", "fused"], "optimizer")
+    variants = index_cells.axis(["eager", "compile", "cudagraph"], "variant")
     # 71 with the modes counted: the variants (23, the longest left) go next, to 58.
-    assert grid_text.line([modes, batches, optimizers, variants]) == (
+    assert index_cells.line([modes, batches, optimizers, variants]) == (
         "5 modes × batch 256,1024,4096 × foreach,fused × 3 variants"
     )
     # 66 with an extra: the batch sizes become a range (61), the optimizers a count (60).
-    assert grid_text.line([modes, batches, optimizers, variants], extras=("seed 1",)) == (
+    assert index_cells.line([modes, batches, optimizers, variants], extras=("seed 1",)) == (
         "5 modes × batch 256–4096 × 2 optimizers × 3 variants, seed 1"
     )
-    short = grid_text.axis(["fp32", "bf16-amp"], "mode")
-    assert grid_text.line([short, grid_text.batches([8])]) == "fp32,bf16-amp × batch 8"
-    assert grid_text.line([short, None], extras=("lr 3e-4",)) == "fp32,bf16-amp, lr 3e-4"
-    cut = grid_text.line([grid_text.axis(["x" * 70], "mode")])
+    short = index_cells.axis(["fp32", "bf16-amp"], "mode")
+    assert index_cells.line([short, index_cells.batches([8])]) == "fp32,bf16-amp × batch 8"
+    assert index_cells.line([short, None], extras=("lr 3e-4",)) == "fp32,bf16-amp, lr 3e-4"
+    cut = index_cells.line([index_cells.axis(["x" * 70], "mode")])
     assert len(cut) == GRID_WIDTH and cut.endswith("…")
     assert (
-        grid_text.lr(3e-4) == "3e-4"
-        and grid_text.lr(0.001) == "1e-3"
-        and grid_text.lr(2.5e-5) == "2.5e-5"
+        index_cells.lr(3e-4) == "3e-4"
+        and index_cells.lr(0.001) == "1e-3"
+        and index_cells.lr(2.5e-5) == "2.5e-5"
     )
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from bench.cli import main
 from bench.publish import render, report, runs
-from bench.publish.site import deps, output
+from bench.publish.site import missing, output
 from bench.store import results
 from tests.browser import CHROMIUM, Browser
 from tests.stored import small_grid, write_numerics, write_run
@@ -33,8 +33,8 @@ SLOW = ("bf16-amp", 32, "fused")
 """The case that is 30% slower in B than in A."""
 
 needs_site = pytest.mark.skipif(
-    bool(deps.missing()),
-    reason=f"the `site` extra is not installed ({', '.join(deps.missing())}): "
+    bool(missing()),
+    reason=f"the `site` extra is not installed ({', '.join(missing())}): "
     "pip install 'ampbench[site]'",
 )
 
@@ -51,7 +51,7 @@ def _grid(slower: float) -> list[dict]:
 def site(tmp_path_factory) -> Path:
     """A project (README naming B the run of record, results/ with A, B and a study) and the
     site `ampbench publish` made of it."""
-    if deps.missing():
+    if missing():
         pytest.skip("the `site` extra is not installed")
     project = tmp_path_factory.mktemp("project")
     res = project / "results"
@@ -186,7 +186,7 @@ def test_bad_input_is_one_line_exit_2_and_touches_nothing(case, tmp_path, capsys
 
 
 def test_without_the_site_extra_one_line_names_what_is_missing(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(deps, "missing", lambda: ["plotly"])
+    monkeypatch.setattr("bench.publish.site.missing", lambda: ["plotly"])
     res = tmp_path / "results"
     res.mkdir()
     assert main(["publish", "--results-dir", str(res), "--output", str(tmp_path / "out")]) == 2

@@ -1,11 +1,5 @@
-"""A comparison folder of `ampbench ab` rendered: the verdicts of its rounds, report.md and
-verdicts.csv, from the folder alone (`bench.jobs.ab` wrote it; `ampbench report` re-renders it).
-
-The rounds of each revision (its `A/` or `B/`: one run folder per fresh process) are compared
-case by case with `bench.publish.compare`, each run folder one round, so that how far two
-processes of the same code differ is the spread the verdicts weigh; with the share of alpha of
-each look `ab`'s stopping rule made (`looks` in `ab_config`), as the rule itself judged.
-"""
+"""A comparison folder of `ampbench ab` rendered from its files alone: report.md and verdicts.csv,
+each revision's run folders one round each, judged by `bench.publish.compare`."""
 
 from __future__ import annotations
 
@@ -26,8 +20,7 @@ MEMORY_TOLERANCE = "memory_tolerance"
 
 
 def settings(env: dict) -> dict[str, object]:
-    """The verdicts' settings the folder records (`ab_config`), or the defaults (a folder from
-    before the stopping rule looked once)."""
+    """The verdicts' settings the folder records (`ab_config`), else the defaults."""
     recorded = env.get("ab_config") or {}
     return {k: recorded.get(k, v) for k, v in SETTINGS.items()}
 
@@ -91,9 +84,7 @@ def stopping_lines(env: dict) -> list[str]:
 
 
 def write(folder: Path) -> tuple[pd.DataFrame, str]:
-    """Judge the folder's rounds with the settings it records, write report.md and
-    verdicts.csv into it, and return the table and the report's text. (`ampbench compare
-    FOLDER/A FOLDER/B --statistic p10` judges the same rounds otherwise.)"""
+    """Judge the folder's rounds as it records, write report.md and verdicts.csv; (table, text)."""
     env = results.read_env(folder)
     chosen = settings(env)
     cfg = env.get("ab_config", {})

@@ -1,10 +1,5 @@
 """The columns a timing run's tables show: one catalog per table (column -> header), the axes a
-table leads with, and `table`, which renders a catalog's columns of some rows.
-
-Columns named after a mode (speedups, what a recipe saves) come from the store
-(`bench.store.results.SPEEDUP_COLUMNS`, ...), which derives them from the mode table, and their
-headers from the same modes.
-"""
+table leads with, and `table`, which renders a catalog's columns of some rows."""
 
 from __future__ import annotations
 
@@ -26,8 +21,7 @@ OWN_LOOP_SPEEDUP = (
     f"`× {catalog.reference()}`: {catalog.reference()}'s step time (at the row's seed) over the "
     "row's; above 1 is faster."
 )
-"""The legend under an own loop's headline: the `sweep` driver prints it beside sweep.md,
-whose `× fp32` is the same ratio over the runs."""
+"""The legend under an own loop's headline (the `sweep` driver prints it beside sweep.md)."""
 
 TIME = {
     "status": "status",
@@ -125,8 +119,7 @@ HEADLINE = {
 """The headline table (`bench.publish.report.headline`), and a README `table` block's default."""
 
 NO_CPU_PEAKS = (results.PEAK_VS_HEADLINE_COLUMN, *results.PEAK_COLUMNS)
-"""What a CPU run cannot measure (the CUDA allocator's counters, and what is derived from
-them): shown as `–`, which the report explains once."""
+"""What a CPU run cannot measure (the CUDA allocator's counters): `–`, explained once."""
 
 
 def table(df: pd.DataFrame, columns: dict[str, str]) -> str:

@@ -1,26 +1,6 @@
-"""Comparing two sides case by case, from their rounds (`bench.publish.sides`).
-
-A is the baseline, B the candidate; a side is a run folder, a folder of run folders (what
-`ampbench ab` writes per revision), a pytest-benchmark save or a folder of saves. For each case
-present in both (matched on every axis, or on every axis but one with `pair`; pytest-benchmark
-saves on the benchmark's name), the ratio is B's step time over A's: below 1 means B is faster.
-
-Two runs of the same code differ by more than their per-step samples suggest: the machine's load,
-clocks and temperature and the layout of a fresh process move a whole run at once. So a case is
-judged from its rounds, each one observation summed up by one statistic (`--statistic`), by the
-one judge of `bench.verdicts.rounds` (`judge_rounds`, which `history` and `ab`'s stopping rule ask
-too): a t-test on the log rounds, its spread moderated across the cases of one mode, with Holm's
-correction across the comparison's cases; `faster` / `slower` also need the ratio beyond 1 -/+
-the larger of the noise between rounds and `min_effect`; `same` needs the interval within 1 -/+
-`min_effect`. With fewer than 2 rounds a side a case is `unclear` and the report says plainly
-that it cannot judge; `missing`: the case ran on both sides but passed in no round of one.
-
-Rounds within one process (a run's `--repeats` windows, one save's calls) follow each other
-within seconds: they show the process's own spread, not how far two processes differ, and a
-difference of that kind reads as a real one. Those comparisons say so; `ampbench ab`, which
-alternates fresh processes of both revisions, and `run --rounds` do not have that blind spot.
-Cases that ran in only one of the sides are left out of the table and counted in its heading.
-"""
+"""Comparing two sides case by case from their rounds (`bench.publish.sides`), judged by
+`bench.verdicts.rounds.judge_rounds`: the ratio is B's step time over A's (below 1: B is faster).
+docs/comparing.md explains the verdicts and why rounds of one process cannot show process drift."""
 
 from __future__ import annotations
 
@@ -83,14 +63,9 @@ def compare(
     looks: int = 1,
     memory_tolerance: memory.Tolerance = memory.DEFAULT,
 ) -> pd.DataFrame:
-    """One row per case matched between the sides: the medians of all its steps, the rounds'
-    ratio, interval, p-value, noise, degrees of freedom and verdict, the p-value after Holm's
-    correction across the cases (`p_holm`) and the verdict that survives it
-    (`bench.verdicts.rounds.judge_rounds`), the rounds per side (`rounds_a`, `rounds_b`), what a
-    round is (`unit_a`, `unit_b`: keys of `bench.publish.sides.UNITS`) and whether they were too
-    few to judge (`too_few`). `looks`: the looks at the rounds a sequential comparison (`ab`)
-    made, each spending an equal share of 1 - confidence. And the memory verdict with its
-    figures (`bench.publish.compare_memory.RAW`), with `memory_tolerance`."""
+    """One row per matched case: its medians, the rounds' verdict and figures as
+    `bench.verdicts.rounds.judge_rounds` gives them, the rounds and their unit per side, and the
+    memory verdict (`compare_memory.RAW`). `looks`: the looks `ab`'s stopping rule made."""
     side_a, side_b = sides.read(Path(run_a)), sides.read(Path(run_b))
     if side_a.kind != side_b.kind:
         raise UsageError(
@@ -154,8 +129,7 @@ def _kind_words(side: sides.Side) -> str:
 
 
 def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> list[str]:
-    """What decided the verdicts, what a round is on each side, and the cases too few rounds
-    could not judge."""
+    """What decided the verdicts, what a round is per side, and the cases too few to judge."""
     statistic = table.attrs.get("statistic", "median")
     alpha = 1 - confidence
     judged = table[table["verdict"] != "missing"] if "verdict" in table else table
@@ -201,8 +175,7 @@ def _method_lines(table: pd.DataFrame, min_effect: float, confidence: float) -> 
 
 
 def procedure_lines(min_effect: float, confidence: float, statistic: str, looks: int) -> list[str]:
-    """The report header's account of the judge: the procedure, the error it controls, and
-    what makes each verdict (`bench.verdicts.rounds`)."""
+    """The judge's procedure, the error it controls and what makes each verdict."""
     alpha = 1 - confidence
     spent = (
         f" This comparison looked at its rounds {looks} times as they came (`ab`'s stopping "
@@ -241,9 +214,8 @@ def render(
     title: str = "# ampbench compare",
     show_sides: bool = True,
 ) -> str:
-    """The comparison as markdown: what decided the verdicts, their counts and the table.
-    `show_sides`: name A's and B's paths under the title (a page that names them itself need
-    not)."""
+    """The comparison as markdown: what decided the verdicts, their counts and the table;
+    `show_sides` names A's and B's paths under the title."""
     shown = table.drop(
         columns=["too_few", "status_a", "status_b", *compare_memory.RAW], errors="ignore"
     )
@@ -306,9 +278,8 @@ def render(
 
 
 def output_path(run_a: Path, run_b: Path, pair: Pair | None) -> Path:
-    """Where the table is written: next to the newer of two run folders (by start time), named
-    after the other one; for any other side, into B (its folder, or the folder that holds B's
-    save), named after A."""
+    """Where the table is written: into the newer of two run folders, named after the other;
+    for other sides, into B's folder, named after A."""
     run_a, run_b = Path(run_a), Path(run_b)
     suffix = f"_{pair.axis}_{pair.a}_vs_{pair.b}" if pair else ""
     if not ((run_a / results.ENV).is_file() and (run_b / results.ENV).is_file()):

@@ -1,10 +1,5 @@
 """The memory half of a comparison: each matched case's memory verdict (`bench.verdicts.memory`)
-from every round of each side, and how `compare`, `ab` and their summary line show it.
-
-`bench.publish.compare` judges time; it asks `verdict` here for each case it matched, and
-`columns`, `summary` and `method_lines` when it renders the table. Peak allocated memory decides
-the verdict; reserved memory, allocator retries and OOMs are shown beside it, never judged.
-"""
+from every round of each side, and how `compare`, `ab` and their summary line show it."""
 
 from __future__ import annotations
 
@@ -64,9 +59,7 @@ def _change(mib: object, pct: object) -> str:
 
 
 def columns(table: pd.DataFrame) -> pd.DataFrame:
-    """The memory columns as a report shows them, one row per row of `table`: the verdict
-    (`–` where not measured), A's and B's peaks, the change, the phase that moved, and the
-    reported figures (reserved peaks; retries and OOMs where any side recorded one)."""
+    """The memory columns as a report shows them, one row per row of `table`."""
     if not _judged(table):
         return pd.DataFrame(index=table.index)
     rows = []
@@ -95,8 +88,7 @@ def columns(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _judged(table: pd.DataFrame) -> bool:
-    """Whether any case has a memory verdict: without one (CPU runs, older folders) the table
-    and its summary line stay as they were, and one line says why."""
+    """Whether any case has a memory verdict (none on CPU runs and older folders)."""
     return "memory_verdict" in table and bool((table["memory_verdict"] != "not measured").any())
 
 

@@ -1,14 +1,6 @@
-"""Checking a run against the user's own expectations: every criterion of a criteria file
-(`bench.publish.criteria_file`, which documents its keys) evaluated against a run's rows
-(`results.load`) and env.json, one PASS, FAIL or SKIP line per criterion
-(`ampbench check RUN --criteria FILE`), in the manner of pytest-benchmark's
-`--benchmark-compare-fail`.
-
-A report never judges a run: what counts as good enough depends on the GPU, the model and the
-user. A chosen row whose status is not `ok` fails its criterion with its status; a value that was
-not measured (NaN) never satisfies `expect`; an expression pandas cannot evaluate raises
-`CriteriaError` naming the criterion. The check only reads: pandas, not torch.
-"""
+"""Checking a run against the user's own expectations (`ampbench check RUN --criteria FILE`): each
+criterion of a criteria file (`bench.publish.criteria_file`) evaluated on a run's rows and
+env.json, one PASS, FAIL or SKIP line each."""
 
 from __future__ import annotations
 
@@ -77,18 +69,13 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
             outcome = _judge_ratio(c, df)
         else:
             outcome = _judge_rows(c, df)
-        if not c.applies_to(env):
-            device = env.get("gpu") or env.get("device") or "an unnamed device"
-            outcome = Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
-        checked.outcomes.append(outcome)
+        checked.outcomes.append(outcome if c.applies_to(env) else _other_gpu(c, env))
     return checked
 
 
 def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) -> Checked:
-    """Every criterion's outcome against a comparison's rows (`bench.publish.compare.compare`:
-    one per case, `verdict`, `memory_verdict`, ...; `env`: B's environment, for `gpu`). A case
-    is `ok` when it passed on both sides, else its status is both sides' (`oom/ok`). Criteria
-    that judge a run are skipped."""
+    """Every comparison criterion's outcome against a comparison's rows (`env`: B's); a case's
+    status is `ok` when it passed on both sides, else both sides' (`oom/ok`)."""
     frame = table.copy()
     if {"status_a", "status_b"} <= set(frame.columns):
         both = frame["status_a"].astype(str) + "/" + frame["status_b"].astype(str)
@@ -102,13 +89,15 @@ def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) 
         if not c.comparison:
             checked.outcomes.append(Outcome(c.name, "SKIP", "judges a run (ampbench check)"))
         elif not c.applies_to(env):
-            device = env.get("gpu") or env.get("device") or "an unnamed device"
-            checked.outcomes.append(
-                Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
-            )
+            checked.outcomes.append(_other_gpu(c, env))
         else:
             checked.outcomes.append(_judge_rows(c, frame))
     return checked
+
+
+def _other_gpu(c: Criterion, env: dict) -> Outcome:
+    device = env.get("gpu") or env.get("device") or "an unnamed device"
+    return Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
 
 
 def check_folder(run_dir: Path, criteria_path: Path) -> Checked:
@@ -143,10 +132,8 @@ def _evaluate(c: Criterion, df: pd.DataFrame, key: str, expr: str) -> pd.Series:
     except NameError as exc:  # pandas' UndefinedVariableError: a column the rows do not have
         match = re.search(r"name '([^']+)' is not defined", str(exc))
         bad = match.group(1) if match else str(exc)
-        close = difflib.get_close_matches(bad, [str(col) for col in df.columns], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
         raise CriteriaError(
-            f"criterion {c.name!r}: unknown column {bad!r} in {key} {expr!r}{hint}"
+            f"criterion {c.name!r}: unknown column {bad!r} in {key} {expr!r}{_hint(bad, df)}"
         ) from exc
     except _BAD_EXPRESSION as exc:
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -158,6 +145,11 @@ def _evaluate(c: Criterion, df: pd.DataFrame, key: str, expr: str) -> pd.Series:
     if isinstance(value, pd.Series) and pd.api.types.is_bool_dtype(value):
         return value.fillna(False).astype(bool)
     raise CriteriaError(f"criterion {c.name!r}: {key} {expr!r} does not give True or False")
+
+
+def _hint(name: str, df: pd.DataFrame) -> str:
+    close = difflib.get_close_matches(name, [str(col) for col in df.columns], n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _select(c: Criterion, df: pd.DataFrame, key: str, expr: str | None) -> pd.DataFrame:
@@ -243,8 +235,7 @@ def _judge_ratio(c: Criterion, df: pd.DataFrame) -> Outcome:
     ratio = c.ratio
     assert ratio is not None
     if ratio.column not in df.columns:
-        close = difflib.get_close_matches(ratio.column, [str(col) for col in df.columns], n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
+        hint = _hint(ratio.column, df)
         raise CriteriaError(f"criterion {c.name!r}: unknown column {ratio.column!r} in ratio{hint}")
     if not pd.api.types.is_numeric_dtype(df[ratio.column]):
         raise CriteriaError(f"criterion {c.name!r}: ratio column {ratio.column!r} is not a number")
@@ -287,13 +278,8 @@ def _judge_ratio(c: Criterion, df: pd.DataFrame) -> Outcome:
 
 
 def _env_rows(c: Criterion, env: dict) -> tuple[pd.DataFrame, list[str]]:
-    """The values at `c.env`'s dotted path as rows of one column named by the path's last key,
-    and why the entries that lack it have none.
-
-    A list on the way gives one row per entry, labelled by its `case_id`: the harness overhead is
-    one dict in older folders and a list of them (one per case measured) in newer ones, and
-    `overhead.overhead_pct` reads both. An entry without the value is a row `not measured`, with
-    the `error` the entry records."""
+    """The values at `c.env`'s dotted path as rows of one column named by its last key (a list
+    on the way gives a row per entry, by `case_id`), and why the entries that lack it have none."""
     keys = str(c.env).split(".")
     nodes: list[tuple[object, object]] = [(env, None)]  # (value, label)
     missing: list[tuple[object, str | None]] = []  # (label, the error it records)

@@ -1,58 +1,13 @@
-"""A criteria file: the user's own expectations of a run, as expressions over its rows, read and
-validated (`read`) before anything is checked (`bench.publish.criteria` checks them:
-`ampbench check RUN --criteria FILE`).
-
-A report never judges a run: what counts as good enough depends on the GPU, the model and the
-user. The user writes it down in a TOML file of `[[criterion]]` tables; this module evaluates it
-against a run's rows (`results.load`) and env.json, in the manner of pytest-benchmark's
-`--benchmark-compare-fail`. Keys of a criterion:
-
-- `name` (required): what the line says.
-- `expect` (required): a `DataFrame.eval` expression that must hold (True/False per row).
-- `where`: a `DataFrame.query` expression choosing the rows (default: every row). A chosen row
-  whose status is not `ok` fails the criterion with its status (add `status == 'ok'` to `where`
-  to leave failed rows out). No row chosen fails it with "no row matches".
-- `require`: `"all"` (default: every chosen row satisfies `expect`) or `"any"` (at least one
-  does: "the best parallelism reaches ...").
-- `ratio = {numerator = "...", denominator = "...", column = "total_ms", reduce = "min"}`: instead
-  of rows, one number: `column` over the rows the numerator query chooses divided by `column` over
-  the denominator's (both among the `where` rows). `reduce` (`min`, `max`, `median`, `mean`)
-  makes each side one value; without it each side must choose one row. `expect` names the
-  number `ratio`, e.g. `"ratio >= 1.4"`.
-- `env = "overhead.overhead_pct"`: instead of the rows, the values of env.json at a dotted path,
-  one row each (a list on the way gives one per entry); `expect` names the value by the path's
-  last key, e.g. `"abs(overhead_pct) <= 2"`, and `where` and `require` apply as to rows. An entry
-  without the value fails as a row not `ok` would, named with the `error` it records; none with
-  it at all is nothing to judge (`if_missing`).
-- `gpu = "H200"`: the criterion applies only to runs whose env.json `gpu` contains this text
-  (case-insensitive); on another GPU it is skipped with a SKIP line.
-- `if_missing`: `"fail"` (default) or `"skip"`: what a criterion with nothing to judge (no row
-  matches, an env.json value absent) reports; `"skip"` suits a file shared by runs of
-  different grids.
-- `comparison = true`: judge the rows of a comparison (`ampbench ab` or `compare` with
-  `--criteria FILE`), one per case, instead of a run's: the columns of verdicts.csv
-  (`verdict`, `ratio`, `memory_verdict`, `memory_change_pct`, ...), e.g. "no case uses more
-  memory": `expect = "memory_verdict != 'more memory'"`. `ampbench check` skips it, and the
-  comparison skips the criteria that judge a run.
-
-Besides its criteria, a file may hold one `[memory]` table: `tolerance = "2MiB,1%"`, the memory
-verdicts' tolerance for a comparison checked against it (`bench.verdicts.memory.Tolerance`;
-`--memory-tolerance` overrides it).
-
-Expressions see the columns of `results.load` (axes, status, total_ms, pct_of_floor,
-speedup_vs_fp32, scaling_efficiency, ...), with pandas' syntax: `and`, `or`, `in [...]`, `abs()`.
-A value that was not measured (NaN) never satisfies `expect`.
-
-A bad file (not TOML, an unknown key, an unknown column, an expression pandas cannot evaluate)
-raises `CriteriaError` naming the criterion and the bad value, before anything is printed: the
-file's shape here, its expressions when they are checked. Reading a file needs the standard
-library alone (and tomli before Python 3.11). docs/criteria.md has examples.
-"""
+"""A criteria file, read and validated (`read`) before anything is checked: its `[[criterion]]`
+tables and `[memory]` tolerance. A bad file raises `CriteriaError` naming the criterion and the bad
+value. docs/criteria.md documents the keys, with examples."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.verdicts.memory import Tolerance
 
 REQUIRES = ("all", "any")
 IF_MISSING = ("fail", "skip")
@@ -209,8 +164,6 @@ def _memory_table(path: Path, data: dict) -> str | None:
     tolerance = table.get("tolerance")
     if tolerance is None:
         return None
-    from bench.verdicts.memory import Tolerance  # pure Python: reading stays light
-
     try:
         Tolerance.parse(str(tolerance))
     except ValueError as exc:

@@ -1,18 +1,6 @@
-"""A run's timings in other tools' formats: `python -m bench export RUN --format FORMAT`.
-
-`github-action-benchmark`: the JSON that github-action-benchmark's `customSmallerIsBetter` tool
-reads (benchmark-action/github-action-benchmark, `src/extract.ts`): an array, not empty, of
-objects with `name` (string), `unit` (string), `value` (number) and, optionally, `range` and
-`extra` (strings); the tool keeps those five fields and drops any other. The action parses
-`range` as `±` or `+-`, then a number (`src/extractRangeInfo.ts`), and converts between the time
-units s, ms, us and ns (`src/normalizeValueByUnit.ts`), so the unit here is `ms`.
-
-One entry per passing case and measured phase (forward, backward, optimizer step, whole step;
-a variant that fuses the phases has only the whole step): value = the median, range = ± half
-the interquartile range, both from the run's rows; extra = the case's axes and the machine. The
-name is the case id and the phase, stable from run to run, which is how the action matches a
-benchmark with its earlier values.
-"""
+"""A run's timings in other tools' formats: `python -m bench export RUN --format FORMAT`
+(github-action-benchmark's `customSmallerIsBetter` JSON: one entry per passing case and phase,
+the median with ± half the IQR, named so the action matches it run to run; docs/comparing.md)."""
 
 from __future__ import annotations
 
@@ -26,8 +14,7 @@ from pathlib import Path
 from bench.store import results
 
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
-"""The phases exported, in words: the timed phases (`bench.store.results.PHASES`) and the whole
-step."""
+"""The phases exported, in words: the timed phases and the whole step."""
 FIELDS = {"name": str, "unit": str, "value": (int, float), "range": str, "extra": str}
 REQUIRED = ("name", "unit", "value")
 RANGE = re.compile(r"^(\+-|±)\s*\d.+$")
@@ -70,9 +57,7 @@ def github_action_benchmark(run_dir: Path) -> list[dict[str, object]]:
 
 def validate(data: object) -> None:
     """Raise ValueError, naming the entry and the field, unless `data` is what
-    `customSmallerIsBetter` accepts: a non-empty JSON array of objects with a string `name` and
-    `unit`, a finite number `value`, optional string `range` (`± number`) and `extra`, no other
-    field, and no name twice (the action tells benchmarks apart by name)."""
+    `customSmallerIsBetter` accepts (no name twice: the action tells benchmarks apart by name)."""
     if not isinstance(data, list):
         raise ValueError(f"the top level must be a JSON array, got {type(data).__name__}")
     if not data:
@@ -128,8 +113,7 @@ class Writer:
 WRITERS = {
     "github-action-benchmark": Writer(github_action_benchmark, validate, _json),
 }
-"""How each format of the formats table (`bench.publish.formats`, which the command line reads
-without pandas) is written, by its `--format` name."""
+"""How each format of `bench.publish.formats` is written, by its `--format` name."""
 
 
 def export(run_dir: Path, fmt: str) -> str:

@@ -1,13 +1,6 @@
-"""How every figure is written: a PNG of at most 256 colours, so that the folders committed to
-results/ stay small enough for git.
-
-matplotlib writes a figure as 8-bit RGBA, and a tall figure of many panels runs to about 1 MB.
-A figure is a few flat colours and the anti-aliased edges between them: mapped onto the 256
-colours that best cover it (median cut, no dithering) it keeps the same pixels but for some of
-those edges, each moved to the nearest colour of the palette, and weighs a third. The figures are
-opaque (matplotlib's white background), so no transparency is lost. The same figure makes the
-same bytes. Pillow is matplotlib's own dependency.
-"""
+"""How every figure is written: a PNG of at most 256 colours (median cut, no dithering), so the
+folders committed to results/ stay small; the figures are opaque and the same figure makes the
+same bytes."""
 
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
-"""The lines that open a run's report: what this run found, in a few sentences, and how the
-harness compared with a plain training loop in the same run. Pure: reads a run's rows and
-env.json, measures nothing, and judges nothing against expectations (those are the user's:
-`ampbench check`, `bench.publish.criteria`).
-"""
+"""The lines that open a run's report: what this run found, and how the harness compared with a
+plain loop in the same run. Reads rows and env.json; judges nothing against expectations."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from bench.publish import tables
-from bench.publish.prose import joined
+from bench.publish.tables import joined
 from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import timing
@@ -25,10 +22,8 @@ FULL_LIST_UP_TO = timing.WHOLE_PLAN_UP_TO
 
 
 def float8_cell(listed: object) -> object:
-    """A row's `fp8_linears` as a report's table cell: the list itself for a model of a few
-    Linears, else how many Linears took each decision (`72 converted; 24 kept: too small for
-    tensorwise`, `bench.verdicts.timing.plan_summary`). A transformer's list runs to tens of KB
-    a row; results.csv keeps it whole."""
+    """A row's `fp8_linears` as a table cell: the list for a few Linears, else the count per
+    decision (`bench.verdicts.timing.plan_summary`); results.csv keeps it whole."""
     if not isinstance(listed, str) or not listed:
         return listed
     return timing.plan_summary(timing.plan_of(listed))
@@ -55,9 +50,7 @@ def float8_ratio(base: pd.Series, row: pd.Series) -> str:
 
 
 def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
-    """The float8 recipes of `rows` whose step, as its ratio shows (`float8_ratio`), is slower
-    than the headline mode's fastest row `base`, outside the noise: below 1×, where float8 does
-    not pay (`bench.verdicts.timing.float8_not_paying` decides)."""
+    """The float8 recipes of `rows` slower than `base` outside the noise: float8 does not pay."""
     return timing.float8_not_paying(base, rows)
 
 
@@ -70,9 +63,7 @@ def not_paying(modes: list[str], where: str = "here") -> str:
 
 
 def _float8(ok: pd.DataFrame) -> list[str]:
-    """Per batch size, each float8 recipe against the headline mode, each at its fastest
-    variant in the run: above 1 float8 is faster; those below 1, where it does not pay, are
-    named."""
+    """Per batch size, each float8 recipe against the headline mode, at its fastest variant."""
     c = tables.cell
     head = catalog.headline()
     return [
@@ -84,10 +75,8 @@ def _float8(ok: pd.DataFrame) -> list[str]:
 
 
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
-    """One bullet per batch size (the fastest recipe, or the recipes tied within noise with it,
-    `bench.verdicts.timing.fastest`, against the reference mode at the same variant where the
-    run has it, and the range of peak memory), the float8 recipes against the headline mode,
-    then the dtypes of the parameters' gradients. Every figure is a column of the run's rows."""
+    """One bullet per batch size (the fastest recipe or those tied with it, against the
+    reference, and peak memory), then float8 against the headline mode and the gradients' dtypes."""
     ok = contenders(df)
     ok = ok[(ok["optimizer"] == optimizer) & (ok["parallel"] == "none")]
     if ok.empty:
@@ -140,10 +129,7 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
 
 
 def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
-    """The harness against a plain loop, per case it was measured on: step times (median of the
-    harness, mean step of the bare loop's windows) and peak allocation (the case's row against
-    the bare loop's own). A folder that kept one measurement as a dict reads as a list of one
-    (`bench.store.schema.migrate_env`)."""
+    """The harness against a plain loop, per case measured: step times and peak allocation."""
     measured = env.get("overhead") or []
     rows = []
     has_peaks = {"case_id", "peak_alloc_gib"} <= set(df.columns)

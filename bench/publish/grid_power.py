@@ -1,12 +1,6 @@
-"""The power study of the rounds judge on the default grid: how often a known change is called,
-and how often a change that is not there, with rounds bootstrapped from committed H200 runs.
-
-`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` reads each run folder's
-samples.jsonl (every case's timed windows), keeps the cases all runs share, and writes into
-FOLDER: `rounds.csv` (each case's mode and the median total step time of each window of each run:
-what the simulation resamples, the form of the suite's fixture `tests/fixtures/h200_rounds.csv`)
-and `README.md` (the rates, per rounds a side, and the command that made them). CPU only.
-"""
+"""The power study of the rounds judge on the default grid: how often a known change is called, and
+a change that is not there, with rounds bootstrapped from committed runs. CPU only:
+`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` writes rounds.csv and README.md."""
 
 from __future__ import annotations
 
@@ -59,17 +53,14 @@ def cases_of(table: pd.DataFrame) -> list[power.Case]:
 
 
 QUIET = 0.01
-"""Cases whose real rounds scatter less than this (standard deviation of logs) are counted apart:
-a case that scatters more cannot show a 3% change in a few rounds under any family correction."""
+"""Cases scattering more than this (sd of log rounds) cannot show a 3% change in a few rounds."""
 
 
 def study(
     cases: list[power.Case], *, rounds_a_side: list[int], comparisons: int, same: int, seed: int
 ) -> pd.DataFrame:
-    """Per rounds a side and correction (Holm's, the verdicts'; Benjamini-Hochberg's, for
-    comparison): `same` simulated comparisons of A/A (every shift 0) and `comparisons` of the
-    mixed shifts of `power.SHIFTS` given to the cases in turn. The judge's own minimum of rounds
-    (`MIN_ROUNDS`) is set aside, to show what fewer rounds would do."""
+    """Per rounds a side and correction (Holm's; Benjamini-Hochberg's to compare): `same` A/A
+    comparisons and `comparisons` with `power.SHIFTS`, the judge's minimum of rounds set aside."""
     rng = np.random.default_rng(seed)
     shifts = [power.SHIFTS[i % len(power.SHIFTS)] for i in range(len(cases))]
     none = [0.0] * len(cases)

@@ -1,15 +1,6 @@
-"""Step time across revisions, per GPU model: `python -m bench history [--gpu NAME]`.
-
-For one GPU model, each case's median step time in every revision (the timing runs of one
-commit) and its verdict against the previous revision that has the case, judged from rounds as
-`ampbench compare` judges them (`bench.publish.history_points`). A regression is a `slower` in
-the table and a large up-pointing marker in the figure. Beside each step time, the case's peak
-allocated memory and its memory verdict against the same revision (`more memory` is listed, and
-marked in a figure of its own).
-
-Writes results/history/<gpu-slug>.md and .png, and <gpu-slug>-memory.png where peaks were
-measured (the slug as run folder names spell the GPU: `bench.store.folders.gpu_slug`).
-"""
+"""Step time and peak memory across revisions, per GPU model (`python -m bench history`): writes
+results/history/<gpu-slug>.md and its figures, each case judged against the revision before by
+`bench.publish.history_points`."""
 
 from __future__ import annotations
 
@@ -20,7 +11,10 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
@@ -139,8 +133,7 @@ def render(
     figure: str | None = None,
 ) -> str:
     """The history's markdown: the method, the regressions, the revisions' runs and one table
-    per mode. `runs`: the revisions (`history_points.revisions`). Links are relative to
-    `results_dir`/history/, where it is written."""
+    per mode, its links relative to `results_dir`/history/."""
     folder = results_dir / HISTORY_DIR
     each = revisions.explode("folders")
     run_rows = pd.DataFrame(
@@ -228,18 +221,32 @@ def _memory_lines(points: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
+def _panels(n: int, *, height: float, extra: float) -> tuple[Figure, np.ndarray]:
+    """A figure of `n` panels, two a row, the unused ones hidden."""
+    cols = min(n, 2)
+    rows = -(-n // cols)
+    fig, grid = plt.subplots(
+        rows, cols, figsize=(7.5 * cols, height * rows + extra), squeeze=False, layout="constrained"
+    )
+    for ax in grid.flat[n:]:
+        ax.set_visible(False)
+    return fig, grid
+
+
+def _revision_axis(ax: Axes, revisions: pd.DataFrame) -> None:
+    ax.set_xticks(
+        range(len(revisions)),
+        [f"{r.label}\n{r.commit}" for r in revisions.itertuples()],
+        fontsize=7,
+    )
+    ax.set_xlabel("revision (by commit date) and commit")
+
+
 def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
-    """One panel per mode: each case's peak allocated memory per revision, a rise the memory
-    verdict calls `more memory` as a large up-pointing marker."""
+    """One panel per mode: each case's peak allocated memory per revision, marked by verdict."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
-    cols = min(len(modes), 2)
-    rows = -(-len(modes) // cols)
-    fig, grid = plt.subplots(
-        rows, cols, figsize=(7.5 * cols, 3.6 * rows + 0.6), squeeze=False, layout="constrained"
-    )
-    for ax in grid.flat[len(modes) :]:
-        ax.set_visible(False)
+    fig, grid = _panels(len(modes), height=3.6, extra=0.6)
     x_of = {label: i for i, label in enumerate(revisions["label"])}
     for ax, mode in zip(grid.flat, modes, strict=False):
         colour = mode_colour(mode)
@@ -254,12 +261,7 @@ def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: P
                     marker, size = MEMORY_MARKERS[verdict]
                     ax.plot([x], [gib], marker=marker, markersize=size, color=colour,
                             markeredgecolor="black", linestyle="")  # fmt: skip
-        ax.set_xticks(
-            range(len(revisions)),
-            [f"{r.label}\n{r.commit}" for r in revisions.itertuples()],
-            fontsize=7,
-        )
-        ax.set_xlabel("revision (by commit date) and commit")
+        _revision_axis(ax, revisions)
         ax.set_ylabel("peak allocated GiB")
         ax.set_title(f"{mode}: ▲ more memory, ▼ less memory than before", fontsize=10)
     fig.suptitle(f"Peak allocated memory per case across revisions: {gpu}", fontsize=11)
@@ -268,17 +270,10 @@ def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: P
 
 
 def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
-    """One panel per mode: each case's median step time per revision (log scale), its verdict
-    against the revision before as the marker."""
+    """One panel per mode: each case's median step time per revision (log), marked by verdict."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
-    cols = min(len(modes), 2)
-    rows = -(-len(modes) // cols)
-    fig, grid = plt.subplots(
-        rows, cols, figsize=(7.5 * cols, 4.2 * rows + 0.9), squeeze=False, layout="constrained"
-    )
-    for ax in grid.flat[len(modes) :]:
-        ax.set_visible(False)
+    fig, grid = _panels(len(modes), height=4.2, extra=0.9)
     x_of = {label: i for i, label in enumerate(revisions["label"])}
     shown: set[str] = set()
     for ax, mode in zip(grid.flat, modes, strict=False):
@@ -326,13 +321,8 @@ def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) ->
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.tick_params(axis="y", which="minor", labelsize=6)
-        ax.set_xticks(
-            range(len(revisions)),
-            [f"{r.label}\n{r.commit}" for r in revisions.itertuples()],
-            fontsize=7,
-        )
+        _revision_axis(ax, revisions)
         ax.set_xlim(-0.5, len(revisions) + 0.3)  # room for the names at the right
-        ax.set_xlabel("revision (by commit date) and commit")
         ax.set_ylabel("median step time (ms, log scale)")
         ax.set_title(f"{mode} ({', '.join(axes_names).replace('_', ' ')})", fontsize=10)
     handles = [
@@ -357,8 +347,7 @@ def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) ->
 
 
 def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Path]:
-    """results/history/<gpu-slug>.md and .png for `gpu`, or for every GPU model (not the CPU)
-    with a timing run when `gpu` is None; returns the markdown files written."""
+    """results/history/<gpu-slug>.md and figures for `gpu` (else each GPU model); the .md files."""
     gpus = [gpu] if gpu else [g for g in gpu_models(results_dir) if g != "cpu"]
     if not gpus:
         raise UsageError(f"no timing run of a GPU in {results_dir}")

@@ -1,23 +1,6 @@
-"""A GPU model's history as points: one per revision (the timing runs of one commit), each case's
-step time in it and its verdict against the previous revision that has the case.
-
-Revisions are ordered by the date of their commit (env.json's `started` where the commit is
-unknown or not in this repository's history). The runs of one commit and one torch are one
-revision; a run whose commit is unknown, or whose code differs from it (`dirty`), is one alone.
-
-A case is judged as `ampbench compare` judges it (`bench.verdicts.rounds.judge_rounds`): each run
-of a revision one round, a revision of one run its passes (`run --rounds`) or else its timed
-windows (rounds of one process, which cannot show how far two processes differ: `one_process`),
-the cases of one revision one family (moderated spreads, Holm's correction).
-`faster`, `slower`, `same` or `unclear` (`too_few` where the rounds are too few for any verdict);
-`missing` where the case did not pass in one of the two, `first` in the first revision with it.
-
-Beside time, each point has the case's peak allocated memory in the revision (`peak_alloc_gib`,
-the median over its runs) and its memory verdict against the same previous revision
-(`memory_verdict`, `memory_change_pct`: `bench.verdicts.memory.judge` with its default
-tolerance, as `compare` and `ab` judge it; `first` in the first revision, `not measured` where
-either has no peak).
-"""
+"""A GPU model's history as points: one per revision (the timing runs of one commit, ordered by its
+date), each case's step time and peak memory in it and its verdicts against the previous revision
+that has the case, judged as `compare` judges (docs/comparing.md)."""
 
 from __future__ import annotations
 
@@ -72,9 +55,8 @@ def _revision_key(run: Run) -> tuple:
 
 
 def revisions(results_dir: Path, gpu: str) -> pd.DataFrame:
-    """The revisions of one GPU model's timing runs in history order: `label` (R1, R2, ...),
-    `commit`, `torch`, `date` and what dates it (`dated_by`), and its run `folders` (oldest
-    first; `run` names them)."""
+    """The revisions of one GPU model's timing runs in history order: `label` (R1, ...),
+    `commit`, `torch`, `date`, `dated_by` and its run `folders`, oldest first."""
     found = [r for r in run_folders(results_dir) if r.kind == TIMING and r.env.get("gpu") == gpu]
     if not found:
         known = ", ".join(gpu_models(results_dir)) or "none"
@@ -127,8 +109,7 @@ def _point(label: str, run: str, case: dict) -> dict[str, object]:
 
 
 def _memory_point(previous: list[dict] | None, now: list[dict]) -> dict[str, object]:
-    """A point's peak memory and its memory verdict against the previous revision's rounds
-    (`first` where there is none)."""
+    """A point's peak memory and its memory verdict against the previous revision's rounds."""
     found = memory.judge(previous or [], now)
     verdict = found["memory_verdict"] if previous is not None else "first"
     return {

@@ -1,21 +1,6 @@
-"""The index of published runs: results/README.md, generated from the run folders.
-
-`./run_bench.sh index` rewrites it, and so do `promote` (`bench.publish.promote`, which publishes
-a run from runs/) and every run (timing, numerics, largest batch) that ends in the project's own
-results/ (`refresh`; a run into another folder, as the tests make, leaves it alone). CPU runs are
-smoke tests, never listed. It is a page to scan, not to read: a line naming the run of record (the
-run whose headline the project's README.md quotes, `<!-- ampbench:headline FOLDER -->`), then one
-short table per kind of run (timing runs, largest-batch runs, numerics studies, pytest-benchmark
-saves), newest first. A row says when and where the run ran, at which commit, a short description
-of its grid, how many of its cases passed, and links its report, which holds everything else.
-
-What a folder cannot tell (why a run was made, what happened on the machine) is written by hand in
-results/sessions/NOTES.md, beside the session logs; the index links that folder in one line and
-never changes it.
-
-The run folders are read by `bench.publish.runs`, and what a row says of each kind of run by
-`bench.publish.index_cells`; `./run_bench.sh index --check` is `bench.publish.index_check`.
-"""
+"""The index of published runs, results/README.md, generated from the run folders: the run of
+record, then one short table per kind of run, newest first (`render`, `refresh`). What a row says
+of each kind is `bench.publish.index_cells`; CPU runs are never listed."""
 
 from __future__ import annotations
 
@@ -27,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.publish import tables
-from bench.publish.grid_text import axis, batches, line
-from bench.publish.index_cells import COMPARISON, ROW, Cells
+from bench.publish.index_cells import COMPARISON, ROW, Cells, axis, batches, line
 from bench.publish.runs import (
     HISTORY_DIR,
     NOTES,
@@ -62,8 +46,7 @@ SECTIONS = {
 }
 LIMIT_MB, FILE_LIMIT_MB = 30, 5
 """What the files git tracks under results/ may weigh in all, and each, in MB (10**6 bytes, as
-`git ls-files -z results | xargs -0 du -cb` counts them): every clone carries them
-(`bench.publish.index_check` holds them to it)."""
+`du -cb` counts them): every clone carries them."""
 RULE = (
     f"The rule of this folder: the files git tracks here weigh at most {LIMIT_MB} MB in all "
     f"and {FILE_LIMIT_MB} MB each (`./run_bench.sh index --check` holds them to it; logs and "
@@ -144,9 +127,8 @@ def _save_row(path: Path, data: dict, base: Path) -> dict[str, object]:
 
 
 def run_of_record(readme: Path, tree: Tree) -> Path | None:
-    """The run folder named by the first `<!-- ampbench:headline FOLDER -->` of `readme` (FOLDER
-    relative to the README's folder), resolved; None when there is no README, no such marker, or
-    no such run folder in `tree`."""
+    """The run folder the first `<!-- ampbench:headline FOLDER -->` of `readme` names, resolved;
+    None without such a README, marker or run folder in `tree`."""
     try:
         found = HEADLINE_MARKER.search(readme.read_text())
     except OSError:
@@ -169,9 +151,8 @@ def _other_files(tree: Tree, listed: set[Path]) -> list[Path]:
 def render(
     results_dir: Path = paths.RESULTS, *, readme: Path | None = None, tree: Tree | None = None
 ) -> str:
-    """The whole index of `results_dir`, as markdown. `readme`: the file whose headline marker
-    names the run of record (default: README.md beside `results_dir`); `tree`: which files count
-    (default: every file on disk)."""
+    """The whole index of `results_dir` as markdown; `readme` names the run of record (default:
+    README.md beside `results_dir`), `tree` which files count (default: all on disk)."""
     base = results_dir
     tree = tree or Tree(results_dir)
     for run in damaged_folders(results_dir, tree=tree):
@@ -239,9 +220,8 @@ def write(results_dir: Path = paths.RESULTS) -> Path:
 
 
 def refresh(run_dir: Path) -> Path | None:
-    """After a run ends: rewrite the project's index when `run_dir` lies in the project's
-    results/ (a run elsewhere, as in the tests, leaves it alone). Returns the index's path, or
-    None when it was left alone or could not be written."""
+    """After a run ends: rewrite the project's index when `run_dir` lies in its results/;
+    returns the index's path, or None when it was left alone or could not be written."""
     if not paths.in_results(run_dir):
         return None
     try:

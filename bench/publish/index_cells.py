@@ -1,6 +1,6 @@
-"""What the index (`bench.publish.index`) says of a run that depends on its kind: how many GPUs
-it used, its model and preset, a short description of its grid, and how many of what it is made
-of (cases, jobs, modes, runs, rounds) passed. One function per kind of run folder (`ROW`)."""
+"""What the index (`bench.publish.index`) says of a run that depends on its kind: its GPUs, model
+and preset, its grid in one line (`line`), and how many of its cases, jobs or rounds passed. One
+function per kind of run folder (`ROW`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.cases.grid import describe
+from bench.cases.grid import describe, fit
 from bench.cases.sizes import SEPARATOR, Sizes
-from bench.publish.grid_text import Axis, axis, batches, line, lr
 from bench.publish.runs import Run
+from bench.quality import tables
 from bench.store import results
 from bench.workloads import cards
 
@@ -27,10 +27,44 @@ STRESS = {
 }
 
 
+@dataclass(frozen=True)
+class Axis:
+    """One axis of a grid, as its values (`fp32,bf16-amp`) and as a count (`2 modes`)."""
+
+    values: str
+    count: str
+
+
+def axis(values: list, noun: str, *, label: str = "") -> Axis | None:
+    """An axis of `values`; None when there are none (a folder older than the axis)."""
+    if not values:
+        return None
+    shown = f"{label}{','.join(map(str, values))}"
+    return Axis(shown, f"{len(values)} {noun}s" if len(values) > 1 else shown)
+
+
+def batches(values: list) -> Axis | None:
+    """Batch sizes, or their range where there are more than two."""
+    if not values:
+        return None
+    shown = f"batch {','.join(map(str, values))}"
+    return Axis(shown, f"batch {min(values)}–{max(values)}" if len(values) > 2 else shown)
+
+
+def line(axes: list[Axis | None], *, extras: tuple[str, ...] = ()) -> str:
+    """`a × b × c, extra, extra` in at most GRID_WIDTH characters (`bench.cases.grid.fit`)."""
+    return fit([(a.values, a.count) for a in axes if a is not None], extras)
+
+
+def lr(x: float) -> str:
+    """A learning rate as people write it: 3e-4, 1e-3."""
+    mantissa, exponent = f"{x:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
 def _preset(cfg: dict) -> str:
-    """The preset whose sizes a run used, else the sizes themselves; with the model's name when
-    the run's cases carry a preset (every workload's but one whose sizes are its cases' own, the
-    MLP's)."""
+    """The preset whose sizes a run used, else the sizes themselves; with the model's name
+    unless the workload's sizes are its cases' own (the MLP's)."""
     model = cfg.get("model", cards.DEFAULT)
     card = cards.card(model)
     if not (card and card.free_sizes):
@@ -52,8 +86,7 @@ def _finished(env: dict, cell: str) -> str:
 
 
 def _csv_rows(path: Path) -> int:
-    """Rows of a CSV file; 0 when it is missing or empty (a table with no rows may have no
-    header either)."""
+    """Rows of a CSV file; 0 when it is missing or empty (then it may have no header either)."""
     try:
         return len(pd.read_csv(path))
     except (FileNotFoundError, pd.errors.EmptyDataError):
@@ -69,8 +102,7 @@ class Cells:
     model: str | None
     grid: str | None
     passed: str | None
-    """`ok/total` of what the run is made of (cases, jobs, modes), `(unfinished)` after it when
-    the run did not end."""
+    """`ok/total` of the run's cases, jobs or modes, `(unfinished)` after it if it did not end."""
 
 
 def _timing(run: Run) -> Cells:
@@ -132,8 +164,6 @@ def _maxbatch(run: Run) -> Cells:
 def _quality(run: Run) -> Cells:
     cfg = run.env.get("quality_config", {})
     modes, seeds = cfg.get("modes", []), cfg.get("seeds", [])
-    from bench.quality import tables  # the study's own reader: its tables may be compressed
-
     runs = tables.load(run.path)["runs"]
     ok = int((runs["status"] == "ok").sum())
     axes = [

@@ -1,11 +1,6 @@
-"""Is the committed index fresh, and results/ light enough for git? `./run_bench.sh index
---check` (`check`) says whether results/README.md is what the run folders that git tracks say
-(`bench.publish.runs.Tree` of `tracked_files`): a user's own run, finished or not, is not one of
-them, so it cannot make the check fail unless it has been written into the index. It also holds
-the files git tracks under results/ to `LIMIT_MB` in all and `FILE_LIMIT_MB` each (`weight`):
-every clone carries them, and a study's tables and figures are written to stay within them
-(`bench.numerics.measure.tables.FORMS`, `bench.publish.figures`).
-"""
+"""Is the committed index fresh, and results/ light enough for git (`./run_bench.sh index --check`):
+the index against the run folders git tracks (`check`), and the tracked files against
+`LIMIT_MB` in all and `FILE_LIMIT_MB` each (`weight`)."""
 
 from __future__ import annotations
 
@@ -28,9 +23,8 @@ def _sizes(results_dir: Path, files: frozenset[Path] | None) -> dict[Path, int]:
 
 
 def weight(results_dir: Path, files: frozenset[Path] | None = None) -> tuple[str, str | None]:
-    """What the files under `results_dir` weigh (`files`: only those; else every file): a
-    clause saying it, and one line naming what is over `LIMIT_MB` in all or `FILE_LIMIT_MB`
-    for one file (None when nothing is)."""
+    """What the files under `results_dir` weigh (`files`: only those), in a clause, and one line
+    naming what is over `LIMIT_MB` or `FILE_LIMIT_MB` (None when nothing is)."""
     sizes = _sizes(results_dir, files)
     total = sum(sizes.values())
     largest = max(sizes, key=sizes.__getitem__) if sizes else None
@@ -65,11 +59,9 @@ def _named(text: str, run: Run, base: Path) -> bool:
 
 
 def check(results_dir: Path = paths.RESULTS) -> str | None:
-    """None when `results_dir`/README.md is what the run folders git tracks say and the files
-    git tracks there are within their weight (`weight`); else one line naming what is stale or
-    too heavy. Folders git does not track (a user's own run, finished or not) are
-    left out. Where git cannot list the tracked files, says so on stderr and counts every
-    folder."""
+    """None when `results_dir`/README.md is what the run folders git tracks say and they are
+    within their weight; else one line naming what is stale or too heavy. A user's own untracked
+    run never counts; where git cannot list files, says so on stderr and counts every folder."""
     files = tracked_files(results_dir)
     if files is None:
         print(

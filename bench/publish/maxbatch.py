@@ -17,8 +17,7 @@ TRIALS = results.TRIALS
 
 
 def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
-    """Per mode and variant: the largest batch that trained, its throughput and peak memory, and
-    what stopped the search."""
+    """Per mode and variant: the largest batch that trained, its figures, why it stopped."""
     out = []
     for (mode, variant), g in trials.groupby(["mode", "variant"], sort=False):
         good = g[g["status"] == "ok"].sort_values("batch_size")

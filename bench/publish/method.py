@@ -55,8 +55,7 @@ def _ceilings_table(ceilings: dict) -> str:
 
 
 def section(env: dict) -> list[str]:
-    """`## How this run was made`: the command, the duration, the machine, the measured
-    ceilings."""
+    """`## How this run was made`: the command, duration, machine and measured ceilings."""
     out = [
         "## How this run was made",
         "",
@@ -90,8 +89,7 @@ def section(env: dict) -> list[str]:
 
 
 def windows_line(df: pd.DataFrame) -> list[str]:
-    """How many timed windows the cases have and why no more (`bench.measure.adaptive`), for a
-    run whose rows say (none before adaptive windows)."""
+    """How many timed windows the cases have and why no more (`bench.measure.adaptive`)."""
     if "windows" not in df or "windows_stop" not in df:
         return []
     timed = df.dropna(subset=["windows"])
@@ -110,9 +108,8 @@ def windows_line(df: pd.DataFrame) -> list[str]:
 
 
 def skipped_line(df: pd.DataFrame) -> list[str]:
-    """What GradScaler's skipped steps did to the timing, for a run whose rows count them: how
-    many untimed steps the scaled recipes ran until their scale settled, and how many timed
-    steps it skipped, left out of every statistic (`bench.measure.timing`)."""
+    """What GradScaler's skipped steps did to the timing: the untimed steps run until the scale
+    settled, and the timed steps skipped, left out of every statistic."""
     if "scale_warmup_steps" not in df or "skipped_steps" not in df:
         return []
     scaled = df[(df["status"] == "ok") & df["scale_loss"].fillna(False).astype(bool)]

@@ -1,14 +1,6 @@
-"""The recipe table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder,
-from its rows, samples and each run's probe files alone (no torch).
-
-- **Speed** is the driver's verdict (`bench.verdicts.driver.speed`: the rounds judge `compare`,
-  `ab` and `history` give, one observation per run, the median of its timed steps) of each
-  recipe's step times against the reference's; shown here as `× fp32`, fp32's time over the
-  recipe's (above 1 is faster), the way every other table of ampbench shows a speed-up.
-- **Training** is the training judge (`bench.verdicts.training.trains_like_fp32`) on the metric
-  the runs log (lower is better), a held-out loss where they log one; the best value of each run
-  over its logged steps, against fp32's, over the seeds.
-"""
+"""The recipe table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder, from
+its rows, samples and probe files alone. Speed is `bench.verdicts.driver.speed`'s verdict, shown
+as `× fp32`; training is `bench.verdicts.training`'s judge on the metric the runs log."""
 
 from __future__ import annotations
 
@@ -30,14 +22,12 @@ OLD_SWEEP_MD = "recipes.md"
 
 
 def alone(rows: pd.DataFrame) -> pd.DataFrame:
-    """The runs timed alone: the only ones whose step times are the recipe's (a folder from
-    before packing ran every run alone)."""
+    """The runs timed alone: the only ones whose step times are the recipe's."""
     return rows[rows["ran"] != "packed"] if "ran" in rows else rows
 
 
 def speed(rows: pd.DataFrame, samples: dict, reference: str) -> dict[str, dict]:
-    """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`), from
-    each finished run's timed step times."""
+    """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`)."""
     ok = alone(rows[rows["status"] == "ok"])
     runs = {mode: [] for mode in rows["mode"].unique()}
     for mode, cid in zip(ok["mode"], ok["case_id"], strict=True):
@@ -272,8 +262,7 @@ def written(run_dir: Path) -> Path | None:
 
 
 def write(run_dir: Path) -> Path:
-    """Write the recipe table into `run_dir`: over the one it holds (an older folder keeps its
-    recipes.md), else as sweep.md."""
+    """Write the recipe table into `run_dir`: over the one it holds, else as sweep.md."""
     path = written(run_dir) or Path(run_dir) / SWEEP_MD
     path.write_text(render(Path(run_dir)))
     return path

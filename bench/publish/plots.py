@@ -1,22 +1,6 @@
-"""Figures of a timing run, drawn with matplotlib from its DataFrame alone (nothing measures).
-
-Four PNGs are written next to report.md and embedded in it (`bench.publish.report.write`):
-- `throughput.png`: samples/s per mode, grouped by batch size, with the speedup over each speedup
-  baseline of the mode table (fp32 and tf32: `speedup_vs_fp32`, `speedup_vs_tf32`) written on
-  each bar;
-- `phases.png`: time per phase (forward, backward, optimizer step) per mode, stacked, with the
-  floor from the measured ceilings (`floor_ms`) drawn as a marker beside each bar; a variant that
-  fuses the phases (no `fwd_ms`, `bwd_ms`, `step_ms`) shows one hatched `whole step` bar;
-- `floor.png`: share of floor (`pct_of_floor`) per mode and batch size;
-- `memory.png`: memory per mode, stacked by parameters, gradients, optimizer state and what the
-  forward pass saves, with the measured peak (`peak_alloc_gib`, absent on the CPU) as a marker.
-
-Every axis of the case other than mode and batch size that takes several values in the run
-(optimizer, variant, and any later one: read from the case's fields by `bench.store.results.axes`)
-gets a panel of its own per combination of values, so a new axis shows without a change here.
-Each mode has one colour in every figure of the project (`bench.recipes.catalog`); shading and
-hatching tell the parts of a stacked bar apart.
-"""
+"""Figures of a timing run, drawn with matplotlib from its DataFrame alone: throughput.png,
+phases.png, floor.png and memory.png, a panel per combination of the other swept axes, each mode
+in its card's colour (`bench.recipes.catalog`)."""
 
 from __future__ import annotations
 
@@ -67,8 +51,7 @@ BAR_EDGE = {"edgecolor": "black", "linewidth": 0.4}
 
 
 def panel_axes(df: pd.DataFrame) -> list[str]:
-    """The axes other than mode and batch size that vary in the run: one panel per combination
-    of their values."""
+    """The axes other than mode and batch size that vary: a panel per combination of values."""
     return [
         a
         for a in results.axes()
@@ -77,8 +60,7 @@ def panel_axes(df: pd.DataFrame) -> list[str]:
 
 
 def _panels(df: pd.DataFrame, *, by_batch: bool = False) -> list[tuple[str, pd.DataFrame]]:
-    """(title, rows) per panel: per combination of the varying axes, and per batch size first
-    when `by_batch`."""
+    """(title, rows) per panel: per combination of varying axes (`by_batch`: per batch first)."""
     keys = (["batch_size"] if by_batch else []) + panel_axes(df)
     if not keys:
         return [("", df)]
@@ -153,8 +135,7 @@ def _finite(value: object) -> bool:
 def _grouped_bars(
     ax: Axes, g: pd.DataFrame, column: str, label: Callable[[pd.Series], str] | None = None
 ) -> None:
-    """One bar per mode within each batch-size group, coloured by mode; `label(row)` is written
-    above a bar."""
+    """One bar per mode within each batch-size group, `label(row)` above each."""
     sizes = sorted(g["batch_size"].unique())
     modes = _modes(g)
     width = 0.8 / len(modes)
@@ -283,8 +264,7 @@ def phases(df: pd.DataFrame, path: Path) -> None:
 
 
 def memory(df: pd.DataFrame, path: Path) -> None:
-    """Parameters, gradients, optimizer state and saved activations per mode, stacked, with
-    the measured peak where the device reports one."""
+    """Memory per mode, stacked by part, with the measured peak where the device reports one."""
     panels = _panels(df, by_batch=True)
     peaks = bool(df["peak_alloc_gib"].map(_finite).any())
     title = "Memory per mode (GiB) by what holds it" + (
@@ -316,8 +296,7 @@ DRAW = {"throughput": throughput, "phases": phases, "floor": floor_share, "memor
 
 def write_all(df: pd.DataFrame, run_dir: Path) -> dict[str, str]:
     """Every figure of a run from its passing rows; returns {figure: file name} of those drawn.
-    With no passing row nothing is drawn, and figures an earlier rendering left are removed (a
-    figure must not outlive the rows it showed)."""
+    A figure an earlier rendering left is removed: it must not outlive the rows it showed."""
     ok = df[df["status"] == "ok"]
     for name, file in FILES.items():
         if ok.empty:

@@ -1,20 +1,6 @@
-"""Publishing a run: `ampbench promote RUN [RUN...]` copies run folders into the project's results/
-(`--move` moves them) and regenerates its index, results/README.md.
-
-A run, study or search lands in runs/ (`bench.store.paths.RUNS`, git-ignored) unless `--results-dir`
-names another folder, so a user's own runs never show in `git status` or in the published index.
-Publishing one is this explicit step, after which `git add` takes the folder and the index.
-
-Every folder is checked before any is copied, and a refusal is one line naming the folder: not a
-run folder (no env.json, or a damaged one), already in the destination, a name the destination
-already holds, a folder a process is writing, or a CPU run. A CPU run is a smoke test of the
-harness, not a result: it is refused unless `allow_cpu`, and the index leaves CPU runs out even
-then (`bench.publish.runs.run_folders`), so a folder copied that way is kept but not listed.
-
-A published folder keeps its rows, raw per-step samples and results.csv gzip-compressed
-(`rows.jsonl.gz`, `samples.jsonl.gz`, `results.csv.gz`, docs/results-folder.md): every clone
-carries results/, and the three are most of a run's bytes that are not figures.
-"""
+"""Publishing a run: `ampbench promote RUN [RUN...]` copies (or `--move`s) run folders into the
+project's results/, gzip-compressing their rows, samples and results.csv, and regenerates the
+index. Every folder is checked before any is copied; a refusal is one line naming the folder."""
 
 from __future__ import annotations
 
@@ -55,9 +41,8 @@ def promote(
     move: bool = False,
     allow_cpu: bool = False,
 ) -> list[Path]:
-    """Copy (`move`: move) each run folder into `results_dir` under its own name, then rewrite
-    the index of the project's results/ (or of `results_dir` when it lies elsewhere). Returns the
-    new folders. Nothing is copied unless every folder passes its checks."""
+    """Copy (`move`: move) each run folder into `results_dir`, then rewrite its index; returns
+    the new folders. Nothing is copied unless every folder passes its checks."""
     targets = [_checked(r, results_dir, allow_cpu=allow_cpu) for r in run_dirs]
     names = [t.name for t in targets]
     twice = next((n for n in names if names.count(n) > 1), None)

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import quality_plot, quality_runs, quality_seeds
-from bench.publish.prose import figure, joined
+from bench.publish import quality_plot, quality_runs
 from bench.publish.quality_runs import span
-from bench.publish.tables import MISSING, markdown, number
+from bench.publish.tables import MISSING, figure, joined, markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.recipes import catalog
@@ -31,8 +30,7 @@ def loss(x: float) -> str:
 
 
 def study(run_dir: Path) -> dict:
-    """Everything the report and the README read of a study: its config, tables, per-run
-    summary, target, verdicts and times to the target."""
+    """Everything the report and the README read of a study, in one dict."""
     env = results.read_env(run_dir)
     cfg = QualityConfig.from_record(env["quality_config"])
     t = tables.load(run_dir)
@@ -274,9 +272,8 @@ def step_named(s: dict) -> str:
 
 
 def findings(s: dict) -> list[str]:
-    """The study's results as markdown lines: the margin, the target, the anchor, the recipe
-    table with its note, the verdicts and GradScaler's; the report and README.md's `quality`
-    block show them."""
+    """The study's results as markdown lines (the report's and the README's `quality` block):
+    the margin, target, anchor, recipe table, the verdicts and GradScaler's."""
     table, notes = recipe_table(s)
     goal = (
         f"**Target**: held-out loss {loss(s['target'])} ({s['target_why']})."
@@ -285,7 +282,7 @@ def findings(s: dict) -> list[str]:
     )
     mg, scaler = s["margin"], s["scaler"]
     margin = (
-        [f"**Margin**: {mg.reason}.{quality_seeds.extra_seeds(s)}", ""] if mg is not None else []
+        [f"**Margin**: {mg.reason}.{quality_runs.extra_seeds(s)}", ""] if mg is not None else []
     )
     seeds, steps = s["improving"], s["cfg"].steps
     improving = (
@@ -301,7 +298,7 @@ def findings(s: dict) -> list[str]:
     )
     return [
         *margin,
-        *quality_seeds.looks(s),
+        *quality_runs.looks(s),
         *_reruns(s),
         goal,
         "",

@@ -1,47 +1,6 @@
-"""Blocks of README.md and docs/*.md generated from run folders: `python -m bench readme [--check]`.
-
-A generated block sits between two markers, the opening one naming what it holds and where from:
-
-    <!-- ampbench:KIND RUN [KEY=VALUE ...] -->
-    ...generated, never edited by hand...
-    <!-- /ampbench:KIND -->
-
-RUN is a run folder, relative to the file's folder (the project root for README.md, `../results/`
-from docs/), so the marker is the one place that names it. KIND is
-- `summary`: the answer in a few lines (`bench.publish.summary`), from a timing run and the numerics
-  studies that `numerics=NAME+NAME` names (folders beside RUN; each line reads the first study
-  with its data), with links to their reports (options `optimizer=NAME`, and `skip=Word,Word`,
-  which leaves out the bullets whose bold lead starts with one of those words: `skip=Memory`);
-- `headline`: the timing headline of a run, `bench.publish.report.headline` (options `batch_size=N`,
-  `optimizer=NAME`);
-- `answer`: the Answer of a numerics study, as its report renders it
-  (`bench.numerics.render.answer`), quoted paragraph by paragraph; `only=Word,Word` keeps the
-  paragraphs whose bold heading starts with one of those words (`only=Divergence,Why`);
-- `table`: any columns of a timing run's rows (`columns=a,b,c`; every other KEY=VALUE keeps the
-  rows whose column KEY reads VALUE), for tables to come;
-- `variants`: the fastest execution variant per mode and batch size (`optimizer=NAME`;
-  `with=RUN2+RUN3` adds runs of other variants, folders beside RUN);
-- `maxbatch`: the largest-batch table of a `maxbatch` folder;
-- `recipes`: the fastest mode and variant per batch size of a timing run (`optimizer=NAME`;
-  `bench.publish.variants`);
-- `scaling`: the scaling efficiency per mode and parallelism of a run of several ranks
-  (`optimizer=NAME`; `with=RUN2` adds a run on another GPU count as columns);
-- `quality`: a time-to-quality study's target, recipes against fp32 and verdicts
-  (`bench.publish.quality`);
-- `zoo`: which recipe for which model, a row per timing run (RUN and `with=RUN2+RUN3`, one
-  model each) with the time-to-quality studies of its model among `quality=NAME+NAME`
-  (`bench.publish.zoo`).
-
-Every block but the summary (whose first line names its folders) opens with "From [RUN](its
-report.md):", and the runs `with=` adds (a zoo names each run by its model); every kind also
-takes `figure=NAME.png[+NAME.png]`: figures of RUN's folder, embedded after the content. So a
-link or a figure follows its block's folder, and re-pointing a block is an edit of its marker
-alone.
-
-`readme` rewrites every block from its run's files, in a README.md and in the pages of the
-docs/ folder beside it; `readme --check` says which blocks disagree with their run, so a table
-cannot drift from its data.
-"""
+"""Blocks of README.md and docs/*.md generated from run folders: `python -m bench readme [--check]`
+finds each `<!-- ampbench:KIND RUN [KEY=VALUE ...] -->` block, rewrites or checks it from its run's
+files (`bench.publish.readme_blocks`); docs/comparing.md lists the kinds and their options."""
 
 from __future__ import annotations
 
@@ -74,8 +33,7 @@ class Block:
     line: int
     """Line of the opening marker, from 1."""
     page: str = ""
-    """The file the block is in, relative to the README that brought it; empty for the README's
-    own blocks (or a file given alone)."""
+    """The block's file relative to the README that brought it; empty for the README's own."""
 
     @property
     def label(self) -> str:
@@ -84,8 +42,7 @@ class Block:
 
 
 def blocks(text: str) -> list[Block]:
-    """Every generated block of `text`, in order. An opening marker without its closing one is
-    bad input, named by its line."""
+    """Every generated block of `text`, in order; an unclosed marker is named by its line."""
     found = []
     for m in MARKER.finditer(text):
         words = m["args"].split()
@@ -121,8 +78,7 @@ def _model_of(run: Path) -> str:
 
 
 SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model_of}
-"""Kinds whose From line names each run otherwise than by its folder: a zoo's by its model and
-preset, as its rows do (eight folder names would take a paragraph of the README)."""
+"""Kinds whose From line names each run by its model and preset, not its folder."""
 
 
 def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
@@ -147,8 +103,7 @@ def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
 
 
 def _figures(run: Path, link: str, names: str) -> str:
-    """Markdown images of `names` (`a.png+b.png`), figures in the folder `run` that `link`
-    reaches from the page."""
+    """Markdown images of `names` (`a.png+b.png`), figures in the folder `run` (`link`)."""
     shown = []
     for name in names.split("+"):
         if not (run / name).is_file():
@@ -200,10 +155,8 @@ def pages(path: Path) -> list[Path]:
 
 
 def update(path: Path, *, check: bool = False) -> list[Block]:
-    """Fill the blocks of `path` from their runs, and for a README.md those of the docs/*.md
-    pages beside it (with `check`, only compare); returns the blocks that disagreed with their
-    run, a page's named by its path from the README's folder. Every file is checked before any
-    is written, so bad input changes nothing."""
+    """Fill the blocks of `path` (and of a README.md's docs/*.md pages) from their runs, or with
+    `check` only compare; returns the blocks that disagreed. Bad input changes nothing."""
     writes, changed = [], []
     for page in pages(path):
         text = page.read_text()

@@ -1,7 +1,5 @@
-"""What each kind of generated block holds (`bench.publish.readme` finds the blocks, fills and
-checks them): one function per kind, (run folder, the marker's options, the folder as the page
-links it) -> the block's markdown. The kinds and their options are listed in readme.py's
-docstring."""
+"""What each kind of generated block holds: one function per kind, (run folder, the marker's
+options, the folder as the page links it) -> the block's markdown (docs/comparing.md)."""
 
 from __future__ import annotations
 
@@ -12,23 +10,37 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.numerics.measure import tables as study_tables
 from bench.numerics.render import answer
-from bench.publish import columns, findings, maxbatch, ranks, report, tables, variants
+from bench.publish import (
+    columns,
+    findings,
+    maxbatch,
+    quality,
+    ranks,
+    report,
+    summary,
+    tables,
+    variants,
+    zoo,
+)
 from bench.store import results
 
 
 def link_to_report(folder: Path, link: str, text: str | None = None) -> str:
-    """A markdown link to a folder's report.md (to the folder where it has none), `link` being
-    the folder as the page reaches it."""
+    """A markdown link to a folder's report.md (else the folder), as the page reaches it."""
     target = f"{link}/{results.REPORT}" if (folder / results.REPORT).is_file() else link
     return f"[{text or f'`{folder.name}`'}]({target})"
 
 
-def _headline(run: Path, options: dict[str, str], link: str) -> str:
-    unknown = set(options) - {"batch_size", "optimizer"}
+def _takes(kind: str, options: dict[str, str], *allowed: str) -> None:
+    """Refuse, in one line, an option the block's kind does not take."""
+    unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise UsageError(
-            f"ampbench:headline takes batch_size= and optimizer=, not {sorted(unknown)[0]}="
-        )
+        takes = tables.joined([f"{k}=" for k in allowed]) if allowed else "no option"
+        raise UsageError(f"ampbench:{kind} takes {takes}, not {unknown[0]}=")
+
+
+def _headline(run: Path, options: dict[str, str], link: str) -> str:
+    _takes("headline", options, "batch_size", "optimizer")
     bs = options.get("batch_size")
     return report.headline(
         results.load(run),
@@ -38,9 +50,8 @@ def _headline(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _answer(run: Path, options: dict[str, str], link: str) -> str:
-    only = options.pop("only", None)
-    if options:
-        raise UsageError(f"ampbench:answer takes only only=, got {sorted(options)[0]}=")
+    _takes("answer", options, "only")
+    only = options.get("only")
     t = study_tables.load(run)
     paragraphs = answer.answer(t, str(t["env"].get("torch")))
     if only is not None:
@@ -68,11 +79,8 @@ def _rows_table(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
-    """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it), for a
-    block kind whose options are `optimizer=` and `with=`."""
-    unknown = set(options) - {"optimizer", "with"}
-    if unknown:
-        raise UsageError(f"ampbench:{kind} takes optimizer= and with=, not {sorted(unknown)[0]}=")
+    """The rows of `run` and of the runs its `with=RUN2+RUN3` names (folders beside it)."""
+    _takes(kind, options, "optimizer", "with")
     runs = [run] + [run.parent / name for name in options.get("with", "").split("+") if name]
     for other in runs[1:]:
         if not (other / results.ENV).is_file():
@@ -81,23 +89,19 @@ def _rows_with(kind: str, run: Path, options: dict[str, str]) -> pd.DataFrame:
 
 
 def _variants(run: Path, options: dict[str, str], link: str) -> str:
-    """The fastest variant per mode and batch size; `with=RUN2+RUN3` adds the rows of other runs
-    (variants measured in a folder of their own)."""
+    """The fastest variant per mode and batch size; `with=` adds the rows of other runs."""
     df = _rows_with("variants", run, options)
     return variants.best_variant_table(df, options.get("optimizer", "fused"))
 
 
 def _recipes(run: Path, options: dict[str, str], link: str) -> str:
     """The fastest mode and variant per batch size of a timing run."""
-    unknown = set(options) - {"optimizer"}
-    if unknown:
-        raise UsageError(f"ampbench:recipes takes optimizer=, not {sorted(unknown)[0]}=")
+    _takes("recipes", options, "optimizer")
     return variants.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
 
 
 def _scaling(run: Path, options: dict[str, str], link: str) -> str:
-    """The scaling efficiency per mode and parallelism of a run of several ranks; `with=RUN2`
-    adds the columns of a run on another GPU count."""
+    """Scaling efficiency per mode and parallelism; `with=RUN2` adds another GPU count's."""
     df = _rows_with("scaling", run, options)
     optimizer = options.get("optimizer", "fused")
     try:
@@ -109,9 +113,7 @@ def _scaling(run: Path, options: dict[str, str], link: str) -> str:
 
 def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     """The largest-batch table of a `maxbatch` folder."""
-
-    if options:
-        raise UsageError(f"ampbench:maxbatch takes no option, got {sorted(options)[0]}=")
+    _takes("maxbatch", options)
     limit = results.read_env(run)["maxbatch_config"]["limit"]
     table = maxbatch.summarize_trials(
         pd.DataFrame(results.read_jsonl(run / maxbatch.TRIALS)), limit
@@ -128,13 +130,7 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:
     """The answer in a few lines from a timing run and the numerics studies beside it."""
-    from bench.publish import summary  # scipy: loaded only when this runs
-
-    unknown = set(options) - {"numerics", "optimizer", "skip"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:summary takes numerics=, optimizer= and skip=, not {sorted(unknown)[0]}="
-        )
+    _takes("summary", options, "numerics", "optimizer", "skip")
     names = [n for n in options.get("numerics", "").split("+") if n]
     for name in names:
         if not (run.parent / name / study_tables.AUDIT_JSON).is_file():
@@ -165,8 +161,7 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
 
 def _found(run: Path, options: dict[str, str], link: str) -> str:
     """The bullets of "What this run found" in the run's report."""
-    if options:
-        raise UsageError(f"ampbench:found takes no options, got {sorted(options)[0]}=")
+    _takes("found", options)
     df = results.load(run)
     return "\n".join(findings.findings(df, report.headline_optimizer(df)))
 
@@ -174,13 +169,7 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
     """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
     time-to-quality studies of its model among `quality=` (`bench.publish.zoo`)."""
-    from bench.publish import quality, zoo  # scipy: loaded only when this runs
-
-    unknown = set(options) - {"with", "quality", "optimizer"}
-    if unknown:
-        raise UsageError(
-            f"ampbench:zoo takes with=, quality=, optimizer=, not {sorted(unknown)[0]}="
-        )
+    _takes("zoo", options, "with", "quality", "optimizer")
     runs = [run] + [run.parent / n for n in options.get("with", "").split("+") if n]
     names = [n for n in options.get("quality", "").split("+") if n]
     for folder in [*runs[1:], *(run.parent / n for n in names)]:
@@ -194,10 +183,7 @@ def _zoo(run: Path, options: dict[str, str], link: str) -> str:
 
 def _quality(run: Path, options: dict[str, str], link: str) -> str:
     """A time-to-quality study's findings (`bench.publish.quality`)."""
-    from bench.publish import quality  # scipy: loaded only when this runs
-
-    if options:
-        raise UsageError(f"ampbench:quality takes no option, got {sorted(options)[0]}=")
+    _takes("quality", options)
     if results.read_env(run).get("kind") != "quality":
         raise UsageError(f"ampbench:quality: {run.name} is not a time-to-quality study")
     return "\n".join(quality.findings(quality.study(run)))

@@ -1,10 +1,5 @@
-"""Rendering a folder of any kind from its files alone: what `ampbench report` does, and what a
-command does after its job has written a folder.
-
-A job (`bench.jobs`) measures and writes; it never renders. The command that ran it then calls
-`after_job`, which renders the folder, prints what a user wants to see first, and refreshes the
-project's index when the folder is in results/.
-"""
+"""Rendering a folder of any kind from its files alone (`ampbench report`), and `after_job`: what a
+command does once its job has written a folder (render, print the headline, refresh the index)."""
 
 from __future__ import annotations
 
@@ -12,7 +7,8 @@ import sys
 from pathlib import Path
 
 from bench.faults import UsageError
-from bench.publish import ab, index, maxbatch
+from bench.numerics.render import study
+from bench.publish import ab, index, maxbatch, quality, report
 from bench.store import results, schema
 
 
@@ -31,20 +27,14 @@ def render(run_dir: Path) -> Path:
     """Re-render the folder's report (and figures) from its files; returns the report's path."""
     found = kind(run_dir)
     if found == "numerics":
-        from bench.numerics.render import study  # matplotlib: loaded only when this runs
-
         return study.render(run_dir)
     if found == "maxbatch":
         return maxbatch.render(run_dir)
     if found == "quality":
-        from bench.publish import quality  # matplotlib, scipy: loaded only when this runs
-
         return quality.render(run_dir)
     if found == "ab":
         ab.write(run_dir)
         return run_dir / results.REPORT
-    from bench.publish import report  # matplotlib: loaded only when this runs
-
     report.write(run_dir)
     return run_dir / results.REPORT
 
@@ -56,13 +46,10 @@ def _nested_study(run_dir: Path) -> Path | None:
 
 
 def after_job(run_dir: Path) -> None:
-    """After a job wrote `run_dir`: render it, show its headline (a timing run's), and refresh
-    the project's index when the folder is in results/."""
+    """After a job wrote `run_dir`: render it, show a timing run's headline, refresh the index."""
 
     path = render(run_dir)
     if kind(run_dir) == "timing":
-        from bench.publish import report  # matplotlib: loaded only when this runs
-
         sub = _nested_study(run_dir)
         if sub is not None:
             print(f"ampbench: wrote {render(sub)}", file=sys.stderr, flush=True)

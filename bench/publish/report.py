@@ -1,14 +1,5 @@
-"""A timing run's report: its DataFrame and env.json into report.md and its figures (`write`).
-Pure: nothing here measures.
-
-`render` puts the sections in order: what the run found (`bench.publish.findings`) and its
-headline table (`headline`, which the README quotes too), the time per step, a run of several
-ranks (`bench.publish.ranks`), the execution variants (`bench.publish.variants`), each phase
-against its floor, memory, dtypes, the harness against a plain loop, and how the run was made
-(`bench.publish.method`). Each table's columns are a catalog of `bench.publish.columns`; figures
-are `bench.publish.plots`, written next to report.md by `write` and embedded in it. Every figure
-comes from the run's rows or env.json.
-"""
+"""A timing run's report: its DataFrame and env.json into report.md and its figures (`write`),
+the sections in order (`render`), and the headline the README quotes (`headline`)."""
 
 from __future__ import annotations
 
@@ -34,8 +25,7 @@ from bench.workloads import cards
 
 
 def headline_optimizer(df: pd.DataFrame) -> str:
-    """The optimizer a run's headline shows: fused Adam where the run has it (the faster one),
-    else its first."""
+    """The optimizer a run's headline shows: fused Adam where the run has it, else its first."""
     optimizers = list(dict.fromkeys(df["optimizer"])) if "optimizer" in df else []
     return "fused" if "fused" in optimizers or not optimizers else str(optimizers[0])
 
@@ -45,11 +35,9 @@ NO_HEADLINE = "(no successful cases)"
 
 
 def headline(df: pd.DataFrame, batch_size: int | None = None, optimizer: str | None = None) -> str:
-    """The README's table: every mode, eager, at the largest batch size where the headline
-    optimizer has an eager case that passed (a larger batch may hold only the other optimizer's,
-    when a killed run's last row was cut off). A run of other variants alone (`--variants
-    cudagraph`) shows its first variant instead; a run of several ranks without a one-GPU case
-    that passed, its distributed rows (`distributed_headline`)."""
+    """The README's table: every mode, eager (else the run's first variant), at the largest
+    batch size where the headline optimizer has a case that passed; a run of several ranks alone,
+    its distributed rows (`distributed_headline`)."""
     optimizer = optimizer or headline_optimizer(df)
     df = timing.float8_as_unsupported(df)
     passed = df[(df["status"] == "ok") & (df["optimizer"] == optimizer)]
@@ -91,9 +79,8 @@ NO_BASELINE = (
 
 
 def distributed_headline(passed: pd.DataFrame, batch_size: int | None, optimizer: str) -> str:
-    """The rows a run of distributed cases alone passed (no `parallel=none` case): every mode
-    and parallelism at the largest batch per GPU (eager where it has it), after the line that
-    says what is missing."""
+    """A run of distributed cases alone: every mode and parallelism at the largest batch per
+    GPU, after the line that says what is missing."""
     variant = "eager" if (passed["variant"] == "eager").any() else str(passed["variant"].iloc[0])
     rows = passed[passed["variant"] == variant]
     bs = batch_size or int(rows["batch_size"].max())
@@ -187,8 +174,7 @@ def _figure(figures: dict[str, str], name: str, alt: str) -> list[str]:
 
 
 def _cpu_note(left: dict[str, str]) -> str:
-    """What a CPU run does not measure, said once (its cells are `–`), and what its default
-    grid left out."""
+    """What a CPU run does not measure, said once, and what its default grid left out."""
     note = (
         "**CPU smoke run**: these figures exercise the harness on the CPU; they say nothing "
         "about GPU training speed. Not measured on the CPU, so `–`: peak memory (it comes from "
@@ -201,9 +187,8 @@ def _cpu_note(left: dict[str, str]) -> str:
 
 
 def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
-    """The whole report.md of a run; `figures` ({figure: file name}, from `plots.write_all`)
-    are embedded in their sections. It opens with what the run found (the lines and the
-    headline table), then the detail, then how the run was made."""
+    """The whole report.md of a run, `figures` (from `plots.write_all`) in their sections: what
+    the run found, then the detail, then how the run was made."""
     figures = figures or {}
     # An older folder's float8 row that converted no Linear ran bf16 autocast's step: read as
     # the `unsupported` row a new run writes for it.
@@ -228,9 +213,8 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
 
 
 def _opening(df: pd.DataFrame, env: dict, figures: dict[str, str]) -> list[str]:
-    """What a reader sees before the detail: what a CPU run does not measure, what the run
-    found with its headline table and throughput figure, and a link to the numerics study
-    the run began with."""
+    """What a reader sees before the detail: the CPU note, the findings with the headline table
+    and throughput figure, and a link to the numerics study the run began with."""
     out = []
     if env.get("device") == "cpu":
         out += [_cpu_note(env.get("config", {}).get("left_out") or {}), ""]
@@ -321,8 +305,7 @@ def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, s
 
 
 def _dtypes_section(df: pd.DataFrame) -> list[str]:
-    """The dtypes each mode's step produced, one row per mode, with the float8 recipes'
-    decisions on each Linear."""
+    """The dtypes each mode's step produced, with the float8 recipes' decision per Linear."""
     dtypes = df.drop_duplicates("mode")
     if "fp8_linears" in dtypes:
         dtypes = dtypes.assign(fp8_linears=dtypes["fp8_linears"].map(findings.float8_cell))
@@ -349,8 +332,7 @@ def _dtypes_section(df: pd.DataFrame) -> list[str]:
 
 
 def _failed_section(df: pd.DataFrame) -> list[str]:
-    """The cases that did not pass, with their status and error, and where their full
-    tracebacks are kept; nothing when every case passed."""
+    """The cases that did not pass, their status, error and where their tracebacks are kept."""
     bad = df[df["status"] != "ok"]
     if bad.empty:
         return []

@@ -1,13 +1,6 @@
-"""What a results directory holds, as publishing reads it: its run folders (each with its kind,
-`bench.store.schema.kind_of`, and its env.json) and its pytest-benchmark saves, seen either as
-every file on disk or as only the files git tracks (`Tree`), which is how `index --check` sees
-the committed results/.
-
-A run folder lies directly in the directory or one level below (results/lr-sweep/RUN). The
-history and the session logs hold no runs. CPU runs are smoke tests of the harness, never
-results, and folders whose env.json is damaged are named apart (`damaged_folders`), so that one
-bad folder costs nothing else.
-"""
+"""What a results directory holds, as publishing reads it: its run folders (each with its kind and
+env.json) and pytest-benchmark saves, seen on disk or as the files git tracks (`Tree`). CPU runs
+are never results; folders with a damaged env.json are named apart (`damaged_folders`)."""
 
 from __future__ import annotations
 
@@ -72,9 +65,8 @@ def tracked_files(folder: Path) -> frozenset[Path] | None:
 
 
 def run_at(path: Path, tree: Tree) -> Run | None:
-    """The run in folder `path`, or None where it holds no env.json. A damaged env.json makes a
-    run of kind `DAMAGED` whose env holds the one line that names the damage: one bad folder
-    must not cost the index of every other."""
+    """The run in folder `path`, or None without env.json; a damaged one makes a `DAMAGED` run
+    naming the damage, so one bad folder costs nothing else."""
     if not tree.has(path / results.ENV):
         return None
     try:
@@ -95,12 +87,9 @@ def subfolders(tree: Tree) -> list[Path]:
 def run_folders(
     results_dir: Path = paths.RESULTS, *, tree: Tree | None = None, nested: bool = False
 ) -> list[Run]:
-    """Every run folder directly in `results_dir` or one level below (results/lr-sweep/RUN),
-    oldest first; `nested`: at any depth below folders that hold no run (the index names them
-    all: results/memory-h200/ab/RUN), never inside a run folder (an `ab` comparison's rounds, a
-    study's jobs belong to it). A CPU run (env.json's `device` is `cpu`) is a smoke test of the
-    harness, not a result: it is left out, even where `promote --allow-cpu` copied it in. So is
-    a folder whose env.json is damaged (`damaged_folders`)."""
+    """Every run folder directly in `results_dir` or one level below, oldest first (`nested`: at
+    any depth below folders that hold no run, never inside one). CPU runs (smoke tests, never
+    results) and damaged folders (`damaged_folders`) are left out."""
     found = [r for r in _folders(results_dir, tree, nested) if r.kind != DAMAGED]
     found = [r for r in found if r.env.get("device") != "cpu"]
     return sorted(found, key=lambda r: (str(r.env.get("started", "")), r.path.name))

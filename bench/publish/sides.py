@@ -1,18 +1,6 @@
-"""What `bench compare` compares: one side (A or B), read into the rounds of each of its cases.
-
-A round is one observation of a case: timings far enough apart from the side's other rounds that
-what moves a machine between runs (its load, its clocks, the layout of a fresh process) moves
-them apart too. A side is one of:
-- a folder of run folders (what `ampbench ab` writes for each revision; or runs of one commit
-  made one after another): each run folder is one round of each of its cases, all its steps;
-- a run folder: its passes over the grid (`run --rounds N`), each one round; without passes,
-  its timed windows (`--repeats`), which follow each other within seconds in one process;
-- a folder of pytest-benchmark saves (JSON): each save is one round of each benchmark;
-- one pytest-benchmark save: its rounds as `--benchmark-save-data` keeps them (consecutive calls
-  in one process), else only its median.
-`UNITS` names each kind of round in words; rounds within one process (`windows`, a save's
-`calls`) cannot show how far two processes differ, and the rendered table says so.
-"""
+"""What `bench compare` compares: one side (A or B) read into the rounds of each of its cases. A
+side is a folder of run folders, a run folder (its passes, else its timed windows), a folder of
+pytest-benchmark saves or one save; `UNITS` names each kind of round."""
 
 from __future__ import annotations
 
@@ -37,17 +25,15 @@ UNITS = {
 }
 """Each kind of round -> what it is, in words."""
 ONE_PROCESS = ("windows", "calls")
-"""Rounds that follow each other within seconds in one process: a difference between two
-processes larger than their spread reads as a real one."""
+"""Rounds of one process, seconds apart: they cannot show how far two processes differ."""
 BENCHMARK = "benchmark"
 """The column that names a pytest-benchmark case (its test name)."""
 
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: its cases (one row each: the key columns, `case_id`, `status`,
-    `unit` and `rounds`, a list of arrays of step times in ms), the key columns a case is
-    matched on, and the environment its timings were made in."""
+    """One side of a comparison: its cases (a row each, with `unit` and `rounds`: arrays of step
+    times in ms), the key columns a case is matched on, and its environment."""
 
     path: Path
     kind: str
@@ -56,8 +42,7 @@ class Side:
     cases: pd.DataFrame
     env: dict
     memory: dict[str, list[dict]] | None = None
-    """Each case's memory per round (by `case_id`: one mapping of `bench.verdicts.memory.COLUMNS`
-    per run folder or save; a run's passes share its one memory pass), for the memory verdicts."""
+    """Each case's memory per round, by `case_id` (`bench.verdicts.memory.COLUMNS`)."""
 
 
 def _is_run(path: Path) -> bool:
@@ -75,8 +60,7 @@ def _is_save(path: Path) -> bool:
 
 
 def read(path: Path) -> Side:
-    """The side at `path`, whichever of the four kinds it is; one line names a path that is
-    none of them."""
+    """The side at `path`, whichever of the four kinds it is (else one line says so)."""
     if _is_run(path):
         return _run_side(path, [path], one_run=True)
     if _is_save(path):
@@ -103,9 +87,8 @@ def of_runs(runs: list[Path]) -> Side:
 
 
 def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
-    """A run's rounds of one case: its passes, else its windows, else its one window. A window
-    GradScaler skipped whole (every sample NaN, `bench.measure.timing.SKIPPED`) holds no training
-    step: it is no round."""
+    """A run's rounds of one case: its passes, else its windows; a window GradScaler skipped
+    whole (every sample NaN) holds no training step and is no round."""
     steps = np.asarray(rec["samples_ms"].get("total", []), dtype=float)
     windows = [np.asarray(w, dtype=float) for w in rec.get("repeats_ms", {}).get("total", [])]
     passes = row.get("rounds")

@@ -1,20 +1,6 @@
-"""The answer on one GPU in a few lines: what a reader of the README wants first, computed from a
-timing run's rows and the tables of one or more numerics studies.
-
-Each line is one bullet with a bold lead: how much faster autocast is, which dtype the gradients
-have, whether float16 needs GradScaler (and why, by its measured underflow and divergence), what
-GradScaler costs, what bf16 gives up, the fastest recipe per batch regime with what it costs in
-convergence, the fastest recipe that trains like fp32, and memory. Every figure is a cell of the
-rows or the tables; a line whose data the folders lack is left out, never guessed. A claim the
-rows cannot carry is not made (`bench.verdicts.timing`): recipes inside each other's noise are
-tied, not ranked; GradScaler's cost comes only where the two fp16 modes' training steps set them
-apart (`bench.verdicts.timing.scaler_cost`), else the line says why not.
-
-The lines from the timing run are here; those from the numerics studies, and how each study is
-chosen, are `bench.publish.summary_studies`. The modes a line names are the mode table's
-(`bench.recipes.catalog`): the float32 reference, the headline mode (bf16 autocast), the fp16 pair,
-the TF32 mode. Pure: pandas only, no torch; nothing here judges a run against expectations.
-"""
+"""The answer on one GPU in a few lines, from a timing run's rows (and, through
+`bench.publish.summary_studies`, numerics studies): one bold-led bullet per finding, a line whose
+data the folders lack left out, a claim the rows cannot carry not made (`bench.verdicts.timing`)."""
 
 from __future__ import annotations
 
@@ -31,7 +17,6 @@ from bench.publish.findings import (
     float8_unconverted,
     unconverted_note,
 )
-from bench.publish.prose import batch_sizes, figure, joined
 from bench.publish.summary_studies import (
     bf16_line,
     gradients_line,
@@ -41,6 +26,7 @@ from bench.publish.summary_studies import (
     training_cost,
     trains_like_fp32,
 )
+from bench.publish.tables import batch_sizes, figure, joined
 from bench.recipes import catalog
 from bench.verdicts import timing
 from bench.verdicts.timing import Fastest
@@ -97,9 +83,8 @@ def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
 
 
 def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
-    """fp16 with GradScaler against fp16 without (`bench.recipes.catalog.fp16_pair`), eager, per
-    batch size, and the headline mode (bf16 autocast): each batch size's sign where
-    `bench.verdicts.timing.scaler_cost` decides it. Else why not, in one clause."""
+    """GradScaler's cost per batch size (fp16 with it against without, eager) where
+    `bench.verdicts.timing.scaler_cost` decides it, else why not in one clause."""
     scaled_mode, bare_mode = catalog.fp16_pair()
     head = catalog.headline()
     pairs = []
@@ -146,8 +131,7 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
 
 
 def _winners(ok: pd.DataFrame) -> list[tuple[int, Fastest]]:
-    """(batch size, its fastest row or the rows tied within noise) per batch size of `ok`,
-    smallest batch first."""
+    """(batch size, its fastest row or the rows tied with it) per batch size of `ok`, ascending."""
     return [(int(bs), timing.fastest(g)) for bs, g in ok.groupby("batch_size", sort=True)]
 
 
@@ -164,8 +148,7 @@ def _regimes(winners: list[tuple[int, Fastest]]) -> list[list[tuple[int, Fastest
 
 
 def _recipe(ok: pd.DataFrame, bs: int, row: pd.Series) -> str:
-    """`compile, 2.33 ms, 5.15× eager fp32`: a row's variant, its time and its speed over the
-    eager reference at its batch size."""
+    """`compile, 2.33 ms, 5.15× eager fp32`: a row's variant, time and speed over the reference."""
     fp32 = _eager(ok, catalog.reference(), bs)
     vs = f", {figure(fp32 / row['total_ms'])}× eager {catalog.reference()}"
     return f"{row['variant']}, {figure(row['total_ms'])} ms{vs if not math.isnan(fp32) else ''}"
@@ -183,10 +166,8 @@ def _tied(ok: pd.DataFrame, bs: int, f: Fastest) -> str:
 
 
 def _at(ok: pd.DataFrame, group: list[tuple[int, Fastest]], *, say_batch: bool) -> str:
-    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...), with its other
-    variants tied within noise named; where modes are tied, `tied within noise: ` and every
-    row tied, with why (`at batch N: ` before each batch size's, where the group has several or
-    `say_batch`)."""
+    """`mode` at batch 256 (compile, 2.33 ms, 5.15× eager fp32) and 1024 (...), variants tied
+    with it named; where modes are tied, `tied within noise: ` and every row tied."""
     first = group[0][1]
     if len(first.modes) == 1:
         parts = []
@@ -214,10 +195,8 @@ def _costs(studies: list[dict], modes: tuple[str, ...]) -> str:
 
 
 def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list[str]:
-    """Per regime (consecutive batch sizes with one winning mode, or the same modes tied within
-    noise: `bench.verdicts.timing.fastest`): the fastest mode and variant with its speed over
-    eager fp32, or every row tied, and what it does to training; then the fastest among the
-    modes that train like fp32, where that differs somewhere."""
+    """Per regime (consecutive batch sizes with one winner or one tie): the fastest recipe with
+    its speed over eager fp32 and its training, then the fastest that trains like fp32."""
     ref = catalog.reference()
     if ok.empty:
         return []
@@ -254,10 +233,8 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
 
 
 def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str | None:
-    """Each float8 recipe against the headline mode (bf16 autocast) per batch size, each at its
-    fastest variant: where float8 pays, and the recipes and batch sizes where it does not
-    (below 1×); then the recipes `unconverted` that convert no Linear of the model
-    (`bench.publish.findings.float8_unconverted`), which are `unsupported`."""
+    """Each float8 recipe against the headline mode per batch size, at its fastest variant:
+    where it pays and where not; then the `unconverted` recipes, which are `unsupported`."""
     per = float8_against_headline(ok)
     note = unconverted_note(unconverted or [])
     if not per:
@@ -281,9 +258,8 @@ def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str |
 
 
 def memory_line(ok: pd.DataFrame) -> str | None:
-    """Peak memory at the largest batch size where the eager reference (fp32) has a measured
-    peak, of the reference, the headline mode (bf16 autocast) and the mode with the lowest peak;
-    and the weights, gradients and Adam state each keeps."""
+    """Peak memory of the reference, the headline mode and the lowest mode, at the largest batch
+    size where the eager reference has one; and the state each keeps."""
     ref, head = catalog.reference(), catalog.headline()
     eager = ok[(ok["variant"] == "eager") & ok["peak_alloc_gib"].notna()]
     sizes = sorted(eager[eager["mode"] == ref]["batch_size"].unique())
@@ -316,8 +292,7 @@ def memory_line(ok: pd.DataFrame) -> str | None:
 
 
 def heading(env: dict, sources: list[str]) -> str:
-    """The line above the bullets: the GPU and torch of the timing run (its env.json), and the
-    folders, as markdown links."""
+    """The line above the bullets: the timing run's GPU and torch, and links to the folders."""
     where = "the CPU" if env.get("device") == "cpu" else f"one {env.get('gpu', 'unnamed GPU')}"
     links = f" ({', '.join(sources)})" if sources else ""
     return f"Measured on {where}, torch {env.get('torch', '?')}{links}:"
@@ -331,10 +306,8 @@ def summary(
     *,
     optimizer: str = "fused",
 ) -> list[str]:
-    """The summary: its heading, a blank line, then its bullets, from a timing run's rows
-    (`bench.store.results.load`) and env.json, the tables of numerics studies
-    (`bench.numerics.measure.tables.load`), first study first, and links to the folders
-    (markdown)."""
+    """The summary's heading and bullets from a timing run's rows and env.json, the numerics
+    studies' tables (first study first) and links to the folders."""
     ok = passing(rows, optimizer)
     lines = [
         speed_line(ok, optimizer),

@@ -1,15 +1,6 @@
-"""The summary's lines from numerics studies (`bench.numerics.measure.tables.load`): which dtype the
-gradients have, whether float16 needs GradScaler (its measured underflow and divergence), what
-bf16 gives up, and how a mode trains against the float32 reference, which the lines from a timing
-run (`bench.publish.summary`) quote for the fastest recipes.
-
-Several studies: each line reads the first study (in the order given) that has its data; a line
-about training prefers the first study that looked for divergence. A comparison with the
-reference always uses the reference of the same study (same weights, same batches). The
-thresholds are the numerics Answer's (`bench.numerics.render.answer`), so the two never disagree.
-The modes are the mode table's (`bench.recipes.catalog`): its reference, its fp16 pair, its autocast
-modes and its headline. Pure: pandas only, no torch.
-"""
+"""The summary's lines from numerics studies: gradient dtypes, whether fp16 needs GradScaler, what
+bf16 gives up, how a mode trains against fp32. Each line reads the first study with its data, with
+the numerics Answer's thresholds (`bench.numerics.render.answer`), so the two never disagree."""
 
 from __future__ import annotations
 
@@ -24,14 +15,13 @@ from bench.numerics.render.answer import (
     bf16_against_fp16_error,
     lost_direction,
 )
-from bench.publish.prose import batch_sizes, figure, joined
+from bench.publish.tables import batch_sizes, figure, joined
 from bench.recipes import catalog
 from bench.verdicts import training
 
 
 def _autocast(dtype: str) -> str:
-    """The autocast mode of `dtype` as PyTorch's AMP documents it (fp16 with a scaler, bf16
-    without): `bench.recipes.catalog.autocast_modes`."""
+    """The autocast mode of `dtype` as PyTorch's AMP documents it (fp16 scaled, bf16 not)."""
     return next(mode for mode, d in catalog.autocast_modes().items() if d == dtype)
 
 
@@ -52,12 +42,9 @@ def _measured(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
-    """Per batch size of one study that trained both `mode` and the reference mode (fp32): the
-    mean final training loss of each over seeds (`loss`, `fp32_loss`), their ratio, whether every
-    seed ended within LOSS_GAP of the reference's worst seed
-    (`bench.numerics.analysis.runs.versus`), and the mode's runs that diverged (`diverged`, at
-    `steps`). The study is the first that looked for divergence, else the first at all: a study that
-    traced divergence says more about the same runs."""
+    """Per batch size: `mode`'s and fp32's mean final loss over seeds, their ratio, whether every
+    seed ended within LOSS_GAP (`bench.numerics.analysis.runs.versus`) and the runs that
+    diverged, from the first study that looked for divergence (else the first)."""
     reference = catalog.reference()
     both = [s for s in studies if {mode, reference} <= set(s["summary"]["mode"])]
     both.sort(key=lambda s: _measured(s["summary"]).empty)  # stable: the given order otherwise
@@ -90,10 +77,8 @@ def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
 
 
 def _seeds(r, nested: bool = False) -> str:
-    """What a mean over seeds hides, for one row of `against_fp32`: the mode's seeds that ended
-    more than LOSS_GAP above the reference's worst, and the reference's own range where its seeds
-    differ by more than the gap (a plateau left at a seed-dependent step). `nested`: as a
-    clause for a list already in parentheses."""
+    """What a mean over seeds hides in a row of `against_fp32`: the seeds beyond LOSS_GAP and
+    the reference's own spread (`nested`: a clause inside parentheses)."""
     notes = []
     if r.worse and r.worse < r.runs:
         notes.append(f"{r.worse} of {r.runs} seeds more than {LOSS_GAP:.0%} above fp32's worst")
@@ -106,10 +91,8 @@ def _seeds(r, nested: bool = False) -> str:
 
 
 def trains_like_fp32(studies: list[dict], mode: str) -> bool | None:
-    """Whether `mode` trains like fp32 by these numerics studies: True for the reference itself,
-    else None (not known). A numerics study trains on a synthetic task, with one or two seeds, on
-    which `bench.verdicts.training` decides nothing: only a time-to-quality study on real data
-    does (`bench.publish.quality`)."""
+    """True for the reference itself, else None: a numerics study's synthetic task and few seeds
+    decide nothing; only a time-to-quality study does (`bench.publish.quality`)."""
     if mode == catalog.reference():
         return True
     verdict = training.trains_like_fp32(pd.DataFrame(), mode, synthetic=True)
@@ -169,11 +152,8 @@ def gradients_line(studies: list[dict]) -> str | None:
 
 
 def _scaler_evidence(studies: list[dict]) -> tuple[pd.DataFrame, list[str]]:
-    """(the training comparison the scaler line reads, and the evidence that float16 needs
-    GradScaler: where training without it diverged and training with it did not). The census's
-    share of flushed elements is not evidence (`bench.verdicts.training.scaler_needed` weighs
-    the gradient's norm, which a numerics census does not record), nor is a loss compared by a
-    fixed gap on a synthetic task."""
+    """(the training comparison the scaler line reads, and where fp16 diverged without GradScaler
+    and not with it): the census's flushed share and a synthetic loss gap are no evidence."""
     scaled, bare = catalog.fp16_pair()
     vs = against_fp32(studies, bare)
     vs_scaled = against_fp32(studies, scaled)
@@ -190,8 +170,7 @@ def _scaler_evidence(studies: list[dict]) -> tuple[pd.DataFrame, list[str]]:
 
 
 def scaler_needed(studies: list[dict]) -> bool | None:
-    """True where the studies show float16 needs GradScaler (training without it diverged);
-    None, not known, otherwise: a numerics study cannot show it not needed."""
+    """True where training fp16 without GradScaler diverged; else None: not known."""
     _, evidence = _scaler_evidence(studies)
     return True if evidence else None
 
@@ -243,9 +222,8 @@ def bf16_line(studies: list[dict]) -> str | None:
 
 
 def learning_line(studies: list[dict]) -> str | None:
-    """Where a study's task has a known perfect loss and its runs disagree on whether they learned
-    it (`bench.numerics.analysis.runs.learned`): how many seeds of each mode did, per batch size, so
-    that the loss comparisons beside it are read as per seed."""
+    """Where the runs disagree on learning a task's known perfect loss: how many seeds of each mode
+    did, per batch size (`bench.numerics.analysis.runs.learned`)."""
     for study in studies:
         counts = learned(study["summary"], study["runs"])
         if counts.empty or counts["learned"].eq(counts["seeds"]).all():

@@ -1,11 +1,6 @@
-"""Markdown tables a person can read: the one place that turns a DataFrame into a table cell.
-
-Every published table (reports, the index, README blocks, compare and history) goes through
-`markdown`, so every cell follows one rule: a number shows at most 4 significant digits (no
-scientific notation for ordinary magnitudes) unless it is a whole number, which shows exactly
-(a loss scale of 65536 is not 65540), a value that was not measured (NaN, None) shows
-`–`, and booleans show `yes`/`no`. Pure: needs pandas and tabulate, never torch.
-"""
+"""Numbers a person can read: the one place a DataFrame becomes a table cell (at most 4
+significant digits, whole numbers exact, `–` for a value not measured, `yes`/`no`), and figures
+and lists in sentences (`figure`, `joined`, `batch_sizes`)."""
 
 from __future__ import annotations
 
@@ -39,14 +34,12 @@ def cell(value: object, digits: int = SIG_DIGITS) -> str:
 
 
 EXACT_BELOW = 2.0**53
-"""Whole numbers below this print exactly: a float holds every integer up to it, so such a value
-is a count or a power of two, not a measurement that happens to be whole."""
+"""Whole numbers below this print exactly: a float holds every integer up to it."""
 
 
 def number(x: float, digits: int = SIG_DIGITS) -> str:
-    """`x` rounded to `digits` significant digits, written plainly: 296200, 12.35, 0.001235.
-    A whole number that rounding would change prints exactly (65536, not 65540). Values under
-    1e-4 in magnitude use scientific notation (1.235e-07)."""
+    """`x` to `digits` significant digits, plainly (296200, 12.35), a whole number exactly
+    (65536, not 65540), under 1e-4 in scientific notation (1.235e-07)."""
     if x == 0:
         return "0"
     if float(x).is_integer() and 10**digits <= abs(x) < EXACT_BELOW:
@@ -77,3 +70,19 @@ def markdown(df: pd.DataFrame, *, index: bool = False, digits: int = SIG_DIGITS)
     ]
     align = ["right" if n else "left" for n in numeric]
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align)
+
+
+def figure(x: float) -> str:
+    """A figure in a sentence: 3 significant digits."""
+    return number(float(x), 3)
+
+
+def joined(items: list[str]) -> str:
+    """Items joined as prose: a; a and b; a, b and c."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def batch_sizes(sizes: list[int]) -> str:
+    """`[256]` → "256"; `[256, 1024]` → "256 and 1024"; three or more → "256–4096"."""
+    sizes = sorted(int(s) for s in sizes)
+    return joined([str(s) for s in sizes]) if len(sizes) < 3 else f"{sizes[0]}–{sizes[-1]}"

@@ -1,8 +1,5 @@
-"""Execution variants against eager, and the fastest recipe: a timing run's report section on its
-variants (`section`), and the two tables README blocks quote, the fastest variant per mode
-(`best_variant_table`) and the fastest mode and variant per batch size (`fastest_recipe_table`).
-Pure: reads a run's rows.
-"""
+"""Execution variants against eager, and the fastest recipe: a timing run's report section
+(`section`) and the README blocks' tables (`best_variant_table`, `fastest_recipe_table`)."""
 
 from __future__ import annotations
 
@@ -15,11 +12,8 @@ from bench.verdicts import timing
 
 
 def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
-    """Per mode, optimizer and batch size: eager's time, the fastest variant and its time. The
-    fastest is named alone only where `bench.verdicts.timing.fastest` finds it clear of the
-    others' noise; otherwise every variant tied with it is named (`tied: compile, eager`), and the
-    time is the lowest median's. `best_vs_eager`, eager's time over it, is NaN where eager is
-    among the tied: inside the noise, no speed-up is shown."""
+    """Per mode, optimizer and batch size: eager's time, the fastest variant (or every variant
+    tied with it) and its time; `best_vs_eager` is NaN where eager is among the tied."""
     ok = findings.contenders(df)
     keys = [a for a in results.axes() if a != "variant"]
     rows = []
@@ -48,8 +42,7 @@ def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
 
 def best_variant_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per mode (rows) and batch size (columns): the fastest variant (`compile ≈ eager` where
-    variants are tied within noise, lowest median first), eager's time over its time (none where
-    eager is among the tied), and both times, with the given optimizer."""
+    tied), eager's time over its time, and both times, with the given optimizer."""
     best = _best_variants(df)
     best = best[best["optimizer"] == optimizer]
     if best.empty:
@@ -76,11 +69,8 @@ def _tie_words(named: tuple[str, ...], variants: int) -> str:
 
 
 def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
-    """Per batch size (rows): the fastest mode and variant (`tied: ...`, every one named, where
-    recipes are tied within noise: `bench.verdicts.timing.fastest`), its step time, how many
-    times faster it is than the headline mode's fastest variant, the eager headline mode and the
-    eager reference mode, its peak memory over the headline mode's (the same variant), and the
-    runner-up (another mode, outside the tie) with its time; the figures are the first named's."""
+    """Per batch size: the fastest mode and variant (or those tied), its step time and speed-ups,
+    its peak memory over the headline mode's, and the runner-up with its time."""
     head, ref = catalog.headline(), catalog.reference()
     ok = findings.contenders(df)
     ok = ok[ok["optimizer"] == optimizer]
@@ -130,8 +120,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
 
 
 def section(df: pd.DataFrame) -> list[str]:
-    """Each variant's step time against eager's, per mode, optimizer and batch size, and the
-    price paid before timing (compilation or capture); nothing for a run of eager alone."""
+    """Each variant's step time against eager's, and its price before timing (compile, capture)."""
     if set(df["variant"]) <= {"eager"}:
         return []
     ok = df[df["status"] == "ok"]

@@ -1,24 +1,6 @@
-"""Which recipe for which model: one row per model of a model-zoo run (a timing run per model,
-and the time-to-quality study of the same model where there is one), for README.md's
-`ampbench:zoo` block.
-
-Per model, at its largest batch size measured, with the given Adam:
-- the fastest recipe (mode and variant) and, where a time-to-quality study on real data trained
-  the model at that batch size, the fastest that trains like fp32 by its equivalence test
-  (`bench.verdicts.training`; fp16 without a scaler only where the study finds the scaler not
-  needed); `tied: ...` where modes are tied within noise (`bench.verdicts.timing.fastest`),
-  each named at its fastest variant, and a mode's other variants tied with it named beside it;
-  `same` where the two are the same; `not known` without such a study (a numerics study trains
-  one seed on a synthetic task, which cannot decide);
-- that recipe's speedup over fp32 and over TF32 at the same variant, and its peak memory;
-- whether float8 pays: the fastest float8 row against the fastest bf16-amp row, `within noise`
-  where their intervals overlap; `unsupported: converts no Linear` where no float8 recipe
-  converts a Linear of the model (`bench.verdicts.timing.converts_nothing`);
-- whether fp16 needs GradScaler, by the time-to-quality study's verdict
-  (`bench.verdicts.training.scaler_needed`), `not known` without one.
-
-A cell the folders cannot fill is `–`, and a note under the table says why. Pure: pandas only.
-"""
+"""Which recipe for which model (the README's `ampbench:zoo` block): a row per model at its largest
+batch size: its fastest recipe, the fastest that trains like fp32, speedups, memory, whether
+float8 pays, whether fp16 needs GradScaler (docs/zoo.md). A cell left `–` has a note."""
 
 from __future__ import annotations
 
@@ -26,8 +8,8 @@ import re
 
 import pandas as pd
 
-from bench.publish.prose import figure
 from bench.publish.summary import passing
+from bench.publish.tables import figure
 from bench.recipes import catalog
 from bench.verdicts import timing, training
 from bench.verdicts.timing import Fastest
@@ -70,9 +52,8 @@ def _recipe(row: pd.Series) -> str:
 
 
 def _named(fastest: Fastest) -> str:
-    """The fastest recipe; where its other variants are tied with it within noise, they are
-    named; where other modes are, `tied: a (compile, 2.0 ms), b (...)`, each mode at its
-    fastest variant (which recipe to use is the table's question)."""
+    """The fastest recipe with the variants tied with it; where modes are tied,
+    `tied: a (compile, 2.0 ms), b (...)`, each at its fastest variant."""
     if len(fastest.modes) == 1:
         others = [str(v) for v in fastest.rows["variant"].iloc[1:]]
         if not others:
@@ -92,9 +73,8 @@ def _speedup(at: pd.DataFrame, row: pd.Series, mode: str) -> str:
 
 
 def _float8(at: pd.DataFrame, rows: pd.DataFrame) -> str:
-    """Whether float8 pays: the fastest float8 row of `at` (the rows that passed) against the
-    fastest bf16-amp row, `within noise` where their intervals overlap; where none passed, why
-    not, from `rows` (every row at that batch size)."""
+    """Whether float8 pays: the fastest float8 row of `at` against the fastest bf16-amp row
+    (`within noise` where they overlap); where none passed, why not, from `rows`."""
     fp8 = at[at["mode"].isin(timing.FLOAT8)]
     if fp8.empty:
         tried = rows[rows["mode"].isin(timing.FLOAT8)]
@@ -130,8 +110,7 @@ def _scaler(study: dict | None) -> str:
 
 
 SIZE_FIELDS = ("vocab", "classes")
-"""The sizes of a study's model (env.json's `size`) that a timing row must share: the logits'
-width, on which float16's underflow in their gradient depends."""
+"""The sizes a timing row must share with a study's model: float16's underflow depends on them."""
 
 
 def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
@@ -231,8 +210,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
 
 
 def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
-    """The time-to-quality studies (`bench.publish.quality.study`) of a run's model at its
-    preset: a study of another size judges another model."""
+    """The time-to-quality studies of a run's model at its preset (another size: another model)."""
     model = str(rows["model"].iloc[0])
     preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     return [s for s in studies if (s["cfg"].model, s["cfg"].preset) == (model, preset)]
@@ -243,9 +221,7 @@ def table(
     optimizer: str,
     expected: list[int | None] | None = None,
 ) -> list[str]:
-    """The markdown table, one row per (rows, studies), and its notes; `expected` gives each
-    timing run's number of cases (env.json's `expected_cases`), so that a run that stopped early
-    says so under the table instead of passing for a whole grid."""
+    """The markdown table, a row per (rows, studies), and its notes (`expected`: cases per run)."""
     built = [model_row(r, s, optimizer) for r, s in models]
     df = pd.DataFrame(built, columns=COLUMNS)
     counts = expected or [None] * len(models)

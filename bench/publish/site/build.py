@@ -1,8 +1,5 @@
-"""Building the whole site from a results folder: every run folder registered (so pages can
-link each other), the comparisons of consecutive runs of a grid and each GPU model's history
-computed once, then every page written, the files the pages link copied beside them, and the
-shared assets written once; all in a new folder that takes the place of the old site at the end
-(`bench.publish.site.output`)."""
+"""Building the whole site from a results folder, page by page, into a new folder that takes the
+place of the old site at the end (`bench.publish.site.output`)."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ from pathlib import Path, PurePosixPath
 from bench.faults import UsageError
 from bench.publish import history_points, index
 from bench.publish.runs import run_folders
-from bench.publish.site import assets, front, grids, history_page, markup, output, page, run_pages
+from bench.publish.site import assets, front, grids, history_page, markup, output, run_pages
 from bench.publish.site.layout import FRONT, RUNS_PAGE, Layout
 from bench.store import paths, results
 
@@ -38,11 +35,12 @@ def _write(results_dir: Path, site: Path) -> int:
     pairs = grids.pairs([r for r in runs if r.kind == "timing"])
     gpus = [g for g in history_points.gpu_models(results_dir) if g != "cpu"]
     histories = [history_page.build(results_dir, gpu, layout) for gpu in gpus]
-    nav = page.Nav(tuple((h.gpu, h.page) for h in histories))
+    nav = assets.Nav(tuple((h.gpu, h.page) for h in histories))
     shown = paths.shown(results_dir)
 
     def write(where: PurePosixPath, title: str, body: str, *, charts: bool = False) -> None:
-        page.write(site, where, page.document(where, title, body, nav, charts=charts, source=shown))
+        text = assets.document(where, title, body, nav, charts=charts, source=shown)
+        assets.write_page(site, where, text)
 
     for source in sources:
         pair = pairs.get(str(source.run.path)) if source.report else None

@@ -1,18 +1,6 @@
-"""The history's interactive charts: one plotly chart per case of a GPU model's history
-(`bench.publish.history_points.collect`), its median step time in each revision that has it,
-in history order (by the date of their commit).
-
-Each point's marker is its verdict against the previous revision that has the case, as the
-history's figure draws it (`history.VERDICT_MARKERS`): a regression (`slower`) is a large red
-up-pointing triangle, and its chart is framed in red and listed first among its mode's. The
-hover names the revision's runs, its commit and date, the median and the verdict with its ratio.
-A case measured in one revision only has no history to draw: the tables below the charts hold it.
-
-Where the case's peak allocated memory was measured, the same chart draws it against a second
-axis on the right (grey, GiB), each point marked with its memory verdict against the revision
-before (`MEMORY_SYMBOLS`: a rise called `more memory` is a red triangle pointing up); a case that
-uses more memory is framed in red like a slower one.
-"""
+"""The history's interactive charts: one plotly chart per case of a GPU model's history, its median
+step time per revision marked by verdict (and its peak memory on a second axis), a regression
+framed in red and listed first."""
 
 from __future__ import annotations
 
@@ -35,8 +23,7 @@ MEMORY_SYMBOLS = {"more memory": "triangle-up", "less memory": "triangle-down"}
 HEIGHT = 250
 TICKS_WITH_COMMITS = 7
 MIN_SPAN = 0.10
-"""The least a chart's y axis spans, relative to the middle of its values: noise of a fraction
-of a percent stays flat, and a change the verdicts call real shows as one."""
+"""The least a chart's y axis spans, relative to its middle: sub-percent noise stays flat."""
 
 
 @dataclass(frozen=True)
@@ -180,8 +167,7 @@ def _add_memory(fig: go.Figure, case: pd.DataFrame, ticks: list[str], custom: li
 
 
 def charts(revisions: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
-    """A chart per case measured in two revisions or more, grouped by mode in the history's order,
-    within a mode the cases that got slower first."""
+    """A chart per case measured in two revisions or more, by mode, slower cases first."""
     ok = points[points["median_ms"].notna()]
     shared = _shared(list(dict.fromkeys(ok["case_id"])))
     out = []

@@ -1,14 +1,6 @@
-"""The front page: the answer per workload, the run of record's headline table and figure, the
-latest runs (with the verdicts against the run before each on its grid) and each GPU model's
-history.
-
-The answer and the headline are the README's generated blocks (`bench.publish.readme`), made
-afresh from the folders their markers name: the `summary` and `found` blocks of the README.md
-beside the results folder, then of its docs/*.md pages, each under its workload (model and size,
-GPU). A workload no block covers (and every workload, where no page names runs of this folder)
-gets what its newest timing run found, as a `found` block would quote it. The run of record is
-the one the README's headline marker names, else the newest timing run.
-"""
+"""The front page: the answer per workload (the README's `summary` and `found` blocks, made afresh),
+the run of record's headline table and figure, the latest runs with their verdicts, and each GPU
+model's history."""
 
 from __future__ import annotations
 
@@ -43,8 +35,7 @@ class Piece:
 
 
 def workload(run: Run) -> str:
-    """A timing run's workload in words: its model, its size preset (its sizes without one) and
-    its GPU model."""
+    """A timing run's workload in words: its model, preset (else sizes) and GPU model."""
     cfg = run.env.get("config", {})
     sizes = "×".join(map(str, cfg.get("sizes", {}).values()))  # older code's too: `store.schema`
     return f"{cfg.get('model', 'mlp')} {cfg.get('preset') or sizes} on {run.env.get('gpu')}"
@@ -79,8 +70,7 @@ def _block(kind: str, run: Run, results_dir: Path, **options: str) -> readme.Blo
 
 
 def answers(timing: list[Run], results_dir: Path) -> list[tuple[str, Piece]]:
-    """(workload, its answer) for every workload of the timing runs: the README's blocks first,
-    then the docs pages' in the order of their names."""
+    """(workload, its answer) for every workload of the timing runs, the README's blocks first."""
     by_path = {r.path.resolve(): r for r in timing}
     out: dict[str, Piece] = {}
     for path, blocks in _pages(results_dir):
@@ -117,8 +107,7 @@ def record(timing: list[Run], results_dir: Path) -> tuple[str, Piece] | None:
 
 
 def latest(runs: list[Run], results_dir: Path, pairs: dict[str, Pair]) -> str:
-    """The newest runs of every kind, one row each, with the verdicts of a timing run against
-    the run before it on its grid; links relative to `results_dir`."""
+    """The newest runs, a row each, with a timing run's verdicts against the run before it."""
     tree = Tree(results_dir)
     rows = []
     # The kinds of run the index lists (an `ab` comparison has a page of its own, no row).

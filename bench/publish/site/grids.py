@@ -1,11 +1,5 @@
-"""Consecutive runs of one grid: for each timing run, the run before it (by start) that measured
-the same grid on the same GPU model, and the compare verdicts between the two
-(`bench.publish.compare`): what changed since the last time this grid was run.
-
-Two runs measure the same grid when they agree on the GPU model, the model and its sizes, the
-number of ranks and the values of every swept axis of `Case` (an axis a folder predates counts
-as its default).
-"""
+"""Consecutive runs of one grid: for each timing run, the run before it on the same grid and GPU
+model, and the compare verdicts between the two (`bench.publish.compare`)."""
 
 from __future__ import annotations
 
@@ -70,8 +64,7 @@ class Pair:
 
 
 def pairs(timing: list[Run]) -> dict[str, Pair]:
-    """Each timing run (by folder) that has a run before it on its grid: that pair. `timing` is
-    in start order, as `bench.publish.runs.run_folders` gives it."""
+    """Each timing run with a run before it on its grid: that pair (`timing` in start order)."""
     last: dict[tuple, Run] = {}
     found = {}
     for run in timing:

@@ -21,8 +21,7 @@ REGRESSION = re.compile(r"^- `([^`]+)`:", re.M)
 
 @dataclass(frozen=True)
 class History:
-    """A GPU model's history as the site shows it: its page's body and what the front page
-    says of it."""
+    """A GPU model's history page's body, and what the front page says of it."""
 
     gpu: str
     page: PurePosixPath

@@ -1,14 +1,6 @@
-"""Where each page and file of the site lies, and the link from one page to another.
-
-The site mirrors the results folder: run folder RUN (or GROUP/RUN) becomes `runs/RUN/index.html`
-(or `runs/GROUP/RUN/index.html`), with the files its report links (its figures) copied beside
-it, a study nested in it (`RUN/numerics/`) a page below it, and a comparison of the folder
-(`compare_*.md`) a page of the same name beside it. results/README.md is `runs.html` and a
-GPU model's history `history/<gpu-slug>.html`. A link of a markdown page is resolved to the
-file it names in the results folder, then to that file's place in the site; a link to a file
-the site does not hold resolves to nothing, and the page shows it as text, never as a broken
-link. Every link is relative, so the site works from the file system and from any host.
-"""
+"""Where each page and file of the site lies (the site mirrors the results folder), and the
+relative link from one page to another; a link to a file the site does not hold resolves to
+nothing, so no link of the site is broken."""
 
 from __future__ import annotations
 
@@ -62,9 +54,8 @@ class Layout:
         return page
 
     def target(self, path: Path) -> PurePosixPath | None:
-        """The site path of `path` (a file or folder of the results folder that a page links),
-        or None where the site holds nothing for it. A file inside a run folder that has a page
-        is copied beside that page."""
+        """The site path of `path` (of the results folder, linked from a page), or None where the
+        site holds nothing for it; a file of a run folder lies beside its page."""
         path = path.resolve()
         if path in self.pages:
             return self.pages[path]

@@ -1,16 +1,5 @@
-"""Markdown to HTML for the site: the reports as they are written (python-markdown with its
-`tables` extension), so that a page shows what its report.md shows, table for table and figure
-for figure.
-
-Beyond the plain conversion, one pass over each page's tree:
-- every link and image is pointed at its place in the site (`bench.publish.site.layout`); a
-  link to something the site does not hold becomes its text, so no link of the site is broken;
-- every table may be sorted by a click on a column's header (`assets.SCRIPT` does the sorting)
-  and scrolls sideways in a frame of its own when it is wider than the page;
-- a cell holding a compare verdict (`bench.publish.compare`) is marked `slower` or `faster`, so
-  that a regression stands out in any table that has verdicts.
-Headings get ids (the `toc` extension), so a section can be linked. Needs the `site` extra.
-"""
+"""A report's markdown to HTML for the site (python-markdown, `tables` and `toc`): links pointed
+into the site, tables made sortable, and compare verdict cells marked `slower` or `faster`."""
 
 from __future__ import annotations
 
@@ -32,8 +21,7 @@ VERDICT_CELL = 60
 """Longest cell text that is taken for a verdict; a longer one is prose."""
 SORTABLE = "sortable"
 SITE = "site"
-"""The scheme of a link written as a path in the site (`site:history/NVIDIA-H200.html`), as
-pages made here write theirs; any other relative link names a file of the results folder."""
+"""The scheme of a link to a path in the site (`site:history/NVIDIA-H200.html`)."""
 DETAILS = re.compile(r"<details>", re.I)
 
 
@@ -94,8 +82,7 @@ class _Site(Extension):
 
 def linker(layout: Layout, source_dir: Path, page: PurePosixPath) -> Callable[[str], str | None]:
     """What a link of a markdown file in `source_dir` becomes on site page `page`: a relative
-    link into the site (from a file of the results folder, or a `site:` path), the link itself
-    (another site on the web, an anchor of the page), or None (nothing in the site to go to)."""
+    link into the site, the link itself (the web, an anchor), or None (nothing to go to)."""
 
     def link(url: str) -> str | None:
         parts = urlsplit(url)
@@ -112,8 +99,7 @@ def linker(layout: Layout, source_dir: Path, page: PurePosixPath) -> Callable[[s
 
 
 def to_html(text: str, layout: Layout, source_dir: Path, page: PurePosixPath) -> str:
-    """The HTML of markdown `text` written in `source_dir` (where its relative links start), as
-    site page `page` shows it."""
+    """The HTML of markdown `text` written in `source_dir`, as site page `page` shows it."""
     # A table inside <details> (a report's long tables) is markdown too: md_in_html reads the
     # inside of a block only when it says so.
     text = DETAILS.sub('<details markdown="1">', text)

@@ -1,10 +1,5 @@
-"""The site's folder: checked before any work, built in a new folder beside it and put in its
-place whole, so that a failed build leaves the previous site as it was.
-
-A site carries a marker file. Publishing replaces a folder only where it finds that marker (a
-site an earlier `publish` made) or where the folder is empty; any other folder, and any file, is
-refused in one line and left untouched. So is a folder that overlaps the results folder.
-"""
+"""The site's folder: checked before any work, built beside it and swapped in whole. Only a folder
+carrying the marker an earlier `publish` wrote, or an empty one, is ever replaced."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A run folder's pages: its report.md as a page, with the figures it shows; a study nested in
-it (`run --numerics`) and each comparison kept in it (`compare_*.md`) as pages of their own;
-and, for a timing run, the compare verdicts against the run before it on the same grid
-(`bench.publish.site.grids`), counted at the top of the page and tabled at its end.
-
-The report is converted as it is (`bench.publish.site.markup`): the page shows the same tables
-and figures as the markdown report, because it is that report."""
+"""A run folder's pages: its report.md as a page (`bench.publish.site.markup`), a study nested in it
+and each comparison kept in it as pages of their own, and, for a timing run, the compare verdicts
+against the run before it on the same grid."""
 
 from __future__ import annotations
 
@@ -57,8 +53,7 @@ def title(text: str, fallback: str) -> str:
 
 
 def _against(pair: Pair) -> tuple[str, str]:
-    """The line that opens the page and the section that ends it, as markdown written in the
-    later run's folder."""
+    """The line that opens the page and the section that ends it (markdown of the later run)."""
     before = Path(os.path.relpath(pair.before.path / results.REPORT, pair.after.path))
     link = f"[{pair.before.path.name}]({before.as_posix()})"
     words = re.sub(r"(\d+ slower)", r"**\1**", pair.words())
