@@ -30,7 +30,7 @@ from bench.numerics.measure.tables import (
 from bench.recipes.catalog import fp16_pair
 from bench.recipes.modes import Mode, dtype_name
 from bench.recipes.plan import Plan
-from bench.recipes.step import backward, build, forward, optimizer_step
+from bench.recipes.step import build, train_step
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
@@ -71,12 +71,13 @@ def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
     s = build(plan)
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)
-    with DtypeTrace() as trace:
-        _, loss = forward(s)
-        trace.phase = "backward"
-        backward(s, loss)
-        trace.phase = "optimizer"
-        optimizer_step(s)
+    trace = DtypeTrace()
+
+    def next_phase(done: str, loss: torch.Tensor) -> None:
+        trace.phase = NEXT_PHASE[done]
+
+    with trace:
+        train_step(dataclasses.replace(s, observe=next_phase))
     ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
     params = dict(s.model.named_parameters())
     audited = chained(plan)
@@ -118,6 +119,13 @@ def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
     return tensor_rows, op_rows, cap.chain
 
 
+NEXT_PHASE = {"forward": "backward", "backward": "optimizer"}
+"""The op trace's phase after each phase the step's observer sees end."""
+RAISED_IN = {"forward": "scaler.scale(loss).backward()", "backward": "scaler.step(optimizer)"}
+"""Where an error path raised, after each phase the step's observer saw end (before the first:
+`forward`). `scaler.update()` cannot raise once `scaler.step` has recorded its inf checks, so
+everything after backward is `scaler.step`'s."""
+
 ERROR_PATHS = [
     # (parameter dtype, autocast dtype, optimizer): GradScaler with low-precision parameters.
     (torch.float16, torch.float16, "foreach"),
@@ -151,14 +159,13 @@ def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
             "device": plan.case.device,
         }
         where = "forward"
+
+        def passed(done: str, loss: torch.Tensor) -> None:
+            nonlocal where
+            where = RAISED_IN[done]
+
         try:
-            _, loss = forward(s)
-            where = "scaler.scale(loss).backward()"
-            backward(s, loss)
-            where = "scaler.step(optimizer)"
-            s.scaler.step(s.optimizer)
-            where = "scaler.update()"
-            s.scaler.update()
+            train_step(dataclasses.replace(s, observe=passed))
             row.update(outcome="no exception", exception="", message="", raised_in="")
         except Exception as exc:  # the outcome is the data
             row.update(

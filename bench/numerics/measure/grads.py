@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -25,7 +26,7 @@ from torch.utils._pytree import tree_flatten
 
 from bench.recipes.modes import dtype_name
 from bench.recipes.plan import Plan
-from bench.recipes.step import TrainState, backward, forward
+from bench.recipes.step import TrainState, gradients
 from bench.workloads import outputs
 
 
@@ -139,10 +140,13 @@ def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch
 
 
 def capture(s: TrainState) -> Capture:
-    """Forward and backward of the current batch under `s.mode`; grads are left in `.grad`."""
+    """The step's forward and backward (`gradients`) of the current batch under `s.mode`, seen
+    through hooks; the gradients are left in `.grad`."""
     s.optimizer.zero_grad(set_to_none=True)
     acts: dict[str, torch.Tensor] = {}
     act_grads: dict[str, torch.Tensor] = {}
+    produced: dict[str, torch.Tensor] = {}
+    chain: list[str] = []
 
     def keep(name: str):
         def hook(module, inputs, output):
@@ -156,12 +160,14 @@ def capture(s: TrainState) -> Capture:
         return hook
 
     handles = [m.register_forward_hook(keep(n)) for n, m in observed_modules(s).items()]
+
+    def on_forward(phase: str, loss: torch.Tensor) -> None:
+        if phase == "forward":  # the loss's graph, before backward runs through it
+            handles.extend(_hook_produced_grads(loss, s, produced))
+            chain.extend(_chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.plan)]))
+
     try:
-        _, loss = forward(s)
-        produced: dict[str, torch.Tensor] = {}
-        handles += _hook_produced_grads(loss, s, produced)
-        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.plan)])
-        backward(s, loss)
+        loss = gradients(dataclasses.replace(s, observe=on_forward))
     finally:
         for h in handles:
             h.remove()

@@ -16,6 +16,8 @@ a worker process can hand them back.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 
 import torch
@@ -33,10 +35,8 @@ from bench.recipes.plan import Plan
 from bench.recipes.step import (
     StepOptions,
     TrainState,
-    backward,
     build,
     forward,
-    optimizer_update,
     train_step,
     watch,
 )
@@ -117,25 +117,23 @@ def update_underflow(
 
 
 def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
-    """One train step, the same phases as `bench.recipes.step.train_step` (its update the
-    step's own `optimizer_update`), that also reports per parameter what a divergence is made
-    of: the share of `param.grad` exactly zero (float16 flushes gradients to zero; with a scaler
-    the grad is still scaled here, which a zero does not mind), Adam's second moment after the
-    step (median, and the share below eps², where eps, not the gradient, sets the step's size),
-    the median |first moment|, and the step's size: RMS of the change over RMS of the weights,
-    and the largest |change|. Syncs freely: never timed. Returns the loss and one row per
-    parameter (the caller adds the run's columns and the step)."""
+    """One train step (`bench.recipes.step.train_step`) and what a divergence is made of, per
+    parameter: the share of `param.grad` exactly zero (still scaled, which a zero does not mind),
+    Adam's second moment after the step (median, share below eps²), the median |first moment|,
+    and the step's size (RMS of the change over RMS of the weights, largest |change|). Syncs
+    freely: never timed. Returns the loss and one row per parameter."""
     params = dict(s.model.named_parameters())
     # Copied only at traced steps: the change is the only way to see Adam's actual update.
     before = {n: p.detach().clone() for n, p in params.items()}
     scale_before = s.scaler.get_scale() if s.mode.scale_loss else None
-    _, loss = forward(s)
-    backward(s, loss)
-    zeros = {
-        n: (p.grad == 0).float().mean().item() if p.grad is not None else float("nan")
-        for n, p in params.items()
-    }
-    optimizer_update(s)
+    zeros: dict[str, float] = {}
+
+    def count_zeros(done: str, loss: torch.Tensor) -> None:
+        if done == "backward":  # the gradients before the update drops them
+            for n, p in params.items():
+                zeros[n] = (p.grad == 0).float().mean().item() if p.grad is not None else math.nan
+
+    loss = train_step(dataclasses.replace(s, observe=count_zeros))
     scale = s.scaler.get_scale() if s.mode.scale_loss else None
     skipped = scale is not None and scale < scale_before  # the scaler halves after a skip
     eps2 = s.optimizer.param_groups[0]["eps"] ** 2
@@ -165,7 +163,6 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
                 **update_underflow(before[n], p.detach(), adam_update(s.optimizer, p)),
             }
         )
-    s.optimizer.zero_grad(set_to_none=True)
     return loss, rows
 
 
