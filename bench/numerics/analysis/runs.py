@@ -1,12 +1,6 @@
-"""What the convergence runs' summary and traces show, for the report and the Answer (no torch,
-no measuring): which runs were looked at for divergence and which diverged (`measured`,
-`diverged`), how a mode's final losses compare with the reference's seed by seed (`versus`),
-how many runs learned a task whose perfect loss is known (`learned`), what the traces show around
-a divergence event (`mechanism`), where each run ended (`run_ends`) and which gradient a run
-flushed most (`flushed_most`).
-
-The summary itself, and the divergence rule, are `bench.numerics.analysis.summary`'s.
-"""
+"""What the convergence runs' summary and traces show, for the report and the Answer: divergence
+(`measured`, `diverged`), losses against the reference seed by seed (`versus`), runs that learned
+(`learned`), the traces around an event (`mechanism`), `run_ends` and `flushed_most`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""summary.csv: one row per convergence run, from the step, held-out and step-time tables the
-jobs write (statistics after measurement; no torch, no measuring).
-
-`smoothed` is the rolling mean of a run's training loss that final losses, time to target and the
-loss-curve figure all use; `divergence` finds a run's first divergence event in its per-step loss;
-`summarize_runs` turns the three tables into one row per run. A study's job writes its summary
-with these; the report and the Answer read the same rule back (`bench.numerics.analysis.runs`).
-"""
+"""summary.csv: one row per convergence run from the step, held-out and step-time tables
+(`summarize_runs`), with the smoothing (`smoothed`) and the divergence rule (`divergence`) the
+report reads back."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The dtype audit: which dtype every tensor of one train step has, per mode, as observed.
-
-Nothing here is asserted from documentation: the tables are what the step produced on the torch
-version it ran on. Two configurations that users try and that GradScaler refuses are run too, and
-their outcome (the exception and its message, or none) is recorded as data.
-"""
+"""The dtype audit: every tensor's dtype in one train step, per mode, as observed on this torch;
+and the GradScaler error paths users try, their outcome recorded as data."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The numerics study's default settings per device, as plain data.
-
-Imports nothing, so that `numerics --help` can show the defaults without importing torch.
-`bench.numerics.measure.config.defaults` adds the one default that needs torch: the modes that can
-run on the device.
-"""
+"""The study's default settings per device, as plain data (no imports: `numerics --help` shows
+them without torch)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""What one forward and backward pass produces, tensor by tensor, for the numerics study.
-
-`capture` runs the harness's own forward and backward (no optimizer step) and keeps:
-- the activations: the outputs of the modules the workload observes (`Workload.observed`, in
-  forward order; the last one's is the logits), and the loss;
-- the gradient with respect to each activation, through tensor hooks;
-- each weight and bias gradient *as its matmul produced it*: under autocast a float32 parameter
-  reaches the matmul through a cast (`_to_copy`), and the gradient arriving at that cast's backward
-  node is the low-precision one; the cast's backward then returns it in float32 (`param.grad`);
-- `param.grad` itself, and the chain of autograd nodes from the loss back to the first Linear's
-  weight (`chained`).
-
-`DtypeTrace` records every aten op of a region with its input and output dtypes.
+"""What one forward and backward pass produces, tensor by tensor (`capture`: activations, their
+gradients, each parameter's gradient as its matmul produced it and as `param.grad`, the autograd
+chain to `chained`), and every aten op's dtypes (`DtypeTrace`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The study's units of work, and spreading them over the GPUs of one machine.
-
-A `Job` is one convergence run or one census trajectory; `run_job` runs it and turns a fault into a
-row of the `failed` table, so the other jobs go on. `run_all` gives each GPU one worker process,
-which pins itself to its GPU when it starts and takes jobs from a shared queue, the most costly
-first, so that a long job does not start last. With one GPU, or on the CPU, the jobs run in this
-process, one after another. `on_done` sees each result in this process as soon as its job ends, so
-a caller can keep it on disk before the rest finish (and resume after an interruption).
+"""Running the study's jobs (`config.Job`): `run_job` turns a fault into a `failed` row; `run_all`
+spreads jobs over one worker process per GPU, the most costly first, with `on_done` seeing each
+result as it ends (so a study can resume).
 """
 
 from __future__ import annotations

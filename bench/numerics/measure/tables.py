@@ -1,17 +1,6 @@
-"""The study's tables: their files and columns, what a row is about, and reading a folder back.
-
-A row says which tensor it is about in columns, not in its label: `kind` (what the tensor is:
-input, activation, log_softmax, loss, activation_grad, produced_grad, param_grad, optim_state),
-`module` (the observed module's name for activations and their gradients: the workload names
-them; the parameter's name for parameter gradients and Adam's state), `state` (Adam's state key)
-and, in the audit, `phase` (forward, backward, optimizer). `tensor` is a label for people and is
-never parsed, except once: `load` derives the columns for folders written before they existed,
-from the labels those folders used (`legacy_tensor`).
-
-Columns and optional tables a folder predates read as empty (NaN cells, no rows), which readers
-take as "not measured".
-
-Nothing here imports torch: a folder renders on a machine without it.
+"""The study's tables: their files and columns, what a row is about (`kind`, `module`, `state`,
+`phase`: columns, never the `tensor` label, except `legacy_tensor` for old folders), and reading a
+folder back, what it predates read as empty. No torch: a folder renders without it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""Training runs of the numerics study: the workload's learnable task (`bench.workloads.tasks`), the
-one step.
-
-- `convergence`: train one case for N steps, keeping every step's loss and GradScaler scale, and
-  evaluating on the held-out split every `eval_every` steps; the step time used for time-to-target
-  is measured separately with the harness's timing function, so logging never touches it. Every
-  `trace_every` steps it also traces the mechanism of a divergence, per parameter (`trace`).
-- `census_trajectory`: train with fp16 autocast and GradScaler (the recommended fp16 recipe), and at
-  each checkpoint compare, on the current weights and batch, the gradients of fp16 without scaling,
-  fp16 at the scaler's current scale and bf16 against an fp32 reference; at the first and last
-  checkpoint also histogram the reference's activation gradients (pooled, and the logits' alone).
-
-Each returns plain lists of flat dict rows by table name (`bench.numerics.measure.tables`), so that
-a worker process can hand them back.
+"""The study's training runs on the workload's learnable task, through the one step: `convergence`
+(every step's loss and scale, held-out evaluations, traces) and `census_trajectory` (fp16 with
+GradScaler, its gradients compared with fp32's at checkpoints). Rows are flat dicts by table.
 """
 
 from __future__ import annotations

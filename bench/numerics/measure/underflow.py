@@ -1,21 +1,6 @@
-"""Gradient underflow against an fp32 reference, and the log2 histogram of Micikevicius et al.
-
-All shares are fractions of a tensor's elements (0..1). For a gradient `g` of a low-precision run,
-`ref`, the fp32 gradient of the same tensor on the same weights and batch:
-- `flushed`: g is exactly zero where ref is not;
-- `subnormal`: g is nonzero but below the smallest normal number of g's own dtype (2**-14 for
-  float16; bfloat16 has float32's exponent range, so its share stays near zero);
-- `nonfinite`: g is inf or NaN (overflow of a scaled gradient);
-- `rel_err`: ||g / scale - ref|| / ||ref||, in float64;
-- `flushed_norm`: the share of ref's norm that g flushed, `norm_share(ref, flushed elements)`.
-
-**The norm share** is the one definition every check against float16's range uses (the
-numerics census, the quality study's GradScaler check, the own-loop census): for a gradient `ref`
-and the set F of its elements that float16 flushes to zero, ||ref restricted to F||_2 / ||ref||_2,
-not squared (its square is the share of the squared norm). The flushed part and the kept part
-are disjoint, so losing a share s turns the gradient's direction by arcsin(s) and takes s**2 of
-the first-order loss decrease a step along the true gradient would give. Subnormals keep their
-value, at reduced precision, and count apart from it (`fp16`).
+"""Gradient underflow against an fp32 reference (`census`: shares flushed, subnormal, non-finite,
+relative error, and the norm share that decides GradScaler, `norm_share`), and the log2 histogram
+of Micikevicius et al. (docs/quality.md states the definitions).
 """
 
 from __future__ import annotations

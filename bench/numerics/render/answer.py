@@ -1,17 +1,6 @@
-"""The "Answer" of the numerics report: every sentence computed from the measured tables.
-
-Rows are selected by their columns (`kind`, `state`, `mode`, `batch_size`; see
-`bench.numerics.measure.tables`) and modes by what the mode table says of them
-(`bench.recipes.catalog`: the float32 reference, the fp16 pair the question asks about, the recipes
-beyond autocast), never by their labels or names; a figure in a sentence is formatted from a table
-cell; a conclusion ("needed", "not needed") follows from a threshold test on those figures, and
-where a test has no rows (its jobs failed) the Answer says so. Each threshold is stated once, in the
-section module whose test it is.
-
-The sections, in the Answer's order, are the modules of `bench.numerics.render.sentences`:
-`dtypes` (the audit), `scaler` (underflow, convergence and the verdict on GradScaler, with
-`divergence` in between: divergence, its traced mechanism, the longer runs), `bf16`, `recipes`
-(beyond autocast).
+"""The numerics report's Answer: every sentence computed from the tables, rows picked by columns
+and modes by `bench.recipes.catalog`, never by name; each threshold stated once, in its section of
+`bench.numerics.render.sentences`.
 """
 
 from __future__ import annotations

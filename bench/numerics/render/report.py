@@ -1,8 +1,5 @@
-"""report.md of a numerics folder, rendered from its tables (nothing here measures or imports
-torch): the page's head (who ran it, where, with which settings), the jobs that failed, the
-measured sections in order (`bench.numerics.render.sections`: `dtypes`, `underflow`,
-`training`, `recipes`) and the Answer (`bench.numerics.render.answer`). A section whose jobs
-all failed says so instead of showing a table."""
+"""report.md of a numerics folder from its tables: its head, the failed jobs, the sections
+(`bench.numerics.render.sections`) and the Answer."""
 
 from __future__ import annotations
 

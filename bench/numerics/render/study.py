@@ -1,7 +1,4 @@
-"""A numerics study's folder rendered: its figures and report.md, from its CSV files and
-env.json alone (no torch), and whether a folder is a study. Running a study is a job
-(`bench.jobs.numerics`).
-"""
+"""A numerics study's folder rendered (figures and report.md, no torch), and `is_study`."""
 
 from __future__ import annotations
 

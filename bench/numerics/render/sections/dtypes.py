@@ -1,7 +1,5 @@
-"""Section 1 of the numerics report, the dtype audit: every tensor's dtype per mode, the autograd
-chain to the first Linear's weight, and what GradScaler did with parameters cast to a low-precision
-dtype. A transformer's blocks repeat: rows that differ only in a block's index and have the same
-dtypes in every mode are shown once, as `blocks.*`."""
+"""Report section 1, the dtype audit: dtypes per mode (a transformer's repeated blocks once, as
+`blocks.*`), the autograd chain and the GradScaler error paths."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The Answer on divergence: which runs diverged and where, what the traces show around each
-event (flushed gradients, Adam's second moment against the reference's, the update's jump), and
-where the runs longer than the common horizon ended.
-
-The divergence rule is `bench.numerics.analysis.summary`'s and the trace windows
-`bench.numerics.analysis.runs`'s; the two thresholds
-the mechanism's verdict tests are stated here.
+"""The Answer on divergence: which runs diverged and where, what the traces show around each event,
+and where the longer runs ended; the mechanism's two thresholds are stated here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The Answer on the recipes beyond autocast (those that change the model: parameters cast to
-bf16, float8 Linears): which recipe is fastest, whether each converges like fp32 (within the
-loss gap of `bench.numerics.analysis.runs`, seed by seed), how its gradients compare with the
-reference's in the census, how much of the pure-bf16 recipes' Adam update rounds away, and which
-parameters it leaves frozen."""
+"""The Answer on the recipes beyond autocast: the fastest, whether each converges like fp32 seed by
+seed, its census against the reference, its Adam updates that round away, its frozen parameters."""
 
 from __future__ import annotations
 

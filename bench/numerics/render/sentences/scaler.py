@@ -1,9 +1,5 @@
-"""The Answer on GradScaler: how much of each gradient float16 flushes to zero with and without
-it (the census), whether training without it ends worse than fp32 (the convergence runs), the
-verdict those two tests give on the question, and what the scaler costs in step time.
-
-The underflow test's threshold is stated here; the loss gap, seed by seed, is
-`bench.numerics.analysis.runs`'s, which the recipes beyond autocast are held to as well.
+"""The Answer on GradScaler: the census with and without it, convergence without it, the verdict,
+and its cost in step time; the underflow threshold is stated here.
 """
 
 from __future__ import annotations
