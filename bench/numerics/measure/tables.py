@@ -17,8 +17,6 @@ from bench.faults import UsageError
 from bench.store import errors, frames
 from bench.store.results import read_env
 
-ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
-
 INPUT, ACTIVATION, LOG_SOFTMAX, LOSS = "input", "activation", "log_softmax", "loss"
 ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD = "activation_grad", "produced_grad", "param_grad"
 """`produced_grad`: a parameter's gradient as its matmul produced it, before any cast to the
@@ -290,7 +288,7 @@ def load(run_dir: Path) -> dict[str, object]:
             f"{run_dir}: no {', '.join(missing)}: the study has not finished; resuming it "
             "finishes it"
         )
-    out: dict[str, object] = {name: _read(run_dir, name) for name in TABLES}
+    out: dict[str, object] = {name: read(run_dir, name) for name in TABLES}
     out["audit_json"] = audit_json(json.loads((run_dir / AUDIT_JSON).read_text()))
     out["files"] = {name: table.path(run_dir).name for name, table in TABLES.items()}
     out["env"] = read_env(run_dir)
@@ -320,10 +318,6 @@ AUDIT_FAILED = "failed: "
 
 def read(run_dir: Path, name: str) -> pd.DataFrame:
     """One table of a folder, as `load` reads it (columns it predates empty)."""
-    return _read(run_dir, name)
-
-
-def _read(run_dir: Path, name: str) -> pd.DataFrame:
     table = TABLES[name]
     path = table.path(run_dir)
     try:

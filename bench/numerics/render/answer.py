@@ -28,7 +28,6 @@ from bench.numerics.render.sentences.recipes import (
 )
 from bench.numerics.render.sentences.scaler import (
     FLUSH_LIMIT,
-    cost_sentences,
     underflow_sentences,
     verdict_sentences,
 )
@@ -60,7 +59,8 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         *calm_sentences(traces, summary),
         *horizon_sentences(steps, runs),
         *verdict_sentences(census, summary),
-        *cost_sentences(summary),
+        # No sentence on GradScaler's cost: the study's workers share the GPUs and time each
+        # recipe apart (`bench.verdicts.timing.scaler_cost_reason`); `run --rounds N` measures it.
         *bf16_sentences(census),
         *error_sentences(tables["audit_json"]["error_paths"]),
         *recipe_sentences(summary),

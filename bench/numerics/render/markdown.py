@@ -9,12 +9,6 @@ import re
 import pandas as pd
 
 from bench.numerics.measure.tables import TABLES
-from bench.publish import tables
-
-
-def markdown(df: pd.DataFrame) -> str:
-    """A readable table (`bench.publish.tables.markdown`)."""
-    return tables.markdown(df)
 
 
 def percent(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -88,11 +82,6 @@ def table_file(t: dict, name: str) -> str:
     """The name of table `name`'s file in the study's folder: of the form the version that
     wrote it used (`bench.numerics.measure.tables.FORMS`)."""
     return t.get("files", {}).get(name, TABLES[name].file)
-
-
-def traces_file(t: dict) -> str:
-    """The name of the traces table's file in the study's folder."""
-    return table_file(t, "traces")
 
 
 def failure_reasons(failed: pd.DataFrame, kind: str, mode: str | None = None) -> str | None:

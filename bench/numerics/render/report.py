@@ -8,12 +8,12 @@ import shlex
 from bench.numerics.analysis.runs import LOSS_GAP
 from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
 from bench.numerics.render.answer import answer
-from bench.numerics.render.markdown import markdown
 from bench.numerics.render.sections.dtypes import audit_section
 from bench.numerics.render.sections.recipes import recipes_section
 from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
+from bench.publish.tables import markdown
 from bench.store import errors, paths
 from bench.workloads import cards
 

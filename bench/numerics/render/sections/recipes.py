@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.render.markdown import block_key, markdown, percent, traces_file
+from bench.numerics.render.markdown import block_key, percent, table_file
 from bench.numerics.render.sentences.recipes import cast_modes
+from bench.publish.tables import markdown
 from bench.recipes.catalog import beyond_autocast
 
 
@@ -55,7 +56,7 @@ def recipes_section(t: dict) -> list[str]:
                 "in its dtype, so that rounding to nearest leaves the weight unchanged, at the "
                 "first, middle and last traced step, and the share the last step actually left "
                 f"unchanged; mean over seeds{blocks} (every traced step of every parameter is in "
-                f"`{traces_file(t)}`).",
+                f"`{table_file(t, 'traces')}`).",
                 "",
                 markdown(table),
                 "",

@@ -14,7 +14,8 @@ from bench.numerics.analysis.runs import (
     sparse_parameters,
 )
 from bench.numerics.analysis.summary import SMOOTH_STEPS
-from bench.numerics.render.markdown import markdown, no_rows, percent, traces_file
+from bench.numerics.render.markdown import no_rows, percent, table_file
+from bench.publish.tables import markdown
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""
@@ -108,7 +109,7 @@ def traces_section(t: dict) -> list[str]:
     out = [
         "### Traces",
         "",
-        f"Every traced step of each run, per parameter (`{traces_file(t)}`), outside any "
+        f"Every traced step of each run, per parameter (`{table_file(t, 'traces')}`), outside any "
         "timed region: the share of `param.grad` exactly zero, Adam's second moment (median, "
         "share below eps²) and first moment (median |exp_avg|), the update's RMS over the weights' "
         "RMS and its largest element, and the loss scale. The figure folds the parameters "

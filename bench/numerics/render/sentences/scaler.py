@@ -201,11 +201,3 @@ def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
         "seeds of a synthetic task is no equivalence test. A time-to-quality study on real data "
         "decides it (docs/quality.md)."
     ]
-
-
-def cost_sentences(summary: pd.DataFrame) -> list[str]:
-    """Nothing: the study times each recipe's step on its own (its workers share the GPUs), not
-    interleaved with fp16 without the scaler in one process, so the difference is not
-    GradScaler's cost (`bench.verdicts.timing.scaler_cost_reason`); `run --rounds N` measures
-    it."""
-    return []
