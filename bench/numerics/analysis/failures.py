@@ -21,9 +21,8 @@ def audit_failures(found: dict) -> dict[str, str]:
 
 
 def failures(run_dir: Path) -> str | None:
-    """What of a finished study failed, in one line, or None: the modes its audit failed on,
-    and per kind the jobs (and the census's modes) that failed. A job or mode that cannot run
-    here (`unsupported`) did not fail."""
+    """What of a finished study failed, in one line, or None: the audit's modes and the jobs per
+    kind (one that cannot run here, `unsupported`, did not fail)."""
     parts = []
     audit = audit_failures(audit_json(json.loads((run_dir / AUDIT_JSON).read_text())))
     if audit:

@@ -30,18 +30,15 @@ LOSS_GAP = 0.10
 """A final training loss more than 10% above the reference's (fp32's) at the same batch size
 counts as worse."""
 LEARNED_RATIO = 1.5
-"""A run has learned a task whose perfect held-out loss is known when its own held-out loss at the
-end is within 1.5× of it: on the transformer's Markov task a run sits on a plateau near
-log(states) and then drops to near the perfect loss, so the two are far apart."""
+"""A run learned a task of known perfect held-out loss when its own ends within 1.5× of it (the
+transformer's task: a plateau near log(states), then a drop near the perfect loss)."""
 
 
 @dataclass(frozen=True)
 class Versus:
-    """A mode's final training losses at one batch size against the reference's, seed by seed.
-    Learning can be a jump from a plateau (the transformer's task) whose timing varies from seed
-    to seed by more than any recipe's effect, so the means alone would call a recipe worse for
-    one seed's late jump, or better for the reference's: a seed is worse when it ends more than
-    LOSS_GAP above the reference's worst seed (or is not finite)."""
+    """A mode's final training losses at one batch size against the reference's, seed by seed (a
+    jump from a plateau varies with the seed more than a recipe does): a seed is worse when it
+    ends more than LOSS_GAP above the reference's worst seed, or is not finite."""
 
     loss: float
     """The mode's mean final loss over seeds (NaN when a seed went non-finite)."""
@@ -94,9 +91,8 @@ def versus(summary: pd.DataFrame, mode: str, batch_size: int, reference: str) ->
 
 
 def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Per batch size and mode, how many seeds learned the task (held-out loss at the end within
-    LEARNED_RATIO of the perfect model's on the same split) of how many ran: columns
-    batch_size, mode, learned, seeds. Empty where the task's perfect loss is not known."""
+    """Columns batch_size, mode, learned, seeds: how many seeds learned the task (LEARNED_RATIO)
+    of how many ran. Empty where the task's perfect loss is not known."""
     cols = ["batch_size", "mode", "learned", "seeds"]
     if runs is None or runs.empty or "true_heldout_loss" not in runs:
         return pd.DataFrame(columns=cols)
@@ -111,16 +107,13 @@ def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 SPARSE_SHARE = 0.5
-"""A parameter whose fp32 gradient is exactly zero in more than half its elements, on average
-over the traced steps, is sparse by construction (an embedding's rows for tokens a batch does not
-hold), not flushed."""
+"""A parameter whose fp32 gradient is zero in more than half its elements (mean over the traced
+steps) is sparse by construction (an embedding's rows of absent tokens), not flushed."""
 
 
 def sparse_parameters(traces: pd.DataFrame) -> set[str]:
-    """The parameters whose reference (fp32) gradient is mostly zero by construction
-    (SPARSE_SHARE): folded with the others, their zeros would hide every other parameter's in the
-    traces' largest zero share, and their zero second moments the smallest median. Empty where the
-    study has no reference traces, or where every parameter is sparse (nothing would be left)."""
+    """The parameters whose fp32 gradient is sparse by construction (SPARSE_SHARE), which folds
+    leave out; empty without fp32 traces or where every parameter is."""
     ref = traces[traces["mode"] == catalog.reference()]
     if ref.empty:
         return set()
@@ -151,23 +144,14 @@ def mechanism(
     reference: str | None = None,
 ) -> dict | None:
     """What the traces of one run show around its divergence event at step `at`, beside the
-    `reference` run (default: the mode table's float32 reference) with the same batch size and
-    seed (same weights, same batches) where it was traced; None where the run has no traces on
-    both sides of the event.
-
-    Keys: `zero_since`, the traced step from which, up to the event, some parameter's gradient
-    was more than ZERO_LIMIT exactly zero at every traced step (None if not so just before it);
-    `zero_module` and `zero_before`, the parameter with the largest mean share of zero gradient
-    elements over the MECHANISM_WINDOW steps before the event, and that mean; `zero_early`, its
-    mean share over the run's first MECHANISM_WINDOW steps; `loss_before` and `ref_loss_before`,
-    the training loss of the run and of the reference at the last traced step before the event;
-    `ref_zero_before`,
-    the reference's largest mean share over the same steps; `v_ratio_min`, `v_ratio_max`: per
-    parameter, the median of Adam's second moment at the last traced step before the event over
-    the reference's at that step (the range over parameters); `below_eps2_before`, the largest
-    share of second-moment elements below eps² then; `update_before` and `update_after`, the
-    largest update RMS over weight RMS in the window before and in the window from the event on;
-    `update_abs_after`, the largest update element after."""
+    `reference` run (default: fp32) of the same batch size and seed; None without traces on both
+    sides. "Before" is the MECHANISM_WINDOW steps before the event. Keys: `zero_since` (from which
+    traced step some gradient was more than ZERO_LIMIT zero at every one, or None), `zero_module`
+    and `zero_before` (the largest mean zero share before, and its parameter), `zero_early` (its
+    share over the run's first window), `loss_before`, `ref_loss_before`, `ref_zero_before`,
+    `v_ratio_min` and `v_ratio_max` (the range over parameters of Adam's second-moment median
+    over the reference's, at the last traced step before), `below_eps2_before`, `update_before`,
+    `update_after` (the largest update RMS over weight RMS) and `update_abs_after`."""
     run = _run(traces, mode, batch_size, seed)
     before = run[(run["step"] >= at - MECHANISM_WINDOW) & (run["step"] < at)]
     after = run[(run["step"] >= at) & (run["step"] <= at + MECHANISM_WINDOW)]
@@ -236,9 +220,8 @@ def run_ends(steps: pd.DataFrame) -> pd.DataFrame:
 def flushed_most(
     traces: pd.DataFrame, mode: str, batch_size: int, seed: int
 ) -> tuple[str, float] | None:
-    """The parameter whose gradient was exactly zero most often over one run's traced steps after
-    its first MECHANISM_WINDOW, and its mean share of zero elements there (parameters sparse by
-    construction left out); None for a run without such traces."""
+    """The parameter (not sparse) whose gradient was most often zero in one run after its first
+    MECHANISM_WINDOW steps, and that mean share; None without such traces."""
     run = _run(traces, mode, batch_size, seed)
     run = run[~run["module"].isin(sparse_parameters(traces))]  # zero by construction: not flushed
     zero = run[run["step"] >= MECHANISM_WINDOW].groupby("module")["grad_zero_share"].mean()

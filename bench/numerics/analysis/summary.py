@@ -26,11 +26,9 @@ folder older than the column, so not measured)."""
 
 
 def divergence(losses: Sequence[float]) -> tuple[int, str] | None:
-    """The first divergence event of one run's per-step training loss (index = step): (step,
-    BLOWUP) where the loss first exceeds DIVERGE_FACTOR × its running minimum (over the steps up
-    to it) and stays above at each of the next DIVERGE_STEPS - 1 steps too, or (step, NONFINITE)
-    at the first non-finite loss, whichever comes first; None for a healthy run. A blow-up that
-    the run ends before DIVERGE_STEPS steps have passed is not confirmed, so not counted."""
+    """The first divergence event of one run's per-step loss: (step, BLOWUP) where the loss first
+    exceeds DIVERGE_FACTOR × its running minimum for DIVERGE_STEPS steps (a blow-up the run ends
+    inside is not confirmed), or (step, NONFINITE), whichever comes first; None if healthy."""
     loss = np.asarray(losses, dtype=float)
     finite = np.isfinite(loss)
     first_nonfinite = int(np.argmin(finite)) if not finite.all() else None
@@ -58,10 +56,8 @@ def smoothed(steps: pd.DataFrame) -> pd.Series:
 def summarize_runs(
     steps: pd.DataFrame, evals: pd.DataFrame, runs: pd.DataFrame, horizon: int
 ) -> pd.DataFrame:
-    """Per run, at the common horizon: final smoothed loss, held-out loss and accuracy, non-finite
-    and skipped steps, and steps and seconds to reach the final loss of fp32 with the same batch
-    size and seed; over all its steps, its first divergence event (`divergence`). No runs (every
-    convergence job failed) give no rows, with the columns."""
+    """One row per run at the common horizon (its losses, steps and time to fp32's final loss at
+    the same batch size and seed), with its first divergence event over all its steps."""
     columns = list(TABLES["summary"].columns)
     if steps.empty:
         return pd.DataFrame(columns=columns)

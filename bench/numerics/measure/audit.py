@@ -37,10 +37,8 @@ def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
 
 
 def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
-    """One audit row per float8 GEMM (`aten._scaled_mm`) of the step, in order: its operands'
-    dtypes (float8_e4m3fn for inputs and weights, float8_e5m2 for output gradients) and its
-    scales' dtype and shape (`scalar`: one per tensor; `Mx1` and `1xN`: one per row of A and per
-    column of B), as the op trace saw them; the row's dtype is the GEMM's output."""
+    """One audit row per float8 GEMM (`aten._scaled_mm`) of the step, in order: its operands' and
+    scales' dtypes and shapes as the op trace saw them; the row's dtype is the GEMM's output."""
     out = []
     for i, op in enumerate(o for o in ops if o["op"].startswith("aten._scaled_mm")):
         dtypes = op["inputs"].split(",")
@@ -59,11 +57,8 @@ def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
 
 
 def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
-    """(tensor rows, op rows, autograd chain to the chained parameter) for the plan's mode.
-
-    A tensor row is {mode, kind, module, state, phase, tensor, dtype}
-    (`bench.numerics.measure.tables`); an op row is {mode, phase, op, inputs, outputs}, one per
-    aten op of a whole step."""
+    """(tensor rows, op rows, autograd chain to the chained parameter) for the plan's mode: one
+    capture of the gradients, then one whole step under the op trace (`tables.TABLES` columns)."""
     s = build(plan)
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)
@@ -118,9 +113,8 @@ def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
 NEXT_PHASE = {"forward": "backward", "backward": "optimizer"}
 """The op trace's phase after each phase the step's observer sees end."""
 RAISED_IN = {"forward": "scaler.scale(loss).backward()", "backward": "scaler.step(optimizer)"}
-"""Where an error path raised, after each phase the step's observer saw end (before the first:
-`forward`). `scaler.update()` cannot raise once `scaler.step` has recorded its inf checks, so
-everything after backward is `scaler.step`'s."""
+"""Where an error path raised, after each phase the observer saw end (before any: `forward`).
+`scaler.update()` cannot raise once `scaler.step` recorded its inf checks: the rest is step's."""
 
 ERROR_PATHS = [
     # (parameter dtype, autocast dtype, optimizer): GradScaler with low-precision parameters.
@@ -132,9 +126,8 @@ ERROR_PATHS = [
 
 
 def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
-    """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step; one row
-    per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised.
-    `recipes` holds the fp16 recipe with GradScaler each configuration starts from."""
+    """One step with the parameters cast to a low-precision dtype and GradScaler on, per
+    configuration of `ERROR_PATHS`: its outcome, the exception and where it was raised."""
     scaled, _ = fp16_pair()
     scaled_plan = plan.with_mode(recipes[scaled])
     out = []
@@ -176,8 +169,7 @@ def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
 
 def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
     """The whole audit on the plan's model and batch: (tensor rows and op rows of every recipe
-    of `recipes`, which the job resolved (every mode of the table), audit.json's content: the
-    chained parameter, its chain per mode and the error paths)."""
+    of `recipes`, audit.json's content: `run_modes`' and the error paths)."""
     tensor_rows, op_rows, found = run_modes(plan, recipes)
     found["error_paths"] = error_paths(plan, recipes)
     if torch.cuda.is_available():
@@ -186,11 +178,8 @@ def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict]
 
 
 def run_modes(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
-    """The audit of `recipes` alone: (tensor rows, op rows, {"chained": the parameter the chains
-    end at, "chains": its autograd chain per mode, "unsupported": mode -> why it could not run
-    here, "tracebacks": mode -> the traceback of a mode that failed}). A mode that cannot run
-    here (torchao missing, no float8 GPU) is named with its reason, not audited; one that fails
-    is named with its error."""
+    """The audit of `recipes` alone: (tensor rows, op rows, {"chained", "chains": per mode,
+    "unsupported": mode -> why it did not run here or how it failed, "tracebacks"})."""
     tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
     for mode, recipe in recipes.items():
         mode_plan = plan.with_mode(recipe)

@@ -369,9 +369,8 @@ def short_config(
     optimizer: str,
     model: str = cards.DEFAULT,
 ) -> NumericsConfig:
-    """The short study `run --numerics` includes: the census at the run's batch sizes at steps 0
-    and 100, 200 convergence steps of every mode at the smallest batch, one seed, in the timing
-    process itself (so anything it left behind would show in the timings that follow)."""
+    """The short study `run --numerics` includes, in the timing process itself (so anything it
+    left behind would show in the timings that follow)."""
     return NumericsConfig(
         device=device,
         model=model,

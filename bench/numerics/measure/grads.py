@@ -38,16 +38,14 @@ class Capture:
 
 
 def chained(plan: Plan) -> str:
-    """The parameter whose autograd chain and Adam state the audit records: the workload's
-    (`Workload.audited_of`: the weight of the first matmul to run, unless the workload names
-    one; every parameter's Adam state has the same dtypes)."""
+    """The parameter whose autograd chain and Adam state the audit records (`Workload.audited_of`:
+    by default the weight of the first matmul to run)."""
     return plan.workload.audited_of(plan.size, plan.case.device)
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
     """The modules whose outputs the study observes, by name, in forward order, asked of the
-    state's own model (a float8 recipe has swapped its Linears for its own; a compiled model is
-    asked through the module it wraps)."""
+    state's own model (a float8 recipe swapped its Linears; a compiled one wraps it)."""
     return s.plan.workload.observed_of(_unwrapped(s.model), s.plan.size)
 
 
@@ -56,19 +54,15 @@ def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def _leaf_ptr(node: Node | None) -> int | None:
-    """The storage address of the leaf an AccumulateGrad node feeds, or None for other nodes.
-
-    Matched by address, not by object: torch 2.11 on CUDA was seen handing back a tensor object
-    from `AccumulateGrad.variable` that is not the Parameter itself."""
+    """The storage address of the leaf an AccumulateGrad node feeds, or None for other nodes: by
+    address, as torch 2.11 on CUDA handed back a `variable` that is not the Parameter object."""
     var = getattr(node, "variable", None) if node is not None else None
     return var.data_ptr() if isinstance(var, torch.Tensor) else None
 
 
 def _edges(root: torch.autograd.graph.Node) -> Iterator[tuple[Node, Node]]:
     """Every (node, next node) edge of the autograd graph below `root`, each node expanded once.
-
-    Visited nodes are kept, not just their ids: a Python wrapper of an autograd node can be freed
-    once dropped and its id reused by the wrapper of another node (seen on torch 2.11)."""
+    Visited nodes are kept, not their ids alone: a dropped node wrapper's id can be reused."""
     seen: dict[int, Node] = {id(root): root}
     stack = [root]
     while stack:

@@ -134,9 +134,8 @@ class Table:
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
     form: str = CSV
-    """How this version writes the table (`FORMS`): a table that runs to MBs for a transformer
-    is compressed, so that a study's folder stays small enough for git. Every form is read, so a
-    folder written before keeps its files (`compact` rewrites them)."""
+    """How this version writes the table (`FORMS`): compressed where it runs to MBs for a
+    transformer, so a folder stays small enough for git. Every form is read."""
 
     def forms(self, run_dir: Path) -> dict[str, Path]:
         """The table's file in `run_dir` in each form, the form this version writes first."""
@@ -248,10 +247,8 @@ def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
 
 
 def compact(run_dir: Path) -> list[str]:
-    """Rewrite each table `run_dir` keeps in a form other than the one this version writes, in
-    that form, its content unchanged: a CSV's bytes gzip-compressed, or its rows (as
-    `frames.read_csv` gives them) in `.npz`, checked to read back equal before the CSV goes.
-    Returns the names of the files rewritten."""
+    """Rewrite each table `run_dir` keeps in another form than this version's, content unchanged
+    (an `.npz` checked to read back equal before the CSV goes); returns what it rewrote."""
     done = []
     for name, table in TABLES.items():
         path, want = table.path(run_dir), table.forms(run_dir)[table.form]
@@ -277,10 +274,8 @@ def compact(run_dir: Path) -> list[str]:
 
 
 def load(run_dir: Path) -> dict[str, object]:
-    """Every table of a finished study's folder as a DataFrame by table name, with `audit_json`
-    and `env` (the parsed JSON files) and `files` (each table's file name in this folder). The
-    one place that reads a study's tables: columns a folder predates are derived here from its
-    labels, and an empty table gets its columns."""
+    """Every table of a finished study's folder by name (`read`), with `audit_json`, `env` and
+    `files` (each table's file name in this folder)."""
     files = [t.path(run_dir) for t in TABLES.values() if not t.optional] + [run_dir / AUDIT_JSON]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
@@ -296,9 +291,8 @@ def load(run_dir: Path) -> dict[str, object]:
 
 
 def audit_json(found: dict) -> dict:
-    """audit.json's content as this version reads it: `chains` (mode -> the autograd chain from
-    the loss to the parameter `chained`) and `unsupported`. Older folders kept the chains under
-    `chain_to_<parameter with _ for .>`."""
+    """audit.json's content as this version reads it (older folders kept the chains under
+    `chain_to_<parameter with _ for .>`)."""
     found = dict(found)
     for key in [k for k in found if k.startswith("chain_to_")]:
         name = key.removeprefix("chain_to_")

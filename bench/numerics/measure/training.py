@@ -33,9 +33,8 @@ from bench.recipes.step import evaluate as heldout
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
-"""The low-precision modes the census compares with the fp32 reference, on the trajectory's own
-model (they share its float32 weights): fp16 without a scaler, then the autocast recipes as AMP
-documents them (fp16 with GradScaler, bf16)."""
+"""The low-precision modes the census compares with fp32 on the trajectory's own model: fp16
+without a scaler, then the autocast recipes."""
 OWN_MODEL_CENSUS_MODES = tuple(
     name
     for name, m in MODES.items()
@@ -43,10 +42,8 @@ OWN_MODEL_CENSUS_MODES = tuple(
     and (m.param_dtype is not None or m.fp8_recipe is not None)
     and not m.stochastic_round
 )
-"""Census modes whose recipe changes the model (bf16 parameters, float8 Linears): each gets a
-model of its own with the trajectory's weights at every checkpoint, where it can run here. A
-stochastically rounding mode is left out: its gradients are its round-to-nearest twin's, it
-differs in the update only."""
+"""Census modes whose recipe changes the model: each gets a model of its own with the
+trajectory's weights. Stochastic rounding is left out: it differs in the update only."""
 CENSUS_RECIPES = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
 """Every mode a census trajectory uses, the reference first: the job resolves each once and hands
 them to `census_trajectory`."""
@@ -66,9 +63,8 @@ def _rms(t: torch.Tensor) -> torch.Tensor:
 
 
 def half_ulp(w: torch.Tensor) -> torch.Tensor:
-    """Half the spacing of `w`'s dtype at each element of `w` (as float32): an update smaller
-    than this in magnitude rounds back to the same weight under round-to-nearest. Zero weights
-    take the dtype's smallest normal's."""
+    """Half the spacing of `w`'s dtype at each element (float32): a smaller update rounds back
+    to the same weight. Zero weights take the smallest normal's."""
     info = torch.finfo(w.dtype)
     w32 = w.detach().float()
     _, exponent = torch.frexp(w32)  # |w| = m * 2**exponent, m in [0.5, 1)
@@ -77,9 +73,8 @@ def half_ulp(w: torch.Tensor) -> torch.Tensor:
 
 
 def adam_update(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tensor | None:
-    """The update Adam meant to apply to `p` at its last step, in float32, from its state after
-    the step: lr * m_hat / (sqrt(v_hat) + eps), with the bias corrections of the step count (no
-    weight decay: the study's Adams have none). None before the first step."""
+    """The update Adam meant to apply to `p` at its last step, lr * m_hat / (sqrt(v_hat) + eps)
+    in float32 from its state (no weight decay: the study's has none); None before a step."""
     state = optimizer.state.get(p, {})
     if not {"step", "exp_avg", "exp_avg_sq"} <= set(state):
         return None
@@ -94,10 +89,8 @@ def adam_update(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tens
 def update_underflow(
     before: torch.Tensor, after: torch.Tensor, update: torch.Tensor | None
 ) -> dict[str, float]:
-    """The update-underflow census of one parameter at one step: the share of its elements whose
-    intended Adam update is smaller than half an ulp of the weight in the parameter's dtype (so
-    round-to-nearest leaves them unchanged: the pure-bf16 counterpart of gradient underflow), and
-    the share that the step actually left unchanged (stochastic rounding moves some of them)."""
+    """One parameter's update underflow at one step: the share of elements whose Adam update is
+    under half an ulp (`half_ulp`), and the share the step actually left unchanged."""
     unchanged = (after == before).float().mean().item()
     if update is None:
         return {"update_underflow_share": float("nan"), "unchanged_share": unchanged}
@@ -255,9 +248,8 @@ def census_trajectory(
     checkpoints: tuple[int, ...],
     histogram: bool,
 ) -> dict[str, list[dict]]:
-    """Train the plan's case (fp16 autocast with GradScaler) up to the last checkpoint; rows of
-    `census` at every checkpoint, and, with `histogram`, of `histogram` and `fp16_fate` at the
-    first and last. `recipes`: the modes of `CENSUS_RECIPES`, resolved by the job."""
+    """Train the plan's case (fp16 with GradScaler) to the last checkpoint: `census` rows at
+    each, `histogram` and `fp16_fate` rows at the first and last (with `histogram`)."""
     case = plan.case
     scaled, _ = fp16_pair()
     if case.mode != scaled:

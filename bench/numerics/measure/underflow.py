@@ -21,10 +21,8 @@ def norm_share(ref: torch.Tensor, lost: torch.Tensor) -> float:
 
 
 def fp16_cast_shares(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
-    """What float16 would do to `values * scale` (a float32 gradient, the loss scaled by
-    `scale`), by the rounding rule's thresholds (`fp16`), as shares of its non-zero elements
-    (NaN where none is): `zero` rounds to zero (flushed: lost), `subnormal` rounds to a subnormal
-    (kept at reduced precision), and `zero_norm`, the norm share of the flushed ones."""
+    """What float16 would do to `values * scale` by the rounding rule (`fp16`), as shares of its
+    non-zero elements: `zero` (flushed), `subnormal` (kept), `zero_norm` (the flushed norm)."""
     v = values.detach().float()
     live = v != 0
     magnitude = v.abs() * scale
@@ -72,9 +70,8 @@ def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
 
 
 def log2_histogram(values: torch.Tensor) -> list[dict[str, float]]:
-    """Counts of |v| in one-power-of-two bins [2**e, 2**(e+1)), plus a separate zero bin.
-
-    Returns rows {"bin": "zero" or e, "log2_lo": e, "count": ..., "share": ...}, e ascending."""
+    """Rows {bin, log2_lo, count, share} of |v| in bins [2**e, 2**(e+1)), e ascending, after a
+    `zero` bin."""
     v = values.detach().float().flatten()
     n = v.numel()
     nonzero = v[v != 0].abs()

@@ -30,9 +30,8 @@ def block_key(label: str) -> str:
 
 
 def fold_blocks(df: pd.DataFrame, label: str) -> pd.DataFrame:
-    """`df` with the rows whose `label` differs only in block indices, and whose other cells
-    are all equal, shown once (`blocks.*.attn output ×12`); any group whose cells differ keeps
-    its rows. A model without blocks is returned as it is."""
+    """`df` with rows that differ only in `label`'s block indices shown once (`blocks.*.attn
+    output ×12`); a group whose other cells differ keeps its rows."""
     keys = df[label].map(block_key)
     if keys.equals(df[label]):
         return df
@@ -50,8 +49,7 @@ def fold_shares(
     df: pd.DataFrame, by: list[str], label: str, shares: list[str], worst: list[str]
 ) -> pd.DataFrame:
     """Census rows of repeated blocks as one row per `by` group and block key: the `shares`
-    (fractions of elements) averaged with the tensors' sizes (`numel`) as weights, the `worst`
-    columns (relative errors) at their maximum. A model without blocks is returned as it is."""
+    weighted by `numel`, the `worst` columns at their maximum."""
     keys = df[label].map(block_key)
     if keys.equals(df[label]):
         return df

@@ -26,10 +26,8 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def histogram(hist: pd.DataFrame, path: Path) -> None:
-    """log2|g| of the fp32 reference's activation gradients, one row of panels per checkpoint
-    (pooled over every observed output; beside it the logits' alone where the folder has them),
-    with float16's smallest subnormal, smallest normal and largest finite value marked, and the
-    loss scale's shift shown as a second outline."""
+    """log2|g| of fp32's activation gradients, a row of panels per checkpoint (pooled; the
+    logits' beside), float16's limits marked, the loss scale's shift as a second outline."""
     if hist.empty:
         return
     scaled, _ = fp16_pair()  # the census trajectory's recipe, whose scale the histogram shows
@@ -143,10 +141,8 @@ TRACE_PANELS = (
 
 
 def traces(tr: pd.DataFrame, path: Path) -> None:
-    """The traced mechanism per step, one column of panels per batch size: zero gradients, Adam's
-    second moment, the update's relative size and the loss; one colour per mode, one line style
-    per seed. Parameters sparse by construction (`bench.numerics.analysis.runs.sparse_parameters`)
-    are left out of the folds."""
+    """The traces per step (`TRACE_PANELS`), a column of panels per batch size, one colour per
+    mode, one line style per seed; sparse parameters left out of the folds."""
     if tr.empty:
         return
     tr = tr[~tr["module"].isin(sparse_parameters(tr))]

@@ -10,9 +10,8 @@ from bench.numerics.render import plots, report
 
 
 def render(run_dir: Path) -> Path:
-    """The figures and report.md of a finished study, from its CSV files and env.json alone;
-    returns the report's path. Needs no torch and measures nothing. Tables an older version
-    kept in another form are first rewritten in the form this one writes (`tables.compact`)."""
+    """The figures and report.md of a finished study (older forms first rewritten,
+    `tables.compact`); returns the report's path."""
     tables.compact(run_dir)
     t = tables.load(run_dir)
     steps = t["steps"]

@@ -12,9 +12,8 @@ from bench.publish.tables import markdown
 
 
 def audit_section(t: dict) -> list[str]:
-    """Every audited tensor's dtype per mode, each mode's autograd chain to the chained
-    parameter, and the GradScaler error paths. Modes the audit failed on are named with their
-    errors in one line; where it audited none, that line stands for the table and the chains."""
+    """Every audited tensor's dtype per mode, the autograd chains and the error paths; the modes
+    the audit failed on in one line (which stands for all where it audited none)."""
     audit, found = t["audit"], t["audit_json"]
     failed = audit_failures(found)
     out = ["## 1. dtype audit", ""]

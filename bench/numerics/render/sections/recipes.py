@@ -13,9 +13,8 @@ from bench.recipes.catalog import beyond_autocast
 
 
 def recipes_section(t: dict) -> list[str]:
-    """The recipes beyond autocast: per batch size and mode, the step time, final loss, held-out
-    accuracy and the memory of parameters, gradients and Adam's state; the update-underflow
-    census of the pure-bf16 recipes over training; the modes this machine could not run."""
+    """The recipes beyond autocast per batch size and mode (time, losses, memory), the pure-bf16
+    update underflow, and the modes this machine could not run."""
     s, tr = t["summary"], t["traces"]
     unsupported = t["audit_json"].get("unsupported", {})
     recipes = beyond_autocast()
@@ -65,10 +64,8 @@ def recipes_section(t: dict) -> list[str]:
 
 
 def update_underflow_table(pure: pd.DataFrame) -> pd.DataFrame:
-    """The update-underflow traces of the pure-bf16 runs as one row per mode, batch size and
-    parameter (repeated blocks folded: their parameters have the same shapes, so a plain mean
-    is the elements' mean), the underflow share at the first, middle and last traced step in
-    columns, and the share the last step left unchanged."""
+    """The pure-bf16 runs' update underflow, a row per mode, batch size and parameter (blocks
+    folded), at the first, middle and last traced step, and the last step's unchanged share."""
     steps = sorted(pure["step"].unique())
     shown = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
     keys = ["mode", "batch_size", "step", "module"]

@@ -100,9 +100,8 @@ def _step_note(runs: pd.DataFrame | None) -> str:
 
 
 def traces_section(t: dict) -> list[str]:
-    """The traced mechanism: the figure, and per diverging run the traces within TRACE_WINDOW
-    steps of its event, the parameters folded (the largest share of zero gradients and update,
-    the smallest median second moment). Nothing for a folder without traces."""
+    """The traces' figure, and per diverging run its traces within TRACE_WINDOW steps of the
+    event, the parameters folded. Nothing for a folder without traces."""
     tr, s = t["traces"], t["summary"]
     if tr.empty:
         return []

@@ -73,9 +73,8 @@ def census_section(t: dict) -> list[str]:
 
 
 def histogram_section(t: dict) -> list[str]:
-    """The fp32 reference's activation gradients in power-of-two bins (the figure, and the bins
-    in a folded table), and what a cast to float16 does to them; without a histogram, one line
-    on why."""
+    """fp32's activation gradients in power-of-two bins and what a cast to float16 does to them;
+    without a histogram, one line on why."""
     h, fate = t["histogram"], t["fp16_fate"]
     if h.empty:
         why = failure_reasons(t["failed"], "census", fp16_pair()[0])

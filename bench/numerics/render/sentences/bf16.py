@@ -22,9 +22,8 @@ def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
 
 
 LOST = 0.5
-"""A median relative error from this on is of the order of the gradient itself (a zero gradient's
-is 1): the low-precision gradient has lost its direction, not a few bits, and the ratio of two
-formats' errors no longer measures their mantissas."""
+"""A median relative error from this on is of the gradient's own order: the gradient lost its
+direction, not bits, and two formats' error ratio no longer measures their mantissas."""
 
 
 def lost_direction(bf16_error: float) -> str | None:

@@ -86,9 +86,8 @@ def divergence_sentences(summary: pd.DataFrame) -> list[str]:
 
 
 def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """Per divergence event with traces: what the traces show before and after it (see
-    `analysis.mechanism`), then what all events share, by the thresholds above. Nothing where no
-    traced run diverged."""
+    """Per traced divergence event what the traces show (`runs.mechanism`), then what all events
+    share by the thresholds above."""
     if traces.empty:
         return []
     events = diverged(measured(summary)).sort_values(["batch_size", "mode", "seed"])
@@ -177,10 +176,8 @@ def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str
 
 
 def _calm(traces: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """Per batch size where fp16 without a scaler trained without diverging: the parameter whose
-    gradient it flushed most after the first MECHANISM_WINDOW steps, its mean share of zero
-    elements over the seeds, and fp32's share of the same parameter (a clause; empty where none
-    was traced)."""
+    """A clause per batch size where fp16 without a scaler did not diverge: the parameter it
+    flushed most after MECHANISM_WINDOW steps (`flushed_most`), beside fp32's share."""
     _, bare = fp16_pair()
     healthy = measured(summary)
     healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == bare)]
@@ -217,9 +214,8 @@ def calm_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
 
 
 def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Where the runs longer than the common horizon ended: per mode and batch size the mean
-    final loss over seeds, and for a scaled run how its loss scale moved and what it skipped.
-    Nothing where no run went longer."""
+    """Where the runs longer than the common horizon ended: the mean final loss per mode and
+    batch size, and a scaled run's loss scale and skipped steps."""
     if steps.empty or runs.empty:
         return []
     horizon = int(runs["steps"].min())
@@ -253,9 +249,8 @@ def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
 
 
 def learning_sentences(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Where the task's perfect loss is known and some mode's seeds disagree on whether they
-    learned it (a plateau, then a jump whose timing varies with the seed): how many seeds of each
-    mode learned it at each batch size, so that a mean over seeds is read as the mix it is."""
+    """Where some mode's seeds disagree on whether they learned the task: how many did, per mode
+    and batch size, so a mean over seeds reads as the mix it is."""
     counts = learned(summary, runs)
     if counts.empty or counts["learned"].eq(counts["seeds"]).all():
         return []  # every run learned it: the means say it all

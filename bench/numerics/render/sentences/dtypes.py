@@ -64,11 +64,9 @@ def dtype_sentences(
     torch_version: str,
     why: str | None = None,
 ) -> list[str]:
-    """The dtypes of fp16 autocast with GradScaler (the recipe the question is about), and
-    whether the claims that its loss is float16 and that backward upcasts every gradient to
-    float32 are borne out. `chain`: its autograd chain from the loss to parameter `chained`.
-    A tensor the audit did not observe gets no clause; where the recipe was not audited at all,
-    one line says so, with `why` (audit.json's reason, if any)."""
+    """The dtypes of fp16 autocast with GradScaler (`chain`: to `chained`), and whether the
+    claims that its loss is float16 and backward upcasts every gradient are borne out; one line
+    with `why` where the recipe was not audited."""
     m, _ = fp16_pair()
     if audit[audit["mode"] == m].empty:
         if why and why.startswith(AUDIT_FAILED):

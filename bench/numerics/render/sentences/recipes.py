@@ -36,9 +36,8 @@ def _means(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def recipe_sentences(summary: pd.DataFrame) -> list[str]:
-    """Per batch size: the fastest recipe (the study's measured step time), its final loss and
-    held-out accuracy against fp32's and the memory it saves (parameters, gradients and Adam's
-    state); then a convergence verdict per recipe beyond autocast."""
+    """Per batch size the fastest recipe against fp32 (loss, accuracy, memory saved); then a
+    convergence verdict per recipe beyond autocast."""
     recipes = beyond_autocast()
     if summary.empty or not set(recipes) & set(summary["mode"]):
         return []
@@ -98,10 +97,8 @@ SAME_RTOL = 0.02
 
 
 def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
-    """The census's verdict on the recipes beyond autocast: per recipe and checkpoint, the
-    median relative error against fp32 of its activation gradients and of its weight and bias
-    gradients as their matmuls produced them, beside the headline autocast mode's (same weights,
-    same batch)."""
+    """Per recipe beyond autocast and checkpoint, the median relative error against fp32 of its
+    activation and produced gradients, beside the headline autocast mode's."""
     if census.empty:
         return []
     recipes = [m for m in beyond_autocast() if m in set(census["mode"])]

@@ -12,9 +12,8 @@ from bench.verdicts import scaler as scaler_rule
 from bench.verdicts.training import NEEDED
 
 FLUSH_LIMIT = 0.01
-"""Where fp16 without a scaler flushes more than 1% of a tensor's elements (zero where the fp32
-reference is not) the Underflow sentence names it: a description, which decides nothing (the
-verdict weighs the share of the norm, `bench.verdicts.scaler`)."""
+"""The share of a tensor's elements fp16 without a scaler flushes above which the Underflow
+sentence names it: a description (the verdict weighs the norm, `bench.verdicts.scaler`)."""
 
 
 def _norm_clause(census: pd.DataFrame) -> str:
@@ -44,9 +43,8 @@ def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
 
 
 def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, Versus]]]:
-    """(batch sizes where both fp32 and fp16 without a scaler were trained, and those of them
-    where some seed of fp16 without a scaler ended worse than fp32's worst seed, with the
-    comparison)."""
+    """(batch sizes where fp32 and fp16 without a scaler both trained, those where some seed of
+    the latter ended worse than fp32's worst, with the comparison)."""
     _, bare = fp16_pair()
     compared, worse = [], []
     for bs in sorted(summary["batch_size"].unique()):
@@ -77,9 +75,8 @@ def _scaled_worse(summary: pd.DataFrame) -> str:
 
 
 def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """Where the scaled fp16 run flushed most: its step, training loss and loss scale (from the
-    census row), and whether any run of the scaled mode at that batch size diverged; empty for a
-    folder whose census predates the training-loss column."""
+    """Where scaled fp16 flushed most (step, loss, scale) and whether its runs there diverged;
+    empty for a census older than the loss column."""
     scaled_mode, _ = fp16_pair()
     scaled = census[census["mode"] == scaled_mode]
     if scaled.empty or "loss" not in scaled or scaled["loss"].isna().all():
@@ -102,9 +99,8 @@ def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 
 def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The two tests: where fp16 without a scaler flushes more than FLUSH_LIMIT of a gradient
-    (beside the worst share with GradScaler), and where it ends more than LOSS_GAP above fp32's
-    training loss."""
+    """The two tests: where fp16 without a scaler flushes more than FLUSH_LIMIT of a gradient,
+    and where it ends more than LOSS_GAP above fp32."""
     scaled_mode, bare = fp16_pair()
     noscale = census[census["mode"] == bare]
     scaled = census[census["mode"] == scaled_mode]
@@ -176,9 +172,8 @@ def _then_diverged(summary: pd.DataFrame) -> str:
 
 
 def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The answer to the question, as `bench.verdicts.scaler.numerics_scaler_needed` decides it
-    from this study (training without the scaler diverging, or the share of a gradient's norm
-    float16 flushes); this only renders it."""
+    """The answer to the question, as `bench.verdicts.scaler.numerics_scaler_needed` decides
+    it; this only renders it."""
     scaled, bare = fp16_pair()
     runs = measured(summary)
     bad = {
