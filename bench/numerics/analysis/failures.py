@@ -11,8 +11,7 @@ from bench.numerics.measure.tables import AUDIT_FAILED, AUDIT_JSON, audit_json, 
 
 
 def audit_failures(found: dict) -> dict[str, str]:
-    """Mode -> the error of each mode the audit failed on (of `audit_json`'s content); the modes
-    that cannot run here are not failures."""
+    """Mode -> the error of each mode the audit failed on (not those that cannot run here)."""
     return {
         mode: why.removeprefix(AUDIT_FAILED)
         for mode, why in found.get("unsupported", {}).items()

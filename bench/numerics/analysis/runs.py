@@ -14,8 +14,7 @@ from bench.recipes import catalog
 
 
 def measured(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary rows whose divergence was looked for (a folder older than the column has an
-    empty cell)."""
+    """The summary rows whose divergence was looked for (older folders' cells are empty)."""
     if "divergence" not in summary:
         return summary.iloc[:0]
     return summary[summary["divergence"].isin([HEALTHY, BLOWUP, NONFINITE])]
@@ -27,8 +26,7 @@ def diverged(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 LOSS_GAP = 0.10
-"""A final training loss more than 10% above the reference's (fp32's) at the same batch size
-counts as worse."""
+"""A final training loss more than 10% above fp32's at the same batch size is worse."""
 LEARNED_RATIO = 1.5
 """A run learned a task of known perfect held-out loss when its own ends within 1.5× of it (the
 transformer's task: a plateau near log(states), then a drop near the perfect loss)."""
@@ -71,8 +69,7 @@ class Versus:
 
 
 def versus(summary: pd.DataFrame, mode: str, batch_size: int, reference: str) -> Versus | None:
-    """`mode`'s final losses at `batch_size` against `reference`'s in the same study; None where
-    either was not trained at that batch size."""
+    """`mode`'s final losses at `batch_size` against `reference`'s; None where either is missing."""
     at = summary[summary["batch_size"] == batch_size]
     mine = at.loc[at["mode"] == mode, "final_loss"].astype(float)
     ref = at.loc[at["mode"] == reference, "final_loss"].astype(float)
@@ -125,8 +122,7 @@ def sparse_parameters(traces: pd.DataFrame) -> set[str]:
 MECHANISM_WINDOW = 100
 """The traces read before and after a divergence event: this many steps either side of it."""
 ZERO_LIMIT = 0.01
-"""A parameter's gradient counts as flushing at a traced step where more than 1% of its elements
-are exactly zero."""
+"""A gradient flushes at a traced step where more than 1% of its elements are exactly zero."""
 
 
 def _run(traces: pd.DataFrame, mode: str, batch_size: int, seed: int) -> pd.DataFrame:
@@ -195,8 +191,7 @@ def mechanism(
 
 
 def run_ends(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per run, where it ended: its last step, the smoothed loss there, its loss scale at the
-    start and at the end, the steps at which the scale changed, and its skipped steps."""
+    """Per run: its last step, smoothed loss there, first and final scale, changes, skips."""
     rows = []
     steps = steps.sort_values([*RUN_KEYS, "step"]).copy()
     steps["smooth"] = smoothed(steps)
@@ -231,8 +226,7 @@ def flushed_most(
 
 
 def zero_share_after(traces: pd.DataFrame, mode: str, batch_size: int, module: str) -> float:
-    """The mean share of `module`'s gradient elements exactly zero after the first
-    MECHANISM_WINDOW steps, over the seeds of `mode` at `batch_size`; NaN where not traced."""
+    """`module`'s mean zero share after MECHANISM_WINDOW steps over `mode`'s seeds; NaN if none."""
     sel = traces[
         (traces["mode"] == mode)
         & (traces["batch_size"] == batch_size)

@@ -21,8 +21,7 @@ DIVERGE_FACTOR = 10.0
 DIVERGE_STEPS = 20
 """...at 20 steps in a row (a spike that recovers sooner is not divergence), or is non-finite."""
 BLOWUP, NONFINITE, HEALTHY = "blowup", "nonfinite", "none"
-"""`divergence` of a summary row: the kind of a run's first event, or none (an empty cell: a
-folder older than the column, so not measured)."""
+"""`divergence` of a summary row: its first event's kind, or none (empty: not measured)."""
 
 
 def divergence(losses: Sequence[float]) -> tuple[int, str] | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bench.cases import checks
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.cases.sizes import Sizes
-from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
+from bench.numerics.measure.defaults import COMMON, PER_DEVICE
 from bench.recipes import catalog
 from bench.workloads import cards
 
@@ -166,8 +166,7 @@ class NumericsConfig:
     extended_steps: int = field(metadata=_NON_NEGATIVE)
     """Steps of the runs of `extended_modes`, if more than `steps`; 0 with no extended modes."""
     noise: float = field(metadata=_FINITE)
-    """Noise of the task (`bench.workloads.tasks`: the MLP's prototype noise, the transformer's
-    successor temperature)."""
+    """Noise of the task (`bench.workloads.tasks`), e.g. the MLP's prototype noise."""
     optimizer: str = field(
         metadata=_setting(checks.choice(catalog.OPTIMIZERS), aliases=("--optimizers",))
     )
@@ -247,8 +246,7 @@ class NumericsConfig:
         )
 
     def record(self) -> dict[str, object]:
-        """The settings as env.json keeps them: flat, with the sizes of a free-sized workload
-        and the task in words."""
+        """The settings as env.json keeps them (a free-sized workload's sizes, the task)."""
         workload = _workload(self.model)
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         del flat["size"]
@@ -296,8 +294,7 @@ class NumericsConfig:
         return self.case(catalog.reference(), min(self.census_batch_sizes), self.seeds[0])
 
     def jobs(self) -> list[Job]:
-        """Every job of the study: the census trajectories (fp16 with GradScaler), then the
-        convergence runs; one fp16-with-GradScaler run goes `long_steps`."""
+        """The census trajectories, then the convergence runs (one goes `long_steps`)."""
         scaled_fp16 = catalog.fp16_pair()[0]
         out = [
             Job(
@@ -387,13 +384,6 @@ def short_config(
         eval_every=50,
         heldout=8192 if device == "cuda" else 256,
         trace_every=5 if device == "cuda" else 2,
-        extended_modes=(),
-        extended_steps=0,
-        noise=2.0,
-        optimizer=optimizer,
-        lr=LR,
-        loss_mult=1.0,
-        reduction="mean",
-        init_scale=1.0,
         workers=1,
+        **{**COMMON, "optimizer": optimizer},  # the noise, lr and stress of every study
     )

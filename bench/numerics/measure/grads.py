@@ -124,8 +124,7 @@ def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch
 
 
 def capture(s: TrainState) -> Capture:
-    """The step's forward and backward (`gradients`) of the current batch under `s.mode`, seen
-    through hooks; the gradients are left in `.grad`."""
+    """The step's forward and backward (`gradients`) seen through hooks; `.grad` kept."""
     s.optimizer.zero_grad(set_to_none=True)
     acts: dict[str, torch.Tensor] = {}
     act_grads: dict[str, torch.Tensor] = {}
@@ -160,8 +159,7 @@ def capture(s: TrainState) -> Capture:
 
 
 class DtypeTrace(TorchDispatchMode):
-    """Records (phase, op, input dtypes, output dtypes, input shapes) for every aten op dispatched
-    inside it."""
+    """Records (phase, op, input and output dtypes, input shapes) of every aten op in it."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -49,8 +49,7 @@ def output_label(module: str, *, logits: bool = False) -> str:
 def audit_tensor(
     kind: str, module: str = "", state: str = "", *, logits: bool = False
 ) -> dict[str, str]:
-    """The columns of an audit row that say which tensor it is, with its display label;
-    `logits`: the module's output is the model's logits."""
+    """An audit row's tensor columns and label; `logits`: the module's output is the logits."""
     if kind in (ACTIVATION, ACTIVATION_GRAD):
         label = output_label(module, logits=logits)
         label = label if kind == ACTIVATION else f"grad of {label}"
@@ -126,11 +125,9 @@ FORMS = {
 class Table:
     file: str
     columns: tuple[str, ...]
-    """Every column, in order: what an empty table's file holds, so that readers of a study
-    whose jobs all failed still find the columns."""
+    """Every column, in order (an empty table's file holds them)."""
     labelled: bool = False
-    """Rows say which tensor they are about: folders older than the tensor columns have only
-    the label, from which `load` derives them."""
+    """Rows name a tensor: `load` derives older folders' tensor columns from their labels."""
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
     form: str = CSV
@@ -291,8 +288,7 @@ def load(run_dir: Path) -> dict[str, object]:
 
 
 def audit_json(found: dict) -> dict:
-    """audit.json's content as this version reads it (older folders kept the chains under
-    `chain_to_<parameter with _ for .>`)."""
+    """audit.json's content as this version reads it (older: `chain_to_<param>` keys)."""
     found = dict(found)
     for key in [k for k in found if k.startswith("chain_to_")]:
         name = key.removeprefix("chain_to_")

@@ -45,8 +45,7 @@ OWN_MODEL_CENSUS_MODES = tuple(
 """Census modes whose recipe changes the model: each gets a model of its own with the
 trajectory's weights. Stochastic rounding is left out: it differs in the update only."""
 CENSUS_RECIPES = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
-"""Every mode a census trajectory uses, the reference first: the job resolves each once and hands
-them to `census_trajectory`."""
+"""Every mode a census trajectory uses, the reference first (the job resolves them)."""
 MEDIAN_SAMPLE = 2**24
 """A trace's medians are taken over at most this many evenly strided elements of a tensor: an exact
 median sorts, and a 16000 × 16000 weight has 2.6e8."""
@@ -149,8 +148,7 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 
 
 def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Held-out mean loss and accuracy (`bench.recipes.step.evaluate`), in chunks of the case's
-    batch size: a transformer's logits for a whole held-out split would not fit."""
+    """Held-out loss and accuracy (`step.evaluate`) in batches: a whole split would not fit."""
     bs = s.case.batch_size
     batches = zip(x.split(bs), y.split(bs), strict=True)
     return heldout(s, batches, s.plan.workload.loss)
@@ -171,8 +169,7 @@ def _step_ms(plan: Plan, task: Task) -> float:
 
 
 def model_state_gib(s: TrainState) -> float:
-    """GiB of the parameters, their gradients (one per parameter, in its dtype) and the
-    optimizer's state: what a recipe's dtypes cost in memory, activations aside."""
+    """GiB of the parameters, their gradients and the optimizer's state (no activations)."""
     params = sum(p.numel() * p.element_size() for p in s.model.parameters())
     state = sum(
         t.numel() * t.element_size()
@@ -186,8 +183,7 @@ def model_state_gib(s: TrainState) -> float:
 def convergence(
     plan: Plan, *, steps: int, noise: float, eval_every: int, heldout: int, trace_every: int = 0
 ) -> dict[str, list[dict]]:
-    """`steps` training steps of the plan's case on the task; rows of `steps`, `evals`, `runs`
-    and, every `trace_every` steps (0: never), `traces`."""
+    """`steps` steps of the plan's case: rows of `steps`, `evals`, `runs` and `traces`."""
     case = plan.case
     task = plan.workload.make_task(plan.size, case.seed, noise, case.device)
     axes = {
@@ -327,8 +323,7 @@ def census_trajectory(
 
 
 def _with_weights(plan: Plan, s: TrainState) -> TrainState:
-    """A state of the plan's mode (its own model: bf16 parameters, float8 Linears) holding the
-    weights of `s`'s model and its batch."""
+    """A state of the plan's mode (its own model) with `s`'s weights and batch."""
     other = build(plan)
     fp8.copy_weights(other.model, s.model)
     other.x, other.y = s.x, s.y
@@ -336,8 +331,7 @@ def _with_weights(plan: Plan, s: TrainState) -> TrainState:
 
 
 def _census_rows(cap, ref, axes: dict, used: float, loss: torch.Tensor) -> list[dict]:
-    """The census of one mode's captured gradients against the fp32 reference's: the gradient
-    of every activation and every parameter's gradient as its matmul produced it."""
+    """One mode's captured gradients against the reference's (activations', produced)."""
     pairs = [
         (grad_tensor(ACTIVATION_GRAD, n), cap.activation_grads[n], ref.activation_grads[n])
         for n in ref.observed

@@ -56,8 +56,7 @@ def census(g: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> dict[str, 
 
 
 def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
-    """What casting `values * scale` to float16 does: shares flushed to zero, made subnormal, made
-    infinite. Computed by the cast itself, not by comparing against thresholds."""
+    """What the float16 cast of `values * scale` does: shares flushed, subnormal, infinite."""
     v = values.float()
     nonzero = v != 0
     h = (v * scale).half()
@@ -70,8 +69,7 @@ def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
 
 
 def log2_histogram(values: torch.Tensor) -> list[dict[str, float]]:
-    """Rows {bin, log2_lo, count, share} of |v| in bins [2**e, 2**(e+1)), e ascending, after a
-    `zero` bin."""
+    """Rows {bin, log2_lo, count, share} of |v| in bins [2**e, 2**(e+1)), after `zero`."""
     v = values.detach().float().flatten()
     n = v.numel()
     nonzero = v[v != 0].abs()

@@ -12,8 +12,7 @@ from bench.numerics.measure.tables import TABLES
 
 
 def percent(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """`df` with the shares in `cols` written as percentages with three decimals (empty when
-    not measured)."""
+    """`df` with the shares in `cols` as percentages, three decimals (empty if not measured)."""
     df = df.copy()
     for c in cols:
         df[c] = df[c].map(lambda v: f"{v:.3%}" if pd.notna(v) else "")
@@ -77,14 +76,12 @@ def chain_text(chain: list[str]) -> str:
 
 
 def table_file(t: dict, name: str) -> str:
-    """The name of table `name`'s file in the study's folder: of the form the version that
-    wrote it used (`bench.numerics.measure.tables.FORMS`)."""
+    """Table `name`'s file name in the study's folder, of the form its version wrote."""
     return t.get("files", {}).get(name, TABLES[name].file)
 
 
 def failure_reasons(failed: pd.DataFrame, kind: str, mode: str | None = None) -> str | None:
-    """Why the jobs of `kind` (of `mode`, if given) in the `failed` table failed: their errors,
-    each once (the first three), or None when none of them failed."""
+    """Why `kind` jobs (of `mode`) failed: their first three errors, or None if none did."""
     rows = failed[failed["kind"] == kind]
     if mode is not None:
         rows = rows[rows["mode"] == mode]

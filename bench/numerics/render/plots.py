@@ -103,8 +103,7 @@ def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
 
 
 def scale(steps: pd.DataFrame, path: Path) -> None:
-    """GradScaler's scale per step for every run that scales the loss (an empty figure when
-    none does, as in a study of fp32 alone)."""
+    """GradScaler's scale per step of every run that scales the loss."""
     if steps.empty:
         return
     d = steps.dropna(subset=["scale"])  # a mode that does not scale has no scale

@@ -122,8 +122,7 @@ def _where(env: dict, cfg: dict) -> str:
 
 
 def _model(cfg: dict, env: dict) -> str:
-    """The study's model: the MLP by its sizes (a folder older than workloads is the MLP),
-    another workload by its name and preset."""
+    """The study's model: the MLP by its sizes, another workload by name and preset."""
     card = cards.card(cfg.get("model", cards.DEFAULT))
     if card is not None and card.free_sizes:  # its sizes are the record's own
         return f"Model {card.shape.format(**cfg.get('sizes', {}))}"

@@ -10,8 +10,7 @@ from bench.numerics.render import plots, report
 
 
 def render(run_dir: Path) -> Path:
-    """The figures and report.md of a finished study (older forms first rewritten,
-    `tables.compact`); returns the report's path."""
+    """The figures and report.md of a finished study; returns the report's path."""
     tables.compact(run_dir)
     t = tables.load(run_dir)
     steps = t["steps"]

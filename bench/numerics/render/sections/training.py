@@ -22,8 +22,7 @@ TRACE_WINDOW = 50
 
 
 def convergence_section(t: dict, env: dict) -> list[str]:
-    """The task and its settings, the runs' figures per batch size and mode (means over seeds),
-    the loss-curve and loss-scale figures, then the traces (`traces_section`)."""
+    """The task and settings, the runs' figures per batch size and mode, figures, traces."""
     s = t["summary"]
     cfg = env.get("numerics_config", {})
     if s.empty:
@@ -91,8 +90,7 @@ def convergence_section(t: dict, env: dict) -> list[str]:
 
 
 def _step_note(runs: pd.DataFrame | None) -> str:
-    """The one train step's options the runs trained with (`bench.recipes.step.StepOptions`);
-    nothing for a folder older than the column."""
+    """The step's options the runs trained with (none for an older folder)."""
     if runs is None or "step_options" not in runs:
         return ""
     phrases = runs["step_options"].dropna().unique()
@@ -167,8 +165,7 @@ def _sparse_note(tr: pd.DataFrame) -> str:
 
 
 def task_sentence(cfg: dict, runs: pd.DataFrame | None) -> str:
-    """What the runs trained on, from the study's record, and the held-out loss a perfect model
-    reaches where the task's process gives it (the runs' `true_heldout_loss`)."""
+    """What the runs trained on, and a perfect model's held-out loss where known."""
     model = cfg.get("model", "mlp")
     # A workload whose sizes the record keeps (the MLP's, `NumericsConfig.record`), by name.
     classes = cfg.get("sizes", {}).get("classes")

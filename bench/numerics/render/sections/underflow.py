@@ -13,8 +13,7 @@ HISTOGRAM = "## 3. Activation-gradient histogram (after Micikevicius et al., 201
 
 
 def census_section(t: dict) -> list[str]:
-    """The census: the worst tensor per batch size, checkpoint and mode, then every tensor at
-    the largest batch size's last checkpoint."""
+    """The worst tensor per batch size, checkpoint and mode, then the largest batch's last."""
     c = t["census"]
     if c.empty:
         return ["## 2. Underflow census", "", no_rows(t["failed"], "census"), ""]
@@ -73,8 +72,7 @@ def census_section(t: dict) -> list[str]:
 
 
 def histogram_section(t: dict) -> list[str]:
-    """fp32's activation gradients in power-of-two bins and what a cast to float16 does to them;
-    without a histogram, one line on why."""
+    """fp32's activation gradients in power-of-two bins, and what float16 does to them."""
     h, fate = t["histogram"], t["fp16_fate"]
     if h.empty:
         why = failure_reasons(t["failed"], "census", fp16_pair()[0])

@@ -10,8 +10,7 @@ from bench.recipes.catalog import autocast_modes
 
 
 def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
-    """The median relative error against fp32 of a gradient tensor under bf16 autocast and
-    under scaled fp16, over the census; None when either is not measured."""
+    """bf16 autocast's and scaled fp16's median error against fp32; None if one is missing."""
     if census.empty:
         return None
     # The autocast recipes as AMP documents them: fp16 with a scaler, bf16 without.
@@ -27,8 +26,7 @@ direction, not bits, and two formats' error ratio no longer measures their manti
 
 
 def lost_direction(bf16_error: float) -> str | None:
-    """Why bf16's error says nothing of its mantissa, where it is as large as the gradient
-    (`LOST`); None where it is not, and the mantissa explains it."""
+    """Why bf16's error says nothing of its mantissa where it is `LOST`; else None."""
     if bf16_error < LOST:
         return None
     return (

@@ -24,24 +24,20 @@ from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALT
 from bench.recipes.catalog import fp16_pair, label, reference
 
 V_DECAY = 0.5
-"""Adam's second moment counts as decayed before an event where its median, for some parameter,
-is below half of fp32's at the same step."""
+"""Adam's second moment decayed where some parameter's median is below half fp32's."""
 UPDATE_JUMP = 10.0
-"""The update jumped at an event where its largest RMS over the weights' RMS after it is 10 times
-or more its largest before it."""
+"""The update jumped where its largest relative RMS after is 10× its largest before."""
 
 
 def _named(mode: str, *, code: bool = True) -> str:
-    """A mode as a sentence names it: the fp16 pair the question asks about in its cards' words,
-    any other mode by its name (in code font unless `code` is False)."""
+    """A mode as a sentence names it: the fp16 pair in its cards' words, others by name."""
     if mode in fp16_pair():
         return label(mode)
     return f"`{mode}`" if code else mode
 
 
 def divergence_sentences(summary: pd.DataFrame) -> list[str]:
-    """Per mode that diverged, per batch size: the steps and the share of seeds; and whether fp16
-    without a scaler diverged. Nothing for a folder whose summary predates divergence."""
+    """Per mode and batch size, where and in how many seeds it diverged."""
     runs = measured(summary)
     if runs.empty:
         return []
@@ -200,8 +196,7 @@ def _calm(traces: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 
 def calm_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """Where no traced run diverged: what fp16 without a scaler flushed in training all the
-    same (`_calm`); nothing where a run diverged (`mechanism_sentences` says it there)."""
+    """Where no traced run diverged, what fp16 without a scaler flushed all the same."""
     if traces.empty or not diverged(measured(summary)).empty:
         return []
     calm = _calm(traces, summary)

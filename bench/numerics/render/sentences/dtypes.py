@@ -37,8 +37,7 @@ def _dtypes(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] =
 
 
 def observed_outputs(audit: pd.DataFrame, mode: str) -> str:
-    """The observed activations as a sentence names them: each module, or the first and last of
-    a long list."""
+    """The observed activations: each module, or the first and last of a long list."""
     rows = audit[(audit["mode"] == mode) & (audit["kind"] == ACTIVATION)]
     names = list(dict.fromkeys(rows["module"]))
     if len(names) <= 6:
@@ -128,8 +127,7 @@ def dtype_sentences(
 
 
 def error_sentences(errors: list[dict]) -> list[str]:
-    """What one step with GradScaler on did to parameters cast to a low-precision dtype, per
-    configuration the audit tried (`audit.json`'s `error_paths`)."""
+    """What a GradScaler step did to low-precision parameters (the audit's error paths)."""
     parts = []
     for e in errors:
         what = (

@@ -15,8 +15,7 @@ from bench.recipes.catalog import beyond_autocast, card, headline, reference
 
 
 def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
-    """The parameter the update-underflow sentence quotes: the one with the most elements (the
-    census counts them); the first traced one where the census has none."""
+    """The update-underflow sentence's parameter: the largest (census), else the first traced."""
     grads = census[census["kind"] == PRODUCED_GRAD] if len(census) else census
     if len(grads):
         return str(grads.loc[grads["numel"].idxmax(), "module"])
@@ -24,8 +23,7 @@ def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
 
 
 def cast_modes() -> tuple[str, ...]:
-    """The recipes beyond autocast that cast the parameters to their low dtype (pure bf16, with
-    and without stochastic rounding): no float32 master weights, so an update can round away."""
+    """Recipes beyond autocast with low-dtype parameters: no master weights, updates round away."""
     return tuple(m for m in beyond_autocast() if card(m).param_dtype is not None)
 
 
@@ -147,8 +145,7 @@ def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
 
 
 def update_underflow_sentences(traces: pd.DataFrame, census: pd.DataFrame) -> list[str]:
-    """How much of the largest weight's Adam update rounds away in bf16, for the pure-bf16
-    recipes, from the traces (nothing for a folder without the column)."""
+    """How much of the largest weight's Adam update rounds away in pure bf16 (the traces)."""
     if traces.empty or "update_underflow_share" not in traces:
         return []
     largest = largest_parameter(census, traces)
@@ -175,13 +172,11 @@ def update_underflow_sentences(traces: pd.DataFrame, census: pd.DataFrame) -> li
 
 
 FROZEN = 0.99
-"""A parameter is frozen in a run where its steps left at least 99% of its elements unchanged,
-on average over the traced steps."""
+"""Frozen: its steps left at least 99% of its elements unchanged, over the traced steps."""
 
 
 def _frozen(traces: pd.DataFrame) -> str:
-    """The parameters (repeated blocks folded) that the pure-bf16 recipes left frozen, per mode
-    and batch size, as a sentence; empty where none was."""
+    """The parameters the pure-bf16 recipes left frozen, as a sentence; empty if none."""
     tr = traces[traces["mode"].isin(cast_modes())].dropna(subset=["unchanged_share"])
     if tr.empty:
         return ""

@@ -17,8 +17,7 @@ sentence names it: a description (the verdict weighs the norm, `bench.verdicts.s
 
 
 def _norm_clause(census: pd.DataFrame) -> str:
-    """The largest share of a gradient's norm fp16 without a scaler flushed, or that the census
-    did not record it (a study older than the column)."""
+    """The largest share of a gradient's norm fp16 without a scaler flushed, if measured."""
     _, bare = fp16_pair()
     rows = census[census["mode"] == bare]
     if "flushed_norm" not in rows or rows["flushed_norm"].isna().all():
@@ -31,8 +30,7 @@ def _norm_clause(census: pd.DataFrame) -> str:
 
 
 def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
-    """(batch size, its most flushed row) of fp16 without a scaler, where more than FLUSH_LIMIT
-    of some tensor was flushed."""
+    """(batch size, its most flushed row) of fp16 without a scaler, above FLUSH_LIMIT."""
     _, bare = fp16_pair()
     out = []
     for bs, g in census[census["mode"] == bare].groupby("batch_size"):
@@ -58,8 +56,7 @@ def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, Versus]]]:
 
 
 def _scaled_worse(summary: pd.DataFrame) -> str:
-    """Where fp16 with GradScaler itself ended worse than fp32 in some seed: then the convergence
-    test cannot tell the scaler's part (a clause, empty where it did not)."""
+    """Where fp16 with GradScaler itself ended worse than fp32 (a clause, maybe empty)."""
     scaled, _ = fp16_pair()
     parts = []
     for bs in sorted(summary["batch_size"].unique()):
@@ -172,8 +169,7 @@ def _then_diverged(summary: pd.DataFrame) -> str:
 
 
 def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The answer to the question, as `bench.verdicts.scaler.numerics_scaler_needed` decides
-    it; this only renders it."""
+    """The answer, as `bench.verdicts.scaler.numerics_scaler_needed` decides it."""
     scaled, bare = fp16_pair()
     runs = measured(summary)
     bad = {
