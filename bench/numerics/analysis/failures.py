@@ -1,6 +1,4 @@
-"""What of a numerics study failed: the modes its dtype audit failed on and the jobs that failed,
-as the report and the command's exit status say it. A mode or job that cannot run on the
-machine (`unsupported`) is a finding, not a failure."""
+"""What of a study failed (audit modes, jobs); one that cannot run here (`unsupported`) did not."""
 
 from __future__ import annotations
 

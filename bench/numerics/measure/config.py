@@ -139,7 +139,8 @@ class NumericsConfig:
     size: object = field(metadata={"cli": False})
     """The workload's size object for the preset (the MLP's `ModelSize`)."""
     modes: tuple[str, ...] = field(metadata=_MODES)
-    """Modes of the convergence runs; the audit covers every mode."""
+    """Modes of the convergence runs (keys of `bench.recipes.modes.MODES`); the audit covers every
+    mode, the census fp16 with and without a scaler and bf16."""
     census_batch_sizes: tuple[int, ...] = field(metadata={**_POSITIVE, "items": True})
     """One census trajectory (fp16 + GradScaler training) per batch size."""
     checkpoints: tuple[int, ...] = field(metadata={**_NON_NEGATIVE, "items": True})
@@ -159,7 +160,8 @@ class NumericsConfig:
     heldout: int = field(metadata=_POSITIVE)
     """Held-out samples."""
     trace_every: int = field(metadata=_NON_NEGATIVE)
-    """Trace period of the convergence runs, in steps (`training.traced_step`); 0: off."""
+    """Trace period of the convergence runs, in steps (`training.traced_step`): per parameter
+    gradient zeros, Adam's state, the update's size and the loss scale; 0 turns it off."""
     extended_modes: tuple[str, ...] = field(metadata={**_MODES, "items": "maybe none"})
     """Modes (of `modes`) whose every convergence run, at every batch size and seed, goes
     `extended_steps` steps: the long horizons a divergence question needs. Empty: none."""

@@ -41,17 +41,12 @@ TENSOR_COLUMNS = ("kind", "module", "state", "phase")
 """The columns that say which tensor a row is about (a table has those that apply to it)."""
 
 
-def output_label(module: str, *, logits: bool = False) -> str:
-    """An observed module's output as a report names it; the last one's is the logits."""
-    return f"logits ({module} output)" if logits else f"{module} output"
-
-
 def audit_tensor(
     kind: str, module: str = "", state: str = "", *, logits: bool = False
 ) -> dict[str, str]:
     """An audit row's tensor columns and label; `logits`: the module's output is the logits."""
     if kind in (ACTIVATION, ACTIVATION_GRAD):
-        label = output_label(module, logits=logits)
+        label = f"logits ({module} output)" if logits else f"{module} output"
         label = label if kind == ACTIVATION else f"grad of {label}"
     else:
         label = {
@@ -111,14 +106,9 @@ def legacy_tensor(label: str) -> dict[str, str] | None:
 
 
 CSV, GZ, NPZ = "csv", "csv.gz", "npz"
-FORMS = {
-    CSV: "a CSV file",
-    GZ: "a CSV file, gzip-compressed (pandas reads it as it is)",
-    NPZ: "its columns in numpy's .npz, compressed (`bench.store.frames`): a transformer's "
-    "per-parameter traces, whose float32 values CSV writes as 17 digits, run to tens of MB of "
-    "CSV even compressed",
-}
-"""The forms a table's file takes."""
+FORMS = (CSV, GZ, NPZ)
+"""The forms a table's file takes: CSV, gzipped CSV (pandas reads it as it is), numpy's .npz
+(`bench.store.frames`: a transformer's traces run to tens of MB even as gzipped CSV)."""
 
 
 @dataclass(frozen=True)

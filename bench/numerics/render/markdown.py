@@ -1,5 +1,4 @@
-"""How the numerics report writes its tables: through `bench.publish.tables` (at most 4
-significant digits, `–` when missing), with shares shown as percentages."""
+"""How the numerics report writes cells: percentages, folded blocks, chains, failures."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Figures of the numerics report, drawn with matplotlib from the study's tables (no measuring,
-no torch). A figure whose table is empty (its jobs all failed) is not drawn."""
+"""The numerics report's figures, from its tables; one whose table is empty is not drawn."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The numerics report's section on the recipes beyond autocast (pure bf16, float8): their
-step time, final loss, held-out accuracy and memory, the modes this machine could not run, and
-how much of the pure-bf16 recipes' Adam update rounds away over training."""
+"""The report's section on the recipes beyond autocast: time, loss, memory, update underflow."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Section 4 of the numerics report, convergence: per batch size and mode the final and
-held-out losses, the time to fp32's final loss and the seeds that diverged, the loss-curve and
-loss-scale figures, and the traces around each divergence event."""
+"""Report section 4, convergence: the runs per batch size and mode, their figures, the traces."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Sections 2 and 3 of the numerics report: the underflow census (every gradient against the
-fp32 reference, per batch size, checkpoint and mode) and the activation-gradient histogram with
-what a cast to float16 does to it."""
+"""Report sections 2 and 3: the underflow census and the activation-gradient histogram."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The Answer on bfloat16: what bf16 autocast gives up against scaled fp16, the median relative
-error of a gradient against the fp32 reference in the census. The README's summary quotes the
-same figure (`bench.publish.summary`), through `bf16_against_fp16_error`."""
+"""The Answer on bfloat16: its gradient error against scaled fp16's (the README quotes it)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The Answer on dtypes, from the audit: which dtype each tensor of the scaled fp16 step has,
-whether the question's two claims about them hold, and what GradScaler does with parameters cast
-to a low-precision dtype (the audit's error paths)."""
+"""The Answer on dtypes, from the audit: the scaled fp16 step's, the two claims, the error paths."""
 
 from __future__ import annotations
 
