@@ -18,8 +18,7 @@ def audit_failures(found: dict) -> dict[str, str]:
 
 
 def failures(run_dir: Path) -> str | None:
-    """What of a finished study failed, in one line, or None: the audit's modes and the jobs per
-    kind (one that cannot run here, `unsupported`, did not fail)."""
+    """What of a finished study failed, in one line (audit modes, jobs per kind), or None."""
     parts = []
     audit = audit_failures(audit_json(json.loads((run_dir / AUDIT_JSON).read_text())))
     if audit:

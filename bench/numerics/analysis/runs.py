@@ -88,8 +88,7 @@ def versus(summary: pd.DataFrame, mode: str, batch_size: int, reference: str) ->
 
 
 def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Columns batch_size, mode, learned, seeds: how many seeds learned the task (LEARNED_RATIO)
-    of how many ran. Empty where the task's perfect loss is not known."""
+    """Columns batch_size, mode, learned, seeds; empty where the perfect loss is not known."""
     cols = ["batch_size", "mode", "learned", "seeds"]
     if runs is None or runs.empty or "true_heldout_loss" not in runs:
         return pd.DataFrame(columns=cols)
@@ -109,8 +108,7 @@ steps) is sparse by construction (an embedding's rows of absent tokens), not flu
 
 
 def sparse_parameters(traces: pd.DataFrame) -> set[str]:
-    """The parameters whose fp32 gradient is sparse by construction (SPARSE_SHARE), which folds
-    leave out; empty without fp32 traces or where every parameter is."""
+    """The parameters sparse in fp32 (SPARSE_SHARE) that folds leave out, unless all are."""
     ref = traces[traces["mode"] == catalog.reference()]
     if ref.empty:
         return set()
@@ -215,8 +213,7 @@ def run_ends(steps: pd.DataFrame) -> pd.DataFrame:
 def flushed_most(
     traces: pd.DataFrame, mode: str, batch_size: int, seed: int
 ) -> tuple[str, float] | None:
-    """The parameter (not sparse) whose gradient was most often zero in one run after its first
-    MECHANISM_WINDOW steps, and that mean share; None without such traces."""
+    """The non-sparse parameter most often zero after MECHANISM_WINDOW steps, and its share."""
     run = _run(traces, mode, batch_size, seed)
     run = run[~run["module"].isin(sparse_parameters(traces))]  # zero by construction: not flushed
     zero = run[run["step"] >= MECHANISM_WINDOW].groupby("module")["grad_zero_share"].mean()

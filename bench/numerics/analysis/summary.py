@@ -55,8 +55,7 @@ def smoothed(steps: pd.DataFrame) -> pd.Series:
 def summarize_runs(
     steps: pd.DataFrame, evals: pd.DataFrame, runs: pd.DataFrame, horizon: int
 ) -> pd.DataFrame:
-    """One row per run at the common horizon (its losses, steps and time to fp32's final loss at
-    the same batch size and seed), with its first divergence event over all its steps."""
+    """One row per run at the common horizon, with its first divergence over all its steps."""
     columns = list(TABLES["summary"].columns)
     if steps.empty:
         return pd.DataFrame(columns=columns)

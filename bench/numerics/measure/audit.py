@@ -37,8 +37,7 @@ def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
 
 
 def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
-    """One audit row per float8 GEMM (`aten._scaled_mm`) of the step, in order: its operands' and
-    scales' dtypes and shapes as the op trace saw them; the row's dtype is the GEMM's output."""
+    """One audit row per float8 GEMM (`aten._scaled_mm`): operands' and scales' dtypes, shapes."""
     out = []
     for i, op in enumerate(o for o in ops if o["op"].startswith("aten._scaled_mm")):
         dtypes = op["inputs"].split(",")
@@ -57,8 +56,7 @@ def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
 
 
 def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
-    """(tensor rows, op rows, autograd chain to the chained parameter) for the plan's mode: one
-    capture of the gradients, then one whole step under the op trace (`tables.TABLES` columns)."""
+    """(tensor rows, op rows, autograd chain to the chained parameter) of the plan's mode."""
     s = build(plan)
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)
@@ -126,8 +124,7 @@ ERROR_PATHS = [
 
 
 def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
-    """One step with the parameters cast to a low-precision dtype and GradScaler on, per
-    configuration of `ERROR_PATHS`: its outcome, the exception and where it was raised."""
+    """One GradScaler step per `ERROR_PATHS` configuration: its outcome, and where it raised."""
     scaled, _ = fp16_pair()
     scaled_plan = plan.with_mode(recipes[scaled])
     out = []
@@ -168,8 +165,7 @@ def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
 
 
 def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
-    """The whole audit on the plan's model and batch: (tensor rows and op rows of every recipe
-    of `recipes`, audit.json's content: `run_modes`' and the error paths)."""
+    """The whole audit: `run_modes` of `recipes`, with the error paths in audit.json's content."""
     tensor_rows, op_rows, found = run_modes(plan, recipes)
     found["error_paths"] = error_paths(plan, recipes)
     if torch.cuda.is_available():

@@ -221,8 +221,7 @@ class NumericsConfig:
     def build(
         cls, *, device: str, options: dict[str, object], workers: int | None
     ) -> NumericsConfig:
-        """A new study's settings: `options` (what the user gave, by field name) over
-        `defaults(device, model)`. `workers` None means every visible GPU."""
+        """A new study's settings: `options` over `defaults`; `workers` None: every GPU."""
         model = str(options.get("model", cards.DEFAULT))
         checks.MODEL("--model", model)
         workload = _workload(model)  # a user's factory is imported here: its errors are one line
@@ -368,8 +367,7 @@ def short_config(
     optimizer: str,
     model: str = cards.DEFAULT,
 ) -> NumericsConfig:
-    """The short study `run --numerics` includes, in the timing process itself (so anything it
-    left behind would show in the timings that follow)."""
+    """The short study `run --numerics` runs in the timing process (to show what it leaves)."""
     return NumericsConfig(
         device=device,
         model=model,

@@ -38,14 +38,12 @@ class Capture:
 
 
 def chained(plan: Plan) -> str:
-    """The parameter whose autograd chain and Adam state the audit records (`Workload.audited_of`:
-    by default the weight of the first matmul to run)."""
+    """The parameter whose chain and Adam state the audit records (`Workload.audited_of`)."""
     return plan.workload.audited_of(plan.size, plan.case.device)
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
-    """The modules whose outputs the study observes, by name, in forward order, asked of the
-    state's own model (a float8 recipe swapped its Linears; a compiled one wraps it)."""
+    """The observed modules, in forward order, of the state's own (maybe compiled) model."""
     return s.plan.workload.observed_of(_unwrapped(s.model), s.plan.size)
 
 

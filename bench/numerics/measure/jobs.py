@@ -20,8 +20,7 @@ from bench.recipes.plan import recipes, resolve  # each worker resolves its own 
 
 
 def run_job(job: Job) -> dict[str, list[dict]]:
-    """Rows by table name; a fault (out of memory, any exception) becomes a row of `failed`,
-    with its traceback (`bench.faults.fault`) for the study to keep in its folder."""
+    """Rows by table name; a fault becomes a `failed` row with its traceback."""
     c = job.case
     row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
     plan = resolve(c)

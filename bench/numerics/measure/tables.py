@@ -90,8 +90,7 @@ _LEGACY = [
 
 
 def legacy_tensor(label: str) -> dict[str, str] | None:
-    """The tensor columns of a label an older folder used; None for one this version does not
-    know. Adam's state rows get the module `""`, which `_derive_tensor_columns` fills in."""
+    """The tensor columns of an older folder's label (Adam's module filled later), or None."""
     for pattern, kind in _LEGACY:
         m = re.fullmatch(pattern, label)
         if m is None:
@@ -121,8 +120,7 @@ class Table:
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
     form: str = CSV
-    """How this version writes the table (`FORMS`): compressed where it runs to MBs for a
-    transformer, so a folder stays small enough for git. Every form is read."""
+    """How this version writes the table (`FORMS`): compressed where it runs to MBs."""
 
     def forms(self, run_dir: Path) -> dict[str, Path]:
         """The table's file in `run_dir` in each form, the form this version writes first."""
@@ -218,8 +216,7 @@ def frame(name: str, rows: list[dict]) -> pd.DataFrame:
 
 
 def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
-    """A table's file, in its form; an empty table still gets its columns. The same rows make
-    the same bytes (no time is written), so writing again does not change the file."""
+    """A table's file in its form, with its columns; the same rows make the same bytes."""
     if df.empty and not len(df.columns):
         df = frame(name, [])
     table = TABLES[name]
@@ -261,8 +258,7 @@ def compact(run_dir: Path) -> list[str]:
 
 
 def load(run_dir: Path) -> dict[str, object]:
-    """Every table of a finished study's folder by name (`read`), with `audit_json`, `env` and
-    `files` (each table's file name in this folder)."""
+    """Every table of a finished study by name, with `audit_json`, `env` and `files`."""
     files = [t.path(run_dir) for t in TABLES.values() if not t.optional] + [run_dir / AUDIT_JSON]
     missing = [f.name for f in files if not f.is_file()]
     if missing:

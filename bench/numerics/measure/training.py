@@ -33,8 +33,7 @@ from bench.recipes.step import evaluate as heldout
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
-"""The low-precision modes the census compares with fp32 on the trajectory's own model: fp16
-without a scaler, then the autocast recipes."""
+"""The modes the census compares with fp32 on the trajectory's own model."""
 OWN_MODEL_CENSUS_MODES = tuple(
     name
     for name, m in MODES.items()
@@ -88,8 +87,7 @@ def adam_update(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tens
 def update_underflow(
     before: torch.Tensor, after: torch.Tensor, update: torch.Tensor | None
 ) -> dict[str, float]:
-    """One parameter's update underflow at one step: the share of elements whose Adam update is
-    under half an ulp (`half_ulp`), and the share the step actually left unchanged."""
+    """One parameter's update underflow (`half_ulp`) and unchanged share at one step."""
     unchanged = (after == before).float().mean().item()
     if update is None:
         return {"update_underflow_share": float("nan"), "unchanged_share": unchanged}
@@ -244,8 +242,7 @@ def census_trajectory(
     checkpoints: tuple[int, ...],
     histogram: bool,
 ) -> dict[str, list[dict]]:
-    """Train the plan's case (fp16 with GradScaler) to the last checkpoint: `census` rows at
-    each, `histogram` and `fp16_fate` rows at the first and last (with `histogram`)."""
+    """Train fp16 with GradScaler to the last checkpoint: census, histogram, fp16_fate rows."""
     case = plan.case
     scaled, _ = fp16_pair()
     if case.mode != scaled:

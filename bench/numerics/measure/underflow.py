@@ -13,8 +13,7 @@ from bench.numerics.measure import fp16
 
 
 def norm_share(ref: torch.Tensor, lost: torch.Tensor) -> float:
-    """||ref[lost]||_2 / ||ref||_2 in float64 (NaN where ref is all zero): the share of `ref`'s
-    norm carried by the elements `lost` (a boolean mask) marks."""
+    """||ref[lost]||_2 / ||ref||_2 in float64 (NaN where ref is all zero)."""
     ref64 = ref.double()
     whole = torch.linalg.vector_norm(ref64).item()
     return torch.linalg.vector_norm(ref64[lost]).item() / whole if whole > 0 else math.nan

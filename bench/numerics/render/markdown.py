@@ -46,8 +46,7 @@ def fold_blocks(df: pd.DataFrame, label: str) -> pd.DataFrame:
 def fold_shares(
     df: pd.DataFrame, by: list[str], label: str, shares: list[str], worst: list[str]
 ) -> pd.DataFrame:
-    """Census rows of repeated blocks as one row per `by` group and block key: the `shares`
-    weighted by `numel`, the `worst` columns at their maximum."""
+    """Census rows of repeated blocks folded: `shares` weighted by `numel`, `worst` at max."""
     keys = df[label].map(block_key)
     if keys.equals(df[label]):
         return df

@@ -25,8 +25,7 @@ LINESTYLES = ("-", "--", ":", "-.")
 
 
 def histogram(hist: pd.DataFrame, path: Path) -> None:
-    """log2|g| of fp32's activation gradients, a row of panels per checkpoint (pooled; the
-    logits' beside), float16's limits marked, the loss scale's shift as a second outline."""
+    """log2|g| of fp32's activation gradients per checkpoint, float16's limits marked."""
     if hist.empty:
         return
     scaled, _ = fp16_pair()  # the census trajectory's recipe, whose scale the histogram shows
@@ -139,8 +138,7 @@ TRACE_PANELS = (
 
 
 def traces(tr: pd.DataFrame, path: Path) -> None:
-    """The traces per step (`TRACE_PANELS`), a column of panels per batch size, one colour per
-    mode, one line style per seed; sparse parameters left out of the folds."""
+    """The traces (`TRACE_PANELS`) per batch size, a colour per mode, a style per seed."""
     if tr.empty:
         return
     tr = tr[~tr["module"].isin(sparse_parameters(tr))]

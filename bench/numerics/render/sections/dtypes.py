@@ -12,8 +12,7 @@ from bench.publish.tables import markdown
 
 
 def audit_section(t: dict) -> list[str]:
-    """Every audited tensor's dtype per mode, the autograd chains and the error paths; the modes
-    the audit failed on in one line (which stands for all where it audited none)."""
+    """Every audited tensor's dtype per mode, the chains, the error paths, the failures."""
     audit, found = t["audit"], t["audit_json"]
     failed = audit_failures(found)
     out = ["## 1. dtype audit", ""]

@@ -11,8 +11,7 @@ from bench.recipes.catalog import beyond_autocast
 
 
 def recipes_section(t: dict) -> list[str]:
-    """The recipes beyond autocast per batch size and mode (time, losses, memory), the pure-bf16
-    update underflow, and the modes this machine could not run."""
+    """The recipes beyond autocast: time, losses, memory, update underflow, unsupported."""
     s, tr = t["summary"], t["traces"]
     unsupported = t["audit_json"].get("unsupported", {})
     recipes = beyond_autocast()
@@ -62,8 +61,7 @@ def recipes_section(t: dict) -> list[str]:
 
 
 def update_underflow_table(pure: pd.DataFrame) -> pd.DataFrame:
-    """The pure-bf16 runs' update underflow, a row per mode, batch size and parameter (blocks
-    folded), at the first, middle and last traced step, and the last step's unchanged share."""
+    """The pure-bf16 update underflow per mode, batch and parameter at three traced steps."""
     steps = sorted(pure["step"].unique())
     shown = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
     keys = ["mode", "batch_size", "step", "module"]

@@ -96,8 +96,7 @@ def _step_note(runs: pd.DataFrame | None) -> str:
 
 
 def traces_section(t: dict) -> list[str]:
-    """The traces' figure, and per diverging run its traces within TRACE_WINDOW steps of the
-    event, the parameters folded. Nothing for a folder without traces."""
+    """The traces' figure, and each diverging run's traces within TRACE_WINDOW of its event."""
     tr, s = t["traces"], t["summary"]
     if tr.empty:
         return []

@@ -82,8 +82,7 @@ def divergence_sentences(summary: pd.DataFrame) -> list[str]:
 
 
 def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """Per traced divergence event what the traces show (`runs.mechanism`), then what all events
-    share by the thresholds above."""
+    """What the traces show at each divergence (`runs.mechanism`), then what all share."""
     if traces.empty:
         return []
     events = diverged(measured(summary)).sort_values(["batch_size", "mode", "seed"])
@@ -172,8 +171,7 @@ def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str
 
 
 def _calm(traces: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """A clause per batch size where fp16 without a scaler did not diverge: the parameter it
-    flushed most after MECHANISM_WINDOW steps (`flushed_most`), beside fp32's share."""
+    """Where fp16 without a scaler did not diverge, what it flushed most, beside fp32."""
     _, bare = fp16_pair()
     healthy = measured(summary)
     healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == bare)]
@@ -209,8 +207,7 @@ def calm_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
 
 
 def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Where the runs longer than the common horizon ended: the mean final loss per mode and
-    batch size, and a scaled run's loss scale and skipped steps."""
+    """Where the runs longer than the common horizon ended: loss, loss scale, skips."""
     if steps.empty or runs.empty:
         return []
     horizon = int(runs["steps"].min())
@@ -244,8 +241,7 @@ def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
 
 
 def learning_sentences(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Where some mode's seeds disagree on whether they learned the task: how many did, per mode
-    and batch size, so a mean over seeds reads as the mix it is."""
+    """Where a mode's seeds disagree on learning the task: how many did, per batch size."""
     counts = learned(summary, runs)
     if counts.empty or counts["learned"].eq(counts["seeds"]).all():
         return []  # every run learned it: the means say it all

@@ -34,8 +34,7 @@ def _means(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def recipe_sentences(summary: pd.DataFrame) -> list[str]:
-    """Per batch size the fastest recipe against fp32 (loss, accuracy, memory saved); then a
-    convergence verdict per recipe beyond autocast."""
+    """The fastest recipe per batch size against fp32, then each recipe's convergence."""
     recipes = beyond_autocast()
     if summary.empty or not set(recipes) & set(summary["mode"]):
         return []
@@ -95,8 +94,7 @@ SAME_RTOL = 0.02
 
 
 def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
-    """Per recipe beyond autocast and checkpoint, the median relative error against fp32 of its
-    activation and produced gradients, beside the headline autocast mode's."""
+    """Each recipe's median gradient error against fp32, beside the headline mode's."""
     if census.empty:
         return []
     recipes = [m for m in beyond_autocast() if m in set(census["mode"])]

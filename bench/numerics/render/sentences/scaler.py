@@ -41,8 +41,7 @@ def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
 
 
 def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, Versus]]]:
-    """(batch sizes where fp32 and fp16 without a scaler both trained, those where some seed of
-    the latter ended worse than fp32's worst, with the comparison)."""
+    """(batch sizes both fp32 and bare fp16 trained, those where bare fp16 was worse)."""
     _, bare = fp16_pair()
     compared, worse = [], []
     for bs in sorted(summary["batch_size"].unique()):
@@ -72,8 +71,7 @@ def _scaled_worse(summary: pd.DataFrame) -> str:
 
 
 def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """Where scaled fp16 flushed most (step, loss, scale) and whether its runs there diverged;
-    empty for a census older than the loss column."""
+    """Where scaled fp16 flushed most, and whether its runs there diverged (maybe empty)."""
     scaled_mode, _ = fp16_pair()
     scaled = census[census["mode"] == scaled_mode]
     if scaled.empty or "loss" not in scaled or scaled["loss"].isna().all():
@@ -96,8 +94,7 @@ def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 
 def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The two tests: where fp16 without a scaler flushes more than FLUSH_LIMIT of a gradient,
-    and where it ends more than LOSS_GAP above fp32."""
+    """The two tests: fp16 without a scaler's underflow, and its convergence against fp32."""
     scaled_mode, bare = fp16_pair()
     noscale = census[census["mode"] == bare]
     scaled = census[census["mode"] == scaled_mode]
