@@ -5,7 +5,6 @@ rebuilt from it on resume), its defaults per device, and its jobs. Importable wi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -40,7 +39,7 @@ def _workload(model: str) -> Workload:
 
 def defaults(device: str, model: str = cards.DEFAULT) -> dict[str, object]:
     """The settings the user did not give, by field name, for workload `model` on `device`."""
-    _choice("device", device, DEVICES)
+    checks.choice(DEVICES)(option("device"), device)
     workload = _workload(model)
     own = dict(workload.numerics.get(device, {}))
     preset = {"model": model, "preset": workload.default_preset[device]}
@@ -65,14 +64,6 @@ def option(name: str) -> str:
 def _check(ok: bool, name: str, value: object, what: str) -> None:
     if not ok:
         raise checks.refuse(option(name), value, what)
-
-
-def _int(name: str, value: object, minimum: int) -> None:
-    (checks.POSITIVE_INT if minimum == 1 else checks.NON_NEGATIVE_INT)(option(name), value)
-
-
-def _choice(name: str, value: object, names: Iterable[str]) -> None:
-    checks.choice(names)(option(name), value)
 
 
 def _setting(check: checks.Check, **more: object) -> dict[str, object]:
@@ -235,7 +226,7 @@ class NumericsConfig:
             sizes = tuple(settings["census_batch_sizes"])
             if sizes and settings["histogram_batch"] not in sizes:
                 settings["histogram_batch"] = sizes[-1]
-        _choice("preset", settings["preset"], workload.presets)
+        checks.choice(workload.presets)(option("preset"), settings["preset"])
         for name, value in settings.items():
             if isinstance(value, (list, tuple)):
                 settings[name] = tuple(sorted(value) if name == "checkpoints" else value)
@@ -339,7 +330,7 @@ def gpu_count() -> int:
 def resolve_workers(device: str, workers: int | None) -> int:
     """Worker processes: one per GPU (every visible one when `workers` is None); one on a CPU."""
     if workers is not None:
-        _int("workers", workers, 1)
+        checks.POSITIVE_INT(option("workers"), workers)
     if device != "cuda":
         if workers not in (None, 1):
             raise ValueError(f"{option('workers')} {workers}: a CPU study runs in one process")

@@ -25,11 +25,11 @@ from bench.recipes.step import (
     StepOptions,
     TrainState,
     build,
+    evaluate,
     forward,
     train_step,
     watch,
 )
-from bench.recipes.step import evaluate as heldout
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
@@ -145,13 +145,6 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
     return loss, rows
 
 
-def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Held-out loss and accuracy (`step.evaluate`) in batches: a whole split would not fit."""
-    bs = s.case.batch_size
-    batches = zip(x.split(bs), y.split(bs), strict=True)
-    return heldout(s, batches, s.plan.workload.loss)
-
-
 def _step_ms(plan: Plan, task: Task) -> float:
     case = plan.case
     s = build(plan)
@@ -198,7 +191,9 @@ def convergence(
     losses, scales, evals, traces = [], [], [], []
     for step in range(steps + 1):
         if step % eval_every == 0 or step == steps:
-            loss, acc = evaluate(s, xh, yh)
+            # In batches of the case's size: a transformer's logits for the split would not fit.
+            batches = zip(xh.split(case.batch_size), yh.split(case.batch_size), strict=True)
+            loss, acc = evaluate(s, batches, plan.workload.loss)
             evals.append({**axes, "step": step, "heldout_loss": loss, "heldout_acc": acc})
         if step == steps:
             break
