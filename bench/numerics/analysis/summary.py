@@ -25,9 +25,8 @@ BLOWUP, NONFINITE, HEALTHY = "blowup", "nonfinite", "none"
 
 
 def divergence(losses: Sequence[float]) -> tuple[int, str] | None:
-    """The first divergence event of one run's per-step loss: (step, BLOWUP) where the loss first
-    exceeds DIVERGE_FACTOR × its running minimum for DIVERGE_STEPS steps (a blow-up the run ends
-    inside is not confirmed), or (step, NONFINITE), whichever comes first; None if healthy."""
+    """The first divergence of one run's per-step loss, or None: (step, BLOWUP) where the loss
+    stays above DIVERGE_FACTOR × its running minimum DIVERGE_STEPS steps, or (step, NONFINITE)."""
     loss = np.asarray(losses, dtype=float)
     finite = np.isfinite(loss)
     first_nonfinite = int(np.argmin(finite)) if not finite.all() else None

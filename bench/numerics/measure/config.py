@@ -1,6 +1,5 @@
 """The settings of a numerics study (`NumericsConfig`: validated once, recorded in env.json,
-rebuilt from it on resume), its defaults per device, and its jobs. Importable without torch.
-"""
+rebuilt from it on resume), its defaults per device, and its jobs. Importable without torch."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """float16's range, and the one rule for what it does to a magnitude x (round to nearest, ties to
 even): x <= `ZERO_AT_OR_BELOW` (2**-25) is flushed to zero; below `SUBNORMAL_BELOW` (2**-14 -
-2**-25) it is kept as a subnormal, at reduced precision (not harm); from there up it is normal.
-"""
+2**-25) it is kept as a subnormal, at reduced precision (not harm); from there up it is normal."""
 
 from __future__ import annotations
 

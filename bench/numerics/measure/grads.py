@@ -1,7 +1,6 @@
 """What one forward and backward pass produces, tensor by tensor (`capture`: activations, their
 gradients, each parameter's gradient as its matmul produced it and as `param.grad`, the autograd
-chain to `chained`), and every aten op's dtypes (`DtypeTrace`).
-"""
+chain to `chained`), and every aten op's dtypes (`DtypeTrace`)."""
 
 from __future__ import annotations
 
@@ -88,9 +87,8 @@ def _chain_to(root: Node, target: torch.Tensor) -> list[str]:
 
 
 def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch.Tensor]) -> list:
-    """Hook, for every parameter, the place where its gradient leaves the matmul. A parameter
-    used in several places (a weight tied to an embedding: its lookup and the head's matmul)
-    has no one such place: its gradient is the sum AccumulateGrad forms, hooked at the leaf."""
+    """Hook where each parameter's gradient leaves its matmul; one used in several places (a tied
+    embedding) has no one such place, and is hooked at the leaf (AccumulateGrad's sum)."""
     names = {p.data_ptr(): n for n, p in s.model.named_parameters()}
     uses: dict[int, int] = {}
     casts: list[tuple[Node, int]] = []
@@ -166,28 +164,20 @@ class DtypeTrace(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-
-        def dtypes(tree) -> str:
-            leaves = tree_flatten(tree)[0]
-            return ",".join(dtype_name(t.dtype) for t in leaves if isinstance(t, torch.Tensor))
-
-        def shapes(tree) -> str:
-            leaves = tree_flatten(tree)[0]
-            return ",".join(
-                "x".join(map(str, t.shape)) or "scalar"
-                for t in leaves
-                if isinstance(t, torch.Tensor)
-            )
-
+        inputs = _tensors((args, kwargs))
         self.ops.append(
             {
                 "phase": self.phase,
                 "op": str(func),
-                "inputs": dtypes((args, kwargs)),
-                "outputs": dtypes(out),
+                "inputs": ",".join(dtype_name(t.dtype) for t in inputs),
+                "outputs": ",".join(dtype_name(t.dtype) for t in _tensors(out)),
                 # Shapes say how a float8 GEMM is scaled: one scale (scalar) per tensor, or one
                 # per row (Mx1) and column (1xN).
-                "input_shapes": shapes((args, kwargs)),
+                "input_shapes": ",".join("x".join(map(str, t.shape)) or "scalar" for t in inputs),
             }
         )
         return out
+
+
+def _tensors(tree: object) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]

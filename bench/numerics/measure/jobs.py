@@ -1,7 +1,6 @@
 """Running the study's jobs (`config.Job`): `run_job` turns a fault into a `failed` row; `run_all`
 spreads jobs over one worker process per GPU, the most costly first, with `on_done` seeing each
-result as it ends (so a study can resume).
-"""
+result as it ends (so a study can resume)."""
 
 from __future__ import annotations
 

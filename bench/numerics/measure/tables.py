@@ -1,7 +1,6 @@
 """The study's tables: their files and columns, what a row is about (`kind`, `module`, `state`,
 `phase`: columns, never the `tensor` label, except `legacy_tensor` for old folders), and reading a
-folder back, what it predates read as empty. No torch: a folder renders without it.
-"""
+folder back, what it predates read as empty. No torch: a folder renders without it."""
 
 from __future__ import annotations
 
@@ -25,13 +24,8 @@ OPTIM_STATE = "optim_state"
 FP8_GEMM = "fp8_gemm"
 """An audit row about one float8 GEMM of the step (operands, scales), labelled by its order."""
 PHASE = {
-    INPUT: "forward",
-    ACTIVATION: "forward",
-    LOG_SOFTMAX: "forward",
-    LOSS: "forward",
-    ACTIVATION_GRAD: "backward",
-    PRODUCED_GRAD: "backward",
-    PARAM_GRAD: "backward",
+    **dict.fromkeys((INPUT, ACTIVATION, LOG_SOFTMAX, LOSS), "forward"),
+    **dict.fromkeys((ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD), "backward"),
     OPTIM_STATE: "optimizer",
 }
 """The phase of the step that makes each kind of tensor."""

@@ -1,7 +1,6 @@
 """The study's training runs on the workload's learnable task, through the one step: `convergence`
 (every step's loss and scale, held-out evaluations, traces) and `census_trajectory` (fp16 with
-GradScaler, its gradients compared with fp32's at checkpoints). Rows are flat dicts by table.
-"""
+GradScaler, its gradients compared with fp32's at checkpoints). Rows are flat dicts by table."""
 
 from __future__ import annotations
 
@@ -96,10 +95,8 @@ def update_underflow(
 
 
 def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
-    """One train step (`bench.recipes.step.train_step`) and what a divergence is made of, per
-    parameter: the share of `param.grad` exactly zero (still scaled, which a zero does not mind),
-    Adam's second moment after the step (median, share below eps²), the median |first moment|,
-    and the step's size (RMS of the change over RMS of the weights, largest |change|). Syncs
+    """One train step (`step.train_step`) and, per parameter, what a divergence is made of: zeros
+    in `param.grad`, Adam's moments and the update's size (`tables.TABLES["traces"]`). Syncs
     freely: never timed. Returns the loss and one row per parameter."""
     params = dict(s.model.named_parameters())
     # Copied only at traced steps: the change is the only way to see Adam's actual update.

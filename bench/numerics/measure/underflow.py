@@ -1,7 +1,6 @@
 """Gradient underflow against an fp32 reference (`census`: shares flushed, subnormal, non-finite,
 relative error, and the norm share that decides GradScaler, `norm_share`), and the log2 histogram
-of Micikevicius et al. (docs/quality.md states the definitions).
-"""
+of Micikevicius et al. (docs/quality.md states the definitions)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The numerics report's Answer: every sentence computed from the tables, rows picked by columns
 and modes by `bench.recipes.catalog`, never by name; each threshold stated once, in its section of
-`bench.numerics.render.sentences`.
-"""
+`bench.numerics.render.sentences`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The Answer on divergence: which runs diverged and where, what the traces show around each event,
-and where the longer runs ended; the mechanism's two thresholds are stated here.
-"""
+and where the longer runs ended; the mechanism's two thresholds are stated here."""
 
 from __future__ import annotations
 

@@ -61,9 +61,8 @@ def dtype_sentences(
     torch_version: str,
     why: str | None = None,
 ) -> list[str]:
-    """The dtypes of fp16 autocast with GradScaler (`chain`: to `chained`), and whether the
-    claims that its loss is float16 and backward upcasts every gradient are borne out; one line
-    with `why` where the recipe was not audited."""
+    """The dtypes of fp16 autocast with GradScaler and whether the question's two claims hold;
+    one line with `why` where it was not audited. `chain`: its chain to `chained`."""
     m, _ = fp16_pair()
     if audit[audit["mode"] == m].empty:
         if why and why.startswith(AUDIT_FAILED):

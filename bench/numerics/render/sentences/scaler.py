@@ -1,6 +1,5 @@
 """The Answer on GradScaler: the census with and without it, convergence without it, the verdict,
-and its cost in step time; the underflow threshold is stated here.
-"""
+and its cost in step time; the underflow threshold is stated here."""
 
 from __future__ import annotations
 
