@@ -24,6 +24,12 @@ LINESTYLES = ("-", "--", ":", "-.")
 """Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""
 
 
+def _save(fig: plt.Figure, path: Path) -> None:
+    fig.tight_layout()
+    figures.save(fig, path, dpi=110)
+    plt.close(fig)
+
+
 def histogram(hist: pd.DataFrame, path: Path) -> None:
     """log2|g| of fp32's activation gradients per checkpoint, float16's limits marked."""
     if hist.empty:
@@ -73,9 +79,7 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
             ax.set_xlabel("log2 |gradient|")
             ax.set_ylabel("share of values")
             ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
@@ -95,9 +99,7 @@ def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def scale(steps: pd.DataFrame, path: Path) -> None:
@@ -123,9 +125,7 @@ def scale(steps: pd.DataFrame, path: Path) -> None:
     )
     if len(d):
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 TRACE_PANELS = (
@@ -175,6 +175,4 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
         # Two columns past 16 runs: a one-column legend that long spills over the panel below.
         runs = d.groupby(["mode", "seed"]).ngroups
         axes[0, col].legend(fontsize=7, ncol=2 if runs > 16 else 1)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)

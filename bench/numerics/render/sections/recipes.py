@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.numerics.render.markdown import block_key, percent, table_file
-from bench.numerics.render.sentences.recipes import cast_modes
+from bench.numerics.render.sentences.recipes import cast_modes, recipe_means
 from bench.publish.tables import markdown
 from bench.recipes.catalog import beyond_autocast
 
@@ -28,8 +28,7 @@ def recipes_section(t: dict) -> list[str]:
         "",
     ]
     if not s.empty:
-        cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in s]
-        table = s.groupby(["batch_size", "mode"], sort=False)[cols].mean().reset_index()
+        table = recipe_means(s).reset_index()
         table = table.rename(columns={"model_state_gib": "params+grads+Adam GiB"})
         out += [markdown(table), ""]
     if unsupported:

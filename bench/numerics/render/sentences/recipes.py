@@ -27,7 +27,7 @@ def cast_modes() -> tuple[str, ...]:
     return tuple(m for m in beyond_autocast() if card(m).param_dtype is not None)
 
 
-def _means(summary: pd.DataFrame) -> pd.DataFrame:
+def recipe_means(summary: pd.DataFrame) -> pd.DataFrame:
     """Per batch size and mode, the mean over seeds of the figures the recipe section quotes."""
     cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in summary]
     return summary.groupby(["batch_size", "mode"], sort=False)[cols].mean()
@@ -39,7 +39,7 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
     if summary.empty or not set(recipes) & set(summary["mode"]):
         return []
     ref_mode = reference()
-    m = _means(summary)
+    m = recipe_means(summary)
     parts = []
     for bs in sorted(summary["batch_size"].unique()):
         g = m.loc[bs]
