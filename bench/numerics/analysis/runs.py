@@ -34,9 +34,8 @@ transformer's task: a plateau near log(states), then a drop near the perfect los
 
 @dataclass(frozen=True)
 class Versus:
-    """A mode's final training losses at one batch size against the reference's, seed by seed (a
-    jump from a plateau varies with the seed more than a recipe does): a seed is worse when it
-    ends more than LOSS_GAP above the reference's worst seed, or is not finite."""
+    """A mode's final losses at one batch size against the reference's, seed by seed (a plateau's
+    end varies with the seed): worse ends above the reference's worst seed by LOSS_GAP, or NaN."""
 
     loss: float
     """The mode's mean final loss over seeds (NaN when a seed went non-finite)."""
@@ -137,15 +136,14 @@ def mechanism(
     at: int,
     reference: str | None = None,
 ) -> dict | None:
-    """What the traces of one run show around its divergence event at step `at`, beside the
-    `reference` run (default: fp32) of the same batch size and seed; None without traces on both
-    sides. "Before" is the MECHANISM_WINDOW steps before the event. Keys: `zero_since` (from which
-    traced step some gradient was more than ZERO_LIMIT zero at every one, or None), `zero_module`
-    and `zero_before` (the largest mean zero share before, and its parameter), `zero_early` (its
-    share over the run's first window), `loss_before`, `ref_loss_before`, `ref_zero_before`,
-    `v_ratio_min` and `v_ratio_max` (the range over parameters of Adam's second-moment median
-    over the reference's, at the last traced step before), `below_eps2_before`, `update_before`,
-    `update_after` (the largest update RMS over weight RMS) and `update_abs_after`."""
+    """What one run's traces show around its divergence at step `at`, beside the `reference` run
+    (default fp32) of its batch size and seed; None without traces on both sides. "Before": the
+    MECHANISM_WINDOW steps before. Keys: `zero_since` (the traced step from which some gradient
+    was over ZERO_LIMIT zero at every one), `zero_module`, `zero_before` (the largest mean zero
+    share before), `zero_early` (its share in the first window), `loss_before` and the
+    reference's `ref_loss_before`, `ref_zero_before`, `v_ratio_min`, `v_ratio_max` (Adam's
+    second-moment median over the reference's, range over parameters), `below_eps2_before`,
+    `update_before`, `update_after` (largest update RMS over weight RMS), `update_abs_after`."""
     run = _run(traces, mode, batch_size, seed)
     before = run[(run["step"] >= at - MECHANISM_WINDOW) & (run["step"] < at)]
     after = run[(run["step"] >= at) & (run["step"] <= at + MECHANISM_WINDOW)]

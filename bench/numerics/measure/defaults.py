@@ -1,5 +1,4 @@
-"""The study's default settings per device, as plain data (no imports: `numerics --help` shows
-them without torch)."""
+"""The study's default settings per device, as plain data (`numerics --help` needs no torch)."""
 
 from __future__ import annotations
 

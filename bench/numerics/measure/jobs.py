@@ -1,6 +1,5 @@
 """Running the study's jobs (`config.Job`): `run_job` turns a fault into a `failed` row; `run_all`
-spreads jobs over one worker process per GPU, the most costly first, with `on_done` seeing each
-result as it ends (so a study can resume)."""
+spreads them over a worker per GPU, costliest first, `on_done` seeing each result as it ends."""
 
 from __future__ import annotations
 

@@ -40,13 +40,12 @@ OWN_MODEL_CENSUS_MODES = tuple(
     and (m.param_dtype is not None or m.fp8_recipe is not None)
     and not m.stochastic_round
 )
-"""Census modes whose recipe changes the model: each gets a model of its own with the
-trajectory's weights. Stochastic rounding is left out: it differs in the update only."""
+"""Census modes with a model of their own (the trajectory's weights); not stochastic rounding:
+it differs in the update only."""
 CENSUS_RECIPES = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
 """Every mode a census trajectory uses, the reference first (the job resolves them)."""
 MEDIAN_SAMPLE = 2**24
-"""A trace's medians are taken over at most this many evenly strided elements of a tensor: an exact
-median sorts, and a 16000 × 16000 weight has 2.6e8."""
+"""A trace's medians take at most this many evenly strided elements (an exact one sorts 2.6e8)."""
 
 
 def _median(t: torch.Tensor) -> float:

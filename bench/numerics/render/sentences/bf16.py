@@ -19,8 +19,7 @@ def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
 
 
 LOST = 0.5
-"""A median relative error from this on is of the gradient's own order: the gradient lost its
-direction, not bits, and two formats' error ratio no longer measures their mantissas."""
+"""A median relative error this large is of the gradient's own order: its direction is lost."""
 
 
 def lost_direction(bf16_error: float) -> str | None:

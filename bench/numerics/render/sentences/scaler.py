@@ -11,8 +11,8 @@ from bench.verdicts import scaler as scaler_rule
 from bench.verdicts.training import NEEDED
 
 FLUSH_LIMIT = 0.01
-"""The share of a tensor's elements fp16 without a scaler flushes above which the Underflow
-sentence names it: a description (the verdict weighs the norm, `bench.verdicts.scaler`)."""
+"""Above this share of a tensor flushed the Underflow sentence names it (the verdict weighs
+the norm, `bench.verdicts.scaler`)."""
 
 
 def _norm_clause(census: pd.DataFrame) -> str:
