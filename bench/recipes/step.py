@@ -85,7 +85,7 @@ HARNESS = StepOptions()
 Observer = Callable[[str, torch.Tensor], None]
 """A study's look inside the step (`TrainState.observe`), called with the phase just done and the
 loss: `forward` (the loss's graph whole, nothing run backward yet) and `backward` (the gradients in
-`.grad`, still scaled). Called between the phases, outside any timed region."""
+`.grad`, still scaled). Called between the phases; only untimed studies set one (it may sync)."""
 
 
 @dataclass

@@ -1,6 +1,5 @@
-"""The study's tables: their files and columns, what a row is about (`kind`, `module`, `state`,
-`phase`: columns, never the `tensor` label, except `legacy_tensor` for old folders), and reading a
-folder back, what it predates read as empty. No torch: a folder renders without it."""
+"""The study's tables: files, columns, what a row is about (columns, never the `tensor` label), and
+reading a folder back, what it predates read as empty. No torch: a folder renders without it."""
 
 from __future__ import annotations
 

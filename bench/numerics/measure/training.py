@@ -1,6 +1,5 @@
 """The study's training runs on the workload's learnable task, through the one step: `convergence`
-(every step's loss and scale, held-out evaluations, traces) and `census_trajectory` (fp16 with
-GradScaler, its gradients compared with fp32's at checkpoints). Rows are flat dicts by table."""
+and `census_trajectory` (fp16 with GradScaler, compared with fp32 at checkpoints), rows by table."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The numerics report's Answer: every sentence computed from the tables, rows picked by columns
-and modes by `bench.recipes.catalog`, never by name; each threshold stated once, in its section of
-`bench.numerics.render.sentences`."""
+"""The numerics report's Answer: every sentence computed from the tables, modes picked by
+`bench.recipes.catalog`, never by name; each threshold stated in its `sentences` module."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
 from bench.recipes.catalog import fp16_pair
 
 __all__ = ["FLUSH_LIMIT", "LOSS_GAP", "answer", "bf16_against_fp16_error", "lost_direction"]
-"""`answer`, and what the README's summary (`bench.publish.summary`) quotes beside it: the
-thresholds and bf16's error, so that the two never disagree."""
+"""`answer`, and what the README's summary quotes beside it, so that the two never disagree."""
 
 
 def answer(tables: dict, torch_version: str) -> list[str]:
