@@ -134,3 +134,12 @@ def test_the_numerics_audit_runs_the_one_step(calls):
         resolve(tiny_case()), steps=2, noise=2.0, eval_every=2, heldout=16, trace_every=1
     )
     assert len(out["traces"]) and calls[-1] == StepOptions(eval_every=2)
+
+
+def test_gradients_is_the_step_without_its_update():
+    s = build(resolve(tiny_case(mode="fp16-amp")))
+    before = [p.detach().clone() for p in s.model.parameters()]
+    loss = step.gradients(s)
+    assert loss.requires_grad and all(p.grad is not None for p in s.model.parameters())
+    assert all(torch.equal(p, b) for p, b in zip(s.model.parameters(), before, strict=True))
+    assert not s.optimizer.state  # Adam never stepped
