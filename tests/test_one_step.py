@@ -1,18 +1,20 @@
 """One train step: the timing harness, the quality study and the numerics study all run
 `bench.recipes.step`'s, each with its named options; the options do what they say."""
 
+import dataclasses
+
 import pandas as pd
 import pytest
 import torch
 
 from bench.jobs import quality
 from bench.measure import runner
-from bench.numerics.measure import training
+from bench.numerics.measure import audit, training
 from bench.numerics.render.sections.training import _step_note
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
 from bench.recipes import step
-from bench.recipes.plan import resolve
+from bench.recipes.plan import recipes, resolve
 from bench.recipes.step import HARNESS, StepOptions, build, train_step
 from tests.conftest import tiny_case
 
@@ -106,3 +108,38 @@ def test_the_numerics_report_names_the_step_its_runs_trained_with():
     phrase = StepOptions(eval_every=2).describe()
     assert _step_note(pd.DataFrame({"step_options": [phrase, phrase]})) == f" The step: {phrase}."
     assert _step_note(pd.DataFrame({"mode": ["fp32"]})) == ""  # a folder older than the column
+
+
+def test_the_observer_sees_each_phase_end_between_the_phases():
+    seen = []
+
+    def observe(done, loss):
+        grads = [p.grad for p in s.model.parameters()]
+        seen.append((done, loss.requires_grad, all(g is not None for g in grads)))
+
+    s = build(resolve(tiny_case(mode="fp16-amp")))
+    assert s.observe is None  # the harness's state shows nothing
+    loss = train_step(dataclasses.replace(s, observe=observe))
+    # After forward the graph is whole and no gradient exists; after backward every one does.
+    assert seen == [("forward", True, False), ("backward", True, True)]
+    assert loss.requires_grad and all(p.grad is None for p in s.model.parameters())
+
+
+def test_the_numerics_audit_runs_the_one_step(calls):
+    audit.audit_mode(resolve(tiny_case(mode="fp16-amp")))
+    paths = audit.error_paths(resolve(tiny_case()), recipes())
+    assert calls == [HARNESS] * (1 + len(audit.ERROR_PATHS))
+    assert [r["raised_in"] for r in paths if r["outcome"] == "raised"] == ["scaler.step(optimizer)"]
+    out = training.convergence(
+        resolve(tiny_case()), steps=2, noise=2.0, eval_every=2, heldout=16, trace_every=1
+    )
+    assert len(out["traces"]) and calls[-1] == StepOptions(eval_every=2)
+
+
+def test_gradients_is_the_step_without_its_update():
+    s = build(resolve(tiny_case(mode="fp16-amp")))
+    before = [p.detach().clone() for p in s.model.parameters()]
+    loss = step.gradients(s)
+    assert loss.requires_grad and all(p.grad is not None for p in s.model.parameters())
+    assert all(torch.equal(p, b) for p, b in zip(s.model.parameters(), before, strict=True))
+    assert not s.optimizer.state  # Adam never stepped

@@ -15,7 +15,7 @@ from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, s
 from bench.measure.runner import run_case
 from bench.numerics.measure import jobs, tables, training
 from bench.numerics.measure.config import NumericsConfig
-from bench.numerics.render import answer
+from bench.numerics.render.sentences import recipes as recipe_answer
 from bench.recipes import fp8
 from bench.recipes.modes import MODES
 from bench.recipes.plan import resolve
@@ -200,12 +200,12 @@ def test_recipe_sentences_name_the_fastest_and_the_verdicts():
             "model_state_gib": [4.0, 2.0, 4.0],
         }
     )
-    fastest, verdict = answer.recipe_sentences(summary)
+    fastest, verdict = recipe_answer.recipe_sentences(summary)
     assert "at batch 1024, `fp8-tensorwise` (4 ms per step, 10.00× fp32" in fastest
     assert "saves 0 GiB" in fastest
     assert "`bf16-pure` at batch 1024 ends at 1.05 against fp32's 1: within 10%" in verdict
     assert "`fp8-tensorwise` at batch 1024 ends at 1.2 against fp32's 1: **not** within" in verdict
-    assert answer.recipe_sentences(summary[summary["mode"] == "fp32"]) == []
+    assert recipe_answer.recipe_sentences(summary[summary["mode"] == "fp32"]) == []
 
 
 def _fp32_study(parent: Path, **options: object) -> Path:

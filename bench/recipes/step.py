@@ -82,6 +82,11 @@ class StepOptions:
 HARNESS = StepOptions()
 """The timing harness's step: forward, backward, update, nothing else."""
 
+Observer = Callable[[str, torch.Tensor], None]
+"""A study's look inside the step (`TrainState.observe`), called with the phase just done and the
+loss: `forward` (the loss's graph whole, nothing run backward yet) and `backward` (the gradients in
+`.grad`, still scaled). Called between the phases; only untimed studies set one (it may sync)."""
+
 
 @dataclass
 class TrainState:
@@ -111,6 +116,8 @@ class TrainState:
     (`bench.execution.parallel`); `model` is the workload's model inside it."""
     options: StepOptions = HARNESS
     """How this state's step differs from the harness's (`with_options` sets it)."""
+    observe: Observer | None = None
+    """What the step shows its phases to (the numerics audit's hooks); None: nothing."""
 
     def with_options(self, options: StepOptions) -> TrainState:
         """This state with `options`: the model put in training or eval mode to match."""
@@ -226,10 +233,21 @@ def optimizer_step(s: TrainState) -> None:
     s.optimizer.zero_grad(set_to_none=True)
 
 
+def gradients(s: TrainState) -> torch.Tensor:
+    """The step's forward and backward, the (scaled) gradients left in `.grad`; returns the loss
+    tensor, unsynchronized. The state's observer sees each phase end."""
+    _, loss = forward(s)
+    if s.observe is not None:
+        s.observe("forward", loss)
+    backward(s, loss)
+    if s.observe is not None:
+        s.observe("backward", loss)
+    return loss
+
+
 def train_step(s: TrainState) -> torch.Tensor:
     """One whole step (forward, backward, optimizer); returns the loss tensor, unsynchronized."""
-    _, loss = forward(s)
-    backward(s, loss)
+    loss = gradients(s)
     optimizer_step(s)
     return loss
 

@@ -1,6 +1,4 @@
-"""What of a numerics study failed: the modes its dtype audit failed on and the jobs that failed,
-as the report and the command's exit status say it. A mode or job that cannot run on the
-machine (`unsupported`) is a finding, not a failure."""
+"""What of a study failed (audit modes, jobs); one that cannot run here (`unsupported`) did not."""
 
 from __future__ import annotations
 
@@ -11,8 +9,7 @@ from bench.numerics.measure.tables import AUDIT_FAILED, AUDIT_JSON, audit_json, 
 
 
 def audit_failures(found: dict) -> dict[str, str]:
-    """Mode -> the error of each mode the audit failed on (of `audit_json`'s content); the modes
-    that cannot run here are not failures."""
+    """Mode -> the error of each mode the audit failed on (not those that cannot run here)."""
     return {
         mode: why.removeprefix(AUDIT_FAILED)
         for mode, why in found.get("unsupported", {}).items()
@@ -21,9 +18,7 @@ def audit_failures(found: dict) -> dict[str, str]:
 
 
 def failures(run_dir: Path) -> str | None:
-    """What of a finished study failed, in one line, or None: the modes its audit failed on,
-    and per kind the jobs (and the census's modes) that failed. A job or mode that cannot run
-    here (`unsupported`) did not fail."""
+    """What of a finished study failed, in one line (audit modes, jobs per kind), or None."""
     parts = []
     audit = audit_failures(audit_json(json.loads((run_dir / AUDIT_JSON).read_text())))
     if audit:

@@ -1,12 +1,6 @@
-"""What the convergence runs' summary and traces show, for the report and the Answer (no torch,
-no measuring): which runs were looked at for divergence and which diverged (`measured`,
-`diverged`), how a mode's final losses compare with the reference's seed by seed (`versus`),
-how many runs learned a task whose perfect loss is known (`learned`), what the traces show around
-a divergence event (`mechanism`), where each run ended (`run_ends`) and which gradient a run
-flushed most (`flushed_most`).
-
-The summary itself, and the divergence rule, are `bench.numerics.analysis.summary`'s.
-"""
+"""What the convergence runs' summary and traces show, for the report and the Answer: divergence
+(`measured`, `diverged`), losses against the reference seed by seed (`versus`), runs that learned
+(`learned`), the traces around an event (`mechanism`), `run_ends` and `flushed_most`."""
 
 from __future__ import annotations
 
@@ -20,8 +14,7 @@ from bench.recipes import catalog
 
 
 def measured(summary: pd.DataFrame) -> pd.DataFrame:
-    """The summary rows whose divergence was looked for (a folder older than the column has an
-    empty cell)."""
+    """The summary rows whose divergence was looked for (older folders' cells are empty)."""
     if "divergence" not in summary:
         return summary.iloc[:0]
     return summary[summary["divergence"].isin([HEALTHY, BLOWUP, NONFINITE])]
@@ -33,21 +26,16 @@ def diverged(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 LOSS_GAP = 0.10
-"""A final training loss more than 10% above the reference's (fp32's) at the same batch size
-counts as worse."""
+"""A final training loss more than 10% above fp32's at the same batch size is worse."""
 LEARNED_RATIO = 1.5
-"""A run has learned a task whose perfect held-out loss is known when its own held-out loss at the
-end is within 1.5× of it: on the transformer's Markov task a run sits on a plateau near
-log(states) and then drops to near the perfect loss, so the two are far apart."""
+"""A run learned a task of known perfect held-out loss when its own ends within 1.5× of it (the
+transformer's task: a plateau near log(states), then a drop near the perfect loss)."""
 
 
 @dataclass(frozen=True)
 class Versus:
-    """A mode's final training losses at one batch size against the reference's, seed by seed.
-    Learning can be a jump from a plateau (the transformer's task) whose timing varies from seed
-    to seed by more than any recipe's effect, so the means alone would call a recipe worse for
-    one seed's late jump, or better for the reference's: a seed is worse when it ends more than
-    LOSS_GAP above the reference's worst seed (or is not finite)."""
+    """A mode's final losses at one batch size against the reference's, seed by seed (a plateau's
+    end varies with the seed): worse ends above the reference's worst seed by LOSS_GAP, or NaN."""
 
     loss: float
     """The mode's mean final loss over seeds (NaN when a seed went non-finite)."""
@@ -80,8 +68,7 @@ class Versus:
 
 
 def versus(summary: pd.DataFrame, mode: str, batch_size: int, reference: str) -> Versus | None:
-    """`mode`'s final losses at `batch_size` against `reference`'s in the same study; None where
-    either was not trained at that batch size."""
+    """`mode`'s final losses at `batch_size` against `reference`'s; None where either is missing."""
     at = summary[summary["batch_size"] == batch_size]
     mine = at.loc[at["mode"] == mode, "final_loss"].astype(float)
     ref = at.loc[at["mode"] == reference, "final_loss"].astype(float)
@@ -100,9 +87,7 @@ def versus(summary: pd.DataFrame, mode: str, batch_size: int, reference: str) ->
 
 
 def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Per batch size and mode, how many seeds learned the task (held-out loss at the end within
-    LEARNED_RATIO of the perfect model's on the same split) of how many ran: columns
-    batch_size, mode, learned, seeds. Empty where the task's perfect loss is not known."""
+    """Columns batch_size, mode, learned, seeds; empty where the perfect loss is not known."""
     cols = ["batch_size", "mode", "learned", "seeds"]
     if runs is None or runs.empty or "true_heldout_loss" not in runs:
         return pd.DataFrame(columns=cols)
@@ -117,16 +102,12 @@ def learned(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 
 SPARSE_SHARE = 0.5
-"""A parameter whose fp32 gradient is exactly zero in more than half its elements, on average
-over the traced steps, is sparse by construction (an embedding's rows for tokens a batch does not
-hold), not flushed."""
+"""A parameter whose fp32 gradient is zero in more than half its elements (mean over the traced
+steps) is sparse by construction (an embedding's rows of absent tokens), not flushed."""
 
 
 def sparse_parameters(traces: pd.DataFrame) -> set[str]:
-    """The parameters whose reference (fp32) gradient is mostly zero by construction
-    (SPARSE_SHARE): folded with the others, their zeros would hide every other parameter's in the
-    traces' largest zero share, and their zero second moments the smallest median. Empty where the
-    study has no reference traces, or where every parameter is sparse (nothing would be left)."""
+    """The parameters sparse in fp32 (SPARSE_SHARE) that folds leave out, unless all are."""
     ref = traces[traces["mode"] == catalog.reference()]
     if ref.empty:
         return set()
@@ -138,8 +119,7 @@ def sparse_parameters(traces: pd.DataFrame) -> set[str]:
 MECHANISM_WINDOW = 100
 """The traces read before and after a divergence event: this many steps either side of it."""
 ZERO_LIMIT = 0.01
-"""A parameter's gradient counts as flushing at a traced step where more than 1% of its elements
-are exactly zero."""
+"""A gradient flushes at a traced step where more than 1% of its elements are exactly zero."""
 
 
 def _run(traces: pd.DataFrame, mode: str, batch_size: int, seed: int) -> pd.DataFrame:
@@ -156,24 +136,14 @@ def mechanism(
     at: int,
     reference: str | None = None,
 ) -> dict | None:
-    """What the traces of one run show around its divergence event at step `at`, beside the
-    `reference` run (default: the mode table's float32 reference) with the same batch size and
-    seed (same weights, same batches) where it was traced; None where the run has no traces on
-    both sides of the event.
-
-    Keys: `zero_since`, the traced step from which, up to the event, some parameter's gradient
-    was more than ZERO_LIMIT exactly zero at every traced step (None if not so just before it);
-    `zero_module` and `zero_before`, the parameter with the largest mean share of zero gradient
-    elements over the MECHANISM_WINDOW steps before the event, and that mean; `zero_early`, its
-    mean share over the run's first MECHANISM_WINDOW steps; `loss_before` and `ref_loss_before`,
-    the training loss of the run and of the reference at the last traced step before the event;
-    `ref_zero_before`,
-    the reference's largest mean share over the same steps; `v_ratio_min`, `v_ratio_max`: per
-    parameter, the median of Adam's second moment at the last traced step before the event over
-    the reference's at that step (the range over parameters); `below_eps2_before`, the largest
-    share of second-moment elements below eps² then; `update_before` and `update_after`, the
-    largest update RMS over weight RMS in the window before and in the window from the event on;
-    `update_abs_after`, the largest update element after."""
+    """What one run's traces show around its divergence at step `at`, beside the `reference` run
+    (default fp32) of its batch size and seed; None without traces on both sides. "Before": the
+    MECHANISM_WINDOW steps before. Keys: `zero_since` (the traced step from which some gradient
+    was over ZERO_LIMIT zero at every one), `zero_module`, `zero_before` (the largest mean zero
+    share before), `zero_early` (its share in the first window), `loss_before` and the
+    reference's `ref_loss_before`, `ref_zero_before`, `v_ratio_min`, `v_ratio_max` (Adam's
+    second-moment median over the reference's, range over parameters), `below_eps2_before`,
+    `update_before`, `update_after` (largest update RMS over weight RMS), `update_abs_after`."""
     run = _run(traces, mode, batch_size, seed)
     before = run[(run["step"] >= at - MECHANISM_WINDOW) & (run["step"] < at)]
     after = run[(run["step"] >= at) & (run["step"] <= at + MECHANISM_WINDOW)]
@@ -217,8 +187,7 @@ def mechanism(
 
 
 def run_ends(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per run, where it ended: its last step, the smoothed loss there, its loss scale at the
-    start and at the end, the steps at which the scale changed, and its skipped steps."""
+    """Per run: its last step, smoothed loss there, first and final scale, changes, skips."""
     rows = []
     steps = steps.sort_values([*RUN_KEYS, "step"]).copy()
     steps["smooth"] = smoothed(steps)
@@ -242,9 +211,7 @@ def run_ends(steps: pd.DataFrame) -> pd.DataFrame:
 def flushed_most(
     traces: pd.DataFrame, mode: str, batch_size: int, seed: int
 ) -> tuple[str, float] | None:
-    """The parameter whose gradient was exactly zero most often over one run's traced steps after
-    its first MECHANISM_WINDOW, and its mean share of zero elements there (parameters sparse by
-    construction left out); None for a run without such traces."""
+    """The non-sparse parameter most often zero after MECHANISM_WINDOW steps, and its share."""
     run = _run(traces, mode, batch_size, seed)
     run = run[~run["module"].isin(sparse_parameters(traces))]  # zero by construction: not flushed
     zero = run[run["step"] >= MECHANISM_WINDOW].groupby("module")["grad_zero_share"].mean()
@@ -254,8 +221,7 @@ def flushed_most(
 
 
 def zero_share_after(traces: pd.DataFrame, mode: str, batch_size: int, module: str) -> float:
-    """The mean share of `module`'s gradient elements exactly zero after the first
-    MECHANISM_WINDOW steps, over the seeds of `mode` at `batch_size`; NaN where not traced."""
+    """`module`'s mean zero share after MECHANISM_WINDOW steps over `mode`'s seeds; NaN if none."""
     sel = traces[
         (traces["mode"] == mode)
         & (traces["batch_size"] == batch_size)

@@ -1,11 +1,6 @@
-"""summary.csv: one row per convergence run, from the step, held-out and step-time tables the
-jobs write (statistics after measurement; no torch, no measuring).
-
-`smoothed` is the rolling mean of a run's training loss that final losses, time to target and the
-loss-curve figure all use; `divergence` finds a run's first divergence event in its per-step loss;
-`summarize_runs` turns the three tables into one row per run. A study's job writes its summary
-with these; the report and the Answer read the same rule back (`bench.numerics.analysis.runs`).
-"""
+"""summary.csv: one row per convergence run from the step, held-out and step-time tables
+(`summarize_runs`), with the smoothing (`smoothed`) and the divergence rule (`divergence`) the
+report reads back."""
 
 from __future__ import annotations
 
@@ -26,16 +21,12 @@ DIVERGE_FACTOR = 10.0
 DIVERGE_STEPS = 20
 """...at 20 steps in a row (a spike that recovers sooner is not divergence), or is non-finite."""
 BLOWUP, NONFINITE, HEALTHY = "blowup", "nonfinite", "none"
-"""`divergence` of a summary row: the kind of a run's first event, or none (an empty cell: a
-folder older than the column, so not measured)."""
+"""`divergence` of a summary row: its first event's kind, or none (empty: not measured)."""
 
 
 def divergence(losses: Sequence[float]) -> tuple[int, str] | None:
-    """The first divergence event of one run's per-step training loss (index = step): (step,
-    BLOWUP) where the loss first exceeds DIVERGE_FACTOR × its running minimum (over the steps up
-    to it) and stays above at each of the next DIVERGE_STEPS - 1 steps too, or (step, NONFINITE)
-    at the first non-finite loss, whichever comes first; None for a healthy run. A blow-up that
-    the run ends before DIVERGE_STEPS steps have passed is not confirmed, so not counted."""
+    """The first divergence of one run's per-step loss, or None: (step, BLOWUP) where the loss
+    stays above DIVERGE_FACTOR × its running minimum DIVERGE_STEPS steps, or (step, NONFINITE)."""
     loss = np.asarray(losses, dtype=float)
     finite = np.isfinite(loss)
     first_nonfinite = int(np.argmin(finite)) if not finite.all() else None
@@ -63,10 +54,7 @@ def smoothed(steps: pd.DataFrame) -> pd.Series:
 def summarize_runs(
     steps: pd.DataFrame, evals: pd.DataFrame, runs: pd.DataFrame, horizon: int
 ) -> pd.DataFrame:
-    """Per run, at the common horizon: final smoothed loss, held-out loss and accuracy, non-finite
-    and skipped steps, and steps and seconds to reach the final loss of fp32 with the same batch
-    size and seed; over all its steps, its first divergence event (`divergence`). No runs (every
-    convergence job failed) give no rows, with the columns."""
+    """One row per run at the common horizon, with its first divergence over all its steps."""
     columns = list(TABLES["summary"].columns)
     if steps.empty:
         return pd.DataFrame(columns=columns)

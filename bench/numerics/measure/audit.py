@@ -1,9 +1,5 @@
-"""The dtype audit: which dtype every tensor of one train step has, per mode, as observed.
-
-Nothing here is asserted from documentation: the tables are what the step produced on the torch
-version it ran on. Two configurations that users try and that GradScaler refuses are run too, and
-their outcome (the exception and its message, or none) is recorded as data.
-"""
+"""The dtype audit: every tensor's dtype in one train step, per mode, as observed on this torch;
+and the GradScaler error paths users try, their outcome recorded as data."""
 
 from __future__ import annotations
 
@@ -30,7 +26,7 @@ from bench.numerics.measure.tables import (
 from bench.recipes.catalog import fp16_pair
 from bench.recipes.modes import Mode, dtype_name
 from bench.recipes.plan import Plan
-from bench.recipes.step import backward, build, forward, optimizer_step
+from bench.recipes.step import build, train_step
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
@@ -41,10 +37,7 @@ def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
 
 
 def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
-    """One audit row per float8 GEMM (`aten._scaled_mm`) of the step, in order: its operands'
-    dtypes (float8_e4m3fn for inputs and weights, float8_e5m2 for output gradients) and its
-    scales' dtype and shape (`scalar`: one per tensor; `Mx1` and `1xN`: one per row of A and per
-    column of B), as the op trace saw them; the row's dtype is the GEMM's output."""
+    """One audit row per float8 GEMM (`aten._scaled_mm`): operands' and scales' dtypes, shapes."""
     out = []
     for i, op in enumerate(o for o in ops if o["op"].startswith("aten._scaled_mm")):
         dtypes = op["inputs"].split(",")
@@ -63,20 +56,17 @@ def fp8_gemms(ops: list[dict]) -> list[tuple[dict[str, str], str]]:
 
 
 def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
-    """(tensor rows, op rows, autograd chain to the chained parameter) for the plan's mode.
-
-    A tensor row is {mode, kind, module, state, phase, tensor, dtype}
-    (`bench.numerics.measure.tables`); an op row is {mode, phase, op, inputs, outputs}, one per
-    aten op of a whole step."""
+    """(tensor rows, op rows, autograd chain to the chained parameter) of the plan's mode."""
     s = build(plan)
     cap = capture(s)
     s.optimizer.zero_grad(set_to_none=True)
-    with DtypeTrace() as trace:
-        _, loss = forward(s)
-        trace.phase = "backward"
-        backward(s, loss)
-        trace.phase = "optimizer"
-        optimizer_step(s)
+    trace = DtypeTrace()
+
+    def next_phase(done: str, loss: torch.Tensor) -> None:
+        trace.phase = NEXT_PHASE[done]
+
+    with trace:
+        train_step(dataclasses.replace(s, observe=next_phase))
     ops = [o for o in trace.ops if not o["op"].startswith(("profiler.", "aten.detach"))]
     params = dict(s.model.named_parameters())
     audited = chained(plan)
@@ -118,6 +108,12 @@ def audit_mode(plan: Plan) -> tuple[list[dict], list[dict], list[str]]:
     return tensor_rows, op_rows, cap.chain
 
 
+NEXT_PHASE = {"forward": "backward", "backward": "optimizer"}
+"""The op trace's phase after each phase the step's observer sees end."""
+RAISED_IN = {"forward": "scaler.scale(loss).backward()", "backward": "scaler.step(optimizer)"}
+"""Where an error path raised, after each phase the observer saw end (before any: `forward`).
+`scaler.update()` cannot raise once `scaler.step` recorded its inf checks: the rest is step's."""
+
 ERROR_PATHS = [
     # (parameter dtype, autocast dtype, optimizer): GradScaler with low-precision parameters.
     (torch.float16, torch.float16, "foreach"),
@@ -128,9 +124,7 @@ ERROR_PATHS = [
 
 
 def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
-    """Cast the parameters to a low-precision dtype, keep GradScaler on, take one step; one row
-    per configuration of `ERROR_PATHS` with its outcome, the exception and where it was raised.
-    `recipes` holds the fp16 recipe with GradScaler each configuration starts from."""
+    """One GradScaler step per `ERROR_PATHS` configuration: its outcome, and where it raised."""
     scaled, _ = fp16_pair()
     scaled_plan = plan.with_mode(recipes[scaled])
     out = []
@@ -151,14 +145,13 @@ def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
             "device": plan.case.device,
         }
         where = "forward"
+
+        def passed(done: str, loss: torch.Tensor) -> None:
+            nonlocal where
+            where = RAISED_IN[done]
+
         try:
-            _, loss = forward(s)
-            where = "scaler.scale(loss).backward()"
-            backward(s, loss)
-            where = "scaler.step(optimizer)"
-            s.scaler.step(s.optimizer)
-            where = "scaler.update()"
-            s.scaler.update()
+            train_step(dataclasses.replace(s, observe=passed))
             row.update(outcome="no exception", exception="", message="", raised_in="")
         except Exception as exc:  # the outcome is the data
             row.update(
@@ -172,9 +165,7 @@ def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
 
 
 def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
-    """The whole audit on the plan's model and batch: (tensor rows and op rows of every recipe
-    of `recipes`, which the job resolved (every mode of the table), audit.json's content: the
-    chained parameter, its chain per mode and the error paths)."""
+    """The whole audit: `run_modes` of `recipes`, with the error paths in audit.json's content."""
     tensor_rows, op_rows, found = run_modes(plan, recipes)
     found["error_paths"] = error_paths(plan, recipes)
     if torch.cuda.is_available():
@@ -183,11 +174,8 @@ def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict]
 
 
 def run_modes(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
-    """The audit of `recipes` alone: (tensor rows, op rows, {"chained": the parameter the chains
-    end at, "chains": its autograd chain per mode, "unsupported": mode -> why it could not run
-    here, "tracebacks": mode -> the traceback of a mode that failed}). A mode that cannot run
-    here (torchao missing, no float8 GPU) is named with its reason, not audited; one that fails
-    is named with its error."""
+    """The audit of `recipes` alone: (tensor rows, op rows, {"chained", "chains": per mode,
+    "unsupported": mode -> why it did not run here or how it failed, "tracebacks"})."""
     tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
     for mode, recipe in recipes.items():
         mode_plan = plan.with_mode(recipe)

@@ -1,31 +1,23 @@
-"""The settings of a numerics study: one validated, frozen dataclass, its defaults per device, and
-the short study a timing run can begin with.
-
-Every setting is checked once, in `NumericsConfig.__post_init__`, with a `ValueError` that names
-the field as the command line's option (`--eval-every` for `eval_every`) and the bad value, before
-any folder exists. The settings go to env.json (`record`), and
-a resumed study is rebuilt from there (`from_record`).
-"""
+"""The settings of a numerics study (`NumericsConfig`: validated once, recorded in env.json,
+rebuilt from it on resume), its defaults per device, and its jobs. Importable without torch."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bench.cases import checks
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.cases.sizes import Sizes
-from bench.numerics.measure.defaults import COMMON, LR, PER_DEVICE
+from bench.numerics.measure.defaults import COMMON, PER_DEVICE
 from bench.recipes import catalog
 from bench.workloads import cards
 
-# Importable without torch, so that `numerics --help` makes its options from the fields: the
-# registries, the model sizes and the jobs import torch, and are imported where they are used.
 if TYPE_CHECKING:
-    from bench.numerics.measure.jobs import Job  # torch: none at parse time (see the top)
     from bench.workloads.base import Workload
+
+KINDS = ("convergence", "census")
 
 RECORD_BEFORE: dict[str, object] = {
     "trace_every": 0,
@@ -36,13 +28,18 @@ RECORD_BEFORE: dict[str, object] = {
 """The settings a study recorded before they existed ran as these (to resume such a folder)."""
 
 
-def defaults(device: str, model: str = cards.DEFAULT) -> dict[str, object]:
-    """The settings of a study of workload `model` on `device` that the user did not give: keys
-    are field names of `NumericsConfig` (`preset` among them: the workload's default there)."""
-    from bench.workloads.registry import get  # torch: none at parse time (see the top)
+def _workload(model: str) -> Workload:
+    # Deferred: the registry imports torch, and `numerics --help` makes its options from this
+    # module's fields without it.
+    from bench.workloads.registry import get
 
-    _choice("device", device, DEVICES)
-    workload = get(model)
+    return get(model)
+
+
+def defaults(device: str, model: str = cards.DEFAULT) -> dict[str, object]:
+    """The settings the user did not give, by field name, for workload `model` on `device`."""
+    checks.choice(DEVICES)(option("device"), device)
+    workload = _workload(model)
     own = dict(workload.numerics.get(device, {}))
     preset = {"model": model, "preset": workload.default_preset[device]}
     # Every mode that can run here (the float8 ones need a float8 GPU and torchao).
@@ -59,23 +56,13 @@ def supported_modes(device: str) -> tuple[str, ...]:
 
 
 def option(name: str) -> str:
-    """A setting as `python -m bench numerics` takes it: `eval_every` is `--eval-every`. Every
-    field of `NumericsConfig` (and the preset) is an option of that name, so a message names
-    both."""
+    """A setting as `python -m bench numerics` takes it: `eval_every` is `--eval-every`."""
     return "--" + name.replace("_", "-")
 
 
 def _check(ok: bool, name: str, value: object, what: str) -> None:
     if not ok:
         raise checks.refuse(option(name), value, what)
-
-
-def _int(name: str, value: object, minimum: int) -> None:
-    (checks.POSITIVE_INT if minimum == 1 else checks.NON_NEGATIVE_INT)(option(name), value)
-
-
-def _choice(name: str, value: object, names: Iterable[str]) -> None:
-    checks.choice(names)(option(name), value)
 
 
 def _setting(check: checks.Check, **more: object) -> dict[str, object]:
@@ -85,6 +72,49 @@ def _setting(check: checks.Check, **more: object) -> dict[str, object]:
 _POSITIVE, _NON_NEGATIVE = _setting(checks.POSITIVE_INT), _setting(checks.NON_NEGATIVE_INT)
 _FINITE = _setting(checks.POSITIVE_FINITE)
 _MODES = _setting(checks.choice(catalog.CARDS), items=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """One unit of work for a worker (`jobs.run_job`): a convergence run or a census trajectory."""
+
+    kind: str
+    """A key of `KINDS`."""
+    case: Case
+    steps: int
+    """Training steps of a convergence run (0 for a census trajectory: it stops at its last one)."""
+    noise: float = 2.0
+    eval_every: int = 100
+    heldout: int = 8192
+    trace_every: int = 0
+    """Trace period of a convergence run (`training.traced_step`); 0: no traces."""
+    checkpoints: tuple[int, ...] = ()
+    histogram: bool = False
+    """Whether a census trajectory also records the activation-gradient histogram."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown job kind {self.kind!r}; choose from {', '.join(KINDS)}")
+
+    @property
+    def key(self) -> str:
+        """The job's name in a study's `jobs/` folder; unique within one study."""
+        c = self.case
+        return f"{self.kind}_{c.mode}_b{c.batch_size}_s{c.seed}_{self.steps}"
+
+    @property
+    def label(self) -> str:
+        c = self.case
+        return f"{self.kind} {c.mode} b{c.batch_size} s{c.seed} ({self.steps} steps)"
+
+    @property
+    def cost(self) -> float:
+        """Rough relative cost, to hand the longest jobs out first. Read from the mode's card:
+        the parent orders the jobs before any worker resolves its case."""
+        card = catalog.card(self.case.mode)
+        # float32 matmuls run without tensor cores (about 8× a low-precision step); TF32's use them.
+        speed = (1.5 if card.tf32 else 8.0) if card and card.kind == "float32" else 1.0
+        return self.steps * self.case.batch_size * speed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,8 +130,7 @@ class NumericsConfig:
     """The workload's size object for the preset (the MLP's `ModelSize`)."""
     modes: tuple[str, ...] = field(metadata=_MODES)
     """Modes of the convergence runs (keys of `bench.recipes.modes.MODES`); the audit covers every
-    mode,
-    the census fp16 with and without a scaler and bf16."""
+    mode, the census fp16 with and without a scaler and bf16."""
     census_batch_sizes: tuple[int, ...] = field(metadata={**_POSITIVE, "items": True})
     """One census trajectory (fp16 + GradScaler training) per batch size."""
     checkpoints: tuple[int, ...] = field(metadata={**_NON_NEGATIVE, "items": True})
@@ -121,17 +150,15 @@ class NumericsConfig:
     heldout: int = field(metadata=_POSITIVE)
     """Held-out samples."""
     trace_every: int = field(metadata=_NON_NEGATIVE)
-    """Trace period of the convergence runs, in steps (`bench.numerics.measure.training.trace`):
-    gradient zeros, Adam's state, the update's size and the loss scale per parameter; 0 turns it
-    off."""
+    """Trace period of the convergence runs, in steps (`training.traced_step`): per parameter
+    gradient zeros, Adam's state, the update's size and the loss scale; 0 turns it off."""
     extended_modes: tuple[str, ...] = field(metadata={**_MODES, "items": "maybe none"})
     """Modes (of `modes`) whose every convergence run, at every batch size and seed, goes
     `extended_steps` steps: the long horizons a divergence question needs. Empty: none."""
     extended_steps: int = field(metadata=_NON_NEGATIVE)
     """Steps of the runs of `extended_modes`, if more than `steps`; 0 with no extended modes."""
     noise: float = field(metadata=_FINITE)
-    """Noise of the task (`bench.workloads.tasks`: the MLP's prototype noise, the transformer's
-    successor temperature)."""
+    """Noise of the task (`bench.workloads.tasks`), e.g. the MLP's prototype noise."""
     optimizer: str = field(
         metadata=_setting(checks.choice(catalog.OPTIMIZERS), aliases=("--optimizers",))
     )
@@ -148,9 +175,7 @@ class NumericsConfig:
     """Worker processes, one per GPU (1 on the CPU)."""
 
     def __post_init__(self) -> None:
-        from bench.workloads.registry import get  # torch: none at parse time (see the top)
-
-        workload = get(self.model)
+        workload = _workload(self.model)
         if workload.free_sizes:  # any sizes: each must be a size (Sizes refuses one that is not)
             workload.sizes_at(self.size)
         checks.fields(self, option)
@@ -186,14 +211,10 @@ class NumericsConfig:
     def build(
         cls, *, device: str, options: dict[str, object], workers: int | None
     ) -> NumericsConfig:
-        """The settings of a new study: `options` holds only what the user gave (field names,
-        `model` and `preset` among them), the rest comes from `defaults(device, model)`. A list
-        may be any sequence; checkpoints are sorted. `workers` None means every visible GPU."""
-        from bench.workloads.registry import get  # torch: none at parse time (see the top)
-
+        """A new study's settings: `options` over `defaults`; `workers` None: every GPU."""
         model = str(options.get("model", cards.DEFAULT))
         checks.MODEL("--model", model)
-        workload = get(model)  # a user's factory is imported here: its errors are one line
+        workload = _workload(model)  # a user's factory is imported here: its errors are one line
         given = defaults(device, model)
         unknown = sorted(set(options) - set(given))
         if unknown:
@@ -204,7 +225,7 @@ class NumericsConfig:
             sizes = tuple(settings["census_batch_sizes"])
             if sizes and settings["histogram_batch"] not in sizes:
                 settings["histogram_batch"] = sizes[-1]
-        _choice("preset", settings["preset"], workload.presets)
+        checks.choice(workload.presets)(option("preset"), settings["preset"])
         for name, value in settings.items():
             if isinstance(value, (list, tuple)):
                 settings[name] = tuple(sorted(value) if name == "checkpoints" else value)
@@ -216,12 +237,8 @@ class NumericsConfig:
         )
 
     def record(self) -> dict[str, object]:
-        """The settings as env.json keeps them: flat, with the sizes (`sizes`, name -> value)
-        where the workload's size may be any (the MLP's; another workload's size is its
-        preset's), and what the task is, in words, for the report."""
-        from bench.workloads.registry import get  # torch: none at parse time (see the top)
-
-        workload = get(self.model)
+        """The settings as env.json keeps them (a free-sized workload's sizes, the task)."""
+        workload = _workload(self.model)
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         del flat["size"]
         # Describing a task builds nothing: its tables are made when it first samples.
@@ -233,13 +250,10 @@ class NumericsConfig:
 
     @classmethod
     def from_record(cls, record: dict, *, workers: int) -> NumericsConfig:
-        """The settings of a study from its env.json, to resume it (possibly on other GPUs); its
-        sizes in today's shape (`bench.store.schema.migrate_env` reads older code's so)."""
-        from bench.workloads.registry import get  # torch: none at parse time (see the top)
-
+        """The settings of a study from its env.json, to resume it (possibly on other GPUs)."""
         # A folder older than a setting ran without it: no traces, no extended runs, the MLP.
         record = {**RECORD_BEFORE, **record}
-        workload = get(record["model"])
+        workload = _workload(record["model"])
         if workload.free_sizes:
             size = workload.from_sizes(Sizes.of(record["sizes"]))
             record.setdefault("preset", preset_of(workload, size))
@@ -261,9 +275,7 @@ class NumericsConfig:
             "reduction": self.reduction,
             "init_scale": self.init_scale,
         }
-        from bench.workloads.registry import get  # torch: none at parse time (see the top)
-
-        workload = get(self.model)
+        workload = _workload(self.model)
         # A workload whose size may be any (the MLP's) gives its case this study's sizes.
         sizes = workload.sizes_at(self.size) if workload.free_sizes else None
         return workload.case(self.model, self.preset, sizes, **axes)
@@ -273,10 +285,7 @@ class NumericsConfig:
         return self.case(catalog.reference(), min(self.census_batch_sizes), self.seeds[0])
 
     def jobs(self) -> list[Job]:
-        """Every job of the study: the census trajectories (fp16 with GradScaler), then the
-        convergence runs; one fp16-with-GradScaler run goes `long_steps`."""
-        from bench.numerics.measure.jobs import Job  # torch: none at parse time (see the top)
-
+        """The census trajectories, then the convergence runs (one goes `long_steps`)."""
         scaled_fp16 = catalog.fp16_pair()[0]
         out = [
             Job(
@@ -318,10 +327,9 @@ def gpu_count() -> int:
 
 
 def resolve_workers(device: str, workers: int | None) -> int:
-    """How many worker processes a study uses: one per GPU (all visible ones when `workers` is
-    None), and one on the CPU."""
+    """Worker processes: one per GPU (every visible one when `workers` is None); one on a CPU."""
     if workers is not None:
-        _int("workers", workers, 1)
+        checks.POSITIVE_INT(option("workers"), workers)
     if device != "cuda":
         if workers not in (None, 1):
             raise ValueError(f"{option('workers')} {workers}: a CPU study runs in one process")
@@ -335,8 +343,7 @@ def resolve_workers(device: str, workers: int | None) -> int:
 
 
 def preset_of(workload: Workload, size: object) -> str:
-    """The name of the preset of `workload` whose size is `size`; `custom` for sizes that are no
-    preset's (a free-sized workload's `--input-size` and its kin)."""
+    """The name of `workload`'s preset of size `size`; `custom` for sizes no preset has."""
     named = [name for name, preset in workload.presets.items() if preset == size]
     return named[0] if named else "custom"
 
@@ -350,17 +357,11 @@ def short_config(
     optimizer: str,
     model: str = cards.DEFAULT,
 ) -> NumericsConfig:
-    """The short study a core run can include (`run --numerics`, of a workload whose card
-    allows it: the MLP's): the audit, the census at the run's batch sizes at steps 0 and 100,
-    and 200 convergence steps of every mode at the smallest batch size, one seed, in the timing
-    process itself (workers=1), so that anything it left behind would show in the timings that
-    follow."""
-    from bench.workloads.registry import get  # torch: none at parse time (see the top)
-
+    """The short study `run --numerics` runs in the timing process (to show what it leaves)."""
     return NumericsConfig(
         device=device,
         model=model,
-        preset=preset_of(get(model), size),
+        preset=preset_of(_workload(model), size),
         size=size,
         modes=tuple(modes),
         census_batch_sizes=tuple(batch_sizes),
@@ -373,13 +374,6 @@ def short_config(
         eval_every=50,
         heldout=8192 if device == "cuda" else 256,
         trace_every=5 if device == "cuda" else 2,
-        extended_modes=(),
-        extended_steps=0,
-        noise=2.0,
-        optimizer=optimizer,
-        lr=LR,
-        loss_mult=1.0,
-        reduction="mean",
-        init_scale=1.0,
         workers=1,
+        **{**COMMON, "optimizer": optimizer},  # the noise, lr and stress of every study
     )

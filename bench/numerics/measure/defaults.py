@@ -1,9 +1,4 @@
-"""The numerics study's default settings per device, as plain data.
-
-Imports nothing, so that `numerics --help` can show the defaults without importing torch.
-`bench.numerics.measure.config.defaults` adds the one default that needs torch: the modes that can
-run on the device.
-"""
+"""The study's default settings per device, as plain data (`numerics --help` needs no torch)."""
 
 from __future__ import annotations
 

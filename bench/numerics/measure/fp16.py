@@ -1,13 +1,6 @@
-"""float16's range, as the census, the histogram and its figure mark it (no torch needed), and the
-one rule for what float16 does to a float32 value's magnitude x (round to nearest, ties to even):
-
-- x <= `ZERO_AT_OR_BELOW` (2**-25, half the smallest subnormal) rounds to zero: flushed. At
-  exactly 2**-25 the tie goes to the even neighbour, which is zero.
-- `ZERO_AT_OR_BELOW` < x < `SUBNORMAL_BELOW` (2**-14 - 2**-25, half-way between the largest
-  subnormal and the smallest normal) rounds to a subnormal: the value is kept, at reduced
-  precision (fewer than 10 mantissa bits). That is not harm; flushing is.
-- from `SUBNORMAL_BELOW` up (the tie goes to 2**-14, whose mantissa is even) it is normal.
-"""
+"""float16's range, and the one rule for what it does to a magnitude x (round to nearest, ties to
+even): x <= `ZERO_AT_OR_BELOW` (2**-25) is flushed to zero; below `SUBNORMAL_BELOW` (2**-14 -
+2**-25) it is kept as a subnormal, at reduced precision (not harm); from there up it is normal."""
 
 from __future__ import annotations
 

@@ -1,20 +1,10 @@
-"""What one forward and backward pass produces, tensor by tensor, for the numerics study.
-
-`capture` runs the harness's own forward and backward (no optimizer step) and keeps:
-- the activations: the outputs of the modules the workload observes (`Workload.observed`, in
-  forward order; the last one's is the logits), and the loss;
-- the gradient with respect to each activation, through tensor hooks;
-- each weight and bias gradient *as its matmul produced it*: under autocast a float32 parameter
-  reaches the matmul through a cast (`_to_copy`), and the gradient arriving at that cast's backward
-  node is the low-precision one; the cast's backward then returns it in float32 (`param.grad`);
-- `param.grad` itself, and the chain of autograd nodes from the loss back to the first Linear's
-  weight (`chained`).
-
-`DtypeTrace` records every aten op of a region with its input and output dtypes.
-"""
+"""What one forward and backward pass produces, tensor by tensor (`capture`: activations, their
+gradients, each parameter's gradient as its matmul produced it and as `param.grad`, the autograd
+chain to `chained`), and every aten op's dtypes (`DtypeTrace`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -25,7 +15,7 @@ from torch.utils._pytree import tree_flatten
 
 from bench.recipes.modes import dtype_name
 from bench.recipes.plan import Plan
-from bench.recipes.step import TrainState, backward, forward
+from bench.recipes.step import TrainState, gradients
 from bench.workloads import outputs
 
 
@@ -47,16 +37,12 @@ class Capture:
 
 
 def chained(plan: Plan) -> str:
-    """The parameter whose autograd chain and Adam state the audit records: the workload's
-    (`Workload.audited_of`: the weight of the first matmul to run, unless the workload names
-    one; every parameter's Adam state has the same dtypes)."""
+    """The parameter whose chain and Adam state the audit records (`Workload.audited_of`)."""
     return plan.workload.audited_of(plan.size, plan.case.device)
 
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
-    """The modules whose outputs the study observes, by name, in forward order, asked of the
-    state's own model (a float8 recipe has swapped its Linears for its own; a compiled model is
-    asked through the module it wraps)."""
+    """The observed modules, in forward order, of the state's own (maybe compiled) model."""
     return s.plan.workload.observed_of(_unwrapped(s.model), s.plan.size)
 
 
@@ -65,19 +51,15 @@ def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def _leaf_ptr(node: Node | None) -> int | None:
-    """The storage address of the leaf an AccumulateGrad node feeds, or None for other nodes.
-
-    Matched by address, not by object: torch 2.11 on CUDA was seen handing back a tensor object
-    from `AccumulateGrad.variable` that is not the Parameter itself."""
+    """The storage address of the leaf an AccumulateGrad node feeds, or None for other nodes: by
+    address, as torch 2.11 on CUDA handed back a `variable` that is not the Parameter object."""
     var = getattr(node, "variable", None) if node is not None else None
     return var.data_ptr() if isinstance(var, torch.Tensor) else None
 
 
 def _edges(root: torch.autograd.graph.Node) -> Iterator[tuple[Node, Node]]:
     """Every (node, next node) edge of the autograd graph below `root`, each node expanded once.
-
-    Visited nodes are kept, not just their ids: a Python wrapper of an autograd node can be freed
-    once dropped and its id reused by the wrapper of another node (seen on torch 2.11)."""
+    Visited nodes are kept, not their ids alone: a dropped node wrapper's id can be reused."""
     seen: dict[int, Node] = {id(root): root}
     stack = [root]
     while stack:
@@ -105,9 +87,8 @@ def _chain_to(root: Node, target: torch.Tensor) -> list[str]:
 
 
 def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch.Tensor]) -> list:
-    """Hook, for every parameter, the place where its gradient leaves the matmul. A parameter
-    used in several places (a weight tied to an embedding: its lookup and the head's matmul)
-    has no one such place: its gradient is the sum AccumulateGrad forms, hooked at the leaf."""
+    """Hook where each parameter's gradient leaves its matmul; one used in several places (a tied
+    embedding) has no one such place, and is hooked at the leaf (AccumulateGrad's sum)."""
     names = {p.data_ptr(): n for n, p in s.model.named_parameters()}
     uses: dict[int, int] = {}
     casts: list[tuple[Node, int]] = []
@@ -139,10 +120,12 @@ def _hook_produced_grads(loss: torch.Tensor, s: TrainState, out: dict[str, torch
 
 
 def capture(s: TrainState) -> Capture:
-    """Forward and backward of the current batch under `s.mode`; grads are left in `.grad`."""
+    """The step's forward and backward (`gradients`) seen through hooks; `.grad` kept."""
     s.optimizer.zero_grad(set_to_none=True)
     acts: dict[str, torch.Tensor] = {}
     act_grads: dict[str, torch.Tensor] = {}
+    produced: dict[str, torch.Tensor] = {}
+    chain: list[str] = []
 
     def keep(name: str):
         def hook(module, inputs, output):
@@ -156,12 +139,14 @@ def capture(s: TrainState) -> Capture:
         return hook
 
     handles = [m.register_forward_hook(keep(n)) for n, m in observed_modules(s).items()]
+
+    def on_forward(phase: str, loss: torch.Tensor) -> None:
+        if phase == "forward":  # the loss's graph, before backward runs through it
+            handles.extend(_hook_produced_grads(loss, s, produced))
+            chain.extend(_chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.plan)]))
+
     try:
-        _, loss = forward(s)
-        produced: dict[str, torch.Tensor] = {}
-        handles += _hook_produced_grads(loss, s, produced)
-        chain = _chain_to(loss.grad_fn, dict(s.model.named_parameters())[chained(s.plan)])
-        backward(s, loss)
+        loss = gradients(dataclasses.replace(s, observe=on_forward))
     finally:
         for h in handles:
             h.remove()
@@ -170,8 +155,7 @@ def capture(s: TrainState) -> Capture:
 
 
 class DtypeTrace(TorchDispatchMode):
-    """Records (phase, op, input dtypes, output dtypes, input shapes) for every aten op dispatched
-    inside it."""
+    """Records (phase, op, input and output dtypes, input shapes) of every aten op in it."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -180,28 +164,20 @@ class DtypeTrace(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-
-        def dtypes(tree) -> str:
-            leaves = tree_flatten(tree)[0]
-            return ",".join(dtype_name(t.dtype) for t in leaves if isinstance(t, torch.Tensor))
-
-        def shapes(tree) -> str:
-            leaves = tree_flatten(tree)[0]
-            return ",".join(
-                "x".join(map(str, t.shape)) or "scalar"
-                for t in leaves
-                if isinstance(t, torch.Tensor)
-            )
-
+        inputs = _tensors((args, kwargs))
         self.ops.append(
             {
                 "phase": self.phase,
                 "op": str(func),
-                "inputs": dtypes((args, kwargs)),
-                "outputs": dtypes(out),
+                "inputs": ",".join(dtype_name(t.dtype) for t in inputs),
+                "outputs": ",".join(dtype_name(t.dtype) for t in _tensors(out)),
                 # Shapes say how a float8 GEMM is scaled: one scale (scalar) per tensor, or one
                 # per row (Mx1) and column (1xN).
-                "input_shapes": shapes((args, kwargs)),
+                "input_shapes": ",".join("x".join(map(str, t.shape)) or "scalar" for t in inputs),
             }
         )
         return out
+
+
+def _tensors(tree: object) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]

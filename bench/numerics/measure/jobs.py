@@ -1,79 +1,24 @@
-"""The study's units of work, and spreading them over the GPUs of one machine.
-
-A `Job` is one convergence run or one census trajectory; `run_job` runs it and turns a fault into a
-row of the `failed` table, so the other jobs go on. `run_all` gives each GPU one worker process,
-which pins itself to its GPU when it starts and takes jobs from a shared queue, the most costly
-first, so that a long job does not start last. With one GPU, or on the CPU, the jobs run in this
-process, one after another. `on_done` sees each result in this process as soon as its job ends, so
-a caller can keep it on disk before the rest finish (and resume after an interruption).
-"""
+"""Running the study's jobs (`config.Job`): `run_job` turns a fault into a `failed` row; `run_all`
+spreads them over a worker per GPU, costliest first, `on_done` seeing each result as it ends."""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
 
 from bench import quiet
-from bench.cases.case import Case
 from bench.faults import fault
 from bench.numerics.measure import training
-from bench.recipes import catalog
+from bench.numerics.measure.config import Job
 from bench.recipes.plan import recipes, resolve  # each worker resolves its own cases
-
-KINDS = ("convergence", "census")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Job:
-    """One unit of work for a worker: a convergence run or a census trajectory."""
-
-    kind: str
-    """`convergence` or `census`."""
-    case: Case
-    steps: int
-    """Training steps of a convergence run (0 for a census trajectory, which stops at its last
-    checkpoint)."""
-    noise: float = 2.0
-    eval_every: int = 100
-    heldout: int = 8192
-    trace_every: int = 0
-    """Trace period of a convergence run (`training.trace`); 0: no traces."""
-    checkpoints: tuple[int, ...] = ()
-    histogram: bool = False
-    """Whether a census trajectory also records the activation-gradient histogram."""
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"unknown job kind {self.kind!r}; choose from {', '.join(KINDS)}")
-
-    @property
-    def key(self) -> str:
-        """The job's name in a study's `jobs/` folder; unique within one study."""
-        c = self.case
-        return f"{self.kind}_{c.mode}_b{c.batch_size}_s{c.seed}_{self.steps}"
-
-    @property
-    def label(self) -> str:
-        c = self.case
-        return f"{self.kind} {c.mode} b{c.batch_size} s{c.seed} ({self.steps} steps)"
-
-    @property
-    def cost(self) -> float:
-        """Rough relative cost, to hand the longest jobs out first."""
-        card = catalog.card(self.case.mode)
-        # float32 matmuls run without tensor cores (about 8× a low-precision step); TF32's use them.
-        speed = (1.5 if card.tf32 else 8.0) if card and card.kind == "float32" else 1.0
-        return self.steps * self.case.batch_size * speed
 
 
 def run_job(job: Job) -> dict[str, list[dict]]:
-    """Rows by table name; a fault (out of memory, any exception) becomes a row of `failed`,
-    with its traceback (`bench.faults.fault`) for the study to keep in its folder."""
+    """Rows by table name; a fault becomes a `failed` row with its traceback."""
     c = job.case
     row = {"kind": job.kind, "mode": c.mode, "batch_size": c.batch_size, "seed": c.seed}
     plan = resolve(c)

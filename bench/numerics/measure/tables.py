@@ -1,18 +1,5 @@
-"""The study's tables: their files and columns, what a row is about, and reading a folder back.
-
-A row says which tensor it is about in columns, not in its label: `kind` (what the tensor is:
-input, activation, log_softmax, loss, activation_grad, produced_grad, param_grad, optim_state),
-`module` (the observed module's name for activations and their gradients: the workload names
-them; the parameter's name for parameter gradients and Adam's state), `state` (Adam's state key)
-and, in the audit, `phase` (forward, backward, optimizer). `tensor` is a label for people and is
-never parsed, except once: `load` derives the columns for folders written before they existed,
-from the labels those folders used (`legacy_tensor`).
-
-Columns and optional tables a folder predates read as empty (NaN cells, no rows), which readers
-take as "not measured".
-
-Nothing here imports torch: a folder renders on a machine without it.
-"""
+"""The study's tables: files, columns, what a row is about (columns, never the `tensor` label), and
+reading a folder back, what it predates read as empty. No torch: a folder renders without it."""
 
 from __future__ import annotations
 
@@ -28,8 +15,6 @@ from bench.faults import UsageError
 from bench.store import errors, frames
 from bench.store.results import read_env
 
-ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
-
 INPUT, ACTIVATION, LOG_SOFTMAX, LOSS = "input", "activation", "log_softmax", "loss"
 ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD = "activation_grad", "produced_grad", "param_grad"
 """`produced_grad`: a parameter's gradient as its matmul produced it, before any cast to the
@@ -38,13 +23,8 @@ OPTIM_STATE = "optim_state"
 FP8_GEMM = "fp8_gemm"
 """An audit row about one float8 GEMM of the step (operands, scales), labelled by its order."""
 PHASE = {
-    INPUT: "forward",
-    ACTIVATION: "forward",
-    LOG_SOFTMAX: "forward",
-    LOSS: "forward",
-    ACTIVATION_GRAD: "backward",
-    PRODUCED_GRAD: "backward",
-    PARAM_GRAD: "backward",
+    **dict.fromkeys((INPUT, ACTIVATION, LOG_SOFTMAX, LOSS), "forward"),
+    **dict.fromkeys((ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD), "backward"),
     OPTIM_STATE: "optimizer",
 }
 """The phase of the step that makes each kind of tensor."""
@@ -54,18 +34,12 @@ TENSOR_COLUMNS = ("kind", "module", "state", "phase")
 """The columns that say which tensor a row is about (a table has those that apply to it)."""
 
 
-def output_label(module: str, *, logits: bool = False) -> str:
-    """An observed module's output as a report names it; the last one's is the logits."""
-    return f"logits ({module} output)" if logits else f"{module} output"
-
-
 def audit_tensor(
     kind: str, module: str = "", state: str = "", *, logits: bool = False
 ) -> dict[str, str]:
-    """The columns of an audit row that say which tensor it is, with its display label;
-    `logits`: the module's output is the model's logits."""
+    """An audit row's tensor columns and label; `logits`: the module's output is the logits."""
     if kind in (ACTIVATION, ACTIVATION_GRAD):
-        label = output_label(module, logits=logits)
+        label = f"logits ({module} output)" if logits else f"{module} output"
         label = label if kind == ACTIVATION else f"grad of {label}"
     else:
         label = {
@@ -109,8 +83,7 @@ _LEGACY = [
 
 
 def legacy_tensor(label: str) -> dict[str, str] | None:
-    """The tensor columns of a label an older folder used; None for one this version does not
-    know. Adam's state rows get the module `""`, which `_derive_tensor_columns` fills in."""
+    """The tensor columns of an older folder's label (Adam's module filled later), or None."""
     for pattern, kind in _LEGACY:
         m = re.fullmatch(pattern, label)
         if m is None:
@@ -125,31 +98,22 @@ def legacy_tensor(label: str) -> dict[str, str] | None:
 
 
 CSV, GZ, NPZ = "csv", "csv.gz", "npz"
-FORMS = {
-    CSV: "a CSV file",
-    GZ: "a CSV file, gzip-compressed (pandas reads it as it is)",
-    NPZ: "its columns in numpy's .npz, compressed (`bench.store.frames`): a transformer's "
-    "per-parameter traces, whose float32 values CSV writes as 17 digits, run to tens of MB of "
-    "CSV even compressed",
-}
-"""The forms a table's file takes."""
+FORMS = (CSV, GZ, NPZ)
+"""The forms a table's file takes: CSV, gzipped CSV (pandas reads it as it is), numpy's .npz
+(`bench.store.frames`: a transformer's traces run to tens of MB even as gzipped CSV)."""
 
 
 @dataclass(frozen=True)
 class Table:
     file: str
     columns: tuple[str, ...]
-    """Every column, in order: what an empty table's file holds, so that readers of a study
-    whose jobs all failed still find the columns."""
+    """Every column, in order (an empty table's file holds them)."""
     labelled: bool = False
-    """Rows say which tensor they are about: folders older than the tensor columns have only
-    the label, from which `load` derives them."""
+    """Rows name a tensor: `load` derives older folders' tensor columns from their labels."""
     optional: bool = False
     """A table that folders older than it lack: such a folder reads it as empty."""
     form: str = CSV
-    """How this version writes the table (`FORMS`): a table that runs to MBs for a transformer
-    is compressed, so that a study's folder stays small enough for git. Every form is read, so a
-    folder written before keeps its files (`compact` rewrites them)."""
+    """How this version writes the table (`FORMS`): compressed where it runs to MBs."""
 
     def forms(self, run_dir: Path) -> dict[str, Path]:
         """The table's file in `run_dir` in each form, the form this version writes first."""
@@ -245,8 +209,7 @@ def frame(name: str, rows: list[dict]) -> pd.DataFrame:
 
 
 def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
-    """A table's file, in its form; an empty table still gets its columns. The same rows make
-    the same bytes (no time is written), so writing again does not change the file."""
+    """A table's file in its form, with its columns; the same rows make the same bytes."""
     if df.empty and not len(df.columns):
         df = frame(name, [])
     table = TABLES[name]
@@ -261,10 +224,8 @@ def write(run_dir: Path, name: str, df: pd.DataFrame) -> None:
 
 
 def compact(run_dir: Path) -> list[str]:
-    """Rewrite each table `run_dir` keeps in a form other than the one this version writes, in
-    that form, its content unchanged: a CSV's bytes gzip-compressed, or its rows (as
-    `frames.read_csv` gives them) in `.npz`, checked to read back equal before the CSV goes.
-    Returns the names of the files rewritten."""
+    """Rewrite each table `run_dir` keeps in another form than this version's, content unchanged
+    (an `.npz` checked to read back equal before the CSV goes); returns what it rewrote."""
     done = []
     for name, table in TABLES.items():
         path, want = table.path(run_dir), table.forms(run_dir)[table.form]
@@ -290,10 +251,7 @@ def compact(run_dir: Path) -> list[str]:
 
 
 def load(run_dir: Path) -> dict[str, object]:
-    """Every table of a finished study's folder as a DataFrame by table name, with `audit_json`
-    and `env` (the parsed JSON files) and `files` (each table's file name in this folder). The
-    one place that reads a study's tables: columns a folder predates are derived here from its
-    labels, and an empty table gets its columns."""
+    """Every table of a finished study by name, with `audit_json`, `env` and `files`."""
     files = [t.path(run_dir) for t in TABLES.values() if not t.optional] + [run_dir / AUDIT_JSON]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
@@ -301,7 +259,7 @@ def load(run_dir: Path) -> dict[str, object]:
             f"{run_dir}: no {', '.join(missing)}: the study has not finished; resuming it "
             "finishes it"
         )
-    out: dict[str, object] = {name: _read(run_dir, name) for name in TABLES}
+    out: dict[str, object] = {name: read(run_dir, name) for name in TABLES}
     out["audit_json"] = audit_json(json.loads((run_dir / AUDIT_JSON).read_text()))
     out["files"] = {name: table.path(run_dir).name for name, table in TABLES.items()}
     out["env"] = read_env(run_dir)
@@ -309,9 +267,7 @@ def load(run_dir: Path) -> dict[str, object]:
 
 
 def audit_json(found: dict) -> dict:
-    """audit.json's content as this version reads it: `chains` (mode -> the autograd chain from
-    the loss to the parameter `chained`) and `unsupported`. Older folders kept the chains under
-    `chain_to_<parameter with _ for .>`."""
+    """audit.json's content as this version reads it (older: `chain_to_<param>` keys)."""
     found = dict(found)
     for key in [k for k in found if k.startswith("chain_to_")]:
         name = key.removeprefix("chain_to_")
@@ -331,10 +287,6 @@ AUDIT_FAILED = "failed: "
 
 def read(run_dir: Path, name: str) -> pd.DataFrame:
     """One table of a folder, as `load` reads it (columns it predates empty)."""
-    return _read(run_dir, name)
-
-
-def _read(run_dir: Path, name: str) -> pd.DataFrame:
     table = TABLES[name]
     path = table.path(run_dir)
     try:

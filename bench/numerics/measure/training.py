@@ -1,21 +1,10 @@
-"""Training runs of the numerics study: the workload's learnable task (`bench.workloads.tasks`), the
-one step.
-
-- `convergence`: train one case for N steps, keeping every step's loss and GradScaler scale, and
-  evaluating on the held-out split every `eval_every` steps; the step time used for time-to-target
-  is measured separately with the harness's timing function, so logging never touches it. Every
-  `trace_every` steps it also traces the mechanism of a divergence, per parameter (`trace`).
-- `census_trajectory`: train with fp16 autocast and GradScaler (the recommended fp16 recipe), and at
-  each checkpoint compare, on the current weights and batch, the gradients of fp16 without scaling,
-  fp16 at the scaler's current scale and bf16 against an fp32 reference; at the first and last
-  checkpoint also histogram the reference's activation gradients (pooled, and the logits' alone).
-
-Each returns plain lists of flat dict rows by table name (`bench.numerics.measure.tables`), so that
-a worker process can hand them back.
-"""
+"""The study's training runs on the workload's learnable task, through the one step: `convergence`
+and `census_trajectory` (fp16 with GradScaler, compared with fp32 at checkpoints), rows by table."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 
 import torch
@@ -33,20 +22,16 @@ from bench.recipes.plan import Plan
 from bench.recipes.step import (
     StepOptions,
     TrainState,
-    backward,
     build,
+    evaluate,
     forward,
-    optimizer_update,
     train_step,
     watch,
 )
-from bench.recipes.step import evaluate as heldout
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
-"""The low-precision modes the census compares with the fp32 reference, on the trajectory's own
-model (they share its float32 weights): fp16 without a scaler, then the autocast recipes as AMP
-documents them (fp16 with GradScaler, bf16)."""
+"""The modes the census compares with fp32 on the trajectory's own model."""
 OWN_MODEL_CENSUS_MODES = tuple(
     name
     for name, m in MODES.items()
@@ -54,16 +39,12 @@ OWN_MODEL_CENSUS_MODES = tuple(
     and (m.param_dtype is not None or m.fp8_recipe is not None)
     and not m.stochastic_round
 )
-"""Census modes whose recipe changes the model (bf16 parameters, float8 Linears): each gets a
-model of its own with the trajectory's weights at every checkpoint, where it can run here. A
-stochastically rounding mode is left out: its gradients are its round-to-nearest twin's, it
-differs in the update only."""
+"""Census modes with a model of their own (the trajectory's weights); not stochastic rounding:
+it differs in the update only."""
 CENSUS_RECIPES = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
-"""Every mode a census trajectory uses, the reference first: the job resolves each once and hands
-them to `census_trajectory`."""
+"""Every mode a census trajectory uses, the reference first (the job resolves them)."""
 MEDIAN_SAMPLE = 2**24
-"""A trace's medians are taken over at most this many evenly strided elements of a tensor: an exact
-median sorts, and a 16000 × 16000 weight has 2.6e8."""
+"""A trace's medians take at most this many evenly strided elements (an exact one sorts 2.6e8)."""
 
 
 def _median(t: torch.Tensor) -> float:
@@ -77,9 +58,8 @@ def _rms(t: torch.Tensor) -> torch.Tensor:
 
 
 def half_ulp(w: torch.Tensor) -> torch.Tensor:
-    """Half the spacing of `w`'s dtype at each element of `w` (as float32): an update smaller
-    than this in magnitude rounds back to the same weight under round-to-nearest. Zero weights
-    take the dtype's smallest normal's."""
+    """Half the spacing of `w`'s dtype at each element (float32): a smaller update rounds back
+    to the same weight. Zero weights take the smallest normal's."""
     info = torch.finfo(w.dtype)
     w32 = w.detach().float()
     _, exponent = torch.frexp(w32)  # |w| = m * 2**exponent, m in [0.5, 1)
@@ -88,9 +68,8 @@ def half_ulp(w: torch.Tensor) -> torch.Tensor:
 
 
 def adam_update(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tensor | None:
-    """The update Adam meant to apply to `p` at its last step, in float32, from its state after
-    the step: lr * m_hat / (sqrt(v_hat) + eps), with the bias corrections of the step count (no
-    weight decay: the study's Adams have none). None before the first step."""
+    """The update Adam meant to apply to `p` at its last step, lr * m_hat / (sqrt(v_hat) + eps)
+    in float32 from its state (no weight decay: the study's has none); None before a step."""
     state = optimizer.state.get(p, {})
     if not {"step", "exp_avg", "exp_avg_sq"} <= set(state):
         return None
@@ -105,10 +84,7 @@ def adam_update(optimizer: torch.optim.Optimizer, p: torch.Tensor) -> torch.Tens
 def update_underflow(
     before: torch.Tensor, after: torch.Tensor, update: torch.Tensor | None
 ) -> dict[str, float]:
-    """The update-underflow census of one parameter at one step: the share of its elements whose
-    intended Adam update is smaller than half an ulp of the weight in the parameter's dtype (so
-    round-to-nearest leaves them unchanged: the pure-bf16 counterpart of gradient underflow), and
-    the share that the step actually left unchanged (stochastic rounding moves some of them)."""
+    """One parameter's update underflow (`half_ulp`) and unchanged share at one step."""
     unchanged = (after == before).float().mean().item()
     if update is None:
         return {"update_underflow_share": float("nan"), "unchanged_share": unchanged}
@@ -117,25 +93,21 @@ def update_underflow(
 
 
 def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
-    """One train step, the same phases as `bench.recipes.step.train_step` (its update the
-    step's own `optimizer_update`), that also reports per parameter what a divergence is made
-    of: the share of `param.grad` exactly zero (float16 flushes gradients to zero; with a scaler
-    the grad is still scaled here, which a zero does not mind), Adam's second moment after the
-    step (median, and the share below eps², where eps, not the gradient, sets the step's size),
-    the median |first moment|, and the step's size: RMS of the change over RMS of the weights,
-    and the largest |change|. Syncs freely: never timed. Returns the loss and one row per
-    parameter (the caller adds the run's columns and the step)."""
+    """One train step (`step.train_step`) and, per parameter, what a divergence is made of: zeros
+    in `param.grad`, Adam's moments and the update's size (`tables.TABLES["traces"]`). Syncs
+    freely: never timed. Returns the loss and one row per parameter."""
     params = dict(s.model.named_parameters())
     # Copied only at traced steps: the change is the only way to see Adam's actual update.
     before = {n: p.detach().clone() for n, p in params.items()}
     scale_before = s.scaler.get_scale() if s.mode.scale_loss else None
-    _, loss = forward(s)
-    backward(s, loss)
-    zeros = {
-        n: (p.grad == 0).float().mean().item() if p.grad is not None else float("nan")
-        for n, p in params.items()
-    }
-    optimizer_update(s)
+    zeros: dict[str, float] = {}
+
+    def count_zeros(done: str, loss: torch.Tensor) -> None:
+        if done == "backward":  # the gradients before the update drops them
+            for n, p in params.items():
+                zeros[n] = (p.grad == 0).float().mean().item() if p.grad is not None else math.nan
+
+    loss = train_step(dataclasses.replace(s, observe=count_zeros))
     scale = s.scaler.get_scale() if s.mode.scale_loss else None
     skipped = scale is not None and scale < scale_before  # the scaler halves after a skip
     eps2 = s.optimizer.param_groups[0]["eps"] ** 2
@@ -165,16 +137,7 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
                 **update_underflow(before[n], p.detach(), adam_update(s.optimizer, p)),
             }
         )
-    s.optimizer.zero_grad(set_to_none=True)
     return loss, rows
-
-
-def evaluate(s: TrainState, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float]:
-    """Held-out mean loss and accuracy (`bench.recipes.step.evaluate`), in chunks of the case's
-    batch size: a transformer's logits for a whole held-out split would not fit."""
-    bs = s.case.batch_size
-    batches = zip(x.split(bs), y.split(bs), strict=True)
-    return heldout(s, batches, s.plan.workload.loss)
 
 
 def _step_ms(plan: Plan, task: Task) -> float:
@@ -192,8 +155,7 @@ def _step_ms(plan: Plan, task: Task) -> float:
 
 
 def model_state_gib(s: TrainState) -> float:
-    """GiB of the parameters, their gradients (one per parameter, in its dtype) and the
-    optimizer's state: what a recipe's dtypes cost in memory, activations aside."""
+    """GiB of the parameters, their gradients and the optimizer's state (no activations)."""
     params = sum(p.numel() * p.element_size() for p in s.model.parameters())
     state = sum(
         t.numel() * t.element_size()
@@ -207,8 +169,7 @@ def model_state_gib(s: TrainState) -> float:
 def convergence(
     plan: Plan, *, steps: int, noise: float, eval_every: int, heldout: int, trace_every: int = 0
 ) -> dict[str, list[dict]]:
-    """`steps` training steps of the plan's case on the task; rows of `steps`, `evals`, `runs`
-    and, every `trace_every` steps (0: never), `traces`."""
+    """`steps` steps of the plan's case: rows of `steps`, `evals`, `runs` and `traces`."""
     case = plan.case
     task = plan.workload.make_task(plan.size, case.seed, noise, case.device)
     axes = {
@@ -225,7 +186,9 @@ def convergence(
     losses, scales, evals, traces = [], [], [], []
     for step in range(steps + 1):
         if step % eval_every == 0 or step == steps:
-            loss, acc = evaluate(s, xh, yh)
+            # In batches of the case's size: a transformer's logits for the split would not fit.
+            batches = zip(xh.split(case.batch_size), yh.split(case.batch_size), strict=True)
+            loss, acc = evaluate(s, batches, plan.workload.loss)
             evals.append({**axes, "step": step, "heldout_loss": loss, "heldout_acc": acc})
         if step == steps:
             break
@@ -269,9 +232,7 @@ def census_trajectory(
     checkpoints: tuple[int, ...],
     histogram: bool,
 ) -> dict[str, list[dict]]:
-    """Train the plan's case (fp16 autocast with GradScaler) up to the last checkpoint; rows of
-    `census` at every checkpoint, and, with `histogram`, of `histogram` and `fp16_fate` at the
-    first and last. `recipes`: the modes of `CENSUS_RECIPES`, resolved by the job."""
+    """Train fp16 with GradScaler to the last checkpoint: census, histogram, fp16_fate rows."""
     case = plan.case
     scaled, _ = fp16_pair()
     if case.mode != scaled:
@@ -349,8 +310,7 @@ def census_trajectory(
 
 
 def _with_weights(plan: Plan, s: TrainState) -> TrainState:
-    """A state of the plan's mode (its own model: bf16 parameters, float8 Linears) holding the
-    weights of `s`'s model and its batch."""
+    """A state of the plan's mode (its own model) with `s`'s weights and batch."""
     other = build(plan)
     fp8.copy_weights(other.model, s.model)
     other.x, other.y = s.x, s.y
@@ -358,8 +318,7 @@ def _with_weights(plan: Plan, s: TrainState) -> TrainState:
 
 
 def _census_rows(cap, ref, axes: dict, used: float, loss: torch.Tensor) -> list[dict]:
-    """The census of one mode's captured gradients against the fp32 reference's: the gradient
-    of every activation and every parameter's gradient as its matmul produced it."""
+    """One mode's captured gradients against the reference's (activations', produced)."""
     pairs = [
         (grad_tensor(ACTIVATION_GRAD, n), cap.activation_grads[n], ref.activation_grads[n])
         for n in ref.observed

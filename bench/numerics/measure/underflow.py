@@ -1,22 +1,6 @@
-"""Gradient underflow against an fp32 reference, and the log2 histogram of Micikevicius et al.
-
-All shares are fractions of a tensor's elements (0..1). For a gradient `g` of a low-precision run,
-`ref`, the fp32 gradient of the same tensor on the same weights and batch:
-- `flushed`: g is exactly zero where ref is not;
-- `subnormal`: g is nonzero but below the smallest normal number of g's own dtype (2**-14 for
-  float16; bfloat16 has float32's exponent range, so its share stays near zero);
-- `nonfinite`: g is inf or NaN (overflow of a scaled gradient);
-- `rel_err`: ||g / scale - ref|| / ||ref||, in float64;
-- `flushed_norm`: the share of ref's norm that g flushed, `norm_share(ref, flushed elements)`.
-
-**The norm share** is the one definition every check against float16's range uses (the
-numerics census, the quality study's GradScaler check, the own-loop census): for a gradient `ref`
-and the set F of its elements that float16 flushes to zero, ||ref restricted to F||_2 / ||ref||_2,
-not squared (its square is the share of the squared norm). The flushed part and the kept part
-are disjoint, so losing a share s turns the gradient's direction by arcsin(s) and takes s**2 of
-the first-order loss decrease a step along the true gradient would give. Subnormals keep their
-value, at reduced precision, and count apart from it (`fp16`).
-"""
+"""Gradient underflow against an fp32 reference (`census`: shares flushed, subnormal, non-finite,
+relative error, and the norm share that decides GradScaler, `norm_share`), and the log2 histogram
+of Micikevicius et al. (docs/quality.md states the definitions)."""
 
 from __future__ import annotations
 
@@ -28,18 +12,15 @@ from bench.numerics.measure import fp16
 
 
 def norm_share(ref: torch.Tensor, lost: torch.Tensor) -> float:
-    """||ref[lost]||_2 / ||ref||_2 in float64 (NaN where ref is all zero): the share of `ref`'s
-    norm carried by the elements `lost` (a boolean mask) marks."""
+    """||ref[lost]||_2 / ||ref||_2 in float64 (NaN where ref is all zero)."""
     ref64 = ref.double()
     whole = torch.linalg.vector_norm(ref64).item()
     return torch.linalg.vector_norm(ref64[lost]).item() / whole if whole > 0 else math.nan
 
 
 def fp16_cast_shares(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
-    """What float16 would do to `values * scale` (a float32 gradient, the loss scaled by
-    `scale`), by the rounding rule's thresholds (`fp16`), as shares of its non-zero elements
-    (NaN where none is): `zero` rounds to zero (flushed: lost), `subnormal` rounds to a subnormal
-    (kept at reduced precision), and `zero_norm`, the norm share of the flushed ones."""
+    """What float16 would do to `values * scale` by the rounding rule (`fp16`), as shares of its
+    non-zero elements: `zero` (flushed), `subnormal` (kept), `zero_norm` (the flushed norm)."""
     v = values.detach().float()
     live = v != 0
     magnitude = v.abs() * scale
@@ -73,8 +54,7 @@ def census(g: torch.Tensor, ref: torch.Tensor, scale: float = 1.0) -> dict[str, 
 
 
 def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
-    """What casting `values * scale` to float16 does: shares flushed to zero, made subnormal, made
-    infinite. Computed by the cast itself, not by comparing against thresholds."""
+    """What the float16 cast of `values * scale` does: shares flushed, subnormal, infinite."""
     v = values.float()
     nonzero = v != 0
     h = (v * scale).half()
@@ -87,9 +67,7 @@ def fp16_fate(values: torch.Tensor, scale: float = 1.0) -> dict[str, float]:
 
 
 def log2_histogram(values: torch.Tensor) -> list[dict[str, float]]:
-    """Counts of |v| in one-power-of-two bins [2**e, 2**(e+1)), plus a separate zero bin.
-
-    Returns rows {"bin": "zero" or e, "log2_lo": e, "count": ..., "share": ...}, e ascending."""
+    """Rows {bin, log2_lo, count, share} of |v| in bins [2**e, 2**(e+1)), after `zero`."""
     v = values.detach().float().flatten()
     n = v.numel()
     nonzero = v[v != 0].abs()

@@ -1,53 +1,18 @@
-"""The "Answer" of the numerics report: every sentence computed from the measured tables.
-
-Rows are selected by their columns (`kind`, `state`, `mode`, `batch_size`; see
-`bench.numerics.measure.tables`) and modes by what the mode table says of them
-(`bench.recipes.catalog`: the float32 reference, the fp16 pair the question asks about, the recipes
-beyond autocast), never by their labels or names; a figure in a sentence is formatted from a table
-cell; a conclusion ("needed", "not needed") follows from a threshold test on those figures, and
-where a test has no rows (its jobs failed) the Answer says so. Each threshold is stated once, in the
-section module whose test it is.
-
-The sections, in the Answer's order, are the modules of `bench.numerics.render.sentences`:
-`dtypes` (the audit), `scaler` (underflow, convergence and the verdict on GradScaler, with
-`divergence` in between: divergence, its traced mechanism, the longer runs), `bf16`, `recipes`
-(beyond autocast).
-"""
+"""The numerics report's Answer: every sentence computed from the tables, modes picked by
+`bench.recipes.catalog`, never by name; each threshold stated in its `sentences` module."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from bench.numerics.analysis.runs import LOSS_GAP
-from bench.numerics.render.sentences.bf16 import (
-    bf16_against_fp16_error,
-    bf16_sentences,
-    lost_direction,
-)
-from bench.numerics.render.sentences.divergence import (
-    calm_sentences,
-    divergence_sentences,
-    horizon_sentences,
-    learning_sentences,
-    mechanism_sentences,
-)
-from bench.numerics.render.sentences.dtypes import dtype_sentences, error_sentences
-from bench.numerics.render.sentences.recipes import (
-    recipe_census_sentences,
-    recipe_sentences,
-    update_underflow_sentences,
-)
-from bench.numerics.render.sentences.scaler import (
-    FLUSH_LIMIT,
-    cost_sentences,
-    underflow_sentences,
-    verdict_sentences,
-)
+from bench.numerics.render.sentences import bf16, divergence, dtypes, recipes, scaler
+from bench.numerics.render.sentences.bf16 import bf16_against_fp16_error, lost_direction
+from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
 from bench.recipes.catalog import fp16_pair
 
 __all__ = ["FLUSH_LIMIT", "LOSS_GAP", "answer", "bf16_against_fp16_error", "lost_direction"]
-"""`answer`, and what the README's summary (`bench.publish.summary`) quotes beside it: the
-thresholds and bf16's error, so that the two never disagree."""
+"""`answer`, and what the README's summary quotes beside it, so that the two never disagree."""
 
 
 def answer(tables: dict, torch_version: str) -> list[str]:
@@ -61,20 +26,21 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         t if t is not None else pd.DataFrame() for t in map(tables.get, ("traces", "steps", "runs"))
     )
     return [
-        *dtype_sentences(
+        *dtypes.dtype_sentences(
             tables["audit"], chain, chained, torch_version, found.get("unsupported", {}).get(scaled)
         ),
-        *underflow_sentences(census, summary),
-        *learning_sentences(summary, runs),
-        *divergence_sentences(summary),
-        *mechanism_sentences(traces, summary),
-        *calm_sentences(traces, summary),
-        *horizon_sentences(steps, runs),
-        *verdict_sentences(census, summary),
-        *cost_sentences(summary),
-        *bf16_sentences(census),
-        *error_sentences(tables["audit_json"]["error_paths"]),
-        *recipe_sentences(summary),
-        *recipe_census_sentences(census),
-        *update_underflow_sentences(traces, census),
+        *scaler.underflow_sentences(census, summary),
+        *divergence.learning_sentences(summary, runs),
+        *divergence.divergence_sentences(summary),
+        *divergence.mechanism_sentences(traces, summary),
+        *divergence.calm_sentences(traces, summary),
+        *divergence.horizon_sentences(steps, runs),
+        *scaler.verdict_sentences(census, summary),
+        # No sentence on GradScaler's cost: the study's workers share the GPUs and time each
+        # recipe apart (`bench.verdicts.timing.scaler_cost_reason`); `run --rounds N` measures it.
+        *bf16.bf16_sentences(census),
+        *dtypes.error_sentences(tables["audit_json"]["error_paths"]),
+        *recipes.recipe_sentences(summary),
+        *recipes.recipe_census_sentences(census),
+        *recipes.update_underflow_sentences(traces, census),
     ]

@@ -1,5 +1,4 @@
-"""How the numerics report writes its tables: through `bench.publish.tables` (at most 4
-significant digits, `–` when missing), with shares shown as percentages."""
+"""How the numerics report writes cells: percentages, folded blocks, chains, failures."""
 
 from __future__ import annotations
 
@@ -9,17 +8,10 @@ import re
 import pandas as pd
 
 from bench.numerics.measure.tables import TABLES
-from bench.publish import tables
-
-
-def markdown(df: pd.DataFrame) -> str:
-    """A readable table (`bench.publish.tables.markdown`)."""
-    return tables.markdown(df)
 
 
 def percent(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """`df` with the shares in `cols` written as percentages with three decimals (empty when
-    not measured)."""
+    """`df` with the shares in `cols` as percentages, three decimals (empty if not measured)."""
     df = df.copy()
     for c in cols:
         df[c] = df[c].map(lambda v: f"{v:.3%}" if pd.notna(v) else "")
@@ -36,9 +28,8 @@ def block_key(label: str) -> str:
 
 
 def fold_blocks(df: pd.DataFrame, label: str) -> pd.DataFrame:
-    """`df` with the rows whose `label` differs only in block indices, and whose other cells
-    are all equal, shown once (`blocks.*.attn output ×12`); any group whose cells differ keeps
-    its rows. A model without blocks is returned as it is."""
+    """`df` with rows that differ only in `label`'s block indices shown once (`blocks.*.attn
+    output ×12`); a group whose other cells differ keeps its rows."""
     keys = df[label].map(block_key)
     if keys.equals(df[label]):
         return df
@@ -55,9 +46,7 @@ def fold_blocks(df: pd.DataFrame, label: str) -> pd.DataFrame:
 def fold_shares(
     df: pd.DataFrame, by: list[str], label: str, shares: list[str], worst: list[str]
 ) -> pd.DataFrame:
-    """Census rows of repeated blocks as one row per `by` group and block key: the `shares`
-    (fractions of elements) averaged with the tensors' sizes (`numel`) as weights, the `worst`
-    columns (relative errors) at their maximum. A model without blocks is returned as it is."""
+    """Census rows of repeated blocks folded: `shares` weighted by `numel`, `worst` at max."""
     keys = df[label].map(block_key)
     if keys.equals(df[label]):
         return df
@@ -85,19 +74,12 @@ def chain_text(chain: list[str]) -> str:
 
 
 def table_file(t: dict, name: str) -> str:
-    """The name of table `name`'s file in the study's folder: of the form the version that
-    wrote it used (`bench.numerics.measure.tables.FORMS`)."""
+    """Table `name`'s file name in the study's folder, of the form its version wrote."""
     return t.get("files", {}).get(name, TABLES[name].file)
 
 
-def traces_file(t: dict) -> str:
-    """The name of the traces table's file in the study's folder."""
-    return table_file(t, "traces")
-
-
 def failure_reasons(failed: pd.DataFrame, kind: str, mode: str | None = None) -> str | None:
-    """Why the jobs of `kind` (of `mode`, if given) in the `failed` table failed: their errors,
-    each once (the first three), or None when none of them failed."""
+    """Why `kind` jobs (of `mode`) failed: their first three errors, or None if none did."""
     rows = failed[failed["kind"] == kind]
     if mode is not None:
         rows = rows[rows["mode"] == mode]

@@ -1,5 +1,4 @@
-"""Figures of the numerics report, drawn with matplotlib from the study's tables (no measuring,
-no torch). A figure whose table is empty (its jobs all failed) is not drawn."""
+"""The numerics report's figures, from its tables; one whose table is empty is not drawn."""
 
 from __future__ import annotations
 
@@ -25,11 +24,14 @@ LINESTYLES = ("-", "--", ":", "-.")
 """Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""
 
 
+def _save(fig: plt.Figure, path: Path) -> None:
+    fig.tight_layout()
+    figures.save(fig, path, dpi=110)
+    plt.close(fig)
+
+
 def histogram(hist: pd.DataFrame, path: Path) -> None:
-    """log2|g| of the fp32 reference's activation gradients, one row of panels per checkpoint
-    (pooled over every observed output; beside it the logits' alone where the folder has them),
-    with float16's smallest subnormal, smallest normal and largest finite value marked, and the
-    loss scale's shift shown as a second outline."""
+    """log2|g| of fp32's activation gradients per checkpoint, float16's limits marked."""
     if hist.empty:
         return
     scaled, _ = fp16_pair()  # the census trajectory's recipe, whose scale the histogram shows
@@ -77,9 +79,7 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
             ax.set_xlabel("log2 |gradient|")
             ax.set_ylabel("share of values")
             ax.legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
@@ -99,14 +99,11 @@ def loss_curves(steps: pd.DataFrame, horizon: int, path: Path) -> None:
         ax.set_xlabel("step")
         ax.set_ylabel("cross-entropy")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def scale(steps: pd.DataFrame, path: Path) -> None:
-    """GradScaler's scale per step for every run that scales the loss (an empty figure when
-    none does, as in a study of fp32 alone)."""
+    """GradScaler's scale per step of every run that scales the loss."""
     if steps.empty:
         return
     d = steps.dropna(subset=["scale"])  # a mode that does not scale has no scale
@@ -128,9 +125,7 @@ def scale(steps: pd.DataFrame, path: Path) -> None:
     )
     if len(d):
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)
 
 
 TRACE_PANELS = (
@@ -143,10 +138,7 @@ TRACE_PANELS = (
 
 
 def traces(tr: pd.DataFrame, path: Path) -> None:
-    """The traced mechanism per step, one column of panels per batch size: zero gradients, Adam's
-    second moment, the update's relative size and the loss; one colour per mode, one line style
-    per seed. Parameters sparse by construction (`bench.numerics.analysis.runs.sparse_parameters`)
-    are left out of the folds."""
+    """The traces (`TRACE_PANELS`) per batch size, a colour per mode, a style per seed."""
     if tr.empty:
         return
     tr = tr[~tr["module"].isin(sparse_parameters(tr))]
@@ -183,6 +175,4 @@ def traces(tr: pd.DataFrame, path: Path) -> None:
         # Two columns past 16 runs: a one-column legend that long spills over the panel below.
         runs = d.groupby(["mode", "seed"]).ngroups
         axes[0, col].legend(fontsize=7, ncol=2 if runs > 16 else 1)
-    fig.tight_layout()
-    figures.save(fig, path, dpi=110)
-    plt.close(fig)
+    _save(fig, path)

@@ -1,8 +1,5 @@
-"""report.md of a numerics folder, rendered from its tables (nothing here measures or imports
-torch): the page's head (who ran it, where, with which settings), the jobs that failed, the
-measured sections in order (`bench.numerics.render.sections`: `dtypes`, `underflow`,
-`training`, `recipes`) and the Answer (`bench.numerics.render.answer`). A section whose jobs
-all failed says so instead of showing a table."""
+"""report.md of a numerics folder from its tables: its head, the failed jobs, the sections
+(`bench.numerics.render.sections`) and the Answer."""
 
 from __future__ import annotations
 
@@ -11,12 +8,12 @@ import shlex
 from bench.numerics.analysis.runs import LOSS_GAP
 from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
 from bench.numerics.render.answer import answer
-from bench.numerics.render.markdown import markdown
 from bench.numerics.render.sections.dtypes import audit_section
 from bench.numerics.render.sections.recipes import recipes_section
 from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
+from bench.publish.tables import markdown
 from bench.store import errors, paths
 from bench.workloads import cards
 
@@ -125,8 +122,7 @@ def _where(env: dict, cfg: dict) -> str:
 
 
 def _model(cfg: dict, env: dict) -> str:
-    """The study's model: the MLP by its sizes (a folder older than workloads is the MLP),
-    another workload by its name and preset."""
+    """The study's model: the MLP by its sizes, another workload by name and preset."""
     card = cards.card(cfg.get("model", cards.DEFAULT))
     if card is not None and card.free_sizes:  # its sizes are the record's own
         return f"Model {card.shape.format(**cfg.get('sizes', {}))}"

@@ -1,7 +1,4 @@
-"""A numerics study's folder rendered: its figures and report.md, from its CSV files and
-env.json alone (no torch), and whether a folder is a study. Running a study is a job
-(`bench.jobs.numerics`).
-"""
+"""A numerics study's folder rendered (figures and report.md, no torch), and `is_study`."""
 
 from __future__ import annotations
 
@@ -13,9 +10,7 @@ from bench.numerics.render import plots, report
 
 
 def render(run_dir: Path) -> Path:
-    """The figures and report.md of a finished study, from its CSV files and env.json alone;
-    returns the report's path. Needs no torch and measures nothing. Tables an older version
-    kept in another form are first rewritten in the form this one writes (`tables.compact`)."""
+    """The figures and report.md of a finished study; returns the report's path."""
     tables.compact(run_dir)
     t = tables.load(run_dir)
     steps = t["steps"]

@@ -1,7 +1,5 @@
-"""Section 1 of the numerics report, the dtype audit: every tensor's dtype per mode, the autograd
-chain to the first Linear's weight, and what GradScaler did with parameters cast to a low-precision
-dtype. A transformer's blocks repeat: rows that differ only in a block's index and have the same
-dtypes in every mode are shown once, as `blocks.*`."""
+"""Report section 1, the dtype audit: dtypes per mode (a transformer's repeated blocks once, as
+`blocks.*`), the autograd chain and the GradScaler error paths."""
 
 from __future__ import annotations
 
@@ -9,13 +7,12 @@ import pandas as pd
 
 from bench.faults import by_reason
 from bench.numerics.analysis.failures import audit_failures
-from bench.numerics.render.markdown import chain_text, fold_blocks, markdown, table_file
+from bench.numerics.render.markdown import chain_text, fold_blocks, table_file
+from bench.publish.tables import markdown
 
 
 def audit_section(t: dict) -> list[str]:
-    """Every audited tensor's dtype per mode, each mode's autograd chain to the chained
-    parameter, and the GradScaler error paths. Modes the audit failed on are named with their
-    errors in one line; where it audited none, that line stands for the table and the chains."""
+    """Every audited tensor's dtype per mode, the chains, the error paths, the failures."""
     audit, found = t["audit"], t["audit_json"]
     failed = audit_failures(found)
     out = ["## 1. dtype audit", ""]

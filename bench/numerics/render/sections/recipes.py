@@ -1,20 +1,17 @@
-"""The numerics report's section on the recipes beyond autocast (pure bf16, float8): their
-step time, final loss, held-out accuracy and memory, the modes this machine could not run, and
-how much of the pure-bf16 recipes' Adam update rounds away over training."""
+"""The report's section on the recipes beyond autocast: time, loss, memory, update underflow."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bench.numerics.render.markdown import block_key, markdown, percent, traces_file
-from bench.numerics.render.sentences.recipes import cast_modes
+from bench.numerics.render.markdown import block_key, percent, table_file
+from bench.numerics.render.sentences.recipes import cast_modes, recipe_means
+from bench.publish.tables import markdown
 from bench.recipes.catalog import beyond_autocast
 
 
 def recipes_section(t: dict) -> list[str]:
-    """The recipes beyond autocast: per batch size and mode, the step time, final loss, held-out
-    accuracy and the memory of parameters, gradients and Adam's state; the update-underflow
-    census of the pure-bf16 recipes over training; the modes this machine could not run."""
+    """The recipes beyond autocast: time, losses, memory, update underflow, unsupported."""
     s, tr = t["summary"], t["traces"]
     unsupported = t["audit_json"].get("unsupported", {})
     recipes = beyond_autocast()
@@ -31,8 +28,7 @@ def recipes_section(t: dict) -> list[str]:
         "",
     ]
     if not s.empty:
-        cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in s]
-        table = s.groupby(["batch_size", "mode"], sort=False)[cols].mean().reset_index()
+        table = recipe_means(s).reset_index()
         table = table.rename(columns={"model_state_gib": "params+grads+Adam GiB"})
         out += [markdown(table), ""]
     if unsupported:
@@ -55,7 +51,7 @@ def recipes_section(t: dict) -> list[str]:
                 "in its dtype, so that rounding to nearest leaves the weight unchanged, at the "
                 "first, middle and last traced step, and the share the last step actually left "
                 f"unchanged; mean over seeds{blocks} (every traced step of every parameter is in "
-                f"`{traces_file(t)}`).",
+                f"`{table_file(t, 'traces')}`).",
                 "",
                 markdown(table),
                 "",
@@ -64,10 +60,7 @@ def recipes_section(t: dict) -> list[str]:
 
 
 def update_underflow_table(pure: pd.DataFrame) -> pd.DataFrame:
-    """The update-underflow traces of the pure-bf16 runs as one row per mode, batch size and
-    parameter (repeated blocks folded: their parameters have the same shapes, so a plain mean
-    is the elements' mean), the underflow share at the first, middle and last traced step in
-    columns, and the share the last step left unchanged."""
+    """The pure-bf16 update underflow per mode, batch and parameter at three traced steps."""
     steps = sorted(pure["step"].unique())
     shown = sorted({steps[0], steps[len(steps) // 2], steps[-1]})
     keys = ["mode", "batch_size", "step", "module"]

@@ -1,6 +1,4 @@
-"""Section 4 of the numerics report, convergence: per batch size and mode the final and
-held-out losses, the time to fp32's final loss and the seeds that diverged, the loss-curve and
-loss-scale figures, and the traces around each divergence event."""
+"""Report section 4, convergence: the runs per batch size and mode, their figures, the traces."""
 
 from __future__ import annotations
 
@@ -14,15 +12,15 @@ from bench.numerics.analysis.runs import (
     sparse_parameters,
 )
 from bench.numerics.analysis.summary import SMOOTH_STEPS
-from bench.numerics.render.markdown import markdown, no_rows, percent, traces_file
+from bench.numerics.render.markdown import no_rows, percent, table_file
+from bench.publish.tables import markdown
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""
 
 
 def convergence_section(t: dict, env: dict) -> list[str]:
-    """The task and its settings, the runs' figures per batch size and mode (means over seeds),
-    the loss-curve and loss-scale figures, then the traces (`traces_section`)."""
+    """The task and settings, the runs' figures per batch size and mode, figures, traces."""
     s = t["summary"]
     cfg = env.get("numerics_config", {})
     if s.empty:
@@ -90,8 +88,7 @@ def convergence_section(t: dict, env: dict) -> list[str]:
 
 
 def _step_note(runs: pd.DataFrame | None) -> str:
-    """The one train step's options the runs trained with (`bench.recipes.step.StepOptions`);
-    nothing for a folder older than the column."""
+    """The step's options the runs trained with (none for an older folder)."""
     if runs is None or "step_options" not in runs:
         return ""
     phrases = runs["step_options"].dropna().unique()
@@ -99,16 +96,14 @@ def _step_note(runs: pd.DataFrame | None) -> str:
 
 
 def traces_section(t: dict) -> list[str]:
-    """The traced mechanism: the figure, and per diverging run the traces within TRACE_WINDOW
-    steps of its event, the parameters folded (the largest share of zero gradients and update,
-    the smallest median second moment). Nothing for a folder without traces."""
+    """The traces' figure, and each diverging run's traces within TRACE_WINDOW of its event."""
     tr, s = t["traces"], t["summary"]
     if tr.empty:
         return []
     out = [
         "### Traces",
         "",
-        f"Every traced step of each run, per parameter (`{traces_file(t)}`), outside any "
+        f"Every traced step of each run, per parameter (`{table_file(t, 'traces')}`), outside any "
         "timed region: the share of `param.grad` exactly zero, Adam's second moment (median, "
         "share below eps²) and first moment (median |exp_avg|), the update's RMS over the weights' "
         "RMS and its largest element, and the loss scale. The figure folds the parameters "
@@ -167,8 +162,7 @@ def _sparse_note(tr: pd.DataFrame) -> str:
 
 
 def task_sentence(cfg: dict, runs: pd.DataFrame | None) -> str:
-    """What the runs trained on, from the study's record, and the held-out loss a perfect model
-    reaches where the task's process gives it (the runs' `true_heldout_loss`)."""
+    """What the runs trained on, and a perfect model's held-out loss where known."""
     model = cfg.get("model", "mlp")
     # A workload whose sizes the record keeps (the MLP's, `NumericsConfig.record`), by name.
     classes = cfg.get("sizes", {}).get("classes")

@@ -1,25 +1,17 @@
-"""Sections 2 and 3 of the numerics report: the underflow census (every gradient against the
-fp32 reference, per batch size, checkpoint and mode) and the activation-gradient histogram with
-what a cast to float16 does to it."""
+"""Report sections 2 and 3: the underflow census and the activation-gradient histogram."""
 
 from __future__ import annotations
 
 from bench.numerics.measure.tables import POOLED
-from bench.numerics.render.markdown import (
-    failure_reasons,
-    fold_shares,
-    markdown,
-    no_rows,
-    percent,
-)
+from bench.numerics.render.markdown import failure_reasons, fold_shares, no_rows, percent
+from bench.publish.tables import markdown
 from bench.recipes.catalog import fp16_pair
 
 HISTOGRAM = "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)"
 
 
 def census_section(t: dict) -> list[str]:
-    """The census: the worst tensor per batch size, checkpoint and mode, then every tensor at
-    the largest batch size's last checkpoint."""
+    """The worst tensor per batch size, checkpoint and mode, then the largest batch's last."""
     c = t["census"]
     if c.empty:
         return ["## 2. Underflow census", "", no_rows(t["failed"], "census"), ""]
@@ -78,9 +70,7 @@ def census_section(t: dict) -> list[str]:
 
 
 def histogram_section(t: dict) -> list[str]:
-    """The fp32 reference's activation gradients in power-of-two bins (the figure, and the bins
-    in a folded table), and what a cast to float16 does to them; without a histogram, one line
-    on why."""
+    """fp32's activation gradients in power-of-two bins, and what float16 does to them."""
     h, fate = t["histogram"], t["fp16_fate"]
     if h.empty:
         why = failure_reasons(t["failed"], "census", fp16_pair()[0])

@@ -1,6 +1,4 @@
-"""The Answer on bfloat16: what bf16 autocast gives up against scaled fp16, the median relative
-error of a gradient against the fp32 reference in the census. The README's summary quotes the
-same figure (`bench.publish.summary`), through `bf16_against_fp16_error`."""
+"""The Answer on bfloat16: its gradient error against scaled fp16's (the README quotes it)."""
 
 from __future__ import annotations
 
@@ -10,8 +8,7 @@ from bench.recipes.catalog import autocast_modes
 
 
 def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
-    """The median relative error against fp32 of a gradient tensor under bf16 autocast and
-    under scaled fp16, over the census; None when either is not measured."""
+    """bf16 autocast's and scaled fp16's median error against fp32; None if one is missing."""
     if census.empty:
         return None
     # The autocast recipes as AMP documents them: fp16 with a scaler, bf16 without.
@@ -22,14 +19,11 @@ def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
 
 
 LOST = 0.5
-"""A median relative error from this on is of the order of the gradient itself (a zero gradient's
-is 1): the low-precision gradient has lost its direction, not a few bits, and the ratio of two
-formats' errors no longer measures their mantissas."""
+"""A median relative error this large is of the gradient's own order: its direction is lost."""
 
 
 def lost_direction(bf16_error: float) -> str | None:
-    """Why bf16's error says nothing of its mantissa, where it is as large as the gradient
-    (`LOST`); None where it is not, and the mantissa explains it."""
+    """Why bf16's error says nothing of its mantissa where it is `LOST`; else None."""
     if bf16_error < LOST:
         return None
     return (

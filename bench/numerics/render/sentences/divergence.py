@@ -1,11 +1,5 @@
-"""The Answer on divergence: which runs diverged and where, what the traces show around each
-event (flushed gradients, Adam's second moment against the reference's, the update's jump), and
-where the runs longer than the common horizon ended.
-
-The divergence rule is `bench.numerics.analysis.summary`'s and the trace windows
-`bench.numerics.analysis.runs`'s; the two thresholds
-the mechanism's verdict tests are stated here.
-"""
+"""The Answer on divergence: which runs diverged and where, what the traces show around each event,
+and where the longer runs ended; the mechanism's two thresholds are stated here."""
 
 from __future__ import annotations
 
@@ -29,24 +23,20 @@ from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALT
 from bench.recipes.catalog import fp16_pair, label, reference
 
 V_DECAY = 0.5
-"""Adam's second moment counts as decayed before an event where its median, for some parameter,
-is below half of fp32's at the same step."""
+"""Adam's second moment decayed where some parameter's median is below half fp32's."""
 UPDATE_JUMP = 10.0
-"""The update jumped at an event where its largest RMS over the weights' RMS after it is 10 times
-or more its largest before it."""
+"""The update jumped where its largest relative RMS after is 10× its largest before."""
 
 
 def _named(mode: str, *, code: bool = True) -> str:
-    """A mode as a sentence names it: the fp16 pair the question asks about in its cards' words,
-    any other mode by its name (in code font unless `code` is False)."""
+    """A mode as a sentence names it: the fp16 pair in its cards' words, others by name."""
     if mode in fp16_pair():
         return label(mode)
     return f"`{mode}`" if code else mode
 
 
 def divergence_sentences(summary: pd.DataFrame) -> list[str]:
-    """Per mode that diverged, per batch size: the steps and the share of seeds; and whether fp16
-    without a scaler diverged. Nothing for a folder whose summary predates divergence."""
+    """Per mode and batch size, where and in how many seeds it diverged."""
     runs = measured(summary)
     if runs.empty:
         return []
@@ -91,9 +81,7 @@ def divergence_sentences(summary: pd.DataFrame) -> list[str]:
 
 
 def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """Per divergence event with traces: what the traces show before and after it (see
-    `analysis.mechanism`), then what all events share, by the thresholds above. Nothing where no
-    traced run diverged."""
+    """What the traces show at each divergence (`runs.mechanism`), then what all share."""
     if traces.empty:
         return []
     events = diverged(measured(summary)).sort_values(["batch_size", "mode", "seed"])
@@ -182,10 +170,7 @@ def mechanism_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str
 
 
 def _calm(traces: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """Per batch size where fp16 without a scaler trained without diverging: the parameter whose
-    gradient it flushed most after the first MECHANISM_WINDOW steps, its mean share of zero
-    elements over the seeds, and fp32's share of the same parameter (a clause; empty where none
-    was traced)."""
+    """Where fp16 without a scaler did not diverge, what it flushed most, beside fp32."""
     _, bare = fp16_pair()
     healthy = measured(summary)
     healthy = healthy[(healthy["divergence"] == HEALTHY) & (healthy["mode"] == bare)]
@@ -208,8 +193,7 @@ def _calm(traces: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 
 def calm_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """Where no traced run diverged: what fp16 without a scaler flushed in training all the
-    same (`_calm`); nothing where a run diverged (`mechanism_sentences` says it there)."""
+    """Where no traced run diverged, what fp16 without a scaler flushed all the same."""
     if traces.empty or not diverged(measured(summary)).empty:
         return []
     calm = _calm(traces, summary)
@@ -222,9 +206,7 @@ def calm_sentences(traces: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
 
 
 def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Where the runs longer than the common horizon ended: per mode and batch size the mean
-    final loss over seeds, and for a scaled run how its loss scale moved and what it skipped.
-    Nothing where no run went longer."""
+    """Where the runs longer than the common horizon ended: loss, loss scale, skips."""
     if steps.empty or runs.empty:
         return []
     horizon = int(runs["steps"].min())
@@ -258,9 +240,7 @@ def horizon_sentences(steps: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
 
 
 def learning_sentences(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
-    """Where the task's perfect loss is known and some mode's seeds disagree on whether they
-    learned it (a plateau, then a jump whose timing varies with the seed): how many seeds of each
-    mode learned it at each batch size, so that a mean over seeds is read as the mix it is."""
+    """Where a mode's seeds disagree on learning the task: how many did, per batch size."""
     counts = learned(summary, runs)
     if counts.empty or counts["learned"].eq(counts["seeds"]).all():
         return []  # every run learned it: the means say it all

@@ -1,6 +1,4 @@
-"""The Answer on dtypes, from the audit: which dtype each tensor of the scaled fp16 step has,
-whether the question's two claims about them hold, and what GradScaler does with parameters cast
-to a low-precision dtype (the audit's error paths)."""
+"""The Answer on dtypes, from the audit: the scaled fp16 step's, the two claims, the error paths."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def _dtypes(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] =
 
 
 def observed_outputs(audit: pd.DataFrame, mode: str) -> str:
-    """The observed activations as a sentence names them: each module, or the first and last of
-    a long list."""
+    """The observed activations: each module, or the first and last of a long list."""
     rows = audit[(audit["mode"] == mode) & (audit["kind"] == ACTIVATION)]
     names = list(dict.fromkeys(rows["module"]))
     if len(names) <= 6:
@@ -64,11 +61,8 @@ def dtype_sentences(
     torch_version: str,
     why: str | None = None,
 ) -> list[str]:
-    """The dtypes of fp16 autocast with GradScaler (the recipe the question is about), and
-    whether the claims that its loss is float16 and that backward upcasts every gradient to
-    float32 are borne out. `chain`: its autograd chain from the loss to parameter `chained`.
-    A tensor the audit did not observe gets no clause; where the recipe was not audited at all,
-    one line says so, with `why` (audit.json's reason, if any)."""
+    """The dtypes of fp16 autocast with GradScaler and whether the question's two claims hold;
+    one line with `why` where it was not audited. `chain`: its chain to `chained`."""
     m, _ = fp16_pair()
     if audit[audit["mode"] == m].empty:
         if why and why.startswith(AUDIT_FAILED):
@@ -130,8 +124,7 @@ def dtype_sentences(
 
 
 def error_sentences(errors: list[dict]) -> list[str]:
-    """What one step with GradScaler on did to parameters cast to a low-precision dtype, per
-    configuration the audit tried (`audit.json`'s `error_paths`)."""
+    """What a GradScaler step did to low-precision parameters (the audit's error paths)."""
     parts = []
     for e in errors:
         what = (

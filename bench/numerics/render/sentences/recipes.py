@@ -1,8 +1,5 @@
-"""The Answer on the recipes beyond autocast (those that change the model: parameters cast to
-bf16, float8 Linears): which recipe is fastest, whether each converges like fp32 (within the
-loss gap of `bench.numerics.analysis.runs`, seed by seed), how its gradients compare with the
-reference's in the census, how much of the pure-bf16 recipes' Adam update rounds away, and which
-parameters it leaves frozen."""
+"""The Answer on the recipes beyond autocast: the fastest, whether each converges like fp32 seed by
+seed, its census against the reference, its Adam updates that round away, its frozen parameters."""
 
 from __future__ import annotations
 
@@ -18,8 +15,7 @@ from bench.recipes.catalog import beyond_autocast, card, headline, reference
 
 
 def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
-    """The parameter the update-underflow sentence quotes: the one with the most elements (the
-    census counts them); the first traced one where the census has none."""
+    """The update-underflow sentence's parameter: the largest (census), else the first traced."""
     grads = census[census["kind"] == PRODUCED_GRAD] if len(census) else census
     if len(grads):
         return str(grads.loc[grads["numel"].idxmax(), "module"])
@@ -27,26 +23,23 @@ def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
 
 
 def cast_modes() -> tuple[str, ...]:
-    """The recipes beyond autocast that cast the parameters to their low dtype (pure bf16, with
-    and without stochastic rounding): no float32 master weights, so an update can round away."""
+    """Recipes beyond autocast with low-dtype parameters: no master weights, updates round away."""
     return tuple(m for m in beyond_autocast() if card(m).param_dtype is not None)
 
 
-def _means(summary: pd.DataFrame) -> pd.DataFrame:
+def recipe_means(summary: pd.DataFrame) -> pd.DataFrame:
     """Per batch size and mode, the mean over seeds of the figures the recipe section quotes."""
     cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in summary]
     return summary.groupby(["batch_size", "mode"], sort=False)[cols].mean()
 
 
 def recipe_sentences(summary: pd.DataFrame) -> list[str]:
-    """Per batch size: the fastest recipe (the study's measured step time), its final loss and
-    held-out accuracy against fp32's and the memory it saves (parameters, gradients and Adam's
-    state); then a convergence verdict per recipe beyond autocast."""
+    """The fastest recipe per batch size against fp32, then each recipe's convergence."""
     recipes = beyond_autocast()
     if summary.empty or not set(recipes) & set(summary["mode"]):
         return []
     ref_mode = reference()
-    m = _means(summary)
+    m = recipe_means(summary)
     parts = []
     for bs in sorted(summary["batch_size"].unique()):
         g = m.loc[bs]
@@ -101,10 +94,7 @@ SAME_RTOL = 0.02
 
 
 def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
-    """The census's verdict on the recipes beyond autocast: per recipe and checkpoint, the
-    median relative error against fp32 of its activation gradients and of its weight and bias
-    gradients as their matmuls produced them, beside the headline autocast mode's (same weights,
-    same batch)."""
+    """Each recipe's median gradient error against fp32, beside the headline mode's."""
     if census.empty:
         return []
     recipes = [m for m in beyond_autocast() if m in set(census["mode"])]
@@ -153,8 +143,7 @@ def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
 
 
 def update_underflow_sentences(traces: pd.DataFrame, census: pd.DataFrame) -> list[str]:
-    """How much of the largest weight's Adam update rounds away in bf16, for the pure-bf16
-    recipes, from the traces (nothing for a folder without the column)."""
+    """How much of the largest weight's Adam update rounds away in pure bf16 (the traces)."""
     if traces.empty or "update_underflow_share" not in traces:
         return []
     largest = largest_parameter(census, traces)
@@ -181,13 +170,11 @@ def update_underflow_sentences(traces: pd.DataFrame, census: pd.DataFrame) -> li
 
 
 FROZEN = 0.99
-"""A parameter is frozen in a run where its steps left at least 99% of its elements unchanged,
-on average over the traced steps."""
+"""Frozen: its steps left at least 99% of its elements unchanged, over the traced steps."""
 
 
 def _frozen(traces: pd.DataFrame) -> str:
-    """The parameters (repeated blocks folded) that the pure-bf16 recipes left frozen, per mode
-    and batch size, as a sentence; empty where none was."""
+    """The parameters the pure-bf16 recipes left frozen, as a sentence; empty if none."""
     tr = traces[traces["mode"].isin(cast_modes())].dropna(subset=["unchanged_share"])
     if tr.empty:
         return ""

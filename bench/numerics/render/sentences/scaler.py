@@ -1,10 +1,5 @@
-"""The Answer on GradScaler: how much of each gradient float16 flushes to zero with and without
-it (the census), whether training without it ends worse than fp32 (the convergence runs), the
-verdict those two tests give on the question, and what the scaler costs in step time.
-
-The underflow test's threshold is stated here; the loss gap, seed by seed, is
-`bench.numerics.analysis.runs`'s, which the recipes beyond autocast are held to as well.
-"""
+"""The Answer on GradScaler: the census with and without it, convergence without it, the verdict,
+and its cost in step time; the underflow threshold is stated here."""
 
 from __future__ import annotations
 
@@ -16,14 +11,12 @@ from bench.verdicts import scaler as scaler_rule
 from bench.verdicts.training import NEEDED
 
 FLUSH_LIMIT = 0.01
-"""Where fp16 without a scaler flushes more than 1% of a tensor's elements (zero where the fp32
-reference is not) the Underflow sentence names it: a description, which decides nothing (the
-verdict weighs the share of the norm, `bench.verdicts.scaler`)."""
+"""Above this share of a tensor flushed the Underflow sentence names it (the verdict weighs
+the norm, `bench.verdicts.scaler`)."""
 
 
 def _norm_clause(census: pd.DataFrame) -> str:
-    """The largest share of a gradient's norm fp16 without a scaler flushed, or that the census
-    did not record it (a study older than the column)."""
+    """The largest share of a gradient's norm fp16 without a scaler flushed, if measured."""
     _, bare = fp16_pair()
     rows = census[census["mode"] == bare]
     if "flushed_norm" not in rows or rows["flushed_norm"].isna().all():
@@ -36,8 +29,7 @@ def _norm_clause(census: pd.DataFrame) -> str:
 
 
 def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
-    """(batch size, its most flushed row) of fp16 without a scaler, where more than FLUSH_LIMIT
-    of some tensor was flushed."""
+    """(batch size, its most flushed row) of fp16 without a scaler, above FLUSH_LIMIT."""
     _, bare = fp16_pair()
     out = []
     for bs, g in census[census["mode"] == bare].groupby("batch_size"):
@@ -48,9 +40,7 @@ def _flushing(census: pd.DataFrame) -> list[tuple[int, pd.Series]]:
 
 
 def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, Versus]]]:
-    """(batch sizes where both fp32 and fp16 without a scaler were trained, and those of them
-    where some seed of fp16 without a scaler ended worse than fp32's worst seed, with the
-    comparison)."""
+    """(batch sizes both fp32 and bare fp16 trained, those where bare fp16 was worse)."""
     _, bare = fp16_pair()
     compared, worse = [], []
     for bs in sorted(summary["batch_size"].unique()):
@@ -64,8 +54,7 @@ def _worse(summary: pd.DataFrame) -> tuple[list[int], list[tuple[int, Versus]]]:
 
 
 def _scaled_worse(summary: pd.DataFrame) -> str:
-    """Where fp16 with GradScaler itself ended worse than fp32 in some seed: then the convergence
-    test cannot tell the scaler's part (a clause, empty where it did not)."""
+    """Where fp16 with GradScaler itself ended worse than fp32 (a clause, maybe empty)."""
     scaled, _ = fp16_pair()
     parts = []
     for bs in sorted(summary["batch_size"].unique()):
@@ -81,9 +70,7 @@ def _scaled_worse(summary: pd.DataFrame) -> str:
 
 
 def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
-    """Where the scaled fp16 run flushed most: its step, training loss and loss scale (from the
-    census row), and whether any run of the scaled mode at that batch size diverged; empty for a
-    folder whose census predates the training-loss column."""
+    """Where scaled fp16 flushed most, and whether its runs there diverged (maybe empty)."""
     scaled_mode, _ = fp16_pair()
     scaled = census[census["mode"] == scaled_mode]
     if scaled.empty or "loss" not in scaled or scaled["loss"].isna().all():
@@ -106,9 +93,7 @@ def _in_context(census: pd.DataFrame, summary: pd.DataFrame) -> str:
 
 
 def underflow_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The two tests: where fp16 without a scaler flushes more than FLUSH_LIMIT of a gradient
-    (beside the worst share with GradScaler), and where it ends more than LOSS_GAP above fp32's
-    training loss."""
+    """The two tests: fp16 without a scaler's underflow, and its convergence against fp32."""
     scaled_mode, bare = fp16_pair()
     noscale = census[census["mode"] == bare]
     scaled = census[census["mode"] == scaled_mode]
@@ -180,9 +165,7 @@ def _then_diverged(summary: pd.DataFrame) -> str:
 
 
 def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
-    """The answer to the question, as `bench.verdicts.scaler.numerics_scaler_needed` decides it
-    from this study (training without the scaler diverging, or the share of a gradient's norm
-    float16 flushes); this only renders it."""
+    """The answer, as `bench.verdicts.scaler.numerics_scaler_needed` decides it."""
     scaled, bare = fp16_pair()
     runs = measured(summary)
     bad = {
@@ -205,11 +188,3 @@ def verdict_sentences(census: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
         "seeds of a synthetic task is no equivalence test. A time-to-quality study on real data "
         "decides it (docs/quality.md)."
     ]
-
-
-def cost_sentences(summary: pd.DataFrame) -> list[str]:
-    """Nothing: the study times each recipe's step on its own (its workers share the GPUs), not
-    interleaved with fp16 without the scaler in one process, so the difference is not
-    GradScaler's cost (`bench.verdicts.timing.scaler_cost_reason`); `run --rounds N` measures
-    it."""
-    return []
