@@ -76,11 +76,12 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
 
 
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
-    """What a run of `mode` trains with, looked up here once: its plan, by the one resolver
-    (`bench.recipes.plan.resolve`), at the size of the study's model sized to its data
-    (`fitted`, or fitted now), and fp32's recipe."""
+    """What a run of `mode` trains with, looked up here once: its plan (with the study's step
+    options), at the size of the study's model sized to its data (`fitted`, or fitted now), and
+    fp32's recipe."""
     fitted = fitted or fit(cfg, registry.get(cfg.model))
-    sized = plan.resolve(train.case(cfg, fitted.workload, mode)).with_size(fitted.size)
+    case = train.case(cfg, fitted.workload, mode)
+    sized = plan.resolve(case, step_options=train.options(cfg)).with_size(fitted.size)
     return Resolved(sized, fitted, MODES[FP32])
 
 

@@ -24,12 +24,12 @@ from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
 from bench.measure import derived, ranks, runner
-from bench.recipes.plan import resolve
+from bench.recipes.plan import Plan
 from bench.store import errors, results
 
 
 def run_suite(
-    cases: list[Case],
+    plans: list[Plan],
     run_dir: Path,
     ceilings: dict[str, float],
     *,
@@ -37,8 +37,8 @@ def run_suite(
     rounds: int = 1,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
 ) -> None:
-    """Run every case not yet done in `run_dir`, `rounds` passes over the grid, appending rows
-    and samples as it goes.
+    """Run every case (of `plans`, resolved at the job's entry) not yet done in `run_dir`,
+    `rounds` passes over the grid, appending rows and samples as it goes.
 
     A case is done when its row is there and, for an `ok` row, its samples too: a run killed
     between the two writes re-runs that case (the later row wins when the folder is loaded).
@@ -56,14 +56,15 @@ def run_suite(
     start = time.monotonic()
     for r in range(1, rounds + 1):
         kept = kept_rounds(run_dir) if rounds > 1 else {}
-        for i, case in enumerate(cases, 1):
+        for i, plan in enumerate(plans, 1):
+            case = plan.case
             if case.case_id in done or (r < rounds and len(kept.get(case.case_id, [])) >= r):
                 continue
             if world.leader:
                 passes = f" round {r}/{rounds}" if rounds > 1 else ""
                 elapsed = time.monotonic() - start
-                log(f"[{i}/{len(cases)}]{passes} {case.case_id} (elapsed {elapsed:.0f} s)")
-            row, samples, extra = _measure(case, ceilings, world, run_dir)
+                log(f"[{i}/{len(plans)}]{passes} {case.case_id} (elapsed {elapsed:.0f} s)")
+            row, samples, extra = _measure(plan, ceilings, world, run_dir)
             if not world.leader:
                 continue
             if r < rounds and row["status"] == "ok":
@@ -76,7 +77,7 @@ def run_suite(
                 continue
             if rounds > 1 and row["status"] == "ok":
                 samples = _with_rounds(samples, kept.get(case.case_id, []))
-                row = {**derived.rederive(resolve(case), row, samples), "rounds": rounds}
+                row = {**derived.rederive(plan, row, samples), "rounds": rounds}
             done.add(case.case_id)
             row = _write(run_dir, case, row, samples, extra, elapsed_s=time.monotonic() - start)
             summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
@@ -86,11 +87,9 @@ def run_suite(
 
 
 def _measure(
-    case: Case, ceilings: dict[str, float], world: World, run_dir: Path
+    plan: Plan, ceilings: dict[str, float], world: World, run_dir: Path
 ) -> tuple[dict, dict[str, list[float]], dict]:
-    """One case's row, samples and (on several ranks) the ranks' extra samples: the case is
-    resolved into its plan here, the job boundary."""
-    plan = resolve(case)
+    """One case's row, samples and (on several ranks) the ranks' extra samples."""
     if not world.distributed:
         return (*runner.run_case(plan, ceilings), {})
     if world.leader:

@@ -38,8 +38,8 @@ from bench.quality import tables, underflow
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
 from bench.recipes.modes import Mode
-from bench.recipes.plan import Plan
-from bench.recipes.step import StepOptions, build, train_step, watch
+from bench.recipes.plan import Plan, StepOptions
+from bench.recipes.step import build, train_step, watch
 from bench.recipes.step import evaluate as heldout
 from bench.workloads.base import Workload
 
@@ -110,7 +110,7 @@ class Run:
         plan = resolved.plan.with_case(seed=seed)
         # The same initial weights and dropout stream for every recipe of a seed (`build` seeds
         # them); the batch is the feed's, set before every step.
-        self.state = build(plan, options=options(cfg))
+        self.state = build(plan)
         self.feed = Feed(self.fitted, cfg.batch_size, seed, self.device, cfg.heldout_limit)
 
     @property

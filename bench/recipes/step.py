@@ -3,7 +3,7 @@
 The timing harness (`bench.execution.variants`, phase by phase), the quality study
 (`bench.quality.train`) and the numerics study (`bench.numerics.measure.training`) all drive the
 functions here. Where they differ (clipping the gradients, unscaling them first, dropout) is a
-`StepOptions` of the state, and `StepOptions.describe` is the phrase their reports name it by. A
+`StepOptions` of the plan, and `StepOptions.describe` is the phrase their reports name it by. A
 case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which gives
 the model, its synthetic batch and its loss; a mode's recipe (`bench.recipes.modes.Mode`) decides
 everything that differs between modes: the model's preparation, the precision context of each
@@ -24,63 +24,8 @@ from torch import nn
 
 from bench.cases.case import Case
 from bench.recipes.modes import Mode
-from bench.recipes.plan import Plan
+from bench.recipes.plan import HARNESS, Plan, StepOptions
 from bench.workloads import heads, outputs
-
-
-@dataclass(frozen=True, kw_only=True)
-class StepOptions:
-    """How a step differs between the studies that run it; the defaults are the harness's."""
-
-    grad_clip: float = 0.0
-    """Clip the gradients' global norm to this before the update (0: no clip). Clipping reads
-    the norm on the device; `clip_grad_norm_` does not sync."""
-    unscale_before_clip: bool = True
-    """With a loss scaler, unscale the gradients before the clip, so the clip sees the true
-    gradients and not ones the scale multiplied (GradScaler's documented order)."""
-    dropout: bool = True
-    """Train with the model in training mode (its dropout, where it has any, on); off: eval
-    mode, the step of a fixed function."""
-    eval_every: int = 0
-    """Held-out evaluation every this many steps, outside any timed step (0: none)."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """Adam's betas (torch's defaults); the optimizer is built with them (`build`)."""
-    weight_decay: float = 0.0
-    """AdamW's decoupled weight decay on the weights of an optimizer row with nanoGPT's groups
-    (`bench.recipes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
-
-    def __post_init__(self) -> None:
-        if not all(0 <= b < 1 for b in self.betas) or len(self.betas) != 2:
-            raise ValueError(f"StepOptions.betas must be two numbers in [0, 1), got {self.betas!r}")
-        if not (self.weight_decay >= 0 and self.weight_decay != float("inf")):
-            raise ValueError(
-                f"StepOptions.weight_decay must be finite and >= 0, got {self.weight_decay!r}"
-            )
-        if not (self.grad_clip >= 0 and self.grad_clip != float("inf")):
-            raise ValueError(
-                f"StepOptions.grad_clip must be finite and >= 0, got {self.grad_clip!r}"
-            )
-        if self.eval_every < 0:
-            raise ValueError(f"StepOptions.eval_every must be >= 0, got {self.eval_every!r}")
-
-    def describe(self) -> str:
-        """The options in a short phrase, for a report's method line."""
-        if self.grad_clip > 0:
-            unscaled = ", unscaled first" if self.unscale_before_clip else ", not unscaled first"
-            clip = f"gradients clipped at norm {self.grad_clip:g}{unscaled}"
-        else:
-            clip = "no gradient clipping"
-        dropout = "dropout on" if self.dropout else "dropout off"
-        evaluation = (
-            f"held-out evaluation every {self.eval_every} steps, untimed"
-            if self.eval_every
-            else "no evaluation"
-        )
-        return f"{clip}; {dropout}; {evaluation}"
-
-
-HARNESS = StepOptions()
-"""The timing harness's step: forward, backward, update, nothing else."""
 
 
 @dataclass
@@ -109,13 +54,16 @@ class TrainState:
     wrapper: nn.Module | None = None
     """The DDP or FSDP2 module that `compute` calls in a distributed case
     (`bench.execution.parallel`); `model` is the workload's model inside it."""
-    options: StepOptions = HARNESS
-    """How this state's step differs from the harness's (`with_options` sets it)."""
+
+    @property
+    def options(self) -> StepOptions:
+        """How this state's step differs from the harness's: its plan's."""
+        return self.plan.step_options
 
     def with_options(self, options: StepOptions) -> TrainState:
         """This state with `options`: the model put in training or eval mode to match."""
         self.model.train(options.dropout)
-        return dataclasses.replace(self, options=options)
+        return dataclasses.replace(self, plan=self.plan.with_step_options(options))
 
     @property
     def case(self) -> Case:
@@ -140,11 +88,10 @@ def build(
     *,
     capturable: bool = False,
     wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
-    options: StepOptions = HARNESS,
 ) -> TrainState:
-    """The workload's model, optimizer (the case's row at case.lr, the options' betas and weight
-    decay), scaler and a synthetic batch for one case's plan, seeded; the only maker of a train
-    state. With `options` other than the harness's, the state has them (`with_options`).
+    """The workload's model, optimizer (the case's row at case.lr, the plan's step options' betas
+    and weight decay), scaler and a synthetic batch for one case's plan, seeded; the only maker
+    of a train state.
 
     The plan's mode may be one the mode table has not (`Plan.with_mode`): the numerics audit
     tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer
@@ -155,6 +102,7 @@ def build(
     # First, before anything draws: a workload whose init uses the global generator (the MLP,
     # through torch's default init) gets weights that depend on the case's seed alone.
     case, mode, workload, size = plan.case, plan.mode, plan.workload, plan.size
+    options = plan.step_options
     torch.manual_seed(case.seed)
     model = workload.build(size, case.device, case.seed)
     if case.init_scale != 1.0:
@@ -183,8 +131,9 @@ def build(
     scaler = mode.scaler(case.device)
     wrapper = net if wrap is not None else None
     state = TrainState(plan, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
-    # The harness's state leaves the model in the mode its workload built it in.
-    return state if options == HARNESS else state.with_options(options)
+    if options != HARNESS:  # the harness's leaves the model in the mode its workload built
+        model.train(options.dropout)
+    return state
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
