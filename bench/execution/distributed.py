@@ -1,18 +1,6 @@
-"""The ranks of a distributed run: process groups, and the exchange between ranks after a case.
-
-A run launched by torchrun (`bench.execution.launch`) has two process groups:
-- the default group, gloo, for control: the plan rank 0 sends out, and the exchange of every
-  rank's row and samples after each case (`World.exchange`, never inside a timed window);
-- a data group that DDP, FSDP2 and the collective ceilings run over: NCCL on CUDA, gloo on the
-  CPU. It is replaced after a case that failed on some rank, since a collective that one rank
-  never joined leaves the others' sequence of collectives out of step.
-
-Every collective is bounded: the data group times out after `collective_timeout_s`, the control
-group after twice that, so that a rank stuck in a data collective gives up (gloo raises; NCCL's
-watchdog ends the process) before its peers stop waiting for it. An exchange that times out
-raises `GroupBroken`, naming the ranks that never arrived; the run then ends and its launcher
-records the case and goes on (`bench.execution.launch`).
-"""
+"""The ranks of a distributed run: a gloo control group (the plan, each case's exchange) and a data
+group (NCCL on CUDA), every collective bounded by a timeout; an exchange that times out raises
+`GroupBroken` naming the ranks that never arrived (docs/several-gpus.md)."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""Parallelism as data: how one case's model is spread over the ranks of a distributed run.
-
-The `parallel` axis of a case names a row of `bench.cases.axes.PARALLELS`, which its plan holds
-(`bench.recipes.plan.Plan.parallel`). Everything runs on PyTorch's own
-engine, nothing home-made:
-- `none`: no communication. In a run of several ranks each rank trains its own copy of the
-  model at the case's batch size: the one-GPU baseline, measured on every GPU at once.
-- `ddp`: `DistributedDataParallel` with PyTorch's defaults. Under autocast `param.grad` is
-  float32 (AMP-FACTS.md), so DDP all-reduces float32 gradients whatever the mode.
-- `ddp-bf16`: the same with `bf16_compress_hook`: each bucket is cast to bfloat16, all-reduced,
-  and cast back, halving the bytes on the wire.
-- `fsdp`: FSDP2 `fully_shard` on each of the workload's blocks (`Workload.blocks`: a
-  transformer's blocks, the MLP's Linears) and on the model, with a `MixedPrecisionPolicy`
-  that matches the mode: parameters all-gathered in the mode's compute dtype (float32 for fp32
-  and tf32), gradients reduce-scattered in float32; the optimizer steps only the local shard.
-- `fsdp-bf16`: the same with gradients reduce-scattered in bfloat16.
-
-`wrap` applies a row to a model; `gradient_sync_off` is the context in which the step runs
-without gradient synchronization, so that `comm_ms` is the difference of two timed windows.
-"""
+"""Parallelism as data: how one case's model is spread over the ranks (`none`, `ddp`, `ddp-bf16`,
+`fsdp`, `fsdp-bf16`, all PyTorch's own: docs/several-gpus.md); `wrap` applies a row, and
+`gradient_sync_off` times the step without gradient sync, for `comm_ms`."""
 
 from __future__ import annotations
 

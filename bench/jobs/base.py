@@ -1,10 +1,5 @@
-"""A results folder's life, written once for every job: open a new one or reopen one to resume,
-hold its lock while the job writes, record the machine and the job's settings, and mark the end.
-
-A job (a timing session, a largest-batch search, a numerics study) gets a `Folder` from
-`new_folder` or `resumed_folder`, measures into it, and calls `Folder.finish`. It renders
-nothing: the command that ran it does (`bench.publish.render.after_job`).
-"""
+"""A results folder's life, for every job: open a new one or reopen one to resume, hold its lock
+while the job writes, record the machine and the job's settings, and mark the end."""
 
 from __future__ import annotations
 

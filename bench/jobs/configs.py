@@ -1,13 +1,6 @@
-"""A job's config from the options a user gave, with what only the registries know filled in:
-the workload's default preset, its sizes and its batch sizes, the modes the CPU can run,
-and the refusal of a grid of which no case can run here.
-
-The configs themselves (`bench.cases.grid.RunConfig`, `bench.cases.maxbatch.MaxBatchConfig`) are
-names and numbers, checked against the registries' torch-free names (the tables): the
-store and the command line's parser read them without torch, so they import no registry, inside
-a function either (tests/test_layout.py). A new job's config is built here, above the
-registries, where asking a workload, a mode or a variant is an import downwards.
-"""
+"""A new job's config from the options a user gave, with what only the registries know filled in
+(the workload's default preset, sizes and batch sizes, the modes the CPU can run), and the refusal
+of a grid of which no case can run here. The configs themselves are torch-free (`bench.cases`)."""
 
 from __future__ import annotations
 

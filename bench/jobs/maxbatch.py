@@ -1,19 +1,6 @@
-"""The largest batch: `python -m bench maxbatch` (or `./run_bench.sh maxbatch`).
-
-For each mode (and variant where asked), the largest batch size that trains a few full steps
-without failing: doubling from `start` until a trial fails or `limit` is reached, then bisection
-between the last batch that trained and the first that did not, until the gap is at most
-`resolution` of the batch (counted in samples: sequences for a transformer). Every trial is a
-row of `trials.jsonl` (batch size, status, samples/s and tokens/s where the workload counts
-tokens, peak memory); the report gives each mode's largest batch, its throughput there, and what
-stopped the search: memory (`oom`), another error (its message, for example an indexing limit),
-or the search's own limit. A trial that raised keeps its traceback in `errors/<case id>.txt`.
-
-Trials run one after another in this process. Each one is isolated by a full cleanup: its state
-is dropped, the garbage collector runs and the CUDA caching allocator is emptied, and the memory
-still allocated afterwards is recorded (`leftover_gib`): a trial's out-of-memory error cannot leave
-memory behind that the next one would miss without the row saying so.
-"""
+"""The largest batch (`python -m bench maxbatch`): per mode (and variant), doubling then bisecting
+the batch size until a trial fails, every trial a row of `trials.jsonl`, each isolated by a full
+cleanup whose leftover memory its row records (docs/largest-batch.md)."""
 
 from __future__ import annotations
 

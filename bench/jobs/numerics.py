@@ -1,14 +1,7 @@
 """A numerics study as a job: start one in a new folder, resume an interrupted one (or add modes
-to a finished one), or run one into a folder another job made (`run --numerics`).
-
-While a study runs, each finished job's rows are kept in `jobs/<job key>.json`, so that an
-interrupted study (a time limit, a lost machine, Ctrl-C) goes on where it stopped with `resume`;
-the folder is removed once the tables are written. The audit is kept the same way: `audit.json`
-is written after its tables, so its presence means the audit is done. A failed job's traceback is
-kept in `errors/<job key>.txt` as the job ends, and a mode the audit failed on in
-`errors/audit_<mode>.txt` (`bench.store.errors`). Rendering the folder is
-`bench.numerics.render.study.render`, which the command calls afterwards.
-"""
+to a finished one), or run one into a folder another job made (`run --numerics`). Finished jobs
+are kept in `jobs/<job key>.json` until the tables are written, so `resume` goes on where it
+stopped."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""A time-to-quality study as a job: a folder, the step time of every recipe measured alone, then
-every (recipe, seed) run trained, `workers` side by side as processes on the one device, each
-run's tables appended as it ends, its row naming the commit it trained at. `resume` trains what
-an interrupted study left, and may add recipes and seeds.
-
-A sequential study (`max_seeds`) judges its first look (its seeds), then adds one seed to fp32
-and to every recipe still not known, and looks again (`bench.jobs.quality_looks`), until every
-recipe is decided, the cap is reached, or a device-time budget ends; `resume` goes on from the
-last look. A study is one commit: seeds are added only at the commit its runs trained at, or
-where a rerun of one of fp32's seeds on the GPU gives back its best held-out loss
-(`rerun_check`). `replicate` runs a study twice, on disjoint seeds.
-
-The step times are taken first, before any training shares the device: time to the target is
-steps × that step time, never a run's own wall time, which other runs beside it inflate.
-"""
+"""A time-to-quality study as a job (docs/quality.md): every recipe's step timed alone first, then
+each (recipe, seed) run trained, `workers` side by side, its row naming the commit it trained at;
+sequential looks, `resume` (adding recipes and seeds at one commit) and `replicate`."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""A grid's cases into a folder: the loop of a timing run, in rounds.
-
-Each case becomes a row (`bench.measure.runner.run_case`, or `bench.measure.ranks` on several
-ranks). Rows and raw samples are appended as each case finishes, so Ctrl-C or a kill loses only
-the case in flight, and a resumed run skips every case whose row is already there.
-
-Rounds (`run --rounds N`, as asv's interleaved rounds): the grid is run N times, each case
-timed once per pass, so that a case's windows lie minutes apart rather than seconds. A machine
-whose speed drifts over minutes (a shared virtual machine, a GPU whose clocks move) then shows
-that drift between a case's own windows, where `bench compare` weighs it, instead of putting it
-between two runs, where it would read as a change of the code. The windows of the rounds before
-the last are kept in `rounds.jsonl` as they are timed; the last round writes the case's row, with
-its statistics over the windows of every round.
-"""
+"""A grid's plans into a folder: the loop of a timing run, in rounds (`run --rounds N`, interleaved
+as asv's: docs/methodology.md). Rows and samples are appended as each case ends, so a kill loses
+only the case in flight and a resume skips every case whose row is there."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per recipe
-and seed, in interleaved rounds (round k runs every recipe at seed k, in an order that turns by
-one each round, so drift over the session is spread over the recipes), each run measured by the
-probe or a callback inside the script (docs/own-loop.md).
-
-Each run gets the recipe, the seed and its folder through the environment (`AMPBENCH_RECIPE`,
-`AMPBENCH_SEED`, `AMPBENCH_OUT`: `bench.ownloop.contract`), which the script's probe or callback
-reads. Its row (the probe's) joins this folder's rows.jsonl, its raw step times samples.jsonl, and
-its own folder stays under `runs/`. A run that exits non-zero, writes no probe folder, or runs
-past the timeout is a row with that status and the script's last lines; the others go on. A
-recipe that a script cannot take by a switch (a cast of the model, float8) is an `unsupported`
-row. The folder is a timing folder (`report`, `compare`, `publish` read it); the recipe table
-and its verdicts are `bench.publish.own_loop`'s.
-"""
+"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per recipe and
+seed, in interleaved rounds, each run measured by the probe inside it (`bench.ownloop.contract`);
+a run that fails or times out is a row with its status (docs/own-loop.md)."""
 
 from __future__ import annotations
 

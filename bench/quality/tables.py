@@ -1,22 +1,6 @@
-"""The files a time-to-quality study writes, one JSON object per line, appended as each part ends
-(so a killed study keeps every finished run and `--resume` trains the rest), and read back as
-DataFrames without torch.
-
-- `timing.jsonl`: per recipe, its training step timed alone (median, p10, p90, IQR in ms), or its
-  status where it cannot run here.
-- `runs.jsonl`: per (recipe, seed), the run's status, steps, why it stopped, divergence and
-  skipped steps.
-- `curves.jsonl`: per evaluation of a run, its held-out loss and accuracy and its running train
-  loss.
-- `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter: the share of fp32's
-  gradient norm float16 flushes to zero without and with the scaler, and the shares of its
-  elements that flush to zero or turn subnormal (`bench.quality.underflow`). Checks before the
-  zero/subnormal split recorded `flushed_unscaled`/`flushed_scaled` (both together), which no
-  rule reads.
-
-A finished study's tables are gzip-compressed (`compact`), as every large table of a results
-folder is; they are read either way, and a resumed study unpacks them before appending.
-"""
+"""The files a time-to-quality study writes (`timing`, `runs`, `curves`, `checks`: docs/quality.md),
+one JSON object per line appended as each part ends, gzip-compressed when it ends (`compact`),
+and read back as DataFrames without torch."""
 
 from __future__ import annotations
 

@@ -1,22 +1,6 @@
-"""One run of the time-to-quality study: a recipe trained from a seed's initial weights on real
-data, evaluated on the whole held-out split every `eval_every` steps; the step it trains with,
-timed alone by the harness's timing function; and, for a recipe that scales the loss, the
-GradScaler check.
-
-The step is the harness's one train step (`bench.recipes.step.train_step`) with the study's
-options (`options`: nanoGPT's clip after unscaling, dropout on), at the learning rate the schedule
-sets: the forward pass and loss under the recipe's context, backward of the (scaled) loss, the
-gradients unscaled and clipped, the update (skipped by GradScaler after an overflow), the
-gradients dropped. Losses and scales stay on the
-device between evaluations and are read once per evaluation, so the loop never waits for the
-device between steps.
-
-The GradScaler check compares, on the run's current weights and one batch, three gradients of the
-same function (dropout off): float32's (the reference), float16 autocast's without scaling, and
-float16 autocast's at the scaler's current scale, unscaled. Per parameter it records the share of
-the reference gradient's norm that is flushed to zero without the scaler and kept with it, and
-the share lost with it: where the scaler keeps no more than it loses, it does not fix underflow.
-"""
+"""One run of the time-to-quality study: a recipe trained on real data with the one train step and
+the study's step options, evaluated every `eval_every` steps (read once per evaluation, so the loop
+never waits between steps); its step timed alone; and the GradScaler check (docs/quality.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The per-element half of the GradScaler check: of the elements of fp32's gradient that are not
-zero, the share float16 would flush to ZERO (lost) and the share it would keep as a subnormal
-(kept, at reduced precision: not harm), without the scaler and with the loss scaled, by float16's
-rounding rule (`bench.numerics.measure.fp16`). The check's decisive figure is the share of the
-gradient's norm that flushes (`lost_unscaled`, `kept_by_scaler`, measured on float16's own
-gradient, as `bench.numerics.measure.underflow.norm_share` defines it); these counts sit beside
-it as what the elements went through."""
+"""The per-element half of the GradScaler check: of fp32's non-zero gradient elements, the share
+float16 flushes to zero and the share it keeps as subnormals, without and with the scale."""
 
 from __future__ import annotations
 

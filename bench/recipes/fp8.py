@@ -1,19 +1,7 @@
-"""What the recipes beyond autocast need from outside torch: torchao (optional, the `[fp8]` extra)
-and a GPU with float8 tensor cores, which Linears a float8 recipe converts and why, and the float8
-matmul ceiling.
-
-- `torchao_version`, `capability` and `recipe_unsupported_reason` say whether a recipe can run
-  here; the tests fake the last two.
-- `plan` decides per Linear of a workload whether a float8 recipe converts it, with the reason,
-  from the model's sizes alone (so a report can print it even for a row that could not run). A
-  Linear the workload keeps in higher precision (`Workload.fp8_excluded`: a transformer's
-  vocabulary head) is kept with the workload's reason; for the rest the rules are torchao's own
-  auto-filter (`torchao.float8.float8_linear_utils._auto_filter_for_recipe`, thresholds from its
-  H100 benchmarks), restated here so that each decision carries its reason.
-- `convert` swaps exactly the planned Linears, by module name, for torchao's `Float8Linear`.
-- `scaled_mm_operands` and `scaled_mm`: one e4m3 `torch._scaled_mm` in the layouts it requires,
-  which `bench.measure.ceilings` times for the float8 matmul ceiling.
-"""
+"""What float8 recipes need from outside torch: torchao and a float8 GPU
+(`recipe_unsupported_reason`), which Linears a recipe converts and why (`plan`, torchao's
+auto-filter restated with its reasons: docs/recipes.md), the conversion (`convert`), and the
+e4m3 `torch._scaled_mm` of the float8 matmul ceiling."""
 
 from __future__ import annotations
 

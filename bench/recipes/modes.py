@@ -1,16 +1,6 @@
-"""The torch side of a precision mode: `Mode`, which a card of the mode table resolves to
-(`recipe(card)`, or the `MODES` mapping by name), owns the whole recipe.
-
-A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
-conversion of its Linears), which context each phase of the step runs in (TF32 for float32
-matmuls, and autocast around the forward pass), whether the loss is scaled by
-`torch.amp.GradScaler`, and it builds the optimizer (a row of `catalog.OPTIMIZERS`: torch's Adam,
-or nanoGPT's AdamW with its weight-decay groups; or torchao's AdamW with stochastic rounding), and
-says why it cannot run on a machine (torchao missing, no float8 GPU). The one train step
-(`bench.recipes.step`) and every caller use only these methods: adding a mode is adding a card to
-`bench.recipes.catalog` (the torch-free table every mode is defined in), whose fields say
-everything here. Nothing else branches on a mode's name.
-"""
+"""The torch side of a precision mode: `Mode` (from its card, `recipe(card)`, or `MODES` by name)
+owns the whole recipe: the model's preparation, each phase's context, the loss scaler, the
+optimizer, and why it cannot run here."""
 
 from __future__ import annotations
 

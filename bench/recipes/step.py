@@ -1,16 +1,6 @@
-"""The one train step every mode and every study runs, split into its three timed phases.
-
-The timing harness (`bench.execution.variants`, phase by phase), the quality study
-(`bench.quality.train`) and the numerics study (`bench.numerics.measure.training`) all drive the
-functions here. Where they differ (clipping the gradients, unscaling them first, dropout) is a
-`StepOptions` of the plan, and `StepOptions.describe` is the phrase their reports name it by. A
-case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which gives
-the model, its synthetic batch and its loss; a mode's recipe (`bench.recipes.modes.Mode`) decides
-everything that differs between modes: the model's preparation, the precision context of each
-phase, the scaler and the optimizer. GradScaler is a no-op unless the mode scales the loss, so
-`scaler.scale(loss)` returns the loss and `scaler.step(opt)` calls `opt.step()` unchanged
-(nanoGPT's pattern).
-"""
+"""The one train step every mode and every study runs, in its three timed phases, on a state built
+from a plan (`build`). GradScaler is a no-op unless the mode scales the loss (nanoGPT's pattern);
+where studies differ is the plan's `StepOptions`."""
 
 from __future__ import annotations
 
