@@ -9,8 +9,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from bench import outcome
 from bench.faults import UsageError
+from bench.measure import env
 from bench.store import folders, results, schema
 
 
@@ -43,12 +46,6 @@ class Folder:
         self.save()
 
 
-def _machine(device: str) -> dict:
-    from bench.measure import env  # torch: only once a job runs
-
-    return env.collect(device)
-
-
 @contextlib.contextmanager
 def new_folder(
     results_dir: Path,
@@ -67,7 +64,7 @@ def new_folder(
     names both), else this checkout's short commit, then `suffix`. The folder is noted for the
     process that started this one, if it asked (`bench.outcome`)."""
     folders.check_parent(results_dir)  # before anything is measured or collected
-    info = schema.stamp(_machine(device), kind)
+    info = schema.stamp(env.collect(device), kind)
     now = folders.utc_now()
     info.update(started=folders.iso(now), command=command, **{schema.settings_key(kind): settings})
     name = folders.run_dir_name(now, str(info["gpu"]), info["commit"], suffix)
@@ -96,15 +93,13 @@ def resumed_folder(
     by the same code on the same kind of machine (unless `force`; `allow` names what may
     differ), and, with `refuse_finished`, has not ended. The resumption is recorded in `info`
     (written by the caller's first `save`). The folder is noted as `new_folder` notes it."""
-    import torch  # the machine this resumes on: a CUDA folder needs a GPU here
-
     folders.require_dir(run_dir)
     with folders.locked(run_dir):  # before env.json is read: no other writer changes it between
         recorded = results.read_env(run_dir)
         device = recorded.get("device", "cpu")
         # Described as the folder's device where it can be: a CUDA folder on a machine without a
         # GPU is then refused by `reopen`, by name.
-        here = _machine(device if device != "cuda" or torch.cuda.is_available() else "cpu")
+        here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
         info = folders.reopen(run_dir, kind=kind, here=here, force=force, allow=allow)
         if refuse_finished and "ended" in info:
             raise UsageError(f"--resume {run_dir}: it is complete; `report` re-renders it")

@@ -48,11 +48,14 @@ apart from the first's (a cap below this many seeds)."""
 
 
 def config(device: str, given: dict[str, object], *, budget: bool = False) -> QualityConfig:
-    """A new study's config from the options the user gave (`QualityConfig.build`); a
-    device-time `budget` without `max_seeds` makes the study sequential, capped at
-    `DEFAULT_MAX_SEEDS` (a budget stops a sequential study between looks)."""
+    """A new study's config from the options the user gave (`QualityConfig.build`, a model's
+    default preset filled in); a device-time `budget` without `max_seeds` makes the study
+    sequential, capped at `DEFAULT_MAX_SEEDS` (a budget stops a sequential study between looks)."""
     if budget and "max_seeds" not in given:
         given = {**given, "max_seeds": DEFAULT_MAX_SEEDS}
+    model = str(given.get("model", "gpt"))
+    if model != "gpt":  # its own default preset, which only its registry knows
+        given = {"preset": registry.get(model).default_preset[device], **given}
     cfg = QualityConfig.build(device, given)
     if cfg.max_seeds:
         try:  # the design the looks will follow, checked before any folder or GPU time

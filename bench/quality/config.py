@@ -128,13 +128,8 @@ class QualityConfig:
     @classmethod
     def build(cls, device: str, options: dict[str, object]) -> QualityConfig:
         """The config of a new study: the options given, else the device's defaults (a model
-        other than the gpt at its own default preset)."""
-        defaults = dict(PER_DEVICE[device])
-        if options.get("model", "gpt") != "gpt":
-            from bench.workloads.registry import get  # torch: only once a study is built
-
-            defaults["preset"] = get(str(options["model"])).default_preset[device]
-        return cls(device=device, **{**defaults, **options})
+        other than the gpt is given its own default preset by the job, `bench.jobs.quality`)."""
+        return cls(device=device, **{**PER_DEVICE[device], **options})
 
     def record(self) -> dict[str, object]:
         """As env.json keeps it."""
