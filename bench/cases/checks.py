@@ -3,6 +3,7 @@ line: `ValueError("NAME VALUE is not ...")` in one line, wherever the value come
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -170,8 +171,6 @@ def fields(obj: object, blame: Callable[[str], str] = str) -> None:
     `items` in it too, the check applies to each item of a non-empty tuple without repeats;
     `items: "maybe none"` allows the empty tuple); `blame(field name)` is the
     name an error gives."""
-    import dataclasses
-
     for f in dataclasses.fields(obj):
         check = f.metadata.get("check")
         if check is None:
