@@ -308,7 +308,7 @@ def test_without_torchvision_the_largest_batch_search_reports_it(no_torchvision)
 
     def run(batch: int) -> dict:
         tried.append(batch)
-        return maxbatch.trial(maxbatch.trial_case(cfg, "fp32", "eager", batch))
+        return maxbatch.trial(resolve(maxbatch.trial_case(cfg, "fp32", "eager", batch)))
 
     (row,) = maxbatch.search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
     assert tried == [cfg.start]  # nothing to search

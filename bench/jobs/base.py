@@ -57,12 +57,10 @@ def new_folder(
     suffix: str = "",
     label: str | None = None,
 ) -> Iterator[Folder]:
-    """A new folder under `results_dir` for a job of `kind` (a key of
-    `bench.store.schema.KINDS`), with env.json written (this machine, the start time, the
-    command, the settings, the schema version and the kind), locked while the caller writes.
-    Its name is the start time, the GPU, then `label` where given (a comparison of two commits
-    names both), else this checkout's short commit, then `suffix`. The folder is noted for the
-    process that started this one, if it asked (`bench.outcome`)."""
+    """A new folder under `results_dir` for a job of `kind` (`bench.store.schema.KINDS`), with
+    env.json written (machine, start time, command, settings, schema version), locked while the
+    caller writes. Named by the start time, the GPU, `label` or this checkout's short commit, and
+    `suffix`; noted for the process that started this one (`bench.outcome`)."""
     folders.check_parent(results_dir)  # before anything is measured or collected
     info = schema.stamp(env.collect(device), kind)
     now = folders.utc_now()
@@ -89,10 +87,8 @@ def resumed_folder(
     refuse_finished: bool = False,
 ) -> Iterator[Folder]:
     """An existing folder of a job of `kind`, locked, after the checks that must pass before
-    anything in it changes (`bench.store.folders.reopen`): it exists, is of this kind, was made
-    by the same code on the same kind of machine (unless `force`; `allow` names what may
-    differ), and, with `refuse_finished`, has not ended. The resumption is recorded in `info`
-    (written by the caller's first `save`). The folder is noted as `new_folder` notes it."""
+    anything in it changes (`bench.store.folders.reopen`; `force`, `allow`, `refuse_finished`). The
+    resumption is recorded in `info`, written by the caller's first `save`."""
     folders.require_dir(run_dir)
     with folders.locked(run_dir):  # before env.json is read: no other writer changes it between
         recorded = results.read_env(run_dir)

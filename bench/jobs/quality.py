@@ -242,10 +242,8 @@ def replicate(
     cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
 ) -> Iterator[Path]:
     """`--replicate`: the study, then the same study on its seeds moved by `REPLICA_OFFSET`
-    (tagged `replica1` and `replica2`), each folder given as it ends (so its report can be
-    written before the second trains). A budget is the whole command's: each study has half of
-    it. UsageError, before either starts, where the seeds it may reach are not below the
-    offset."""
+    (`replica1`, `replica2`), each folder given as it ends; each has half the budget. UsageError
+    first where the seeds it may reach are not below the offset."""
     if max(cfg.seed_order()) >= REPLICA_OFFSET:
         raise UsageError(
             f"--replicate: seeds reach {max(cfg.seed_order())}, not below {REPLICA_OFFSET}"
@@ -340,11 +338,9 @@ def resume(
     only: tuple[str, ...] = (),
     rerun_check: bool = False,
 ) -> Path:
-    """Train what the study in `run_dir` has not; `add_modes` and `add_seeds` add recipes and
-    seeds to it first (every recipe trains each added seed); `only` trains only those recipes'
-    runs this time; a sequential study goes on from its last look. Another version of the code
-    may finish its runs (each run's row names its commit) but not add seeds (`one_commit`);
-    another GPU or torch may not resume it."""
+    """Train what the study in `run_dir` has not: after `add_modes` and `add_seeds` (seeds at one
+    commit only: `one_commit`), `only` those recipes' runs; a sequential study goes on from its last
+    look. Another GPU or torch may not resume it."""
     started = looks.clock()
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)

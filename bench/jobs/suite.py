@@ -26,16 +26,11 @@ def run_suite(
     rounds: int = 1,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
 ) -> None:
-    """Run every case (of `plans`, resolved at the job's entry) not yet done in `run_dir`,
-    `rounds` passes over the grid, appending rows and samples as it goes.
-
-    A case is done when its row is there and, for an `ok` row, its samples too: a run killed
-    between the two writes re-runs that case (the later row wins when the folder is loaded).
-    A case whose round before the last is not `ok` is done with that round's row. In a run of
-    several ranks (one round only) every rank calls this; rank 0 alone reads and writes the
-    folder, and marks the case in flight (`bench.execution.launch`) so that a run that ends
-    during a case still leaves its row. `GroupBroken` (a rank that never answered) ends the
-    suite with the case's `timeout` row written."""
+    """Run every plan's case not yet done in `run_dir`, `rounds` passes over the grid, appending
+    rows and samples as it goes. A case is done when its row is there and, for an `ok` row, its
+    samples too (a kill between the two writes re-runs it). On several ranks (one round) every rank
+    calls this and rank 0 alone writes, marking the case in flight (`bench.execution.launch`);
+    `GroupBroken` ends the suite with the case's `timeout` row written."""
     world = world or World.single()
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")

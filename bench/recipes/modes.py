@@ -229,11 +229,8 @@ def tf32_flags() -> dict[str, bool]:
 
 @contextlib.contextmanager
 def tf32_enabled(enabled: bool) -> Iterator[None]:
-    """Set both TF32 switches for the duration of a region and restore them afterwards.
-
-    The legacy `allow_tf32` flags are used for both setting and reading: newer torch versions
-    refuse to mix them with the `fp32_precision` API in one process.
-    """
+    """Both TF32 switches set for a region, restored after. The legacy `allow_tf32` flags, for
+    setting and reading: newer torch refuses to mix them with `fp32_precision` in one process."""
     matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = enabled
     torch.backends.cudnn.allow_tf32 = enabled

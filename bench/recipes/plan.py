@@ -103,11 +103,9 @@ class Plan:
 
     @cached_property
     def unsupported_reason(self) -> str | None:
-        """Why this plan cannot run here, or None when it can: the one place that asks its
-        workload (an optional package it needs), its variant (CUDA graphs on the CPU) and its
-        mode's recipe (a Linear its float8 plan converts,
-        `bench.verdicts.float8_plan.float8_unsupported_reason`; torchao; a float8 GPU). Its
-        parallelism, which depends on the ranks, is asked beside it
+        """Why this plan cannot run here, or None: the one place that asks its workload, its
+        variant and its mode's recipe (its float8 plan, torchao, a float8 GPU). Its parallelism,
+        which depends on the ranks, is asked beside it
         (`bench.execution.parallel.unsupported_reason`)."""
         case, workload, variant, mode = self.case, self.workload, self.variant, self.mode
         reason = workload.unsupported_reason()

@@ -20,11 +20,8 @@ from bench.workloads import heads, outputs
 
 @dataclass
 class TrainState:
-    """Everything one case trains: model, optimizer, scaler and the current batch.
-
-    Its plan's mode is the recipe the state was built with and is never changed; `as_mode` gives
-    a second state over the same model and batch for another mode (the numerics census compares
-    modes on the same weights)."""
+    """Everything one case trains: model, optimizer, scaler and the current batch. Its plan's mode
+    is never changed; `as_mode` gives a second state over the same model and batch for another."""
 
     plan: Plan
     model: nn.Module
@@ -79,16 +76,11 @@ def build(
     capturable: bool = False,
     wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
 ) -> TrainState:
-    """The workload's model, optimizer (the case's row at case.lr, the plan's step options' betas
-    and weight decay), scaler and a synthetic batch for one case's plan, seeded; the only maker
-    of a train state.
-
-    The plan's mode may be one the mode table has not (`Plan.with_mode`): the numerics audit
-    tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer
-    whose state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
-    prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the optimizer sees
-    its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
-    so ranks of a distributed case train on equal batches, which is all a timing needs."""
+    """The workload's model, optimizer (the case's row at case.lr, the step options' betas and
+    weight decay), scaler and a synthetic batch for one plan, seeded: the only maker of a train
+    state. `capturable`: an optimizer whose state stays on the device (a CUDA graph capture). `wrap`
+    puts the prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the
+    optimizer sees it. Every rank builds the same weights and batch (same seed)."""
     # First, before anything draws: a workload whose init uses the global generator (the MLP,
     # through torch's default init) gets weights that depend on the case's seed alone.
     case, mode, workload, size = plan.case, plan.mode, plan.workload, plan.size
