@@ -132,13 +132,10 @@ class World:
 
 
 def leave(code: int) -> NoReturn:
-    """End this rank now, with exit status `code`, without Python's finalization. After
-    `World.close` the process still runs torch's C++ threads: gloo's workers of the groups
-    FSDP2 still holds, and the autograd engine's. A thread that touches a Python object
-    once finalization has begun is ended mid-C++ and aborts the process ("terminate called
-    without an active exception", SIGABRT): a rank of a CPU FSDP2 run that had passed died so
-    in CI (2026-12-02), and torchrun then stopped rank 0 while it wrote the report. Every file
-    of the run is closed by now; only the standard streams are buffered."""
+    """End this rank now, with exit status `code`, without Python's finalization: after
+    `World.close` torch's C++ threads (gloo's workers, the autograd engine's) still run, and one
+    that touches a Python object during finalization aborts the process (SIGABRT, seen in CI on a
+    CPU FSDP2 run, 2026-12-02). Every file of the run is closed by now."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -170,10 +170,9 @@ def launch(
     log=lambda msg: print(f"ampbench: {msg}", file=sys.stderr, flush=True),
 ) -> int:
     """Run `python -m bench ARGV` on `nproc` ranks through torchrun until the run finishes or a
-    launch adds no row; returns the exit status of the last launch. `keep`: options carried to a
-    relaunch (with `run --resume FOLDER --gpus N`). `worker`: what torchrun runs instead of
-    `-m bench` (the tests run a script that injects faults). The ranks' folder is this
-    process's, for `bench.outcome`: the ranks do not write its file, this process does."""
+    launch adds no row; returns the last launch's exit status. `keep`: options carried to a relaunch
+    (`run --resume FOLDER --gpus N`); `worker`: what torchrun runs instead of `-m bench` (tests).
+    This process, not the ranks, writes the folder's `bench.outcome` file."""
     fd, run_file = tempfile.mkstemp(prefix="ampbench-run-")
     os.close(fd)
     env = {k: v for k, v in os.environ.items() if k != outcome.RESULT_VAR}

@@ -127,13 +127,10 @@ def wrap(
 
 @contextlib.contextmanager
 def gradient_sync_off(module: nn.Module, parallel: Parallel) -> Iterator[None]:
-    """Run the step without gradient synchronization, to time what the collectives cost.
-
-    DDP: `no_sync()`, no all-reduce at all. FSDP2: `set_requires_gradient_sync(False)`, the
-    closest equivalent: it turns off the gradient reduce-scatter, but the parameter all-gathers
-    of forward and backward still run, and the optimizer then finds no sharded gradient to step.
-    So `comm_ms` is taken from forward plus backward alone, and for FSDP it is the cost of the
-    reduce-scatter that backward could not hide."""
+    """The step without gradient synchronization, to time what the collectives cost. DDP:
+    `no_sync()`, no all-reduce. FSDP2: `set_requires_gradient_sync(False)` turns off the gradient
+    reduce-scatter but not the all-gathers, and leaves the optimizer no sharded gradient: so
+    `comm_ms` is taken from forward plus backward (for FSDP, the reduce-scatter left unhidden)."""
     kind = parallel.kind
     if kind == "ddp":
         with module.no_sync():
@@ -149,12 +146,10 @@ def gradient_sync_off(module: nn.Module, parallel: Parallel) -> Iterator[None]:
 
 
 def collective_bytes(num_params: int, parallel: Parallel, mode: Mode) -> dict[str, float]:
-    """Bytes of each collective one step must run, by collective, at the full (unsharded)
-    size as nccl-tests counts it: {"all_reduce": ..., "reduce_scatter": ..., "all_gather": ...}.
-
-    DDP all-reduces every gradient once (`_reduced_dtype`). FSDP2 all-gathers the parameters
-    twice (forward, and again in backward: every block reshards after forward) in
-    `_gathered_dtype`, and reduce-scatters the gradients once in its reduce dtype."""
+    """Bytes of each collective one step runs, at the full (unsharded) size as nccl-tests counts
+    it. DDP all-reduces every gradient once (`_reduced_dtype`); FSDP2 all-gathers the parameters
+    twice (forward, and backward after resharding) in `_gathered_dtype` and reduce-scatters the
+    gradients once."""
     p = parallel
     out = {"all_reduce": 0.0, "reduce_scatter": 0.0, "all_gather": 0.0}
     if not p.distributed:

@@ -84,21 +84,16 @@ def _fitted(cfg: QualityConfig) -> Fitted | str:
         return str(exc)
 
 
-def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> str | None:
-    """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None:
-    the one rule every job asks (`bench.recipes.plan.Plan.unsupported_reason`)."""
-    if isinstance(fitted, str):
-        return fitted
-    return resolve(cfg, mode, fitted).plan.unsupported_reason
-
-
 def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None:
     timed = {r["mode"] for r in tables.load(folder_path)["timing"].to_dict("records")}
     fitted = _fitted(cfg) if set(modes) - timed else None
     for mode in modes:
         if mode in timed:
             continue
-        why = _unsupported(cfg, mode, fitted)
+        # Why the recipe cannot train the study's model here: the one rule every job asks
+        # (`Plan.unsupported_reason`), or why the model could not be sized to the data.
+        resolved = resolve(cfg, mode, fitted) if isinstance(fitted, Fitted) else None
+        why = fitted if resolved is None else resolved.plan.unsupported_reason
         if why is not None:
             tables.append(
                 folder_path, "timing", [{"mode": mode, "status": "unsupported", "error": why}]
@@ -106,7 +101,7 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
             continue
         log(f"timing {mode}")
         try:
-            row = {**time_step(cfg, resolve(cfg, mode, fitted)), "status": "ok", "error": ""}
+            row = {**time_step(cfg, resolved), "status": "ok", "error": ""}
         except Exception as exc:  # a recipe that fails here is a row; the study goes on
             info = fault(exc)
             row = {"mode": mode, "status": info["status"], "error": info["error"]}

@@ -17,8 +17,8 @@ from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
 from bench.measure.timing import clock_for, time_settled
-from bench.numerics.measure.underflow import norm_share
-from bench.quality import tables, underflow
+from bench.numerics.measure.underflow import fp16_cast_shares, norm_share
+from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
 from bench.recipes.modes import Mode
@@ -164,11 +164,26 @@ class Run:
                     "lost_unscaled": norm_share(ref, live & (bare == 0)),
                     "lost_scaled": norm_share(ref, live & (scaled == 0)),
                     "kept_by_scaler": norm_share(ref, live & (bare == 0) & (scaled != 0)),
-                    **underflow.element_shares(ref, scale),
+                    **element_shares(ref, scale),
                     "overflow": bool(not torch.isfinite(scaled).all()),
                 }
             )
         return rows
+
+
+def element_shares(reference: torch.Tensor, scale: float) -> dict[str, float]:
+    """`zero_unscaled` / `zero_scaled`: the share of `reference`'s (fp32's gradient's) non-zero
+    elements that float16 rounds to zero, without the scaler and with the loss multiplied by
+    `scale`; `subnormal_unscaled` / `subnormal_scaled`: the share it keeps as subnormals. Read off
+    fp32's values: a tensor whose gradient autocast keeps in float32 would not lose them, which
+    the norm share beside it (measured on float16's own gradient) shows."""
+    bare, scaled = fp16_cast_shares(reference), fp16_cast_shares(reference, scale)
+    return {
+        "zero_unscaled": bare["zero"],
+        "zero_scaled": scaled["zero"],
+        "subnormal_unscaled": bare["subnormal"],
+        "subnormal_scaled": scaled["subnormal"],
+    }
 
 
 def _eval_steps(cfg: QualityConfig) -> list[int]:

@@ -78,11 +78,9 @@ def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
 
 
 def convertible(workload: Workload, size: object) -> list[str]:
-    """The Linears of `workload` at `size` that float8 can run at all: not kept by the workload
-    and both dimensions multiples of 16, torchao's size thresholds left out. None convertible
-    (ResNet-50, whose one Linear is its head; a model without a Linear): float8 does not apply
-    to this model at any size. A plan that converts none for the thresholds alone is
-    `unsupported` too (`bench.verdicts.float8_plan.float8_unsupported_reason`), but for its size."""
+    """The Linears of `workload` at `size` that float8 can run at all (not kept by the workload,
+    both dimensions multiples of 16; torchao's size thresholds left out). None: float8 does not
+    apply to this model at any size (ResNet-50, whose one Linear is its head)."""
     excluded = workload.fp8_excluded_of(size)
     return [
         name

@@ -164,11 +164,9 @@ class Mode:
 
     @contextlib.contextmanager
     def context(self, device: str, *, forward: bool = False, cache: bool = True) -> Iterator[None]:
-        """The precision context of one phase of the step: TF32 as the mode wants it, and, for the
-        forward pass only, autocast. Autocast wraps the forward and the loss alone, as its
-        docstring asks: backward ops then run in the dtype autocast chose for the forward ops.
-        `cache=False` turns off autocast's cache of weight casts, as a CUDA graph capture needs
-        (PyTorch's CUDA graph notes)."""
+        """One phase's precision context: TF32 as the mode wants it and, for the forward pass only,
+        autocast (around the forward and the loss alone, as its docstring asks). `cache=False` turns
+        off autocast's cache of weight casts, as a CUDA graph capture needs."""
         dtype = self.autocast_dtype
         with (
             tf32_enabled(self.tf32),

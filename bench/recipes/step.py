@@ -193,13 +193,10 @@ def evaluate(
 
 
 class ScaleWatch:
-    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`), read from its scale.
-
-    After an overflow GradScaler skips the optimizer's step and multiplies the scale by its
-    backoff factor (below 1); after a step it applied, the scale stays or grows. So a step was
-    skipped exactly when the scale fell. Each mark copies the scale tensor on the device (one
-    tiny kernel, no sync: `get_scale()` would read it on the host); `skipped` reads them all at
-    once."""
+    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`): after an overflow it
+    skips the step and lowers the scale, after an applied step the scale stays or grows, so a step
+    was skipped exactly when the scale fell. A mark copies the scale on the device (no sync, as
+    `get_scale()` would); `skipped` reads them all at once."""
 
     def __init__(self, scaler: torch.amp.GradScaler) -> None:
         if not scaler.is_enabled():
