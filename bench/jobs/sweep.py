@@ -20,7 +20,7 @@ from bench.jobs import packing
 from bench.jobs.base import Folder, log, new_folder
 from bench.ownloop import contract, looks
 from bench.recipes import catalog
-from bench.store import paths, results
+from bench.store import folders, paths, results
 from bench.verdicts import sequential
 
 RUNS = "runs"
@@ -249,10 +249,9 @@ def run(
 ) -> Path:
     """Every run of the grid, round by round, into a new folder; returns it."""
     settings = {**dataclasses.asdict(cfg), "own_loop_driver": True}
-    suffix = f"_sweep{'_' + tag if tag else ''}"
     with new_folder(
         results_dir, kind="timing", device=cfg.device, settings=settings, command=command,
-        suffix=suffix,
+        suffix=folders.tagged("_sweep", tag),
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
         started = clock()

@@ -4,9 +4,6 @@ and read back as DataFrames without torch."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -33,39 +30,21 @@ def path(run_dir: Path, table: str) -> Path:
     return Path(run_dir) / f"{table}.jsonl"
 
 
-def _packed(run_dir: Path, table: str) -> Path:
-    return Path(run_dir) / f"{table}.jsonl.gz"
-
-
 def append(run_dir: Path, table: str, rows: list[dict]) -> None:
-    packed = _packed(run_dir, table)
-    if packed.is_file():  # a finished study resumed: its table back to plain lines first
-        with gzip.open(packed, "rb") as src, path(run_dir, table).open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-        packed.unlink()
+    results.unpack(path(run_dir, table))  # a finished study resumed: back to plain lines first
     for row in rows:
         results.append_jsonl(path(run_dir, table), row)
 
 
 def compact(run_dir: Path) -> None:
-    """Each table gzip-compressed in place (a finished study's)."""
+    """Each table gzip-compressed in place (a finished study's), as `results.pack` packs."""
     for table in TABLES:
-        plain = path(run_dir, table)
-        if plain.is_file():
-            with (
-                plain.open("rb") as src,
-                gzip.GzipFile(_packed(run_dir, table), "wb", mtime=0) as dst,
-            ):
-                shutil.copyfileobj(src, dst)
-            plain.unlink()
+        if path(run_dir, table).is_file():
+            results.pack(path(run_dir, table))
 
 
 def _rows(run_dir: Path, table: str) -> list[dict]:
-    packed = _packed(run_dir, table)
-    if packed.is_file():
-        with gzip.open(packed, "rt") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    return results.read_jsonl(path(run_dir, table))
+    return results.read_jsonl(path(run_dir, table))  # its packed copy where only that exists
 
 
 def load(run_dir: Path) -> dict[str, pd.DataFrame]:
