@@ -245,7 +245,7 @@ def default_modes(*, full: bool = True) -> tuple[str, ...]:
 class Optimizer:
     """An Adam a case may name (its `optimizer` axis); `bench.recipes.modes.Mode.optimizer`
     builds it with these keyword arguments, at the learning rate of the case and the betas and
-    weight decay of the step's options (`bench.recipes.step.StepOptions`)."""
+    weight decay of the plan's step options (`bench.recipes.plan.StepOptions`)."""
 
     name: str
     adam: dict[str, bool]
