@@ -71,7 +71,7 @@ def test_a_failed_case_keeps_its_traceback_in_the_run_folder(monkeypatch, tmp_pa
     monkeypatch.setattr(runner, "build", broken_for_bf16)
     cases = [tiny_case(mode=m) for m in ("fp32", "bf16-amp")]
     logged = []
-    run_suite(cases, tmp_path, cpu_ceilings, log=logged.append)
+    run_suite([resolve(c) for c in cases], tmp_path, cpu_ceilings, log=logged.append)
     ok, bad = results.read_rows(tmp_path / results.ROWS)
     assert "traceback" not in ok and TRACEBACK_TEXT not in bad
     assert (bad["status"], bad["error"]) == ("error", "RuntimeError: cuBLAS said no")

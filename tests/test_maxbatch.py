@@ -10,6 +10,7 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig, search
 from bench.publish import render
 from bench.publish.maxbatch import summarize_trials
+from bench.recipes.plan import resolve
 from bench.store import results
 
 
@@ -92,7 +93,7 @@ def test_a_gpt_trial_trains_its_model_and_counts_tokens():
     )
     case = maxbatch.trial_case(cfg, "fp32", "eager", 2)
     assert (case.model, case.preset) == ("gpt", "tiny")
-    row = maxbatch.trial(case)
+    row = maxbatch.trial(resolve(case))
     assert row["status"] == "ok", row["error"]
     assert row["model"] == "gpt" and row["tokens_per_s"] == row["samples_per_s"] * 32
 
@@ -112,7 +113,7 @@ def test_a_failed_trial_leaves_no_memory_behind(monkeypatch):
     torch.cuda.empty_cache()
     before = torch.cuda.memory_allocated() / 2**30
     cfg = MaxBatchConfig(device="cuda", preset="tiny", modes=("fp32",), start=8, limit=8)
-    row = maxbatch.trial(maxbatch.trial_case(cfg, "fp32", "eager", 8))
+    row = maxbatch.trial(resolve(maxbatch.trial_case(cfg, "fp32", "eager", 8)))
     assert row["status"] == "oom"
     assert row["leftover_gib"] <= before + 0.01
 

@@ -63,6 +63,17 @@ def test_the_numerics_study_runs_the_one_step_with_its_options(calls):
     assert out["runs"][0]["step_options"] == StepOptions(eval_every=2).describe()
 
 
+def test_a_plan_carries_its_step_options_into_its_state():
+    off = StepOptions(dropout=False, betas=(0.8, 0.9))
+    plan = resolve(tiny_case(), step_options=off)
+    assert plan.step_options == off and resolve(tiny_case()).step_options == HARNESS
+    s = build(plan)
+    assert s.options == off and not s.model.training
+    assert s.optimizer.param_groups[0]["betas"] == (0.8, 0.9)
+    assert plan.with_case(seed=1).step_options == off  # kept as the case changes
+    assert s.with_options(HARNESS).plan.step_options == HARNESS
+
+
 def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
     norms = []
     real = torch.nn.utils.clip_grad_norm_

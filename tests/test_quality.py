@@ -11,7 +11,7 @@ import torch
 from bench.cli import main
 from bench.data import sources
 from bench.faults import UsageError
-from bench.jobs.quality import resolve
+from bench.jobs.quality import config, resolve
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed
@@ -145,9 +145,7 @@ def test_a_model_that_cannot_be_sized_to_the_data_is_unsupported(tmp_path):
 
 def test_an_image_model_trains_on_the_digits(tmp_path):
     pytest.importorskip("timm")
-    cfg = QualityConfig.build(
-        "cpu", {**TINY, "model": "timm:resnet18", "data": "digits", "modes": ("fp32",)}
-    )
+    cfg = config("cpu", {**TINY, "model": "timm:resnet18", "data": "digits", "modes": ("fp32",)})
     fitted = resolve(cfg, "fp32").fitted
     assert fitted.size.shape.classes == 10
     run = Run(cfg, resolve(cfg, "fp32"), 0)
@@ -159,7 +157,7 @@ def test_an_image_model_trains_on_the_digits(tmp_path):
 
 def test_a_zoo_causal_lm_is_sized_to_the_text():
     pytest.importorskip("transformers")
-    cfg = QualityConfig.build("cpu", {**TINY, "model": "hf:gpt2", "modes": ("fp32",)})
+    cfg = config("cpu", {**TINY, "model": "hf:gpt2", "modes": ("fp32",)})
     fitted = resolve(cfg, "fp32").fitted
     assert fitted.size.shape.vocab == 65
     model = fitted.workload.build(fitted.size, "cpu", 0)

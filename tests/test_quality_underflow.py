@@ -9,7 +9,7 @@ import torch
 
 from bench.numerics.measure import fp16
 from bench.numerics.measure.underflow import census, fp16_cast_shares, norm_share
-from bench.quality import underflow
+from bench.quality.train import element_shares
 
 EDGES = [
     2.0**-26,
@@ -58,7 +58,7 @@ def test_many_tiny_elements_that_flush_are_counted_apart_from_their_norm_share()
     # 90 of 100 non-zero elements at 1e-8 (below 2**-25: they flush), 10 at 1.0; and the scale
     # lifts them into float16's range. 90% of the elements, 0.003% of the norm (1e-8·√90 / √10).
     g = torch.cat([torch.full((90,), 1e-8), torch.ones(10), torch.zeros(5)])
-    shares = underflow.element_shares(g, scale=2.0**16)
+    shares = element_shares(g, scale=2.0**16)
     assert shares["zero_unscaled"] == 0.9 and shares["subnormal_unscaled"] == 0.0
     assert shares["zero_scaled"] == 0.0 and shares["subnormal_scaled"] == 0.0
     assert fp16_cast_shares(g)["zero_norm"] == pytest.approx(1e-8 * math.sqrt(9), rel=1e-4)
@@ -67,7 +67,7 @@ def test_many_tiny_elements_that_flush_are_counted_apart_from_their_norm_share()
 def test_subnormal_elements_are_kept_not_flushed():
     # 1e-6 is above 2**-25 and below 2**-14: a float16 subnormal, kept at reduced precision.
     g = torch.cat([torch.full((90,), 1e-6), torch.ones(10)])
-    shares = underflow.element_shares(g, scale=1.0)
+    shares = element_shares(g, scale=1.0)
     assert shares["zero_unscaled"] == 0.0 and shares["subnormal_unscaled"] == 0.9
     assert g.half()[:90].ne(0).all()  # the cast agrees: none of them is zero
 
@@ -81,5 +81,5 @@ def test_the_census_records_the_norm_share_its_float16_gradient_flushed():
 
 
 def test_an_all_zero_gradient_has_no_share():
-    shares = underflow.element_shares(torch.zeros(4), scale=1.0)
+    shares = element_shares(torch.zeros(4), scale=1.0)
     assert math.isnan(shares["zero_unscaled"]) and math.isnan(shares["subnormal_unscaled"])

@@ -115,7 +115,7 @@ def test_suite_goes_on_after_a_fault_and_writes_rows(monkeypatch, tmp_path, cpu_
 
     monkeypatch.setattr(runner, "build", oom_for_fp16)
     cases = [tiny_case(mode=m) for m in ("fp32", "fp16-amp", "bf16-amp")]
-    run_suite(cases, tmp_path, cpu_ceilings, log=lambda msg: None)
+    run_suite([resolve(c) for c in cases], tmp_path, cpu_ceilings, log=lambda msg: None)
     df = results.load(tmp_path)
     assert list(df["status"]) == ["ok", "oom", "ok"]
     samples = results.load_samples(tmp_path)
@@ -135,13 +135,13 @@ def test_resume_runs_only_missing_cases(monkeypatch, tmp_path, cpu_ceilings):
 
     monkeypatch.setattr(runner, "run_case", killed_on_third)
     with pytest.raises(KeyboardInterrupt):
-        run_suite(cases, tmp_path, cpu_ceilings, log=lambda msg: None)
+        run_suite([resolve(c) for c in cases], tmp_path, cpu_ceilings, log=lambda msg: None)
     assert list(results.load(tmp_path)["mode"]) == ["fp32", "tf32"]
 
     seen.clear()
     monkeypatch.setattr(runner, "run_case", real_run_case)
     ran = []
-    run_suite(cases, tmp_path, cpu_ceilings, log=ran.append)
+    run_suite([resolve(c) for c in cases], tmp_path, cpu_ceilings, log=ran.append)
     assert len(ran) == 2 and ran[0].startswith("[3/3] bf16-amp")  # progress line, then result
     assert list(results.load(tmp_path)["mode"]) == ["fp32", "tf32", "bf16-amp"]
 
@@ -165,9 +165,13 @@ def test_repeat_windows_are_stored_beside_the_flat_samples(monkeypatch, tmp_path
         ], "fixed"
 
     monkeypatch.setattr(runner, "time_windows", two_windows)
-    run_suite([tiny_case(steps=3, repeats=2)], tmp_path, cpu_ceilings, log=lambda msg: None)
+    run_suite(
+        [resolve(tiny_case(steps=3, repeats=2))], tmp_path, cpu_ceilings, log=lambda msg: None
+    )
     monkeypatch.undo()  # a case of one window, timed for real
-    run_suite([tiny_case(mode="tf32", steps=3)], tmp_path, cpu_ceilings, log=lambda msg: None)
+    run_suite(
+        [resolve(tiny_case(mode="tf32", steps=3))], tmp_path, cpu_ceilings, log=lambda msg: None
+    )
     first, second = results.read_rows(tmp_path / results.SAMPLES)
     assert first["samples_ms"]["total"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     assert first["repeats_ms"]["total"] == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -201,7 +205,7 @@ def test_rounds_interleave_the_cases_and_pool_their_windows(monkeypatch, tmp_pat
     monkeypatch.setattr(runner, "time_windows", windows)
     monkeypatch.setattr(runner, "run_case", logged)
     cases = [tiny_case(mode="fp32", steps=2), tiny_case(mode="tf32", steps=2)]
-    run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
+    run_suite([resolve(c) for c in cases], tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
     assert order == ["fp32", "tf32", "fp32", "tf32"]
     kept = results.read_rows(tmp_path / results.ROUNDS)
     assert [(r["round"], r["repeats_ms"]["total"]) for r in kept] == [
@@ -229,10 +233,12 @@ def test_a_resumed_run_keeps_the_rounds_it_had(monkeypatch, tmp_path, cpu_ceilin
 
     monkeypatch.setattr(runner, "run_case", killed_in_round_two)
     with pytest.raises(KeyboardInterrupt):
-        run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
+        run_suite(
+            [resolve(c) for c in cases], tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None
+        )
     # fp32 finished both rounds; tf32 has its first round on disk, and only its second runs now.
     calls.clear()
-    run_suite(cases, tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
+    run_suite([resolve(c) for c in cases], tmp_path, cpu_ceilings, rounds=2, log=lambda msg: None)
     assert calls == ["tf32"]
     samples = results.read_rows(tmp_path / results.SAMPLES)
     assert [len(s["repeats_ms"]["total"]) for s in samples] == [2, 2]
@@ -240,7 +246,7 @@ def test_a_resumed_run_keeps_the_rounds_it_had(monkeypatch, tmp_path, cpu_ceilin
 
 def test_rounds_must_be_positive(tmp_path, cpu_ceilings):
     with pytest.raises(ValueError, match="rounds must be a positive integer, got 0"):
-        run_suite([tiny_case()], tmp_path, cpu_ceilings, rounds=0)
+        run_suite([resolve(tiny_case())], tmp_path, cpu_ceilings, rounds=0)
 
 
 def test_every_window_losses_are_checked(monkeypatch, cpu_ceilings):

@@ -294,7 +294,9 @@ def test_without_torchvision_a_row_says_so_and_the_run_goes_on(no_torchvision, t
     assert row["status"] == "unsupported" and row["error"] == INSTALL_REASON and samples == {}
     assert "fwd_gflop" not in row  # nothing of the model was built, not even to count it
     assert (row["model"], row["preset"]) == ("resnet50", "tiny")
-    run_suite([resnet_case(), tiny_case()], tmp_path, ceilings, log=lambda msg: None)
+    run_suite(
+        [resolve(resnet_case()), resolve(tiny_case())], tmp_path, ceilings, log=lambda msg: None
+    )
     rows = results.read_rows(tmp_path / results.ROWS)
     assert [r["status"] for r in rows] == ["unsupported", "ok"]
 
@@ -306,7 +308,7 @@ def test_without_torchvision_the_largest_batch_search_reports_it(no_torchvision)
 
     def run(batch: int) -> dict:
         tried.append(batch)
-        return maxbatch.trial(maxbatch.trial_case(cfg, "fp32", "eager", batch))
+        return maxbatch.trial(resolve(maxbatch.trial_case(cfg, "fp32", "eager", batch)))
 
     (row,) = maxbatch.search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
     assert tried == [cfg.start]  # nothing to search

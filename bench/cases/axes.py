@@ -1,8 +1,5 @@
-"""The execution variants and the parallelisms as tables of plain data, without torch: the one
-place each row is defined. A case's `variant` and `parallel` axes name a row here; how a row runs
-is `bench.execution.variants` (a variant's fields) and `bench.execution.parallel` (a
-parallelism's). The command line and a case's checks read these tables before torch is imported.
-"""
+"""The execution variants and the parallelisms as plain data, without torch: the one place each row
+is defined (run by `bench.execution.variants` and `bench.execution.parallel`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""A benchmark case: one point of the grid, every axis a field, validated once.
-
-Every field is an axis of the case except those marked `measure` (how long it is timed), which say
-how a case was measured rather than what it is. `axes()` lists them; tables, case ids, speedup
-joins and `bench compare` all derive from it, so a new axis is a new field here and nothing else.
-A new field must have a default that reproduces earlier behaviour: case ids leave a field out while
-it has its default, and rows of older folders, which lack the column, are read with that default,
-so old ids and old folders keep their meaning.
-"""
+"""A benchmark case: one point of the grid, every axis a field, validated once. A new field needs
+a default that reproduces earlier behaviour: ids leave a field at its default out, and older rows
+are read with it."""
 
 from __future__ import annotations
 

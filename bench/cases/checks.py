@@ -1,15 +1,9 @@
-"""The one set of validators: every setting of a case or a job, and every option of the command
-line, is checked by one of these, so that a bad value is refused in the same words wherever it
-comes from.
-
-A check takes the name to blame (a field, or an option such as `--eval-every`) and the value, and
-raises `ValueError("NAME VALUE is not ...")` in one line; `parse` does the same for text typed on
-the command line, which it converts first and shows as typed. Imports nothing of the project but
-the workloads' torch-free table (the names `MODEL` accepts).
-"""
+"""The one set of validators for every setting of a case or a job and every option of the command
+line: `ValueError("NAME VALUE is not ...")` in one line, wherever the value comes from."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -177,8 +171,6 @@ def fields(obj: object, blame: Callable[[str], str] = str) -> None:
     `items` in it too, the check applies to each item of a non-empty tuple without repeats;
     `items: "maybe none"` allows the empty tuple); `blame(field name)` is the
     name an error gives."""
-    import dataclasses
-
     for f in dataclasses.fields(obj):
         check = f.metadata.get("check")
         if check is None:

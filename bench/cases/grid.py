@@ -1,10 +1,5 @@
-"""The grid of a timing run (`RunConfig`): the values of each swept axis of `Case`, the model
-size, and how each case is measured; and the line the index describes a grid with.
-
-Importable without torch: names come from the torch-free tables. What needs a registry's torch
-side (a workload's defaults, whether a mode or a variant runs here) is asked where a new run's
-grid is built from the user's options (`bench.jobs.configs.run_config`).
-"""
+"""The grid of a timing run (`RunConfig`): the values of each swept axis of `Case`, the model size
+and how each case is measured; and the index's grid line. Importable without torch."""
 
 from __future__ import annotations
 

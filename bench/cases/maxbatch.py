@@ -1,10 +1,5 @@
-"""The settings of a largest-batch search (`python -m bench maxbatch`): which modes and
-variants, with which Adam, from which batch size up to which, and how finely it bisects.
-
-Importable without torch: the names come from the torch-free tables. A new search's settings
-are built from the user's options where the workload's own presets can be asked
-(`bench.jobs.configs.maxbatch_config`), and its cases where it runs (`bench.jobs.maxbatch.case`).
-"""
+"""The settings of a largest-batch search (`python -m bench maxbatch`): modes, variants, Adam, the
+batch range and how finely it bisects. Importable without torch."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""A workload's own sizes, by name: what a case carries of its model's size and its id spells out.
-
-The MLP's are input, hidden and classes; a GPT's context, width and vocabulary; an image model's
-side, features and classes: each workload names its own (`bench.workloads.base.Workload.sizes`,
-and a built-in one's card, `bench.workloads.cards.Card.sizes`). Names and numbers only, without
-torch: a case, a row and a folder's config hold one.
-"""
+"""A workload's own sizes, by name (the MLP's input, hidden and classes; a GPT's context, width and
+vocabulary): what a case carries of its model's size. Names and numbers only, without torch."""
 
 from __future__ import annotations
 

@@ -1,18 +1,6 @@
-"""The ranks of a distributed run: process groups, and the exchange between ranks after a case.
-
-A run launched by torchrun (`bench.execution.launch`) has two process groups:
-- the default group, gloo, for control: the plan rank 0 sends out, and the exchange of every
-  rank's row and samples after each case (`World.exchange`, never inside a timed window);
-- a data group that DDP, FSDP2 and the collective ceilings run over: NCCL on CUDA, gloo on the
-  CPU. It is replaced after a case that failed on some rank, since a collective that one rank
-  never joined leaves the others' sequence of collectives out of step.
-
-Every collective is bounded: the data group times out after `collective_timeout_s`, the control
-group after twice that, so that a rank stuck in a data collective gives up (gloo raises; NCCL's
-watchdog ends the process) before its peers stop waiting for it. An exchange that times out
-raises `GroupBroken`, naming the ranks that never arrived; the run then ends and its launcher
-records the case and goes on (`bench.execution.launch`).
-"""
+"""The ranks of a distributed run: a gloo control group (the plan, each case's exchange) and a data
+group (NCCL on CUDA), every collective bounded by a timeout; an exchange that times out raises
+`GroupBroken` naming the ranks that never arrived (docs/several-gpus.md)."""
 
 from __future__ import annotations
 
@@ -144,13 +132,10 @@ class World:
 
 
 def leave(code: int) -> NoReturn:
-    """End this rank now, with exit status `code`, without Python's finalization. After
-    `World.close` the process still runs torch's C++ threads: gloo's workers of the groups
-    FSDP2 still holds, and the autograd engine's. A thread that touches a Python object
-    once finalization has begun is ended mid-C++ and aborts the process ("terminate called
-    without an active exception", SIGABRT): a rank of a CPU FSDP2 run that had passed died so
-    in CI (2026-12-02), and torchrun then stopped rank 0 while it wrote the report. Every file
-    of the run is closed by now; only the standard streams are buffered."""
+    """End this rank now, with exit status `code`, without Python's finalization: after
+    `World.close` torch's C++ threads (gloo's workers, the autograd engine's) still run, and one
+    that touches a Python object during finalization aborts the process (SIGABRT, seen in CI on a
+    CPU FSDP2 run, 2026-12-02). Every file of the run is closed by now."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

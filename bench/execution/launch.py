@@ -1,22 +1,6 @@
-"""Launching a run on several ranks through torchrun, and going on when a case ends the run.
-
-`./run_bench.sh --gpus N` (`python -m bench run --gpus N ...`) starts
-`python -m torch.distributed.run --standalone --nproc-per-node N -m bench run ...`: PyTorch's
-own launcher, one process per GPU (per gloo process on the CPU). Rank 0 names its results
-folder in a file this launcher reads, and marks each case in flight (`inflight.json`, the row
-the case gets if the run ends while it runs).
-
-Most faults stay inside the run: a rank that raises fails the case on every rank with one row
-(`bench.measure.ranks`). A fault that breaks the process group cannot: a rank that never answers
-(`GroupBroken`), a process that dies, or an NCCL watchdog that ends a process stuck in a
-collective past its timeout. Then torchrun ends every rank, and this launcher writes the case in
-flight as a row (status `timeout` unless a rank said more), and starts the run again with
-`--resume`, which runs only the cases without a row. It stops when a launch adds no row.
-
-Under a torchrun started by hand (several hosts: docs/several-gpus.md) there is no such
-launcher: a broken group ends the run, rank 0 writes the case in flight as a row as this launcher
-would, says how to resume (`resume_hint`), and `--resume` on the same hosts finishes it.
-"""
+"""Launching a run on several ranks through torchrun, and going on when a case ends the run: the
+case in flight (`inflight.json`) is written as a row and the run is resumed, until a launch adds
+no row (docs/several-gpus.md)."""
 
 from __future__ import annotations
 
@@ -186,10 +170,9 @@ def launch(
     log=lambda msg: print(f"ampbench: {msg}", file=sys.stderr, flush=True),
 ) -> int:
     """Run `python -m bench ARGV` on `nproc` ranks through torchrun until the run finishes or a
-    launch adds no row; returns the exit status of the last launch. `keep`: options carried to a
-    relaunch (with `run --resume FOLDER --gpus N`). `worker`: what torchrun runs instead of
-    `-m bench` (the tests run a script that injects faults). The ranks' folder is this
-    process's, for `bench.outcome`: the ranks do not write its file, this process does."""
+    launch adds no row; returns the last launch's exit status. `keep`: options carried to a relaunch
+    (`run --resume FOLDER --gpus N`); `worker`: what torchrun runs instead of `-m bench` (tests).
+    This process, not the ranks, writes the folder's `bench.outcome` file."""
     fd, run_file = tempfile.mkstemp(prefix="ampbench-run-")
     os.close(fd)
     env = {k: v for k, v in os.environ.items() if k != outcome.RESULT_VAR}

@@ -1,23 +1,6 @@
-"""Parallelism as data: how one case's model is spread over the ranks of a distributed run.
-
-The `parallel` axis of a case names a row of `bench.cases.axes.PARALLELS`, which its plan holds
-(`bench.recipes.plan.Plan.parallel`). Everything runs on PyTorch's own
-engine, nothing home-made:
-- `none`: no communication. In a run of several ranks each rank trains its own copy of the
-  model at the case's batch size: the one-GPU baseline, measured on every GPU at once.
-- `ddp`: `DistributedDataParallel` with PyTorch's defaults. Under autocast `param.grad` is
-  float32 (AMP-FACTS.md), so DDP all-reduces float32 gradients whatever the mode.
-- `ddp-bf16`: the same with `bf16_compress_hook`: each bucket is cast to bfloat16, all-reduced,
-  and cast back, halving the bytes on the wire.
-- `fsdp`: FSDP2 `fully_shard` on each of the workload's blocks (`Workload.blocks`: a
-  transformer's blocks, the MLP's Linears) and on the model, with a `MixedPrecisionPolicy`
-  that matches the mode: parameters all-gathered in the mode's compute dtype (float32 for fp32
-  and tf32), gradients reduce-scattered in float32; the optimizer steps only the local shard.
-- `fsdp-bf16`: the same with gradients reduce-scattered in bfloat16.
-
-`wrap` applies a row to a model; `gradient_sync_off` is the context in which the step runs
-without gradient synchronization, so that `comm_ms` is the difference of two timed windows.
-"""
+"""Parallelism as data: how one case's model is spread over the ranks (`none`, `ddp`, `ddp-bf16`,
+`fsdp`, `fsdp-bf16`, all PyTorch's own: docs/several-gpus.md); `wrap` applies a row, and
+`gradient_sync_off` times the step without gradient sync, for `comm_ms`."""
 
 from __future__ import annotations
 
@@ -144,13 +127,10 @@ def wrap(
 
 @contextlib.contextmanager
 def gradient_sync_off(module: nn.Module, parallel: Parallel) -> Iterator[None]:
-    """Run the step without gradient synchronization, to time what the collectives cost.
-
-    DDP: `no_sync()`, no all-reduce at all. FSDP2: `set_requires_gradient_sync(False)`, the
-    closest equivalent: it turns off the gradient reduce-scatter, but the parameter all-gathers
-    of forward and backward still run, and the optimizer then finds no sharded gradient to step.
-    So `comm_ms` is taken from forward plus backward alone, and for FSDP it is the cost of the
-    reduce-scatter that backward could not hide."""
+    """The step without gradient synchronization, to time what the collectives cost. DDP:
+    `no_sync()`, no all-reduce. FSDP2: `set_requires_gradient_sync(False)` turns off the gradient
+    reduce-scatter but not the all-gathers, and leaves the optimizer no sharded gradient: so
+    `comm_ms` is taken from forward plus backward (for FSDP, the reduce-scatter left unhidden)."""
     kind = parallel.kind
     if kind == "ddp":
         with module.no_sync():
@@ -166,12 +146,10 @@ def gradient_sync_off(module: nn.Module, parallel: Parallel) -> Iterator[None]:
 
 
 def collective_bytes(num_params: int, parallel: Parallel, mode: Mode) -> dict[str, float]:
-    """Bytes of each collective one step must run, by collective, at the full (unsharded)
-    size as nccl-tests counts it: {"all_reduce": ..., "reduce_scatter": ..., "all_gather": ...}.
-
-    DDP all-reduces every gradient once (`_reduced_dtype`). FSDP2 all-gathers the parameters
-    twice (forward, and again in backward: every block reshards after forward) in
-    `_gathered_dtype`, and reduce-scatters the gradients once in its reduce dtype."""
+    """Bytes of each collective one step runs, at the full (unsharded) size as nccl-tests counts
+    it. DDP all-reduces every gradient once (`_reduced_dtype`); FSDP2 all-gathers the parameters
+    twice (forward, and backward after resharding) in `_gathered_dtype` and reduce-scatters the
+    gradients once."""
     p = parallel
     out = {"all_reduce": 0.0, "reduce_scatter": 0.0, "all_gather": 0.0}
     if not p.distributed:

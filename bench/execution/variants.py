@@ -1,23 +1,6 @@
-"""Execution variants as data: how the one train step runs (eager, compiled, CUDA-graphed).
-
-The `variant` axis of a case names a row of `bench.cases.axes.VARIANTS`, which its plan holds
-(`bench.recipes.plan.Plan.variant`). `prepare(s)` turns a train state into the
-phases the timing function runs:
-- `eager`: today's step, cut at its three phase boundaries;
-- `compile`, `compile-max`, `compile-graphs`: the model and loss (`TrainState.compute`) under
-  `torch.compile` with the default mode, `max-autotune-no-cudagraphs` or `reduce-overhead` (CUDA
-  graphs through the compiler); backward runs the compiled backward graph, the optimizer runs
-  eagerly, so the three phases keep their boundaries;
-- `cudagraph`: the whole step (forward, backward, GradScaler and Adam) captured by hand in one CUDA
-  graph and replayed, as PyTorch's CUDA semantics notes describe (static inputs, warm-up on a side
-  stream, a capturable optimizer, autocast's cache off). The phases are fused: only the total is
-  timed. With GradScaler and foreach Adam, `scaler.step` reads found_inf on the host, which a
-  graph cannot do: forward and backward are captured and the optimizer phase runs eagerly, and
-  the row says so. With fused Adam the skipped step after an overflow happens inside the graph.
-
-Compilation and capture happen in `prepare`, timed on the host (`prepare_s`), never inside the
-timed steps; a compiled step is run until a step compiles nothing new before timing starts.
-"""
+"""Execution variants as data: how the one train step runs (eager, `torch.compile`, CUDA graphs:
+docs/variants.md). `prepare` turns a train state into the timed phases; compilation and capture
+happen there (`prepare_s`), never inside the timed steps."""
 
 from __future__ import annotations
 

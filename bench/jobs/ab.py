@@ -1,34 +1,7 @@
-"""`ampbench ab REV_A REV_B`: two revisions of the project timed on one grid, in fresh processes
-that alternate between them, into one comparison folder.
-
-Each revision is checked out into a temporary git worktree (`git worktree add --detach`; the
-user's own tree is not touched, and the worktrees are removed at the end), and each round is one
-fresh process of that revision's own `python -m bench run` with the same run options, writing a
-run folder into the comparison folder's `A/` or `B/`: the code measured is the revision's. The
-rounds alternate in blocks, A B B A A B B A ... (as asv's interleaved rounds and PyTorch's
-dynamo runner do "to handle frequency scaling"), so that a machine whose speed drifts over the
-minutes of a comparison, or changes from one process to the next, spreads that over both
-revisions' rounds, where the verdicts weigh it, instead of putting it between them, where it
-would read as a change of the code. env.json records the order and each round as it ends.
-
-`ab` stops when it knows (`stopping`): from `min_rounds` a side on, after each pair of rounds
-(both revisions with as many), it judges the rounds so far with the one judge of a comparison
-(`bench.verdicts.rounds.judge_family`, as `compare` does) and stops once every case is decided
-(`faster`, `slower` or `same` after the family's correction) or at `rounds`, the cap. Each of
-those looks spends an equal share of 1 - confidence (a Bonferroni split over the looks), so the
-chance of a false `faster` or `slower` at whichever look it stops stays at 1 - confidence; the
-report judges the rounds with the same split. env.json records each look (`looks`) and why it
-stopped (`stopped`).
-
-Layout of the folder: env.json (`ab_config`: revisions, commits, rounds, run options, order),
-`A/` and `B/` (one run folder per round), `logs/` (each process's output). The verdicts,
-report.md and verdicts.csv come from `bench.publish.ab`, after the job.
-
-What a round made and how it ended ab reads from the small JSON file the round's command line
-writes where AMPBENCH_RESULT_JSON says (`bench.outcome`: its folder, its status, its exit status,
-one line of error), not from its output or a listing of `A/` and `B/`; its output goes to its
-log, for people. A revision older than that file says only its exit status (`_older`).
-"""
+"""`ampbench ab REV_A REV_B`: two revisions timed on one grid in fresh processes that alternate
+between them (A B B A ..., each in its own git worktree), stopping when every case is decided
+(`bench.jobs.ab_looks`), into one comparison folder (docs/comparing.md). A round's outcome is
+read from its AMPBENCH_RESULT_JSON file (`bench.outcome`), never from its output."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""`ab`'s stopping rule: the rounds so far judged as a comparison judges them, and whether every
-case is decided (`bench.jobs.ab` looks after each pair of rounds from its minimum on).
-
-A round is one run folder of one revision, all its steps (as `compare` reads a folder of run
-folders, `bench.publish.sides`); a case is matched on its `case_id`, both revisions running the
-same options. The judge is `bench.verdicts.rounds.judge_rounds`, with the look's share of alpha.
-"""
+"""`ab`'s stopping rule: the rounds so far judged as `compare` judges them
+(`bench.verdicts.rounds.judge_rounds`, with the look's share of alpha), and whether every case
+is decided."""
 
 from __future__ import annotations
 

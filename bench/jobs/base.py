@@ -1,10 +1,5 @@
-"""A results folder's life, written once for every job: open a new one or reopen one to resume,
-hold its lock while the job writes, record the machine and the job's settings, and mark the end.
-
-A job (a timing session, a largest-batch search, a numerics study) gets a `Folder` from
-`new_folder` or `resumed_folder`, measures into it, and calls `Folder.finish`. It renders
-nothing: the command that ran it does (`bench.publish.render.after_job`).
-"""
+"""A results folder's life, for every job: open a new one or reopen one to resume, hold its lock
+while the job writes, record the machine and the job's settings, and mark the end."""
 
 from __future__ import annotations
 
@@ -14,8 +9,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from bench import outcome
 from bench.faults import UsageError
+from bench.measure import env
 from bench.store import folders, results, schema
 
 
@@ -48,12 +46,6 @@ class Folder:
         self.save()
 
 
-def _machine(device: str) -> dict:
-    from bench.measure import env  # torch: only once a job runs
-
-    return env.collect(device)
-
-
 @contextlib.contextmanager
 def new_folder(
     results_dir: Path,
@@ -65,14 +57,12 @@ def new_folder(
     suffix: str = "",
     label: str | None = None,
 ) -> Iterator[Folder]:
-    """A new folder under `results_dir` for a job of `kind` (a key of
-    `bench.store.schema.KINDS`), with env.json written (this machine, the start time, the
-    command, the settings, the schema version and the kind), locked while the caller writes.
-    Its name is the start time, the GPU, then `label` where given (a comparison of two commits
-    names both), else this checkout's short commit, then `suffix`. The folder is noted for the
-    process that started this one, if it asked (`bench.outcome`)."""
+    """A new folder under `results_dir` for a job of `kind` (`bench.store.schema.KINDS`), with
+    env.json written (machine, start time, command, settings, schema version), locked while the
+    caller writes. Named by the start time, the GPU, `label` or this checkout's short commit, and
+    `suffix`; noted for the process that started this one (`bench.outcome`)."""
     folders.check_parent(results_dir)  # before anything is measured or collected
-    info = schema.stamp(_machine(device), kind)
+    info = schema.stamp(env.collect(device), kind)
     now = folders.utc_now()
     info.update(started=folders.iso(now), command=command, **{schema.settings_key(kind): settings})
     name = folders.run_dir_name(now, str(info["gpu"]), info["commit"], suffix)
@@ -97,19 +87,15 @@ def resumed_folder(
     refuse_finished: bool = False,
 ) -> Iterator[Folder]:
     """An existing folder of a job of `kind`, locked, after the checks that must pass before
-    anything in it changes (`bench.store.folders.reopen`): it exists, is of this kind, was made
-    by the same code on the same kind of machine (unless `force`; `allow` names what may
-    differ), and, with `refuse_finished`, has not ended. The resumption is recorded in `info`
-    (written by the caller's first `save`). The folder is noted as `new_folder` notes it."""
-    import torch  # the machine this resumes on: a CUDA folder needs a GPU here
-
+    anything in it changes (`bench.store.folders.reopen`; `force`, `allow`, `refuse_finished`). The
+    resumption is recorded in `info`, written by the caller's first `save`."""
     folders.require_dir(run_dir)
     with folders.locked(run_dir):  # before env.json is read: no other writer changes it between
         recorded = results.read_env(run_dir)
         device = recorded.get("device", "cpu")
         # Described as the folder's device where it can be: a CUDA folder on a machine without a
         # GPU is then refused by `reopen`, by name.
-        here = _machine(device if device != "cuda" or torch.cuda.is_available() else "cpu")
+        here = env.collect(device if device != "cuda" or torch.cuda.is_available() else "cpu")
         info = folders.reopen(run_dir, kind=kind, here=here, force=force, allow=allow)
         if refuse_finished and "ended" in info:
             raise UsageError(f"--resume {run_dir}: it is complete; `report` re-renders it")

@@ -1,13 +1,6 @@
-"""A job's config from the options a user gave, with what only the registries know filled in:
-the workload's default preset, its sizes and its batch sizes, the modes the CPU can run,
-and the refusal of a grid of which no case can run here.
-
-The configs themselves (`bench.cases.grid.RunConfig`, `bench.cases.maxbatch.MaxBatchConfig`) are
-names and numbers, checked against the registries' torch-free names (the tables): the
-store and the command line's parser read them without torch, so they import no registry, inside
-a function either (tests/test_layout.py). A new job's config is built here, above the
-registries, where asking a workload, a mode or a variant is an import downwards.
-"""
+"""A new job's config from the options a user gave, with what only the registries know filled in
+(the workload's default preset, sizes and batch sizes, the modes the CPU can run), and the refusal
+of a grid of which no case can run here. The configs themselves are torch-free (`bench.cases`)."""
 
 from __future__ import annotations
 
@@ -39,10 +32,7 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
     which no case can run here is refused (`nothing_runs`)."""
     chosen = {k: v for k, v in given.items() if v is not None}
     model = str(chosen.pop("model", cards.DEFAULT))
-    checks.MODEL("--model", model)
-    workload = registry.get(model)  # a user's factory is imported here: its errors are one line
-    preset = preset or workload.default_preset[device]
-    checks.choice(tuple(workload.presets))("--preset", preset)
+    workload, preset = _workload(model, preset, device)
     chosen["sizes"] = sized(workload, model, preset, chosen.pop("sizes", {}))
     # --repeats alone is a count the user asked for: every case gets that many windows.
     chosen.setdefault("min_repeats", chosen.get("repeats", DEFAULT_MIN_REPEATS))
@@ -73,6 +63,16 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
     if refusal is not None:
         raise ValueError(refusal)
     return cfg
+
+
+def _workload(model: str, preset: str | None, device: str) -> tuple[Workload, str]:
+    """The job's workload and its preset (the workload's default for `device` where none is
+    given), each checked. A user's factory is imported here: its errors are one line."""
+    checks.MODEL("--model", model)
+    workload = registry.get(model)
+    preset = preset or workload.default_preset[device]
+    checks.choice(tuple(workload.presets))("--preset", preset)
+    return workload, preset
 
 
 def sized(workload: Workload, model: str, preset: str, given: Mapping[str, int]) -> Sizes:
@@ -138,8 +138,5 @@ def maxbatch_config(*, device: str, preset: str | None, **given: object) -> MaxB
     preset is checked against the workload's own (a zoo model's or a user's too)."""
     defaults = CPU_DEFAULTS if device == "cpu" else {}
     model = str(given.pop("model", None) or cards.DEFAULT)
-    checks.MODEL("--model", model)
-    workload = registry.get(model)
-    preset = preset or workload.default_preset[device]
-    checks.choice(tuple(workload.presets))("--preset", preset)
+    _, preset = _workload(model, preset, device)
     return MaxBatchConfig(device=device, preset=preset, model=model, **{**defaults, **given})

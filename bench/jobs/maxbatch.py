@@ -1,19 +1,6 @@
-"""The largest batch: `python -m bench maxbatch` (or `./run_bench.sh maxbatch`).
-
-For each mode (and variant where asked), the largest batch size that trains a few full steps
-without failing: doubling from `start` until a trial fails or `limit` is reached, then bisection
-between the last batch that trained and the first that did not, until the gap is at most
-`resolution` of the batch (counted in samples: sequences for a transformer). Every trial is a
-row of `trials.jsonl` (batch size, status, samples/s and tokens/s where the workload counts
-tokens, peak memory); the report gives each mode's largest batch, its throughput there, and what
-stopped the search: memory (`oom`), another error (its message, for example an indexing limit),
-or the search's own limit. A trial that raised keeps its traceback in `errors/<case id>.txt`.
-
-Trials run one after another in this process. Each one is isolated by a full cleanup: its state
-is dropped, the garbage collector runs and the CUDA caching allocator is emptied, and the memory
-still allocated afterwards is recorded (`leftover_gib`): a trial's out-of-memory error cannot leave
-memory behind that the next one would miss without the row saying so.
-"""
+"""The largest batch (`python -m bench maxbatch`): per mode (and variant), doubling then bisecting
+the batch size until a trial fails, every trial a row of `trials.jsonl`, each isolated by a full
+cleanup whose leftover memory its row records (docs/largest-batch.md)."""
 
 from __future__ import annotations
 
@@ -85,11 +72,11 @@ def _train(plan: Plan) -> dict[str, object]:
     return out
 
 
-def trial(case: Case) -> dict[str, object]:
+def trial(plan: Plan) -> dict[str, object]:
     """One trial of the search: a flat row with its status, throughput and peak memory, and the
     memory still allocated after the cleanup that follows it."""
+    case = plan.case
     row: dict[str, object] = {"case_id": case.case_id, **case.axes(), "status": "ok", "error": ""}
-    plan = resolve(case)
     reason = plan.unsupported_reason
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}
@@ -145,6 +132,8 @@ def search(
 def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | None = None) -> Path:
     """Run the search for every mode and variant into a new folder (`<stamp>_<gpu>_<sha>
     _maxbatch[_<tag>]`); returns the folder."""
+    # Each (mode, variant) resolved once, here; a trial is its plan at a batch size.
+    plans = [resolve(trial_case(cfg, m, v, cfg.start)) for m in cfg.modes for v in cfg.variants]
     with base.new_folder(
         results_dir,
         kind="maxbatch",
@@ -155,17 +144,16 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | No
     ) as folder:
         base.log(f"largest-batch folder {folder.path}")
         try:
-            for mode in cfg.modes:
-                for variant in cfg.variants:
+            for plan in plans:
 
-                    def run(batch: int, mode: str = mode, variant: str = variant) -> dict:
-                        row = trial(trial_case(cfg, mode, variant, batch))
-                        row = errors.keep(folder.path, row, str(row["case_id"]))
-                        results.append_jsonl(folder.path / results.TRIALS, row)
-                        base.log(f"{mode}/{variant} batch {batch}: {row['status']}")
-                        return row
+                def run(batch: int, plan: Plan = plan) -> dict:
+                    row = trial(plan.with_case(batch_size=batch))
+                    row = errors.keep(folder.path, row, str(row["case_id"]))
+                    results.append_jsonl(folder.path / results.TRIALS, row)
+                    base.log(f"{row['mode']}/{row['variant']} batch {batch}: {row['status']}")
+                    return row
 
-                    search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
+                search(run, start=cfg.start, limit=cfg.limit, resolution=cfg.resolution)
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: its command renders what finished
             how, status = how_stopped(exc)
             raise Interrupted(

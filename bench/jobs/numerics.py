@@ -1,21 +1,13 @@
 """A numerics study as a job: start one in a new folder, resume an interrupted one (or add modes
-to a finished one), or run one into a folder another job made (`run --numerics`).
-
-While a study runs, each finished job's rows are kept in `jobs/<job key>.json`, so that an
-interrupted study (a time limit, a lost machine, Ctrl-C) goes on where it stopped with `resume`;
-the folder is removed once the tables are written. The audit is kept the same way: `audit.json`
-is written after its tables, so its presence means the audit is done. A failed job's traceback is
-kept in `errors/<job key>.txt` as the job ends, and a mode the audit failed on in
-`errors/audit_<mode>.txt` (`bench.store.errors`). Rendering the folder is
-`bench.numerics.render.study.render`, which the command calls afterwards.
-"""
+to a finished one), or run one into a folder another job made (`run --numerics`). Finished jobs
+are kept in `jobs/<job key>.json` until the tables are written, so `resume` goes on where it
+stopped."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -66,19 +58,11 @@ def resume(
     trace_every: int | None = None,
 ) -> Path:
     """Finish an interrupted study in its folder with its recorded settings, running only the
-    jobs it has not kept; returns the folder. `workers` None means every visible GPU. A folder
-    made at another commit, torch version or GPU model is refused unless `force`, and a complete
-    one is refused (`UsageError`), before anything in it changes.
-
-    `add_modes`: add these convergence modes to the study (finished or not), at every batch size
-    and seed of its settings, and run only their jobs (and their dtype audit); the jobs already in
-    its tables are kept as they are, so fp32's costly runs are not repeated. The commit may
-    differ (that is the point); the torch version and GPU model must match unless `force`.
-    env.json's `resumed` entry records the added modes and this commit. Where the census has not
-    seen an added mode that it compares (a study older than the mode), its jobs run again and
-    their rows replace the old census, histogram and fp16-fate rows.
-    `trace_every` (with `add_modes` only) sets the trace period of the jobs still to run, for a
-    study made before traces existed (whose record says 0); the jobs it already has keep theirs."""
+    jobs it has not kept; returns the folder. `workers` None: every visible GPU. A complete folder,
+    or one made at another commit, torch or GPU model, is refused unless `force` (`UsageError`).
+    `add_modes` adds convergence modes (finished study or not) and runs only their jobs, at another
+    commit too (env.json's `resumed` records it); a census older than an added mode is run again.
+    `trace_every` (with `add_modes`) sets the trace period of the jobs still to run."""
     recorded = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else {}
     # A study that modes were added to mixes commits by design, also when it is resumed.
     mixed = any(r.get("added_modes") for r in recorded.get("resumed", []))
@@ -112,7 +96,6 @@ def _add_modes(
     """The study's settings with `add_modes` among its modes, recorded in `info` (not yet
     written): the settings, the `resumed` entry (added modes, this commit) and, for a finished
     study, `tabled_jobs`, the jobs whose rows its tables already hold."""
-
     new = tuple(m for m in add_modes if m not in cfg.modes)
     # The census compares its own set of modes at each checkpoint: an added mode it has not seen
     # (a study older than that mode) is measured by running its census jobs again, whose rows
@@ -140,7 +123,7 @@ def _add_modes(
     info["numerics_config"] = grown.record()
     info["resumed"][-1].update(added_modes=list(new), commit=here.get("commit"))
     what = ", ".join(new) + (f" (census again for {', '.join(unseen)})" if unseen else "")
-    print(f"ampbench: adding {what} to {run_dir}", file=sys.stderr, flush=True)
+    base.log(f"adding {what} to {run_dir}")
     return grown
 
 
@@ -166,25 +149,20 @@ def _run(
     there (in `jobs/`, or in its tables: `tabled`) are not run again. Writes the tables; of the
     tables named in `retabled` (census jobs run again) the old rows are dropped, and census rows
     of `failed` with them."""
-
     if not (run_dir / tables.AUDIT_JSON).is_file():
         tensor_rows, op_rows, audit_json = audit.run(resolve(cfg.audit_case()), recipes())
         _keep_audit_tracebacks(run_dir, audit_json)
         tables.write(run_dir, "audit", tables.frame("audit", tensor_rows))
         tables.write(run_dir, "audit_ops", tables.frame("audit_ops", op_rows))
         (run_dir / tables.AUDIT_JSON).write_text(json.dumps(audit_json, indent=2) + "\n")
-        print("ampbench: dtype audit written", file=sys.stderr, flush=True)
+        base.log("dtype audit written")
     else:
         _audit_added_modes(cfg, run_dir)
     todo = cfg.jobs()
     kept = _kept(run_dir, todo)
     kept.update({key: {} for key in tabled})  # their rows come from the tables below
     if kept:
-        print(
-            f"ampbench: {len(kept)} of {len(todo)} jobs already done, running the rest",
-            file=sys.stderr,
-            flush=True,
-        )
+        base.log(f"{len(kept)} of {len(todo)} jobs already done, running the rest")
     pending = [j for j in todo if j.key not in kept]
     fresh = jobs.run_all(
         jobs.run_job,
@@ -228,7 +206,6 @@ def _old_rows(run_dir: Path, name: str, retabled: set[str]) -> pd.DataFrame:
 def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     """Audit the modes of the study that its audit has not seen (modes added to it), appending
     their rows to the audit tables and audit.json."""
-
     found = tables.audit_json(json.loads((run_dir / tables.AUDIT_JSON).read_text()))
     seen = set(found["chains"]) | set(found["unsupported"])
     missing = tuple(m for m in cfg.modes if m not in seen)
@@ -243,7 +220,7 @@ def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     found["unsupported"].update(more["unsupported"])
     found["tracebacks"].update(more["tracebacks"])
     (run_dir / tables.AUDIT_JSON).write_text(json.dumps(found, indent=2) + "\n")
-    print(f"ampbench: dtype audit of {', '.join(missing)} added", file=sys.stderr, flush=True)
+    base.log(f"dtype audit of {', '.join(missing)} added")
 
 
 def _keep_audit_tracebacks(run_dir: Path, found: dict) -> None:

@@ -1,11 +1,5 @@
-"""How many runs a job trains side by side on one device: the quality study's workers and the
-`sweep` driver's packed seeds share this one rule.
-
-`--workers N` packs N (never more than the runs); `--workers 0` (auto) packs, on a GPU, one per
-CPU core the process may use and no more than fit in `MEMORY_SHARE` of the GPU's free memory at
-the largest run's measured peak plus a process's CUDA context (`CONTEXT_GIB`); on the CPU one at
-a time (runs there would share its cores, each torch process already using all of them).
-"""
+"""How many runs a job trains side by side on one device: the one rule of the quality study's
+workers and the `sweep` driver's packed seeds (docs/quality.md, "The study in one command")."""
 
 from __future__ import annotations
 

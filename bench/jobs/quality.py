@@ -1,18 +1,6 @@
-"""A time-to-quality study as a job: a folder, the step time of every recipe measured alone, then
-every (recipe, seed) run trained, `workers` side by side as processes on the one device, each
-run's tables appended as it ends, its row naming the commit it trained at. `resume` trains what
-an interrupted study left, and may add recipes and seeds.
-
-A sequential study (`max_seeds`) judges its first look (its seeds), then adds one seed to fp32
-and to every recipe still not known, and looks again (`bench.jobs.quality_looks`), until every
-recipe is decided, the cap is reached, or a device-time budget ends; `resume` goes on from the
-last look. A study is one commit: seeds are added only at the commit its runs trained at, or
-where a rerun of one of fp32's seeds on the GPU gives back its best held-out loss
-(`rerun_check`). `replicate` runs a study twice, on disjoint seeds.
-
-The step times are taken first, before any training shares the device: time to the target is
-steps × that step time, never a run's own wall time, which other runs beside it inflate.
-"""
+"""A time-to-quality study as a job (docs/quality.md): every recipe's step timed alone first, then
+each (recipe, seed) run trained, `workers` side by side, its row naming the commit it trained at;
+sequential looks, `resume` (adding recipes and seeds at one commit) and `replicate`."""
 
 from __future__ import annotations
 
@@ -60,11 +48,14 @@ apart from the first's (a cap below this many seeds)."""
 
 
 def config(device: str, given: dict[str, object], *, budget: bool = False) -> QualityConfig:
-    """A new study's config from the options the user gave (`QualityConfig.build`); a
-    device-time `budget` without `max_seeds` makes the study sequential, capped at
-    `DEFAULT_MAX_SEEDS` (a budget stops a sequential study between looks)."""
+    """A new study's config from the options the user gave (`QualityConfig.build`, a model's
+    default preset filled in); a device-time `budget` without `max_seeds` makes the study
+    sequential, capped at `DEFAULT_MAX_SEEDS` (a budget stops a sequential study between looks)."""
     if budget and "max_seeds" not in given:
         given = {**given, "max_seeds": DEFAULT_MAX_SEEDS}
+    model = str(given.get("model", "gpt"))
+    if model != "gpt":  # its own default preset, which only its registry knows
+        given = {"preset": registry.get(model).default_preset[device], **given}
     cfg = QualityConfig.build(device, given)
     if cfg.max_seeds:
         try:  # the design the looks will follow, checked before any folder or GPU time
@@ -76,11 +67,12 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
 
 
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
-    """What a run of `mode` trains with, looked up here once: its plan, by the one resolver
-    (`bench.recipes.plan.resolve`), at the size of the study's model sized to its data
-    (`fitted`, or fitted now), and fp32's recipe."""
+    """What a run of `mode` trains with, looked up here once: its plan (with the study's step
+    options), at the size of the study's model sized to its data (`fitted`, or fitted now), and
+    fp32's recipe."""
     fitted = fitted or fit(cfg, registry.get(cfg.model))
-    sized = plan.resolve(train.case(cfg, fitted.workload, mode)).with_size(fitted.size)
+    case = train.case(cfg, fitted.workload, mode)
+    sized = plan.resolve(case, step_options=train.options(cfg)).with_size(fitted.size)
     return Resolved(sized, fitted, MODES[FP32])
 
 
@@ -92,21 +84,16 @@ def _fitted(cfg: QualityConfig) -> Fitted | str:
         return str(exc)
 
 
-def _unsupported(cfg: QualityConfig, mode: str, fitted: Fitted | str | None) -> str | None:
-    """Why `mode` cannot train this study's model (`fitted`, or why it is not) here, or None:
-    the one rule every job asks (`bench.recipes.plan.Plan.unsupported_reason`)."""
-    if isinstance(fitted, str):
-        return fitted
-    return resolve(cfg, mode, fitted).plan.unsupported_reason
-
-
 def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None:
     timed = {r["mode"] for r in tables.load(folder_path)["timing"].to_dict("records")}
     fitted = _fitted(cfg) if set(modes) - timed else None
     for mode in modes:
         if mode in timed:
             continue
-        why = _unsupported(cfg, mode, fitted)
+        # Why the recipe cannot train the study's model here: the one rule every job asks
+        # (`Plan.unsupported_reason`), or why the model could not be sized to the data.
+        resolved = resolve(cfg, mode, fitted) if isinstance(fitted, Fitted) else None
+        why = fitted if resolved is None else resolved.plan.unsupported_reason
         if why is not None:
             tables.append(
                 folder_path, "timing", [{"mode": mode, "status": "unsupported", "error": why}]
@@ -114,7 +101,7 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
             continue
         log(f"timing {mode}")
         try:
-            row = {**time_step(cfg, resolve(cfg, mode, fitted)), "status": "ok", "error": ""}
+            row = {**time_step(cfg, resolved), "status": "ok", "error": ""}
         except Exception as exc:  # a recipe that fails here is a row; the study goes on
             info = fault(exc)
             row = {"mode": mode, "status": info["status"], "error": info["error"]}
@@ -250,10 +237,8 @@ def replicate(
     cfg: QualityConfig, *, results_dir: Path, tag: str | None, command: str, budget_s: float = 0
 ) -> Iterator[Path]:
     """`--replicate`: the study, then the same study on its seeds moved by `REPLICA_OFFSET`
-    (tagged `replica1` and `replica2`), each folder given as it ends (so its report can be
-    written before the second trains). A budget is the whole command's: each study has half of
-    it. UsageError, before either starts, where the seeds it may reach are not below the
-    offset."""
+    (`replica1`, `replica2`), each folder given as it ends; each has half the budget. UsageError
+    first where the seeds it may reach are not below the offset."""
     if max(cfg.seed_order()) >= REPLICA_OFFSET:
         raise UsageError(
             f"--replicate: seeds reach {max(cfg.seed_order())}, not below {REPLICA_OFFSET}"
@@ -348,11 +333,9 @@ def resume(
     only: tuple[str, ...] = (),
     rerun_check: bool = False,
 ) -> Path:
-    """Train what the study in `run_dir` has not; `add_modes` and `add_seeds` add recipes and
-    seeds to it first (every recipe trains each added seed); `only` trains only those recipes'
-    runs this time; a sequential study goes on from its last look. Another version of the code
-    may finish its runs (each run's row names its commit) but not add seeds (`one_commit`);
-    another GPU or torch may not resume it."""
+    """Train what the study in `run_dir` has not: after `add_modes` and `add_seeds` (seeds at one
+    commit only: `one_commit`), `only` those recipes' runs; a sequential study goes on from its last
+    look. Another GPU or torch may not resume it."""
     started = looks.clock()
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)

@@ -1,8 +1,5 @@
-"""A sequential time-to-quality study's looks (`bench.jobs.quality` trains them): judge the
-recipes on the seeds so far (`bench.verdicts.sequential`), then add one seed to fp32 and to every
-recipe still not known and look again, until every recipe is decided, the cap is reached, or a
-device-time budget ends. A study's looks are kept in its env.json (`looks`, `design`), so
-`--resume` goes on from the last."""
+"""A sequential time-to-quality study's looks (`bench.jobs.quality` trains them; docs/quality.md,
+"Adding seeds in looks"), kept in its env.json so that `--resume` goes on from the last."""
 
 from __future__ import annotations
 

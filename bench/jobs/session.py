@@ -1,21 +1,7 @@
-"""A timing session: `python -m bench run` (or `./run_bench.sh`) from its grid to a finished,
-rendered results folder.
-
-A session creates its folder (`bench.store.folders`), records the machine and the grid in env.json,
-measures the ceilings, optionally runs a short numerics study, times every case
-(`bench.jobs.suite.run_suite`), measures the harness's overhead, and renders the report. A
-resumed
-session (`--resume RUN`) reopens the folder after the compatibility check, repairs a half-written
-last line, and runs only the cases that are not done. The folder is locked while a process
-writes it.
-
-In a run of several ranks (`--gpus N`, `bench.execution.launch`) every rank runs a session: rank 0
-opens
-or resumes the folder and sends the plan (folder, grid, ceilings already measured) to the
-others, which follow it (`follow`); all measure the collective ceilings and the cases together,
-and rank 0 alone writes the folder and renders the report. The harness-overhead check and a
-short numerics study are one-process measurements and are not made there.
-"""
+"""A timing session (`python -m bench run`): its grid expanded into plans once, then a folder
+(env.json with the machine and the grid), the ceilings, an optional short numerics study, every
+case timed (`bench.jobs.suite`), the harness's overhead. `resume` runs what is not done; on
+several ranks (`bench.execution.launch`) rank 0 writes and the others `follow` its plan."""
 
 from __future__ import annotations
 
@@ -35,10 +21,8 @@ from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.numerics.measure import config
 from bench.recipes import catalog
-from bench.recipes.plan import resolve
-from bench.recipes.step import HARNESS
+from bench.recipes.plan import Plan, resolve
 from bench.store import folders, results
-from bench.workloads import registry
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -66,6 +50,7 @@ def start(
         return follow(world)
     with contextlib.ExitStack() as stack:
         with _plan_errors(world):
+            plans = _plans(cfg)
             folder = stack.enter_context(
                 base.new_folder(
                     results_dir,
@@ -82,12 +67,12 @@ def start(
             log("no GPU, so this is a CPU smoke run: its figures say nothing about GPU speed")
         if cfg.left_out:
             log(f"left out of the CPU grid, as they cannot run here: {by_reason(cfg.left_out)}")
-        folder.info["expected_cases"] = len(cfg.cases())
+        folder.info["expected_cases"] = len(plans)
         # What --model built, in words (a zoo model's class and task): the report says it.
-        folder.info["model_description"] = registry.get(cfg.model).description
+        folder.info["model_description"] = plans[0].workload.description
         # The one train step's options, which the report's method names.
-        folder.info["step_options"] = HARNESS.describe()
-        return folder.path, _execute(cfg, folder, world)
+        folder.info["step_options"] = plans[0].step_options.describe()
+        return folder.path, _execute(cfg, plans, folder, world)
 
 
 def resume(run_dir: Path, *, force: bool, world: World | None = None) -> tuple[Path, int]:
@@ -109,10 +94,16 @@ def resume(run_dir: Path, *, force: bool, world: World | None = None) -> tuple[P
                     f"--resume {run_dir}: it ran on {cfg.world_size} rank(s); give --gpus "
                     f"{cfg.world_size}"
                 )
-            folder.info.setdefault("expected_cases", len(cfg.cases()))
+            plans = _plans(cfg)
+            folder.info.setdefault("expected_cases", len(plans))
         log(f"resuming {run_dir}")
         launch.record_run_dir(run_dir)
-        return run_dir, _execute(cfg, folder, world)
+        return run_dir, _execute(cfg, plans, folder, world)
+
+
+def _plans(cfg: RunConfig) -> list[Plan]:
+    """The grid's cases resolved, once a session (a bad model name is one line)."""
+    return [resolve(case) for case in cfg.cases()]
 
 
 @contextlib.contextmanager
@@ -134,12 +125,12 @@ def follow(world: World) -> tuple[Path, int]:
     info = {"ceilings": plan["ceilings"]}
     run_dir = Path(plan["run_dir"])
     world.run_dir = run_dir if run_dir.is_dir() else None  # on rank 0's host only
-    _measure(cfg, cfg.cases(), run_dir, info, world)
+    _measure(cfg, _plans(cfg), run_dir, info, world)
     world.close()
     return run_dir, 0
 
 
-def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
+def _execute(cfg: RunConfig, plans: list[Plan], folder: base.Folder, world: World) -> int:
     """Measure what is not done yet; the caller holds the folder's lock. Exit status 1 when no
     case passed."""
     run_dir, info = folder.path, folder.info
@@ -157,10 +148,10 @@ def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
     world.broadcast(
         {"run_dir": str(run_dir), "config": cfg.record(), "ceilings": info.get("ceilings")}
     )
-    cases = cfg.cases()
+    cases = [plan.case for plan in plans]
     world.run_dir = run_dir
     try:
-        _measure(cfg, cases, run_dir, info, world)
+        _measure(cfg, plans, run_dir, info, world)
         world.close()
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (`Terminated`)
         done = done_cases(run_dir)
@@ -184,37 +175,37 @@ def _execute(cfg: RunConfig, folder: base.Folder, world: World) -> int:
     return 0
 
 
-def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world: World) -> None:
+def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: dict, world: World) -> None:
     if not info.get("ceilings"):
         if world.leader:
             log("measuring ceilings (matmul per dtype, copy bandwidth, collectives)")
         mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
-        first = resolve(cases[0])
-        found.update(ceilings.measure_collectives(world, first.workload, first.size))
+        found.update(ceilings.measure_collectives(world, plans[0].workload, plans[0].size))
         free_device_memory()  # the buffers' cached blocks would count in the first case's peak
         info["ceilings"] = found
         if world.leader:
             results.write_env(run_dir, info)
     if cfg.numerics:
-        _short_numerics(cfg, run_dir / results.NUMERICS_DIR, info)
-    run_suite(cases, run_dir, info["ceilings"], world=world, rounds=cfg.rounds)
+        _short_numerics(cfg, plans[0].size, run_dir / results.NUMERICS_DIR, info)
+    run_suite(plans, run_dir, info["ceilings"], world=world, rounds=cfg.rounds)
     if not world.leader:
         return
     if world.distributed and cfg.overhead and "overhead" not in info:
         info["overhead"] = [{"error": "not measured in a run of several ranks"}]
         results.write_env(run_dir, info)
     elif cfg.overhead and "overhead" not in info:
-        chosen = overhead_cases(cases)
+        chosen = overhead_cases([plan.case for plan in plans])
         if not chosen:
             info["overhead"] = [{"error": "no eager case in the grid (it times the eager step)"}]
         else:
             info["overhead"] = []
+            plan_of = {plan.case.case_id: plan for plan in plans}
             for i, case in enumerate(chosen, 1):
                 log(f"harness overhead against a bare loop [{i}/{len(chosen)}] {case.case_id}")
                 try:
-                    info["overhead"].append(measure_overhead(resolve(case)))
+                    info["overhead"].append(measure_overhead(plan_of[case.case_id]))
                 except Exception as exc:  # recorded, not fatal: the cases are already on disk
                     info["overhead"].append({"case_id": case.case_id, "error": error_summary(exc)})
         results.write_env(run_dir, info)
@@ -222,10 +213,9 @@ def _measure(cfg: RunConfig, cases: list[Case], run_dir: Path, info: dict, world
 
 def overhead_cases(cases: list[Case]) -> list[Case]:
     """The eager cases the overhead check runs on: the headline mode (bf16-amp; or the grid's
-    first mode) at the
-    smallest and the largest eager batch size, with each optimizer of the grid; none without an
-    eager case (the bare loop it is compared with is the eager step). The smallest batch is
-    where per-step host work (launches, GradScaler's sync) weighs most."""
+    first mode) at the smallest and the largest eager batch size, with each optimizer of the
+    grid; none without an eager case (the bare loop it is compared with is the eager step). The
+    smallest batch is where per-step host work (launches, GradScaler's sync) weighs most."""
     eager = [c for c in cases if c.variant == "eager" and c.parallel == "none"]
     if not eager:
         return []
@@ -236,7 +226,7 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
     return [c for c in eager if c.mode == mode and c.batch_size in wanted]
 
 
-def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
+def _short_numerics(cfg: RunConfig, size: object, folder: Path, info: dict) -> None:
     """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return
@@ -244,7 +234,7 @@ def _short_numerics(cfg: RunConfig, folder: Path, info: dict) -> None:
     ncfg = config.short_config(
         device=cfg.device,
         model=cfg.model,
-        size=resolve(cfg.cases()[0]).size,
+        size=size,
         modes=list(cfg.modes),
         batch_sizes=list(cfg.batch_sizes),
         optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],

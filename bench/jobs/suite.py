@@ -1,17 +1,6 @@
-"""A grid's cases into a folder: the loop of a timing run, in rounds.
-
-Each case becomes a row (`bench.measure.runner.run_case`, or `bench.measure.ranks` on several
-ranks). Rows and raw samples are appended as each case finishes, so Ctrl-C or a kill loses only
-the case in flight, and a resumed run skips every case whose row is already there.
-
-Rounds (`run --rounds N`, as asv's interleaved rounds): the grid is run N times, each case
-timed once per pass, so that a case's windows lie minutes apart rather than seconds. A machine
-whose speed drifts over minutes (a shared virtual machine, a GPU whose clocks move) then shows
-that drift between a case's own windows, where `bench compare` weighs it, instead of putting it
-between two runs, where it would read as a change of the code. The windows of the rounds before
-the last are kept in `rounds.jsonl` as they are timed; the last round writes the case's row, with
-its statistics over the windows of every round.
-"""
+"""A grid's plans into a folder: the loop of a timing run, in rounds (`run --rounds N`, interleaved
+as asv's: docs/methodology.md). Rows and samples are appended as each case ends, so a kill loses
+only the case in flight and a resume skips every case whose row is there."""
 
 from __future__ import annotations
 
@@ -24,12 +13,12 @@ from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
 from bench.measure import derived, ranks, runner
-from bench.recipes.plan import resolve
+from bench.recipes.plan import Plan
 from bench.store import errors, results
 
 
 def run_suite(
-    cases: list[Case],
+    plans: list[Plan],
     run_dir: Path,
     ceilings: dict[str, float],
     *,
@@ -37,16 +26,11 @@ def run_suite(
     rounds: int = 1,
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True),
 ) -> None:
-    """Run every case not yet done in `run_dir`, `rounds` passes over the grid, appending rows
-    and samples as it goes.
-
-    A case is done when its row is there and, for an `ok` row, its samples too: a run killed
-    between the two writes re-runs that case (the later row wins when the folder is loaded).
-    A case whose round before the last is not `ok` is done with that round's row. In a run of
-    several ranks (one round only) every rank calls this; rank 0 alone reads and writes the
-    folder, and marks the case in flight (`bench.execution.launch`) so that a run that ends
-    during a case still leaves its row. `GroupBroken` (a rank that never answered) ends the
-    suite with the case's `timeout` row written."""
+    """Run every plan's case not yet done in `run_dir`, `rounds` passes over the grid, appending
+    rows and samples as it goes. A case is done when its row is there and, for an `ok` row, its
+    samples too (a kill between the two writes re-runs it). On several ranks (one round) every rank
+    calls this and rank 0 alone writes, marking the case in flight (`bench.execution.launch`);
+    `GroupBroken` ends the suite with the case's `timeout` row written."""
     world = world or World.single()
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be a positive integer, got {rounds!r}")
@@ -56,14 +40,15 @@ def run_suite(
     start = time.monotonic()
     for r in range(1, rounds + 1):
         kept = kept_rounds(run_dir) if rounds > 1 else {}
-        for i, case in enumerate(cases, 1):
+        for i, plan in enumerate(plans, 1):
+            case = plan.case
             if case.case_id in done or (r < rounds and len(kept.get(case.case_id, [])) >= r):
                 continue
             if world.leader:
                 passes = f" round {r}/{rounds}" if rounds > 1 else ""
                 elapsed = time.monotonic() - start
-                log(f"[{i}/{len(cases)}]{passes} {case.case_id} (elapsed {elapsed:.0f} s)")
-            row, samples, extra = _measure(case, ceilings, world, run_dir)
+                log(f"[{i}/{len(plans)}]{passes} {case.case_id} (elapsed {elapsed:.0f} s)")
+            row, samples, extra = _measure(plan, ceilings, world, run_dir)
             if not world.leader:
                 continue
             if r < rounds and row["status"] == "ok":
@@ -76,7 +61,7 @@ def run_suite(
                 continue
             if rounds > 1 and row["status"] == "ok":
                 samples = _with_rounds(samples, kept.get(case.case_id, []))
-                row = {**derived.rederive(resolve(case), row, samples), "rounds": rounds}
+                row = {**derived.rederive(plan, row, samples), "rounds": rounds}
             done.add(case.case_id)
             row = _write(run_dir, case, row, samples, extra, elapsed_s=time.monotonic() - start)
             summary = f"{row['total_ms']:.3f} ms/step" if row["status"] == "ok" else row["error"]
@@ -86,11 +71,9 @@ def run_suite(
 
 
 def _measure(
-    case: Case, ceilings: dict[str, float], world: World, run_dir: Path
+    plan: Plan, ceilings: dict[str, float], world: World, run_dir: Path
 ) -> tuple[dict, dict[str, list[float]], dict]:
-    """One case's row, samples and (on several ranks) the ranks' extra samples: the case is
-    resolved into its plan here, the job boundary."""
-    plan = resolve(case)
+    """One case's row, samples and (on several ranks) the ranks' extra samples."""
     if not world.distributed:
         return (*runner.run_case(plan, ceilings), {})
     if world.leader:

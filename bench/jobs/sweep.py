@@ -1,17 +1,6 @@
-"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per recipe
-and seed, in interleaved rounds (round k runs every recipe at seed k, in an order that turns by
-one each round, so drift over the session is spread over the recipes), each run measured by the
-probe or a callback inside the script (docs/own-loop.md).
-
-Each run gets the recipe, the seed and its folder through the environment (`AMPBENCH_RECIPE`,
-`AMPBENCH_SEED`, `AMPBENCH_OUT`: `bench.ownloop.contract`), which the script's probe or callback
-reads. Its row (the probe's) joins this folder's rows.jsonl, its raw step times samples.jsonl, and
-its own folder stays under `runs/`. A run that exits non-zero, writes no probe folder, or runs
-past the timeout is a row with that status and the script's last lines; the others go on. A
-recipe that a script cannot take by a switch (a cast of the model, float8) is an `unsupported`
-row. The folder is a timing folder (`report`, `compare`, `publish` read it); the recipe table
-and its verdicts are `bench.publish.own_loop`'s.
-"""
+"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per recipe and
+seed, in interleaved rounds, each run measured by the probe inside it (`bench.ownloop.contract`);
+a run that fails or times out is a row with its status (docs/own-loop.md)."""
 
 from __future__ import annotations
 
@@ -31,7 +20,7 @@ from bench.jobs import packing
 from bench.jobs.base import Folder, log, new_folder
 from bench.ownloop import contract, looks
 from bench.recipes import catalog
-from bench.store import paths, results
+from bench.store import folders, paths, results
 from bench.verdicts import sequential
 
 RUNS = "runs"
@@ -260,10 +249,9 @@ def run(
 ) -> Path:
     """Every run of the grid, round by round, into a new folder; returns it."""
     settings = {**dataclasses.asdict(cfg), "own_loop_driver": True}
-    suffix = f"_sweep{'_' + tag if tag else ''}"
     with new_folder(
         results_dir, kind="timing", device=cfg.device, settings=settings, command=command,
-        suffix=suffix,
+        suffix=folders.tagged("_sweep", tag),
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
         started = clock()

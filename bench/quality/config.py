@@ -1,7 +1,5 @@
-"""The settings of a time-to-quality study: one frozen dataclass, validated once, whose defaults
-are nanoGPT's `config/train_shakespeare_char.py` (AdamW with beta2 0.99 and weight decay 0.1,
-learning rate 1e-3 warmed up over 100 steps and decayed by a cosine to 1e-4, gradient clipping at
-1.0, batch 64) on a GPU, and a smoke study of seconds on the CPU. Importable without torch."""
+"""The settings of a time-to-quality study: one frozen dataclass, validated once, with nanoGPT's
+`train_shakespeare_char` defaults on a GPU and a smoke study on the CPU. Torch-free."""
 
 from __future__ import annotations
 
@@ -130,13 +128,8 @@ class QualityConfig:
     @classmethod
     def build(cls, device: str, options: dict[str, object]) -> QualityConfig:
         """The config of a new study: the options given, else the device's defaults (a model
-        other than the gpt at its own default preset)."""
-        defaults = dict(PER_DEVICE[device])
-        if options.get("model", "gpt") != "gpt":
-            from bench.workloads.registry import get  # torch: only once a study is built
-
-            defaults["preset"] = get(str(options["model"])).default_preset[device]
-        return cls(device=device, **{**defaults, **options})
+        other than the gpt is given its own default preset by the job, `bench.jobs.quality`)."""
+        return cls(device=device, **{**PER_DEVICE[device], **options})
 
     def record(self) -> dict[str, object]:
         """As env.json keeps it."""

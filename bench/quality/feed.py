@@ -1,11 +1,5 @@
-"""A workload sized to a data source, and the batches a run trains and is judged on.
-
-`fit` sizes the study's model (the workload the job resolved from `cfg.model`) at its preset to
-the data's vocabulary or classes (`Workload.sized_to`), and says why where it cannot (an
-`unsupported` row). A `Feed` makes step
-k's training batch of seed s on the device from a generator of (s, k) alone, so every recipe of a
-seed sees the same batches, and holds the held-out split in fixed batches.
-"""
+"""A workload sized to a data source (`fit`), and the batches a run trains and is judged on: step
+k's batch of seed s comes from (s, k) alone, so every recipe of a seed sees the same batches."""
 
 from __future__ import annotations
 

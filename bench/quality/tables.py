@@ -1,28 +1,9 @@
-"""The files a time-to-quality study writes, one JSON object per line, appended as each part ends
-(so a killed study keeps every finished run and `--resume` trains the rest), and read back as
-DataFrames without torch.
-
-- `timing.jsonl`: per recipe, its training step timed alone (median, p10, p90, IQR in ms), or its
-  status where it cannot run here.
-- `runs.jsonl`: per (recipe, seed), the run's status, steps, why it stopped, divergence and
-  skipped steps.
-- `curves.jsonl`: per evaluation of a run, its held-out loss and accuracy and its running train
-  loss.
-- `checks.jsonl`: per GradScaler check of a scaled-fp16 run, per parameter: the share of fp32's
-  gradient norm float16 flushes to zero without and with the scaler, and the shares of its
-  elements that flush to zero or turn subnormal (`bench.quality.underflow`). Checks before the
-  zero/subnormal split recorded `flushed_unscaled`/`flushed_scaled` (both together), which no
-  rule reads.
-
-A finished study's tables are gzip-compressed (`compact`), as every large table of a results
-folder is; they are read either way, and a resumed study unpacks them before appending.
-"""
+"""The files a time-to-quality study writes (`timing`, `runs`, `curves`, `checks`: docs/quality.md),
+one JSON object per line appended as each part ends, gzip-compressed when it ends (`compact`),
+and read back as DataFrames without torch."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -49,39 +30,21 @@ def path(run_dir: Path, table: str) -> Path:
     return Path(run_dir) / f"{table}.jsonl"
 
 
-def _packed(run_dir: Path, table: str) -> Path:
-    return Path(run_dir) / f"{table}.jsonl.gz"
-
-
 def append(run_dir: Path, table: str, rows: list[dict]) -> None:
-    packed = _packed(run_dir, table)
-    if packed.is_file():  # a finished study resumed: its table back to plain lines first
-        with gzip.open(packed, "rb") as src, path(run_dir, table).open("wb") as dst:
-            shutil.copyfileobj(src, dst)
-        packed.unlink()
+    results.unpack(path(run_dir, table))  # a finished study resumed: back to plain lines first
     for row in rows:
         results.append_jsonl(path(run_dir, table), row)
 
 
 def compact(run_dir: Path) -> None:
-    """Each table gzip-compressed in place (a finished study's)."""
+    """Each table gzip-compressed in place (a finished study's), as `results.pack` packs."""
     for table in TABLES:
-        plain = path(run_dir, table)
-        if plain.is_file():
-            with (
-                plain.open("rb") as src,
-                gzip.GzipFile(_packed(run_dir, table), "wb", mtime=0) as dst,
-            ):
-                shutil.copyfileobj(src, dst)
-            plain.unlink()
+        if path(run_dir, table).is_file():
+            results.pack(path(run_dir, table))
 
 
 def _rows(run_dir: Path, table: str) -> list[dict]:
-    packed = _packed(run_dir, table)
-    if packed.is_file():
-        with gzip.open(packed, "rt") as f:
-            return [json.loads(line) for line in f if line.strip()]
-    return results.read_jsonl(path(run_dir, table))
+    return results.read_jsonl(path(run_dir, table))  # its packed copy where only that exists
 
 
 def load(run_dir: Path) -> dict[str, pd.DataFrame]:

@@ -1,22 +1,6 @@
-"""One run of the time-to-quality study: a recipe trained from a seed's initial weights on real
-data, evaluated on the whole held-out split every `eval_every` steps; the step it trains with,
-timed alone by the harness's timing function; and, for a recipe that scales the loss, the
-GradScaler check.
-
-The step is the harness's one train step (`bench.recipes.step.train_step`) with the study's
-options (`options`: nanoGPT's clip after unscaling, dropout on), at the learning rate the schedule
-sets: the forward pass and loss under the recipe's context, backward of the (scaled) loss, the
-gradients unscaled and clipped, the update (skipped by GradScaler after an overflow), the
-gradients dropped. Losses and scales stay on the
-device between evaluations and are read once per evaluation, so the loop never waits for the
-device between steps.
-
-The GradScaler check compares, on the run's current weights and one batch, three gradients of the
-same function (dropout off): float32's (the reference), float16 autocast's without scaling, and
-float16 autocast's at the scaler's current scale, unscaled. Per parameter it records the share of
-the reference gradient's norm that is flushed to zero without the scaler and kept with it, and
-the share lost with it: where the scaler keeps no more than it loses, it does not fix underflow.
-"""
+"""One run of the time-to-quality study: a recipe trained on real data with the one train step and
+the study's step options, evaluated every `eval_every` steps (read once per evaluation, so the loop
+never waits between steps); its step timed alone; and the GradScaler check (docs/quality.md)."""
 
 from __future__ import annotations
 
@@ -33,13 +17,13 @@ from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
 from bench.measure.timing import clock_for, time_settled
-from bench.numerics.measure.underflow import norm_share
-from bench.quality import tables, underflow
+from bench.numerics.measure.underflow import fp16_cast_shares, norm_share
+from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
 from bench.recipes.modes import Mode
-from bench.recipes.plan import Plan
-from bench.recipes.step import StepOptions, build, train_step, watch
+from bench.recipes.plan import Plan, StepOptions
+from bench.recipes.step import build, train_step, watch
 from bench.recipes.step import evaluate as heldout
 from bench.workloads.base import Workload
 
@@ -110,7 +94,7 @@ class Run:
         plan = resolved.plan.with_case(seed=seed)
         # The same initial weights and dropout stream for every recipe of a seed (`build` seeds
         # them); the batch is the feed's, set before every step.
-        self.state = build(plan, options=options(cfg))
+        self.state = build(plan)
         self.feed = Feed(self.fitted, cfg.batch_size, seed, self.device, cfg.heldout_limit)
 
     @property
@@ -180,11 +164,26 @@ class Run:
                     "lost_unscaled": norm_share(ref, live & (bare == 0)),
                     "lost_scaled": norm_share(ref, live & (scaled == 0)),
                     "kept_by_scaler": norm_share(ref, live & (bare == 0) & (scaled != 0)),
-                    **underflow.element_shares(ref, scale),
+                    **element_shares(ref, scale),
                     "overflow": bool(not torch.isfinite(scaled).all()),
                 }
             )
         return rows
+
+
+def element_shares(reference: torch.Tensor, scale: float) -> dict[str, float]:
+    """`zero_unscaled` / `zero_scaled`: the share of `reference`'s (fp32's gradient's) non-zero
+    elements that float16 rounds to zero, without the scaler and with the loss multiplied by
+    `scale`; `subnormal_unscaled` / `subnormal_scaled`: the share it keeps as subnormals. Read off
+    fp32's values: a tensor whose gradient autocast keeps in float32 would not lose them, which
+    the norm share beside it (measured on float16's own gradient) shows."""
+    bare, scaled = fp16_cast_shares(reference), fp16_cast_shares(reference, scale)
+    return {
+        "zero_unscaled": bare["zero"],
+        "zero_scaled": scaled["zero"],
+        "subnormal_unscaled": bare["subnormal"],
+        "subnormal_scaled": scaled["subnormal"],
+    }
 
 
 def _eval_steps(cfg: QualityConfig) -> list[int]:

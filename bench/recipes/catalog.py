@@ -1,17 +1,6 @@
-"""The precision modes as plain data, without torch: the one table every mode is defined in.
-
-A card says what a mode is (its kind of recipe, its low-precision dtype, whether it scales the
-loss, what it changes in the model), how it is shown (its words, its colour) and what the others
-are measured against (the float32 reference, the speedup baselines, the headline mode). Its torch
-side is derived from it alone (`bench.recipes.modes.recipe(card)`, which imports this table, not
-the other way round), and publishing reads the cards directly, so reports and plots need no torch.
-The Adam implementations a case may name (`OPTIMIZERS`) are a table here too.
-
-Nothing outside this table branches on a mode's name: code asks a card (`card.scale_loss`,
-`card.changes_model`) or the table (`reference()`, `headline()`, `fp16_pair()`), so a new mode is
-a new card here. A card refuses, when it is made, a recipe torch would refuse when it runs
-(`ModeCard.__post_init__`).
-"""
+"""The precision modes as plain data, without torch: the one table every mode is defined in (a card
+per mode: its recipe, its words and colour, the reference and baselines), and the Adams'
+(`OPTIMIZERS`). Nothing else branches on a mode's name: a new mode is a new card here."""
 
 from __future__ import annotations
 
@@ -256,7 +245,7 @@ def default_modes(*, full: bool = True) -> tuple[str, ...]:
 class Optimizer:
     """An Adam a case may name (its `optimizer` axis); `bench.recipes.modes.Mode.optimizer`
     builds it with these keyword arguments, at the learning rate of the case and the betas and
-    weight decay of the step's options (`bench.recipes.step.StepOptions`)."""
+    weight decay of the plan's step options (`bench.recipes.plan.StepOptions`)."""
 
     name: str
     adam: dict[str, bool]

@@ -1,19 +1,7 @@
-"""What the recipes beyond autocast need from outside torch: torchao (optional, the `[fp8]` extra)
-and a GPU with float8 tensor cores, which Linears a float8 recipe converts and why, and the float8
-matmul ceiling.
-
-- `torchao_version`, `capability` and `recipe_unsupported_reason` say whether a recipe can run
-  here; the tests fake the last two.
-- `plan` decides per Linear of a workload whether a float8 recipe converts it, with the reason,
-  from the model's sizes alone (so a report can print it even for a row that could not run). A
-  Linear the workload keeps in higher precision (`Workload.fp8_excluded`: a transformer's
-  vocabulary head) is kept with the workload's reason; for the rest the rules are torchao's own
-  auto-filter (`torchao.float8.float8_linear_utils._auto_filter_for_recipe`, thresholds from its
-  H100 benchmarks), restated here so that each decision carries its reason.
-- `convert` swaps exactly the planned Linears, by module name, for torchao's `Float8Linear`.
-- `scaled_mm_operands` and `scaled_mm`: one e4m3 `torch._scaled_mm` in the layouts it requires,
-  which `bench.measure.ceilings` times for the float8 matmul ceiling.
-"""
+"""What float8 recipes need from outside torch: torchao and a float8 GPU
+(`recipe_unsupported_reason`), which Linears a recipe converts and why (`plan`, torchao's
+auto-filter restated with its reasons: docs/recipes.md), the conversion (`convert`), and the
+e4m3 `torch._scaled_mm` of the float8 matmul ceiling."""
 
 from __future__ import annotations
 
@@ -90,11 +78,9 @@ def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
 
 
 def convertible(workload: Workload, size: object) -> list[str]:
-    """The Linears of `workload` at `size` that float8 can run at all: not kept by the workload
-    and both dimensions multiples of 16, torchao's size thresholds left out. None convertible
-    (ResNet-50, whose one Linear is its head; a model without a Linear): float8 does not apply
-    to this model at any size. A plan that converts none for the thresholds alone is
-    `unsupported` too (`bench.verdicts.float8_plan.float8_unsupported_reason`), but for its size."""
+    """The Linears of `workload` at `size` that float8 can run at all (not kept by the workload,
+    both dimensions multiples of 16; torchao's size thresholds left out). None: float8 does not
+    apply to this model at any size (ResNet-50, whose one Linear is its head)."""
     excluded = workload.fp8_excluded_of(size)
     return [
         name

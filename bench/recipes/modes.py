@@ -1,16 +1,6 @@
-"""The torch side of a precision mode: `Mode`, which a card of the mode table resolves to
-(`recipe(card)`, or the `MODES` mapping by name), owns the whole recipe.
-
-A mode says how the model is prepared (nothing, a cast of its parameters, or torchao's float8
-conversion of its Linears), which context each phase of the step runs in (TF32 for float32
-matmuls, and autocast around the forward pass), whether the loss is scaled by
-`torch.amp.GradScaler`, and it builds the optimizer (a row of `catalog.OPTIMIZERS`: torch's Adam,
-or nanoGPT's AdamW with its weight-decay groups; or torchao's AdamW with stochastic rounding), and
-says why it cannot run on a machine (torchao missing, no float8 GPU). The one train step
-(`bench.recipes.step`) and every caller use only these methods: adding a mode is adding a card to
-`bench.recipes.catalog` (the torch-free table every mode is defined in), whose fields say
-everything here. Nothing else branches on a mode's name.
-"""
+"""The torch side of a precision mode: `Mode` (from its card, `recipe(card)`, or `MODES` by name)
+owns the whole recipe: the model's preparation, each phase's context, the loss scaler, the
+optimizer, and why it cannot run here."""
 
 from __future__ import annotations
 
@@ -174,11 +164,9 @@ class Mode:
 
     @contextlib.contextmanager
     def context(self, device: str, *, forward: bool = False, cache: bool = True) -> Iterator[None]:
-        """The precision context of one phase of the step: TF32 as the mode wants it, and, for the
-        forward pass only, autocast. Autocast wraps the forward and the loss alone, as its
-        docstring asks: backward ops then run in the dtype autocast chose for the forward ops.
-        `cache=False` turns off autocast's cache of weight casts, as a CUDA graph capture needs
-        (PyTorch's CUDA graph notes)."""
+        """One phase's precision context: TF32 as the mode wants it and, for the forward pass only,
+        autocast (around the forward and the loss alone, as its docstring asks). `cache=False` turns
+        off autocast's cache of weight casts, as a CUDA graph capture needs."""
         dtype = self.autocast_dtype
         with (
             tf32_enabled(self.tf32),
@@ -239,11 +227,8 @@ def tf32_flags() -> dict[str, bool]:
 
 @contextlib.contextmanager
 def tf32_enabled(enabled: bool) -> Iterator[None]:
-    """Set both TF32 switches for the duration of a region and restore them afterwards.
-
-    The legacy `allow_tf32` flags are used for both setting and reading: newer torch versions
-    refuse to mix them with the `fp32_precision` API in one process.
-    """
+    """Both TF32 switches set for a region, restored after. The legacy `allow_tf32` flags, for
+    setting and reading: newer torch refuses to mix them with `fp32_precision` in one process."""
     matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = enabled
     torch.backends.cudnn.allow_tf32 = enabled

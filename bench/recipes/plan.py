@@ -1,9 +1,6 @@
-"""A case resolved: the objects one case trains and runs with, looked up once (`resolve`) and
-handed down. Every job resolves its cases here, and the numerics study's workers theirs, all
-importing downwards; the runner (`bench.measure.runner`), the execution variants
-(`bench.execution.variants`) and the train step (`bench.recipes.step`) take a `Plan` and never
-look a name up again, as torchtitan's trainer looks its `TrainSpec` up once. What a plan's
-users derive from it (its float8 plan, why it cannot run here) is derived here, once a plan."""
+"""A case resolved (`resolve`): the objects one case trains and runs with, looked up once at its
+job's entry and handed down, with what their users derive from them (the float8 plan, why it
+cannot run here) and the step's options (`StepOptions`)."""
 
 from __future__ import annotations
 
@@ -22,6 +19,61 @@ from bench.workloads.base import Workload
 
 
 @dataclass(frozen=True, kw_only=True)
+class StepOptions:
+    """How a step differs between the studies that run it; the defaults are the harness's."""
+
+    grad_clip: float = 0.0
+    """Clip the gradients' global norm to this before the update (0: no clip). Clipping reads
+    the norm on the device; `clip_grad_norm_` does not sync."""
+    unscale_before_clip: bool = True
+    """With a loss scaler, unscale the gradients before the clip, so the clip sees the true
+    gradients and not ones the scale multiplied (GradScaler's documented order)."""
+    dropout: bool = True
+    """Train with the model in training mode (its dropout, where it has any, on); off: eval
+    mode, the step of a fixed function."""
+    eval_every: int = 0
+    """Held-out evaluation every this many steps, outside any timed step (0: none)."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """Adam's betas (torch's defaults); the optimizer is built with them (`build`)."""
+    weight_decay: float = 0.0
+    """AdamW's decoupled weight decay on the weights of an optimizer row with nanoGPT's groups
+    (`bench.recipes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
+
+    def __post_init__(self) -> None:
+        if not all(0 <= b < 1 for b in self.betas) or len(self.betas) != 2:
+            raise ValueError(f"StepOptions.betas must be two numbers in [0, 1), got {self.betas!r}")
+        if not (self.weight_decay >= 0 and self.weight_decay != float("inf")):
+            raise ValueError(
+                f"StepOptions.weight_decay must be finite and >= 0, got {self.weight_decay!r}"
+            )
+        if not (self.grad_clip >= 0 and self.grad_clip != float("inf")):
+            raise ValueError(
+                f"StepOptions.grad_clip must be finite and >= 0, got {self.grad_clip!r}"
+            )
+        if self.eval_every < 0:
+            raise ValueError(f"StepOptions.eval_every must be >= 0, got {self.eval_every!r}")
+
+    def describe(self) -> str:
+        """The options in a short phrase, for a report's method line."""
+        if self.grad_clip > 0:
+            unscaled = ", unscaled first" if self.unscale_before_clip else ", not unscaled first"
+            clip = f"gradients clipped at norm {self.grad_clip:g}{unscaled}"
+        else:
+            clip = "no gradient clipping"
+        dropout = "dropout on" if self.dropout else "dropout off"
+        evaluation = (
+            f"held-out evaluation every {self.eval_every} steps, untimed"
+            if self.eval_every
+            else "no evaluation"
+        )
+        return f"{clip}; {dropout}; {evaluation}"
+
+
+HARNESS = StepOptions()
+"""The timing harness's step: forward, backward, update, nothing else."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     case: Case
     """The case as its row names it: every axis, as strings and numbers."""
@@ -36,6 +88,8 @@ class Plan:
     """How the step is executed (`case.variant`)."""
     parallel: Parallel
     """How the model is spread over the ranks (`case.parallel`)."""
+    step_options: StepOptions = HARNESS
+    """How its train step differs from the harness's (the study that runs it sets them)."""
 
     # A frozen dataclass keeps a cached property: it is written to the instance's __dict__, not
     # set through __setattr__. A plan made anew (`with_mode`, `with_case`) derives it anew.
@@ -49,11 +103,9 @@ class Plan:
 
     @cached_property
     def unsupported_reason(self) -> str | None:
-        """Why this plan cannot run here, or None when it can: the one place that asks its
-        workload (an optional package it needs), its variant (CUDA graphs on the CPU) and its
-        mode's recipe (a Linear its float8 plan converts,
-        `bench.verdicts.float8_plan.float8_unsupported_reason`; torchao; a float8 GPU). Its
-        parallelism, which depends on the ranks, is asked beside it
+        """Why this plan cannot run here, or None: the one place that asks its workload, its
+        variant and its mode's recipe (its float8 plan, torchao, a float8 GPU). Its parallelism,
+        which depends on the ranks, is asked beside it
         (`bench.execution.parallel.unsupported_reason`)."""
         case, workload, variant, mode = self.case, self.workload, self.variant, self.mode
         reason = workload.unsupported_reason()
@@ -88,6 +140,9 @@ class Plan:
         case = dataclasses.replace(self.case, mode=mode.name)
         return dataclasses.replace(self, mode=mode, case=case)
 
+    def with_step_options(self, step_options: StepOptions) -> Plan:
+        return dataclasses.replace(self, step_options=step_options)
+
     def with_size(self, size: object) -> Plan:
         """This plan with its model at `size`, not at the sizes its case spells (the quality
         study's model, sized to its data)."""
@@ -101,10 +156,10 @@ class Plan:
         return dataclasses.replace(self, case=dataclasses.replace(self.case, **axes))
 
 
-def resolve(case: Case, mode: Mode | None = None) -> Plan:
+def resolve(case: Case, mode: Mode | None = None, *, step_options: StepOptions = HARNESS) -> Plan:
     """The plan of `case`: its workload and size, its mode's recipe (or `mode`, a recipe the
-    table has not), its variant and its parallelism. A bad model name is one line
-    (`bench.faults.UsageError`, from the registry)."""
+    table has not), its variant, its parallelism and its step's options. A bad model name is one
+    line (`bench.faults.UsageError`, from the registry)."""
     workload = registry.get(case.model)
     if mode is None:
         mode = MODES[case.mode]
@@ -115,6 +170,7 @@ def resolve(case: Case, mode: Mode | None = None) -> Plan:
         mode=mode,
         variant=VARIANTS[case.variant],
         parallel=PARALLELS[case.parallel],
+        step_options=step_options,
     )
 
 

@@ -1,16 +1,6 @@
-"""The one train step every mode and every study runs, split into its three timed phases.
-
-The timing harness (`bench.execution.variants`, phase by phase), the quality study
-(`bench.quality.train`) and the numerics study (`bench.numerics.measure.training`) all drive the
-functions here. Where they differ (clipping the gradients, unscaling them first, dropout) is a
-`StepOptions` of the state, and `StepOptions.describe` is the phrase their reports name it by. A
-case's plan (`bench.recipes.plan.Plan`, resolved once by the job) holds its workload, which gives
-the model, its synthetic batch and its loss; a mode's recipe (`bench.recipes.modes.Mode`) decides
-everything that differs between modes: the model's preparation, the precision context of each
-phase, the scaler and the optimizer. GradScaler is a no-op unless the mode scales the loss, so
-`scaler.scale(loss)` returns the loss and `scaler.step(opt)` calls `opt.step()` unchanged
-(nanoGPT's pattern).
-"""
+"""The one train step every mode and every study runs, in its three timed phases, on a state built
+from a plan (`build`). GradScaler is a no-op unless the mode scales the loss (nanoGPT's pattern);
+where studies differ is the plan's `StepOptions`."""
 
 from __future__ import annotations
 
@@ -24,63 +14,8 @@ from torch import nn
 
 from bench.cases.case import Case
 from bench.recipes.modes import Mode
-from bench.recipes.plan import Plan
+from bench.recipes.plan import HARNESS, Plan, StepOptions
 from bench.workloads import heads, outputs
-
-
-@dataclass(frozen=True, kw_only=True)
-class StepOptions:
-    """How a step differs between the studies that run it; the defaults are the harness's."""
-
-    grad_clip: float = 0.0
-    """Clip the gradients' global norm to this before the update (0: no clip). Clipping reads
-    the norm on the device; `clip_grad_norm_` does not sync."""
-    unscale_before_clip: bool = True
-    """With a loss scaler, unscale the gradients before the clip, so the clip sees the true
-    gradients and not ones the scale multiplied (GradScaler's documented order)."""
-    dropout: bool = True
-    """Train with the model in training mode (its dropout, where it has any, on); off: eval
-    mode, the step of a fixed function."""
-    eval_every: int = 0
-    """Held-out evaluation every this many steps, outside any timed step (0: none)."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """Adam's betas (torch's defaults); the optimizer is built with them (`build`)."""
-    weight_decay: float = 0.0
-    """AdamW's decoupled weight decay on the weights of an optimizer row with nanoGPT's groups
-    (`bench.recipes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
-
-    def __post_init__(self) -> None:
-        if not all(0 <= b < 1 for b in self.betas) or len(self.betas) != 2:
-            raise ValueError(f"StepOptions.betas must be two numbers in [0, 1), got {self.betas!r}")
-        if not (self.weight_decay >= 0 and self.weight_decay != float("inf")):
-            raise ValueError(
-                f"StepOptions.weight_decay must be finite and >= 0, got {self.weight_decay!r}"
-            )
-        if not (self.grad_clip >= 0 and self.grad_clip != float("inf")):
-            raise ValueError(
-                f"StepOptions.grad_clip must be finite and >= 0, got {self.grad_clip!r}"
-            )
-        if self.eval_every < 0:
-            raise ValueError(f"StepOptions.eval_every must be >= 0, got {self.eval_every!r}")
-
-    def describe(self) -> str:
-        """The options in a short phrase, for a report's method line."""
-        if self.grad_clip > 0:
-            unscaled = ", unscaled first" if self.unscale_before_clip else ", not unscaled first"
-            clip = f"gradients clipped at norm {self.grad_clip:g}{unscaled}"
-        else:
-            clip = "no gradient clipping"
-        dropout = "dropout on" if self.dropout else "dropout off"
-        evaluation = (
-            f"held-out evaluation every {self.eval_every} steps, untimed"
-            if self.eval_every
-            else "no evaluation"
-        )
-        return f"{clip}; {dropout}; {evaluation}"
-
-
-HARNESS = StepOptions()
-"""The timing harness's step: forward, backward, update, nothing else."""
 
 Observer = Callable[[str, torch.Tensor], None]
 """A study's look inside the step (`TrainState.observe`), called with the phase just done and the
@@ -90,11 +25,8 @@ loss: `forward` (the loss's graph whole, nothing run backward yet) and `backward
 
 @dataclass
 class TrainState:
-    """Everything one case trains: model, optimizer, scaler and the current batch.
-
-    Its plan's mode is the recipe the state was built with and is never changed; `as_mode` gives
-    a second state over the same model and batch for another mode (the numerics census compares
-    modes on the same weights)."""
+    """Everything one case trains: model, optimizer, scaler and the current batch. Its plan's mode
+    is never changed; `as_mode` gives a second state over the same model and batch for another."""
 
     plan: Plan
     model: nn.Module
@@ -114,15 +46,18 @@ class TrainState:
     wrapper: nn.Module | None = None
     """The DDP or FSDP2 module that `compute` calls in a distributed case
     (`bench.execution.parallel`); `model` is the workload's model inside it."""
-    options: StepOptions = HARNESS
-    """How this state's step differs from the harness's (`with_options` sets it)."""
     observe: Observer | None = None
     """What the step shows its phases to (the numerics audit's hooks); None: nothing."""
+
+    @property
+    def options(self) -> StepOptions:
+        """How this state's step differs from the harness's: its plan's."""
+        return self.plan.step_options
 
     def with_options(self, options: StepOptions) -> TrainState:
         """This state with `options`: the model put in training or eval mode to match."""
         self.model.train(options.dropout)
-        return dataclasses.replace(self, options=options)
+        return dataclasses.replace(self, plan=self.plan.with_step_options(options))
 
     @property
     def case(self) -> Case:
@@ -147,21 +82,16 @@ def build(
     *,
     capturable: bool = False,
     wrap: Callable[[nn.Module, Mode], nn.Module] | None = None,
-    options: StepOptions = HARNESS,
 ) -> TrainState:
-    """The workload's model, optimizer (the case's row at case.lr, the options' betas and weight
-    decay), scaler and a synthetic batch for one case's plan, seeded; the only maker of a train
-    state. With `options` other than the harness's, the state has them (`with_options`).
-
-    The plan's mode may be one the mode table has not (`Plan.with_mode`): the numerics audit
-    tries recipes users try that are not modes of the benchmark. `capturable` builds an optimizer
-    whose state stays on the device, for a CUDA graph capture of the whole step. `wrap` puts the
-    prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the optimizer sees
-    its parameters. Every rank builds the same weights (same seed) and its own batch: the same seed,
-    so ranks of a distributed case train on equal batches, which is all a timing needs."""
+    """The workload's model, optimizer (the case's row at case.lr, the step options' betas and
+    weight decay), scaler and a synthetic batch for one plan, seeded: the only maker of a train
+    state. `capturable`: an optimizer whose state stays on the device (a CUDA graph capture). `wrap`
+    puts the prepared model under DDP or FSDP2 (`bench.execution.parallel.wrap`) before the
+    optimizer sees it. Every rank builds the same weights and batch (same seed)."""
     # First, before anything draws: a workload whose init uses the global generator (the MLP,
     # through torch's default init) gets weights that depend on the case's seed alone.
     case, mode, workload, size = plan.case, plan.mode, plan.workload, plan.size
+    options = plan.step_options
     torch.manual_seed(case.seed)
     model = workload.build(size, case.device, case.seed)
     if case.init_scale != 1.0:
@@ -190,8 +120,9 @@ def build(
     scaler = mode.scaler(case.device)
     wrapper = net if wrap is not None else None
     state = TrainState(plan, model, optimizer, scaler, x, y, compute, wrapper=wrapper)
-    # The harness's state leaves the model in the mode its workload built it in.
-    return state if options == HARNESS else state.with_options(options)
+    if options != HARNESS:  # the harness's leaves the model in the mode its workload built
+        model.train(options.dropout)
+    return state
 
 
 def forward(s: TrainState) -> tuple[torch.Tensor, torch.Tensor]:
@@ -280,13 +211,10 @@ def evaluate(
 
 
 class ScaleWatch:
-    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`), read from its scale.
-
-    After an overflow GradScaler skips the optimizer's step and multiplies the scale by its
-    backoff factor (below 1); after a step it applied, the scale stays or grows. So a step was
-    skipped exactly when the scale fell. Each mark copies the scale tensor on the device (one
-    tiny kernel, no sync: `get_scale()` would read it on the host); `skipped` reads them all at
-    once."""
+    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`): after an overflow it
+    skips the step and lowers the scale, after an applied step the scale stays or grows, so a step
+    was skipped exactly when the scale fell. A mark copies the scale on the device (no sync, as
+    `get_scale()` would); `skipped` reads them all at once."""
 
     def __init__(self, scaler: torch.amp.GradScaler) -> None:
         if not scaler.is_enabled():
