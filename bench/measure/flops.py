@@ -1,32 +1,6 @@
-"""Counted FLOPs of one train step of any model, by `torch.utils.flop_counter.FlopCounterMode`.
-
-The floor of a step (`bench.measure.roofline`) needs the matmul work of its forward and its
-backward. Hand formulas exist for the MLP only; the counter counts what the model actually
-dispatches, for any workload. It counts matmul-like ops only (mm, addmm, bmm, convolutions and
-the fused attention kernels); elementwise work, norms, softmax and the loss count zero, which
-keeps the floor a lower bound, as the roofline's own formulas do.
-
-Where to count. On the meta device a model has shapes and no storage: counting a 1.3B-parameter
-model at its full batch costs no memory and well under a second, so that is the intended use
-(build the model and the batch with `device="meta"`). This works for
-`F.scaled_dot_product_attention`: on meta it runs its math decomposition, whose two batched
-matmuls (QKᵀ and the weights times V) are counted, and backward is counted through their
-gradients. No small-batch run scaled up linearly is needed.
-
-On the CPU the counter would miss attention: SDPA dispatches to
-`_scaled_dot_product_flash_attention_for_cpu`, which has no FLOP formula and counts zero. `count`
-therefore runs CPU inputs under the math backend (`sdpa_kernel(SDPBackend.MATH)`), which counts
-the same bmms as meta. On CUDA the flash and memory-efficient kernels have formulas of their own
-and run as they are.
-
-Attention is counted dense, as the full seq × seq score matrix (4·batch·seq²·width per layer
-forward), also for a causal mask: that is the convention of the counter's formulas for every
-kernel. A causal kernel that skips the masked half does about half of that work, so for long
-contexts the floor's attention share is an upper bound on the work done.
-
-Convolutions are counted by torch's formulas, except the backward of a grouped or depthwise one
-(`conv_backward_flop`): torch's counts its weight gradient as if the convolution were dense.
-"""
+"""Counted FLOPs of one train step of any model, by `torch.utils.flop_counter.FlopCounterMode`:
+matmul-like ops only (so the floor is a lower bound), best counted on the meta device, attention
+counted dense; `conv_backward_flop` fixes torch's count for grouped convolutions."""
 
 from __future__ import annotations
 

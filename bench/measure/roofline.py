@@ -1,16 +1,6 @@
-"""Counted work per step and the time floor it implies on the measured ceilings.
-
-The floor of a phase is its counted work over the measured rate of the unit that does it: matmul
-FLOPs over the matmul ceiling of the dtype they run in, and the optimizer's bytes over the
-measured copy bandwidth. No version of the step can run much faster; `pct_of_floor` says how
-close a measured step comes. The FLOPs are counted, for any workload, by
-`torch.utils.flop_counter.FlopCounterMode` (`bench.measure.flops`) on a model made on the meta
-device: no hand formula per model. It counts matmul-like ops only; elementwise work (activations,
-casts, bias gradients, norms, the loss) counts zero: it is small beside the matmuls, and leaving
-it out keeps the floor a lower bound. A ceiling that was not measured (NaN: a CPU's matmul rate,
-a float8 rate on a GPU without float8) gives no floor (NaN, shown `–`), never a floor of zero or
-a division by zero.
-"""
+"""Counted work per step and the time floor it implies on the measured ceilings: matmul FLOPs
+over the matmul rate of their dtype, the optimizer's bytes over the copy bandwidth
+(`pct_of_floor`). A ceiling not measured (NaN) gives no floor, never a floor of zero."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Running one case into one flat row and its raw samples.
-
-A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
-collective that timed out `timeout`, any other exception `error` with its message, and a
-workload, variant or parallelism that cannot run here `unsupported` with the reason. A row an
-exception ended carries its traceback (`bench.faults.fault`), which the job saves in its folder.
-In a run of several ranks every rank measures the case here, and `bench.measure.ranks` makes one
-row of their rows; the loop over a grid's cases, which writes them into a folder, is the job's
-(`bench.jobs.suite`).
-"""
+"""Running one case into one flat row and its raw samples; a case's faults are data (`oom`,
+`nonfinite`, `timeout`, `error`, `unsupported`), and a row an exception ended carries its
+traceback (`bench.faults.fault`)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""The one timing function of ampbench, and the clocks it reads.
-
-`time_phases` runs a step made of named phases, marks a clock at every phase boundary, and returns
-the raw per-step samples of each phase. On CUDA a mark is an event recorded on the current stream:
-nothing inside the timed window waits for the device, and a single synchronize after the window
-resolves every event. Statistics are computed afterwards from the raw samples
-(`bench.measure.stats`). `time_windows` times windows until a stopping rule
-(`bench.measure.adaptive`) says the case's samples are narrow enough.
-
-A step that applied no update is no training step. GradScaler skips the optimizer's step after an
-overflow (about 1 ms against 7 for a real Adam step), and its first steps from the initial scale
-of 2**16 overflow until the scale has backed off: timed as training steps, they drag a case's p10
-far below its median. A `StepWatch` tells which steps applied their update; `settle` warms a
-scaled recipe until its scale has settled, and a timed step the watch says was skipped keeps
-`SKIPPED` (NaN; null in samples.jsonl) in every phase, counted and left out of every statistic
-(`bench.measure.stats`).
-"""
+"""The one timing function of ampbench (`time_phases`), and the clocks it reads: a mark at every
+phase boundary, one synchronize after the timed window, raw samples out; `time_windows` times
+windows until `bench.measure.adaptive` says stop. A step GradScaler skipped is `SKIPPED`."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Results folders: naming and creating one, locking it while a process writes it, and checking
-one that a process is about to resume. Every job opens its folder through
-`bench.jobs.base`, which uses this module and no other way to make or reopen a folder.
-
-A folder is never reused for another run: a new run gets a new name. A resumed folder must have
-been made by the same code on the same kind of machine (commit, dirty flag, torch version, GPU
-model): mixing rows from two machines in one folder is the worst silent error a benchmark can
-make, so a mismatch is refused unless `--force` is given, and then the mismatch is recorded.
-"""
+one about to be resumed (same commit, dirty flag, torch and GPU, unless `--force`: mixing rows
+from two machines in one folder is the worst silent error a benchmark can make)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""What a workload is: everything the harness needs from a model, and nothing about precision.
-
-A workload builds its model on a device for a named size preset, makes a deterministic synthetic
-batch on the device (nothing is downloaded), computes its loss, names its throughput unit, the
-modules FSDP2 shards one by one, the modules the numerics study observes, and which Linears a
-float8 recipe may convert (each one it leaves out with the reason). The precision recipe (a
-mode), the execution variant and the parallelism are applied to it by the harness, the same way
-for every workload.
-"""
+"""What a workload is: everything the harness needs from a model (its build, synthetic batch,
+loss, throughput unit, sharded and observed modules, float8 plan), and nothing about precision."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""The GPT workload: a decoder-only transformer in plain PyTorch, its named sizes, its synthetic
-token batches, its loss, and what the rest of ampbench needs to know about it.
-
-Token and position embeddings -> `layers` pre-LayerNorm blocks (causal self-attention through
-`F.scaled_dot_product_attention(is_causal=True)`, then a GELU MLP of width 4×) -> a final
-LayerNorm -> a vocabulary head; next-token cross-entropy. Linears and LayerNorms carry biases as
-GPT-2's do; the head has none. The timing presets have no dropout: a benchmark step should do the
-same work every time, and dropout's masks would make two modes' numerics differ by more than their
-precision.
-
-The timing presets' head is *not* tied to the token embedding (GPT-2 and nanoGPT tie them; the
-`shakespeare-char` preset, nanoGPT's own model, does, with its dropout and without biases).
-Untied, every parameter belongs to exactly one module, so a float8 recipe can keep the head in
-higher precision without touching the embedding, and FSDP2 can shard the embedding and the head
-as separate units.
-The cost is vocab × width more parameters: `gpt2-124m` has 163.1M here, not GPT-2's 124M; the name
-keeps GPT-2's shape, not its count.
-
-Batch sizes are counted in sequences; a batch holds `batch_size × context` tokens, and the
-throughput unit is tokens/s as well as samples (sequences)/s.
-"""
+"""The GPT workload: a decoder-only transformer in plain PyTorch (GPT-2's block, an untied head,
+no dropout in the timing presets), its named sizes, synthetic token batches and loss.
+docs/own-model.md says why the head is untied (`gpt2-124m` has 163.1M parameters here)."""
 
 from __future__ import annotations
 
@@ -72,7 +54,7 @@ class GPTSize:
 
 
 PRESETS: dict[str, GPTSize] = {
-    # GPT-2 small's shape (with an untied head: see the module docstring).
+    # GPT-2 small's shape, with an untied head (docs/own-model.md says why).
     "gpt2-124m": GPTSize(layers=12, width=768, heads=12, context=1024, vocab=50304),
     # GPT-3 XL's shape (Brown et al. 2020, table 2.1) at GPT-2's context and vocabulary.
     "gpt-1.3b": GPTSize(layers=24, width=2048, heads=16, context=1024, vocab=50304),

@@ -1,20 +1,6 @@
-"""Learnable synthetic tasks for the numerics study's training runs, one kind per workload.
-
-The timing harness trains on a workload's own batches (`Workload.make_batch`), whose values do not
-matter. The numerics study needs a loss that falls far, so that late-training effects (gradients
-that shrink with the loss, into float16's subnormal range) show: each workload names a task that
-its model can learn, made on the device from a seed (nothing is downloaded), with a held-out split
-of its own. Where the task is a known random process, `true_loss` gives the cross-entropy the
-process itself assigns to a batch: the loss a perfect model reaches, which the report quotes.
-
-- `PrototypeTask` (the MLP): Gaussian classes around random prototypes.
-- `MarkovTask` (the transformer): token sequences from a random sparse Markov chain.
-- `PoolTask` (any other workload, a user's own among them): the workload's own synthetic batches,
-  a fixed pool of them cycled, which a model can fit by heart; nothing about the held-out split
-  is learnable, and the true loss is unknown.
-
-Every task draws step k's batch from (seed, k) alone, so it is the same in every mode and run.
-"""
+"""Learnable synthetic tasks for the numerics study's training runs, one kind per workload
+(`PrototypeTask`, `MarkovTask`, `PoolTask`; docs/numerics.md), each made on the device from a
+seed with a held-out split; step k's batch depends on (seed, k) alone."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
-"""Hugging Face transformers models by name: `hf:NAME[:TASK]`, random weights from a config.
-
-NAME is a transformers model type (`gpt2`, `llama`, `bert`, `t5`, `vit`, ...: its config class's
-defaults are the model's real size), a local `config.json` (or a folder holding one), or a hub
-id (`org/name`: its config alone is fetched, when the network is there). No weights are
-downloaded: the model is `ModelFor<Task>._from_config(config)`, initialised by transformers.
-
-TASK picks the head (`bench.workloads.heads.TASKS`); by default the first the model type has of:
-seq2seq-lm (for an encoder-decoder), image-cls, masked-lm, causal-lm, seq-cls. A model type with
-none of these heads, or a task it has no head for, is an `unsupported` row that says so.
-
-Presets: `default` (the config as it is), `tiny` (two layers of width 64: every size field the
-config has is shrunk, `TINY`) and, for a few model types, named real sizes (`NAMED`: a
-Llama-3.2-1B-shaped `1b`, ...). Sequences are the model's positions, at most `MAX_SEQ` tokens.
-
-What ampbench sets on every config, and why: dropout off (`bench.workloads.zoo`); `use_cache`
-off (a training step keeps no key-value cache); `is_decoder` on for a causal LM (an encoder's LM
-head masks the future only then); a padding id where a sequence classifier needs one (it reads
-the last non-padding token).
-"""
+"""Hugging Face transformers models by name: `hf:NAME[:TASK]`, random weights from a config
+(a model type, a local config.json or a hub id). The settings ampbench makes on every config,
+and why, are in docs/own-model.md."""
 
 from __future__ import annotations
 
@@ -197,7 +180,7 @@ def _set(config: object, fields: dict[str, object], only_present: bool) -> None:
 
 
 def _prepare(config: object, task: str) -> None:
-    """What every config gets (the module docstring says why)."""
+    """What every config gets (docs/own-model.md says why)."""
     for key in list(config.to_dict()):
         value = getattr(config, key, None)
         if ("dropout" in key or "pdrop" in key) and isinstance(value, float):
