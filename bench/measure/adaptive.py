@@ -29,7 +29,6 @@ SETTLE_CAP = 200
 recipe's (an overflow every few steps), and the timed windows count its skips."""
 
 NARROW, TIME_CAP, WINDOW_CAP, FIXED = "narrow", "time cap", "window cap", "fixed"
-REASONS = (NARROW, TIME_CAP, WINDOW_CAP, FIXED)
 
 
 def _positive_int(name: str, value: object) -> None:

@@ -22,13 +22,6 @@ ADAM_WORDS_PER_PARAM = 7
 """Adam reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq: seven words
 per parameter, the fewest any implementation can move; a word is the parameters' dtype (float32,
 or bf16 for the pure-bf16 recipes, whose Adam moves half the bytes)."""
-ADAM_BYTES_PER_PARAM = ADAM_WORDS_PER_PARAM * 4
-"""Seven float32 words: Adam over float32 parameters."""
-
-SCALER_BYTES_PER_PARAM = 4
-"""With loss scaling every gradient must also be read once to look for inf/NaN before the step may
-be taken (fused Adam does that inside its kernel; foreach Adam in a pass of its own)."""
-
 _AUTOCAST_CAST = (nn.Linear, nn.modules.conv._ConvNd)
 """Modules whose parameters autocast casts to its low dtype on every forward: linear and
 convolutions are on its lower-precision list. Embeddings and norms run on their float32

@@ -270,26 +270,14 @@ def from_model(
     observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None,
     sizes: Mapping[str, int] | None = None,
 ) -> Workload:
-    """A workload from the three things a training script already has: `model(device)` builds
-    the model on a device, `batch(batch_size, device, generator)` makes a synthetic batch on it
-    (draw from `generator`, which ampbench seeds), and `loss(output, targets)`, which gets the
-    output as the model returns it (a tensor, a tuple, a dict, a Hugging Face `ModelOutput`:
-    read `.logits` there as a training script does). The default loss is mean cross-entropy of
-    the output's logits (`bench.workloads.outputs.tensor`), over every position of a sequence.
-    It has one preset, `default`.
-
-    The model's structure is found in its module tree (`bench.workloads.structure`): the
-    repeated blocks FSDP2 shards, the points the numerics study observes, the weight it audits,
-    and the output head and tied weights float8 leaves in higher precision. `blocks` and
-    `observed` replace the search for a model it gets wrong: `blocks(model)` returns the modules
-    to shard one by one, `observed(model)` a dict name -> module in forward order whose last
-    module's output holds the logits.
-
-    A case id spells out the model's sizes, `sizes` by name (its own: `{"context": 1024,
-    "width": 768}`); three unnamed 1s by default (`1x1x1`, `bench.cases.sizes.UNNAMED`), where
-    the model's spec and its preset say what it is.
-    The result is the same `Workload` as a built-in one: its fields can be replaced
-    (`dataclasses.replace`) where a default does not fit."""
+    """A workload (one preset, `default`) from what a training script has: `model(device)`,
+    `batch(batch_size, device, generator)` drawing from the seeded `generator`, and
+    `loss(output, targets)` on the output as the model returns it (default: mean cross-entropy
+    of its logits). The model's structure is found in its module tree
+    (`bench.workloads.structure`); `blocks(model)` (the modules to shard) and `observed(model)`
+    (name -> module in forward order, the last one's output the logits) replace that search
+    where it is wrong. `sizes` names the sizes a case id spells (default `1x1x1`). See
+    docs/own-model.md."""
 
     def make(size: object, batch_size: int, device: str, seed: int) -> Batch:
         # The meta device (counting FLOPs) has no generator and draws nothing.

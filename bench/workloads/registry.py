@@ -101,16 +101,6 @@ def kind(name: str) -> str:
     return SPEC_KEY
 
 
-def is_zoo(name: str) -> bool:
-    """A model of a prefix's resolver (a zoo's), named `PREFIX:NAME`."""
-    return kind(name) not in (BUILT_IN_KEY, SPEC_KEY)
-
-
-def is_spec(name: str) -> bool:
-    """A user's own model, named by the factory that makes it."""
-    return kind(name) == SPEC_KEY
-
-
 @functools.cache
 def get(name: str) -> Workload:
     """The workload named `name`, by the resolver its kind names (`RESOLVERS`). Bad input is
