@@ -205,32 +205,6 @@ def time_settled(
     return samples
 
 
-def time_repeats(
-    phases: Mapping[str, Callable[[], object]],
-    *,
-    warmup: int,
-    steps: int,
-    repeats: int,
-    clock: Clock,
-) -> list[dict[str, list[float]]]:
-    """`repeats` timed windows of `steps` steps each, one after another on the same warm state:
-    `warmup` untimed steps before the first window only. Returns one `time_phases` result per
-    window, in order.
-
-    A window's median is one observation of the case: the spread between windows is the drift a
-    single window cannot show (clocks, temperature, other work on the machine), which `bench
-    compare` weighs against a difference between two runs. Each window is one `time_phases`
-    window, with its discipline: the syncs between windows (the one that closes a window, and the
-    drain before the next, which then finds nothing to wait for) sit outside every timed region.
-    """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats <= 0:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
-    return [
-        time_phases(phases, warmup=warmup if i == 0 else 0, steps=steps, clock=clock)
-        for i in range(repeats)
-    ]
-
-
 def time_windows(
     phases: Mapping[str, Callable[[], object]],
     *,
@@ -241,12 +215,13 @@ def time_windows(
     warmup_ms: float | None = None,
     watch: StepWatch | None = None,
 ) -> tuple[list[dict[str, list[float]]], str]:
-    """Timed windows of `steps` steps, as `time_repeats`, until `rule` says stop: returns the
-    windows and why they stopped (`bench.measure.adaptive`). The warm-up, before the first window
-    only, stops at `warmup` steps or `warmup_ms` (`warm_up`).
+    """Timed windows of `steps` steps, one `time_phases` window each on the same warm state,
+    until `rule` says stop: returns the windows and why they stopped (`bench.measure.adaptive`).
+    The warm-up, before the first window only, stops at `warmup` steps or `warmup_ms`.
 
-    The rule reads a window's samples after the window's one synchronize, between windows, where
-    `time_repeats` already syncs: deciding adds no sync to any timed region."""
+    A window's median is one observation of the case: the spread between windows is the drift
+    one window cannot show. The rule reads a window's samples after the window's one
+    synchronize, so deciding adds no sync to any timed region."""
     windows: list[dict[str, list[float]]] = []
     while True:
         first = not windows

@@ -130,12 +130,9 @@ def reopen(
     """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
 
     `kind` is the folder's job (a key of `bench.store.schema.KINDS`); `here` is
-    `bench.measure.env.collect()` of this machine. Call it holding the folder's lock, so that no
-    other
-    writer changes env.json between this read and the caller's writes. Bad input ends here,
-    before anything in the folder changes. `allow`: keys of `COMPATIBLE` that may differ without
-    `force` (adding modes to a study is done at a later commit by design); a difference there is
-    recorded as `differs`."""
+    `bench.measure.env.collect()` of this machine. Call it holding the folder's lock. Bad input
+    ends here, before anything in the folder changes. `allow`: keys of `COMPATIBLE` that may
+    differ without `force` (recorded as `differs`)."""
     require_dir(run_dir)
     info = results.read_env(run_dir)
     found = schema.kind_of(info, run_dir)

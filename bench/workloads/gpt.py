@@ -209,13 +209,9 @@ def build(
     both embedding tables normal(0, 0.02), biases zero, LayerNorms (1, 0). With `scaled_residual`
     the two projections that write into the residual stream (attn.proj, mlp.proj) get std
     0.02/√(2·layers) instead, so that the stream's variance does not grow with depth (GPT-2's
-    paper, §2.3; nanoGPT).
-
-    The modules are made on the meta device and then given storage on `device`: every parameter
-    is written once, by the init below, never first by torch's default init and again by ours.
-    The draws come from a generator on `device`, so a seed gives the same weights on every call
-    on one kind of device (CUDA's and the CPU's generators differ). On the meta device there are
-    no values to draw: the model has shapes only, enough to count parameters and FLOPs."""
+    paper, §2.3; nanoGPT). Made on the meta device, then every parameter written once from a
+    generator on `device` (a seed's weights differ between CUDA and the CPU); on the meta device
+    the model has shapes only."""
     device = torch.device(device)
     with torch.device("meta"):
         model = GPT(size)

@@ -75,14 +75,9 @@ def linear_shapes(size: ResNetSize) -> dict[str, tuple[int, int]]:
 
 def build(size: ResNetSize, device: torch.device | str, seed: int) -> nn.Module:
     """torchvision's `resnet50(weights=None, num_classes=size.classes)` on `device`, initialised
-    from `seed` as torchvision initialises it, in channels-last memory format.
-
-    As for the GPT, the modules are made on the meta device and then given storage on `device`,
-    and every tensor is written once from a generator on the device: convolutions Kaiming-normal
-    (fan_out, ReLU), BatchNorms (1, 0) with fresh running statistics, `fc` torch's default
-    (uniform ±1/√2048 for weight and bias). torchvision's own init draws from the global
-    generator; the distributions are the same, the draws are this seed's. On the meta device the
-    model has shapes only (for counting FLOPs)."""
+    from `seed` with torchvision's distributions (drawn from a generator on the device, not the
+    global one), in channels-last memory format. Made on the meta device as the GPT is; on the
+    meta device the model has shapes only."""
     from torchvision.models import resnet50  # optional: `unsupported_reason` says when missing
 
     device = torch.device(device)

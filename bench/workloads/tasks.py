@@ -87,13 +87,9 @@ class MarkovTask:
     """Sequences from a random sparse Markov chain over the first `states` tokens of the
     vocabulary (at most `STATES`, so that each is seen often enough to be learnt in a thousand
     steps): each has `successors` next tokens, drawn once at random, with probabilities
-    softmax(z · 2/noise), z ~ N(0, 1) (noise 2: a softmax of standard normals). The first token
-    is uniform. A model learns the chain's transition table (a bigram) and to leave the other
-    tokens out; its loss falls towards the chain's entropy rate, which `true_loss` measures on
-    the batch itself.
-
-    Sampling a sequence is sequential in its positions, so batches are made `CHUNK` steps at a
-    time (one loop over the positions serves 64 steps) and cached."""
+    softmax(z · 2/noise), z ~ N(0, 1); the first token is uniform. The loss falls towards the
+    chain's entropy rate (`true_loss`). Batches are made `CHUNK` steps at a time and cached:
+    sampling is sequential in the positions."""
 
     vocab: int
     context: int
