@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from types import ModuleType
 
 from torch import nn
 
@@ -120,12 +121,18 @@ DEFAULT_ON_GPU = {"llama": "1b"}
 """Model types whose `default` (LlamaConfig's is 7B) is not the size a GPU run starts with."""
 
 
+def _transformers() -> ModuleType:
+    # Optional (the [zoo] extra) and seconds to import: only once a hf: model is asked for.
+    import transformers
+
+    return transformers
+
+
 def _config(name: str) -> object:
     """The config NAME stands for: a model type's config class's defaults, a local config.json
     (or a folder with one), or a hub id's config (network)."""
-    import transformers
-    from transformers import CONFIG_MAPPING, AutoConfig
-
+    transformers = _transformers()
+    mapping = transformers.CONFIG_MAPPING
     local = paths.from_user(name)
     if local.is_dir():
         local = local / "config.json"
@@ -135,17 +142,17 @@ def _config(name: str) -> object:
         except (OSError, ValueError) as exc:
             raise UsageError(f"--model hf:{name}: not a transformers config ({exc})") from exc
         kind = data.get("model_type") if isinstance(data, dict) else None
-        if kind not in CONFIG_MAPPING:
+        if kind not in mapping:
             raise UsageError(
                 f"--model hf:{name}: model_type {kind!r} is not a transformers model type: a "
                 'config.json names its model type, as in "model_type": "gpt2"'
             )
-        return CONFIG_MAPPING[kind].from_dict(data)
-    if name in CONFIG_MAPPING:
-        return CONFIG_MAPPING[name]()
+        return mapping[kind].from_dict(data)
+    if name in mapping:
+        return mapping[name]()
     if "/" in name and not os.path.isabs(name):
         try:
-            return AutoConfig.from_pretrained(name)
+            return transformers.AutoConfig.from_pretrained(name)
         except Exception as exc:  # no network, no such repository, not a model repository
             raise UsageError(
                 f"--model hf:{name}: cannot get the hub's config for it "
@@ -158,9 +165,9 @@ def _config(name: str) -> object:
 
 
 def _head_class(config: object, task: str) -> str | None:
-    from transformers.models.auto import modeling_auto
-
-    found = getattr(modeling_auto, _MAPPINGS[task]).get(config.model_type)
+    found = getattr(_transformers().models.auto.modeling_auto, _MAPPINGS[task]).get(
+        config.model_type
+    )
     if isinstance(found, tuple):  # DeiT: (the classifier, the one with a distillation head)
         found = found[0]
     return found
@@ -255,12 +262,10 @@ def workload(spec: str) -> Workload:
     encoder_decoder = chosen == "seq2seq-lm"
 
     def construct(size: common.ZooSize) -> nn.Module:
-        import transformers
-
         cfg = type(config).from_dict(config.to_dict())
         _set(cfg, size.kwargs, only_present=False)
         _prepare(cfg, chosen)
-        model = getattr(transformers, head)._from_config(cfg)
+        model = getattr(_transformers(), head)._from_config(cfg)
         if encoder_decoder:
             # T5 starts its decoder with the padding id and names no start id in its config.
             start = getattr(cfg, "decoder_start_token_id", None)
