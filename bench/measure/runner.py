@@ -87,12 +87,9 @@ def run_case(
 ) -> tuple[Row, dict[str, list[float]]]:
     """Measure one case, resolved into its plan (`bench.recipes.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
-    `case.repeats` timed windows of `case.steps` samples each (`bench.measure.adaptive`), one after
-    another. A distributed case also times a window without gradient synchronization, whose
-    samples come back under `nosync_<phase>`.
-
-    The row is put together here alone, from the columns each step below returns; a case that
-    cannot go on ends with the columns it has so far and its status."""
+    `case.repeats` timed windows of `case.steps` samples each, and for a distributed case a
+    window without gradient synchronization (`nosync_<phase>`). A case that cannot go on ends
+    with the columns it has so far and its status."""
     case, mode = plan.case, plan.mode
     world = world or World.single(case.device)
     row = _case_columns(plan, world, ceilings)

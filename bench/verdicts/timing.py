@@ -149,12 +149,8 @@ def fastest(rows: pd.DataFrame) -> Fastest:
 def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
     """Why GradScaler's cost may not be read off `rows` (fp16's rows with and without it) of the
     folder whose env.json is `env`, or None where it may: both timed interleaved by one process.
-
-    Only a timing run's rounds interleave (`run --rounds N`, N > 1, one process running the
-    grid N times, every case's row over its windows of all N passes): a numerics study's step
-    times do not, nor does a run of several ranks (one round), nor a run of one round, whose
-    two cases were timed seconds apart once each. Whether the two rows' intervals overlap is
-    `overlap`'s to say, per pair."""
+    Only a timing run's rounds interleave (`run --rounds N`, N > 1); a numerics study, a run of
+    several ranks or of one round timed the two cases once each, seconds apart."""
     kind = env.get("kind")
     if kind not in (None, "timing"):
         return f"these are a {kind} folder's step times, not a timing run's interleaved rounds"

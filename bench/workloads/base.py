@@ -37,14 +37,10 @@ _SHAPES: dict[tuple[int, object], tuple[Workload, nn.Module]] = {}
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
-    """A model as one plug-in (in the manner of torchtitan's `TrainSpec`): a typed record of how
-    to build it, its presets by name, its synthetic batch and its loss, its own named sizes, which
-    its cases carry (`sizes`), and its structure, each part of which defaults to what
-    `bench.workloads.structure` finds in the module tree. Nothing outside a workload branches on
-    its name: what differs (the MLP's sizes that may be any, its short study, its CPU overhead
-    check) is a field here. Made by a module of its own (`bench.workloads.mlp`, `gpt`, `resnet`),
-    a zoo (`bench.workloads.zoo`), a user's factory or `from_model`; resolved by name in
-    `bench.workloads.registry`."""
+    """A model as one plug-in (as torchtitan's `TrainSpec`): how to build it, its presets, batch,
+    loss and named sizes, and its structure (by default what `bench.workloads.structure` finds).
+    Nothing outside a workload branches on its name: what differs is a field here. Resolved by
+    name in `bench.workloads.registry`."""
 
     name: str
     """The `--model` value and the case's `model` axis."""
