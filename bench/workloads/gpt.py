@@ -242,12 +242,9 @@ def make_batch(
     size: GPTSize, batch_size: int, device: torch.device | str, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A deterministic synthetic batch made on the device: (inputs, targets), each
-    (batch_size, context) int64 token ids. `context + 1` uniform tokens are drawn per sequence
-    and targets are inputs shifted by one, as a real next-token batch is laid out. Nothing is
-    downloaded. Uniform tokens have nothing to learn, so the loss stays near ln(vocab): enough for
-    timing and for comparing modes' numerics step by step, not for a learning curve.
-
-    On the meta device (FLOP counting) the tokens have a shape but no values."""
+    (batch_size, context) int64 uniform token ids, targets the inputs shifted by one. Nothing to
+    learn (the loss stays near ln(vocab)): enough for timing, not for a learning curve. On the
+    meta device the tokens have a shape but no values."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size!r}")
     device = torch.device(device)
