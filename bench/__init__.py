@@ -1,9 +1,5 @@
-"""ampbench: a benchmark harness for PyTorch mixed-precision training.
-
-`bench.load(run_dir)` returns a run's rows as a pandas DataFrame; `bench.probe(model, optimizer)`
-measures a user's own training loop (docs/own-loop.md); `python -m bench --help` lists the
-commands.
-"""
+"""ampbench: a benchmark harness for PyTorch mixed-precision training. `bench.load(run_dir)`
+gives a run's rows as a DataFrame; `bench.probe(model, optimizer)` measures a user's own loop."""
 
 from __future__ import annotations
 

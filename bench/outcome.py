@@ -1,22 +1,7 @@
-"""How a command ended, told to the process that started it: when the environment variable
-AMPBENCH_RESULT_JSON names a file, the command line writes there, as any command ends, one JSON
-object
-
-    {"folder": "/abs/path/of/its/folder" or null, "status": "ok", "exit": 0, "error": ""}
-
-and a job notes its folder there as soon as it opens it (`note_folder`), so that a process killed
-before it could say how it ended still names the folder it wrote. `ampbench ab` starts each round
-this way and reads the file (`read`), rather than the round's output or a listing of its results
-folder. The parent gives a path that does not exist yet; a process that sets nothing writes
-nothing.
-
-`status` is how the command ended, `exit` its exit status (`bench.cli.main.main`): `ok` (0),
-`failed` (it ran to its end and found a failure: no case passed, a check failed; 1), `usage`
-(bad input, one line: 2), `error` (an exception, a bug: 1, and the traceback on stderr),
-`interrupted` (Ctrl-C: 130, SIGTERM: 143). `error` is one line: what went wrong, empty when
-nothing did. A file without a status is a process that ended before it could say (killed, or
-`os._exit`). Needs nothing but the standard library.
-"""
+"""How a command ended, told to the process that started it: where AMPBENCH_RESULT_JSON names a
+file, one JSON object of folder, status, exit and error (`write`; `note_folder` as soon as a job
+opens its folder; `read`). docs/options.md ("When something fails") gives each status.
+Stdlib only."""
 
 from __future__ import annotations
 
@@ -43,7 +28,7 @@ class Outcome:
     folder: str | None = None
     """The folder the command's job opened (absolute), or None."""
     status: str | None = None
-    """How it ended (the module's docstring); None: it ended before it could say."""
+    """How it ended (docs/options.md); None: it ended before it could say."""
     exit: int | None = None
     """Its exit status."""
     error: str = ""

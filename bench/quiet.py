@@ -1,13 +1,6 @@
-"""Warnings of other packages that ampbench's own output leaves out, in one list (`KNOWN`), and
-the switch that shows them again: the environment variable AMPBENCH_DEBUG=1.
-
-Each is a known message of torch or torchao that tells a user of ampbench nothing they can act
-on (a hint about a setting a mode sets on purpose, a deprecation inside the package itself), and
-that would otherwise print once per step or hundreds of times per test session. A warning not
-listed here shows as Python shows it. Installed by the command line at start (`bench.cli.main`,
-which torchrun's ranks run too), by the numerics study's worker processes, and by the tests'
-conftest (`pytest_filters`, for the pytest-benchmark suite). Needs no torch.
-"""
+"""Warnings of other packages that ampbench's output leaves out (`KNOWN`: each tells a user
+nothing to act on, and would print once per step), and AMPBENCH_DEBUG=1 to show them again.
+Needs no torch."""
 
 from __future__ import annotations
 

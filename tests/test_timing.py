@@ -6,7 +6,8 @@ import time
 import pytest
 
 from bench.measure import stats, timing
-from bench.measure.timing import clock_for, time_phases, time_repeats
+from bench.measure.adaptive import FIXED, StopRule
+from bench.measure.timing import clock_for, time_phases, time_windows
 from bench.verdicts import rounds
 
 
@@ -83,9 +84,14 @@ def test_the_cpu_clock_reads_milliseconds():
 def test_repeats_are_windows_after_one_warmup_each_closed_by_its_own_sync():
     clock = FakeClock()
     durations = iter(float(ms) for ms in range(1, 8))  # 1 warm-up step, then 2 windows of 3
-    windows = time_repeats(
-        {"p": lambda: clock.advance(next(durations))}, warmup=1, steps=3, repeats=2, clock=clock
+    windows, why = time_windows(
+        {"p": lambda: clock.advance(next(durations))},
+        warmup=1,
+        steps=3,
+        rule=StopRule.between(2, 2),
+        clock=clock,
     )
+    assert why == FIXED
     assert windows == [
         {"p": [2.0, 3.0, 4.0], "total": [2.0, 3.0, 4.0]},
         {"p": [5.0, 6.0, 7.0], "total": [5.0, 6.0, 7.0]},
@@ -97,8 +103,8 @@ def test_repeats_are_windows_after_one_warmup_each_closed_by_its_own_sync():
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True])
 def test_bad_repeat_count(bad):
-    with pytest.raises(ValueError, match="repeats"):
-        time_repeats({"p": lambda: None}, warmup=0, steps=1, repeats=bad, clock=FakeClock())
+    with pytest.raises(ValueError, match="max_windows"):
+        StopRule(min_windows=1, max_windows=bad)
 
 
 class FakeWatch:

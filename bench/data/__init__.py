@@ -1,7 +1,4 @@
-"""Real data that ships with ampbench: data sources a workload trains on, apart from the model.
-
-A data source knows its task (`causal-lm` text, `image-cls` images), its sizes (a vocabulary, a
-number of classes) and a fixed train / held-out split, and makes batches on a device. Nothing is
-downloaded: the files are in `files/` (their origin and licence: `files/README.md`).
+"""Real data that ships with ampbench (`files/`, origin and licence in `files/README.md`): data
+sources a workload trains on, each with its task, sizes and a fixed train / held-out split.
 
 May import: torch, `bench.faults`."""

@@ -1,13 +1,6 @@
-"""The data sources: character-level text and small real images, each with a fixed held-out split.
-
-`get(name)` gives a source by name (`shakespeare`, `digits`, or a path to a text file: any text is
-read character by character). A source describes what a model must be sized to (`DataShape`:
-the task, the vocabulary or the classes) and makes, on a device, a training batch from a
-generator and the whole held-out split in fixed batches: every recipe and seed sees the same
-held-out samples, so their losses compare.
-
-Bad input (a missing, empty or non-text file) is one line naming the file (`UsageError`, exit 2).
-"""
+"""The data sources by name (`get`: `shakespeare`, `digits`, or a text file's path), each with
+its shape (`DataShape`), training batches and a fixed held-out split that every recipe and seed
+sees; bad input is one line naming the file (`UsageError`)."""
 
 from __future__ import annotations
 

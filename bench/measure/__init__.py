@@ -1,7 +1,4 @@
 """Measuring: the one timing function (`timing`), statistics of raw samples (`stats`), peak
-memory (`memory`), the GPU's own ceilings (`ceilings`), the floor they give a step (`roofline`),
-the machine's description (`env`), and the runner that turns a case into a row (`runner`, and
-`ranks` for a case run on several ranks).
-
-May import: `bench.execution` and below, `bench.store` (rows are appended to a folder as each
-case ends). Never `bench.publish`: measuring writes rows, publishing reads them."""
+memory (`memory`), the GPU's ceilings and the floor they give a step (`ceilings`, `roofline`),
+the machine (`env`), and the runner that turns a case into a row (`runner`, `ranks`). May import
+`bench.execution` and below and `bench.store`; never `bench.publish`."""

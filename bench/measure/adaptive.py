@@ -1,24 +1,6 @@
-"""When to stop timing a case: after how many windows its samples are narrow enough.
-
-A case is timed in windows of `steps` steps (`bench.measure.timing.time_windows`). After each
-window the rule looks at the samples so far and says whether to stop, and why:
-
-- never before `min_windows` (`bench.cases.grid.DEFAULT_MIN_REPEATS`, 2, by default: `bench
-  compare` needs two windows of a run to see the drift between them at all);
-- `narrow`: the windows' medians lie within `max_spread` (1%) of their median, and the steps'
-  IQR is within `max_iqr` (5%, the `noisy` flag's threshold) of their median. Narrower than
-  half the smallest effect `compare` reports (2%), and not noisy: another window would move no
-  verdict the row feeds;
-- `time cap`: the timed steps so far add up to `max_timed_s` seconds or more, and the minimum is
-  reached (the slowest cases, where another window costs seconds);
-- `window cap`: `max_windows` windows, whatever the samples say;
-- `fixed`: `min_windows == max_windows`, a count the user asked for (`--repeats N`).
-
-This is torch.utils.benchmark's `adaptive_autorange` (more than 3 blocks and IQR/median under a
-threshold, or a time limit) with windows for blocks, a floor of 2 and a cap from `--repeats`, as
-asv's `min_run_count` / `repeat` with its time budget. Pure: the samples are milliseconds, and
-the time is their sum, so a test drives it with made-up samples.
-"""
+"""When to stop timing a case: after how many windows its samples are narrow enough (`narrow`,
+`time cap`, `window cap`, `fixed`), as torch.utils.benchmark's `adaptive_autorange` with windows
+for blocks. Pure: a test drives it with made-up millisecond samples."""
 
 from __future__ import annotations
 
@@ -47,7 +29,6 @@ SETTLE_CAP = 200
 recipe's (an overflow every few steps), and the timed windows count its skips."""
 
 NARROW, TIME_CAP, WINDOW_CAP, FIXED = "narrow", "time cap", "window cap", "fixed"
-REASONS = (NARROW, TIME_CAP, WINDOW_CAP, FIXED)
 
 
 def _positive_int(name: str, value: object) -> None:
@@ -57,7 +38,7 @@ def _positive_int(name: str, value: object) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class StopRule:
-    """When a case's timing stops (the module's docstring says why each bound)."""
+    """When a case's timing stops (docs/methodology.md says why each bound)."""
 
     min_windows: int = DEFAULT_MIN_REPEATS
     """The floor: `--min-repeats`, by default the run's (one constant, `bench.cases.grid`)."""

@@ -1,17 +1,6 @@
-"""The device's own ceilings, measured at the start of every run: no table of datasheet peaks.
-
-- On a GPU, the dense matmul rate for each dtype a mode's matmuls can run in (fp32, tf32, fp16,
-  bf16): an n*n by n*n product of random normal data (zeros run faster on some GPUs and would
-  inflate the ceiling). On the CPU no matmul ceiling is measured (`MATMUL_DEVICES`), so a CPU row
-  has no matmul floor and no share of its floor.
-- On a GPU with float8 tensor cores, the e4m3 `torch._scaled_mm` rate with one scale per tensor
-  (`fp8-tensorwise`) and one per row of A and column of B (`fp8-rowwise`), bf16 output: the
-  GEMMs torchao's float8 recipes run. A failure there is logged and leaves that ceiling out (the
-  float8 rows then have no floor), never the run.
-- Device-to-device copy bandwidth, counting bytes read plus bytes written.
-- In a run of several ranks, the bus bandwidth of the collectives DDP and FSDP2 use, at this
-  model's float32 gradient size, from its parameter count (`measure_collectives`).
-"""
+"""The device's own ceilings, measured at the start of every run (no table of datasheet peaks):
+the dense matmul rate per dtype (float8's `_scaled_mm` where the GPU has it), copy bandwidth,
+and on several ranks the collectives' bus bandwidth (`measure_collectives`)."""
 
 from __future__ import annotations
 

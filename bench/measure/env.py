@@ -1,10 +1,4 @@
-"""What a run ran on: hardware, software and the project's own version, for env.json.
-
-The project's commit comes from git when the working tree is a readable checkout. Where it is a
-copy of a working tree, `AMPBENCH_GIT_COMMIT` and `AMPBENCH_GIT_DIRTY` supply it, and when set they
-win over git: on the lent H200 boxes the copy's .git was seen both with a HEAD that did not resolve
-and with a stale HEAD (an older commit, the newer files reported as uncommitted changes).
-"""
+"""What a run ran on: hardware, software and the project's own version, for env.json."""
 
 from __future__ import annotations
 
@@ -33,12 +27,14 @@ def _run(cmd: list[str]) -> str | None:
 
 def git_commit() -> tuple[str | None, bool | None]:
     """(full commit sha, dirty flag) of the project, or (None, None) when unknown."""
-    # safe.directory: a checkout copied to another machine may belong to another user, and git
-    # refuses to read such a repository unless told to trust it.
+    # The driver's AMPBENCH_GIT_COMMIT wins over git: on the lent boxes the copy's .git was seen
+    # with a HEAD that did not resolve and with a stale one.
     given = os.environ.get("AMPBENCH_GIT_COMMIT") or None
     if given is not None:
         dirty = os.environ.get("AMPBENCH_GIT_DIRTY")
         return given, (dirty == "1") if dirty is not None else None
+    # safe.directory: a checkout copied to another machine may belong to another user, and git
+    # refuses to read such a repository unless told to trust it.
     git = ["git", "-c", "safe.directory=*"]
     sha = _run([*git, "rev-parse", "--verify", "HEAD"])
     if sha is None:

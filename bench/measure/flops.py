@@ -1,32 +1,6 @@
-"""Counted FLOPs of one train step of any model, by `torch.utils.flop_counter.FlopCounterMode`.
-
-The floor of a step (`bench.measure.roofline`) needs the matmul work of its forward and its
-backward. Hand formulas exist for the MLP only; the counter counts what the model actually
-dispatches, for any workload. It counts matmul-like ops only (mm, addmm, bmm, convolutions and
-the fused attention kernels); elementwise work, norms, softmax and the loss count zero, which
-keeps the floor a lower bound, as the roofline's own formulas do.
-
-Where to count. On the meta device a model has shapes and no storage: counting a 1.3B-parameter
-model at its full batch costs no memory and well under a second, so that is the intended use
-(build the model and the batch with `device="meta"`). This works for
-`F.scaled_dot_product_attention`: on meta it runs its math decomposition, whose two batched
-matmuls (QKᵀ and the weights times V) are counted, and backward is counted through their
-gradients. No small-batch run scaled up linearly is needed.
-
-On the CPU the counter would miss attention: SDPA dispatches to
-`_scaled_dot_product_flash_attention_for_cpu`, which has no FLOP formula and counts zero. `count`
-therefore runs CPU inputs under the math backend (`sdpa_kernel(SDPBackend.MATH)`), which counts
-the same bmms as meta. On CUDA the flash and memory-efficient kernels have formulas of their own
-and run as they are.
-
-Attention is counted dense, as the full seq × seq score matrix (4·batch·seq²·width per layer
-forward), also for a causal mask: that is the convention of the counter's formulas for every
-kernel. A causal kernel that skips the masked half does about half of that work, so for long
-contexts the floor's attention share is an upper bound on the work done.
-
-Convolutions are counted by torch's formulas, except the backward of a grouped or depthwise one
-(`conv_backward_flop`): torch's counts its weight gradient as if the convolution were dense.
-"""
+"""Counted FLOPs of one train step of any model, by `torch.utils.flop_counter.FlopCounterMode`:
+matmul-like ops only (so the floor is a lower bound), best counted on the meta device, attention
+counted dense; `conv_backward_flop` fixes torch's count for grouped convolutions."""
 
 from __future__ import annotations
 
@@ -59,22 +33,13 @@ def conv_backward_flop(
     out_shape: object = None,
     **kwargs: object,
 ) -> int:
-    """FLOPs of `aten.convolution_backward`: the forward convolution's count for each of the input
-    gradient (`output_mask[0]`) and the weight gradient (`output_mask[1]`) it computes; the bias
-    gradient, a sum, counts zero, as elementwise work does everywhere in the counter.
+    """FLOPs of `aten.convolution_backward` (arguments as shapes): the forward convolution's count
+    (torch's `conv_flop_count`, right for grouped and transposed ones) for each of the input and
+    weight gradients it computes; the bias gradient, a sum, counts zero.
 
-    Arguments are the op's, as shapes (FlopCounterMode's `custom_mapping` passes formulas through
-    its shape wrapper). The forward, `2·N·C_out·prod(out spatial)·(C_in/groups)·prod(kernel)`, is
-    torch's own `conv_flop_count` (for a transposed convolution the input and the output swap
-    roles), which reads the channels per group off the weight's shape, so it is right for
-    grouped and transposed convolutions alike.
-
-    Why not torch's `conv_backward_flop` (torch 2.14.1): it counts the weight gradient as a
-    convolution of the input with the output gradient over all `C_in × C_out` channel pairs,
-    ignoring `groups`, so a grouped convolution's weight gradient is counted `groups` times
-    over (a 64-channel depthwise 7×7 convolution's backward came to 65× its forward, not 2×).
-    For `groups=1`, dense or transposed, both formulas give the same number, so dense models'
-    counts (ResNet-50's among them) are unchanged."""
+    Why not torch's `conv_backward_flop` (torch 2.14.1): it ignores `groups` in the weight
+    gradient, so a 64-channel depthwise 7×7 convolution's backward came to 65× its forward, not
+    2×. For `groups=1` both give the same number."""
     forward = conv_flop_count(list(x_shape), list(w_shape), list(grad_out_shape), transposed)
     return forward * (int(output_mask[0]) + int(output_mask[1]))
 
@@ -88,22 +53,14 @@ def count(
     batch: tuple[torch.Tensor, torch.Tensor],
     loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> dict[str, int | dict[str, int]]:
-    """FLOPs of one step's forward (model and `loss_fn(model(inputs), targets)`) and backward
-    (the gradients of every parameter that requires grad), counted separately.
+    """FLOPs of one step's forward (`loss_fn(model(inputs), targets)`) and backward (the
+    parameters' gradients, by `torch.autograd.grad`: `.grad` is left as it was, and the inputs'
+    gradient is not counted), as `fwd_flop`, `bwd_flop`, `step_flop`, and `fwd_flop_by_module`,
+    `bwd_flop_by_module`: module name -> its own ops' FLOPs (submodules excluded), for the
+    modules that did counted work.
 
-    Returns `fwd_flop`, `bwd_flop`, `step_flop` (their sum), and `fwd_flop_by_module` and
-    `bwd_flop_by_module`: module name (as in `model.named_modules()`) -> the FLOPs of that
-    module's own ops, its submodules' excluded, so each dict sums to its phase's total and a
-    Linear's entry is that one matmul. Only modules that did counted work appear.
-
-    One counter spans both phases, and the forward's counts are read before the backward runs:
-    a counter that saw the forward is the one whose module tracker attributes the backward's
-    matmuls to modules; a fresh counter for the backward would count the same total but only
-    globally. The backward uses `torch.autograd.grad`, so the model's `.grad` fields are left as
-    they were. Only the parameters' gradients are asked for, so the inputs' own gradient is not
-    computed even where they require grad: the first layer's input gradient, which training
-    never needs, is not counted (a first convolution's backward counts 1× its forward, a later
-    one's 2×), as in the roofline's formulas."""
+    One counter spans both phases: only the counter that saw the forward attributes the
+    backward's matmuls to modules."""
     inputs, targets = batch
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:

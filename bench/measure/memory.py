@@ -1,18 +1,6 @@
 """Memory of one train step, measured in a pass of its own (it synchronizes between phases, so it
-never runs inside the timed window), and the dtypes the step actually produced.
-
-GiB are 2**30 bytes. Peaks come from the CUDA caching allocator, reset at each phase boundary:
-- `peak_alloc_gib` / `peak_reserved_gib`: the highest allocated / reserved bytes over the step;
-- `peak_fwd_gib`, `peak_bwd_gib`, `peak_opt_gib`: the allocated peak within each phase;
-- the breakdown: `param_gib`, `grad_gib` (param.grad after backward), `optim_state_gib` (Adam's
-  exp_avg and exp_avg_sq), and `act_gib`, what the forward pass leaves allocated for backward (saved
-  activations, plus under autocast the low-precision weight copies saved for the matmul backward);
-- `alloc_retries`, `ooms`: how often over the two steps the allocator had to free its cache and
-  retry a request (`num_alloc_retries`), and how many out-of-memory errors it raised
-  (`num_ooms`), from `torch.cuda.memory_stats`: a peak near the GPU's capacity shows here first.
-On the CPU the peaks and counts are not available and are left empty; the breakdown is still
-computed.
-"""
+never runs inside the timed window), and the dtypes the step produced. GiB are 2**30 bytes;
+the columns are described in docs/results-folder.md. On the CPU the peaks are left empty."""
 
 from __future__ import annotations
 

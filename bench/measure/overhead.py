@@ -1,10 +1,5 @@
-"""The harness against a plain loop: the check a timing run makes that its own instrumentation
-(an event at every phase boundary) does not change what it measures.
-
-The plain loop runs the same train step with one event pair per window of steps and nothing per
-step. Its time and its peak allocation are what a user's own training loop would see; a run
-records both beside the harness's (env.json's `overhead`), and its report shows the difference.
-"""
+"""The harness against a plain loop: the check that a timing run's own instrumentation (an event
+at every phase boundary) does not change what it measures (env.json's `overhead`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""A case in a run of several ranks: every rank measures it, and rank 0 makes one row of them.
-
-Each rank runs the case (`bench.measure.runner.run_case`), then the ranks exchange their rows and
-raw samples (`World.exchange`, after the timed windows, never inside them). The row is the slowest
-rank's, since a synchronized step is as slow as its slowest rank, with what the other ranks add:
-the spread of the per-rank medians, the largest peak memory and its spread over the ranks, and
-where each rank ran (`place_columns`: its host and node, in rank order). A case that failed on
-any rank is one row: its status is that of the first real failure (out of memory, an exception,
-a non-finite loss) before any timeout, which is usually the others waiting for the failed rank,
-and its error names every rank that did not pass.
-"""
+"""A case in a run of several ranks: every rank measures it, and rank 0 makes one row of them,
+the slowest rank's (a synchronized step is as slow as its slowest rank) with the spread over
+ranks; a case that failed on any rank is one row naming the first real failure."""
 
 from __future__ import annotations
 

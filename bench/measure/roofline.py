@@ -1,16 +1,6 @@
-"""Counted work per step and the time floor it implies on the measured ceilings.
-
-The floor of a phase is its counted work over the measured rate of the unit that does it: matmul
-FLOPs over the matmul ceiling of the dtype they run in, and the optimizer's bytes over the
-measured copy bandwidth. No version of the step can run much faster; `pct_of_floor` says how
-close a measured step comes. The FLOPs are counted, for any workload, by
-`torch.utils.flop_counter.FlopCounterMode` (`bench.measure.flops`) on a model made on the meta
-device: no hand formula per model. It counts matmul-like ops only; elementwise work (activations,
-casts, bias gradients, norms, the loss) counts zero: it is small beside the matmuls, and leaving
-it out keeps the floor a lower bound. A ceiling that was not measured (NaN: a CPU's matmul rate,
-a float8 rate on a GPU without float8) gives no floor (NaN, shown `–`), never a floor of zero or
-a division by zero.
-"""
+"""Counted work per step and the time floor it implies on the measured ceilings: matmul FLOPs
+over the matmul rate of their dtype, the optimizer's bytes over the copy bandwidth
+(`pct_of_floor`). A ceiling not measured (NaN) gives no floor, never a floor of zero."""
 
 from __future__ import annotations
 
@@ -32,13 +22,6 @@ ADAM_WORDS_PER_PARAM = 7
 """Adam reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq: seven words
 per parameter, the fewest any implementation can move; a word is the parameters' dtype (float32,
 or bf16 for the pure-bf16 recipes, whose Adam moves half the bytes)."""
-ADAM_BYTES_PER_PARAM = ADAM_WORDS_PER_PARAM * 4
-"""Seven float32 words: Adam over float32 parameters."""
-
-SCALER_BYTES_PER_PARAM = 4
-"""With loss scaling every gradient must also be read once to look for inf/NaN before the step may
-be taken (fused Adam does that inside its kernel; foreach Adam in a pass of its own)."""
-
 _AUTOCAST_CAST = (nn.Linear, nn.modules.conv._ConvNd)
 """Modules whose parameters autocast casts to its low dtype on every forward: linear and
 convolutions are on its lower-precision list. Embeddings and norms run on their float32

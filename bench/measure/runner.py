@@ -1,13 +1,6 @@
-"""Running one case into one flat row and its raw samples.
-
-A case's faults are data: out of memory gives status `oom`, a non-finite loss `nonfinite`, a
-collective that timed out `timeout`, any other exception `error` with its message, and a
-workload, variant or parallelism that cannot run here `unsupported` with the reason. A row an
-exception ended carries its traceback (`bench.faults.fault`), which the job saves in its folder.
-In a run of several ranks every rank measures the case here, and `bench.measure.ranks` makes one
-row of their rows; the loop over a grid's cases, which writes them into a folder, is the job's
-(`bench.jobs.suite`).
-"""
+"""Running one case into one flat row and its raw samples; a case's faults are data (`oom`,
+`nonfinite`, `timeout`, `error`, `unsupported`), and a row an exception ended carries its
+traceback (`bench.faults.fault`)."""
 
 from __future__ import annotations
 
@@ -94,12 +87,9 @@ def run_case(
 ) -> tuple[Row, dict[str, list[float]]]:
     """Measure one case, resolved into its plan (`bench.recipes.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
-    `case.repeats` timed windows of `case.steps` samples each (`bench.measure.adaptive`), one after
-    another. A distributed case also times a window without gradient synchronization, whose
-    samples come back under `nosync_<phase>`.
-
-    The row is put together here alone, from the columns each step below returns; a case that
-    cannot go on ends with the columns it has so far and its status."""
+    `case.repeats` timed windows of `case.steps` samples each, and for a distributed case a
+    window without gradient synchronization (`nosync_<phase>`). A case that cannot go on ends
+    with the columns it has so far and its status."""
     case, mode = plan.case, plan.mode
     world = world or World.single(case.device)
     row = _case_columns(plan, world, ceilings)

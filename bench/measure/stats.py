@@ -1,12 +1,5 @@
-"""Statistics of raw timing samples, computed after measurement.
-
-Medians and interquartile ranges rather than means and standard deviations: GPU step times have a
-long right tail (clock ramps, other processes) that should neither move the centre nor hide.
-Pure sample statistics only: the verdicts drawn from rounds of them live in `bench.verdicts.rounds`.
-
-A NaN sample is a timed step that applied no update (`bench.measure.timing.SKIPPED`: GradScaler
-skipped it): every statistic here is over the training steps, the others left out (`applied`).
-"""
+"""Statistics of raw timing samples, computed after measurement: medians and IQRs (step times
+have a long right tail), over the training steps only (a NaN sample is a skipped step)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""The one timing function of ampbench, and the clocks it reads.
-
-`time_phases` runs a step made of named phases, marks a clock at every phase boundary, and returns
-the raw per-step samples of each phase. On CUDA a mark is an event recorded on the current stream:
-nothing inside the timed window waits for the device, and a single synchronize after the window
-resolves every event. Statistics are computed afterwards from the raw samples
-(`bench.measure.stats`). `time_windows` times windows until a stopping rule
-(`bench.measure.adaptive`) says the case's samples are narrow enough.
-
-A step that applied no update is no training step. GradScaler skips the optimizer's step after an
-overflow (about 1 ms against 7 for a real Adam step), and its first steps from the initial scale
-of 2**16 overflow until the scale has backed off: timed as training steps, they drag a case's p10
-far below its median. A `StepWatch` tells which steps applied their update; `settle` warms a
-scaled recipe until its scale has settled, and a timed step the watch says was skipped keeps
-`SKIPPED` (NaN; null in samples.jsonl) in every phase, counted and left out of every statistic
-(`bench.measure.stats`).
-"""
+"""The one timing function of ampbench (`time_phases`), and the clocks it reads: a mark at every
+phase boundary, one synchronize after the timed window, raw samples out; `time_windows` times
+windows until `bench.measure.adaptive` says stop. A step GradScaler skipped is `SKIPPED`."""
 
 from __future__ import annotations
 
@@ -219,32 +205,6 @@ def time_settled(
     return samples
 
 
-def time_repeats(
-    phases: Mapping[str, Callable[[], object]],
-    *,
-    warmup: int,
-    steps: int,
-    repeats: int,
-    clock: Clock,
-) -> list[dict[str, list[float]]]:
-    """`repeats` timed windows of `steps` steps each, one after another on the same warm state:
-    `warmup` untimed steps before the first window only. Returns one `time_phases` result per
-    window, in order.
-
-    A window's median is one observation of the case: the spread between windows is the drift a
-    single window cannot show (clocks, temperature, other work on the machine), which `bench
-    compare` weighs against a difference between two runs. Each window is one `time_phases`
-    window, with its discipline: the syncs between windows (the one that closes a window, and the
-    drain before the next, which then finds nothing to wait for) sit outside every timed region.
-    """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats <= 0:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
-    return [
-        time_phases(phases, warmup=warmup if i == 0 else 0, steps=steps, clock=clock)
-        for i in range(repeats)
-    ]
-
-
 def time_windows(
     phases: Mapping[str, Callable[[], object]],
     *,
@@ -255,12 +215,13 @@ def time_windows(
     warmup_ms: float | None = None,
     watch: StepWatch | None = None,
 ) -> tuple[list[dict[str, list[float]]], str]:
-    """Timed windows of `steps` steps, as `time_repeats`, until `rule` says stop: returns the
-    windows and why they stopped (`bench.measure.adaptive`). The warm-up, before the first window
-    only, stops at `warmup` steps or `warmup_ms` (`warm_up`).
+    """Timed windows of `steps` steps, one `time_phases` window each on the same warm state,
+    until `rule` says stop: returns the windows and why they stopped (`bench.measure.adaptive`).
+    The warm-up, before the first window only, stops at `warmup` steps or `warmup_ms`.
 
-    The rule reads a window's samples after the window's one synchronize, between windows, where
-    `time_repeats` already syncs: deciding adds no sync to any timed region."""
+    A window's median is one observation of the case: the spread between windows is the drift
+    one window cannot show. The rule reads a window's samples after the window's one
+    synchronize, so deciding adds no sync to any timed region."""
     windows: list[dict[str, list[float]]] = []
     while True:
         first = not windows

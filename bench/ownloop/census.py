@@ -1,15 +1,6 @@
 """The underflow census on a user's real gradients: per tensor, the share of its elements and of
-its norm that float16 would flush to zero without a loss scale.
-
-It runs in the optimizer's step pre-hook, where GradScaler has already unscaled the gradients
-(`scaler.step` unscales before it calls `optimizer.step`), so each `param.grad` is the true
-gradient. The element share is `bench.numerics.measure.underflow.fp16_fate`'s, by the cast itself;
-the norm share is `bench.numerics.measure.underflow.norm_share` of those flushed elements (the one
-definition: their norm over the tensor's, not squared), and subnormals, kept at reduced precision,
-count apart. It reads values back to
-the host (`.item()`), so it synchronizes: the probe times it on its own (`census_ms`) and leaves
-the step it ran in out of the step-time samples.
-"""
+its norm that float16 would flush to zero without a loss scale. It runs in the optimizer's step
+pre-hook, after GradScaler's unscale, and synchronizes (`.item()`): the probe times it apart."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The recipe a user's run trains under: the one the driver asks for (`AMPBENCH_RECIPE`), or the
-one the run's own settings show (autocast's dtype, an enabled GradScaler, TF32), named by the
-mode table (`bench.recipes.catalog`). Nothing here names a mode: the cards are asked. And the
-torch optimizer inside a framework's wrapper, whose hooks the probe uses (`unwrap`).
-"""
+"""The recipe a user's run trains under (the driver's `AMPBENCH_RECIPE`, or what the run's own
+settings show, named by the mode table), and the torch optimizer inside a wrapper (`unwrap`)."""
 
 from __future__ import annotations
 

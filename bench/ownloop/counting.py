@@ -1,10 +1,6 @@
-"""The FLOPs of a user's step, counted once by `torch.utils.flop_counter.FlopCounterMode` (with
-ampbench's formulas, `bench.measure.flops.FORMULAS`) around the first step, or handed in. The
-forward's share is what the counter gained inside the model's forward calls; the rest (the
-backward, the loss) is the backward's. On the CPU attention runs through the math backend while
-counting, as `bench.measure.flops.count` does, since the CPU's fused kernel has no formula.
-A counter that cannot run (a compiled model, say) leaves the FLOPs uncounted, with the reason.
-"""
+"""The FLOPs of a user's step, counted once around the first step by `FlopCounterMode` (with
+`bench.measure.flops.FORMULAS`) or handed in, split into forward and the rest; a counter that
+cannot run leaves them uncounted, with the reason."""
 
 from __future__ import annotations
 

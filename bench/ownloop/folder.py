@@ -1,11 +1,6 @@
-"""The run folder a probe writes: a timing folder (`bench.store`) that `report`, `compare` and
-`publish` read as any other, with one row for the user's run, its raw step times, and the
-probe's own files beside them:
-- `metrics.jsonl`: what the user handed `probe.log` (step, name, value);
-- `scale.jsonl`: GradScaler's scale after each step, and whether the step was skipped;
-- `census.jsonl`: the underflow census's rows (`bench.ownloop.census`).
-Every file is rewritten whole through a temporary file, so a kill leaves the last complete one.
-"""
+"""The run folder a probe writes: a timing folder (one row, its raw step times) plus
+`metrics.jsonl`, `scale.jsonl` and `census.jsonl`; each file is rewritten whole through a
+temporary file, so a kill leaves the last complete one."""
 
 from __future__ import annotations
 

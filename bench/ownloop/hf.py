@@ -1,19 +1,6 @@
-"""The probe driven by transformers' `Trainer` (docs/own-loop.md):
-
-    args = TrainingArguments(..., **precision_args())   # the driver's recipe, if any
-    trainer = Trainer(model, args, ..., callbacks=[ProbeCallback(every=200)])
-
-The callback opens a probe at the start of training on the Trainer's model and optimizer, with
-the GradScaler accelerate made for `fp16=True` (kept on the optimizer wrapper), opens and
-closes a probe step around each optimizer step (`on_step_begin` / `on_step_end`), and hands the
-probe every number the Trainer logs (`loss`, `eval_loss`, ...). Where the Trainer evaluates, it
-asks for one evaluation before the first step as well (`eval_on_start`; `eval_on_start=False` to
-the callback leaves the arguments as they are): the held-out loss before any update, which tells
-whether the run learned. The recipe it records is what
-the run did: autocast's dtype inside the forward, the scaler, TF32, as `args.fp16`, `args.bf16`
-and `args.tf32` set them. transformers is optional: importing this module without it is a
-one-line error.
-"""
+"""The probe driven by transformers' `Trainer` (docs/own-loop.md): `ProbeCallback` opens a probe
+on the Trainer's model and optimizer, marks each optimizer step and receives every logged number;
+`precision_args()` gives the driver's recipe as TrainingArguments. transformers is optional."""
 
 from __future__ import annotations
 

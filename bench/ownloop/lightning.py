@@ -1,16 +1,6 @@
-"""The probe driven by a Lightning `Trainer` (docs/own-loop.md):
-
-    trainer = Trainer(precision=precision(), callbacks=[ProbeCallback(every=200)], ...)
-
-The callback opens a probe at the start of training on the LightningModule and its (first)
-optimizer, with the GradScaler of Lightning's mixed-precision plugin, and marks the step's phases
-from Lightning's own hooks: the batch starts the forward (`training_step` and its loss), the
-backward starts at `on_before_backward`, the optimizer at `on_before_optimizer_step` (after
-GradScaler's unscale, so the census sees true gradients). The recipe it records is the
-Trainer's `precision`. It logs the training loss of each batch and, after each validation, the
-numbers in `trainer.callback_metrics` (`val_loss`, ...). Either `lightning` or
-`pytorch_lightning` serves; without both, importing this module is a one-line error.
-"""
+"""The probe driven by a Lightning `Trainer` (docs/own-loop.md): `ProbeCallback` marks the
+phases from Lightning's hooks and logs the training and validation metrics; `precision()` gives
+the driver's recipe. Either `lightning` or `pytorch_lightning` serves."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""The training side of the `sweep` driver's runs, read back from its folder: the metric each
-run logged (`metrics.jsonl` in its run folder), the per-run summary the training judge reads
-(`bench.verdicts.training.per_run`: each run's best value), which the verdicts over the looks
-(`bench.verdicts.sequential.judge_each`) read. The driver's looks (`bench.jobs.sweep`) and the
-recipe table (`bench.publish.own_loop`) both read them here, so the table states what the
-looks decided.
-"""
+"""The training side of the `sweep` driver's runs, read back from its folder: each run's logged
+metric and the per-run summary the training judge reads, so the driver's looks and the recipe
+table state the same decisions."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""A step's marks: a clock mark at every phase boundary the probe sees, read back lazily.
-
-A step is a sequence of segments, each labelled with the phase it belongs to (`fwd`, `bwd`,
-`step`, `other`); a phase's time is the sum of its segments (several forwards in a step of
-gradient accumulation). On CUDA a mark is an event on the current stream (`CudaClock`): nothing
-waits for it inside the step, and a step's times are read only once its last event has
-completed (`Event.query()`, which does not block), a step or more later. On the CPU the marks
-are `perf_counter` readings (`HostClock`).
-
-Peak memory per phase is read from the caching allocator at the same boundaries, on the steps
-that ask for it: `max_memory_allocated` and `reset_peak_memory_stats` are host-side counters of
-the allocator and do not wait for the device.
-"""
+"""A step's marks: a clock mark at every phase boundary the probe sees (a CUDA event, or
+`perf_counter` on the CPU), read back lazily once the step's last event completed, and peak
+memory per phase from the allocator's host-side counters (neither waits for the device)."""
 
 from __future__ import annotations
 

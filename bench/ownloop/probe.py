@@ -1,32 +1,7 @@
-"""The probe a plain PyTorch loop holds (docs/own-loop.md):
-
-    probe = bench.probe(model, optimizer, scaler=scaler, every=200, out="runs/x")
-    for x, y in batches:
-        with probe.step():
-            with probe.autocast():
-                loss = loss_fn(model(x), y)
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
-        probe.log(loss=loss)
-    probe.close()
-
-It marks the regions it can see without the user's help: the model's forward (module hooks),
-the optimizer's step (`register_step_pre_hook` / post hook), and between them the loss and the
-backward; a user may mark regions instead (`probe.phase("forward")`). No mark synchronizes: the
-marks are read a step or more later (`bench.ownloop.marks`). The first step counts the FLOPs
-(FlopCounterMode) unless they are handed in; every `every` steps it reads peak memory per phase
-and takes the underflow census of the real gradients (`bench.ownloop.census`). Those steps, the
-step after each (the folder is written in between), and the first `warmup` are left out of the
-step-time samples. `close()` (also run at exit) writes the folder (`bench.ownloop.folder`); it
-is written every `every` steps too, so a run that dies keeps what it measured.
-
-`time_every=k` times the phases of one step in k: on the others the probe marks nothing and reads
-no memory, and only counts the step, whether the optimizer stepped and, under GradScaler, the
-scale (for the skipped steps). Its host time per step falls about k-fold, for a loop whose step
-waits on the host (`examples/own_loop/overhead.py --time-every`).
-"""
+"""The probe a plain PyTorch loop holds (`bench.probe(model, optimizer, ...)`; docs/own-loop.md):
+it marks the forward, backward and optimizer step without synchronizing, counts the FLOPs once,
+takes peak memory and the gradient census every `every` steps (left out of the step times),
+and writes its folder then and at `close()`."""
 
 from __future__ import annotations
 
@@ -51,7 +26,7 @@ PHASE_NAMES = {"forward": "fwd", "backward": "bwd", "optimizer": "step", "step":
 
 
 class Probe:
-    """See the module's docstring; build it with `bench.probe(...)`."""
+    """The probe of one loop (docs/own-loop.md); build it with `bench.probe(...)`."""
 
     def __init__(
         self,

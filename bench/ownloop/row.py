@@ -1,8 +1,5 @@
-"""What a probe has read of a user's run (`Run`), and the one flat row it becomes (`build_row`):
-a timing row (`bench.store.schema.Row`) whose case is `own:<model class>` in the mode the run's
-settings show, plus the probe's own columns (skipped steps, the loss scale, MFU, the census's
-cost). A figure the probe could not measure is left out, and a note says why.
-"""
+"""What a probe has read of a user's run (`Run`), and the one flat timing row it becomes
+(`build_row`, case `own:<model class>`); a figure it could not measure is left out with a note."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""A fault's full traceback, kept in the folder of the job it happened in.
-
-A row (a case, a trial, a study's job, an audited mode) that a caught exception ended carries the
-traceback's text (`bench.faults.fault`) until its job writes it; `keep` then saves the text as
-`errors/<name>.txt` in the folder, one file per row, and the row names that file, relative to the
-folder, in its `traceback` column. The row's one-line `error` stays as it was; a report that shows
-failed rows says where their tracebacks are in one line (`where`).
-"""
+"""A fault's full traceback, kept in its job's folder as `errors/<name>.txt` (`keep`); the row
+names that file in its `traceback` column, and a report says where they are (`where`)."""
 
 from __future__ import annotations
 

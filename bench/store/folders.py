@@ -1,12 +1,6 @@
 """Results folders: naming and creating one, locking it while a process writes it, and checking
-one that a process is about to resume. Every job opens its folder through
-`bench.jobs.base`, which uses this module and no other way to make or reopen a folder.
-
-A folder is never reused for another run: a new run gets a new name. A resumed folder must have
-been made by the same code on the same kind of machine (commit, dirty flag, torch version, GPU
-model): mixing rows from two machines in one folder is the worst silent error a benchmark can
-make, so a mismatch is refused unless `--force` is given, and then the mismatch is recorded.
-"""
+one about to be resumed (same commit, dirty flag, torch and GPU, unless `--force`: mixing rows
+from two machines in one folder is the worst silent error a benchmark can make)."""
 
 from __future__ import annotations
 
@@ -136,12 +130,9 @@ def reopen(
     """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
 
     `kind` is the folder's job (a key of `bench.store.schema.KINDS`); `here` is
-    `bench.measure.env.collect()` of this machine. Call it holding the folder's lock, so that no
-    other
-    writer changes env.json between this read and the caller's writes. Bad input ends here,
-    before anything in the folder changes. `allow`: keys of `COMPATIBLE` that may differ without
-    `force` (adding modes to a study is done at a later commit by design); a difference there is
-    recorded as `differs`."""
+    `bench.measure.env.collect()` of this machine. Call it holding the folder's lock. Bad input
+    ends here, before anything in the folder changes. `allow`: keys of `COMPATIBLE` that may
+    differ without `force` (recorded as `differs`)."""
     require_dir(run_dir)
     info = results.read_env(run_dir)
     found = schema.kind_of(info, run_dir)

@@ -1,25 +1,6 @@
-"""A table too large for CSV text in git, kept as a numpy `.npz` and read back exactly.
-
-A study's per-parameter traces are hundreds of thousands of rows of float32 measurements, which
-CSV writes as 17-digit decimals: tens of MB even gzip-compressed. Here each column is one array
-in an LZMA-compressed zip that numpy (which pandas needs) reads, with no other package:
-
-- a float column as float32 where float32 holds every one of its values exactly (a measurement
-  made in float32), else as float64; an integer or boolean column as it is;
-- any other column as text: its distinct values (`<i>.text`, `i` the column's position) and one
-  int32 code per row into them (`<i>.codes`; -1 for an empty cell).
-
-Two steps make the arrays compress: the rows are stored grouped by their text columns (a
-parameter's values over the steps of a run side by side; `order` holds the deltas of each stored
-row's position in the table, to put them back), and each value's bytes are stored byte plane by
-byte plane (`<i>.<dtype>`, shape bytes × rows), so that the slowly changing sign and exponent bytes
-of neighbouring floats sit together. The ~24 mantissa bits of a measurement are noise: they, not
-the layout, set the size.
-
-`read` gives the DataFrame `read_csv` (pandas.read_csv, floats exact) gives for the same rows
-written as CSV (floats as float64, empty cells NaN), in the same order. The same rows make the
-same bytes: the zip's times are fixed. Needs no torch.
-"""
+"""A table too large for CSV text in git, kept as an LZMA-compressed numpy `.npz` and read back
+exactly as `pandas.read_csv` would give it (floats as float32 where exact, text as codes into
+distinct values, rows grouped and bytes split into planes so they compress). Needs no torch."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Where the project lives, where a command's paths point, and how a committed file names a path.
-
-One rule for every entry point (`ampbench`, `python -m bench`, `./run_bench.sh`): a relative path
-on the command line is taken from the directory the user ran the command in (`run_bench.sh`
-changes into the project and passes that directory in AMPBENCH_CWD), and new run folders go to
-the project's own `runs/` (git-ignored; `promote` publishes one into `results/`), wherever the
-command is run from.
-
-A results folder travels: it is made on a lent GPU box and committed here. The command a folder
-records (env.json's `command`, a report's "Produced by") must re-run as written, from the project
-root, on the reader's machine: a path inside the project is recorded relative to the project root
-(the box's `/home/someone/ampbench/results` means nothing elsewhere; `results` does), and a results
-directory outside it as the placeholder `RESULTS_DIR` (the box's `/tmp/s/results` is not the
-reader's; `RESULTS_DIR/RUN` for a folder in one, as `--resume` names). The argv lists env.json
-keeps beside the command (the interpreter, the script, what a resume was given) are notes, not
-commands: there a path outside the project is shown by its own name. Needs no torch.
-"""
+"""Where the project lives, where a command's paths point (relative to where the user ran it;
+new folders in `runs/`), and how a committed file names a path: relative to the project root,
+or `RESULTS_DIR/...` outside it, so a recorded command re-runs as written. Needs no torch."""
 
 from __future__ import annotations
 

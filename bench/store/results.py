@@ -1,23 +1,6 @@
-"""The files of a results folder, and reading them back.
-
-`results/<UTC timestamp>_<gpu>_<git short sha>/` holds:
-- `env.json`: what the run ran on, its configuration and ceilings (`bench.measure.env`);
-- `rows.jsonl`: one flat JSON object per case, appended and flushed as each case finishes, so a
-  killed run keeps every finished case;
-- `samples.jsonl`: the raw per-step milliseconds of each phase of each case, for later tools
-  (`bench compare` reads them);
-- a published folder keeps both JSON-lines files gzip-compressed, as `rows.jsonl.gz` and
-  `samples.jsonl.gz` (`pack`; docs/results-folder.md), and each is read either way (`stored`,
-  `read_jsonl`);
-- `results.csv` and `report.md`, rendered from the rows when the run ends (or by `bench report`);
-  a published folder keeps the CSV packed too, as `results.csv.gz` (`write_csv`): no command
-  reads it back, it is the rows as a table for the reader.
-
-Derived columns (speedups) are computed when rows are loaded, from the measured columns. The
-columns that identify a case are the axes of `bench.cases.case.Case`, read from the dataclass
-itself.
-Reading a folder's files needs no torch; only the axes (`axes()`, `load`) import the case.
-"""
+"""The files of a results folder (env.json, rows.jsonl, samples.jsonl, results.csv, report.md;
+gzip-packed when published: docs/results-folder.md), and reading them back into one DataFrame
+with the derived columns. Needs no torch."""
 
 from __future__ import annotations
 
@@ -28,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.cases import case
 from bench.cases.sizes import Sizes
 from bench.faults import UsageError
 from bench.recipes import catalog
@@ -84,17 +68,9 @@ class CorruptFolder(UsageError):
     """A results file that cannot be read: named in one line, never repaired silently."""
 
 
-def _axis_defaults() -> dict[str, object]:
-    # Imported here, not at the top: the case's validation imports torch, and reading a folder's
-    # files (env.json, the JSON lines) must work without it.
-    from bench.cases import case
-
-    return case.axis_defaults()
-
-
 def axes() -> list[str]:
     """The columns that identify a case: the axes of `Case`, in field order."""
-    return list(_axis_defaults())
+    return list(case.axis_defaults())
 
 
 def leading_columns() -> list[str]:
@@ -357,7 +333,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=leading_columns())
     df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
-    for name, default in _axis_defaults().items():
+    for name, default in case.axis_defaults().items():
         if name not in df.columns:
             df[name] = default
     df = older.with_rank_columns(df)

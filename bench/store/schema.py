@@ -1,19 +1,6 @@
-"""What a results folder is, and how folders written by older code are read today.
-
-env.json records `schema` (`SCHEMA_VERSION`) and `kind` (a key of `KINDS`) from this version on.
-A folder from before carries neither: its kind is read from the key that holds its job's settings
-(`config`, `maxbatch_config`, `numerics_config`) or, for a numerics study older than those, from
-its audit.json. Every reading of an older folder's layout lives here (`migrate_env`, and
-`bench.store.results.load` for the axes a row lacks), so the rest of the code sees one shape.
-`Row` is the typed shape of a timing run's row.
-
-A case's sizes were three columns named after the MLP's (`OLD_SIZES`) for every workload, until
-each workload named its own (`bench.cases.sizes.Sizes`): rows and a timing run's config of that
-layout read as today's `sizes` (`migrate_row`, `migrate_config`), named by the workload's card
-(`bench.workloads.cards.Card.sizes`) and, for a workload without one (a zoo's, a user's), by
-`bench.cases.sizes.UNNAMED`. The files are not rewritten, and the values, which case ids spell,
-are unchanged.
-"""
+"""What a results folder is (`SCHEMA_VERSION`, `KINDS`), the typed timing row (`Row`), and how
+folders written by older code are read today (`migrate_env`, `migrate_row`, `migrate_config`):
+every reading of an older layout lives here, and the files are never rewritten."""
 
 from __future__ import annotations
 

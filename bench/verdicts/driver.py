@@ -1,19 +1,7 @@
-"""The speed verdict of the `sweep` driver (`ampbench sweep -- python train.py`): each
-recipe's runs against the reference recipe's, by the rounds judge `compare` and `ab` give.
-
-A run is the unit: one fresh process of the user's script, its timed steps summed up by their
-median, is one round (one observation), as one run folder is one round of `ab`. Runs of one
-recipe differ far more than stretches of steps inside one run do (a process lands on other
-clocks, another layout; the committed H200 driver run's fp32 medians were 10.70, 12.47 and
-12.50 ms), so cutting a run into windows and counting them as independent observations would
-count one process's luck several times and call differences that are not there.
-
-The recipes are one family against the one reference: `bench.verdicts.rounds.judge_family`,
-Holm's correction across them. With fewer runs a side than the judge needs (`MIN_ROUNDS`), a
-recipe is `unclear`, with the runs it would need.
-
-Pure: numpy, no torch, no pandas.
-"""
+"""The speed verdict of the `sweep` driver: each recipe's runs against the reference recipe's,
+by the rounds judge (`bench.verdicts.rounds.judge_family`), one observation per run (a run is
+one fresh process: cutting it into windows would count one process's luck several times;
+docs/own-loop.md). Pure: numpy, no torch, no pandas."""
 
 from __future__ import annotations
 

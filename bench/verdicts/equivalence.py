@@ -1,9 +1,6 @@
-"""The equivalence test of the training rule (`bench.verdicts.training`) and the seeds it needs:
-the interval of the difference of two sides' mean best held-out losses by Welch's t, two
-one-sided tests at `ALPHA` each (`welch`), and the fewest seeds per recipe for a `POWER` chance
-that a recipe drawn from fp32's own distribution is called within the margin, by seeded
-simulation of this very test (`seeds_needed`), each side's seed SD at its 90% upper bound
-(`sd_upper`: three seeds bound a spread loosely). Numpy and scipy only."""
+"""The equivalence test of the training rule: Welch's t, two one-sided tests at `ALPHA` each
+(`welch`), and the fewest seeds per recipe for a `POWER` chance to call a recipe drawn from
+fp32's own distribution within the margin (`seeds_needed`). Numpy and scipy only."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""Whether B uses more peak memory than A, case by case: one declared tolerance, no statistics.
-
-Peak allocated memory on CUDA is close to deterministic for a fixed case: the caching allocator
-hands out the same blocks for the same requests, so a case's peak repeats to the byte across fresh
-processes (docs/comparing.md, "Memory", shows the A/A spread this rests on). Reserved memory
-follows the allocator's history (what was freed and cached before) and may differ between runs of
-the same code, so it is reported beside the verdict and never decides it; so are the allocator's
-retries (`num_alloc_retries`: it freed its cache to satisfy a request) and out-of-memory errors.
-
-The rule (`judge`): every round of a side is one value of `peak_alloc_gib`. A side whose rounds
-span more than the tolerance is `memory not repeatable` (with its spread); otherwise B's median
-over A's is `more memory` or `less memory` when it moved by more than the tolerance, else
-`same memory`. The tolerance is the larger of an absolute floor and a share of A's peak
-(`Tolerance`, `DEFAULT`). A side with no peak (a CPU run, an older folder without the column) is
-`not measured`, with the reason. Pure Python: no torch, no pandas.
-"""
+"""Whether B uses more peak allocated memory than A, case by case: one declared tolerance
+(`Tolerance`, `DEFAULT`), no statistics, since a case's peak repeats to the byte across
+processes; reserved memory, retries and OOMs are shown beside it and never decide it
+(docs/comparing.md, "Memory"). Pure Python: no torch, no pandas."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """How often the rounds judge (`bench.verdicts.rounds.judge_family`) calls a known change, and
-how often it calls one that is not there, on rounds bootstrapped from real ones.
-
-The model has the two levels of a round: a case's real rounds (`values`: its windows, from more
-than one process) are resampled, smoothed by a normal kernel (Silverman's bandwidth, in logs),
-so the within-process scatter and the difference between real processes are the data's own;
-each simulated process adds a drift shared by all its cases (lognormal, `drift`), as a machine
-whose clocks or load move a whole process does. Side B's rounds of a case are multiplied by
-that case's shift.
-
-Pure: numpy, no torch, no pandas.
-"""
+how often one that is not there, on rounds bootstrapped from real ones (a smoothed bootstrap
+of each case's rounds, plus a lognormal drift per simulated process). Pure: numpy."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
 """Whether two studies of the same recipes, on disjoint seeds at one commit, agree: a verdict
-contradicts another only where both cannot be true. Pure Python.
-
-- Inside the margin ("trains like fp32", "within the margin, measurably worse/better") against
-  outside it ("worse", "better"): a contradiction.
-- "worse" against "better", and "measurably worse" against "measurably better" (each excludes
-  the other's sign): a contradiction.
-- "trains like fp32" against "within the margin, measurably worse": agreement; both place the
-  recipe inside the margin, and a gap near zero is measured as zero or not by chance.
-- "not known" against anything: no claim to contradict; named apart as undecided.
-"""
+contradicts another only where both cannot be true (docs/quality.md). Pure Python."""
 
 from __future__ import annotations
 

@@ -1,27 +1,7 @@
-"""The verdict on two sides' rounds: each case's, and a comparison's cases judged as one family.
-
-A round is one observation of a case (one fresh process, one pass): its step times summed up by
-one statistic. What moves a round is two-level: the steps within a process scatter, and a whole
-process lands faster or slower (clocks, load, a fresh layout). The round's statistic carries both,
-so the test works on the rounds, in logs (a change is a ratio, and step times are positive):
-
-- **Per case, a t-test on log round statistics** (`rounds_verdict`). Mann-Whitney, the earlier
-  test, cannot give a p below 2 / C(2n, n) with n rounds a side (0.008 at 5): over a grid of 156
-  cases no correction lets it call anything. The t-test's p falls as far as the data say.
-- **Its spread moderated across cases of the same mode** (`fit_prior`, Smyth 2004, the limma
-  moderated t): each case's pooled variance of log rounds is shrunk towards a prior fitted to
-  the variances of the cases of its mode, weighted by the prior's degrees of freedom `d0` that the
-  spread of those variances implies. Cases alike in noise lend each other degrees of freedom (a
-  t with 8 + d0 of them, not 8); cases unlike in noise give a small d0 and each keeps its own.
-- **Holm's correction across the family** (`family_verdicts`): the chance of any false `faster`
-  or `slower` among all the comparison's cases is held at 1 - confidence (family-wise error),
-  whatever the dependence between cases (a process drift moves all of them at once).
-- **Sequential looks** (`looks`): `ab` looks at its rounds after each pair from its minimum to its
-  cap and stops once every case is decided; each look spends an equal share of alpha (a Bonferroni
-  split over the looks), so the chance of a false call at any look stays at alpha.
-
-Pure: numpy and scipy, no torch, no pandas.
-"""
+"""The verdict on two sides' rounds: per case a t-test on log round statistics, its spread
+moderated across the cases of one mode (`fit_prior`, Smyth 2004); Holm's correction across a
+comparison's cases (`family_verdicts`); equal alpha per sequential look (`looks`).
+docs/comparing.md states the rule and why. Pure: numpy and scipy, no torch, no pandas."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""GradScaler "needed": the rule that reads the GradScaler check (or a numerics study's census)
-and the training of float16 with and without the scaler. Pandas only.
-
-The check decides by the gradient's **norm**, never by counting elements: "needed" where, on some
-tensor of at least `MIN_ELEMENTS` elements, more than `FLUSHED_NORM_LIMIT` of fp32's gradient norm
-flushes to zero in float16 without the scaler and is kept with it (the norm share:
-||g restricted to the flushed elements||_2 / ||g||_2, `bench.numerics.measure.underflow`). The
-shares of elements that flush to zero and that turn subnormal (kept, at reduced precision) are
-reported beside it and decide nothing: in a transformer most of a weight's gradient elements can
-sit below float16's smallest normal while carrying a negligible part of its norm, and a rule on
-them would call the scaler needed on nearly every tensor. Training decides too: fp16 without the
-scaler diverging, ending worse than with it, or unstable (`bench.verdicts.training`'s rules)."""
+"""GradScaler "needed": the rule that reads the GradScaler check (or a numerics study's census),
+by the share of the gradient's norm float16 flushes without the scaler (never by counting
+elements), and the training of float16 with and without the scaler. Pandas only."""
 
 from __future__ import annotations
 
@@ -69,7 +60,7 @@ def scaler_needed(
     checks: pd.DataFrame, summary: pd.DataFrame, scaled: str, bare: str, *, synthetic: bool
 ) -> Verdict:
     """Whether float16 (`scaled` with GradScaler, `bare` without) needs the scaler, from the
-    GradScaler check and from training (see the module docstring)."""
+    GradScaler check and from training (docs/quality.md states the rule)."""
     evidence, deciding = [], checks[checks["numel"] >= MIN_ELEMENTS] if len(checks) else checks
     seen = (
         f"checked at steps {', '.join(str(int(s)) for s in sorted(set(checks['step'])))}"

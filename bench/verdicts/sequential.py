@@ -1,40 +1,6 @@
-"""The group-sequential equivalence rule: the training judge (`bench.verdicts.training`) over
-looks at growing seed counts, with its error rate held over all of them.
-
-A study judges its recipes at a first look (its seeds), adds seeds for the recipes still
-undecided, and looks again, up to a cap (`max_seeds`) declared before the first look. Looking
-again at more seeds is optional stopping: judged each time at the fixed 90% interval, a recipe
-whose true gap sits exactly at the margin would be called within it at some look far more often
-than the 5% the report states. So each look judges at its own nominal level, from an
-alpha-spending function (Lan and DeMets, 1983) of the information fraction, seeds / `max_seeds`:
-
-- `pocock` (the default), α·ln(1 + (e − 1)·t): spends alpha about evenly over the looks. A look
-  at 3 seeds has Welch's t at 2–4 degrees of freedom, where the t quantile climbs steeply as
-  the level falls; O'Brien-Fleming's first looks (nominal 0.0003 at t = 0.3) would need an
-  interval some 4× as wide as the fixed test's, so they almost never decide, and the seeds that
-  are the cost of a study are spent anyway. The simulation in the tests measures both (fewer
-  seeds on average with Pocock at a realistic spread, with the same error rate).
-- `obrien-fleming`, 2 − 2·Φ(z_{1−α/2} / √t): keeps the last look's level near the fixed test's.
-
-Each one-sided test (gap below +margin, gap above −margin) spends α = 5% over the looks; the
-boundaries are exact for a normal statistic (the crossing probabilities by numerical
-integration over the looks, as gsDesign and rpact compute them: scipy has no group-sequential
-boundary, and its multivariate normal CDF is too slow and noisy to solve for one) and are used
-as nominal levels for Welch's t at each look, with min(n, k) − 1 degrees of freedom (Hsu's):
-with Welch–Satterthwaite's, a recipe scattering 3× as much as fp32 (SD 0.0063 against 0.0019,
-the H200's nanoGPT study) at a gap exactly at the margin was called within it in 6% of
-simulated studies over looks at 3–10 seeds; with Hsu's, 4%.
-
-A look stops a recipe once its interval decides it
-("trains like fp32", "within the margin, measurably worse/better", "worse", "better"); a
-recipe still "not known" at the cap stays so, with the seeds it would need. Stopping for a
-reason other than equivalence (worse, better) only lowers the false-equivalence rate, so the
-stated rate holds as an upper bound. A study that ends before its cap (a device-time budget)
-has spent less than α: conservative.
-
-The rule judges each recipe on its own, as the fixed test does; fp32's seeds are shared by
-every recipe's test.
-"""
+"""The group-sequential equivalence rule: the training judge over looks at growing seed counts
+up to `max_seeds`, each look at its nominal level from an alpha-spending function (Pocock by
+default, or O'Brien-Fleming), so the error rate holds over all looks (docs/quality.md)."""
 
 from __future__ import annotations
 
@@ -238,53 +204,3 @@ def undecided(judged: dict[str, Judged]) -> list[str]:
 def _more_seeds_help(v: training.Verdict) -> bool:
     # A target that is not there (fp32 did not learn) or synthetic data: seeds do not change it.
     return not math.isnan(v.low) or "finished, fewer than" in v.reason
-
-
-def _classify(low: np.ndarray, high: np.ndarray, m: float) -> np.ndarray:
-    """`training.classify` over arrays."""
-    inside = (low > -m) & (high < m)
-    within = np.where(low > 0, training.WITHIN_WORSE,
-                      np.where(high < 0, training.WITHIN_BETTER, training.LIKE))  # fmt: skip
-    return np.select(
-        [low > m, high < -m, inside], [training.WORSE, training.BETTER, within],
-        training.NOT_KNOWN,
-    )  # fmt: skip
-
-
-def simulate(
-    design: Design,
-    sd: float,
-    m: float,
-    *,
-    shift: float = 0.0,
-    sd_ref: float | None = None,
-    studies: int = equivalence.SIMULATED,
-    seed: int = 0,
-    sequential: bool = True,
-) -> dict[str, float]:
-    """Seeded studies of the design, the recipe's seeds normal with SD `sd` and its mean
-    `shift` above fp32's (whose SD is `sd_ref`, `sd` where None): the share ending in each
-    verdict, `within` (any of the three inside the margin), and `mean_seeds` (seeds a side at
-    the look that stopped). `sequential=False` judges every look at the fixed level: the
-    optional stopping the rule replaces."""
-    rng = np.random.default_rng(seed)
-    top = design.max_seeds
-    ref = rng.normal(0.0, sd if sd_ref is None else sd_ref, (studies, top))
-    x = rng.normal(shift, sd, (studies, top))
-    looks = design.looks()
-    lv = design.levels(looks) if sequential else (design.alpha,) * len(looks)
-    word = np.full(studies, training.NOT_KNOWN, dtype=object)
-    stop = np.full(studies, looks[-1])
-    open_ = np.ones(studies, dtype=bool)
-    for n, level in zip(looks, lv, strict=True):
-        _, low, high = equivalence.welch(x[:, :n], ref[:, :n], level, conservative=True)
-        w = _classify(low, high, m)
-        now = open_ & (w != training.NOT_KNOWN)
-        word[now], stop[now] = w[now], n
-        open_ &= ~now
-    out = {v: float(np.mean(word == v)) for v in
-           (training.LIKE, training.WITHIN_WORSE, training.WITHIN_BETTER, training.WORSE,
-            training.BETTER, training.NOT_KNOWN)}  # fmt: skip
-    out["within"] = float(np.isin(word, list(training.WITHIN)).mean())
-    out["mean_seeds"] = float(stop.mean())
-    return out

@@ -1,24 +1,6 @@
-"""The verdicts of a timing run: the claims its rows can carry, and where they cannot, why not.
-
-- **Fastest** (`fastest`): a recipe is the fastest alone only if the interval of its step times
-  (p10 to p90, `interval`) does not overlap the runner-up's and it is not flagged `noisy` (its
-  IQR over 5% of its median, `bench.measure.stats`). Otherwise every row whose interval overlaps
-  the fastest's is tied within noise with it (and, where the fastest is noisy, the runner-up at
-  least), and each is named. A row without p10/p90 (a folder older than them) is read as median
-  ± IQR/2, and the reason says so.
-- **GradScaler's cost** (`scaler_cost`): fp16 with GradScaler against fp16 without, on training
-  steps alone (GradScaler's skipped steps left out). Its sign only where the two rows' intervals
-  do not overlap (`overlap`), and, in a run that did not interleave them (`run --rounds N`,
-  `scaler_cost_reason`), only where their ratio lies beyond what two runs of one grid differ by
-  (`RUN_RATIO_SPAN`).
-- **A float8 recipe that converts no Linear** (`float8_unsupported_reason`): its step would be
-  its autocast mode's under a float8 name, and setting it against that mode would compare a mode
-  with itself. It is `unsupported` whether a case is being planned (`bench.execution.variants`)
-  or an older folder ran it as `ok` (`float8_as_unsupported`, which publishing applies); the
-  rule itself, pandas-free for planning, is `bench.verdicts.float8_plan`.
-
-Pure: pandas only, no torch.
-"""
+"""The verdicts of a timing run: which recipe is fastest or tied within noise (`fastest`), when
+GradScaler's cost may be stated (`scaler_cost`), and that a float8 recipe converting no Linear
+is `unsupported` (`float8_as_unsupported`). docs/criteria.md states the rules. Pandas only."""
 
 from __future__ import annotations
 
@@ -167,12 +149,8 @@ def fastest(rows: pd.DataFrame) -> Fastest:
 def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
     """Why GradScaler's cost may not be read off `rows` (fp16's rows with and without it) of the
     folder whose env.json is `env`, or None where it may: both timed interleaved by one process.
-
-    Only a timing run's rounds interleave (`run --rounds N`, N > 1, one process running the
-    grid N times, every case's row over its windows of all N passes): a numerics study's step
-    times do not, nor does a run of several ranks (one round), nor a run of one round, whose
-    two cases were timed seconds apart once each. Whether the two rows' intervals overlap is
-    `overlap`'s to say, per pair."""
+    Only a timing run's rounds interleave (`run --rounds N`, N > 1); a numerics study, a run of
+    several ranks or of one round timed the two cases once each, seconds apart."""
     kind = env.get("kind")
     if kind not in (None, "timing"):
         return f"these are a {kind} folder's step times, not a timing run's interleaved rounds"

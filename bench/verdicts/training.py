@@ -1,38 +1,6 @@
 """The rules that judge how a recipe trains: the margin, the quality target, "trains like fp32",
-GradScaler "needed", and the fastest recipe to the target. Pandas and scipy only: a finished
-study's tables in, a `Verdict` out. One judge: every page reads these rules and no other.
-
-- **The margin** (`Margin`) is one declared number per study: `MARGIN_SHARE` (1%) of fp32's mean
-  best held-out loss, fixed before any recipe is looked at, as MLPerf Training and AlgoPerf fix
-  a quality target per benchmark rather than derive it from a handful of seeds (docs/quality.md
-  says why). The seeds decide how sure a verdict can be, not how wide the margin is.
-- **The target** is fp32's mean best held-out loss plus the same margin: the highest loss a
-  recipe may reach and still train like fp32. None where fp32 has fewer than `MIN_SEEDS` seeds
-  or did not learn (a seed whose best held-out loss is not `LEARNED_DROP` below step 0's).
-- **Trains like fp32** is an equivalence test (two one-sided tests, Welch's t at 5% each): the
-  90% interval of the difference of mean best held-out losses (recipe minus fp32) inside
-  ±margin. Inside and holding zero: "trains like fp32"; inside but excluding zero: "within the
-  margin, measurably worse (or better)", with its size; entirely past +margin "worse", past
-  −margin "better"; across the margin "not known", with the seeds that would decide it. A seed
-  that diverged: "worse". Synthetic data, too few seeds, an fp32 that did not learn: "not known".
-- **Seeds the rule needs** (`seeds_needed`; it and the test are `bench.verdicts.equivalence`'s):
-  the fewest per recipe for a `POWER` (80%) chance, by seeded simulation of this very test, that
-  a recipe drawn from fp32's own distribution is called within the margin, with fp32's seed SD
-  taken at its 90% upper bound (three seeds bound a spread loosely). Two branches: a study with
-  that many seeds states it; one with fewer keeps every verdict the test reaches (its
-  false-equivalence rate is 5% at any count) and says, at the margin and beside each "not
-  known", how many seeds would decide.
-- **GradScaler needed** reads the GradScaler check: the share of each gradient's norm that
-  float16 flushes to zero without the scaler and keeps with it, on tensors of at least
-  `MIN_ELEMENTS` elements, beside the share of its elements that flush or turn subnormal (what
-  Adam's per-element update sees; "not measured" in checks that predate it); and training:
-  fp16 without the scaler diverging, ending worse, or rising `UNSTABLE_RISE` above its best
-  held-out loss (unstable, even without a NaN). "Needed" names the evidence and its steps.
-- **Fastest to the target** ranks every recipe within the margin whose every seed reached the
-  target, by its interval of time to the target (the seeds' steps × the step time's p10–p90),
-  with `bench.verdicts.timing.fastest`'s rule: alone only where its interval clears the
-  runner-up's and its step time is not noisy (IQR over 5% of the median); else the ties, named.
-"""
+GradScaler "needed", and the fastest recipe to the target (docs/quality.md states each and why).
+Pandas and scipy: a finished study's tables in, a `Verdict` out; every page reads these rules."""
 
 from __future__ import annotations
 
@@ -135,7 +103,7 @@ class Margin:
 
 
 def margin_of(summary: pd.DataFrame) -> Margin:
-    """The study's margin from fp32's finished seeds (see the module docstring)."""
+    """The study's margin from fp32's finished seeds (docs/quality.md states the rule)."""
     ref = _reference(summary)["best_loss"].dropna()
     if ref.empty:
         return Margin(math.nan, math.nan, math.nan, 0, MIN_SEEDS)
@@ -270,7 +238,7 @@ def trains_like_fp32(
     level: float = ALPHA,
     conservative: bool = False,
 ) -> Verdict:
-    """Whether `mode` trains like fp32 on this study's data (see the module docstring), each
+    """Whether `mode` trains like fp32 on this study's data (docs/quality.md states the rule), each
     one-sided test at `level`; a sequential study's look passes its own level and
     `conservative` degrees of freedom (`welch`, `bench.verdicts.sequential`)."""
     if mode == REFERENCE:

@@ -1,12 +1,5 @@
-"""What a workload is: everything the harness needs from a model, and nothing about precision.
-
-A workload builds its model on a device for a named size preset, makes a deterministic synthetic
-batch on the device (nothing is downloaded), computes its loss, names its throughput unit, the
-modules FSDP2 shards one by one, the modules the numerics study observes, and which Linears a
-float8 recipe may convert (each one it leaves out with the reason). The precision recipe (a
-mode), the execution variant and the parallelism are applied to it by the harness, the same way
-for every workload.
-"""
+"""What a workload is: everything the harness needs from a model (its build, synthetic batch,
+loss, throughput unit, sharded and observed modules, float8 plan), and nothing about precision."""
 
 from __future__ import annotations
 
@@ -44,14 +37,10 @@ _SHAPES: dict[tuple[int, object], tuple[Workload, nn.Module]] = {}
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
-    """A model as one plug-in (in the manner of torchtitan's `TrainSpec`): a typed record of how
-    to build it, its presets by name, its synthetic batch and its loss, its own named sizes, which
-    its cases carry (`sizes`), and its structure, each part of which defaults to what
-    `bench.workloads.structure` finds in the module tree. Nothing outside a workload branches on
-    its name: what differs (the MLP's sizes that may be any, its short study, its CPU overhead
-    check) is a field here. Made by a module of its own (`bench.workloads.mlp`, `gpt`, `resnet`),
-    a zoo (`bench.workloads.zoo`), a user's factory or `from_model`; resolved by name in
-    `bench.workloads.registry`."""
+    """A model as one plug-in (as torchtitan's `TrainSpec`): how to build it, its presets, batch,
+    loss and named sizes, and its structure (by default what `bench.workloads.structure` finds).
+    Nothing outside a workload branches on its name: what differs is a field here. Resolved by
+    name in `bench.workloads.registry`."""
 
     name: str
     """The `--model` value and the case's `model` axis."""
@@ -277,26 +266,14 @@ def from_model(
     observed: Callable[[nn.Module], dict[str, nn.Module]] | None = None,
     sizes: Mapping[str, int] | None = None,
 ) -> Workload:
-    """A workload from the three things a training script already has: `model(device)` builds
-    the model on a device, `batch(batch_size, device, generator)` makes a synthetic batch on it
-    (draw from `generator`, which ampbench seeds), and `loss(output, targets)`, which gets the
-    output as the model returns it (a tensor, a tuple, a dict, a Hugging Face `ModelOutput`:
-    read `.logits` there as a training script does). The default loss is mean cross-entropy of
-    the output's logits (`bench.workloads.outputs.tensor`), over every position of a sequence.
-    It has one preset, `default`.
-
-    The model's structure is found in its module tree (`bench.workloads.structure`): the
-    repeated blocks FSDP2 shards, the points the numerics study observes, the weight it audits,
-    and the output head and tied weights float8 leaves in higher precision. `blocks` and
-    `observed` replace the search for a model it gets wrong: `blocks(model)` returns the modules
-    to shard one by one, `observed(model)` a dict name -> module in forward order whose last
-    module's output holds the logits.
-
-    A case id spells out the model's sizes, `sizes` by name (its own: `{"context": 1024,
-    "width": 768}`); three unnamed 1s by default (`1x1x1`, `bench.cases.sizes.UNNAMED`), where
-    the model's spec and its preset say what it is.
-    The result is the same `Workload` as a built-in one: its fields can be replaced
-    (`dataclasses.replace`) where a default does not fit."""
+    """A workload (one preset, `default`) from what a training script has: `model(device)`,
+    `batch(batch_size, device, generator)` drawing from the seeded `generator`, and
+    `loss(output, targets)` on the output as the model returns it (default: mean cross-entropy
+    of its logits). The model's structure is found in its module tree
+    (`bench.workloads.structure`); `blocks(model)` (the modules to shard) and `observed(model)`
+    (name -> module in forward order, the last one's output the logits) replace that search
+    where it is wrong. `sizes` names the sizes a case id spells (default `1x1x1`). See
+    docs/own-model.md."""
 
     def make(size: object, batch_size: int, device: str, seed: int) -> Batch:
         # The meta device (counting FLOPs) has no generator and draws nothing.

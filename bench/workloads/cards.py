@@ -1,12 +1,7 @@
-"""The built-in workloads as torch-free cards: each one's name, its presets' names, and how its
-cases are sized; and the prefixes of the zoos. The workloads define themselves from their card
-(`bench.workloads.mlp`, `gpt`, `resnet` take their name and flags from it; the registry refuses,
-at import, a built-in `Workload` whose presets or flags differ from its card's: `carded`), so a
-preset's name is the card's.
+"""The built-in workloads as torch-free cards (name, presets, sizing) and the zoos' prefixes.
 
-A case (`bench.cases`) and the command line's parser read this table without torch, as they read
-the mode table (`bench.recipes.catalog`): it imports nothing, of the project or outside it.
-"""
+A case and the command line's parser read this table without torch; it imports nothing. The
+registry refuses, at import, a built-in `Workload` whose presets or flags differ from its card."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
-"""The GPT workload: a decoder-only transformer in plain PyTorch, its named sizes, its synthetic
-token batches, its loss, and what the rest of ampbench needs to know about it.
-
-Token and position embeddings -> `layers` pre-LayerNorm blocks (causal self-attention through
-`F.scaled_dot_product_attention(is_causal=True)`, then a GELU MLP of width 4×) -> a final
-LayerNorm -> a vocabulary head; next-token cross-entropy. Linears and LayerNorms carry biases as
-GPT-2's do; the head has none. The timing presets have no dropout: a benchmark step should do the
-same work every time, and dropout's masks would make two modes' numerics differ by more than their
-precision.
-
-The timing presets' head is *not* tied to the token embedding (GPT-2 and nanoGPT tie them; the
-`shakespeare-char` preset, nanoGPT's own model, does, with its dropout and without biases).
-Untied, every parameter belongs to exactly one module, so a float8 recipe can keep the head in
-higher precision without touching the embedding, and FSDP2 can shard the embedding and the head
-as separate units.
-The cost is vocab × width more parameters: `gpt2-124m` has 163.1M here, not GPT-2's 124M; the name
-keeps GPT-2's shape, not its count.
-
-Batch sizes are counted in sequences; a batch holds `batch_size × context` tokens, and the
-throughput unit is tokens/s as well as samples (sequences)/s.
-"""
+"""The GPT workload: a decoder-only transformer in plain PyTorch (GPT-2's block, an untied head,
+no dropout in the timing presets), its named sizes, synthetic token batches and loss.
+docs/own-model.md says why the head is untied (`gpt2-124m` has 163.1M parameters here)."""
 
 from __future__ import annotations
 
@@ -72,7 +54,7 @@ class GPTSize:
 
 
 PRESETS: dict[str, GPTSize] = {
-    # GPT-2 small's shape (with an untied head: see the module docstring).
+    # GPT-2 small's shape, with an untied head (docs/own-model.md says why).
     "gpt2-124m": GPTSize(layers=12, width=768, heads=12, context=1024, vocab=50304),
     # GPT-3 XL's shape (Brown et al. 2020, table 2.1) at GPT-2's context and vocabulary.
     "gpt-1.3b": GPTSize(layers=24, width=2048, heads=16, context=1024, vocab=50304),
@@ -227,13 +209,9 @@ def build(
     both embedding tables normal(0, 0.02), biases zero, LayerNorms (1, 0). With `scaled_residual`
     the two projections that write into the residual stream (attn.proj, mlp.proj) get std
     0.02/√(2·layers) instead, so that the stream's variance does not grow with depth (GPT-2's
-    paper, §2.3; nanoGPT).
-
-    The modules are made on the meta device and then given storage on `device`: every parameter
-    is written once, by the init below, never first by torch's default init and again by ours.
-    The draws come from a generator on `device`, so a seed gives the same weights on every call
-    on one kind of device (CUDA's and the CPU's generators differ). On the meta device there are
-    no values to draw: the model has shapes only, enough to count parameters and FLOPs."""
+    paper, §2.3; nanoGPT). Made on the meta device, then every parameter written once from a
+    generator on `device` (a seed's weights differ between CUDA and the CPU); on the meta device
+    the model has shapes only."""
     device = torch.device(device)
     with torch.device("meta"):
         model = GPT(size)
@@ -264,12 +242,9 @@ def make_batch(
     size: GPTSize, batch_size: int, device: torch.device | str, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A deterministic synthetic batch made on the device: (inputs, targets), each
-    (batch_size, context) int64 token ids. `context + 1` uniform tokens are drawn per sequence
-    and targets are inputs shifted by one, as a real next-token batch is laid out. Nothing is
-    downloaded. Uniform tokens have nothing to learn, so the loss stays near ln(vocab): enough for
-    timing and for comparing modes' numerics step by step, not for a learning curve.
-
-    On the meta device (FLOP counting) the tokens have a shape but no values."""
+    (batch_size, context) int64 uniform token ids, targets the inputs shifted by one. Nothing to
+    learn (the loss stays near ln(vocab)): enough for timing, not for a learning curve. On the
+    meta device the tokens have a shape but no values."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size!r}")
     device = torch.device(device)

@@ -1,24 +1,6 @@
-"""What a model's head asks of a training step: its synthetic batch and its loss, per task.
-
-A zoo model (`bench.workloads.zoo`) is trained for the task its head was built for, and the task
-decides the batch, the labels and the loss:
-- `causal-lm`: next-token prediction; inputs are `seq` token ids, targets the same sequence
-  shifted by one; cross-entropy over every position.
-- `masked-lm`: 15% of the positions replaced by a mask token (the vocabulary's last id stands in
-  for a tokenizer's `[MASK]`); cross-entropy over the masked positions only (the others are
-  `IGNORE`, as transformers' data collator marks them).
-- `seq2seq-lm`: an encoder-decoder reconstructs its input: the encoder reads the sequence, the
-  decoder the same sequence shifted right (`EncoderDecoderLM`), and is trained on every position.
-  A translation step with equal source and target lengths does the same work.
-- `seq-cls`: one label per sequence (`num_labels` classes).
-- `image-cls`: normalised random images (N(0, 1), channels-last), one label per image.
-
-Token ids are drawn uniformly, never equal to the model's padding id (a sequence classifier
-reads the last non-padding token). Every batch is drawn on the device from a generator seeded by
-the case; nothing is downloaded. Losses take the output as the model returns it and read its
-logits (`bench.workloads.outputs`); cross-entropy is on autocast's float32 list, so it never
-sums in 16 bits.
-"""
+"""What a model's head asks of a training step: its synthetic batch and its loss, per task
+(`TASKS`; docs/own-model.md describes each). Batches are drawn on the device from a seeded
+generator; losses read the logits (`bench.workloads.outputs`)."""
 
 from __future__ import annotations
 

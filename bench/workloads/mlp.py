@@ -1,10 +1,5 @@
-"""The workload: the MLP from the original question, its named sizes, its synthetic data, and the
-`Workload` the registry names `mlp` (`WORKLOAD`).
-
-Linear(input_size, hidden) -> ReLU -> Linear(hidden, hidden) -> Linear(hidden, num_classes), trained
-with CrossEntropyLoss (mean) and Adam. There is deliberately no activation between fc2 and fc3: the
-question's model has none.
-"""
+"""The MLP from the original question (`WORKLOAD`, registered as `mlp`): its named sizes, its
+synthetic data and its loss."""
 
 from __future__ import annotations
 
@@ -66,6 +61,7 @@ class MLP(nn.Module):
         self.fc3 = nn.Linear(i3, o3, device=device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Deliberately no activation between fc2 and fc3: the question's model has none.
         return self.fc3(self.fc2(self.relu(self.fc1(x))))
 
 

@@ -1,12 +1,5 @@
-"""What a model returns, reduced to the tensor ampbench measures: the logits.
-
-Models that users bring return a tensor (ours), a tuple (`(logits, aux)`), a dict, or a Hugging
-Face `ModelOutput`, which is a dataclass, an ordered dict and a tuple at once (`.logits`,
-`["logits"]`, `[0]`; transformers' `utils/generic.py`). The loss gets the output as the model
-returned it: a user's loss that reads `.logits` keeps working. Everything that measures or hooks
-an output (its dtype, the numerics study's activation hooks, the held-out accuracy) asks `tensor`
-for the one tensor it stands for.
-"""
+"""What a model returns (a tensor, a tuple, a dict, a Hugging Face `ModelOutput`), reduced to
+the tensor ampbench measures: the logits (`tensor`). The loss gets the output as returned."""
 
 from __future__ import annotations
 

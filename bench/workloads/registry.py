@@ -1,19 +1,7 @@
-"""The one resolver of `--model`: `RESOLVERS`, a table keyed by the part of the name before its
-first colon. A built-in workload by name (`mlp`, the default; `gpt`; `resnet50`: `BUILT_IN`), a
-zoo model by prefix (`hf:NAME`, `timm:NAME`, `torchvision:NAME`: `bench.workloads.zoo`), and
-any other `package.module:factory`, a user's own model.
-
-A user's factory is called with no arguments and returns a `Workload`
-(`bench.workloads.base`). It is imported by its spec wherever a case is built, so that every
-process of a run (a numerics worker, a torchrun rank) finds it the same way. Adding a model is
-one module that makes a `Workload` (used as `--model package.module:factory`, touching nothing
-here), or one card of `bench.workloads.cards` (naming its module) or one entry of `RESOLVERS`
-(docs/architecture.md).
-
-A case (`bench.cases.case.Case`) names its workload and preset and nothing of torch: this module
-turns one into its workload (`get(case.model)`) and its size (`size_of`), and makes a case of a
-workload's preset (`make_case`), so that the case sits below every registry.
-"""
+"""The one resolver of `--model` (`RESOLVERS`, keyed by the name's prefix before a colon):
+built-in workloads, zoo models (`hf:`, `timm:`, `torchvision:`) and a user's
+`package.module:factory`; and the bridge from a torch-free case to its workload (`get`,
+`size_of`, `make_case`)."""
 
 from __future__ import annotations
 
@@ -111,16 +99,6 @@ def kind(name: str) -> str:
     if prefix in RESOLVERS and prefix not in (BUILT_IN_KEY, SPEC_KEY) and rest:
         return prefix
     return SPEC_KEY
-
-
-def is_zoo(name: str) -> bool:
-    """A model of a prefix's resolver (a zoo's), named `PREFIX:NAME`."""
-    return kind(name) not in (BUILT_IN_KEY, SPEC_KEY)
-
-
-def is_spec(name: str) -> bool:
-    """A user's own model, named by the factory that makes it."""
-    return kind(name) == SPEC_KEY
 
 
 @functools.cache

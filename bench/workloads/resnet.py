@@ -1,25 +1,6 @@
-"""The ResNet-50 workload: torchvision's `resnet50` as it is trained on images, in channels-last
-memory format, with its named sizes, synthetic image batches and loss.
-
-torchvision is an optional dependency (the `[vision]` extra). Without it the workload is still
-registered (`--model resnet50` parses and the command line offers it), but every case of it is an
-`unsupported` row whose reason says how to install it (`unsupported_reason`); this module imports
-torchvision only where a model is built.
-
-Channels-last (NHWC) is how convolutional networks are trained under mixed precision on tensor
-cores: cuDNN's fastest fp16/bf16 convolution kernels take NHWC, and an NCHW model pays a
-transpose around each convolution. So the model's 4-D weights and the batch's images are both
-`torch.channels_last`; every mode keeps that layout (a cast preserves it).
-
-What float8 does here: torchao's float8 training converts `nn.Linear` modules only, never
-convolutions, and ResNet-50's one Linear is its classifier head `fc` (2048 -> classes), which is
-kept in higher precision (`fp8_plan`). No Linear is converted, so a float8 case of this model is
-an `unsupported` row that says so (`bench.execution.variants.unsupported_reason`) rather than a
-bf16-autocast step under a float8 name.
-
-Batch sizes count images; the throughput unit is samples (images)/s. A case id's three sizes are
-`image side × 2048 (the width of the pooled features fc reads) × classes`.
-"""
+"""The ResNet-50 workload: torchvision's `resnet50` in channels-last memory format, its named
+sizes, synthetic image batches and loss. Without torchvision its cases are `unsupported` rows;
+float8 converts none of its Linears, so its float8 cases are too (docs/own-model.md)."""
 
 from __future__ import annotations
 
@@ -94,14 +75,9 @@ def linear_shapes(size: ResNetSize) -> dict[str, tuple[int, int]]:
 
 def build(size: ResNetSize, device: torch.device | str, seed: int) -> nn.Module:
     """torchvision's `resnet50(weights=None, num_classes=size.classes)` on `device`, initialised
-    from `seed` as torchvision initialises it, in channels-last memory format.
-
-    As for the GPT, the modules are made on the meta device and then given storage on `device`,
-    and every tensor is written once from a generator on the device: convolutions Kaiming-normal
-    (fan_out, ReLU), BatchNorms (1, 0) with fresh running statistics, `fc` torch's default
-    (uniform ±1/√2048 for weight and bias). torchvision's own init draws from the global
-    generator; the distributions are the same, the draws are this seed's. On the meta device the
-    model has shapes only (for counting FLOPs)."""
+    from `seed` with torchvision's distributions (drawn from a generator on the device, not the
+    global one), in channels-last memory format. Made on the meta device as the GPT is; on the
+    meta device the model has shapes only."""
     from torchvision.models import resnet50  # optional: `unsupported_reason` says when missing
 
     device = torch.device(device)

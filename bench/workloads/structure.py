@@ -1,22 +1,6 @@
-"""A model's structure found in its module tree, for models ampbench did not write.
-
-What the harness needs to know of a model beyond its forward, asked of the model as it is:
-- `blocks`: the repeated blocks that FSDP2 shards one by one, as torchtitan shards a
-  transformer's layers and accelerate's auto-wrap finds them (`transformer_layer_cls`): the
-  block classes a Hugging Face model declares (`_no_split_modules`), else the class most
-  repeated among the children of a `ModuleList` or `Sequential`;
-- `observed`: the points the numerics study observes: the first module with weights to run
-  (an embedding, a stem), each block, and the model's own output, whose tensor is the logits
-  (`bench.workloads.outputs`);
-- `audited`: the parameter whose autograd chain and Adam state the audit records: the weight of
-  the first matmul to run (`nn.Linear`, transformers' `Conv1D`, a convolution);
-- `head`: the Linear whose output is the logits (float8 keeps it in higher precision);
-- tied parameters, each counted once, under the name `named_parameters()` gives it.
-
-Blocks and observed points are chosen among the modules that actually run in a forward: a wrapper
-that calls its inner model's submodules directly never calls the inner model itself, and an
-unused pooler never runs. `call_order` finds them with hooks on one small forward.
-"""
+"""A model's structure found in its module tree, for models ampbench did not write: the blocks
+FSDP2 shards, the points the numerics study observes, the audited weight, the head and tied
+parameters, chosen among the modules that actually run in a forward (`call_order`)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""Learnable synthetic tasks for the numerics study's training runs, one kind per workload.
-
-The timing harness trains on a workload's own batches (`Workload.make_batch`), whose values do not
-matter. The numerics study needs a loss that falls far, so that late-training effects (gradients
-that shrink with the loss, into float16's subnormal range) show: each workload names a task that
-its model can learn, made on the device from a seed (nothing is downloaded), with a held-out split
-of its own. Where the task is a known random process, `true_loss` gives the cross-entropy the
-process itself assigns to a batch: the loss a perfect model reaches, which the report quotes.
-
-- `PrototypeTask` (the MLP): Gaussian classes around random prototypes.
-- `MarkovTask` (the transformer): token sequences from a random sparse Markov chain.
-- `PoolTask` (any other workload, a user's own among them): the workload's own synthetic batches,
-  a fixed pool of them cycled, which a model can fit by heart; nothing about the held-out split
-  is learnable, and the true loss is unknown.
-
-Every task draws step k's batch from (seed, k) alone, so it is the same in every mode and run.
-"""
+"""Learnable synthetic tasks for the numerics study's training runs, one kind per workload
+(`PrototypeTask`, `MarkovTask`, `PoolTask`; docs/numerics.md), each made on the device from a
+seed with a held-out split; step k's batch depends on (seed, k) alone."""
 
 from __future__ import annotations
 
@@ -101,13 +87,9 @@ class MarkovTask:
     """Sequences from a random sparse Markov chain over the first `states` tokens of the
     vocabulary (at most `STATES`, so that each is seen often enough to be learnt in a thousand
     steps): each has `successors` next tokens, drawn once at random, with probabilities
-    softmax(z · 2/noise), z ~ N(0, 1) (noise 2: a softmax of standard normals). The first token
-    is uniform. A model learns the chain's transition table (a bigram) and to leave the other
-    tokens out; its loss falls towards the chain's entropy rate, which `true_loss` measures on
-    the batch itself.
-
-    Sampling a sequence is sequential in its positions, so batches are made `CHUNK` steps at a
-    time (one loop over the positions serves 64 steps) and cached."""
+    softmax(z · 2/noise), z ~ N(0, 1); the first token is uniform. The loss falls towards the
+    chain's entropy rate (`true_loss`). Batches are made `CHUNK` steps at a time and cached:
+    sampling is sequential in the positions."""
 
     vocab: int
     context: int

@@ -1,7 +1,6 @@
-"""What every zoo model shares (`bench.workloads.zoo` says what a zoo model is): its size
-(`ZooSize`), the workload made from a constructor (`make`), the workload of a zoo whose package
-is missing (`missing`, after `importable` says so), the tiny presets' sizes, and a zoo model's
-batch and study sizes. Imports no zoo: each zoo imports this."""
+"""What every zoo model shares: its size (`ZooSize`), the workload made from a constructor
+(`make`), the workload of a missing zoo (`missing`, `importable`), the tiny presets, and batch
+and study sizes. Imports no zoo: each zoo imports this."""
 
 from __future__ import annotations
 

@@ -1,29 +1,13 @@
-"""Hugging Face transformers models by name: `hf:NAME[:TASK]`, random weights from a config.
-
-NAME is a transformers model type (`gpt2`, `llama`, `bert`, `t5`, `vit`, ...: its config class's
-defaults are the model's real size), a local `config.json` (or a folder holding one), or a hub
-id (`org/name`: its config alone is fetched, when the network is there). No weights are
-downloaded: the model is `ModelFor<Task>._from_config(config)`, initialised by transformers.
-
-TASK picks the head (`bench.workloads.heads.TASKS`); by default the first the model type has of:
-seq2seq-lm (for an encoder-decoder), image-cls, masked-lm, causal-lm, seq-cls. A model type with
-none of these heads, or a task it has no head for, is an `unsupported` row that says so.
-
-Presets: `default` (the config as it is), `tiny` (two layers of width 64: every size field the
-config has is shrunk, `TINY`) and, for a few model types, named real sizes (`NAMED`: a
-Llama-3.2-1B-shaped `1b`, ...). Sequences are the model's positions, at most `MAX_SEQ` tokens.
-
-What ampbench sets on every config, and why: dropout off (`bench.workloads.zoo`); `use_cache`
-off (a training step keeps no key-value cache); `is_decoder` on for a causal LM (an encoder's LM
-head masks the future only then); a padding id where a sequence classifier needs one (it reads
-the last non-padding token).
-"""
+"""Hugging Face transformers models by name: `hf:NAME[:TASK]`, random weights from a config
+(a model type, a local config.json or a hub id). The settings ampbench makes on every config,
+and why, are in docs/own-model.md."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+from types import ModuleType
 
 from torch import nn
 
@@ -137,12 +121,18 @@ DEFAULT_ON_GPU = {"llama": "1b"}
 """Model types whose `default` (LlamaConfig's is 7B) is not the size a GPU run starts with."""
 
 
+def _transformers() -> ModuleType:
+    # Optional (the [zoo] extra) and seconds to import: only once a hf: model is asked for.
+    import transformers
+
+    return transformers
+
+
 def _config(name: str) -> object:
     """The config NAME stands for: a model type's config class's defaults, a local config.json
     (or a folder with one), or a hub id's config (network)."""
-    import transformers
-    from transformers import CONFIG_MAPPING, AutoConfig
-
+    transformers = _transformers()
+    mapping = transformers.CONFIG_MAPPING
     local = paths.from_user(name)
     if local.is_dir():
         local = local / "config.json"
@@ -152,17 +142,17 @@ def _config(name: str) -> object:
         except (OSError, ValueError) as exc:
             raise UsageError(f"--model hf:{name}: not a transformers config ({exc})") from exc
         kind = data.get("model_type") if isinstance(data, dict) else None
-        if kind not in CONFIG_MAPPING:
+        if kind not in mapping:
             raise UsageError(
                 f"--model hf:{name}: model_type {kind!r} is not a transformers model type: a "
                 'config.json names its model type, as in "model_type": "gpt2"'
             )
-        return CONFIG_MAPPING[kind].from_dict(data)
-    if name in CONFIG_MAPPING:
-        return CONFIG_MAPPING[name]()
+        return mapping[kind].from_dict(data)
+    if name in mapping:
+        return mapping[name]()
     if "/" in name and not os.path.isabs(name):
         try:
-            return AutoConfig.from_pretrained(name)
+            return transformers.AutoConfig.from_pretrained(name)
         except Exception as exc:  # no network, no such repository, not a model repository
             raise UsageError(
                 f"--model hf:{name}: cannot get the hub's config for it "
@@ -175,9 +165,9 @@ def _config(name: str) -> object:
 
 
 def _head_class(config: object, task: str) -> str | None:
-    from transformers.models.auto import modeling_auto
-
-    found = getattr(modeling_auto, _MAPPINGS[task]).get(config.model_type)
+    found = getattr(_transformers().models.auto.modeling_auto, _MAPPINGS[task]).get(
+        config.model_type
+    )
     if isinstance(found, tuple):  # DeiT: (the classifier, the one with a distillation head)
         found = found[0]
     return found
@@ -197,7 +187,7 @@ def _set(config: object, fields: dict[str, object], only_present: bool) -> None:
 
 
 def _prepare(config: object, task: str) -> None:
-    """What every config gets (the module docstring says why)."""
+    """What every config gets (docs/own-model.md says why)."""
     for key in list(config.to_dict()):
         value = getattr(config, key, None)
         if ("dropout" in key or "pdrop" in key) and isinstance(value, float):
@@ -272,12 +262,10 @@ def workload(spec: str) -> Workload:
     encoder_decoder = chosen == "seq2seq-lm"
 
     def construct(size: common.ZooSize) -> nn.Module:
-        import transformers
-
         cfg = type(config).from_dict(config.to_dict())
         _set(cfg, size.kwargs, only_present=False)
         _prepare(cfg, chosen)
-        model = getattr(transformers, head)._from_config(cfg)
+        model = getattr(_transformers(), head)._from_config(cfg)
         if encoder_decoder:
             # T5 starts its decoder with the padding id and names no start id in its config.
             start = getattr(cfg, "decoder_start_token_id", None)
