@@ -14,8 +14,8 @@ from bench.numerics.render.sections.training import _step_note
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
 from bench.recipes import step
-from bench.recipes.plan import recipes, resolve
-from bench.recipes.step import HARNESS, StepOptions, build, train_step
+from bench.recipes.plan import HARNESS, StepOptions, recipes, resolve
+from bench.recipes.step import build, train_step
 from tests.conftest import tiny_case
 
 
@@ -71,7 +71,7 @@ def test_a_plan_carries_its_step_options_into_its_state():
     assert s.options == off and not s.model.training
     assert s.optimizer.param_groups[0]["betas"] == (0.8, 0.9)
     assert plan.with_case(seed=1).step_options == off  # kept as the case changes
-    assert s.with_options(HARNESS).plan.step_options == HARNESS
+    assert plan.with_step_options(HARNESS).step_options == HARNESS
 
 
 def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
@@ -87,7 +87,7 @@ def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
     for first in (True, False):
         options = StepOptions(grad_clip=1e-6, unscale_before_clip=first)
-        train_step(build(resolve(tiny_case(mode="fp16-amp"))).with_options(options))
+        train_step(build(resolve(tiny_case(mode="fp16-amp"), step_options=options)))
     (unscaled, clipped), (scaled, _) = norms
     # The same gradients, seen by the clip unscaled or at GradScaler's first scale (2**16).
     assert scaled / unscaled == pytest.approx(2.0**16, rel=1e-2)
@@ -95,16 +95,16 @@ def test_the_clip_unscales_first_and_bounds_the_norm(monkeypatch):
 
 
 def test_dropout_off_puts_the_model_in_eval_mode_and_evaluation_restores_it():
-    s = build(resolve(tiny_case()))
-    assert s.model.training and s.options == HARNESS
-    off = s.with_options(StepOptions(dropout=False))
+    def loss(out, y, _):
+        return torch.nn.functional.cross_entropy(out, y)
+
+    on = build(resolve(tiny_case()))
+    assert on.model.training and on.options == HARNESS
+    off = build(resolve(tiny_case(), step_options=StepOptions(dropout=False)))
     assert not off.model.training
-    step.evaluate(
-        off, [(off.x, off.y)], lambda out, y, _: torch.nn.functional.cross_entropy(out, y)
-    )
+    step.evaluate(off, [(off.x, off.y)], loss)
     assert not off.model.training
-    on = off.with_options(HARNESS)
-    step.evaluate(on, [(on.x, on.y)], lambda out, y, _: torch.nn.functional.cross_entropy(out, y))
+    step.evaluate(on, [(on.x, on.y)], loss)
     assert on.model.training
 
 

@@ -70,7 +70,7 @@ def section(env: dict) -> list[str]:
             " (resumed: its sessions and the pauses between them)" if env.get("resumed") else ""
         )
         out += [f"The run took {tables.cell(minutes)} minutes from start to end{resumed}.", ""]
-    if env.get("step_options"):  # `bench.recipes.step.StepOptions`, in words
+    if env.get("step_options"):  # `bench.recipes.plan.StepOptions`, in words
         out += [f"The timed step: {env['step_options']}.", ""]
     out += ["### Environment", "", _env_table(env), ""]
     if env.get("ceilings"):

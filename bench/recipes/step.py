@@ -54,11 +54,6 @@ class TrainState:
         """How this state's step differs from the harness's: its plan's."""
         return self.plan.step_options
 
-    def with_options(self, options: StepOptions) -> TrainState:
-        """This state with `options`: the model put in training or eval mode to match."""
-        self.model.train(options.dropout)
-        return dataclasses.replace(self, plan=self.plan.with_step_options(options))
-
     @property
     def case(self) -> Case:
         return self.plan.case

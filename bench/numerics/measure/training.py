@@ -181,7 +181,7 @@ def convergence(
     }
     step_ms = _step_ms(plan, task)
     xh, yh = task.sample(heldout, HELDOUT_STREAM)
-    s = build(plan).with_options(StepOptions(eval_every=eval_every))
+    s = build(plan.with_step_options(StepOptions(eval_every=eval_every)))
     init_scale = s.scaler.get_scale() if s.mode.scale_loss else None
     losses, scales, evals, traces = [], [], [], []
     for step in range(steps + 1):
