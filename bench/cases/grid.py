@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.cases import axes, checks
-from bench.cases import case as cases
+from bench.cases import axes, case, checks
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.recipes import catalog as mode_table
@@ -54,24 +53,24 @@ def new_run_default(name: str, device: str, world_size: int = 1, *, full: bool =
 
 
 def _field(name: str) -> dataclasses.Field:
-    return next(f for f in dataclasses.fields(cases.Case) if f.name == name)
+    return next(f for f in dataclasses.fields(case.Case) if f.name == name)
 
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
     """The grid of a timing session, as env.json keeps it (`config`) for --resume: the values of
-    every swept axis of `Case` (`cases.swept()`), the model size, and how each case is measured.
+    every swept axis of `Case` (`case.swept()`), the model size, and how each case is measured.
     The record keeps each axis's values under its plural name (`modes`, `batch_sizes`), as the
     folders made before this class existed do."""
 
-    device: str = field(metadata={"check": checks.choice(cases.DEVICES), "cli": False})
+    device: str = field(metadata={"check": checks.choice(case.DEVICES), "cli": False})
     preset: str = field(metadata={"check": checks.Check("is not a name", str, bool), "cli": False})
     model: str = field(default=cards.DEFAULT, metadata={"check": checks.MODEL, "option": "--model"})
     """The workload: mlp (the question's MLP), gpt (a GPT-style transformer, batch sizes in
     sequences), resnet50 (torchvision's ResNet-50, channels-last; the [vision] extra), a zoo
     model by name (hf:NAME[:TASK], timm:NAME, torchvision:NAME; the [zoo] extra), or your own as
     package.module:factory (docs/own-model.md)."""
-    sizes: Sizes = field(metadata={"check": cases.SIZES, "cli": False})
+    sizes: Sizes = field(metadata={"check": case.SIZES, "cli": False})
     """The workload's sizes, by name: its preset's, or (a workload whose sizes are free, the
     MLP's) those its card's options gave (`--input-size`, ...: `bench.cli.run`)."""
     axes: dict[str, tuple] = field(default_factory=dict, metadata={"cli": False})
@@ -137,7 +136,7 @@ class RunConfig:
                 f"--min-repeats {self.min_repeats} is above --repeats {self.repeats}, the most "
                 "windows a case has"
             )
-        swept = cases.swept()
+        swept = case.swept()
         unknown = sorted(set(self.axes) - set(swept))
         if unknown:
             raise ValueError(f"{unknown[0]!r} is not a swept axis of a case")
@@ -151,7 +150,7 @@ class RunConfig:
     def __getattr__(self, name: str) -> tuple:
         """An axis's values by its plural name: `cfg.modes`, `cfg.batch_sizes`."""
         if name != "axes":
-            for axis, how in cases.swept().items():
+            for axis, how in case.swept().items():
                 if how.plural == name:
                     return self.axes[axis]
         raise AttributeError(name)
@@ -165,7 +164,7 @@ class RunConfig:
         # A record of older code is in this shape once read (`bench.store.schema.migrate_env`).
         kept["sizes"] = Sizes.of(record["sizes"])
         axes = {}
-        for name, how in cases.swept().items():
+        for name, how in case.swept().items():
             if how.plural in record:
                 axes[name] = tuple(record[how.plural])
             elif _field(name).default is not dataclasses.MISSING:
@@ -177,7 +176,7 @@ class RunConfig:
         flat = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         del flat["axes"]
         flat["sizes"] = self.sizes.named()
-        swept = cases.swept()
+        swept = case.swept()
         return {**{swept[n].plural: list(v) for n, v in self.axes.items()}, **flat}
 
     def cases(self) -> list[Case]:
@@ -186,7 +185,7 @@ class RunConfig:
         card = cards.card(self.model)
         free = card is not None and card.free_sizes
         named = {"model": self.model, "preset": "" if free else self.preset}
-        return cases.sweep(
+        return case.sweep(
             self.axes,
             sizes=self.sizes,
             **named,
@@ -206,7 +205,7 @@ def describe(record: dict) -> str:
     `config`, as the index shows it: `fp32,bf16-amp × batch 256,1024 × fused`. Each swept axis
     of `Case` is its values or, where the line is too long, its count (`2 modes`, a batch range);
     the longest gives way first, and a line that still does not fit is cut with `…`."""
-    swept = cases.swept()
+    swept = case.swept()
     shown = [n for n in DESCRIBED_FIRST if n in swept]
     for name in swept:
         default = _field(name).default

@@ -7,13 +7,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from bench.cases import case as cases
 from bench.cases import checks
-from bench.cases.case import Case
+from bench.cases.case import Case, swept
 from bench.cases.grid import DEFAULT_MIN_REPEATS, DEFAULT_REPEATS, RunConfig, new_run_default
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
-from bench.execution import parallel as parallelisms
+from bench.execution import parallel
 from bench.recipes import catalog
 from bench.recipes.modes import MODES
 from bench.recipes.plan import resolve
@@ -44,7 +43,7 @@ def run_config(*, device: str, preset: str | None, **given: object) -> RunConfig
         chosen.setdefault("overhead", False)
     world_size = int(chosen.get("world_size", 1))
     axes = {}
-    for name, how in cases.swept().items():
+    for name, how in swept().items():
         values = chosen.pop(how.plural, None)
         if not values and name == "batch_size":
             values = workload.batch_sizes.get(device)  # a zoo model's own, else the MLP's
@@ -102,12 +101,12 @@ def nothing_runs(cfg: RunConfig) -> str | None:
     reason = _first_unsupported(cfg)
     if reason is None:
         return None
-    swept = cases.swept()
+    axes = swept()
     for name in ("parallel", "variant", "mode"):
         fallback = dataclasses.replace(cfg, axes={**cfg.axes, name: _FALLBACK[name]})
         if _first_unsupported(fallback) is None:
             value = ",".join(cfg.axes[name])
-            return f"{swept[name].flag} {value}: {reason}; no case of this grid can run here"
+            return f"{axes[name].flag} {value}: {reason}; no case of this grid can run here"
     return f"no case of this grid can run here: {reason}"
 
 
@@ -115,7 +114,7 @@ def unsupported_reason(case: Case, world_size: int) -> str | None:
     """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
     None."""
     plan = resolve(case)
-    return plan.unsupported_reason or parallelisms.unsupported_reason(
+    return plan.unsupported_reason or parallel.unsupported_reason(
         plan.parallel, variant=case.variant, world_size=world_size
     )
 

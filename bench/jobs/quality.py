@@ -26,8 +26,7 @@ from bench.quality.train import Resolved, safe_train, time_step
 from bench.recipes import plan
 from bench.recipes.modes import MODES
 from bench.store import folders, schema
-from bench.verdicts import sequential
-from bench.verdicts import training as rules
+from bench.verdicts import sequential, training
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
 
@@ -298,7 +297,7 @@ def rerun_spread(folder, cfg: QualityConfig, said: str = "") -> dict:
     (`RERUN_TOLERANCE`): the training changed, or a rerun's noise exceeds what the verdicts
     could carry."""
     t = tables.load(folder.path)
-    summary = rules.per_run(t["curves"], t["runs"])
+    summary = training.per_run(t["curves"], t["runs"])
     ref = summary[(summary["mode"] == FP32) & (summary["status"] == "ok")].sort_values("seed")
     if ref.empty:
         raise UsageError(f"--rerun-check: {folder.path} has no finished {FP32} seed to rerun")
@@ -307,7 +306,7 @@ def rerun_spread(folder, cfg: QualityConfig, said: str = "") -> dict:
     result = safe_train(cfg, FP32, seed, lambda: resolve(cfg, FP32))
     losses = [c["heldout_loss"] for c in result["curves"] if math.isfinite(c["heldout_loss"])]
     again = min(losses) if losses else math.nan
-    tolerance = RERUN_TOLERANCE * rules.margin_of(summary).value
+    tolerance = RERUN_TOLERANCE * training.margin_of(summary).value
     sha, _ = env.git_commit()
     row = {"mode": FP32, "seed": seed, "stored": stored, "rerun": again,
            "apart": abs(again - stored), "tolerance": tolerance,

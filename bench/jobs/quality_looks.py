@@ -11,8 +11,7 @@ from pathlib import Path
 from bench.jobs.base import log
 from bench.quality import tables
 from bench.quality.config import FP32, QualityConfig
-from bench.verdicts import sequential
-from bench.verdicts import training as rules
+from bench.verdicts import sequential, training
 
 clock = time.monotonic
 """The clock a device-time budget is spent by (a test injects its own)."""
@@ -35,7 +34,7 @@ def judge_looks(
     t = tables.load(run_dir)
     if t["curves"].empty:
         return {}
-    summary = rules.per_run(t["curves"], t["runs"])
+    summary = training.per_run(t["curves"], t["runs"])
     return sequential.judge_each(summary, cfg.modes, design_of(cfg), looks, cfg.seed_order())
 
 

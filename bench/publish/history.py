@@ -25,14 +25,16 @@ from bench.publish.runs import HISTORY_DIR
 from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
-from bench.verdicts import defaults as stats  # the verdicts' MIN_EFFECT and CONFIDENCE
-from bench.verdicts import memory as mem
+from bench.verdicts import (
+    defaults,  # the verdicts' MIN_EFFECT and CONFIDENCE
+    memory,
+)
 
 VERDICT_MARKERS = {
     # verdict: (marker, size, legend text)
     "slower": ("^", 11, "slower than the revision before"),
     "faster": ("v", 9, "faster than the revision before"),
-    "same": ("o", 5, f"same (within ±{stats.MIN_EFFECT:.0%})"),
+    "same": ("o", 5, f"same (within ±{defaults.MIN_EFFECT:.0%})"),
     "unclear": ("o", 7, "unclear or too few rounds (hollow)"),
     "missing": ("x", 7, "missing (did not pass in one revision)"),
     "first": ("s", 5, "first revision of the case"),
@@ -99,7 +101,7 @@ def _method(points: pd.DataFrame) -> list[str]:
         "one run its passes (`run --rounds`) or else its timed windows; the ratio of the "
         "rounds' geometric means, a t-test on the log rounds (spreads moderated across the "
         "cases of one mode) with Holm's correction across the cases of the revision, the "
-        f"smallest effect {stats.MIN_EFFECT:.0%} at {stats.CONFIDENCE:.0%} confidence. Cases "
+        f"smallest effect {defaults.MIN_EFFECT:.0%} at {defaults.CONFIDENCE:.0%} confidence. Cases "
         "are matched on every axis.",
         "",
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
@@ -108,7 +110,7 @@ def _method(points: pd.DataFrame) -> list[str]:
     if few:
         lines += [
             f"**Too few rounds**: {few} of the {len(judged)} verdicts had too few rounds for "
-            f"any test at {stats.CONFIDENCE:.0%} to tell the two revisions apart (one round a "
+            f"any test at {defaults.CONFIDENCE:.0%} to tell the two revisions apart (one round a "
             "side shows nothing of its spread): they are `unclear`, whatever their ratio. More "
             "runs of a commit (`run --rounds 7`, or `ampbench ab`) give each revision more rounds.",
             "",
@@ -207,7 +209,7 @@ def _memory_lines(points: pd.DataFrame) -> list[str]:
     lines = [
         "Peak memory: after each step time, the case's peak allocated memory (GiB, the median "
         "over the revision's runs) and its memory verdict against the same previous revision, "
-        f"as `ampbench compare` judges it (comparing.md): {mem.DEFAULT.text()} is the same "
+        f"as `ampbench compare` judges it (comparing.md): {memory.DEFAULT.text()} is the same "
         "memory. Memory verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items()) + ".",
         "",
     ]

@@ -17,8 +17,7 @@ from bench.quality.config import QualityConfig
 from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import scaler as scaler_rule
-from bench.verdicts import sequential
-from bench.verdicts import training as rules
+from bench.verdicts import sequential, training
 
 CURVES_PNG = "curves.png"
 DASH = MISSING
@@ -35,11 +34,11 @@ def study(run_dir: Path) -> dict:
     cfg = QualityConfig.from_record(env["quality_config"])
     t = tables.load(run_dir)
     summary = (
-        rules.per_run(t["curves"], t["runs"])
+        training.per_run(t["curves"], t["runs"])
         if len(t["curves"])
         else pd.DataFrame(columns=["mode", "seed", "status", "best_loss"])
     )
-    goal, goal_why = rules.target(summary) if len(summary) else (None, "no run finished")
+    goal, goal_why = training.target(summary) if len(summary) else (None, "no run finished")
     synthetic = False  # every source of `bench.data` is real data
     looks = [int(n) for n in env.get("looks", [])]
     judged = {}
@@ -48,12 +47,12 @@ def study(run_dir: Path) -> dict:
         judged = {
             m: sequential.judge(summary, m, design, looks, cfg.seed_order(), synthetic=synthetic)
             for m in cfg.modes
-            if m in set(summary["mode"]) and m != rules.REFERENCE
+            if m in set(summary["mode"]) and m != training.REFERENCE
         }
     verdicts = {
         m: judged[m].verdict
         if m in judged
-        else rules.trains_like_fp32(summary, m, synthetic=synthetic)
+        else training.trains_like_fp32(summary, m, synthetic=synthetic)
         for m in cfg.modes
         if m in set(summary["mode"])
     }
@@ -61,9 +60,9 @@ def study(run_dir: Path) -> dict:
     scaler = None
     if scaled in cfg.modes or bare in cfg.modes:
         scaler = scaler_rule.scaler_needed(t["checks"], summary, scaled, bare, synthetic=synthetic)
-    reached = rules.steps_to(t["curves"], goal) if goal is not None else pd.DataFrame()
-    margin = rules.margin_of(summary) if len(summary) else None
-    improving = rules.still_improving(summary) if len(summary) else []
+    reached = training.steps_to(t["curves"], goal) if goal is not None else pd.DataFrame()
+    margin = training.margin_of(summary) if len(summary) else None
+    improving = training.still_improving(summary) if len(summary) else []
     return {
         "env": env, "cfg": cfg, "tables": t, "summary": summary, "target": goal,
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
@@ -87,18 +86,18 @@ def _times(s: dict) -> pd.DataFrame:
                 "mean_s": g["steps"].mean() * t["step_ms"] / 1e3,
                 "low_s": g["steps"].min() * t["step_ms_p10"] / 1e3,
                 "high_s": g["steps"].max() * t["step_ms_p90"] / 1e3,
-                "noisy": t.get("step_ms_iqr", 0.0) > rules.NOISY_IQR_OVER_MEDIAN * t["step_ms"],
+                "noisy": t.get("step_ms_iqr", 0.0) > training.NOISY_IQR_OVER_MEDIAN * t["step_ms"],
                 "iqr_share": t.get("step_ms_iqr", float("nan")) / t["step_ms"],
             }
         )
     return pd.DataFrame(rows, columns=["mode", "mean_s", "low_s", "high_s", "noisy", "iqr_share"])
 
 
-def _cell(v: rules.Verdict | None) -> str:
+def _cell(v: training.Verdict | None) -> str:
     """The table's verdict: the word, shortened where the line under the table says it whole."""
     if v is None:
         return DASH
-    short = {rules.WITHIN_WORSE: "measurably worse, within", rules.WITHIN_BETTER:
+    short = {training.WITHIN_WORSE: "measurably worse, within", training.WITHIN_BETTER:
              "measurably better, within"}  # fmt: skip
     return short.get(v.verdict, v.verdict)
 
@@ -152,22 +151,22 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
 def _verdict_lines(s: dict) -> list[str]:
     lines = []
     for m, v in s["verdicts"].items():
-        if m == rules.REFERENCE:
+        if m == training.REFERENCE:
             continue
         goal = s.get("target")
-        miss = rules.missed(s["summary"], m, goal) if v.within and goal is not None else ""
+        miss = training.missed(s["summary"], m, goal) if v.within and goal is not None else ""
         said = f"{v.verdict} ({v.reason}"
-        if v.verdict in (rules.WITHIN_WORSE, rules.WITHIN_BETTER):
+        if v.verdict in (training.WITHIN_WORSE, training.WITHIN_BETTER):
             # The issue's own wording: the margin's size, then the gap with its share.
-            word = v.verdict.replace("the margin", f"the {rules.MARGIN_SHARE:.0%} margin")
-            said = f"{word}: {rules.size(v.gap, s['margin'].reference_mean)} ({v.reason}"
+            word = v.verdict.replace("the margin", f"the {training.MARGIN_SHARE:.0%} margin")
+            said = f"{word}: {training.size(v.gap, s['margin'].reference_mean)} ({v.reason}"
         lines.append(f"- **{m}**: {said}{'; ' + miss if miss else ''}).")
     within = [m for m, v in s["verdicts"].items() if v.within]
     times = _times(s)
     times = times[times["mode"].isin(within)]
     # A recipe with a seed that missed the target has no time to it: it cannot be ranked, and
     # the sentence says so rather than let the ranked ones read as faster than it.
-    unranked = [m for m in within if m not in set(times["mode"]) and m != rules.REFERENCE]
+    unranked = [m for m in within if m not in set(times["mode"]) and m != training.REFERENCE]
     besides = (
         f" Not ranked: {joined(unranked)}, within the margin but with a seed that did not reach "
         "the target (named above)."
@@ -175,7 +174,7 @@ def _verdict_lines(s: dict) -> list[str]:
         else ""
     )
     head = "- **Fastest to the target** among every recipe within the margin"
-    if set(times["mode"]) == {rules.REFERENCE}:
+    if set(times["mode"]) == {training.REFERENCE}:
         # fp32 against itself ranks nothing: no other recipe is known to train like it in time.
         t = times.iloc[0]
         lines.append(
@@ -184,7 +183,7 @@ def _verdict_lines(s: dict) -> list[str]:
             f"every seed at the target.{besides}"
         )
     elif len(times):
-        fastest = rules.fastest_to_target(times)
+        fastest = training.fastest_to_target(times)
         if fastest.tie:
             lines.append(
                 f"{head}: tied within noise, {joined(list(fastest.modes))} ({fastest.reason})."
@@ -241,7 +240,7 @@ def _scaler(s: dict) -> list[str]:
             "The three tensors per check step whose gradient norm the scaler keeps most (shares "
             "of float32's gradient norm, ||g over the flushed elements|| / ||g||; more than "
             f"{scaler_rule.FLUSHED_NORM_LIMIT:.0%} kept decides; tensors under "
-            f"{rules.MIN_ELEMENTS} elements do not decide{elements}):",
+            f"{training.MIN_ELEMENTS} elements do not decide{elements}):",
             "",
             markdown(
                 worst.reindex(columns=shown).rename(columns=names).sort_values(["step", "seed"])

@@ -9,8 +9,7 @@ import pandas as pd
 from bench.publish.tables import MISSING, figure, joined
 from bench.quality import tables
 from bench.quality.config import QualityConfig
-from bench.verdicts import sequential
-from bench.verdicts import training as rules
+from bench.verdicts import sequential, training
 
 
 def span(values: pd.Series, show=figure) -> str:
@@ -85,7 +84,7 @@ def extra_seeds(s: dict) -> str:
     ok = timing[timing["status"] == "ok"]
     if mg is None or mg.enough or ok.empty:
         return ""
-    if mg.seeds_needed > rules.MAX_SEEDS:
+    if mg.seeds_needed > training.MAX_SEEDS:
         return (
             " No seed count within reach decides at this margin: fp32's seeds spread too wide "
             "against 1% of its loss."
@@ -110,11 +109,11 @@ def looks(s: dict) -> list[str]:
     per = []
     for m, j in judged.items():
         if j.decided:
-            per.append(f"{m} at {j.seeds} seeds ({rules.confidence_of(j.level)} interval)")
+            per.append(f"{m} at {j.seeds} seeds ({training.confidence_of(j.level)} interval)")
         elif j.verdict.needed:
             count = (
-                f"more than {rules.MAX_SEEDS}"
-                if j.verdict.needed > rules.MAX_SEEDS
+                f"more than {training.MAX_SEEDS}"
+                if j.verdict.needed > training.MAX_SEEDS
                 else j.verdict.needed
             )
             per.append(f"{m} not known at {j.seeds} seeds, would need {count} a side")

@@ -8,7 +8,8 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.numerics.measure import tables as study_tables
+from bench.numerics.measure.tables import AUDIT_JSON
+from bench.numerics.measure.tables import load as load_study
 from bench.numerics.render import answer
 from bench.publish import (
     columns,
@@ -52,7 +53,7 @@ def _headline(run: Path, options: dict[str, str], link: str) -> str:
 def _answer(run: Path, options: dict[str, str], link: str) -> str:
     _takes("answer", options, "only")
     only = options.get("only")
-    t = study_tables.load(run)
+    t = load_study(run)
     paragraphs = answer.answer(t, str(t["env"].get("torch")))
     if only is not None:
         # Paragraphs by their bold heading, in the Answer's order: "**Divergence** (...". A
@@ -133,9 +134,9 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
     _takes("summary", options, "numerics", "optimizer", "skip")
     names = [n for n in options.get("numerics", "").split("+") if n]
     for name in names:
-        if not (run.parent / name / study_tables.AUDIT_JSON).is_file():
+        if not (run.parent / name / AUDIT_JSON).is_file():
             raise UsageError(f"ampbench:summary: {name} is not a finished numerics study")
-    studies = [study_tables.load(run.parent / name) for name in names]
+    studies = [load_study(run.parent / name) for name in names]
     here = PurePosixPath(link).parent
     sources = [link_to_report(run, link, "timing run")] + [
         link_to_report(

@@ -18,8 +18,7 @@ from bench.publish import (
     tables,
     variants,
 )
-from bench.store import errors as error_files
-from bench.store import results
+from bench.store import errors, results
 from bench.verdicts import timing
 from bench.workloads import cards
 
@@ -341,7 +340,7 @@ def _failed_section(df: pd.DataFrame) -> list[str]:
         "",
         tables.markdown(bad[["case_id", "status", "error"]]),
         "",
-        *error_files.where(bad.get(error_files.COLUMN, [])),
+        *errors.where(bad.get(errors.COLUMN, [])),
     ]
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.measure.stats import applied
 from bench.store import results
-from bench.verdicts import memory as memory_verdicts
+from bench.verdicts.memory import COLUMNS as MEMORY_COLUMNS
 
 UNITS = {
     "runs": "run folders",
@@ -106,7 +106,7 @@ def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
 
 def _memory(values: dict) -> dict:
     """A round's memory columns (`bench.verdicts.memory.COLUMNS`), those it has."""
-    return {k: values[k] for k in memory_verdicts.COLUMNS if k in values}
+    return {k: values[k] for k in MEMORY_COLUMNS if k in values}
 
 
 def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:

@@ -3,25 +3,30 @@ contradicts another only where both cannot be true (docs/quality.md). Pure Pytho
 
 from __future__ import annotations
 
-from bench.verdicts import training as rules
+from bench.verdicts import training
 
 AGREE, CONTRADICT, UNDECIDED = "agree", "contradict", "undecided in one"
 _SIDE = {
-    rules.LIKE: "inside",
-    rules.WITHIN_WORSE: "inside",
-    rules.WITHIN_BETTER: "inside",
-    rules.WORSE: "outside",
-    rules.BETTER: "outside",
+    training.LIKE: "inside",
+    training.WITHIN_WORSE: "inside",
+    training.WITHIN_BETTER: "inside",
+    training.WORSE: "outside",
+    training.BETTER: "outside",
 }
-_SIGN = {rules.WITHIN_WORSE: 1, rules.WORSE: 1, rules.WITHIN_BETTER: -1, rules.BETTER: -1}
+_SIGN = {
+    training.WITHIN_WORSE: 1,
+    training.WORSE: 1,
+    training.WITHIN_BETTER: -1,
+    training.BETTER: -1,
+}
 
 
 def compare(a: str, b: str) -> str:
     """`AGREE`, `CONTRADICT` or `UNDECIDED` for one recipe's verdict words in two studies."""
     for word in (a, b):
-        if word != rules.NOT_KNOWN and word not in _SIDE:
+        if word != training.NOT_KNOWN and word not in _SIDE:
             raise ValueError(f"verdict {word!r} is not one of the training judge's")
-    if rules.NOT_KNOWN in (a, b):
+    if training.NOT_KNOWN in (a, b):
         return UNDECIDED
     if _SIDE[a] != _SIDE[b] or _SIGN.get(a, 0) * _SIGN.get(b, 0) < 0:
         return CONTRADICT
@@ -33,5 +38,5 @@ def table(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str]]:
     return [
         {"recipe": m, "first": a[m], "second": b[m], "agreement": compare(a[m], b[m])}
         for m in a
-        if m in b and m != rules.REFERENCE
+        if m in b and m != training.REFERENCE
     ]
