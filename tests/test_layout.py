@@ -33,12 +33,15 @@ ORDER = [
     "ownloop",
     "jobs",
     "publish",
+    "commands",
     "cli",
 ]
 """The packages from the bottom up: a module may import its own package and those before it.
 `numerics` holds both the study's measuring and its rendering, in sub-packages of their own
 (`NUMERICS`). `verdicts`, each rule that turns measurements into a claim, sits below the case-level
-checks (`execution`) and publishing, which both ask it (`VERDICTS_IMPORT`)."""
+checks (`execution`) and publishing, which both ask it (`VERDICTS_IMPORT`). `commands` holds each
+command's action, which imports jobs and publishing at its top; `cli` above it only parses, and
+imports the chosen action by name (`test_the_command_line_only_parses`)."""
 
 ALLOWED_UP = {
     # The torch-free mode table is data every layer reads, the store's loader included (the
@@ -80,9 +83,10 @@ COMMANDS = {
     "readme",
     "publish",
     "check",
-    "recipes",
+    "sweep",
 }
-"""The command modules of `bench.cli`: each parses nothing but its own options."""
+"""The commands: each is a module of `bench.cli` that parses nothing but its own options and one
+of `bench.commands` that acts on them (`run(args)`)."""
 
 NUMERICS = ["measure", "analysis", "render"]
 """The numerics study's sub-packages from the bottom up, as `ORDER` is for bench: its measuring
@@ -226,6 +230,27 @@ def test_no_command_imports_the_program():
     assert not wrong, wrong
 
 
+def test_the_command_line_only_parses():
+    """Each command's parsing module lists its action by name, and the action module is there
+    with its `run`; the command line imports no action module, and no job or execution module,
+    at any depth: `bench.cli.main` imports the chosen action by name, once."""
+    from bench.cli import table
+
+    assert set(table.COMMANDS) == COMMANDS
+    for name, dotted in table.ACTIONS.items():
+        path = BENCH.parent.joinpath(*dotted.split(".")).with_suffix(".py")
+        assert path.is_file() and "\ndef run(" in path.read_text(), f"{name}: no {dotted}.run"
+    heavy = {"commands", "jobs", "execution", "measure"}
+    wrong = [
+        f"{module} -> {target}"
+        for module, path in _modules().items()
+        if _package(module) == "cli"
+        for target in _imports(path)
+        if _package(target) in heavy and target not in ("bench.commands.given", "bench.commands")
+    ]
+    assert not wrong, wrong
+
+
 def test_no_import_circles():
     """Through imports inside functions too (Python runs a deferred circle, but it is a circle
     of the code all the same: neither module can be read or tested without the other)."""
@@ -297,13 +322,13 @@ def test_the_architecture_doc_lists_the_packages_in_order():
     assert listed == ORDER, f"docs/architecture.md lists {listed}"
 
 
-DEFERRED_IMPORTS = 86
+DEFERRED_IMPORTS = 46
 """Import statements inside a function, over all of bench. Each defers a heavy package (torch,
 pandas, matplotlib where the command line parses or another kind's report renders;
 transformers, timm, torchvision, torchao, plotly) or breaks a documented cycle; everything else
 is imported at the top. The count may fall (lower it here), never grow."""
 
-REASONED = ("cli", "publish", "jobs")
+REASONED = ("cli", "commands", "publish", "jobs")
 """The packages whose every deferred import says why on its line or the line above."""
 
 

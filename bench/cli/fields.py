@@ -95,19 +95,6 @@ def add(
             p.add_argument(*options, dest=f.name, type=kind, metavar=metavar, help=text)
 
 
-def given(args: argparse.Namespace, cls: type, names: Iterable[str] | None = None) -> dict:
-    """The fields of `cls` the user gave options for (not None), lists as tuples."""
-    wanted = None if names is None else set(names)
-    out = {}
-    for f in dataclasses.fields(cls):
-        value = getattr(args, f.name, None)
-        if f.metadata.get("cli") is False:
-            continue
-        if value is not None and (wanted is None or f.name in wanted):
-            out[f.name] = tuple(value) if isinstance(value, list) else value
-    return out
-
-
 def _axis_default(name: str) -> str:
     """A swept axis's default as help shows it, from `grid.new_run_default`."""
 

@@ -1,17 +1,13 @@
 """The options `compare` and `ab` share to gate a comparison on memory (and on a criteria file):
-`--memory-tolerance`, `--fail-on-more-memory`, `--criteria` (`bench.publish.gates` applies
+`--memory-tolerance`, `--fail-on-more-memory`, `--criteria` (`bench.commands.gates` applies
 them)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from bench.cli.options import path
 from bench.verdicts import memory
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 def _tolerance(text: str) -> str:
@@ -45,24 +41,3 @@ def add_memory_gate(p: argparse.ArgumentParser) -> None:
         help="exit 1 when a comparison criterion of this file fails (docs/criteria.md), e.g. "
         "no case uses more memory; its [memory] tolerance applies unless --memory-tolerance",
     )
-
-
-def memory_tolerance(args: argparse.Namespace) -> memory.Tolerance:
-    from bench.publish import gates as rules  # pandas: none at parse time
-
-    return rules.memory_tolerance(args.memory_tolerance, args.criteria)
-
-
-def gates(args: argparse.Namespace, table: pd.DataFrame, env: dict) -> int:
-    from bench.publish import gates as rules  # pandas: none at parse time
-
-    status, text = rules.exit_status(
-        table,
-        env,
-        fail_on_slower=args.fail_on_slower,
-        fail_on_more_memory=args.fail_on_more_memory,
-        criteria=args.criteria,
-    )
-    if text:
-        print(text)
-    return status

@@ -1,8 +1,9 @@
-"""`main(argv)`: parse, call the command's one function (`bench.cli.commands` lists them), and
+"""`main(argv)`: parse, call the command's one function (`bench.cli.table` names its module), and
 turn what went wrong into one line and an exit status."""
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 from typing import NoReturn
@@ -10,7 +11,7 @@ from typing import NoReturn
 from bench import outcome, quiet
 from bench.cli.argv import command_line as recorded
 from bench.cli.argv import with_command
-from bench.cli.commands import COMMANDS, RENAMED, build_parser
+from bench.cli.table import ACTIONS, COMMANDS, RENAMED, build_parser
 from bench.faults import Interrupted, UsageError, debug, how_stopped, stop_on_sigterm
 
 
@@ -50,9 +51,13 @@ def _command(argv: list[str]) -> tuple[int, str, str]:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")  # as parse_args says it
         args.passed_on = rest  # the options a command gives on (`ab`: each round's `run`)
         args.argv = argv  # what a relaunch repeats
-        args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
+        args.parser = parser  # what a command reads its own options from (`bench.commands.given`)
+        args.command_line = recorded(argv, parser)  # what env.json records of a new folder
+        # The one deferred import of the command line, as pip dispatches: only the chosen action
+        # is imported, so parsing and `--help` import no torch, pandas or matplotlib.
+        action = importlib.import_module(ACTIONS[args.command])
         with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
-            code = COMMANDS[args.command].command(args)
+            code = action.run(args)
         return code, outcome.status_of(code), ""
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)

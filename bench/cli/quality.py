@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 
 from bench.cases import checks
-from bench.cli import argv, fields
+from bench.cli import fields
 from bench.cli import options as o
 from bench.cli import quality_options as q_o
 from bench.quality.config import PER_DEVICE, QualityConfig
@@ -39,39 +39,3 @@ def add(sub: argparse._SubParsersAction) -> None:
     o.add_debug(q)
     o.add_resume(q, "train what an interrupted study left, with its settings")
     q_o.add(q)
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.jobs import quality as study  # pandas: none at parse time
-    from bench.measure import env  # torch: none at parse time
-    from bench.publish import quality_replicate, render  # pandas, matplotlib: none at parse time
-
-    budget_s = q_o.budget_s(args)
-    if args.resume is not None:
-        argv.refuse_with_resume(args, q_o.WITH_RESUME)
-        run_dir = study.resume(
-            args.resume, add_modes=tuple(args.add_modes or ()),
-            add_seeds=tuple(args.add_seeds or ()), workers=args.workers,
-            budget_s=budget_s, only=tuple(args.only or ()), rerun_check=args.rerun_check,
-        )  # fmt: skip
-        render.after_job(run_dir)
-        print(run_dir)
-        return 0
-    q_o.refuse_without_resume(args)
-    given = fields.given(args, QualityConfig)
-    if args.preset is not None:
-        given["preset"] = args.preset
-    with o.settings():
-        cfg = study.config(env.device(args.device), given, budget=bool(args.budget))
-    where = {"results_dir": argv.results_dir(args), "tag": args.tag, "budget_s": budget_s,
-             "command": argv.command_line(args.argv, args.parser)}  # fmt: skip
-    # Each study's report is written as it ends, before a replica's second study trains.
-    runs = study.replicate(cfg, **where) if args.replicate else [study.start(cfg, **where)]
-    dirs = []
-    for run_dir in runs:
-        render.after_job(run_dir)
-        print(run_dir)
-        dirs.append(run_dir)
-    if args.replicate:
-        print(quality_replicate.write(*dirs))
-    return 0

@@ -9,12 +9,7 @@ import argparse
 
 from bench.cases import checks
 from bench.cli import options as o
-from bench.faults import UsageError
 from bench.recipes import catalog
-
-WITH_RESUME = ("resume", "force", "workers", "debug", "add_modes", "add_seeds", "budget_s",
-               "budget", "only", "rerun_check")  # fmt: skip
-"""The options a resume takes; its settings come from the study's folder."""
 
 
 def add(q: argparse.ArgumentParser) -> None:
@@ -61,19 +56,3 @@ def add(q: argparse.ArgumentParser) -> None:
         help="with --resume: add these seeds to the study and train every recipe on them (where "
         "the study names how many seeds its margin rule needs)",
     )
-
-
-def budget_s(args: argparse.Namespace) -> float:
-    """The device time the command may train for: `--budget` or `--budget-s`, not both (0:
-    no budget)."""
-    if args.budget and args.budget_s:
-        raise UsageError(f"--budget {args.budget:g}s and --budget-s {args.budget_s:g}: give one")
-    return args.budget or args.budget_s
-
-
-def refuse_without_resume(args: argparse.Namespace) -> None:
-    """The options that add to or finish a study go with `--resume` only."""
-    if args.add_modes or args.add_seeds or args.force or args.only or args.rerun_check:
-        raise UsageError(
-            "--add-modes, --add-seeds, --only, --rerun-check and --force go with --resume"
-        )
