@@ -3,8 +3,7 @@
 and `main` imports the chosen command's action (`bench.commands`), so `--help` imports no torch,
 pandas or matplotlib. How a command ends is written where AMPBENCH_RESULT_JSON names."""
 
-from bench.cli.argv import with_command
-from bench.cli.main import command_line, main, run
+from bench.cli.main import command_line, main, run, with_command
 from bench.cli.options import version
 from bench.cli.table import build_parser
 

@@ -1,12 +1,10 @@
-"""`ampbench ab REV_A REV_B [run options]`: two revisions timed on one grid in alternating fresh
-processes, and their verdicts, in one comparison folder (`bench.jobs.ab`, `bench.publish.ab`)."""
+"""`ampbench ab REV_A REV_B [run options]`: its options; every other one is a run option."""
 
 from __future__ import annotations
 
 import argparse
 
 from bench.cli import options as o
-from bench.cli.gates import add_memory_gate
 from bench.verdicts.defaults import MIN_ROUNDS
 
 NAME = "ab"
@@ -46,6 +44,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     a.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
-    add_memory_gate(a)
+    o.add_memory_gate(a)
     o.add_results_dir(a, "parent of the comparison folder", "the project's runs/, git-ignored")
     o.add_tag(a)

@@ -1,28 +1,13 @@
-"""`ampbench compare A B`: two sides case by case (A the baseline, B the new one), each a run
-folder, a folder of run folders (a revision of `ampbench ab`), a pytest-benchmark save or a
-folder of saves."""
+"""`ampbench compare A B`: its options; a side is a run folder, a folder of runs or pytest-benchmark
+saves."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-from bench.cli.gates import add_memory_gate
-from bench.cli.options import add_statistic, add_verdict_settings, path
-
-if TYPE_CHECKING:
-    from bench.publish.compare import Pair
+from bench.cli.options import add_memory_gate, add_statistic, add_verdict_settings, path
 
 NAME = "compare"
-
-
-def _pair(text: str) -> Pair:
-    from bench.publish import compare  # scipy: only when --pair is given
-
-    try:
-        return compare.Pair.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +20,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     c.add_argument("run_b", type=path, metavar="B")
     c.add_argument(
         "--pair",
-        type=_pair,
         metavar="AXIS=A:B",
         help="compare across one axis, e.g. optimizer=foreach:fused (A and B may be the same run)",
     )

@@ -1,6 +1,4 @@
-"""`ampbench numerics`: the numerics study (dtype audit, underflow census, histogram,
-convergence, the Answer), or the finish of an interrupted one (`--resume`); exit status 1, with
-one line naming what failed, when any part of it did."""
+"""`ampbench numerics`: the numerics study's options, both devices' defaults shown."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from bench.cases import checks
 from bench.commands.given import SIZE_DEST
 from bench.faults import UsageError
 from bench.store import paths
-from bench.verdicts import defaults
+from bench.verdicts import defaults, memory
 from bench.workloads import cards
 
 PROG = "ampbench"
@@ -102,6 +102,39 @@ def add_verdict_settings(p: argparse.ArgumentParser) -> None:
         default=None,
         help="the confidence of each case's interval; 1 minus it bounds the chance of any false "
         f"faster or slower across the cases (Holm's correction; default {defaults.CONFIDENCE:g})",
+    )
+
+
+def _tolerance(text: str) -> str:
+    try:
+        return memory.Tolerance.parse(text).spec()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_memory_gate(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--memory-tolerance",
+        type=_tolerance,
+        default=None,
+        metavar="TOL",
+        help="how far B's peak allocated memory may move from A's and be `same memory`: N%%, "
+        + f"NMiB or both (default {memory.DEFAULT.spec()}: {memory.DEFAULT.text()})".replace(
+            "%", "%%"
+        ),
+    )
+    p.add_argument(
+        "--fail-on-more-memory",
+        action="store_true",
+        help="exit 1 when any case uses more memory (for CI)",
+    )
+    p.add_argument(
+        "--criteria",
+        type=path,
+        default=None,
+        metavar="FILE",
+        help="exit 1 when a comparison criterion of this file fails (docs/criteria.md), e.g. "
+        "no case uses more memory; its [memory] tolerance applies unless --memory-tolerance",
     )
 
 

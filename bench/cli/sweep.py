@@ -1,6 +1,5 @@
-"""`ampbench sweep -- python train.py ARGS`: a user's own training script swept over the
-recipes and several seeds, each run measured by the probe or a callback inside it, judged for
-speed and for training (docs/own-loop.md). `recipes`, its old name, still runs it (`OLD_NAME`)."""
+"""`ampbench sweep -- python train.py ARGS`: a user's own script over recipes and seeds
+(docs/own-loop.md). `recipes`, its old name, still runs it (`OLD_NAME`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The command table: each command of `ampbench`, its parsing module here and its action
-module (`bench.commands.<NAME>`, `run(args) -> exit status`). A new command is a module of
-each and one row here."""
+"""The command table: each command's parsing module here and its action module,
+`bench.commands.<NAME>` with `run(args) -> exit status`."""
 
 from __future__ import annotations
 

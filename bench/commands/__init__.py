@@ -1,3 +1,2 @@
-"""What each command of `ampbench` does: one module per command, named after it, whose
-`run(args) -> exit status` takes the arguments `bench.cli` parsed. They import jobs, publishing
-and execution at their top: `bench.cli.main` imports only the one chosen."""
+"""What each command of `ampbench` does: `bench.commands.<NAME>.run(args) -> exit status`, on the
+arguments `bench.cli` parsed, importing jobs and publishing at its top."""

@@ -1,5 +1,4 @@
-"""`ampbench ab`: two revisions timed in alternating fresh processes (`bench.jobs.ab`), and
-their verdicts (`bench.publish.ab`)."""
+"""`ampbench ab`: two revisions timed (`bench.jobs.ab`) and judged (`bench.publish.ab`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The memory and criteria gates of `compare` and `ab` (`bench.cli.gates` parses them;
-`bench.publish.gates` applies them)."""
+"""The memory and criteria gates of `compare` and `ab`, applied (`bench.publish.gates`)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
-"""What a command's parsed arguments give its job: the config fields given (`given`), the
-workload sizes given (`given_sizes`), the options a resume refuses (`refuse_with_resume`), and a
-config's refusal as bad input (`settings`)."""
+"""What a command's parsed arguments give its job: the config fields and sizes given, the options
+a resume refuses, a config's refusal as bad input."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from bench.faults import UsageError
 
@@ -15,15 +14,14 @@ SIZE_DEST = "size:"
 """The prefix of a size option's argparse destination: `size:input` holds `--input-size`."""
 
 
-def given(args: argparse.Namespace, cls: type, names: Iterable[str] | None = None) -> dict:
+def given(args: argparse.Namespace, cls: type) -> dict:
     """The fields of `cls` the user gave options for (not None), lists as tuples."""
-    wanted = None if names is None else set(names)
     out = {}
     for f in dataclasses.fields(cls):
         value = getattr(args, f.name, None)
         if f.metadata.get("cli") is False:
             continue
-        if value is not None and (wanted is None or f.name in wanted):
+        if value is not None:
             out[f.name] = tuple(value) if isinstance(value, list) else value
     return out
 

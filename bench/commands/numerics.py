@@ -1,5 +1,4 @@
-"""`ampbench numerics`: the numerics study started or resumed (`bench.jobs.numerics`), its
-report written, and what failed named."""
+"""`ampbench numerics`: the study started or resumed (`bench.jobs.numerics`), and its failures."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`ampbench quality`: the time-to-quality study started, replicated or resumed
-(`bench.jobs.quality`), and its report written."""
+"""`ampbench quality`: the study started, replicated or resumed (`bench.jobs.quality`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Where `run` runs: one process, or ranks through torchrun; and the grid it refuses before
-any rank starts."""
+"""Where `run` runs: one process, or ranks through torchrun; and the grid it refuses first."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`ampbench readme`: README.md's generated tables filled, or checked, from their runs
-(`bench.publish.readme`)."""
+"""`ampbench readme`: README.md's generated tables filled or checked (`bench.publish.readme`)."""
 
 from __future__ import annotations
 

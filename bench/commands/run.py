@@ -1,5 +1,4 @@
-"""`ampbench run`: the grid timed in this process, in ranks under torchrun, or launched through
-torchrun (`bench.execution.launch`), and its report written."""
+"""`ampbench run`: the grid timed here, in a rank, or through torchrun (`execution.launch`)."""
 
 from __future__ import annotations
 

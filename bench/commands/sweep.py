@@ -1,5 +1,4 @@
-"""`ampbench sweep`: a user's training script run under every recipe and seed
-(`bench.jobs.sweep`), then its rows and sweep.md written."""
+"""`ampbench sweep`: a user's script under every recipe and seed (`bench.jobs.sweep`)."""
 
 from __future__ import annotations
 
