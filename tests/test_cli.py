@@ -507,10 +507,10 @@ def test_new_folders_go_to_the_projects_folder_from_any_directory(tmp_path, monk
     monkeypatch.delenv("AMPBENCH_CWD", raising=False)
     for command in ("run", "numerics", "maxbatch"):
         args = cli.build_parser().parse_args([command])
-        default = cli.results_dir(args)
+        default = args.results_dir
         assert default == paths.default_results() and default.parent == paths.ROOT
     args = cli.build_parser().parse_args(["run", "--results-dir", "here"])
-    assert cli.results_dir(args).resolve() == tmp_path / "here"
+    assert args.results_dir.resolve() == tmp_path / "here"
 
 
 # Option names agree across commands; old spellings still parse.

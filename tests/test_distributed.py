@@ -355,12 +355,13 @@ def test_a_resumed_run_keeps_the_folders_device(tmp_path, monkeypatch):
     import json
 
     from bench import cli
+    from bench.commands import ranks
     from bench.measure import env
 
     (tmp_path / "env.json").write_text(json.dumps({"device": "cpu"}))
     monkeypatch.setattr(env, "device", lambda requested: "cuda")  # as on a GPU machine
     args = cli.build_parser().parse_args(["run", "--resume", str(tmp_path)])
-    assert cli.ranks.world(args).device == "cpu"
+    assert ranks.world(args).device == "cpu"
 
 
 def test_a_run_stopped_from_outside_leaves_no_row_for_its_case(tmp_path, monkeypatch):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from bench.cli import folders as checks
+from bench.commands import folders as checks
 from bench.faults import UsageError
 from bench.publish import sides
 from bench.store import folders, results

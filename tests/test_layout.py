@@ -33,12 +33,15 @@ ORDER = [
     "ownloop",
     "jobs",
     "publish",
+    "commands",
     "cli",
 ]
 """The packages from the bottom up: a module may import its own package and those before it.
 `numerics` holds both the study's measuring and its rendering, in sub-packages of their own
 (`NUMERICS`). `verdicts`, each rule that turns measurements into a claim, sits below the case-level
-checks (`execution`) and publishing, which both ask it (`VERDICTS_IMPORT`)."""
+checks (`execution`) and publishing, which both ask it (`VERDICTS_IMPORT`). `commands` holds each
+command's action, which imports jobs and publishing at its top; `cli` above it only parses, and
+imports the chosen action by name (`test_the_command_line_only_parses`)."""
 
 ALLOWED_UP = {
     # The torch-free mode table is data every layer reads, the store's loader included (the
@@ -80,9 +83,10 @@ COMMANDS = {
     "readme",
     "publish",
     "check",
-    "recipes",
+    "sweep",
 }
-"""The command modules of `bench.cli`: each parses nothing but its own options."""
+"""The commands: each is a module of `bench.cli` that parses nothing but its own options and one
+of `bench.commands` that acts on them (`run(args)`)."""
 
 NUMERICS = ["measure", "analysis", "render"]
 """The numerics study's sub-packages from the bottom up, as `ORDER` is for bench: its measuring
@@ -226,6 +230,27 @@ def test_no_command_imports_the_program():
     assert not wrong, wrong
 
 
+def test_the_command_line_only_parses():
+    """Each command's parsing module lists its action by name, and the action module is there
+    with its `run`; the command line imports no action module, and no job or execution module,
+    at any depth: `bench.cli.main` imports the chosen action by name, once."""
+    from bench.cli import table
+
+    assert set(table.COMMANDS) == COMMANDS
+    for name, dotted in table.ACTIONS.items():
+        path = BENCH.parent.joinpath(*dotted.split(".")).with_suffix(".py")
+        assert path.is_file() and "\ndef run(" in path.read_text(), f"{name}: no {dotted}.run"
+    heavy = {"commands", "jobs", "execution", "measure"}
+    wrong = [
+        f"{module} -> {target}"
+        for module, path in _modules().items()
+        if _package(module) == "cli"
+        for target in _imports(path)
+        if _package(target) in heavy and target not in ("bench.commands.given", "bench.commands")
+    ]
+    assert not wrong, wrong
+
+
 def test_no_import_circles():
     """Through imports inside functions too (Python runs a deferred circle, but it is a circle
     of the code all the same: neither module can be read or tested without the other)."""
@@ -256,7 +281,8 @@ def test_no_import_circles():
 )
 def test_modules_stay_readable(path):
     lines = len(path.read_text().splitlines())
-    limit = 100 if path.parent.name == "cli" and path.stem in COMMANDS else 400
+    command = path.parent.name in ("cli", "commands") and path.stem in COMMANDS
+    limit = 100 if command else 400
     assert lines <= limit, f"{path.relative_to(BENCH)}: {lines} lines (at most {limit})"
 
 
@@ -297,26 +323,39 @@ def test_the_architecture_doc_lists_the_packages_in_order():
     assert listed == ORDER, f"docs/architecture.md lists {listed}"
 
 
-DEFERRED_IMPORTS = 79
-"""Import statements inside a function, over all of bench. Each defers a heavy package (torch,
-pandas, matplotlib where the command line parses or another kind's report renders;
-transformers, timm, torchvision, torchao, plotly) or breaks a documented cycle; everything else
-is imported at the top. The count may fall (lower it here), never grow."""
+DEFERRED_IMPORTS = 28
+"""Imports inside a function, over all of bench: import statements, and `importlib.import_module`
+calls (the command line's one dispatch). Each defers a heavy package (torch, pandas, matplotlib
+where the command line parses or another kind's report renders; transformers, timm, torchvision,
+torchao, plotly) or breaks a documented cycle; everything else is imported at the top. The count
+may fall (lower it here), never grow."""
 
-REASONED = ("cli", "publish", "jobs")
-"""The packages whose every deferred import says why on its line or the line above."""
+OWN_DEFERRED_IMPORTS = 10
+"""Of those, the ones of ampbench's own modules, or of a module named at run time (the
+command line's dispatch, a user's factory, an optional package by name); each says why."""
+
+REASONED = ("cli", "commands", "publish", "jobs")
+"""The packages whose every deferred import says why on its line or the line above (elsewhere,
+every deferred import of ampbench's own modules does)."""
 
 
 def _deferred(path: Path) -> list[tuple[int, str]]:
-    """(line, text) of each import statement inside a function of `path` (not one in a `try`:
-    a fallback between versions, as for tomllib)."""
+    """(line, text) of each import inside a function of `path`: an import statement (not one in
+    a `try`: a fallback between versions, as for tomllib) or an `importlib.import_module` call."""
     lines = path.read_text().splitlines()
     found = []
+
+    def is_import(node: ast.AST) -> bool:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        func = node.func if isinstance(node, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        return name == "import_module"
 
     def walk(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
             deferred = in_function and not isinstance(node, ast.Try)
-            if isinstance(child, (ast.Import, ast.ImportFrom)) and deferred:
+            if is_import(child) and deferred:
                 found.append((child.lineno, "\n".join(lines[child.lineno - 1 : child.end_lineno])))
             walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
@@ -324,16 +363,27 @@ def _deferred(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def _own(text: str) -> bool:
+    """Whether a deferred import's text imports one of ampbench's own modules, or may: an
+    `import_module` of a name computed at run time counts as one."""
+    computed = "import_module(" in text and not re.search(r"import_module\(\s*[\"']", text)
+    return "bench" in text.replace("ampbench", "") or text.lstrip().startswith("from .") or computed
+
+
 def test_deferred_imports_are_few_and_say_why():
-    count = sum(len(_deferred(p)) for p in BENCH.rglob("*.py"))
+    found = {path: _deferred(path) for path in BENCH.rglob("*.py")}
+    count = sum(len(imports) for imports in found.values())
     assert count <= DEFERRED_IMPORTS, f"{count} imports inside functions: move the new ones up"
+    own = sum(_own(text) for imports in found.values() for _, text in imports)
+    assert own <= OWN_DEFERRED_IMPORTS, f"{own} imports of bench inside functions: move them up"
     silent = []
-    for path in BENCH.rglob("*.py"):
-        if _package(".".join(path.relative_to(BENCH.parent).with_suffix("").parts)) in REASONED:
-            lines = path.read_text().splitlines()
-            for lineno, text in _deferred(path):
-                if "#" not in text and not lines[lineno - 2].strip().startswith("#"):
-                    silent.append(f"{path.relative_to(BENCH)}:{lineno}")
+    for path, imports in found.items():
+        reasoned = _package(".".join(path.relative_to(BENCH.parent).with_suffix("").parts))
+        lines = path.read_text().splitlines()
+        for lineno, text in imports:
+            said = "#" in text or lines[lineno - 2].strip().startswith("#")
+            if (reasoned in REASONED or _own(text)) and not said:
+                silent.append(f"{path.relative_to(BENCH)}:{lineno}")
     assert not silent, f"deferred imports without a reason: {silent}"
 
 
@@ -342,6 +392,7 @@ def test_deferred_imports_are_found_in_functions_only(tmp_path):
     module.write_text(
         textwrap.dedent(
             """
+            import importlib
             import os
 
             def f():
@@ -351,7 +402,10 @@ def test_deferred_imports_are_found_in_functions_only(tmp_path):
                     import tomllib
                 except ImportError:
                     pass
+                return importlib.import_module("bench.x")
             """
         )
     )
-    assert _deferred(module) == [(5, "    import json  # why")]
+    found = [(6, "    import json  # why"), (12, '    return importlib.import_module("bench.x")')]
+    assert _deferred(module) == found
+    assert [_own(text) for _, text in found] == [False, True]

@@ -64,9 +64,9 @@ def test_a_run_lands_in_runs_by_default_and_leaves_results_alone(project, capsys
     # The studies and the searches go there too; an explicit --results-dir still wins.
     parser = cli.build_parser()
     for command in ("run", "numerics", "maxbatch"):
-        assert cli.results_dir(parser.parse_args([command])) == project / "runs"
+        assert parser.parse_args([command]).results_dir == project / "runs"
         given = parser.parse_args([command, "--results-dir", str(project / "x")])
-        assert cli.results_dir(given) == project / "x"
+        assert given.results_dir == project / "x"
 
 
 def test_promote_copies_a_run_into_results_and_indexes_it(project, capsys):

@@ -1,23 +1,16 @@
-"""`ampbench ab REV_A REV_B [run options]`: two revisions timed on one grid in alternating fresh
-processes, and their verdicts, in one comparison folder (`bench.jobs.ab`, `bench.publish.ab`)."""
+"""`ampbench ab REV_A REV_B [run options]`: its options; every other one is a run option."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from bench.cli import argv
 from bench.cli import options as o
-from bench.cli.gates import add_memory_gate, gates, memory_tolerance
-from bench.faults import UsageError
 from bench.verdicts.defaults import MIN_ROUNDS
 
 NAME = "ab"
 PASSES_ON = "run"
 """Every option that is not ab's own is a run option, given to each round's `run`
 (`bench.cli.main` leaves them to this command in `args.passed_on`)."""
-REFUSED = ("--resume", "--force")
-"""Run options that make no sense for a new comparison."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -51,46 +44,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     a.add_argument(
         "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
     )
-    add_memory_gate(a)
+    o.add_memory_gate(a)
     o.add_results_dir(a, "parent of the comparison folder", "the project's runs/, git-ignored")
     o.add_tag(a)
-
-
-def command(args: argparse.Namespace) -> int:
-    run_options = args.passed_on
-    refused = [t for t in run_options if t.split("=")[0] in REFUSED]
-    if refused:
-        raise UsageError(f"ab makes new runs; drop {refused[0].split('=')[0]}")
-    # The rounds' own command line, checked with `run`'s options: bad ones are one line here.
-    run_args = args.parser.parse_args(["run", *run_options])
-    from bench.jobs import ab as job  # pandas: none at parse time
-
-    chosen = ("rounds", "min_rounds", "statistic", "min_effect", "confidence")
-    with o.settings():  # a value AbConfig refuses: one line, before anything runs
-        cfg = job.AbConfig(
-            rev_a=args.rev_a,
-            rev_b=args.rev_b,
-            run_options=tuple(run_options),
-            memory_tolerance=memory_tolerance(args).spec(),
-            **{k: getattr(args, k) for k in chosen if getattr(args, k) is not None},
-        )
-    folder = job.run(
-        cfg,
-        results_dir=argv.results_dir(args),
-        command=argv.command_line(args.argv, args.parser),
-        device=_device(run_args.device),
-        tag=args.tag,
-    )
-    from bench.publish import ab as report  # pandas: none at parse time
-
-    table, text = report.write(folder)
-    print(text)
-    print(f"ampbench: wrote {folder / 'report.md'}", file=sys.stderr)
-    print(folder)
-    return gates(args, table, table.attrs["env_b"])
-
-
-def _device(device: str) -> str:
-    import torch  # torch: none at parse time
-
-    return device if device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cli import folders
 from bench.cli.options import add_run_dir, path
-from bench.faults import UsageError
 
 NAME = "check"
 
@@ -25,15 +23,3 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="TOML file of [[criterion]] tables",
     )
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.publish import criteria  # pandas: none at parse time
-
-    run_dir = folders.run_folder(args.run_dir)
-    try:
-        checked = criteria.check_folder(run_dir, args.criteria)
-    except criteria.CriteriaError as exc:  # the file or one of its expressions
-        raise UsageError(str(exc)) from exc
-    print(checked.render())
-    return 1 if checked.failed else 0

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from bench.cli import folders
 from bench.cli.options import add_run_dir, path
-from bench.faults import UsageError
 from bench.publish import formats
 
 NAME = "export"
@@ -24,19 +21,3 @@ def add(sub: argparse._SubParsersAction) -> None:
         + f" (default {formats.DEFAULT})",
     )
     e.add_argument("--output", type=path, help="write to this file (default: print)")
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.publish import export  # pandas: none at parse time
-
-    run_dir = folders.run_folder(args.run_dir)
-    try:
-        text = export.export(run_dir, args.format)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    if args.output is None:
-        print(text, end="")
-    else:
-        folders.write(args.output, text)
-        print(f"ampbench: wrote {args.output}", file=sys.stderr)
-    return 0

@@ -1,9 +1,6 @@
-"""Options made from the fields of a config dataclass: one option per field, named after it
-(`eval_every` is `--eval-every`) unless the field's metadata gives `option` (and `aliases`),
-parsed through the field's `check` (a tuple field takes a comma list), and explained by the
-field's docstring with the field's default after it. A field whose metadata says `cli: False`
-has no option. Every option's default is None, so a command sees what was given. `add_axes`
-does the same for the axes of `Case` a run sweeps: one comma-list option each."""
+"""Options made from the fields of a config dataclass (`add`), and from the axes of `Case` a run
+sweeps (`add_axes`): one per field, parsed through its `check`, explained by its docstring and
+default; each defaults to None, so a command sees what was given."""
 
 from __future__ import annotations
 
@@ -93,19 +90,6 @@ def add(
             p.add_argument(*options, dest=f.name, choices=check.choices, help=text)
         else:
             p.add_argument(*options, dest=f.name, type=kind, metavar=metavar, help=text)
-
-
-def given(args: argparse.Namespace, cls: type, names: Iterable[str] | None = None) -> dict:
-    """The fields of `cls` the user gave options for (not None), lists as tuples."""
-    wanted = None if names is None else set(names)
-    out = {}
-    for f in dataclasses.fields(cls):
-        value = getattr(args, f.name, None)
-        if f.metadata.get("cli") is False:
-            continue
-        if value is not None and (wanted is None or f.name in wanted):
-            out[f.name] = tuple(value) if isinstance(value, list) else value
-    return out
 
 
 def _axis_default(name: str) -> str:

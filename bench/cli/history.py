@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cli import folders
-from bench.cli.argv import results_dir
-from bench.cli.options import PUBLISHED, add_results_dir
+from bench.cli.options import add_results_dir
 
 NAME = "history"
 
@@ -19,17 +17,4 @@ def add(sub: argparse._SubParsersAction) -> None:
         "results/history/<gpu>.md and .png",
     )
     h.add_argument("--gpu", help="GPU model as env.json names it (default: every GPU model)")
-    add_results_dir(h, "the folder of the runs", PUBLISHED)
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.publish import history  # matplotlib, pandas: none at parse time
-
-    folder = folders.directory(results_dir(args))
-    try:
-        written = history.write(folder, args.gpu)
-    except OSError as exc:  # a read-only file under history/
-        raise folders.os_error(exc) from exc
-    for out in written:
-        print(out)
-    return 0
+    add_results_dir(h, "the folder of the runs", published=True)

@@ -1,25 +1,29 @@
-"""`main(argv)`: parse, call the command's one function (`bench.cli.commands` lists them), and
-turn what went wrong into one line and an exit status."""
+"""`main(argv)`: parse, call the command's one function (`bench.cli.table` names its module), and
+turn what went wrong into one line and an exit status; and what a command line says beyond its
+values: the command it names (`with_command`), the command env.json records (`command_line`)."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import shlex
 import signal
 import sys
 from typing import NoReturn
 
 from bench import outcome, quiet
-from bench.cli.argv import command_line as recorded
-from bench.cli.argv import with_command
-from bench.cli.commands import COMMANDS, RENAMED, build_parser
+from bench.cli.options import Parser, path
+from bench.cli.table import ACTIONS, COMMANDS, RENAMED, build_parser
 from bench.faults import Interrupted, UsageError, debug, how_stopped, stop_on_sigterm
+from bench.store import paths
 
 
 def main(argv: list[str] | None = None) -> int:
     """`ampbench ARGV`: the exit status (0; 1 when a run, study or check found a failure; 2 for bad
-    input, a setting a config refused among them (`options.settings`); 130 when interrupted,
-    143 when stopped by SIGTERM, which ends a job as Ctrl-C does). Known warnings of other
-    packages are left out unless AMPBENCH_DEBUG=1 (`bench.quiet`). How it ended is written to
-    the file AMPBENCH_RESULT_JSON names, if any (`bench.outcome`)."""
+    input, a setting a config refused among them (`bench.commands.given.settings`); 130 when
+    interrupted, 143 when stopped by SIGTERM, which ends a job as Ctrl-C does). Known warnings of
+    other packages are left out unless AMPBENCH_DEBUG=1 (`bench.quiet`). How it ended is written
+    to the file AMPBENCH_RESULT_JSON names, if any (`bench.outcome`)."""
     previous = stop_on_sigterm()
     try:
         code, status, error = _command(sys.argv[1:] if argv is None else argv)
@@ -50,9 +54,13 @@ def _command(argv: list[str]) -> tuple[int, str, str]:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")  # as parse_args says it
         args.passed_on = rest  # the options a command gives on (`ab`: each round's `run`)
         args.argv = argv  # what a relaunch repeats
-        args.parser = parser  # what a command reads its own options from (`bench.cli.argv`)
+        args.parser = parser  # what a command reads its own options from (`bench.commands.given`)
+        args.command_line = command_line(argv, parser)  # what env.json records of a new folder
+        # The one deferred import of the command line, as pip dispatches: only the chosen action
+        # is imported, so parsing and `--help` import no torch, pandas or matplotlib.
+        action = importlib.import_module(ACTIONS[args.command])
         with debug(getattr(args, "debug", False)):  # `--debug` of the commands that run cases
-            code = COMMANDS[args.command].command(args)
+            code = action.run(args)
         return code, outcome.status_of(code), ""
     except UsageError as exc:
         print(f"ampbench: error: {exc}", file=sys.stderr)
@@ -66,10 +74,47 @@ def _command(argv: list[str]) -> tuple[int, str, str]:
         return status, "interrupted", how
 
 
-def command_line(argv: list[str] | None = None) -> str:
-    """The command env.json records for `argv` (this process's arguments when None), read with
-    this program's parser (`bench.cli.argv.command_line`)."""
-    return recorded(sys.argv[1:] if argv is None else argv, build_parser())
+def with_command(argv: list[str]) -> list[str]:
+    """`argv` with its command: `run` when none is given (no argument, or options first), as
+    `./run_bench.sh` does. `--help` and `--version` alone stay the program's own."""
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        return ["run", *argv]
+    return list(argv)
+
+
+def command_line(argv: list[str] | None = None, parser: Parser | None = None) -> str:
+    """The command env.json records for `argv` (this process's arguments when None), so that it
+    re-runs as written from the project root on the reader's machine: the command named (`run`
+    when it was left out), and every path option's value as `paths.recorded` gives it: relative
+    to the project root where it lies inside the project, the placeholder `RESULTS_DIR` for a
+    results directory elsewhere (a path of the machine that ran it means nothing in a committed
+    folder). Options may be abbreviated (`--results`) or joined to their value
+    (`--results-dir=x`), as argparse allows. `parser`: the program's (built when not given)."""
+    argv = with_command(sys.argv[1:] if argv is None else argv)
+    parser = parser or build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices.get(argv[0]) if argv else None
+    actions = [a for a in (command._actions if command else []) if a.type is path]
+    names = tuple(name for a in actions for name in a.option_strings)
+
+    def value(option: str, text: str) -> str:
+        # A path option not known to hold a results directory or a folder in one is a folder.
+        return paths.recorded(path(text), results_dir=paths.PATH_OPTIONS.get(option, False))
+
+    out: list[str] = []
+    option = None  # the path option whose value is the next token
+    for token in argv:
+        if option is not None:
+            out.append(value(option, token))
+            option = None
+            continue
+        name, eq, given = token.partition("=")
+        if eq and paths.path_option(name, names):
+            out.append(f"{name}={value(paths.path_option(name, names), given)}")
+        else:
+            out.append(token)
+            option = paths.path_option(token, names)
+    return shlex.join(["python", "-m", "bench", *out])
 
 
 def run() -> NoReturn:

@@ -1,16 +1,12 @@
-"""`ampbench numerics`: the numerics study (dtype audit, underflow census, histogram,
-convergence, the Answer), or the finish of an interrupted one (`--resume`); exit status 1, with
-one line naming what failed, when any part of it did."""
+"""`ampbench numerics`: the numerics study's options, both devices' defaults shown."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from bench.cases import checks
-from bench.cli import argv, fields
+from bench.cli import fields
 from bench.cli import options as o
-from bench.faults import UsageError
 from bench.numerics.measure import defaults
 from bench.numerics.measure.config import NumericsConfig
 from bench.recipes import catalog
@@ -54,45 +50,3 @@ def add(sub: argparse._SubParsersAction) -> None:
         "only their jobs and their dtype audit, keeping every job it has; another commit is "
         "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",
     )
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.jobs import numerics as study  # pandas, torch: none at parse time
-    from bench.measure import env  # torch: none at parse time
-    from bench.numerics.analysis import failures  # pandas: none at parse time
-    from bench.publish import render  # pandas: none at parse time
-
-    if args.resume is not None:
-        added = tuple(args.add_modes or ())
-        # With --add-modes, --trace-every may set the added jobs' trace period (a study older
-        # than the traces recorded 0).
-        extra = ("add_modes", "trace_every") if added else ("add_modes",)
-        argv.refuse_with_resume(args, ("resume", "force", "workers", "debug", *extra))
-        trace_every = args.trace_every if added else None
-        run_dir = study.resume(
-            args.resume, workers=args.workers, force=args.force, add_modes=added,
-            trace_every=trace_every,
-        )  # fmt: skip
-    else:
-        if args.force:
-            raise UsageError("--force goes with --resume")
-        if args.add_modes:
-            raise UsageError("--add-modes goes with --resume")
-        given = fields.given(args, NumericsConfig)
-        workers = given.pop("workers", None)
-        if args.preset is not None:
-            given["preset"] = args.preset
-        with o.settings():
-            cfg = NumericsConfig.build(
-                device=env.device(args.device), options=given, workers=workers
-            )
-        run_dir = study.start(
-            cfg, results_dir=argv.results_dir(args), tag=args.tag,
-            command=argv.command_line(args.argv, args.parser),
-        )  # fmt: skip
-    render.after_job(run_dir)
-    print(run_dir)
-    failed = failures.failures(run_dir)  # the folder and its report are written either way
-    if failed:
-        print(f"ampbench: numerics: failed: {failed} (see {run_dir}/report.md)", file=sys.stderr)
-    return 1 if failed else 0

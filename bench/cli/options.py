@@ -4,22 +4,20 @@ turn their text into values through `bench.cases.checks`."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.metadata
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 from bench.cases import checks
+from bench.commands.given import SIZE_DEST
 from bench.faults import UsageError
 from bench.store import paths
-from bench.verdicts import defaults
+from bench.verdicts import defaults, memory
 from bench.workloads import cards
 
 PROG = "ampbench"
-PUBLISHED = "the project's results/"
-"""The default of --results-dir for the commands that read or write the published runs."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -107,6 +105,39 @@ def add_verdict_settings(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _tolerance(text: str) -> str:
+    try:
+        return memory.Tolerance.parse(text).spec()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_memory_gate(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--memory-tolerance",
+        type=_tolerance,
+        default=None,
+        metavar="TOL",
+        help="how far B's peak allocated memory may move from A's and be `same memory`: N%%, "
+        + f"NMiB or both (default {memory.DEFAULT.spec()}: {memory.DEFAULT.text()})".replace(
+            "%", "%%"
+        ),
+    )
+    p.add_argument(
+        "--fail-on-more-memory",
+        action="store_true",
+        help="exit 1 when any case uses more memory (for CI)",
+    )
+    p.add_argument(
+        "--criteria",
+        type=path,
+        default=None,
+        metavar="FILE",
+        help="exit 1 when a comparison criterion of this file fails (docs/criteria.md), e.g. "
+        "no case uses more memory; its [memory] tolerance applies unless --memory-tolerance",
+    )
+
+
 def add_device(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device",
@@ -114,10 +145,6 @@ def add_device(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="where to run: auto (the default) is cuda when a GPU is visible, else cpu",
     )
-
-
-SIZE_DEST = "size:"
-"""The prefix of a size option's argparse destination: `size:input` holds `--input-size`."""
 
 
 def add_sizes(p: argparse.ArgumentParser) -> None:
@@ -132,12 +159,6 @@ def add_sizes(p: argparse.ArgumentParser) -> None:
                 metavar=flag.removeprefix("--").upper().replace("-", "_"),
                 help=f"override the {card.name} preset's {name} size (--model {card.name})",
             )
-
-
-def given_sizes(args: argparse.Namespace) -> dict[str, int]:
-    """Size name -> value, of the size options given (`add_sizes`)."""
-    found = vars(args).items()
-    return {k.removeprefix(SIZE_DEST): v for k, v in found if k.startswith(SIZE_DEST) and v}
 
 
 def add_preset(
@@ -161,8 +182,14 @@ def add_results_dir(
     p: argparse.ArgumentParser,
     what: str = "parent of new folders",
     default: str = "the project's runs/, git-ignored; `promote` publishes a run",
+    *,
+    published: bool = False,
 ) -> None:
-    p.add_argument("--results-dir", type=path, help=f"{what} (default: {default})")
+    """`--results-dir`, its default resolved here: the published results/ for a command that
+    reads or writes the published runs, else where new folders go (`paths.default_results`)."""
+    folder = paths.RESULTS if published else paths.default_results()
+    default = "the project's results/" if published else default
+    p.add_argument("--results-dir", type=path, default=folder, help=f"{what} (default: {default})")
 
 
 def add_tag(p: argparse.ArgumentParser) -> None:
@@ -197,13 +224,3 @@ def add_debug(p: argparse.ArgumentParser) -> None:
 
 def add_run_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dir", type=path)
-
-
-@contextlib.contextmanager
-def settings() -> Iterator[None]:
-    """Around building a job's config: a `ValueError` of its checks is bad input (one line,
-    exit status 2), before any folder exists."""
-    try:
-        yield
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cli.argv import results_dir
-from bench.cli.options import PUBLISHED, add_results_dir, path
+from bench.cli.options import add_results_dir, path
 
 NAME = "promote"
 
@@ -16,21 +15,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="publish run folders: copy them from runs/ into results/ and regenerate its index",
     )
     pr.add_argument("run_dirs", type=path, nargs="+", metavar="RUN")
-    add_results_dir(pr, "the folder to publish into", PUBLISHED)
+    add_results_dir(pr, "the folder to publish into", published=True)
     pr.add_argument("--move", action="store_true", help="move the folders instead of copying")
     pr.add_argument(
         "--allow-cpu",
         action="store_true",
         help="copy a CPU smoke run too (refused otherwise; the index leaves it out either way)",
     )
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.publish import promote  # pandas: none at parse time
-
-    published = promote.promote(
-        args.run_dirs, results_dir=results_dir(args), move=args.move, allow_cpu=args.allow_cpu
-    )
-    for folder in published:
-        print(folder)
-    return 0

@@ -1,7 +1,5 @@
-"""`ampbench quality`: the time-to-quality study (each recipe trained on real data over several
-seeds to a held-out target, judged against fp32 by an equivalence test), or the finish of an
-interrupted one (`--resume`, which may add recipes with `--add-modes` and seeds with
-`--add-seeds`). The options beyond the study's settings are `bench.cli.quality_options`'."""
+"""`ampbench quality`: the time-to-quality study (docs/quality.md), or the finish of an
+interrupted one (`--resume`, which may add recipes and seeds)."""
 
 from __future__ import annotations
 
@@ -9,10 +7,10 @@ import argparse
 import dataclasses
 
 from bench.cases import checks
-from bench.cli import argv, fields
+from bench.cli import fields
 from bench.cli import options as o
-from bench.cli import quality_options as q_o
 from bench.quality.config import PER_DEVICE, QualityConfig
+from bench.recipes import catalog
 
 NAME = "quality"
 
@@ -38,40 +36,47 @@ def add(sub: argparse._SubParsersAction) -> None:
     o.add_tag(q)
     o.add_debug(q)
     o.add_resume(q, "train what an interrupted study left, with its settings")
-    q_o.add(q)
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.jobs import quality as study  # pandas: none at parse time
-    from bench.measure import env  # torch: none at parse time
-    from bench.publish import quality_replicate, render  # pandas, matplotlib: none at parse time
-
-    budget_s = q_o.budget_s(args)
-    if args.resume is not None:
-        argv.refuse_with_resume(args, q_o.WITH_RESUME)
-        run_dir = study.resume(
-            args.resume, add_modes=tuple(args.add_modes or ()),
-            add_seeds=tuple(args.add_seeds or ()), workers=args.workers,
-            budget_s=budget_s, only=tuple(args.only or ()), rerun_check=args.rerun_check,
-        )  # fmt: skip
-        render.after_job(run_dir)
-        print(run_dir)
-        return 0
-    q_o.refuse_without_resume(args)
-    given = fields.given(args, QualityConfig)
-    if args.preset is not None:
-        given["preset"] = args.preset
-    with o.settings():
-        cfg = study.config(env.device(args.device), given, budget=bool(args.budget))
-    where = {"results_dir": argv.results_dir(args), "tag": args.tag, "budget_s": budget_s,
-             "command": argv.command_line(args.argv, args.parser)}  # fmt: skip
-    # Each study's report is written as it ends, before a replica's second study trains.
-    runs = study.replicate(cfg, **where) if args.replicate else [study.start(cfg, **where)]
-    dirs = []
-    for run_dir in runs:
-        render.after_job(run_dir)
-        print(run_dir)
-        dirs.append(run_dir)
-    if args.replicate:
-        print(quality_replicate.write(*dirs))
-    return 0
+    # Beyond the study's settings: how long it may train, and what a resume adds or trains.
+    q.add_argument(
+        "--budget-s",
+        type=o.converter(checks.POSITIVE_FINITE),
+        default=0,
+        help="train only the runs whose cost (steps × each recipe's step time, measured first) "
+        "fits this many seconds, fp32's first; `--resume` trains the rest",
+    )
+    q.add_argument(
+        "--budget",
+        type=o.converter(checks.DURATION),
+        default=0,
+        help="device time this command may train for (900s, 15m, 1h): a sequential study "
+        "(--max-seeds, else 8) starts no look past it; --resume goes on",
+    )
+    q.add_argument(
+        "--rerun-check",
+        action="store_true",
+        help="with --resume at another commit, on a GPU: retrain one of fp32's seeds and add "
+        "seeds only if its best held-out loss comes back within the margin",
+    )
+    q.add_argument(
+        "--replicate",
+        action="store_true",
+        help="run the study twice on disjoint seeds (the second's start at "
+        "1000) and say whether any verdict contradicts the other",
+    )
+    q.add_argument(
+        "--only",
+        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
+        help="with --resume: train only these recipes' runs this time (a study split over "
+        "several sessions)",
+    )
+    q.add_argument(
+        "--add-modes",
+        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
+        help="with --resume: add these recipes to the study and train them",
+    )
+    q.add_argument(
+        "--add-seeds",
+        type=o.converter(checks.NON_NEGATIVE_INT, "seed", items=True),
+        help="with --resume: add these seeds to the study and train every recipe on them (where "
+        "the study names how many seeds its margin rule needs)",
+    )

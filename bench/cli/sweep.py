@@ -1,15 +1,12 @@
-"""`ampbench sweep -- python train.py ARGS`: a user's own training script swept over the
-recipes and several seeds, each run measured by the probe or a callback inside it, judged for
-speed and for training (docs/own-loop.md). `recipes`, its old name, still runs it (`OLD_NAME`)."""
+"""`ampbench sweep -- python train.py ARGS`: a user's own script over recipes and seeds
+(docs/own-loop.md). `recipes`, its old name, still runs it (`OLD_NAME`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from bench.cases import checks
-from bench.cli import argv
 from bench.cli import options as o
-from bench.faults import UsageError
 from bench.recipes import catalog
 
 NAME = "sweep"
@@ -65,35 +62,3 @@ def add(sub: argparse._SubParsersAction) -> None:
     o.add_results_dir(p)
     o.add_tag(p)
     p.add_argument("script", nargs=argparse.REMAINDER, help="-- then the command that trains")
-
-
-def command(args: argparse.Namespace) -> int:
-    from bench.jobs import sweep  # torch: none at parse time
-    from bench.measure import env  # torch: none at parse time
-    from bench.publish import own_loop, render  # pandas: none at parse time
-
-    script = list(args.script)
-    if script[:1] == ["--"]:
-        script = script[1:]
-    if not script:
-        raise UsageError("no script: give the command after --, e.g. -- python train.py")
-    device = env.device(args.device)
-    try:
-        cfg = sweep.SweepConfig(
-            script=tuple(script), modes=tuple(args.modes or sweep.default_modes(device)),
-            seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
-            workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
-            max_seeds=args.max_seeds,
-        )  # fmt: skip
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    run_dir = sweep.run(
-        cfg, results_dir=argv.results_dir(args), tag=args.tag,
-        command=argv.command_line(args.argv, args.parser),
-    )  # fmt: skip
-    render.after_job(run_dir)
-    path = own_loop.write(run_dir)
-    print(path.read_text())
-    print(run_dir)
-    # 1 when a run failed (an unsupported recipe is an answer, not a failure), as `run` does.
-    return 1 if own_loop.failed_runs(run_dir) else 0

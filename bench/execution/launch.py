@@ -195,7 +195,7 @@ def launch(
             if text:
                 outcome.note_folder(Path(text))
             if code == 0 and text and not _passed(Path(text)):
-                # Rank 0 exits 0 when a finished run passed no case (`bench.cli.run`): a rank's
+                # Rank 0 exits 0 when a finished run passed no case (`bench.commands.run`): a rank's
                 # status 1 would make torchrun print a traceback after the report's last line.
                 return 1
             if code == 0 or not text:

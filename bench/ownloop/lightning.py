@@ -17,7 +17,7 @@ from bench.recipes.modes import MODES
 def _package() -> object:
     for name in ("lightning.pytorch", "pytorch_lightning"):
         try:
-            return importlib.import_module(name)
+            return importlib.import_module(name)  # whichever of its two names is installed
         except ImportError:
             continue
     raise ImportError("bench.ownloop.lightning needs Lightning: pip install 'ampbench[lightning]'")

@@ -54,7 +54,7 @@ def _factory(spec: str) -> Workload:
     if user_dir not in sys.path:
         sys.path.append(user_dir)
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(module_name)  # the user's module, named by --model
     except (ImportError, AttributeError, ValueError) as exc:
         raise UsageError(f"--model {spec}: cannot import it ({type(exc).__name__}: {exc})") from exc
     factory = getattr(module, attr, None)

@@ -186,7 +186,7 @@ def missing(name: str, package: str) -> Workload:
 def importable(module: str) -> bool:
     """Whether a zoo's package `module` imports (each zoo asks before it makes a workload)."""
     try:
-        importlib.import_module(module)
+        importlib.import_module(module)  # an optional package, by its name
     except Exception:  # not installed, or broken against this torch: either way not usable
         return False
     return True

@@ -1,5 +1,5 @@
-"""The command table: each command of `ampbench` and the module that owns it. A new command is a
-new module (`NAME`, `add(subparsers)`, `command(args) -> exit status`) and one row here."""
+"""The command table: each command's parsing module here and its action module,
+`bench.commands.<NAME>` with `run(args) -> exit status`."""
 
 from __future__ import annotations
 
@@ -43,12 +43,15 @@ MODULES: tuple[ModuleType, ...] = (
     check,
     sweep,
 )
-"""The command modules in the order `--help` lists them."""
+"""The parsing modules in the order `--help` lists them."""
 
 COMMANDS = {module.NAME: module for module in MODULES}
-"""Each command's module: `NAME`, `add(subparsers)` and `command(args) -> exit status`; and
-`PASSES_ON`, the command whose options it takes besides its own, where it gives them on
-(`args.passed_on`; any other command refuses an option it does not know)."""
+"""Each command's parsing module: `NAME` and `add(subparsers)`; and `PASSES_ON`, the command
+whose options it takes besides its own, where it gives them on (`args.passed_on`; any other
+command refuses an option it does not know)."""
+
+ACTIONS = {name: f"bench.commands.{name}" for name in COMMANDS}
+"""Each command's action module, by dotted path: `bench.cli.main` imports only the one chosen."""
 
 RENAMED = {module.OLD_NAME: module.NAME for module in MODULES if hasattr(module, "OLD_NAME")}
 """A command's old name -> its name: the old one still runs it, for now (`bench.cli.main`)."""

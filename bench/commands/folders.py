@@ -6,14 +6,13 @@ import os
 from pathlib import Path
 
 from bench.faults import UsageError
+from bench.store import results
 
 
 def run_folder(path: Path, *, rows: bool = True) -> Path:
     """A timing run's folder, checked: one line names what is wrong with it. `rows`: it must
     hold at least one whole row (`report` and `headline` alike: neither has anything to show
     without one)."""
-    from bench.store import results  # pandas: none at parse time
-
     if not results.stored(path / results.ROWS) or not (path / results.ENV).is_file():
         raise UsageError(f"{path} is not a run folder (no {results.ROWS} and {results.ENV})")
     results.read_env(path)  # a corrupt env.json is named here, in one line

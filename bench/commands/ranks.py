@@ -1,35 +1,25 @@
-"""Where `run` runs: one process, or ranks through torchrun; and the grid it refuses before
-any rank starts."""
+"""Where `run` runs: one process, or ranks through torchrun; and the grid it refuses first."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-from typing import TYPE_CHECKING
 
 from bench.cases import case
 from bench.cases.grid import RunConfig
-from bench.cli import fields
-from bench.cli.options import given_sizes, settings
+from bench.commands.given import given, given_sizes, settings
+from bench.execution import distributed, launch
 from bench.faults import UsageError
-
-if TYPE_CHECKING:
-    from bench.cases.grid import RunConfig
-    from bench.execution import distributed
+from bench.jobs import configs
+from bench.measure import env
+from bench.store import results
 
 
 def world(args: argparse.Namespace) -> distributed.World | None:
     """This process's place in the run: None when it must launch the ranks through torchrun
     (`--gpus N` outside torchrun), one rank under torchrun, or a one-process world. Before it
     launches ranks it refuses more than the machine holds and a grid of which nothing can run."""
-    from bench.execution import (  # pandas, torch: none at parse time
-        distributed,
-        launch,
-    )
-    from bench.measure import env  # torch: none at parse time
-    from bench.store import results  # pandas: none at parse time
-
     gpus = args.world_size or 1
     # A resumed run's ranks run on the device the folder was made on: a relaunch after a broken
     # group carries only --resume, and `auto` would pick CUDA for a CPU (gloo) run on a GPU box.
@@ -56,14 +46,12 @@ def world(args: argparse.Namespace) -> distributed.World | None:
 def run_config(args: argparse.Namespace, device: str, world_size: int) -> RunConfig:
     """The grid of a new run, checked: bad values and a grid of which no case can run here are
     refused (exit 2) before any folder exists, or any rank is started."""
-    from bench.jobs import configs  # pandas, torch: none at parse time
-
     if args.force:
         raise UsageError("--force goes with --resume")
-    given = fields.given(args, RunConfig)
+    options = given(args, RunConfig)
     for how in case.swept().values():
-        given[how.plural] = getattr(args, how.plural)
-    given["world_size"] = world_size
-    given["sizes"] = given_sizes(args)
+        options[how.plural] = getattr(args, how.plural)
+    options["world_size"] = world_size
+    options["sizes"] = given_sizes(args)
     with settings():
-        return configs.run_config(device=device, preset=args.preset, **given)
+        return configs.run_config(device=device, preset=args.preset, **options)

@@ -1,0 +1,35 @@
+"""`ampbench sweep`: a user's script under every recipe and seed (`bench.jobs.sweep`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.faults import UsageError
+from bench.jobs import sweep
+from bench.measure import env
+from bench.publish import own_loop, render
+
+
+def run(args: argparse.Namespace) -> int:
+    script = list(args.script)
+    if script[:1] == ["--"]:
+        script = script[1:]
+    if not script:
+        raise UsageError("no script: give the command after --, e.g. -- python train.py")
+    device = env.device(args.device)
+    try:
+        cfg = sweep.SweepConfig(
+            script=tuple(script), modes=tuple(args.modes or sweep.default_modes(device)),
+            seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
+            workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
+            max_seeds=args.max_seeds,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    run_dir = sweep.run(cfg, results_dir=args.results_dir, tag=args.tag, command=args.command_line)
+    render.after_job(run_dir)
+    path = own_loop.write(run_dir)
+    print(path.read_text())
+    print(run_dir)
+    # 1 when a run failed (an unsupported recipe is an answer, not a failure), as `run` does.
+    return 1 if own_loop.failed_runs(run_dir) else 0
