@@ -11,7 +11,7 @@ from bench.commands.gates import gates, memory_tolerance
 from bench.commands.given import settings
 from bench.faults import UsageError
 from bench.jobs import ab as job
-from bench.publish import ab as report
+from bench.publish import ab
 
 REFUSED = ("--resume", "--force")
 """Run options that make no sense for a new comparison."""
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         device=_device(run_args.device),
         tag=args.tag,
     )
-    table, text = report.write(folder)
+    table, text = ab.write(folder)
     print(text)
     print(f"ampbench: wrote {folder / 'report.md'}", file=sys.stderr)
     print(folder)

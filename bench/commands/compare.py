@@ -10,7 +10,7 @@ from bench.commands.gates import gates, memory_tolerance
 from bench.faults import UsageError
 from bench.publish import compare
 from bench.store import results
-from bench.verdicts import defaults as stats
+from bench.verdicts import defaults
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
     tolerance = memory_tolerance(args)  # a bad criteria file: one line, before any reading
     settings = {
         "pair": pair,
-        "min_effect": stats.MIN_EFFECT if args.min_effect is None else args.min_effect,
-        "confidence": stats.CONFIDENCE if args.confidence is None else args.confidence,
+        "min_effect": defaults.MIN_EFFECT if args.min_effect is None else args.min_effect,
+        "confidence": defaults.CONFIDENCE if args.confidence is None else args.confidence,
     }
     table = compare.compare(
         run_a, run_b, statistic=args.statistic, memory_tolerance=tolerance, **settings

@@ -7,7 +7,7 @@ import sys
 
 from bench.commands.given import given, refuse_with_resume, settings
 from bench.faults import UsageError
-from bench.jobs import numerics as study
+from bench.jobs import numerics
 from bench.measure import env
 from bench.numerics.analysis import failures
 from bench.numerics.measure.config import NumericsConfig
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         extra = ("add_modes", "trace_every") if added else ("add_modes",)
         refuse_with_resume(args, ("resume", "force", "workers", "debug", *extra))
         trace_every = args.trace_every if added else None
-        run_dir = study.resume(
+        run_dir = numerics.resume(
             args.resume, workers=args.workers, force=args.force, add_modes=added,
             trace_every=trace_every,
         )  # fmt: skip
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             cfg = NumericsConfig.build(
                 device=env.device(args.device), options=options, workers=workers
             )
-        run_dir = study.start(
+        run_dir = numerics.start(
             cfg, results_dir=args.results_dir, tag=args.tag, command=args.command_line
         )
     render.after_job(run_dir)
