@@ -14,11 +14,11 @@
 #                                       and save it, rounds and all, under runs/pytest-benchmark
 #   ./run_bench.sh promote RUN_DIR      publish a run: copy it into results/ and index it
 #   ./run_bench.sh numerics [opts]      the numerics study: dtypes, underflow, convergence
-#   ./run_bench.sh quality [opts]       time to quality on real data: recipes against fp32 over
+#   ./run_bench.sh quality [opts]       time to quality on real data: modes against fp32 over
 #                                       seeds (docs/quality.md)
 #   ./run_bench.sh maxbatch [opts]      the largest batch each mode trains
 #   ./run_bench.sh sweep [opts] -- python train.py ARGS
-#                                       your own training script over recipes x seeds, judged
+#                                       your own training script over modes x seeds, judged
 #                                       (docs/own-loop.md; `recipes`, its old name, still runs it)
 #   ./run_bench.sh report RUN_DIR       re-render a folder's report.md (and its figures)
 #   ./run_bench.sh headline RUN_DIR     print a run's headline table

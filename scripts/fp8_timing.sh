@@ -3,7 +3,7 @@
 #   0. torchao: if it does not import and .whl/torchao-*.whl was carried along, install it into
 #      /tmp/site (no network, no dependencies: the image's torch stays) and put it on PYTHONPATH;
 #   1. an fp8 smoke: torchao's version, the GPU's compute capability, which Linears each float8
-#      recipe converts and why, three eager steps of each new mode, one _scaled_mm per scale
+#      mode converts and why, three eager steps of each new mode, one _scaled_mm per scale
 #      granularity (each in its own try: a failure is printed, the run goes on);
 #   2. the timing run: every mode, old and new, at batch 256, 1024, 4096, 8192, eager and
 #      compile, fused Adam, into results_new/. A case that fails is a row with its status; the run
@@ -35,10 +35,10 @@ import traceback
 
 import torch
 
-from bench.recipes import fp8
+from bench.modes import fp8
 from bench.workloads.registry import make_case
-from bench.recipes.plan import resolve
-from bench.recipes.step import build, train_step
+from bench.modes.plan import resolve
+from bench.modes.step import build, train_step
 
 print("torch", torch.__version__, "torchao", fp8.torchao_version(), "capability", fp8.capability("cuda"))
 for name in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):
@@ -60,7 +60,7 @@ for name in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):
         traceback.print_exc()
     torch.cuda.empty_cache()
 gen = torch.Generator(device="cuda").manual_seed(0)
-for g in fp8.RECIPES:
+for g in fp8.MODES_STUDIED:
     try:
         a, b, sa, sb = fp8.scaled_mm_operands(4096, g, "cuda", gen)
         out = fp8.scaled_mm(a, b, sa, sb)

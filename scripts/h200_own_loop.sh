@@ -30,14 +30,14 @@ log="$out/own_loop.log"
 step() { echo "== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; echo "== exit ${PIPESTATUS[0]}" | tee -a "$log"; }
 
 # (a) the probe on a real loop, then its overhead and the census's cost.
-step env AMPBENCH_RECIPE=bf16-amp timeout 120 "$PY" examples/own_loop/plain_loop.py \
+step env AMPBENCH_MODE=bf16-amp timeout 120 "$PY" examples/own_loop/plain_loop.py \
     --steps 600 --every 200 --eval-every 200 --out "$out/probe_run"
 step ./run_bench.sh report "$out/probe_run"
 step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 30 --window 60 --out "$out/overhead"
 step timeout 150 "$PY" examples/own_loop/overhead.py --rounds 30 --window 60 --time-every 10 \
     --out "$out/overhead-time-every-10"
 
-# (b) the driver on a transformers Trainer script: three recipes, three seeds.
+# (b) the driver on a transformers Trainer script: three modes, three seeds.
 script=(examples/own_loop/hf_trainer.py --steps 200 --eval-every 50 --eval-batches 10)
 if ! "$PY" -c 'import accelerate, transformers' 2>/dev/null; then
     echo "== accelerate or transformers is missing: the driver runs plain_loop.py instead" | tee -a "$log"

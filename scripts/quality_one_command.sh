@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole time-to-quality study in one command (docs/quality.md, "The study in one command"):
 # `./run_bench.sh quality ARGS` with the device's defaults (on a GPU: the nanoGPT Shakespeare
-# preset, its 7 recipes × seeds 0-2, 5000 steps at most, a run stopped 8 evaluations past its best,
+# preset, its 7 modes × seeds 0-2, 5000 steps at most, a run stopped 8 evaluations past its best,
 # runs packed side by side), its wall time logged from the command's start to its end, and the
 # study folder packed into OUT_DIR/<name>.tgz however the command ended; OUT_DIR/done marks the end
 # (a caller that started this detached polls for it).

@@ -40,7 +40,7 @@ def verdict(group: pd.DataFrame) -> str:
 
 
 def named(word: str) -> set[str]:
-    """The recipes or variants a verdict names, alone or tied."""
+    """The modes or variants a verdict names, alone or tied."""
     return set(word.split(": ", 1)[-1].split(", "))
 
 

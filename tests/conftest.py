@@ -18,9 +18,9 @@ from bench import quiet
 from bench.cases import case as case_module
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.recipes.catalog import OPTIMIZERS
-from bench.recipes.modes import MODES
-from bench.recipes.plan import Plan, resolve
+from bench.modes.catalog import OPTIMIZERS
+from bench.modes.mode import MODES
+from bench.modes.plan import Plan, resolve
 from bench.workloads import cards
 from bench.workloads.cards import MLP as mlp_card
 from bench.workloads.mlp import PRESETS

@@ -6,8 +6,8 @@ import pytest
 
 from bench.measure import adaptive, runner, timing
 from bench.measure.adaptive import StopRule
+from bench.modes.plan import resolve
 from bench.publish import method, report
-from bench.recipes.plan import resolve
 from tests.conftest import tiny_case
 from tests.test_timing import FakeClock
 

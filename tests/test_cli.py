@@ -552,8 +552,8 @@ def test_the_parsers_choices_are_the_tables():
     """Each option takes every row of its table, read from the table itself (a mode run only when
     asked for too), and `--format`'s choices are the formats table's keys."""
     from bench.cases import axes
+    from bench.modes import catalog
     from bench.publish import formats
-    from bench.recipes import catalog
 
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     fmt = next(a for a in sub.choices["export"]._actions if a.dest == "format")
@@ -673,14 +673,14 @@ def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeyp
 
 def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
     from bench.jobs.configs import run_config
-    from bench.recipes.catalog import default_modes
+    from bench.modes.catalog import default_modes
 
     cfg = run_config(device="cpu", preset=None, full=True)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out
     assert "CUDA GPU" in cfg.left_out["fp8-rowwise"]
     assert set(cfg.modes) | set(cfg.left_out) == set(default_modes()) and "fp32" in cfg.modes
     assert not set(cfg.modes) & set(cfg.left_out)
-    # The default grid leaves the recipes of the full grid out altogether.
+    # The default grid leaves the modes of the full grid out altogether.
     quick = run_config(device="cpu", preset=None)
     assert set(quick.modes) | set(quick.left_out) == set(default_modes(full=False))
     assert "fp8-rowwise" not in quick.left_out and "fp8-tensorwise" in quick.left_out

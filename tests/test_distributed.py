@@ -20,8 +20,8 @@ from bench.execution.parallel import collective_bytes
 from bench.faults import UsageError
 from bench.measure.ranks import merge
 from bench.measure.roofline import comm_floor_columns
+from bench.modes.mode import MODES
 from bench.publish import readme, tables
-from bench.recipes.modes import MODES
 from bench.store import results
 from bench.workloads import gpt
 from tests.conftest import tiny_case

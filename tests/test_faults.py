@@ -18,13 +18,13 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
+from bench.modes.plan import modes_of, resolve
 from bench.numerics.analysis import failures
 from bench.numerics.measure import audit, tables, training
 from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render import report
 from bench.publish import render
 from bench.publish import report as timing_report
-from bench.recipes.plan import recipes, resolve
 from bench.store import errors, results
 from tests.conftest import tiny_case
 from tests.studies import start_study
@@ -224,7 +224,7 @@ def test_a_study_that_failed_nowhere_has_no_failures(tmp_path):
 
 
 def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path):
-    # The census compares the recipes with their own models (bf16-pure) at each checkpoint.
+    # The census compares the modes with their own models (bf16-pure) at each checkpoint.
     real = training._with_weights
 
     def with_weights(plan, s):
@@ -235,7 +235,7 @@ def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path
     monkeypatch.setattr(training, "_with_weights", with_weights)
     out = training.census_trajectory(
         resolve(tiny_case(mode="fp16-amp", optimizer="fused")),
-        recipes(training.CENSUS_RECIPES), noise=2.0, checkpoints=(0, 1), histogram=False,
+        modes_of(training.CENSUS_ALL), noise=2.0, checkpoints=(0, 1), histogram=False,
     )  # fmt: skip
     assert [r["error"] for r in out["failed"]] == [
         "step 0: RuntimeError: no bf16 copy",

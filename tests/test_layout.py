@@ -25,7 +25,7 @@ ORDER = [
     "verdicts",
     "data",
     "workloads",
-    "recipes",
+    "modes",
     "execution",
     "measure",
     "numerics",
@@ -46,25 +46,25 @@ imports the chosen action by name (`test_the_command_line_only_parses`)."""
 ALLOWED_UP = {
     # The torch-free mode table is data every layer reads, the store's loader included (the
     # speedup columns divide by the modes whose card says so).
-    ("store", "recipes.catalog"),
+    ("store", "modes.catalog"),
     # The store's migration names an old row's sizes as the workload's card does.
     ("store", "workloads.cards"),
-    ("cases", "recipes.catalog"),
+    ("cases", "modes.catalog"),
     # So is the workloads' torch-free table: a case is checked against the presets the
     # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
     ("cases", "workloads.cards"),
-    ("verdicts", "recipes.catalog"),
+    ("verdicts", "modes.catalog"),
     # The study's report formats its cells as every report does (its measuring may not:
     # `test_the_study_imports_only_downwards`) ...
     ("numerics.render", "publish.tables"),
     # ... and writes its figures as every figure is written (a PNG of 256 colours).
     ("numerics.render", "publish.figures"),
     # No upward import inside a function is listed: a case is checked against the torch-free
-    # tables, and what needs a registry is resolved above it (`bench.recipes.plan.resolve`,
+    # tables, and what needs a registry is resolved above it (`bench.modes.plan.resolve`,
     # which every job and the numerics study's workers import downwards).
 }
 
-VERDICTS_IMPORT = {"store", "recipes.catalog"}
+VERDICTS_IMPORT = {"store", "modes.catalog"}
 """What a verdict may import of bench, at any depth: the folders and the torch-free mode table."""
 
 COMMANDS = {
@@ -178,7 +178,7 @@ def test_measuring_never_imports_publishing():
     """At any depth of a function, too: jobs write folders, publishing reads them."""
     wrong = []
     for module, path in _modules().items():
-        if _package(module) not in ("measure", "jobs", "execution", "recipes", "workloads"):
+        if _package(module) not in ("measure", "jobs", "execution", "modes", "workloads"):
             continue
         for target in _imports(path):
             if _package(target) in ("publish", "cli") or _numerics(target) == "render":

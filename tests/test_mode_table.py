@@ -8,13 +8,13 @@ import torch
 
 from bench.jobs import quality as quality_job
 from bench.measure.runner import run_case
+from bench.modes import catalog
+from bench.modes.catalog import ModeCard
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
 from bench.numerics.measure import jobs as numerics_jobs
 from bench.quality import train as quality
 from bench.quality.config import QualityConfig
-from bench.recipes import catalog
-from bench.recipes.catalog import ModeCard
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
 from tests.conftest import tiny_case
 
 PINNED = {
@@ -71,8 +71,8 @@ def test_each_mode_sets_its_switches_and_restores_them(name):
         ({"kind": "cast", "low_dtype": "float16", "scale_loss": True}, "cannot unscale float16"),
         ({"kind": "autocast"}, "needs low_dtype"),
         ({"kind": "float32", "low_dtype": "bfloat16"}, "runs no low dtype"),
-        ({"kind": "float8", "low_dtype": "float8"}, "fp8_recipe"),
-        ({"kind": "autocast", "low_dtype": "float16", "fp8_recipe": "rowwise"}, "fp8_recipe"),
+        ({"kind": "float8", "low_dtype": "float8"}, "fp8_scaling"),
+        ({"kind": "autocast", "low_dtype": "float16", "fp8_scaling": "rowwise"}, "fp8_scaling"),
         (
             {"kind": "autocast", "low_dtype": "bfloat16", "stochastic_round": True},
             "stochastic_round",

@@ -13,11 +13,11 @@ import torch
 from torch import nn
 
 from bench.cli.main import main
+from bench.modes import fp8
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
+from bench.modes.step import build, train_step
 from bench.numerics.measure import tables
-from bench.recipes import fp8
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
-from bench.recipes.step import build, train_step
 from bench.store import results
 from bench.workloads import heads, outputs, structure
 from bench.workloads.base import from_model
@@ -141,7 +141,7 @@ def test_float8_prepares_a_model_of_no_size_and_names_what_it_converts(monkeypat
     assert plan["lm_head"].startswith("kept: ") and "tied" in plan["lm_head"]
     assert set(plan) == {"blocks.0.fc", "blocks.1.fc", "lm_head"}
     seen = {}
-    monkeypatch.setattr(fp8, "convert", lambda m, w, size, recipe: seen.setdefault("m", m))
+    monkeypatch.setattr(fp8, "convert", lambda m, w, size, mode: seen.setdefault("m", m))
     model = MODES["fp8-tensorwise"].prepare(own_models.TiedLM(), workload, None)  # no ValueError
     assert seen["m"] is model
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bench.recipes.modes import MODES, tf32_enabled, tf32_flags
+from bench.modes.mode import MODES, tf32_enabled, tf32_flags
 
 
 def test_mode_table_matches_the_design():

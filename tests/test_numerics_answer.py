@@ -125,7 +125,7 @@ def test_the_dtypes_answer_leaves_out_what_the_audit_did_not_observe():
     assert "The claim that the loss is float16 is not borne out (it is float32); the" in text
 
 
-def test_the_dtypes_answer_without_an_audit_of_the_recipe_is_one_line():
+def test_the_dtypes_answer_without_an_audit_of_the_mode_is_one_line():
     t = _tables({1024: 0.0}, 0.1)
     t["audit"] = t["audit"].iloc[:0]
     t["audit_json"]["unsupported"] = {"fp16-amp": "failed: RuntimeError: no hooks"}
@@ -268,8 +268,8 @@ def test_summary_of_no_runs_is_empty_with_its_columns():
     assert out.empty and list(out.columns) == list(tables.TABLES["summary"].columns)
 
 
-def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
-    from bench.numerics.render.sentences.recipes import recipe_census_sentences
+def test_the_mode_census_sentence_quotes_each_mode_beside_bf16_amp():
+    from bench.numerics.render.sentences.beyond import beyond_census_sentences
 
     rows = []
     modes = (("bf16-amp", 0.01), ("bf16-pure", 0.01), ("fp8-rowwise", 0.05))
@@ -286,21 +286,21 @@ def test_the_recipe_census_sentence_quotes_each_recipe_beside_bf16_amp():
                     }
                 )
     rows.append({"batch_size": 64, "mode": "fp32", "step": 0, "kind": "param_grad", "rel_err": 9})
-    (text,) = recipe_census_sentences(pd.DataFrame(rows))
+    (text,) = beyond_census_sentences(pd.DataFrame(rows))
     assert (
         "`bf16-pure` at batch 64: step 0: 0.01 / 0.02, step 100: 1.01 / 2.02 (equal to bf16-amp's "
         "within 2%);" in text
     )
     assert (
         "`fp8-tensorwise` at batch 64: step 0: 0.01 / 0.02, step 100: 1.01 / 2.02 (equal to "
-        "bf16-amp's within 2%, as when the recipe converts no Linear of the model)" in text
+        "bf16-amp's within 2%, as when the mode converts no Linear of the model)" in text
     )
     assert "`fp8-rowwise` at batch 64: step 0: 0.05 / 0.1, step 100: 5.05 / 10.1;" in text
     assert text.endswith("bf16-amp at batch 64: step 0: 0.01 / 0.02, step 100: 1.01 / 2.02.")
-    assert recipe_census_sentences(pd.DataFrame(rows[:4])) == []  # bf16-amp alone: no recipe
-    # A recipe whose rows hold no activation or produced gradient: no sentence, not an empty one.
+    assert beyond_census_sentences(pd.DataFrame(rows[:4])) == []  # bf16-amp alone: no mode
+    # A mode whose rows hold no activation or produced gradient: no sentence, not an empty one.
     only_param = [*rows[:4], {**rows[-1], "mode": "fp8-rowwise"}]
-    assert recipe_census_sentences(pd.DataFrame(only_param)) == []
+    assert beyond_census_sentences(pd.DataFrame(only_param)) == []
 
 
 def test_bf16_error_as_large_as_the_gradient_is_not_read_as_mantissa_bits():

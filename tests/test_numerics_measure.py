@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from bench.faults import TRACEBACK_TEXT
+from bench.modes.plan import modes_of
 from bench.numerics.measure import jobs, tables, training
 from bench.numerics.measure.audit import audit_mode, error_paths
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
-from bench.recipes.plan import recipes
 from tests.conftest import tiny_case, tiny_plan
 
 OBSERVED = ("fc1", "relu", "fc2", "fc3")
@@ -62,7 +62,7 @@ def test_dtype_audit_fp32_has_no_casts():
 
 
 def test_error_paths_record_the_outcome():
-    rows = {(r["param_dtype"], r["optimizer"]): r for r in error_paths(tiny_plan(), recipes())}
+    rows = {(r["param_dtype"], r["optimizer"]): r for r in error_paths(tiny_plan(), modes_of())}
     fp16 = rows[("float16", "foreach")]
     assert (fp16["outcome"], fp16["exception"]) == ("raised", "ValueError")
     assert fp16["message"] == "Attempting to unscale FP16 gradients."
@@ -104,7 +104,7 @@ def test_histogram_bins_on_known_values():
 def test_census_trajectory_rows_say_what_they_are():
     out = training.census_trajectory(
         tiny_plan(mode="fp16-amp", optimizer="fused"),
-        recipes(training.CENSUS_RECIPES),
+        modes_of(training.CENSUS_ALL),
         noise=2.0,
         checkpoints=(0, 2),
         histogram=True,
@@ -131,7 +131,7 @@ def test_census_trajectory_rows_say_what_they_are():
     assert {r["module"] for r in out["fp16_fate"]} == {tables.POOLED, *OBSERVED}
     with pytest.raises(ValueError, match="'fp32'"):
         training.census_trajectory(
-            tiny_plan(), recipes(training.CENSUS_RECIPES), noise=2.0, checkpoints=(0,),
+            tiny_plan(), modes_of(training.CENSUS_ALL), noise=2.0, checkpoints=(0,),
             histogram=False,
         )  # fmt: skip
 

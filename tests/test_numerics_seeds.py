@@ -9,9 +9,9 @@ from bench.numerics.analysis import runs as analysis
 from bench.numerics.analysis import summary as run_summary
 from bench.numerics.measure import tables
 from bench.numerics.render.markdown import chain_text
-from bench.numerics.render.sections.recipes import update_underflow_table
+from bench.numerics.render.sections.beyond import update_underflow_table
+from bench.numerics.render.sentences import beyond
 from bench.numerics.render.sentences import divergence as answer_divergence
-from bench.numerics.render.sentences import recipes as answer_recipes
 from bench.publish import report
 from bench.store import results
 from tests.stored import small_grid, write_run
@@ -103,7 +103,7 @@ def test_the_update_underflow_table_folds_blocks_and_puts_steps_in_columns():
 
 def test_the_answer_names_the_parameters_pure_bf16_left_frozen():
     census = pd.DataFrame(columns=list(tables.TABLES["census"].columns))
-    (text,) = answer_recipes.update_underflow_sentences(_traces(), census)
+    (text,) = beyond.update_underflow_sentences(_traces(), census)
     assert "(frozen, in effect): `bf16-pure` at batch 2: blocks.*.ln1.weight." in text
 
 

@@ -1,5 +1,5 @@
 """One train step: the timing harness, the quality study and the numerics study all run
-`bench.recipes.step`'s, each with its named options; the options do what they say."""
+`bench.modes.step`'s, each with its named options; the options do what they say."""
 
 import dataclasses
 
@@ -9,13 +9,13 @@ import torch
 
 from bench.jobs import quality
 from bench.measure import runner
+from bench.modes import step
+from bench.modes.plan import HARNESS, StepOptions, modes_of, resolve
+from bench.modes.step import build, train_step
 from bench.numerics.measure import audit, training
 from bench.numerics.render.sections.training import _step_note
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
-from bench.recipes import step
-from bench.recipes.plan import HARNESS, StepOptions, recipes, resolve
-from bench.recipes.step import build, train_step
 from tests.conftest import tiny_case
 
 
@@ -138,7 +138,7 @@ def test_the_observer_sees_each_phase_end_between_the_phases():
 
 def test_the_numerics_audit_runs_the_one_step(calls):
     audit.audit_mode(resolve(tiny_case(mode="fp16-amp")))
-    paths = audit.error_paths(resolve(tiny_case()), recipes())
+    paths = audit.error_paths(resolve(tiny_case()), modes_of())
     assert calls == [HARNESS] * (1 + len(audit.ERROR_PATHS))
     assert [r["raised_in"] for r in paths if r["outcome"] == "raised"] == ["scaler.step(optimizer)"]
     out = training.convergence(

@@ -19,7 +19,7 @@ IN, HIDDEN, OUT, BATCH = 32, 64, 10, 16
 
 @pytest.fixture(autouse=True)
 def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (contract.RECIPE, contract.SEED, contract.OUT):
+    for name in (contract.MODE, contract.OLD_MODE, contract.SEED, contract.OUT):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -200,7 +200,7 @@ def test_bad_input_is_one_line_and_keeps_what_was_measured(tmp_path, monkeypatch
         bench.probe(model, optimizer, out=tmp_path / "full")
     # fp16 with GradScaler asked for, and no scaler given: the first forward says so; the steps
     # before were measured and stay in the folder.
-    monkeypatch.setenv(contract.RECIPE, "fp16-amp")
+    monkeypatch.setenv(contract.MODE, "fp16-amp")
     probe = bench.probe(model, optimizer, out=tmp_path / "run")
     with pytest.raises(ValueError, match=r"fp16-amp scales the loss.*pass scaler="):
         train(probe, model, optimizer, 1)
@@ -227,8 +227,8 @@ def test_a_run_s_settings_name_its_mode(autocast, scaler, tf32, params, mode):
     assert settings.mode() == mode
 
 
-def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
-    monkeypatch.setenv(contract.RECIPE, "bf16-amp")
+def test_the_mode_helpers_apply_the_driver_s_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv(contract.MODE, "bf16-amp")
     model, optimizer = mlp()
     probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
     assert not probe.scaler().is_enabled()  # bf16 needs no loss scale
@@ -241,7 +241,7 @@ def test_the_recipe_helpers_apply_the_driver_s_recipe(tmp_path, monkeypatch):
     probe.close()
     (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
     assert row["mode"] == "bf16-amp" and row["autocast_dtype"] == "bfloat16"
-    monkeypatch.setenv(contract.RECIPE, "bf16-pure")
+    monkeypatch.setenv(contract.MODE, "bf16-pure")
     other = bench.probe(model, optimizer, out=tmp_path / "two")
     with pytest.raises(ValueError, match="bf16-pure changes the model"):
         other.autocast()
@@ -258,3 +258,11 @@ def test_an_old_own_loop_row_with_freed_gradients_reads_as_not_measured(tmp_path
     path.write_text(json.dumps({**row, "grad_gib": 0.0}) + "\n")  # as rows were written before
     df = bench.load(tmp_path / "run")
     assert df["grad_gib"].isna().all() and df["model_state_gib"].isna().all()
+
+
+def test_the_old_name_of_the_mode_variable_still_asks(monkeypatch):
+    monkeypatch.delenv(contract.MODE, raising=False)
+    monkeypatch.setenv(contract.OLD_MODE, "bf16-amp")
+    assert contract.asked() == "bf16-amp"
+    monkeypatch.setenv(contract.MODE, "fp32")  # the new name wins where both are set
+    assert contract.asked() == "fp32"

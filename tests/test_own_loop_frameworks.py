@@ -28,11 +28,11 @@ def metrics(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_a_transformers_trainer_run_under_the_driver_s_bf16_recipe(tmp_path, monkeypatch):
+def test_a_transformers_trainer_run_under_the_driver_s_bf16_mode(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
     out = tmp_path / "run"
-    monkeypatch.setenv(contract.RECIPE, "bf16-amp")  # as `ampbench sweep` sets it
+    monkeypatch.setenv(contract.MODE, "bf16-amp")  # as `ampbench sweep` sets it
     monkeypatch.setenv(contract.SEED, "1")
     monkeypatch.setenv(contract.OUT, str(out))
     run_example(
@@ -42,7 +42,7 @@ def test_a_transformers_trainer_run_under_the_driver_s_bf16_recipe(tmp_path, mon
         monkeypatch,
     )  # fmt: skip
     (row,) = results.read_rows(out / results.ROWS)
-    # The recipe the run shows: the Trainer's bf16=True put its forward under bf16 autocast.
+    # The mode the run shows: the Trainer's bf16=True put its forward under bf16 autocast.
     assert row["mode"] == "bf16-amp" and row["autocast_dtype"] == "bfloat16"
     assert row["model"] == "own:GPT2LMHeadModel" and row["seed"] == 1
     assert row["status"] == "ok" and row["probe_steps"] == 6 and row["optimizer_steps"] == 6
@@ -52,22 +52,22 @@ def test_a_transformers_trainer_run_under_the_driver_s_bf16_recipe(tmp_path, mon
     assert {m["step"] for m in metrics(out) if m["name"] == "eval_loss"} >= {0, 3, 6}
 
 
-def test_the_trainer_callback_refuses_arguments_that_miss_the_recipe(tmp_path, monkeypatch):
+def test_the_trainer_callback_refuses_arguments_that_miss_the_mode(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     from bench.ownloop.hf import precision_args
 
-    monkeypatch.setenv(contract.RECIPE, "fp16-amp-noscale")
+    monkeypatch.setenv(contract.MODE, "fp16-amp-noscale")
     with pytest.raises(ValueError, match="no switch for fp16 without one"):
         precision_args()
-    monkeypatch.setenv(contract.RECIPE, "tf32")
+    monkeypatch.setenv(contract.MODE, "tf32")
     assert precision_args() == {"fp16": False, "bf16": False, "tf32": True}
-    monkeypatch.delenv(contract.RECIPE)
+    monkeypatch.delenv(contract.MODE)
     assert precision_args() == {}
 
 
 def test_a_lightning_trainer_run(tmp_path, monkeypatch):
     pytest.importorskip("pytorch_lightning")
-    for name in (contract.RECIPE, contract.SEED, contract.OUT):
+    for name in (contract.MODE, contract.SEED, contract.OUT):
         monkeypatch.delenv(name, raising=False)
     out = tmp_path / "run"
     run_example(

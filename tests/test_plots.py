@@ -11,9 +11,9 @@ import matplotlib.image
 import pandas as pd
 import pytest
 
+from bench.modes import catalog
 from bench.numerics.render import plots as numerics_plots
 from bench.publish import plots, report
-from bench.recipes import catalog
 from bench.store import results
 from tests.stored import small_grid, timing_row, write_run
 

@@ -19,9 +19,9 @@ from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.cli.main import main
 from bench.jobs import configs
+from bench.modes.plan import resolve
+from bench.modes.step import build, train_step
 from bench.numerics.measure import tables
-from bench.recipes.plan import resolve
-from bench.recipes.step import build, train_step
 from bench.store import results
 from bench.workloads import cards, heads, mlp, registry
 from bench.workloads.base import Workload, from_model
@@ -278,7 +278,7 @@ def test_the_architecture_docs_worked_example_trains(monkeypatch):
 
 
 def test_the_plugins_structure_is_found_in_its_module_tree():
-    from bench.recipes import fp8
+    from bench.modes import fp8
 
     plug, size = registry.get(SPEC), PRESETS["small"]
     assert plug.linears_of(size) == {"inp": (12, 16), "out": (16, 7)}

@@ -77,7 +77,7 @@ def test_the_shakespeare_preset_is_nanogpts_model_sized_to_the_text():
     assert fitted.size.dropout == 0.2 and model.training
 
 
-def test_same_weights_and_batches_for_every_recipe_of_a_seed():
+def test_same_weights_and_batches_for_every_mode_of_a_seed():
     cfg = QualityConfig.build("cpu", {**TINY, "modes": ("fp32", "bf16-amp")})
     a, b = Run(cfg, resolve(cfg, "fp32"), 1), Run(cfg, resolve(cfg, "bf16-amp"), 1)
     for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
@@ -108,7 +108,7 @@ def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys, monkeypatch):
     t = tables.load(run_dir)
     assert len(t["runs"]) == 12 and set(t["runs"]["status"]) == {"ok"}
     # A seed added later: at another commit it is refused (a study is one commit); at the
-    # study's own, every recipe trains it, and each run's row names the commit it trained at.
+    # study's own, every mode trains it, and each run's row names the commit it trained at.
     trained_at = set(t["runs"]["commit"])
     monkeypatch.setenv("AMPBENCH_GIT_COMMIT", "abcdef0123456789")
     monkeypatch.setenv("AMPBENCH_GIT_DIRTY", "0")
@@ -125,7 +125,7 @@ def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys, monkeypatch):
     assert set(t["checks"]["mode"]) == {"fp16-amp"}
     assert set(t["timing"]["mode"]) == {"fp32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"}
     report = (run_dir / "report.md").read_text()
-    # Four steps learn nothing: no target, and no recipe judged.
+    # Four steps learn nothing: no target, and no mode judged.
     assert "**Target**: none: fp32 did not learn" in report
     assert "trains like fp32 (" not in report
     assert (run_dir / "curves.png").is_file()
@@ -177,7 +177,7 @@ def test_settings_are_checked_before_any_folder(tmp_path, capsys):
     assert not any(Path(tmp_path).iterdir())
 
 
-def test_a_recipe_with_a_seed_short_of_the_target_is_named_not_ranked():
+def test_a_mode_with_a_seed_short_of_the_target_is_named_not_ranked():
     # tf32 trains like fp32 but one seed missed the target (fp32's worst seed's best): it has no
     # time to the target, and the fastest sentence must not read as if fp16-amp beat it.
     from bench.publish import quality as page
@@ -221,4 +221,4 @@ def test_fp32_alone_at_the_target_ranks_nothing():
          "tables": {"timing": timing}, "reached": reached}  # fmt: skip
     (line,) = [x for x in page._verdict_lines(s) if "Fastest" in x]
     assert line.startswith("- **Fastest to the target**: not known: fp32 alone")
-    assert "among the recipes that train like fp32: fp32" not in line
+    assert "among the modes that train like fp32: fp32" not in line

@@ -1,4 +1,4 @@
-"""A sequential quality study on the CPU: seeds added in looks to the recipes still undecided,
+"""A sequential quality study on the CPU: seeds added in looks to the modes still undecided,
 the device-time budget that stops it and `--resume` that goes on, a study kept to one commit,
 and `--replicate`'s agreement rule. The verdicts that drive the looks are injected (the rule
 itself is tested in test_verdicts_sequential.py): four CPU steps learn nothing to judge."""
@@ -25,7 +25,7 @@ def verdict(word: str) -> rules.Verdict:
 
 
 def injected(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
-    """Each recipe decided ("trains like fp32") from the look at `decide_at[mode]` seeds,
+    """Each mode decided ("trains like fp32") from the look at `decide_at[mode]` seeds,
     across the margin before; returns the looks the job asked about."""
     asked = []
 
@@ -50,7 +50,7 @@ def seeds_of(run_dir) -> dict[str, set[int]]:
     return {m: set(g["seed"]) for m, g in runs.groupby("mode")}
 
 
-def test_seeds_are_added_in_looks_to_the_undecided_recipes_only(tmp_path, monkeypatch, commit):
+def test_seeds_are_added_in_looks_to_the_undecided_modes_only(tmp_path, monkeypatch, commit):
     asked = injected(monkeypatch, {"fp16-amp": 3, "bf16-amp": 5})
     argv = ["quality", "--device", "cpu", "--results-dir", str(tmp_path), "--modes",
             "fp32,fp16-amp,bf16-amp", "--max-seeds", "6", *TINY]  # fmt: skip
@@ -64,7 +64,7 @@ def test_seeds_are_added_in_looks_to_the_undecided_recipes_only(tmp_path, monkey
     assert "**Looks**: at 3, 4, 5 seeds of a cap of 6" in (run_dir / "report.md").read_text()
 
 
-def test_a_recipe_undecided_at_the_cap_stops_there(tmp_path, monkeypatch, commit):
+def test_a_mode_undecided_at_the_cap_stops_there(tmp_path, monkeypatch, commit):
     injected(monkeypatch, {"bf16-amp": 99})
     argv = ["quality", "--device", "cpu", "--results-dir", str(tmp_path), "--modes",
             "fp32,bf16-amp", "--max-seeds", "4", *TINY]  # fmt: skip
@@ -145,7 +145,7 @@ def test_replicates_contradict_only_where_both_cannot_be_true(a, b, said):
 def test_a_replication_table_leaves_out_fp32_and_refuses_a_foreign_word():
     rows = replication.table({"fp32": rules.LIKE, "tf32": rules.LIKE, "fp8": rules.WORSE},
                              {"fp32": rules.LIKE, "tf32": rules.WITHIN_WORSE})  # fmt: skip
-    assert rows == [{"recipe": "tf32", "first": rules.LIKE, "second": rules.WITHIN_WORSE,
+    assert rows == [{"mode": "tf32", "first": rules.LIKE, "second": rules.WITHIN_WORSE,
                      "agreement": replication.AGREE}]  # fmt: skip
     with pytest.raises(ValueError, match="'fastest'"):
         replication.compare("fastest", rules.LIKE)

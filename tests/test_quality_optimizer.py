@@ -3,7 +3,7 @@ study's beta2) with its two groups, weight decay on the parameters of two or mor
 none on the others.
 
 Bit for bit against the optimizer `bench/quality/train.py` built by hand before its state came
-from `bench.recipes.step.build` (written out here, `_nanogpt_adamw`), in one process. The
+from `bench.modes.step.build` (written out here, `_nanogpt_adamw`), in one process. The
 expected values were recorded by running this test's code on that earlier commit; they are
 compared within a tolerance, as torch's CPU reductions order their sums by the process's
 threads and instruction set (seen between 1 and 2 threads: up to 3e-7 relative for fp16-amp)."""
@@ -13,9 +13,9 @@ import torch
 
 from bench.cases import grid
 from bench.jobs.quality import resolve
+from bench.modes.mode import MODES
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run
-from bench.recipes.modes import MODES
 
 TINY = {"steps": 4, "eval_every": 2, "batch_size": 2, "heldout_limit": 4, "warmup": 1}
 """tests/test_quality.py's tiny study."""

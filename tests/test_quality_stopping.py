@@ -51,7 +51,7 @@ def test_a_stopped_run_is_the_whole_runs_prefix_with_the_same_best():
     assert max(c["step"] for c in short["checks"]) == run["steps"]
 
 
-def test_runs_pack_by_cores_and_the_largest_recipes_memory(monkeypatch):
+def test_runs_pack_by_cores_and_the_largest_modes_memory(monkeypatch):
     cfg = QualityConfig.build("cpu", {})
     timing = pd.DataFrame(
         {"mode": ["fp32", "bf16-amp", "fp8-tensorwise"], "status": ["ok", "ok", "unsupported"],

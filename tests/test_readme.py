@@ -82,7 +82,7 @@ def test_a_readme_brings_the_docs_pages_beside_it(project, capsys):
     docs = project / "docs"
     docs.mkdir()
     (docs / "page.md").write_text(
-        "# Page\n\n<!-- ampbench:recipes ../results/run1 -->\n<!-- /ampbench:recipes -->\n"
+        "# Page\n\n<!-- ampbench:fastest ../results/run1 -->\n<!-- /ampbench:fastest -->\n"
     )
     (docs / "plain.md").write_text("# No blocks\n")
     readme.update(project / "README.md")
@@ -90,7 +90,7 @@ def test_a_readme_brings_the_docs_pages_beside_it(project, capsys):
     assert "From [`run1`](../results/run1):" in page and "| bf16-amp (eager)" in page
     (docs / "page.md").write_text(page.replace("bf16-amp (eager)", "fp32 (eager)"))
     stale = readme.update(project / "README.md", check=True)
-    assert [b.label for b in stale] == ["docs/page.md line 3: ampbench:recipes ../results/run1"]
+    assert [b.label for b in stale] == ["docs/page.md line 3: ampbench:fastest ../results/run1"]
     assert main(["readme", "--check", "--file", str(project / "README.md")]) == 1
     assert "docs/page.md line 3" in capsys.readouterr().err
     # A page given alone is filled alone, and a README's bad page changes no file.
@@ -144,9 +144,9 @@ def test_a_figure_follows_its_block_folder(project):
     )
 
 
-def test_the_recipes_table_names_the_fastest_mode_per_batch_size(tmp_path):
+def test_the_modes_table_names_the_fastest_mode_per_batch_size(tmp_path):
     write_run(tmp_path / "results" / "run1", small_grid())
-    block = "<!-- ampbench:recipes results/run1 -->\n<!-- /ampbench:recipes -->"
+    block = "<!-- ampbench:fastest results/run1 -->\n<!-- /ampbench:fastest -->"
     text, _ = readme.regenerate(block, tmp_path)
     df = results.load(tmp_path / "results" / "run1")
     ok = df[(df["status"] == "ok") & (df["optimizer"] == "fused")]
@@ -398,7 +398,7 @@ def test_one_run_says_no_sign_inside_what_two_runs_differ_by():
     assert tied.verdict == timing.TIED and (tied.lo, tied.hi) == (9.5 / 11.0, 12.0 / 9.0)
 
 
-def test_recipes_two_ms_apart_inside_each_others_noise_are_tied_not_ranked():
+def test_modes_two_ms_apart_inside_each_others_noise_are_tied_not_ranked():
     # Medians 20 and 22 ms, IQRs of 3 and 9 ms: the old rule named bf16-pure the fastest.
     ok = pd.DataFrame(
         [
@@ -510,7 +510,7 @@ def test_the_float8_line_says_where_float8_pays_and_leaves_out_what_converts_not
             {"mode": "bf16-amp", "batch_size": 8, "variant": "compile", "total_ms": 20.0},
             {"mode": "fp8-tensorwise", "batch_size": 8, "variant": "compile", "total_ms": 40.0}
             | {"fp8_linears": "a converted; b kept: too small for tensorwise (in 768 ≤ 4096)"},
-            # An older folder's ok row of a recipe that converted nothing: the old rule set its
+            # An older folder's ok row of a mode that converted nothing: the old rule set its
             # bf16 autocast step against bf16 autocast (1.053×).
             {"mode": "fp8-rowwise", "batch_size": 8, "variant": "eager", "total_ms": 19.0}
             | {"fp8_linears": "a kept: too small for rowwise (in 768 ≤ 1024); head kept: x"},

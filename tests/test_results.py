@@ -251,7 +251,7 @@ def test_float8_is_set_against_the_headline_mode_at_each_ones_fastest_variant():
         "fp8-tensorwise 1.333× (compile, 6.000 ms); fp8-rowwise 0.8000× (eager, 10.00 ms). "
         "Below 1×, fp8-rowwise does not pay here."
     )
-    # Where every recipe is faster, the line does not say that float8 does not pay.
+    # Where every mode is faster, the line does not say that float8 does not pay.
     faster = df.assign(total_ms=df["total_ms"].where(df["mode"] != "fp8-rowwise", 7.0))
     line = next(x for x in findings.findings(faster, "fused") if "float8" in x)
     assert line.endswith("fp8-rowwise 1.143× (eager, 7.000 ms).") and "pay" not in line
@@ -284,7 +284,7 @@ def test_a_long_float8_list_is_counted_in_the_report_and_kept_whole_in_the_rows(
     assert results.load(run)["fp8_linears"].iloc[0] == listed
 
 
-def test_a_report_names_every_recipe_tied_within_noise_and_no_float8_that_converted_nothing():
+def test_a_report_names_every_mode_tied_within_noise_and_no_float8_that_converted_nothing():
     from bench.publish import findings, variants
 
     rows = [
@@ -309,7 +309,7 @@ def test_a_report_names_every_recipe_tied_within_noise_and_no_float8_that_conver
         "20.00 ms) and bf16-amp (eager, 22.00 ms)."
     )
     assert "- fp8-rowwise converts no Linear of this model: unsupported." in found
-    table = variants.fastest_recipe_table(df)
+    table = variants.fastest_table(df)
     assert "| tied: bf16-pure (compile), bf16-amp (eager) |" in table
     assert "fp8-rowwise" not in table and "fp32 (eager), 80 ms" in table  # the runner-up
     headline = report.headline(df.assign(variant="eager"), batch_size=64)

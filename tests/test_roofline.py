@@ -65,7 +65,7 @@ def test_each_phase_floor_is_its_own_work_over_each_linears_ceiling():
     # Tiny at B=4, matmul FLOPs per Linear (fc1 32->64, fc2 64->64, fc3 64->10):
     #   forward  2*B*in*out:           16384, 32768,  5120  (54272)
     #   backward input + weight grads: 16384, 65536, 10240  (92160; fc1 has no input grad)
-    # at 1, 2 and 4 TFLOP/s (fc2 and fc3 at ceilings of their own, as a float8 recipe's
+    # at 1, 2 and 4 TFLOP/s (fc2 and fc3 at ceilings of their own, as a float8 mode's
     # converted Linears are):
     #   forward  16384/1 + 32768/2 +  5120/4 = 34048 -> 34048e-12 s = 3.4048e-5 ms
     #   backward 16384/1 + 65536/2 + 10240/4 = 51712 ->               5.1712e-5 ms

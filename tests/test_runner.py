@@ -10,7 +10,7 @@ from bench.execution import variants
 from bench.jobs.suite import run_suite
 from bench.measure import adaptive, overhead, runner
 from bench.measure.runner import run_case
-from bench.recipes.plan import resolve
+from bench.modes.plan import resolve
 from bench.store import results
 from tests.conftest import tiny_case
 
@@ -314,7 +314,7 @@ def test_no_residue_is_measured_on_the_cpu(cpu_ceilings):
     assert math.isnan(row["residue_gib"])
 
 
-def test_a_scaled_recipe_is_timed_on_steps_that_applied_their_update(monkeypatch, cpu_ceilings):
+def test_a_scaled_mode_is_timed_on_steps_that_applied_their_update(monkeypatch, cpu_ceilings):
     """fp16-amp with a loss large enough that GradScaler backs off from 2**16 for several steps:
     the harness settles the scale before timing (and says how many steps that took), so no timed
     step is a skipped one; without settling, the skipped steps are counted and left out."""

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from bench.measure import memory
-from bench.recipes.plan import resolve
-from bench.recipes.step import (
+from bench.modes.plan import resolve
+from bench.modes.step import (
     ScaleWatch,
     backward,
     build,

@@ -1,5 +1,5 @@
-"""`ampbench sweep -- python train.py`: a user's script under each recipe and seed, on the CPU;
-its rows, a failed script's row, and the recipe table's verdicts (from runs a fake script
+"""`ampbench sweep -- python train.py`: a user's script under each mode and seed, on the CPU;
+its rows, a failed script's row, and the mode table's verdicts (from runs a fake script
 writes, where the answer is known)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ PLAIN = ROOT / "examples" / "own_loop" / "plain_loop.py"
 
 
 def test_the_driver_runs_the_plain_loop_example(tmp_path, monkeypatch, capsys):
-    # One real run of the copy-paste example (fp32), and a recipe no script has a switch for: a
+    # One real run of the copy-paste example (fp32), and a mode no script has a switch for: a
     # process of torch costs seconds, so the rounds and verdicts are tested on a fake below.
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the script imports this checkout's bench
     code = main(
@@ -87,9 +87,7 @@ def test_the_overhead_benchmark_pairs_its_rounds_and_times_the_probe_on_the_host
 
 
 def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
-    script = (
-        "import os, sys; print('loading'); print('boom', os.environ['AMPBENCH_RECIPE']); exit(3)"
-    )
+    script = "import os, sys; print('loading'); print('boom', os.environ['AMPBENCH_MODE']); exit(3)"
     cfg = sweep.SweepConfig(
         script=(sys.executable, "-c", script), modes=("fp32", "bf16-amp", "fp8-rowwise"),
         seeds=(0,), device="cpu",
@@ -112,7 +110,7 @@ def fake_script(
     `first` at step `start` down to the mode's loss, every 10 steps."""
 
     def run(command, environ, log_path, timeout_s):
-        mode, seed = environ[contract.RECIPE], int(environ[contract.SEED])
+        mode, seed = environ[contract.MODE], int(environ[contract.SEED])
         out = Path(environ[contract.OUT])
         out.mkdir(parents=True)
         gen = np.random.default_rng(seed * 7 + len(mode))
@@ -124,7 +122,7 @@ def fake_script(
         results.append_jsonl(
             out / results.SAMPLES, {"case_id": row["case_id"], "samples_ms": {"total": times}}
         )
-        # The same spread over the seeds for every recipe: bf16's best is fp32's + 0.001.
+        # The same spread over the seeds for every mode: bf16's best is fp32's + 0.001.
         last = losses[mode] + 0.01 * (seed - 1) + 0.001 * (mode != "fp32")
         curve = [first, (first + last) / 2, last]
         with (out / "metrics.jsonl").open("w") as f:
@@ -137,22 +135,22 @@ def fake_script(
     return run
 
 
-def test_the_recipe_table_judges_speed_and_training_over_seeds(tmp_path):
+def test_the_mode_table_judges_speed_and_training_over_seeds(tmp_path):
     losses = {"fp32": 2.0, "bf16-amp": 2.0, "fp16-amp": math.nan}
     step_ms = {"fp32": 10.0, "bf16-amp": 5.0, "fp16-amp": 5.0}
-    # Five seeds: the fewest runs a recipe the speed verdict takes.
+    # Five seeds: the fewest runs a mode the speed verdict takes.
     cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=tuple(range(5)),
                             device="cpu")  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=fake_script(losses, step_ms))
     rows = results.read_rows(run_dir / results.ROWS)
-    # Interleaved rounds: each round runs every recipe, starting one further along.
+    # Interleaved rounds: each round runs every mode, starting one further along.
     assert [r["mode"] for r in rows[:4]] == ["fp32", "bf16-amp", "fp16-amp", "bf16-amp"]
     df, notes = own_loop.table(run_dir, {})
-    got = df.set_index("recipe")
+    got = df.set_index("mode")
     assert got.loc["bf16-amp", "speed"] == "faster"
     # A speed-up, as the run table printed beside it: fp32's time over bf16's, above 1.
     assert got.loc["bf16-amp", "× fp32"] == pytest.approx(2.0, rel=0.05)
-    assert any(n.startswith("`× fp32`: fp32's step time over the recipe's") for n in notes)
+    assert any(n.startswith("`× fp32`: fp32's step time over the mode's") for n in notes)
     assert "time ×" not in own_loop.render(run_dir)
     # The verdict with the numbers it rests on, and the judge's margin in the notes.
     assert got.loc["bf16-amp", "training"].startswith(f"{training.LIKE}: gap ")
@@ -170,25 +168,25 @@ def test_fp32_did_not_learn_only_where_its_loss_before_training_shows_it(tmp_pat
     cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
     late = fake_script(losses, step_ms, first=2.194, start=200)
     run_dir = sweep.run(cfg, results_dir=tmp_path / "late", command="t", runner=late)
-    cell = own_loop.table(run_dir, {})[0].set_index("recipe").loc["bf16-amp", "training"]
+    cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
     assert cell.startswith(f"{training.NOT_KNOWN}: cannot tell whether fp32 learned")
     assert "did not learn" not in cell and "eval_on_start=True" in cell and "step 200" in cell
     # Logged at step 0, before any update, and it did not fall 25%: that shows it.
     flat = fake_script(losses, step_ms, first=2.0, start=0)
     run_dir = sweep.run(cfg, results_dir=tmp_path / "flat", command="t", runner=flat)
-    cell = own_loop.table(run_dir, {})[0].set_index("recipe").loc["bf16-amp", "training"]
+    cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
     assert cell.startswith(f"{training.NOT_KNOWN}: fp32 did not learn") and "step 0" in cell
 
 
 def test_the_old_name_runs_sweep_saying_so_in_one_line(tmp_path, capsys):
-    # `recipes` was the driver's name: it still runs `sweep`, with one line on stderr first.
+    # `modes` was the driver's name: it still runs `sweep`, with one line on stderr first.
     assert main(["recipes", "--results-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "ampbench: `recipes` is now `sweep`; the old name will go"
     assert "no script" in err[1] and len(err) == 2
 
 
-def test_a_folder_of_the_old_driver_keeps_its_recipes_md(tmp_path):
+def test_a_folder_of_the_old_driver_keeps_its_modes_md(tmp_path):
     # A folder written while the driver was `recipes` holds recipes.md: it is read and
     # rewritten under that name; a new folder's table is sweep.md.
     assert own_loop.written(tmp_path) is None
@@ -275,7 +273,7 @@ def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
     script = fake_script(losses, step_ms)
 
     def runner(command, environ, log_path, timeout_s):
-        if environ[contract.RECIPE] == "bf16-amp" and environ[contract.SEED] == "1":
+        if environ[contract.MODE] == "bf16-amp" and environ[contract.SEED] == "1":
             log_path.write_text("Traceback\nValueError: boom\n")
             return 1, "Traceback\nValueError: boom\n"
         return script(command, environ, log_path, timeout_s)
@@ -327,7 +325,7 @@ def test_seeds_past_the_timed_ones_run_packed_and_only_runs_alone_give_speed(tmp
     assert a0[1] <= a1[0]
     # The speed verdict reads only the runs alone: one a side, too few for a verdict.
     df, notes = own_loop.table(run_dir, {})
-    got = df.set_index("recipe")
+    got = df.set_index("mode")
     assert list(got["runs alone"]) == [1, 1]
     assert "1 runs of bf16-amp and 1 of fp32" in got.loc["bf16-amp", "speed"]
     assert any("from the runs timed alone" in n and "2 side by side" in n for n in notes)
@@ -355,7 +353,7 @@ def test_the_driver_packs_by_the_largest_peak_on_a_gpu(tmp_path, monkeypatch):
 
 
 def injected_looks(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
-    """Each recipe decided from the look at `decide_at[mode]` seeds, across the margin before
+    """Each mode decided from the look at `decide_at[mode]` seeds, across the margin before
     (as tests/test_quality_looks.py injects them); returns the looks the driver asked about."""
     asked = []
 
@@ -372,7 +370,7 @@ def injected_looks(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
     return asked
 
 
-def test_a_look_adds_seeds_only_to_fp32_and_the_undecided_recipes(tmp_path, monkeypatch):
+def test_a_look_adds_seeds_only_to_fp32_and_the_undecided_modes(tmp_path, monkeypatch):
     modes = ("fp32", "bf16-amp", "fp16-amp")
     asked = injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 5})
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
@@ -385,7 +383,7 @@ def test_a_look_adds_seeds_only_to_fp32_and_the_undecided_recipes(tmp_path, monk
     assert asked == [[3], [3, 4], [3, 4, 5]]
     assert all(r["ran"] == "packed" for r in rows if r["seed"] >= 3)
     info = results.read_env(run_dir)
-    assert info["looks"] == [3, 4, 5] and info["looks_ended"] == "every recipe decided"
+    assert info["looks"] == [3, 4, 5] and info["looks_ended"] == "every mode decided"
 
 
 def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, monkeypatch):
@@ -404,7 +402,7 @@ def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, mo
     assert info["undecided"] == ["bf16-amp"]
 
 
-def test_the_recipe_table_judges_over_the_looks_and_names_the_seeds_needed(tmp_path):
+def test_the_mode_table_judges_over_the_looks_and_names_the_seeds_needed(tmp_path):
     modes = ("fp32", "bf16-amp")
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
     cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",

@@ -9,9 +9,9 @@ import torch
 
 from bench.execution import variants
 from bench.measure.runner import run_case
+from bench.modes.plan import resolve
+from bench.modes.step import build
 from bench.publish import variants as tables
-from bench.recipes.plan import resolve
-from bench.recipes.step import build
 from tests.conftest import tiny_case
 from tests.stored import timing_row
 

@@ -12,9 +12,9 @@ from bench.verdicts import driver
 from bench.verdicts.defaults import MIN_ROUNDS
 
 # From the committed H200 driver run, results/own-loop-h200/20261204T121255Z_NVIDIA-H200_5915cc1_
-# recipes/ (hf_trainer.py, 200 steps, fp32, fp16-amp and bf16-amp, seeds 0-2), its
+# modes/ (hf_trainer.py, 200 steps, fp32, fp16-amp and bf16-amp, seeds 0-2), its
 # samples.jsonl.gz: each run's median step (fp32 10.70, 12.47, 12.50 ms; fp16-amp 11.81, 13.22,
-# 13.27; bf16-amp 11.05, 13.26, 13.47), the SD of their logs pooled over the three recipes.
+# 13.27; bf16-amp 11.05, 13.26, 13.47), the SD of their logs pooled over the three modes.
 BETWEEN_RUN_SD = 0.090
 # The same runs' step times inside one run: IQR / median 0.155-0.532, median 0.185 over the nine
 # runs, as a log-normal SD (IQR / 1.349).
@@ -37,8 +37,8 @@ def session(
 
 
 def rates(modes: tuple[str, ...], seeds: int, seed: int) -> tuple[float, float]:
-    """(the share of A/A sessions with any false faster or slower call among the recipes, the
-    share of sessions calling a real 20% speed-up of the last recipe `faster`)."""
+    """(the share of A/A sessions with any false faster or slower call among the modes, the
+    share of sessions calling a real 20% speed-up of the last mode `faster`)."""
     rng = np.random.default_rng(seed)
     false_calls = power = 0
     for _ in range(SIMULATED):
@@ -63,7 +63,7 @@ def test_a_run_is_one_observation_and_too_few_runs_say_how_many():
 
 
 def test_the_driver_s_speed_verdict_holds_its_error_rate_on_real_between_run_spread():
-    # The GPU's default recipes: three judged against fp32, one family.
+    # The GPU's default modes: three judged against fp32, one family.
     modes = sweep.default_modes("cuda")
     assert modes[0] == "fp32" and len(modes) == 4
     # At the default seeds (3), fewer runs than the judge takes: never a call, right or wrong.
@@ -72,7 +72,7 @@ def test_the_driver_s_speed_verdict_holds_its_error_rate_on_real_between_run_spr
     assert rates(modes, default_seeds, seed=0) == (0.0, 0.0)
     # At the fewest runs it takes, a false call in at most 5% of A/A sessions (measured 3.3%;
     # the windows the driver counted before called 19-22% at a third of this spread). A real
-    # speed-up of 1.2 (fp32's time over the recipe's) is called in about 40%: a spread of 9%
+    # speed-up of 1.2 (fp32's time over the mode's) is called in about 40%: a spread of 9%
     # between runs puts the judge's noise floor (twice that spread) at a time ratio of 0.82,
     # just past the 0.83 of this speed-up.
     false_calls, power = rates(modes, MIN_ROUNDS, seed=1)

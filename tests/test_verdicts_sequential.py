@@ -14,7 +14,7 @@ from bench.verdicts import training as rules
 MARGIN = 0.0146
 """1% of the H200 nanoGPT study's fp32 mean best held-out loss."""
 SPREAD = {"fp32": 0.0019, "bf16-amp": 0.0063, "fp8-tensorwise": 0.0076}
-"""Seed SDs of best held-out loss in that study: recipes scatter 3–4× as much as fp32."""
+"""Seed SDs of best held-out loss in that study: modes scatter 3–4× as much as fp32."""
 
 
 def _classify(low: np.ndarray, high: np.ndarray, m: float) -> np.ndarray:
@@ -39,7 +39,7 @@ def simulate(
     seed: int = 0,
     sequential: bool = True,
 ) -> dict[str, float]:
-    """Seeded studies of the design, the recipe's seeds normal with SD `sd` and its mean
+    """Seeded studies of the design, the mode's seeds normal with SD `sd` and its mean
     `shift` above fp32's (whose SD is `sd_ref`, `sd` where None): the share ending in each
     verdict, `within` (any of the three inside the margin), and `mean_seeds` (seeds a side at
     the look that stopped). `sequential=False` judges every look at the fixed level: the
@@ -84,7 +84,7 @@ def test_the_boundaries_are_lan_demets(spending, bounds):
 @pytest.mark.parametrize("shift", [MARGIN, -MARGIN])
 def test_a_gap_at_the_margin_is_called_within_at_most_at_the_stated_rate(spending, shift):
     design = seq.Design(first=3, max_seeds=8, spending=spending)
-    for mode in ("bf16-amp", "fp32"):  # a recipe that scatters 3× as much as fp32, and one alike
+    for mode in ("bf16-amp", "fp32"):  # a mode that scatters 3× as much as fp32, and one alike
         rates = simulate(design, SPREAD[mode], MARGIN, shift=shift, sd_ref=SPREAD["fp32"])
         # Not above alpha beyond the simulation's own noise (a one-sided binomial test at 1%).
         called = round(rates["within"] * equivalence.SIMULATED)
@@ -98,7 +98,7 @@ def test_a_gap_at_the_margin_is_called_within_at_most_at_the_stated_rate(spendin
     assert naive["within"] > 2 * design.alpha
 
 
-def test_a_recipe_like_fp32_at_a_realistic_spread_is_called_within_with_power():
+def test_a_mode_like_fp32_at_a_realistic_spread_is_called_within_with_power():
     design = seq.Design(first=3, max_seeds=seq.DEFAULT_MAX_SEEDS)
     for mode in ("bf16-amp", "fp8-tensorwise"):
         rates = simulate(design, SPREAD[mode], MARGIN, sd_ref=SPREAD["fp32"])
@@ -127,7 +127,7 @@ def frame(losses: dict[str, list[float]]) -> pd.DataFrame:
 FP32 = [1.470, 1.471, 1.469, 1.4705, 1.4695, 1.470]
 
 
-def test_a_recipe_is_judged_at_the_look_that_decided_it_and_later_looks_are_not_its():
+def test_a_mode_is_judged_at_the_look_that_decided_it_and_later_looks_are_not_its():
     df = frame({"fp32": FP32, "tf32": [1.470, 1.4702, 1.4698], "bf16-amp":
                 [1.462, 1.480, 1.471, 1.470, 1.471, 1.469]})  # fmt: skip
     design = seq.Design(first=3, max_seeds=6)
@@ -137,7 +137,7 @@ def test_a_recipe_is_judged_at_the_look_that_decided_it_and_later_looks_are_not_
     assert tf32.level == design.levels(looks)[0] < rules.ALPHA
     amp = seq.judge(df, "bf16-amp", design, looks, order, synthetic=False)
     assert amp.look > 1 and amp.decided and amp.verdict.within
-    # At the first look alone the scattered recipe was not known, and names the seeds it needs.
+    # At the first look alone the scattered mode was not known, and names the seeds it needs.
     first = seq.judge(df, "bf16-amp", design, (3,), order, synthetic=False)
     assert not first.decided and first.verdict.needed > 3
     assert seq.undecided({"tf32": tf32, "bf16-amp": first}) == ["bf16-amp"]

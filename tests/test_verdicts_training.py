@@ -44,7 +44,7 @@ def old_rule(df: pd.DataFrame, mode: str, gap: float = 0.10) -> bool:
     return bool((df[df["mode"] == mode]["best_loss"] <= worst * (1 + gap)).all())
 
 
-def test_a_recipe_consistently_above_fp32_is_worse_though_within_ten_percent():
+def test_a_mode_consistently_above_fp32_is_worse_though_within_ten_percent():
     # fp8-tensorwise on the MLP, as the old README had it: 7 to 9% above fp32 in every seed,
     # fp32's own seeds 0.7% apart. Within 10% of fp32's worst: the old rule said "trains like".
     df = summary({"fp32": FP32, "fp8-tensorwise": [1.58, 1.59, 1.60]})
@@ -55,7 +55,7 @@ def test_a_recipe_consistently_above_fp32_is_worse_though_within_ten_percent():
 
 
 def test_a_study_where_fp32_learned_nothing_never_says_trains_like_fp32():
-    # Every run on a plateau at its starting loss: the old rule passed every recipe.
+    # Every run on a plateau at its starting loss: the old rule passed every mode.
     df = summary({"fp32": [4.19, 4.2, 4.18], "bf16-pure": [4.2, 4.19, 4.2]}, initial=4.2)
     assert old_rule(df, "bf16-pure")
     v = rules.trains_like_fp32(df, "bf16-pure", synthetic=False)
@@ -73,7 +73,7 @@ def test_one_seed_or_synthetic_data_is_not_known():
 
 
 def test_equivalent_holds_zero_and_reaches_the_target_on_every_seed():
-    # The old test asserted "trains like fp32" for a recipe with a seed above its target (fp32's
+    # The old test asserted "trains like fp32" for a mode with a seed above its target (fp32's
     # worst seed, 1.480): the target now is fp32's mean plus the margin, the same number.
     df = summary({"fp32": FP32, "bf16-amp": [1.472, 1.476, 1.481]})
     v = rules.trains_like_fp32(df, "bf16-amp", synthetic=False)
@@ -103,7 +103,7 @@ def test_nanogpts_bf16_amp_is_within_the_margin_but_measurably_worse():
 
 def test_the_target_and_the_test_use_one_margin():
     # Finding 2: the old target (fp32's worst seed) sat 0.0022 above fp32's mean while the margin
-    # was 6.6 times wider; a recipe judged within the margin missed it on every seed.
+    # was 6.6 times wider; a mode judged within the margin missed it on every seed.
     df = summary({"fp32": NANOGPT_FP32, "bf16-amp": NANOGPT_BF16})
     old_target = max(NANOGPT_FP32)
     assert all(b > old_target for b in NANOGPT_BF16)
@@ -130,13 +130,13 @@ def test_the_margin_rule_in_both_branches():
     assert 3 < needed <= rules.MAX_SEEDS
     v = rules.trains_like_fp32(df, "x", synthetic=False)
     assert v.verdict == rules.NOT_KNOWN and "crosses the margin" in v.reason
-    assert f"; {needed} seeds per recipe would decide" in v.reason
+    assert f"; {needed} seeds per mode would decide" in v.reason
     assert "more than 100 seeds" in rules.margin_of(wide).reason
 
 
 def _simulate(sd: float, shift: float, n: int, draws: int, seed: int):
     """Studies of `n` seeds a side drawn from normal best losses; the rule's verdict words and
-    whether every recipe seed reached the rule's target."""
+    whether every mode seed reached the rule's target."""
     rng = np.random.default_rng(seed)
     ref = rng.normal(1.5, sd, (draws, n))
     x = rng.normal(1.5 + shift, sd, (draws, n))
@@ -148,13 +148,13 @@ def _simulate(sd: float, shift: float, n: int, draws: int, seed: int):
 
 
 @pytest.mark.parametrize("sd", [0.004, 0.006])
-def test_a_recipe_from_fp32s_own_distribution_is_called_within_at_the_promised_rate(sd):
+def test_a_mode_from_fp32s_own_distribution_is_called_within_at_the_promised_rate(sd):
     m = rules.MARGIN_SHARE * 1.5
     n = equivalence.seeds_needed(sd, m)
     words, reached, ref, x = _simulate(sd, 0.0, n, 2000, seed=7)
     within = np.array([w in rules.WITHIN for w in words])
     assert within.mean() >= rules.POWER - 0.03  # 3 standard errors of 2000 draws
-    # ... and such a recipe reaches the target on every seed (the report names any seed that
+    # ... and such a mode reaches the target on every seed (the report names any seed that
     # does not): at the seeds the rule needs, in nine studies of ten at least.
     assert reached[within].mean() >= 0.9
     # The end-to-end rule agrees with the vectorised one on a few of those studies.
@@ -163,7 +163,7 @@ def test_a_recipe_from_fp32s_own_distribution_is_called_within_at_the_promised_r
         assert rules.trains_like_fp32(df, "x", synthetic=False).verdict == words[i]
 
 
-def test_a_recipe_worse_by_one_and_a_half_margins_is_not_called_within():
+def test_a_mode_worse_by_one_and_a_half_margins_is_not_called_within():
     sd, m = 0.004, rules.MARGIN_SHARE * 1.5
     n = equivalence.seeds_needed(sd, m)
     words, *_ = _simulate(sd, 1.5 * m, n, 2000, seed=8)

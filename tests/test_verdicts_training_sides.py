@@ -31,19 +31,19 @@ def test_an_interval_inside_both_edges_is_within_and_one_past_an_edge_is_decided
     assert rules.classify(0.011, 0.03, M) == rules.WORSE
 
 
-def _study(recipe: list[float]) -> pd.DataFrame:
-    """fp32 and one recipe, three seeds each, every run learned (4.2 at step 0)."""
+def _study(x: list[float]) -> pd.DataFrame:
+    """fp32 and a mode with best losses `x`, three seeds each, all learned (4.2 at step 0)."""
     rows = [
         {"mode": mode, "seed": seed, "initial_loss": 4.2, "best_loss": best, "final_loss": best,
          "status": "ok", "diverged_at_step": float("nan")}
-        for mode, losses in (("fp32", [1.500, 1.501, 1.499]), ("x", recipe))
+        for mode, losses in (("fp32", [1.500, 1.501, 1.499]), ("x", x))
         for seed, best in enumerate(losses)
     ]  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_a_recipe_whose_interval_crosses_only_the_lower_edge_does_not_train_like_fp32():
-    # fp32's mean 1.5, margin 0.015. The recipe's seeds 1.478–1.496 (mean 1.487, gap −0.013) with
+def test_a_mode_whose_interval_crosses_only_the_lower_edge_does_not_train_like_fp32():
+    # fp32's mean 1.5, margin 0.015. The mode's seeds 1.478–1.496 (mean 1.487, gap −0.013) with
     # a spread that puts the interval's low end past −0.015 and its high end under +0.015.
     df = _study([1.478, 1.496, 1.487])
     v = rules.trains_like_fp32(df, "x", synthetic=False)

@@ -24,9 +24,9 @@ from bench.jobs.suite import run_suite
 from bench.measure import flops
 from bench.measure.roofline import step_work
 from bench.measure.runner import run_case
-from bench.recipes import fp8
-from bench.recipes.plan import resolve
-from bench.recipes.step import build, forward, train_step
+from bench.modes import fp8
+from bench.modes.plan import resolve
+from bench.modes.step import build, forward, train_step
 from bench.store import results
 from bench.workloads import resnet
 from bench.workloads.base import Workload, from_model
@@ -217,17 +217,17 @@ def test_a_run_through_the_command_line(torchvision, tmp_path):
 # float8: torchao converts Linears only, and ResNet-50's one Linear is its head.
 
 
-@pytest.mark.parametrize("recipe", fp8.RECIPES)
-def test_float8_has_no_linear_to_convert(as_if_installed, recipe):
+@pytest.mark.parametrize("scaling", fp8.GRANULARITIES)
+def test_float8_has_no_linear_to_convert(as_if_installed, scaling):
     for size, classes in ((FULL, 1000), (TINY, 10)):
-        plan = fp8.plan(RESNET, size, recipe)
+        plan = fp8.plan(RESNET, size, scaling)
         assert list(plan) == ["fc"] and plan["fc"].startswith(
             "kept: the classifier head stays in higher precision"
         )
         assert f"in 2048 × out {classes} not both divisible by 16" in plan["fc"]
         assert fp8.convertible(RESNET, size) == []
-    reason = resolve(resnet_case("resnet50", mode=f"fp8-{recipe}")).unsupported_reason
-    assert reason.startswith(f"fp8-{recipe}: float8 converts no Linear of resnet50: fc kept: ")
+    reason = resolve(resnet_case("resnet50", mode=f"fp8-{scaling}")).unsupported_reason
+    assert reason.startswith(f"fp8-{scaling}: float8 converts no Linear of resnet50: fc kept: ")
     assert reason.endswith("converts nn.Linear modules only, not convolutions)")
 
 

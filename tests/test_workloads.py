@@ -13,10 +13,10 @@ from torch import nn
 from bench.cases.case import Case
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.measure.runner import run_case
-from bench.recipes import fp8
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
-from bench.recipes.step import build
+from bench.modes import fp8
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
+from bench.modes.step import build
 from bench.workloads import gpt, mlp
 from bench.workloads.base import Workload
 from bench.workloads.gpt import WORKLOAD as GPT
@@ -97,14 +97,14 @@ def test_a_gpt_fp8_row_names_the_head_as_kept(cpu_ceilings):
 
 def test_the_fp8_plan_of_gpt2_124m_keeps_the_head_and_leaves_the_rest_to_torchao():
     size = gpt.PRESETS["gpt2-124m"]
-    for recipe in fp8.RECIPES:
-        plan = fp8.plan(GPT, size, recipe)
+    for scaling in fp8.GRANULARITIES:
+        plan = fp8.plan(GPT, size, scaling)
         assert list(plan) == list(gpt.linear_shapes(size))
         assert plan["head"] == gpt.HEAD_KEPT
         for name, (k, n) in gpt.linear_shapes(size).items():
             if name != "head":
-                assert plan[name] == fp8._decide(recipe, n=n, k=k), name
-        assert MODES[f"fp8-{recipe}"].fp8_plan(GPT, size) == plan
+                assert plan[name] == fp8._decide(scaling, n=n, k=k), name
+        assert MODES[f"fp8-{scaling}"].fp8_plan(GPT, size) == plan
     tensorwise = fp8.plan(GPT, size, "tensorwise")
     # d = 768: qkv (768 -> 2304) and the MLP's fc (768 -> 3072) are large enough; the two
     # projections back to 768 are not.

@@ -106,9 +106,9 @@ PLACEHOLDERS = ("not observed (", "ran in not observed", "() are not observed", 
 
 @pytest.fixture
 def few_timed_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A study times each recipe's step apart from its training, 5 warm-up and 20 timed steps
+    """A study times each mode's step apart from its training, 5 warm-up and 20 timed steps
     whatever `--steps` says: on the CPU, where float16 convolutions have no fast kernel, those
-    25 steps of the two fp16 recipes took most of a CNN's study (9 minutes of torchvision's
+    25 steps of the two fp16 modes took most of a CNN's study (9 minutes of torchvision's
     MobileNet's on 2 busy cores). What this suite checks of a study does not read the timing:
     1 warm-up and 2 timed steps still time the step as the study does."""
     real = training.time_settled

@@ -1,4 +1,4 @@
-"""README's "which recipe for which model" table (`ampbench:zoo`), from run folders written here
+"""README's "which mode for which model" table (`ampbench:zoo`), from run folders written here
 and study tables made here."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _study(
     return {"cfg": cfg, "verdicts": verdicts, "scaler": Verdict(scaler, "a fixture")}
 
 
-def test_each_model_gets_its_recipe_float8_and_scaler_verdict(tmp_path, monkeypatch):
+def test_each_model_gets_its_mode_float8_and_scaler_verdict(tmp_path, monkeypatch):
     a = write_run(tmp_path / "a", _rows("timm:resnet18", fp8=True), gpu="NVIDIA H200")
     b = write_run(tmp_path / "b", _rows("tests.own:cnn", fp8=False), gpu="NVIDIA H200")
     # Which modes trained like fp32 is the study's verdict; here fp8-tensorwise did not.
@@ -94,7 +94,7 @@ def test_a_study_of_another_size_decides_nothing(tmp_path):
 
 
 def test_fp32_alone_like_itself_is_not_a_recommendation(tmp_path):
-    # Every other recipe's interval crossed the margin: the old cell named fp32 "the fastest
+    # Every other mode's interval crossed the margin: the old cell named fp32 "the fastest
     # that trains like fp32", a recommendation the study cannot make.
     run = results.load(write_run(tmp_path / "a", _rows("hf:gpt2", fp8=True), gpu="NVIDIA H200"))
     study = _study("hf:gpt2", training.NEEDED, batch=8)
@@ -103,7 +103,7 @@ def test_fp32_alone_like_itself_is_not_a_recommendation(tmp_path):
     text = "\n".join(zoo.table([(run, [study])], "fused"))
     (row,) = _cells(text)
     assert row[3] == "not known" and row[4] == "5.00"  # × fp32 of the fastest (2 ms), not 1
-    assert "`hf:gpt2`: its study shows no recipe but fp32 to train like fp32" in text
+    assert "`hf:gpt2`: its study shows no mode but fp32 to train like fp32" in text
     assert "no time-to-quality study" not in text
 
 
@@ -129,7 +129,7 @@ def _cells(text: str) -> list[list[str]]:
     return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
 
 
-def test_fp16_without_a_scaler_is_not_the_recipe_where_the_study_needs_the_scaler(
+def test_fp16_without_a_scaler_is_not_the_mode_where_the_study_needs_the_scaler(
     tmp_path, monkeypatch
 ):
     rows = _rows("hf:t5", fp8=True)
@@ -145,7 +145,7 @@ def test_fp16_without_a_scaler_is_not_the_recipe_where_the_study_needs_the_scale
     assert fine[3] == "same" and fine[8].startswith("not needed")
 
 
-def test_recipes_inside_each_others_noise_are_tied_and_float8_within_it_neither_pays_nor_not(
+def test_modes_inside_each_others_noise_are_tied_and_float8_within_it_neither_pays_nor_not(
     tmp_path, monkeypatch
 ):
     rows = _rows("hf:vit", fp8=True)
@@ -195,7 +195,7 @@ def test_a_study_at_another_size_does_not_fill_the_rows_verdicts(tmp_path, monke
     assert row[8] == "needed"
 
 
-def test_a_study_whose_step_orders_recipes_otherwise_is_named(tmp_path, monkeypatch):
+def test_a_study_whose_step_orders_modes_otherwise_is_named(tmp_path, monkeypatch):
     # Finding 4: the study timed tf32 ahead of fp16-amp (its own clipped step), the timing run
     # the other way; the page must say so rather than rank the two both ways unremarked.
     import pandas as pd

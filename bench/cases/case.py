@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 
 from bench.cases import axes, checks
 from bench.cases.sizes import Sizes
-from bench.recipes import catalog as mode_table
+from bench.modes import catalog
 from bench.workloads import cards
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
 # either: reading a folder (`bench.store.results`, which needs only the fields) and the command
 # line's parser import no torch, and every layer above may build a case. Names are checked
-# against the torch-free tables: the modes' and optimizers' (`bench.recipes.catalog`), the
+# against the torch-free tables: the modes' and optimizers' (`bench.modes.catalog`), the
 # workloads' (`bench.workloads.cards`), the variants' and parallelisms' (`bench.cases.axes`).
-# A job resolves a case into its objects once (`bench.recipes.plan.resolve`); its sizes are the
+# A job resolves a case into its objects once (`bench.modes.plan.resolve`); its sizes are the
 # workload's own (`Workload.case`, which gives them).
 
 DEVICES = ("cuda", "cpu")
@@ -69,16 +69,16 @@ _MODES_HELP = "precision modes (on the CPU, by default only those that can run t
 @dataclass(frozen=True, kw_only=True)
 class Case:
     mode: str = field(
-        metadata=_axis(checks.choice(mode_table.CARDS), Sweep("modes", "mode", help=_MODES_HELP))
+        metadata=_axis(checks.choice(catalog.CARDS), Sweep("modes", "mode", help=_MODES_HELP))
     )
-    """A mode of the mode table (`bench.recipes.catalog.CARDS`)."""
+    """A mode of the mode table (`bench.modes.catalog.CARDS`)."""
     optimizer: str = field(
         metadata=_axis(
-            checks.choice(mode_table.OPTIMIZERS),
+            checks.choice(catalog.OPTIMIZERS),
             Sweep("optimizers", "optimizer", aliases=("--optimizer",)),
         )
     )
-    """Adam implementation, a key of `bench.recipes.catalog.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.modes.catalog.OPTIMIZERS`."""
     variant: str = field(
         default="eager",
         metadata=_axis(checks.choice(axes.VARIANTS), Sweep("variants", "variant")),

@@ -110,7 +110,7 @@ MODEL = Check(
 
 class Choice(Check):
     """One of a table's names, read when asked: a row registered after this check was made (a
-    mode a test adds to `bench.recipes.catalog.CARDS`) is a choice too."""
+    mode a test adds to `bench.modes.catalog.CARDS`) is a choice too."""
 
     def __init__(self, table: Iterable[str]) -> None:
         object.__setattr__(self, "table", table)

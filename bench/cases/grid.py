@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from bench.cases import axes, case, checks
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.recipes import catalog as mode_table
+from bench.modes import catalog
 from bench.workloads import cards
 
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
@@ -36,10 +36,10 @@ def new_run_default(name: str, device: str, world_size: int = 1, *, full: bool =
     """The values a new run on `device` sweeps axis `name` over when none are given: every
     choice of an axis without a default, else the field's default alone, but where a run's
     defaults are wider (the CPU's modes are narrowed further by `bench.jobs.configs.run_config`,
-    which needs torch to ask each recipe). `full`: the `--full` grid's modes."""
+    which needs torch to ask each mode). `full`: the `--full` grid's modes."""
     wider = {
-        "mode": mode_table.default_modes(full=full),
-        "optimizer": mode_table.default_optimizers(),
+        "mode": catalog.default_modes(full=full),
+        "optimizer": catalog.default_optimizers(),
         "batch_size": DEFAULT_BATCH_SIZES,
         "variant": axes.default_variants() if device == "cuda" else ("eager",),
         "parallel": tuple(axes.PARALLELS) if world_size > 1 else ("none",),
@@ -101,7 +101,7 @@ class RunConfig:
     """Measure the harness against a bare loop (`--no-overhead` skips it; on the CPU it runs
     for the MLP alone)."""
     full: bool = False
-    """The full grid: with the recipes that vary another one (bf16-pure-sr, fp8-rowwise), which
+    """The full grid: with the modes that vary another one (bf16-pure-sr, fp8-rowwise), which
     the default run leaves out to answer the question within its time (docs/methodology.md,
     "The default grid"). Modes given with --modes are run as given."""
     numerics: bool = False

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from bench.cases import axes, checks
 from bench.cases.case import DEVICES
-from bench.recipes import catalog as mode_table
+from bench.modes import catalog
 from bench.workloads import cards
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
@@ -23,8 +23,8 @@ class MaxBatchConfig:
     """The workload: mlp, gpt (batch sizes in sequences), resnet50 (in images), a zoo model
     (hf:NAME[:TASK], timm:NAME, torchvision:NAME), or package.module:factory."""
     modes: tuple[str, ...] = field(
-        default=mode_table.default_modes(),
-        metadata={"check": checks.choice(mode_table.CARDS), "items": True},
+        default=catalog.default_modes(),
+        metadata={"check": checks.choice(catalog.CARDS), "items": True},
     )
     """Comma list of modes searched."""
     variants: tuple[str, ...] = field(
@@ -33,7 +33,7 @@ class MaxBatchConfig:
     """Comma list of execution variants searched."""
     optimizer: str = field(
         default="fused",
-        metadata={"check": checks.choice(mode_table.OPTIMIZERS), "aliases": ("--optimizers",)},
+        metadata={"check": checks.choice(catalog.OPTIMIZERS), "aliases": ("--optimizers",)},
     )
     """Adam implementation."""
     start: int = field(default=1024, metadata={"check": checks.POSITIVE_INT})

@@ -7,9 +7,9 @@ import argparse
 from bench.cases import checks
 from bench.cli import fields
 from bench.cli import options as o
+from bench.modes import catalog
 from bench.numerics.measure import defaults
 from bench.numerics.measure.config import NumericsConfig
-from bench.recipes import catalog
 
 NAME = "numerics"
 

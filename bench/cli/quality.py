@@ -1,5 +1,5 @@
 """`ampbench quality`: the time-to-quality study (docs/quality.md), or the finish of an
-interrupted one (`--resume`, which may add recipes and seeds)."""
+interrupted one (`--resume`, which may add modes and seeds)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import dataclasses
 from bench.cases import checks
 from bench.cli import fields
 from bench.cli import options as o
+from bench.modes import catalog
 from bench.quality.config import PER_DEVICE, QualityConfig
-from bench.recipes import catalog
 
 NAME = "quality"
 
@@ -18,8 +18,8 @@ NAME = "quality"
 def add(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser(
         NAME,
-        help="time to quality on real data: recipes against fp32 over seeds",
-        description="Trains each recipe from the same weights per seed on real data "
+        help="time to quality on real data: modes against fp32 over seeds",
+        description="Trains each mode from the same weights per seed on real data "
         "(docs/quality.md); where a default differs per device, both are shown.",
     )
     o.add_preset(q, "shakespeare-char on a GPU, shakespeare-tiny on the CPU (gpt)")
@@ -41,7 +41,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--budget-s",
         type=o.converter(checks.POSITIVE_FINITE),
         default=0,
-        help="train only the runs whose cost (steps × each recipe's step time, measured first) "
+        help="train only the runs whose cost (steps × each mode's step time, measured first) "
         "fits this many seconds, fp32's first; `--resume` trains the rest",
     )
     q.add_argument(
@@ -66,17 +66,17 @@ def add(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--only",
         type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
-        help="with --resume: train only these recipes' runs this time (a study split over "
+        help="with --resume: train only these modes' runs this time (a study split over "
         "several sessions)",
     )
     q.add_argument(
         "--add-modes",
         type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
-        help="with --resume: add these recipes to the study and train them",
+        help="with --resume: add these modes to the study and train them",
     )
     q.add_argument(
         "--add-seeds",
         type=o.converter(checks.NON_NEGATIVE_INT, "seed", items=True),
-        help="with --resume: add these seeds to the study and train every recipe on them (where "
+        help="with --resume: add these seeds to the study and train every mode on them (where "
         "the study names how many seeds its margin rule needs)",
     )

@@ -1,4 +1,4 @@
-"""`ampbench sweep -- python train.py ARGS`: a user's own script over recipes and seeds
+"""`ampbench sweep -- python train.py ARGS`: a user's own script over modes and seeds
 (docs/own-loop.md). `recipes`, its old name, still runs it (`OLD_NAME`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 
 from bench.cases import checks
 from bench.cli import options as o
-from bench.recipes import catalog
+from bench.modes import catalog
 
 NAME = "sweep"
 OLD_NAME = "recipes"  # `bench.cli.main` runs it as `sweep`, saying so on stderr
@@ -16,15 +16,15 @@ OLD_NAME = "recipes"  # `bench.cli.main` runs it as `sweep`, saying so on stderr
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         NAME,
-        help="your own training script under every recipe and seed, judged",
-        description="Runs the command after `--` once per recipe and seed, in interleaved "
-        "rounds, with AMPBENCH_RECIPE, AMPBENCH_SEED and AMPBENCH_OUT set for the probe or "
+        help="your own training script under every mode and seed, judged",
+        description="Runs the command after `--` once per mode and seed, in interleaved "
+        "rounds, with AMPBENCH_MODE, AMPBENCH_SEED and AMPBENCH_OUT set for the probe or "
         "callback inside it (docs/own-loop.md); writes the runs' rows and sweep.md.",
     )
     p.add_argument(
         "--modes",
         type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
-        help="the recipes (default: fp32, tf32, fp16 with GradScaler, bf16 autocast; on the "
+        help="the modes (default: fp32, tf32, fp16 with GradScaler, bf16 autocast; on the "
         "CPU those it runs)",
     )
     p.add_argument(
@@ -48,12 +48,12 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="runs side by side for the seeds not timed alone (default 0: auto, "
                    "by CPU cores and the GPU's free memory; one at a time on the CPU)")  # fmt: skip
     p.add_argument("--timed-seeds", type=o.POSITIVE, default=2,
-                   help="the first K seeds of each recipe run alone and give the step times "
+                   help="the first K seeds of each mode run alone and give the step times "
                    "(default 2; the speed verdict needs 5)")  # fmt: skip
     p.add_argument(
         "--max-seeds",
         type=o.POSITIVE,
-        help="add seeds in looks to fp32 and the undecided recipes, up to N each",
+        help="add seeds in looks to fp32 and the undecided modes, up to N each",
     )
     p.add_argument("--budget", type=o.converter(checks.DURATION), default=0,
                    help="time the command may run (900s, 15m, 1h): no look starts that would "

@@ -1,4 +1,4 @@
-"""`ampbench sweep`: a user's script under every recipe and seed (`bench.jobs.sweep`)."""
+"""`ampbench sweep`: a user's script under every mode and seed (`bench.jobs.sweep`)."""
 
 from __future__ import annotations
 
@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     path = own_loop.write(run_dir)
     print(path.read_text())
     print(run_dir)
-    # 1 when a run failed (an unsupported recipe is an answer, not a failure), as `run` does.
+    # 1 when a run failed (an unsupported mode is an answer, not a failure), as `run` does.
     return 1 if own_loop.failed_runs(run_dir) else 0

@@ -1,5 +1,5 @@
 """The data sources by name (`get`: `shakespeare`, `digits`, or a text file's path), each with
-its shape (`DataShape`), training batches and a fixed held-out split that every recipe and seed
+its shape (`DataShape`), training batches and a fixed held-out split that every mode and seed
 sees; bad input is one line naming the file (`UsageError`)."""
 
 from __future__ import annotations

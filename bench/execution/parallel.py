@@ -12,7 +12,7 @@ from torch import nn
 
 from bench.cases.axes import Parallel
 from bench.faults import Unsupported, error_summary
-from bench.recipes.modes import Mode, dtype_name
+from bench.modes.mode import Mode, dtype_name
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 """A row's reduce dtype by name."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.recipes.step import TrainState, backward, forward, optimizer_step, optimizer_update
+from bench.modes.step import TrainState, backward, forward, optimizer_step, optimizer_update
 
 
 @dataclass

@@ -13,9 +13,9 @@ from bench.cases.grid import DEFAULT_MIN_REPEATS, DEFAULT_REPEATS, RunConfig, ne
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
 from bench.execution import parallel
-from bench.recipes import catalog
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
+from bench.modes import catalog
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
 from bench.workloads import cards, registry
 from bench.workloads.base import Workload
 

@@ -14,12 +14,12 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.jobs import base
+from bench.modes.plan import modes_of, resolve
 from bench.numerics.analysis.summary import summarize_runs
 from bench.numerics.measure import audit, jobs, tables
 from bench.numerics.measure.config import NumericsConfig, resolve_workers
 from bench.numerics.measure.jobs import Job
 from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
-from bench.recipes.plan import recipes, resolve
 from bench.store import errors, folders, results
 from bench.workloads.registry import get as get_workload
 
@@ -150,7 +150,7 @@ def _run(
     tables named in `retabled` (census jobs run again) the old rows are dropped, and census rows
     of `failed` with them."""
     if not (run_dir / tables.AUDIT_JSON).is_file():
-        tensor_rows, op_rows, audit_json = audit.run(resolve(cfg.audit_case()), recipes())
+        tensor_rows, op_rows, audit_json = audit.run(resolve(cfg.audit_case()), modes_of())
         _keep_audit_tracebacks(run_dir, audit_json)
         tables.write(run_dir, "audit", tables.frame("audit", tensor_rows))
         tables.write(run_dir, "audit_ops", tables.frame("audit_ops", op_rows))
@@ -211,7 +211,7 @@ def _audit_added_modes(cfg: NumericsConfig, run_dir: Path) -> None:
     missing = tuple(m for m in cfg.modes if m not in seen)
     if not missing:
         return
-    tensor_rows, op_rows, more = audit.run_modes(resolve(cfg.audit_case()), recipes(missing))
+    tensor_rows, op_rows, more = audit.run_modes(resolve(cfg.audit_case()), modes_of(missing))
     _keep_audit_tracebacks(run_dir, more)
     for name, new_rows in (("audit", tensor_rows), ("audit_ops", op_rows)):
         old = tables.read(run_dir, name)

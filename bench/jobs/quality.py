@@ -1,6 +1,6 @@
-"""A time-to-quality study as a job (docs/quality.md): every recipe's step timed alone first, then
-each (recipe, seed) run trained, `workers` side by side, its row naming the commit it trained at;
-sequential looks, `resume` (adding recipes and seeds at one commit) and `replicate`."""
+"""A time-to-quality study as a job (docs/quality.md): every mode's step timed alone first, then
+each (mode, seed) run trained, `workers` side by side, its row naming the commit it trained at;
+sequential looks, `resume` (adding modes and seeds at one commit) and `replicate`."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from bench.jobs import packing
 from bench.jobs import quality_looks as looks
 from bench.jobs.base import log, new_folder, resumed_folder
 from bench.measure import env
+from bench.modes import plan
+from bench.modes.mode import MODES
 from bench.quality import tables, train
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit
 from bench.quality.train import Resolved, safe_train, time_step
-from bench.recipes import plan
-from bench.recipes.modes import MODES
 from bench.store import folders, schema
 from bench.verdicts import sequential, training
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
@@ -68,7 +68,7 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
 def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
     """What a run of `mode` trains with, looked up here once: its plan (with the study's step
     options), at the size of the study's model sized to its data (`fitted`, or fitted now), and
-    fp32's recipe."""
+    fp32's mode."""
     fitted = fitted or fit(cfg, registry.get(cfg.model))
     case = train.case(cfg, fitted.workload, mode)
     sized = plan.resolve(case, step_options=train.options(cfg)).with_size(fitted.size)
@@ -89,7 +89,7 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
     for mode in modes:
         if mode in timed:
             continue
-        # Why the recipe cannot train the study's model here: the one rule every job asks
+        # Why the mode cannot train the study's model here: the one rule every job asks
         # (`Plan.unsupported_reason`), or why the model could not be sized to the data.
         resolved = resolve(cfg, mode, fitted) if isinstance(fitted, Fitted) else None
         why = fitted if resolved is None else resolved.plan.unsupported_reason
@@ -101,7 +101,7 @@ def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None
         log(f"timing {mode}")
         try:
             row = {**time_step(cfg, resolved), "status": "ok", "error": ""}
-        except Exception as exc:  # a recipe that fails here is a row; the study goes on
+        except Exception as exc:  # a mode that fails here is a row; the study goes on
             info = fault(exc)
             row = {"mode": mode, "status": info["status"], "error": info["error"]}
         tables.append(folder_path, "timing", [row])
@@ -119,7 +119,7 @@ def _within(
     todo: list[tuple[str, int]], cfg: QualityConfig, timing, budget_s: float
 ) -> list[tuple[str, int]]:
     """The runs of `todo`, in order, whose summed cost fits `budget_s`: each costs its steps ×
-    its recipe's step time alone, plus what evaluation and starting a process add. An estimate:
+    its mode's step time alone, plus what evaluation and starting a process add. An estimate:
     side by side on one GPU, runs bound by its matmuls take about as long as one after another
     or longer, runs bound by the CPU's launches less."""
     step_s = dict(zip(timing["mode"], timing["step_ms"] / 1e3, strict=True))
@@ -135,7 +135,7 @@ def _within(
 
 def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]:
     """How many runs train side by side, and why (`bench.jobs.packing`, at the largest
-    recipe's measured reservation)."""
+    mode's measured reservation)."""
     ok = timing[timing["status"] == "ok"]
     peaks = pd.to_numeric(ok.get("peak_gib", pd.Series()), errors="coerce")
     # Timed before peaks were kept: nothing to size from.
@@ -146,12 +146,12 @@ def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]
 def _train(
     folder_path: Path, cfg: QualityConfig, budget_s: float = 0, only: tuple[str, ...] = ()
 ) -> bool:
-    """Train the runs of `cfg`'s recipes and seeds (`only` those recipes') not yet trained,
+    """Train the runs of `cfg`'s modes and seeds (`only` those modes') not yet trained,
     those that fit `budget_s` where one is given; whether none was left for lack of budget."""
     timing = tables.load(folder_path)["timing"]
     skip = dict(zip(timing["mode"], timing["status"], strict=True))
     finished = tables.done(folder_path)
-    # fp32 first, the costliest: the target is its; then recipe by recipe.
+    # fp32 first, the costliest: the target is its; then mode by mode.
     todo = [
         (m, s)
         for m in cfg.modes
@@ -159,7 +159,7 @@ def _train(
         if (m, s) not in finished and skip.get(m) == "ok" and (not only or m in only)
     ]
     for m in cfg.modes:
-        if skip.get(m, "ok") != "ok":  # an unsupported recipe: one row per seed says so
+        if skip.get(m, "ok") != "ok":  # an unsupported mode: one row per seed says so
             why = timing[timing["mode"] == m]["error"].iloc[0]
             rows = [{"mode": m, "seed": s, "status": skip[m], "error": why} for s in cfg.seeds]
             tables.append(folder_path, "runs", [r for r in rows if (m, r["seed"]) not in finished])
@@ -176,7 +176,7 @@ def _train(
         todo = chosen
     workers, why = pack(cfg, timing, len(todo))
     if workers > 1:
-        # Side by side, the longest runs first (their recipe's step time alone): none starts
+        # Side by side, the longest runs first (their mode's step time alone): none starts
         # last and trains alone while the other slots stand empty. One at a time, fp32 first.
         step_ms = dict(zip(timing["mode"], timing["step_ms"], strict=True))
         todo.sort(key=lambda run: -step_ms[run[0]])
@@ -333,7 +333,7 @@ def resume(
     rerun_check: bool = False,
 ) -> Path:
     """Train what the study in `run_dir` has not: after `add_modes` and `add_seeds` (seeds at one
-    commit only: `one_commit`), `only` those recipes' runs; a sequential study goes on from its last
+    commit only: `one_commit`), `only` those modes' runs; a sequential study goes on from its last
     look. Another GPU or torch may not resume it."""
     started = looks.clock()
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:

@@ -17,7 +17,7 @@ clock = time.monotonic
 """The clock a device-time budget is spent by (a test injects its own)."""
 
 Train = Callable[[Path, QualityConfig, float, tuple[str, ...]], bool]
-"""Trains the runs of a config's recipes and seeds not yet trained (only the recipes named),
+"""Trains the runs of a config's modes and seeds not yet trained (only the modes named),
 within a budget in seconds (0: none); whether none was left for lack of it (the job's)."""
 
 
@@ -29,7 +29,7 @@ def design_of(cfg: QualityConfig) -> sequential.Design | None:
 def judge_looks(
     run_dir: Path, cfg: QualityConfig, looks: list[int]
 ) -> dict[str, sequential.Judged]:
-    """Each recipe's verdict over the looks taken (fp32, the reference, and recipes without a
+    """Each mode's verdict over the looks taken (fp32, the reference, and modes without a
     finished run left out)."""
     t = tables.load(run_dir)
     if t["curves"].empty:
@@ -41,8 +41,8 @@ def judge_looks(
 def run(
     folder, cfg: QualityConfig, train: Train, budget_s: float, started: float, guard=None
 ) -> None:
-    """Look after look: train the look's runs (fp32's and the undecided recipes', by `train`),
-    judge, and add seeds until every recipe is decided, the cap, or the budget (spent since
+    """Look after look: train the look's runs (fp32's and the undecided modes', by `train`),
+    judge, and add seeds until every mode is decided, the cap, or the budget (spent since
     `started`, by `clock`). `guard` is asked before seeds are added (a resumed study: one
     commit)."""
     design, order = design_of(cfg), cfg.seed_order()
@@ -53,7 +53,7 @@ def run(
             todo = sequential.undecided(judged)
             n = design.next_look(looks[-1])
             if not todo or n is None:
-                log("every recipe decided" if not todo else f"the cap: {looks[-1]} seeds")
+                log("every mode decided" if not todo else f"the cap: {looks[-1]} seeds")
                 break
         else:
             todo, n = [m for m in cfg.modes if m != FP32], design.first

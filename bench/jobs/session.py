@@ -19,9 +19,9 @@ from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
+from bench.modes import catalog
+from bench.modes.plan import Plan, resolve
 from bench.numerics.measure import config
-from bench.recipes import catalog
-from bench.recipes.plan import Plan, resolve
 from bench.store import folders, results
 
 CEILING_SIZES = {

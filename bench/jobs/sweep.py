@@ -1,4 +1,4 @@
-"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per recipe and
+"""`ampbench sweep -- python train.py ARGS`: a user's own training script run once per mode and
 seed, in interleaved rounds, each run measured by the probe inside it (`bench.ownloop.contract`);
 a run that fails or times out is a row with its status (docs/own-loop.md)."""
 
@@ -18,8 +18,8 @@ import pandas as pd
 
 from bench.jobs import packing
 from bench.jobs.base import Folder, log, new_folder
+from bench.modes import catalog
 from bench.ownloop import contract, looks
-from bench.recipes import catalog
 from bench.store import folders, paths, results
 from bench.verdicts import sequential
 
@@ -36,9 +36,9 @@ class SweepConfig:
     script: tuple[str, ...]
     """The command that trains, as given after `--` (`python train.py ARGS`)."""
     modes: tuple[str, ...]
-    """The recipes, by the mode table's names; the reference first where it is among them."""
+    """The modes, by the mode table's names; the reference first where it is among them."""
     seeds: tuple[int, ...] = (0, 1, 2)
-    """One round per seed: each recipe runs once at each."""
+    """One round per seed: each mode runs once at each."""
     metric: str | None = None
     """The logged metric the training judge reads (lower is better); None: the first of
     `val_loss`, `eval_loss`, `loss` that every run logged."""
@@ -48,9 +48,9 @@ class SweepConfig:
     workers: int = 0
     """Runs side by side for the seeds not timed alone; 0: auto (`bench.jobs.packing`)."""
     timed_seeds: int = 2
-    """The first this many seeds of each recipe run alone, and only they give step times."""
+    """The first this many seeds of each mode run alone, and only they give step times."""
     max_seeds: int | None = None
-    """A sequential study's cap on seeds a recipe (None: one look, at `seeds`)."""
+    """A sequential study's cap on seeds a mode (None: one look, at `seeds`)."""
     budget_s: float = 0.0
     """Seconds the command may run for; no look starts past it (0: none)."""
 
@@ -76,7 +76,7 @@ class SweepConfig:
 
     @property
     def cap(self) -> int | None:
-        """The seeds a recipe at most: `max_seeds`, else with a budget the rule's default."""
+        """The seeds a mode at most: `max_seeds`, else with a budget the rule's default."""
         if self.max_seeds is None and self.budget_s:
             return sequential.DEFAULT_MAX_SEEDS
         return self.max_seeds
@@ -93,7 +93,7 @@ class SweepConfig:
 
 
 def default_modes(device: str) -> tuple[str, ...]:
-    """The recipes a script takes by a switch (`bench.ownloop.contract.SUPPORTED_KINDS`) that scale
+    """The modes a script takes by a switch (`bench.ownloop.contract.SUPPORTED_KINDS`) that scale
     as their dtype is meant to (fp16 with a scaler, bf16 without), and the float32 ones; on the
     CPU those without TF32 or float16 (no CPU runs them)."""
     amp = catalog.autocast_modes()
@@ -106,7 +106,7 @@ def default_modes(device: str) -> tuple[str, ...]:
 
 
 def order(modes: tuple[str, ...], round_index: int) -> list[str]:
-    """Round k's order: the recipes turned by k, so no recipe always runs first."""
+    """Round k's order: the modes turned by k, so no mode always runs first."""
     k = round_index % len(modes)
     return [*modes[k:], *modes[:k]]
 
@@ -142,11 +142,12 @@ def run_script(
 
 
 def child_environ(mode: str, seed: int, out: Path) -> dict[str, str]:
-    """The environment of one run: the caller's, the recipe, the seed and the run's folder, and
+    """The environment of one run: the caller's, the mode, the seed and the run's folder, and
     this checkout's root first on PYTHONPATH (before any the user has)."""
     environ = {
         **os.environ,
-        contract.RECIPE: mode,
+        contract.MODE: mode,
+        contract.OLD_MODE: mode,  # for a script that reads the old name
         contract.SEED: str(seed),
         contract.OUT: str(out),
     }
@@ -207,7 +208,7 @@ def one_run(
         if row.get("mode") != mode:
             note = (
                 f"the run's settings show {row.get('mode')}, not {mode}: the script does not "
-                f"apply {contract.RECIPE}"
+                f"apply {contract.MODE}"
             )
             row.update(status="error", error=note, mode_seen=row.get("mode"), mode=mode)
     row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seed_order().index(seed))
@@ -289,7 +290,7 @@ def workers_for(job: Folder, cfg: SweepConfig, runs: int) -> tuple[int, str]:
 
 
 def run_packed(job: Folder, cfg: SweepConfig, todo: list[tuple[str, int]], runner: Runner) -> None:
-    """Run `todo` ((recipe, seed) pairs), side by side as `workers_for` says; with one at a
+    """Run `todo` ((mode, seed) pairs), side by side as `workers_for` says; with one at a
     time, in order, each a run alone."""
     if not todo:
         return
@@ -309,7 +310,7 @@ def run_packed(job: Folder, cfg: SweepConfig, todo: list[tuple[str, int]], runne
 
 
 def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, sequential.Judged]:
-    """Each recipe's verdict over the looks taken (`bench.verdicts.sequential.judge_each`)."""
+    """Each mode's verdict over the looks taken (`bench.verdicts.sequential.judge_each`)."""
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
     summary, metric, _ = looks.summary(run_dir, rows, cfg.metric)
     if metric is None:
@@ -325,7 +326,7 @@ def _look_s(job: Folder, cfg: SweepConfig, runs: int) -> float:
 
 
 def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> None:
-    """Look after look: judge, then add seeds (packed) to fp32 and the undecided recipes until
+    """Look after look: judge, then add seeds (packed) to fp32 and the undecided modes until
     each is decided, the cap, or the budget. Records the looks taken and why they ended."""
     design, seeds = cfg.design(), cfg.seed_order()
     taken = [design.first]
@@ -335,7 +336,7 @@ def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> Non
         todo = sequential.undecided(judge_looks(job.path, cfg, taken))
         n = design.next_look(taken[-1])
         if not todo or n is None:
-            job.info["looks_ended"] = "every recipe decided" if not todo else "the cap"
+            job.info["looks_ended"] = "every mode decided" if not todo else "the cap"
             break
         runs = [(m, s) for s in seeds[taken[-1] : n] for m in (catalog.reference(), *todo)
                 if m in cfg.modes]  # fmt: skip

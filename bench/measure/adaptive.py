@@ -22,11 +22,11 @@ MAX_TIMED_S = 4.0
 """Seconds of timed steps after which a case stops once it has `min_windows` windows."""
 
 SETTLE_QUIET = 10
-"""A scaled recipe's warm-up (`bench.measure.timing.settle`) stops once this many steps in a row
+"""A scaled mode's warm-up (`bench.measure.timing.settle`) stops once this many steps in a row
 applied their update: GradScaler's scale has stopped backing off."""
 SETTLE_CAP = 200
 """...or after this many steps, settled or not: a scale that still backs off by then is the
-recipe's (an overflow every few steps), and the timed windows count its skips."""
+mode's (an overflow every few steps), and the timed windows count its skips."""
 
 NARROW, TIME_CAP, WINDOW_CAP, FIXED = "narrow", "time cap", "window cap", "fixed"
 

@@ -17,8 +17,8 @@ from bench.faults import error_summary
 from bench.measure.roofline import BUS_FACTORS, num_params
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
-from bench.recipes import fp8
-from bench.recipes.modes import tf32_enabled
+from bench.modes import fp8
+from bench.modes.mode import tf32_enabled
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
@@ -58,7 +58,7 @@ def measure(
         out[f"matmul_tflops_{name}"] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
         del a, b
     if fp8.gpu_unsupported_reason(device) is None:
-        for granularity in fp8.RECIPES:
+        for granularity in fp8.MODES_STUDIED:
             out[f"matmul_tflops_fp8-{granularity}"] = _fp8_tflops(
                 granularity, device, matmul_n, gen, warmup, steps
             )

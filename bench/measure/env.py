@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from bench.faults import UsageError
-from bench.recipes.modes import tf32_flags
+from bench.modes.mode import tf32_flags
 from bench.store import paths
 
 ROOT = paths.ROOT

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 import torch
 
-from bench.recipes.modes import dtype_name
-from bench.recipes.step import TrainState, backward, forward, optimizer_step, train_step
+from bench.modes.mode import dtype_name
+from bench.modes.step import TrainState, backward, forward, optimizer_step, train_step
 from bench.workloads import outputs
 
 GIB = 2**30

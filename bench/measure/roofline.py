@@ -15,13 +15,13 @@ from bench.measure import flops
 from bench.workloads.base import size_key
 
 if TYPE_CHECKING:
-    from bench.recipes.modes import Mode
+    from bench.modes.mode import Mode
     from bench.workloads.base import Workload
 
 ADAM_WORDS_PER_PARAM = 7
 """Adam reads param, grad, exp_avg, exp_avg_sq and writes param, exp_avg, exp_avg_sq: seven words
 per parameter, the fewest any implementation can move; a word is the parameters' dtype (float32,
-or bf16 for the pure-bf16 recipes, whose Adam moves half the bytes)."""
+or bf16 for the pure-bf16 modes, whose Adam moves half the bytes)."""
 _AUTOCAST_CAST = (nn.Linear, nn.modules.conv._ConvNd)
 """Modules whose parameters autocast casts to its low dtype on every forward: linear and
 convolutions are on its lower-precision list. Embeddings and norms run on their float32
@@ -123,7 +123,7 @@ def floor_columns(
     """Flat row columns: counted work and the floor of each phase and of the step, in ms.
 
     Every matmul runs at `matmul_tflops` except the modules of `linear_tflops` (module name ->
-    ceiling): a float8 recipe runs the Linears it converted at the float8 ceiling, and every
+    ceiling): a float8 mode runs the Linears it converted at the float8 ceiling, and every
     other FLOP (the other Linears, attention's matmuls) at its unconverted dtype's.
     `shards`: the ranks the optimizer state is split over (FSDP), each stepping its part."""
     rates = linear_tflops or {}

@@ -35,10 +35,10 @@ from bench.measure.timing import (
     time_phases,
     time_windows,
 )
-from bench.recipes import fp8
-from bench.recipes.modes import Mode, dtype_name, tf32_flags
-from bench.recipes.plan import Plan
-from bench.recipes.step import ScaleWatch, TrainState, build, watch
+from bench.modes import fp8
+from bench.modes.mode import Mode, dtype_name, tf32_flags
+from bench.modes.plan import Plan
+from bench.modes.step import ScaleWatch, TrainState, build, watch
 from bench.store import results
 from bench.store.schema import Row
 
@@ -70,7 +70,7 @@ def _matmul_ceilings(
     mode: Mode, plan: dict[str, str], ceilings: dict[str, float]
 ) -> tuple[float, dict[str, float]]:
     """The ceiling of every matmul (the mode's unconverted matmul dtype's), and those of the
-    Linears a float8 recipe converted, by module name (float8's)."""
+    Linears a float8 mode converted, by module name (float8's)."""
     other = ceilings.get(f"matmul_tflops_{mode.unconverted_matmul_dtype}", math.nan)
     low = ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan)
     return other, {name: low for name, what in plan.items() if what == "converted"}
@@ -85,7 +85,7 @@ def global_batch_size(plan: Plan, world_size: int) -> int:
 def run_case(
     plan: Plan, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
-    """Measure one case, resolved into its plan (`bench.recipes.plan.resolve`), on this rank;
+    """Measure one case, resolved into its plan (`bench.modes.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
     `case.repeats` timed windows of `case.steps` samples each, and for a distributed case a
     window without gradient synchronization (`nosync_<phase>`). A case that cannot go on ends
@@ -119,7 +119,7 @@ def run_case(
 
 def _case_columns(plan: Plan, world: World, ceilings: dict[str, float]) -> Row:
     """The columns every row has, an unsupported or failed one's too: the case's axes, its
-    status (`ok` until something says otherwise), where it ran, the recipe as it runs and the
+    status (`ok` until something says otherwise), where it ran, the mode as it runs and the
     ceilings its floors are built on."""
     case, mode = plan.case, plan.mode
     return {  # type: ignore[typeddict-unknown-key]  # the axes are Case's fields
@@ -150,7 +150,7 @@ def _floors(
     ceilings: dict[str, float],
 ) -> dict[str, object]:
     """The step's counted work and the floor each phase has on the measured ceilings (matmuls
-    at their dtype's, float8's for the Linears the recipe converted; the optimizer and the
+    at their dtype's, float8's for the Linears the mode converted; the optimizer and the
     casts at the copy bandwidth). FSDP shards the optimizer's bytes over the ranks."""
     mode = plan.mode
     matmul_tflops, linear_tflops = _matmul_ceilings(mode, plan.fp8_plan, ceilings)
@@ -238,8 +238,8 @@ def _timed_windows(
     say how they were timed: `windows` (how many), `windows_stop` (why no more,
     `bench.measure.adaptive`), `recompiled` (whether the variant compiled a graph while they
     ran: a recompilation would be timed with them) and `scale_warmup_steps` (the untimed steps
-    a scaled recipe ran until its loss scale settled, `bench.measure.timing.settle`; 0 for a
-    recipe that does not scale). With `scale_watch`, a timed step GradScaler skipped is left out
+    a scaled mode ran until its loss scale settled, `bench.measure.timing.settle`; 0 for a
+    mode that does not scale). With `scale_watch`, a timed step GradScaler skipped is left out
     of the statistics and counted (`skipped_steps`)."""
     clock = clock_for(case.device)
     graphs_before = prepared.compiled_graphs()

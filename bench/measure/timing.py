@@ -193,7 +193,7 @@ def time_settled(
     clock: Clock,
     watch: StepWatch | None,
 ) -> dict[str, list[float]]:
-    """`time_phases` of a training step: with a `watch` (a recipe that scales its loss), the
+    """`time_phases` of a training step: with a `watch` (a mode that scales its loss), the
     scale settles first (`settle`) and a skipped timed step is `SKIPPED`; a window whose every
     step was skipped raises `NoTrainingStep`. The studies' and the largest-batch search's timed
     steps; a timing run's windows are `time_windows`'s."""

@@ -1,4 +1,4 @@
-"""The recipe a user's run trains under (the driver's `AMPBENCH_RECIPE`, or what the run's own
+"""The mode a user's run trains under (the driver's `AMPBENCH_MODE`, or what the run's own
 settings show, named by the mode table), and the torch optimizer inside a wrapper (`unwrap`)."""
 
 from __future__ import annotations
@@ -8,14 +8,17 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.recipes import catalog
+from bench.modes import catalog
 
-RECIPE, SEED, OUT = "AMPBENCH_RECIPE", "AMPBENCH_SEED", "AMPBENCH_OUT"
+MODE, SEED, OUT = "AMPBENCH_MODE", "AMPBENCH_SEED", "AMPBENCH_OUT"
 """The environment the driver (`ampbench sweep`) sets for each run of a user's script: the mode
 to apply, the seed, and the folder the probe writes."""
+OLD_MODE = "AMPBENCH_RECIPE"
+"""The mode's variable before it was `AMPBENCH_MODE`: the driver sets both for now, and `asked`
+reads it where the new one is absent, so a script that reads the old name still works."""
 
 SUPPORTED_KINDS = ("float32", "autocast")
-"""The kinds of recipe a user's loop can take by a switch (autocast, a scaler, TF32). A recipe
+"""The kinds of mode a user's loop can take by a switch (autocast, a scaler, TF32). A mode
 that changes the model itself (a cast of the parameters, float8 Linears) needs the model built
 for it: the driver reports it `unsupported`."""
 
@@ -56,12 +59,12 @@ def read_settings(device: str, param_dtype: torch.dtype, scaler: bool) -> Settin
 
 def asked() -> str | None:
     """The mode the driver asked for, checked against the table; None outside the driver."""
-    name = os.environ.get(RECIPE) or None
+    name = os.environ.get(MODE) or os.environ.get(OLD_MODE) or None
     if name is None:
         return None
     card = catalog.card(name)
     if card is None:
-        raise ValueError(f"{RECIPE}={name!r} is not a mode; choose from {', '.join(catalog.CARDS)}")
+        raise ValueError(f"{MODE}={name!r} is not a mode; choose from {', '.join(catalog.CARDS)}")
     return name
 
 

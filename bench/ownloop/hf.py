@@ -1,6 +1,6 @@
 """The probe driven by transformers' `Trainer` (docs/own-loop.md): `ProbeCallback` opens a probe
 on the Trainer's model and optimizer, marks each optimizer step and receives every logged number;
-`precision_args()` gives the driver's recipe as TrainingArguments. transformers is optional."""
+`precision_args()` gives the driver's mode as TrainingArguments. transformers is optional."""
 
 from __future__ import annotations
 
@@ -9,24 +9,24 @@ try:
 except ImportError:  # pragma: no cover - the optional dependency is missing
     raise ImportError("bench.ownloop.hf needs transformers: pip install 'ampbench[zoo]'") from None
 
+from bench.modes import catalog
 from bench.ownloop import contract
 from bench.ownloop.probe import Probe
-from bench.recipes import catalog
 
 
 def precision_args(default: dict[str, bool] | None = None) -> dict[str, bool]:
-    """`TrainingArguments`' precision switches for the recipe the driver asked for
-    (`AMPBENCH_RECIPE`): `fp16`, `bf16`, `tf32`; outside the driver, `default` (or nothing)."""
+    """`TrainingArguments`' precision switches for the mode the driver asked for
+    (`AMPBENCH_MODE`): `fp16`, `bf16`, `tf32`; outside the driver, `default` (or nothing)."""
     name = contract.asked()
     if name is None:
         return dict(default or {})
     reason = contract.unsupported_reason(name)
     if reason is not None:
-        raise ValueError(f"{contract.RECIPE}={name}: {reason}")
+        raise ValueError(f"{contract.MODE}={name}: {reason}")
     card = catalog.card(name)
     if card.low_dtype == "float16" and not card.scale_loss:
         raise ValueError(
-            f"{contract.RECIPE}={name}: the Trainer's fp16 always runs GradScaler; it has no "
+            f"{contract.MODE}={name}: the Trainer's fp16 always runs GradScaler; it has no "
             "switch for fp16 without one"
         )
     out = {"fp16": card.low_dtype == "float16", "bf16": card.low_dtype == "bfloat16"}
@@ -57,7 +57,7 @@ class ProbeCallback(TrainerCallback):
             have = {k: bool(getattr(args, k, False)) for k in wanted}
             if have != wanted:
                 raise ValueError(
-                    f"{contract.RECIPE}={name} asks for {wanted}, and the Trainer's arguments "
+                    f"{contract.MODE}={name} asks for {wanted}, and the Trainer's arguments "
                     f"have {have}: build TrainingArguments with **precision_args()"
                 )
         options = dict(self.options)

@@ -1,6 +1,6 @@
 """The probe driven by a Lightning `Trainer` (docs/own-loop.md): `ProbeCallback` marks the
 phases from Lightning's hooks and logs the training and validation metrics; `precision()` gives
-the driver's recipe. Either `lightning` or `pytorch_lightning` serves."""
+the driver's mode. Either `lightning` or `pytorch_lightning` serves."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import importlib
 
 import torch
 
+from bench.modes import catalog
+from bench.modes.mode import MODES
 from bench.ownloop import contract
 from bench.ownloop.probe import Probe
-from bench.recipes import catalog
-from bench.recipes.modes import MODES
 
 
 def _package() -> object:
@@ -30,12 +30,12 @@ PRECISIONS = {
     "float16": "16-mixed",
     "bfloat16": "bf16-mixed",
 }
-"""A recipe's low dtype (its card's) -> Lightning's `precision=` for it (None: float32)."""
+"""A mode's low dtype (its card's) -> Lightning's `precision=` for it (None: float32)."""
 
 
 def precision(default: str = "32-true") -> str:
-    """Lightning's `precision=` for the recipe the driver asked for (`AMPBENCH_RECIPE`), with TF32
-    switched on for a TF32 recipe (Lightning has no precision for it); outside the driver,
+    """Lightning's `precision=` for the mode the driver asked for (`AMPBENCH_MODE`), with TF32
+    switched on for a TF32 mode (Lightning has no precision for it); outside the driver,
     `default`."""
     name = contract.asked()
     if name is None:
@@ -45,7 +45,7 @@ def precision(default: str = "32-true") -> str:
     if reason is None and card.low_dtype == "float16" and not card.scale_loss:
         reason = "Lightning's 16-mixed always runs GradScaler; it has no switch for fp16 without"
     if reason is not None:
-        raise ValueError(f"{contract.RECIPE}={name}: {reason}")
+        raise ValueError(f"{contract.MODE}={name}: {reason}")
     if MODES[name].tf32:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -53,7 +53,7 @@ def precision(default: str = "32-true") -> str:
 
 
 def _settings(trainer: object, model: torch.nn.Module, scaler: object) -> contract.Settings | None:
-    """The recipe as the Trainer's precision states it; None for one this does not know (the
+    """The mode as the Trainer's precision states it; None for one this does not know (the
     first forward then reads it)."""
     text = str(getattr(trainer, "precision", ""))
     low = {v: k for k, v in PRECISIONS.items()}.get(text)

@@ -1,5 +1,5 @@
 """The training side of the `sweep` driver's runs, read back from its folder: each run's logged
-metric and the per-run summary the training judge reads, so the driver's looks and the recipe
+metric and the per-run summary the training judge reads, so the driver's looks and the mode
 table state the same decisions."""
 
 from __future__ import annotations

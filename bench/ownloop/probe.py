@@ -15,11 +15,11 @@ from torch import nn
 from bench.faults import error_summary
 from bench.measure import ceilings, env
 from bench.measure.timing import clock_for
+from bench.modes.mode import MODES, Mode
 from bench.ownloop import census, contract, folder, marks
 from bench.ownloop.contract import unwrap
 from bench.ownloop.counting import Counter
 from bench.ownloop.row import Run, build_row
-from bench.recipes.modes import MODES, Mode
 
 PHASE_NAMES = {"forward": "fwd", "backward": "bwd", "optimizer": "step", "step": "step"}
 """What `probe.phase` accepts -> the phase it times."""
@@ -64,8 +64,8 @@ class Probe:
         self.seed = contract.seed()
         mode = self._mode()
         if mode is not None:
-            # The recipe's TF32 for the whole run, forward and backward alike, as ampbench's own
-            # step sets it for every phase (one process runs one recipe under the driver).
+            # The mode's TF32 for the whole run, forward and backward alike, as ampbench's own
+            # step sets it for every phase (one process runs one mode under the driver).
             torch.backends.cuda.matmul.allow_tf32 = mode.tf32
             torch.backends.cudnn.allow_tf32 = mode.tf32
         self._scaler = scaler
@@ -81,7 +81,7 @@ class Probe:
             "device": self.device, "model": self.run.model_name, "modes": [],
             "optimizers": [type(self.optimizer).__name__], "seed": self.seed,
             "warmup": warmup, "every": every, "time_every": time_every, "census": census,
-            "recipe_asked": self.asked,
+            "mode_asked": self.asked,
         }  # fmt: skip
         self.info = folder.start(self.path, machine, config)
         self._n = 0
@@ -115,25 +115,25 @@ class Probe:
             h.remove()
         self._handles = []
 
-    # The recipe, for a plain loop that writes it once.
+    # The mode, for a plain loop that writes it once.
     def _mode(self) -> Mode | None:
         """The mode the driver asked for, None outside the driver."""
         return MODES[self.asked] if self.asked else None
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """The forward's autocast for the recipe the driver asked for (its TF32 the probe set for
+        """The forward's autocast for the mode the driver asked for (its TF32 the probe set for
         the whole run when it was made); outside the driver, nothing changes."""
         mode = self._mode()
         if mode is None:
             return contextlib.nullcontext()
         reason = contract.unsupported_reason(mode.name)
         if reason is not None:
-            raise ValueError(f"{contract.RECIPE}={mode.name}: {reason}")
+            raise ValueError(f"{contract.MODE}={mode.name}: {reason}")
         dtype = mode.autocast_dtype
         return torch.autocast(self.device, dtype=dtype or torch.float32, enabled=dtype is not None)
 
     def scaler(self) -> torch.amp.GradScaler:
-        """A GradScaler enabled as the recipe wants it (disabled outside the driver unless one was
+        """A GradScaler enabled as the mode wants it (disabled outside the driver unless one was
         handed in), which the probe then reads."""
         if self._scaler is None:
             mode = self._mode()
@@ -230,7 +230,7 @@ class Probe:
         self._mark(PHASE_NAMES.get(name, "other"))
 
     def set_settings(self, settings: contract.Settings) -> None:
-        """The recipe as the framework states it (a callback that knows it before the first
+        """The mode as the framework states it (a callback that knows it before the first
         forward); otherwise the first forward reads it."""
         self._check_scaler(settings.scaler)
         self.run.set_settings(settings)
@@ -272,12 +272,12 @@ class Probe:
         mode = self._mode()
         if mode is not None and mode.scale_loss and not on:
             raise ValueError(
-                f"{contract.RECIPE}={mode.name} scales the loss, and the probe has no enabled "
+                f"{contract.MODE}={mode.name} scales the loss, and the probe has no enabled "
                 "GradScaler: pass scaler= or use probe.scaler()"
             )
 
     def _first_forward(self, inputs: tuple) -> None:
-        """Read the recipe the first forward runs under. A wrapper may enter autocast inside
+        """Read the mode the first forward runs under. A wrapper may enter autocast inside
         the model's own forward (accelerate patches `model.forward` so), after this hook: the
         modules called inside are watched too, until the forward ends (`_fwd_post`)."""
         on = self._scaler is not None and self._scaler.is_enabled()
@@ -294,7 +294,7 @@ class Probe:
         self._sniffer = nn.modules.module.register_module_forward_pre_hook(inner)
 
     def _settle(self) -> None:
-        """The first forward ended: its recipe is the run's."""
+        """The first forward ended: its mode is the run's."""
         self._sniffer.remove()
         self.run.set_settings(self._sniff, self._inputs)
         self.info["config"]["modes"] = [self.run.mode]

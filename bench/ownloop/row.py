@@ -13,10 +13,10 @@ from torch import nn
 from bench.measure.memory import GIB
 from bench.measure.stats import is_noisy, phase_columns
 from bench.measure.timing import SKIPPED, Clock
+from bench.modes.mode import dtype_name, tf32_flags
 from bench.ownloop.contract import Settings
 from bench.ownloop.counting import Counter
 from bench.ownloop.marks import PHASES, StepRecord
-from bench.recipes.modes import dtype_name, tf32_flags
 from bench.store import results
 
 FLOAT8_NOTE = (
@@ -137,7 +137,7 @@ def _state_gib(run: Run) -> dict[str, float]:
     }
 
 
-def _recipe_columns(run: Run) -> dict[str, object]:
+def _mode_columns(run: Run) -> dict[str, object]:
     s = run.settings
     if s is None:
         return {}
@@ -198,7 +198,7 @@ def build_row(run: Run, counter: Counter, ceilings: dict[str, float]) -> tuple[d
         "host": socket.gethostname(), "node_rank": 0, "local_rank": 0, "nodes": 1,
         "global_batch_size": bs, "optimizer_impl": type(run.optimizer).__name__,
         "fp8_linears": "", "probe_steps": run.steps, "optimizer_steps": run.optimizer_steps,
-        "skipped_steps": run.skipped, **_recipe_columns(run), **_state_gib(run),
+        "skipped_steps": run.skipped, **_mode_columns(run), **_state_gib(run),
     }  # fmt: skip
     notes = []
     samples = {p: v for p, v in run.samples.items() if any(v)}

@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.publish import tables
-from bench.recipes import catalog
 from bench.store import results
 
 SPEEDUPS = {column: f"× {base}" for base, column in results.SPEEDUP_COLUMNS.items()}

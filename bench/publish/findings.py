@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.publish import tables
 from bench.publish.tables import joined
-from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import timing
 
@@ -39,7 +39,7 @@ def unconverted_note(modes: list[str]) -> str:
 
 def float8_ratio(base: pd.Series, row: pd.Series) -> str:
     """`fp8-rowwise 1.062× (compile, 20.69 ms)`, the headline mode's fastest row `base` over a
-    float8 recipe's `row`; `, within noise` where their intervals overlap
+    float8 mode's `row`; `, within noise` where their intervals overlap
     (`bench.verdicts.timing.overlap`)."""
     c = tables.cell
     noise = ", within noise" if timing.overlap(base, row) else ""
@@ -50,7 +50,7 @@ def float8_ratio(base: pd.Series, row: pd.Series) -> str:
 
 
 def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
-    """The float8 recipes of `rows` slower than `base` outside the noise: float8 does not pay."""
+    """The float8 modes of `rows` slower than `base` outside the noise: float8 does not pay."""
     return timing.float8_not_paying(base, rows)
 
 
@@ -63,7 +63,7 @@ def not_paying(modes: list[str], where: str = "here") -> str:
 
 
 def _float8(ok: pd.DataFrame) -> list[str]:
-    """Per batch size, each float8 recipe against the headline mode, at its fastest variant."""
+    """Per batch size, each float8 mode against the headline mode, at its fastest variant."""
     c = tables.cell
     head = catalog.headline()
     return [
@@ -75,7 +75,7 @@ def _float8(ok: pd.DataFrame) -> list[str]:
 
 
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
-    """One bullet per batch size (the fastest recipe or those tied with it, against the
+    """One bullet per batch size (the fastest mode or those tied with it, against the
     reference, and peak memory), then float8 against the headline mode and the gradients' dtypes."""
     ok = contenders(df)
     ok = ok[(ok["optimizer"] == optimizer) & (ok["parallel"] == "none")]

@@ -19,10 +19,10 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
+from bench.modes.catalog import colour as mode_colour
 from bench.publish import figures, tables
 from bench.publish.history_points import collect, gpu_models
 from bench.publish.runs import HISTORY_DIR
-from bench.recipes.catalog import colour as mode_colour
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
 from bench.verdicts import (

@@ -70,7 +70,7 @@ def section(env: dict) -> list[str]:
             " (resumed: its sessions and the pauses between them)" if env.get("resumed") else ""
         )
         out += [f"The run took {tables.cell(minutes)} minutes from start to end{resumed}.", ""]
-    if env.get("step_options"):  # `bench.recipes.plan.StepOptions`, in words
+    if env.get("step_options"):  # `bench.modes.plan.StepOptions`, in words
         out += [f"The timed step: {env['step_options']}.", ""]
     out += ["### Environment", "", _env_table(env), ""]
     if env.get("ceilings"):
@@ -129,7 +129,7 @@ def skipped_line(df: pd.DataFrame) -> list[str]:
     )
     return [
         "GradScaler skips the optimizer's step after an overflow, so a skipped step is no "
-        "training step. Each recipe that scales the loss ran untimed steps until "
+        "training step. Each mode that scales the loss ran untimed steps until "
         f"{adaptive.SETTLE_QUIET} in a row applied their update (at most {adaptive.SETTLE_CAP}): "
         f"{span} steps here (`scale_warmup_steps`); {counted} "
         '(docs/methodology.md, "Steps GradScaler skipped").',

@@ -1,4 +1,4 @@
-"""The recipe table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder, from
+"""The mode table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder, from
 its rows, samples and probe files alone. Speed is `bench.verdicts.driver.speed`'s verdict, shown
 as `× fp32`; training is `bench.verdicts.training`'s judge on the metric the runs log."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.ownloop import looks
 from bench.publish.tables import markdown
-from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import driver, sequential, training
 from bench.verdicts.defaults import MIN_ROUNDS
@@ -22,7 +22,7 @@ OLD_SWEEP_MD = "recipes.md"
 
 
 def alone(rows: pd.DataFrame) -> pd.DataFrame:
-    """The runs timed alone: the only ones whose step times are the recipe's."""
+    """The runs timed alone: the only ones whose step times are the mode's."""
     return rows[rows["ran"] != "packed"] if "ran" in rows else rows
 
 
@@ -57,10 +57,10 @@ def judge_training(
 
 
 def _speed_cells(v: dict) -> tuple[float, str, str]:
-    """(× the reference: its time over the recipe's, the interval of that, the verdict)."""
+    """(× the reference: its time over the mode's, the interval of that, the verdict)."""
     if "ratio" not in v:
         return math.nan, "", v["verdict"] + (f" ({v['why']})" if v.get("why") else "")
-    # The verdict's ratio is the recipe's time over the reference's; the table shows its
+    # The verdict's ratio is the mode's time over the reference's; the table shows its
     # inverse, a speed-up, as the run table printed beside it and the main report do.
     span = (
         f"[{1 / v['ratio_hi']:.4g}, {1 / v['ratio_lo']:.4g}]"
@@ -116,12 +116,12 @@ def packing_notes(rows: pd.DataFrame) -> list[str]:
 
 
 def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
-    """A sequential study's looks, why they ended, and the seeds an undecided recipe needs."""
+    """A sequential study's looks, why they ended, and the seeds an undecided mode needs."""
     if not info.get("looks"):
         return []
     d = info["design"]
     notes = [
-        f"Seeds in looks at {', '.join(map(str, info['looks']))} seeds a recipe (cap "
+        f"Seeds in looks at {', '.join(map(str, info['looks']))} seeds a mode (cap "
         f"{d['max_seeds']}), ended by {info.get('looks_ended', 'an interruption')}: each "
         f"training verdict at the look that decided it, its level spent over the looks "
         f"({d['spending']}), so the {d['alpha']:.0%} error rate holds over all of them."
@@ -133,7 +133,7 @@ def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
 
 
 def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
-    """Where a recipe's best values average other seeds than the reference's (a run failed)."""
+    """Where a mode's best values average other seeds than the reference's (a run failed)."""
     if summary.empty:
         return []
     seeds = {m: sorted(g["seed"]) for m, g in summary.groupby("mode", sort=False)}
@@ -147,7 +147,7 @@ def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
 
 
 def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
-    """The recipe table and its notes."""
+    """The mode table and its notes."""
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
     samples = {r["case_id"]: r["samples_ms"] for r in results.read_rows(run_dir / results.SAMPLES)}
     reference = (
@@ -168,7 +168,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
             training_cell = word = "reference: no run finished"
         out.append(
             {
-                "recipe": mode,
+                "mode": mode,
                 "runs ok": f"{len(ok)} of {len(g)}",
                 "runs alone": len(timed),
                 "step ms": step_ms,
@@ -183,15 +183,15 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
             }
         )
     notes = [
-        f"`× {reference}`: {reference}'s step time over the recipe's, above 1 is faster (the "
+        f"`× {reference}`: {reference}'s step time over the mode's, above 1 is faster (the "
         f"run table the command prints and report.md read the same way, each run against "
         f"{reference}'s run at its seed).",
-        f"Speed: the rounds verdict of each recipe's runs against {reference}'s, one observation "
+        f"Speed: the rounds verdict of each mode's runs against {reference}'s, one observation "
         f"per run (the median of its timed steps); `unclear`: the data cannot decide, and with "
-        f"fewer than {MIN_ROUNDS} runs a recipe it is always `unclear` (`–` in interval). "
+        f"fewer than {MIN_ROUNDS} runs a mode it is always `unclear` (`–` in interval). "
         f"`step ms` is the median of the runs' medians; `× {reference}` and its interval are "
         "the ratio of the runs' geometric means, so where runs scatter the two need not agree.",
-        f"Training: each recipe against {training.REFERENCE} over the seeds on {why}."
+        f"Training: each mode against {training.REFERENCE} over the seeds on {why}."
         if metric is not None
         else f"Training: not judged: {why}.",
         *packing_notes(rows),
@@ -227,9 +227,9 @@ def render(run_dir: Path) -> str:
     df, notes = table(run_dir, cfg)
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
     lines = [
-        f"# Recipes for `{' '.join(cfg.get('script', []))}`",
+        f"# Modes for `{' '.join(cfg.get('script', []))}`",
         "",
-        f"Each recipe ran once per seed ({', '.join(map(str, sorted(set(rows['seed']))))}), "
+        f"Each mode ran once per seed ({', '.join(map(str, sorted(set(rows['seed']))))}), "
         f"{_which_alone(rows, cfg)}, on {env.get('gpu') or env.get('device')}.",
         "",
         markdown(df),
@@ -253,7 +253,7 @@ def failed_runs(run_dir: Path) -> int:
 
 
 def written(run_dir: Path) -> Path | None:
-    """The recipe table a driver's folder holds: sweep.md, or an older folder's recipes.md;
+    """The mode table a driver's folder holds: sweep.md, or an older folder's recipes.md;
     None where it has neither (not a driver's folder, or one still running)."""
     for name in (SWEEP_MD, OLD_SWEEP_MD):
         if (Path(run_dir) / name).is_file():
@@ -262,7 +262,7 @@ def written(run_dir: Path) -> Path | None:
 
 
 def write(run_dir: Path) -> Path:
-    """Write the recipe table into `run_dir`: over the one it holds, else as sweep.md."""
+    """Write the mode table into `run_dir`: over the one it holds, else as sweep.md."""
     path = written(run_dir) or Path(run_dir) / SWEEP_MD
     path.write_text(render(Path(run_dir)))
     return path

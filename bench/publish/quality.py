@@ -1,4 +1,4 @@
-"""A time-to-quality study's report: what the data and the runs were, the target, each recipe's
+"""A time-to-quality study's report: what the data and the runs were, the target, each mode's
 time to it and held-out losses over seeds, the verdicts (`bench.verdicts.training`), the
 GradScaler check, the published anchor where there is one, and the loss curves. From the
 folder's files alone (`bench.quality.tables`); pandas and matplotlib, no torch."""
@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.publish import quality_plot, quality_runs
 from bench.publish.quality_runs import span
 from bench.publish.tables import MISSING, figure, joined, markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
-from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import sequential, training
@@ -24,7 +24,7 @@ DASH = MISSING
 
 
 def loss(x: float) -> str:
-    """A loss to 4 significant digits: recipes differ in the third."""
+    """A loss to 4 significant digits: modes differ in the third."""
     return number(float(x), 4)
 
 
@@ -42,7 +42,7 @@ def study(run_dir: Path) -> dict:
     synthetic = False  # every source of `bench.data` is real data
     looks = [int(n) for n in env.get("looks", [])]
     judged = {}
-    if cfg.sequential and looks:  # each recipe at the look that decided it (or the last)
+    if cfg.sequential and looks:  # each mode at the look that decided it (or the last)
         design = sequential.Design(len(cfg.seeds), cfg.max_seeds)
         judged = {
             m: sequential.judge(summary, m, design, looks, cfg.seed_order(), synthetic=synthetic)
@@ -102,8 +102,8 @@ def _cell(v: training.Verdict | None) -> str:
     return short.get(v.verdict, v.verdict)
 
 
-def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
-    """One row per recipe, and the notes that say why a cell is `–`."""
+def mode_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
+    """One row per mode, and the notes that say why a cell is `–`."""
     cfg, summary, timing = s["cfg"], s["summary"], s["tables"]["timing"].set_index("mode")
     times = _times(s).set_index("mode")
     notes, rows = [], []
@@ -127,7 +127,7 @@ def recipe_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
             steps = f"{missed} of {len(reached)} seeds missed"
         v = s["verdicts"].get(mode)
         row = {
-            "recipe": mode,
+            "mode": mode,
             "step ms": figure(timing.loc[mode, "step_ms"]) if status == "ok" else DASH,
             "steps to target": steps,
             "s to target": figure(times.loc[mode, "mean_s"]) if mode in times.index else DASH,
@@ -164,7 +164,7 @@ def _verdict_lines(s: dict) -> list[str]:
     within = [m for m, v in s["verdicts"].items() if v.within]
     times = _times(s)
     times = times[times["mode"].isin(within)]
-    # A recipe with a seed that missed the target has no time to it: it cannot be ranked, and
+    # A mode with a seed that missed the target has no time to it: it cannot be ranked, and
     # the sentence says so rather than let the ranked ones read as faster than it.
     unranked = [m for m in within if m not in set(times["mode"]) and m != training.REFERENCE]
     besides = (
@@ -173,13 +173,13 @@ def _verdict_lines(s: dict) -> list[str]:
         if unranked
         else ""
     )
-    head = "- **Fastest to the target** among every recipe within the margin"
+    head = "- **Fastest to the target** among every mode within the margin"
     if set(times["mode"]) == {training.REFERENCE}:
-        # fp32 against itself ranks nothing: no other recipe is known to train like it in time.
+        # fp32 against itself ranks nothing: no other mode is known to train like it in time.
         t = times.iloc[0]
         lines.append(
             f"- **Fastest to the target**: not known: fp32 alone has a time to it "
-            f"({figure(t['mean_s'])} s), since no other recipe is shown to train like fp32 with "
+            f"({figure(t['mean_s'])} s), since no other mode is shown to train like fp32 with "
             f"every seed at the target.{besides}"
         )
     elif len(times):
@@ -266,18 +266,18 @@ def step_named(s: dict) -> str:
     return (
         f"step ms: this study's own eager step (clipped at {s['cfg'].grad_clip:g} after "
         "unscaling, with dropout), timed alone; for speed, read the timing harness's step "
-        "(docs/zoo.md), which may order recipes otherwise"
+        "(docs/zoo.md), which may order modes otherwise"
     )
 
 
 def findings(s: dict) -> list[str]:
     """The study's results as markdown lines (the report's and the README's `quality` block):
-    the margin, target, anchor, recipe table, the verdicts and GradScaler's."""
-    table, notes = recipe_table(s)
+    the margin, target, anchor, mode table, the verdicts and GradScaler's."""
+    table, notes = mode_table(s)
     goal = (
         f"**Target**: held-out loss {loss(s['target'])} ({s['target_why']})."
         if s["target"] is not None
-        else f"**Target**: none: {s['target_why']}. No recipe is judged against fp32."
+        else f"**Target**: none: {s['target_why']}. No mode is judged against fp32."
     )
     mg, scaler = s["margin"], s["scaler"]
     margin = (
@@ -308,7 +308,7 @@ def findings(s: dict) -> list[str]:
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
         "held-out loss against the margin ("
         + (
-            "each recipe at the level of the look that decided it, the degrees of freedom of "
+            "each mode at the level of the look that decided it, the degrees of freedom of "
             "the smaller side; Looks above"
             if s["env"].get("design")
             else "90% interval by Welch's t"
@@ -340,14 +340,14 @@ def render(run_dir: Path) -> Path:
         f"**Data**: {env.get('data_description', cfg.data)}. **Model**: "
         f"{env.get('model_description', cfg.model)}.",
         "",
-        f"**Runs**: {len(cfg.seeds)} seeds ({', '.join(map(str, cfg.seeds))}); each recipe of a "
+        f"**Runs**: {len(cfg.seeds)} seeds ({', '.join(map(str, cfg.seeds))}); each mode of a "
         f"seed starts from the same weights and sees the same batches. {cfg.steps} steps of "
         f"{cfg.batch_size} {unit}; AdamW (beta2 {cfg.beta2:g}, weight decay {cfg.weight_decay:g}),"
         f" learning rate {cfg.lr:g} warmed up over {cfg.warmup} steps, cosine to {cfg.min_lr:g}; "
         f"gradients clipped at {cfg.grad_clip:g}.{quality_runs.stopping(cfg, s['tables']['runs'])} "
         "Held-out loss over "
         f"{heldout}"
-        f" every {cfg.eval_every} steps, dropout off. Step times: each recipe's step timed alone "
+        f" every {cfg.eval_every} steps, dropout off. Step times: each mode's step timed alone "
         f"({cfg.timing_steps} steps after a warm-up) before training; time to target is steps × "
         "that time.",
         "",

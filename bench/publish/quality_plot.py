@@ -1,5 +1,5 @@
 """A time-to-quality study's loss curves (`bench.publish.quality`): held-out and training loss,
-mean over seeds, per recipe, with the target. Matplotlib, no torch."""
+mean over seeds, per mode, with the target. Matplotlib, no torch."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
+from bench.modes import catalog
 from bench.publish import figures
-from bench.recipes import catalog
 
 
 def plot(s: dict, path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`quality --replicate`'s page: the verdicts of two studies of the same recipes on disjoint
+"""`quality --replicate`'s page: the verdicts of two studies of the same modes on disjoint
 seeds at one commit, side by side, and whether any contradicts the other
 (`bench.verdicts.replication`). Written into both folders as `replication.md`."""
 
@@ -23,7 +23,7 @@ def write(first: Path, second: Path) -> str:
     clash = rows[rows["agreement"] == replication.CONTRADICT] if len(rows) else rows
     seeds = [", ".join(map(str, sorted(set(s["summary"]["seed"])))) for s in (a, b)]
     head = (
-        f"**Contradictions**: {', '.join(clash['recipe'])}."
+        f"**Contradictions**: {', '.join(clash['mode'])}."
         if len(clash)
         else "**No verdict contradicts the other** (inside the margin in one and outside in the "
         "other, or opposite signs, would)."
@@ -35,7 +35,7 @@ def write(first: Path, second: Path) -> str:
         "",
         head,
         "",
-        markdown(rows) if len(rows) else "No recipe was judged in both.",
+        markdown(rows) if len(rows) else "No mode was judged in both.",
         "",
     ])  # fmt: skip
     for folder in (first, second):

@@ -1,4 +1,4 @@
-"""What a time-to-quality study's report says of its runs and seeds beyond the recipe table: the
+"""What a time-to-quality study's report says of its runs and seeds beyond the mode table: the
 commits they trained at, where the stopping rule ended them, what the seeds the margin rule needs
 would cost, and a sequential study's looks."""
 
@@ -52,7 +52,7 @@ def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
 
 
 def final_named(runs: pd.DataFrame) -> str:
-    """The recipe table's note on its final held-out loss, where the stopping rule ended runs."""
+    """The mode table's note on its final held-out loss, where the stopping rule ended runs."""
     if not (runs["stopped"] == tables.PAST_BEST).any():
         return ""
     return " final held-out loss: at each run's last evaluation, where it stopped."
@@ -92,14 +92,14 @@ def extra_seeds(s: dict) -> str:
     more = mg.seeds_needed - mg.seeds
     step_s = float(ok["step_ms"].sum()) / 1e3 * cfg.steps
     return (
-        f" {more} more seed{'s' if more > 1 else ''} of every recipe: about "
+        f" {more} more seed{'s' if more > 1 else ''} of every mode: about "
         f"{figure(more * step_s / 60)} min of device time (computed: steps × step times"
         f"{', if no run stops early' if cfg.patience else ''})."
     )
 
 
 def looks(s: dict) -> list[str]:
-    """A sequential study's looks, and per recipe the look that decided it or the seeds needed."""
+    """A sequential study's looks, and per mode the look that decided it or the seeds needed."""
     cfg, looks, judged = s["cfg"], s["looks"], s["judged"]
     if not cfg.sequential:
         return []

@@ -95,10 +95,10 @@ def _variants(run: Path, options: dict[str, str], link: str) -> str:
     return variants.best_variant_table(df, options.get("optimizer", "fused"))
 
 
-def _recipes(run: Path, options: dict[str, str], link: str) -> str:
+def _fastest(run: Path, options: dict[str, str], link: str) -> str:
     """The fastest mode and variant per batch size of a timing run."""
-    _takes("recipes", options, "optimizer")
-    return variants.fastest_recipe_table(results.load(run), options.get("optimizer", "fused"))
+    _takes("modes", options, "optimizer")
+    return variants.fastest_table(results.load(run), options.get("optimizer", "fused"))
 
 
 def _scaling(run: Path, options: dict[str, str], link: str) -> str:
@@ -168,7 +168,7 @@ def _found(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _zoo(run: Path, options: dict[str, str], link: str) -> str:
-    """Which recipe for which model: a row per timing run (RUN and `with=`), each with the
+    """Which mode for which model: a row per timing run (RUN and `with=`), each with the
     time-to-quality studies of its model among `quality=` (`bench.publish.zoo`)."""
     _takes("zoo", options, "with", "quality", "optimizer")
     runs = [run] + [run.parent / n for n in options.get("with", "").split("+") if n]
@@ -200,6 +200,6 @@ KINDS = {
     "table": _rows_table,
     "variants": _variants,
     "maxbatch": _maxbatch,
-    "recipes": _recipes,
+    "fastest": _fastest,
     "scaling": _scaling,
 }

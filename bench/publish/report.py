@@ -304,21 +304,21 @@ def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, s
 
 
 def _dtypes_section(df: pd.DataFrame) -> list[str]:
-    """The dtypes each mode's step produced, with the float8 recipes' decision per Linear."""
+    """The dtypes each mode's step produced, with the float8 modes' decision per Linear."""
     dtypes = df.drop_duplicates("mode")
     if "fp8_linears" in dtypes:
         dtypes = dtypes.assign(fp8_linears=dtypes["fp8_linears"].map(findings.float8_cell))
     return [
         "## Dtypes observed",
         "",
-        "As the step produced them, per mode. `float8 Linears`: which Linears a float8 recipe "
+        "As the step produced them, per mode. `float8 Linears`: which Linears a float8 mode "
         "converted to torchao's Float8Linear, and why the others were kept (torchao's "
         "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100); "
         f"for a model of more than {findings.FULL_LIST_UP_TO} Linears, how many took each "
         "decision (each Linear's is in results.csv's `fp8_linears`).",
         *(
             [
-                "`–` in an own loop's row: the probe reads the recipe's switches, not the "
+                "`–` in an own loop's row: the probe reads the mode's switches, not the "
                 "dtypes of your loop's logits, loss or gradients."
             ]
             if _own(df)

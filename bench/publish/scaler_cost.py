@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.publish import tables
-from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import timing
 

@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.numerics.render.answer import LOSS_GAP
 from bench.publish.findings import (
     below_one,
@@ -27,7 +28,6 @@ from bench.publish.summary_studies import (
     trains_like_fp32,
 )
 from bench.publish.tables import batch_sizes, figure, joined
-from bench.recipes import catalog
 from bench.verdicts import timing
 from bench.verdicts.timing import Fastest
 
@@ -147,7 +147,7 @@ def _regimes(winners: list[tuple[int, Fastest]]) -> list[list[tuple[int, Fastest
     return groups
 
 
-def _recipe(ok: pd.DataFrame, bs: int, row: pd.Series) -> str:
+def _pick(ok: pd.DataFrame, bs: int, row: pd.Series) -> str:
     """`compile, 2.33 ms, 5.15× eager fp32`: a row's variant, time and speed over the reference."""
     fp32 = _eager(ok, catalog.reference(), bs)
     vs = f", {figure(fp32 / row['total_ms'])}× eager {catalog.reference()}"
@@ -161,7 +161,7 @@ def _tied(ok: pd.DataFrame, bs: int, f: Fastest) -> str:
     for mode, g in f.rows.groupby("mode", sort=False):
         first, *rest = (r for _, r in g.iterrows())
         others = "".join(f"; {r['variant']}, {figure(r['total_ms'])} ms" for r in rest)
-        named.append(f"`{mode}` ({_recipe(ok, bs, first)}{others})")
+        named.append(f"`{mode}` ({_pick(ok, bs, first)}{others})")
     return joined(named)
 
 
@@ -174,7 +174,7 @@ def _at(ok: pd.DataFrame, group: list[tuple[int, Fastest]], *, say_batch: bool) 
         for bs, f in group:
             others = [r["variant"] for _, r in f.rows.iloc[1:].iterrows()]
             tied = f"; {joined(others)} tied within noise" if others else ""
-            parts.append(f"{bs} ({_recipe(ok, bs, f.first)}{tied})")
+            parts.append(f"{bs} ({_pick(ok, bs, f.first)}{tied})")
         return f"`{first.modes[0]}` at batch {joined(parts)}"
     say_batch = say_batch or len(group) > 1
     per = [
@@ -195,7 +195,7 @@ def _costs(studies: list[dict], modes: tuple[str, ...]) -> str:
 
 
 def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list[str]:
-    """Per regime (consecutive batch sizes with one winner or one tie): the fastest recipe with
+    """Per regime (consecutive batch sizes with one winner or one tie): the fastest mode with
     its speed over eager fp32 and its training, then the fastest that trains like fp32."""
     ref = catalog.reference()
     if ok.empty:
@@ -233,8 +233,8 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
 
 
 def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str | None:
-    """Each float8 recipe against the headline mode per batch size, at its fastest variant:
-    where it pays and where not; then the `unconverted` recipes, which are `unsupported`."""
+    """Each float8 mode against the headline mode per batch size, at its fastest variant:
+    where it pays and where not; then the `unconverted` modes, which are `unsupported`."""
     per = float8_against_headline(ok)
     note = unconverted_note(unconverted or [])
     if not per:

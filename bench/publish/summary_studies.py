@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
 from bench.numerics.render.answer import (
@@ -16,7 +17,6 @@ from bench.numerics.render.answer import (
     lost_direction,
 )
 from bench.publish.tables import batch_sizes, figure, joined
-from bench.recipes import catalog
 from bench.verdicts import training
 
 

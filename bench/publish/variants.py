@@ -1,12 +1,12 @@
-"""Execution variants against eager, and the fastest recipe: a timing run's report section
-(`section`) and the README blocks' tables (`best_variant_table`, `fastest_recipe_table`)."""
+"""Execution variants against eager, and the fastest mode: a timing run's report section
+(`section`) and the README blocks' tables (`best_variant_table`, `fastest_table`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.publish import findings, tables
-from bench.recipes import catalog
 from bench.store import results
 from bench.verdicts import timing
 
@@ -68,7 +68,7 @@ def _tie_words(named: tuple[str, ...], variants: int) -> str:
     return " ≈ ".join(named)
 
 
-def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
+def fastest_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per batch size: the fastest mode and variant (or those tied), its step time and speed-ups,
     its peak memory over the headline mode's, and the runner-up with its time."""
     head, ref = catalog.headline(), catalog.reference()
@@ -114,7 +114,7 @@ def fastest_recipe_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
                 ),
             }
         )
-    return f"{optimizer} Adam; the fastest recipe and variant per batch size:\n\n" + pd.DataFrame(
+    return f"{optimizer} Adam; the fastest mode and variant per batch size:\n\n" + pd.DataFrame(
         rows
     ).pipe(tables.markdown)
 

@@ -1,5 +1,5 @@
-"""Which recipe for which model (the README's `ampbench:zoo` block): a row per model at its largest
-batch size: its fastest recipe, the fastest that trains like fp32, speedups, memory, whether
+"""Which mode for which model (the README's `ampbench:zoo` block): a row per model at its largest
+batch size: its fastest mode, the fastest that trains like fp32, speedups, memory, whether
 float8 pays, whether fp16 needs GradScaler (docs/zoo.md). A cell left `–` has a note."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.publish.summary import passing
 from bench.publish.tables import figure
-from bench.recipes import catalog
 from bench.verdicts import timing, training
 from bench.verdicts.timing import Fastest
 
@@ -31,11 +31,11 @@ COLUMNS = (
     "fp16 without GradScaler",
 )
 ONLY_FP32 = (
-    "its study shows no recipe but fp32 to train like fp32, and does not show the others to "
+    "its study shows no mode but fp32 to train like fp32, and does not show the others to "
     "train worse (their intervals reach past the margin: the study's report)"
 )
 STEP_NOTE = "step note"
-"""A row's note on the study's step times, where they order recipes otherwise (not a column)."""
+"""A row's note on the study's step times, where they order modes otherwise (not a column)."""
 NOTE = "note"
 """A row's own note under the table (not a column)."""
 STUDY_COLUMNS = ("fastest that trains like fp32", "fp16 without GradScaler")
@@ -47,24 +47,24 @@ def label(model: str, preset: str) -> str:
     return f"`{model}` ({preset})" if preset else f"`{model}`"
 
 
-def _recipe(row: pd.Series) -> str:
+def _pick(row: pd.Series) -> str:
     return f"{row['mode']} ({row['variant']}, {figure(row['total_ms'])} ms)"
 
 
 def _named(fastest: Fastest) -> str:
-    """The fastest recipe with the variants tied with it; where modes are tied,
+    """The fastest mode with the variants tied with it; where modes are tied,
     `tied: a (compile, 2.0 ms), b (...)`, each at its fastest variant."""
     if len(fastest.modes) == 1:
         others = [str(v) for v in fastest.rows["variant"].iloc[1:]]
         if not others:
-            return _recipe(fastest.first)
+            return _pick(fastest.first)
         first = fastest.first
         return (
             f"{first['mode']} ({first['variant']}, {figure(first['total_ms'])} ms; "
             f"{' and '.join(others)} tied)"
         )
     per_mode = fastest.rows.drop_duplicates("mode")
-    return "tied: " + ", ".join(_recipe(r) for _, r in per_mode.iterrows())
+    return "tied: " + ", ".join(_pick(r) for _, r in per_mode.iterrows())
 
 
 def _speedup(at: pd.DataFrame, row: pd.Series, mode: str) -> str:
@@ -129,7 +129,7 @@ def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
 
 
 def step_orders(study: dict, at: pd.DataFrame) -> list[str]:
-    """The pairs of recipes whose order by step time the study's own step (eager, clipped,
+    """The pairs of modes whose order by step time the study's own step (eager, clipped,
     unscaled: `bench.publish.quality.step_named`) and this table's eager step reverse."""
     t = study.get("tables", {}).get("timing")
     if t is None or t.empty:
@@ -182,7 +182,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
             "this table's step is the one to read"
         )
     if study is not None:
-        # fp16 without a scaler is a recipe to recommend only where the study finds the scaler
+        # fp16 without a scaler is a mode to recommend only where the study finds the scaler
         # not needed.
         _, bare = catalog.fp16_pair()
         scaler = study["scaler"]
@@ -192,7 +192,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
         chosen = timing.fastest(safe) if len(safe) else None
         undecided = any(v.verdict == training.NOT_KNOWN for v in study["verdicts"].values())
         if chosen is not None and set(chosen.rows["mode"]) == {catalog.reference()} and undecided:
-            # fp32 against itself answers nothing while the other recipes are undecided.
+            # fp32 against itself answers nothing while the other modes are undecided.
             chosen = None
             row[NOTE] = f"{NOT_KNOWN} for {row['model']}: {ONLY_FP32}"
         else:
@@ -235,7 +235,7 @@ def table(
     notes = [
         f"Preset in brackets; {optimizer} Adam; each model at its largest batch measured. "
         "tied: within noise (p10–p90), each mode at its fastest variant. × fp32, × TF32 and "
-        "peak GiB: of the (first) fastest recipe that trains like fp32, else of the fastest, "
+        "peak GiB: of the (first) fastest mode that trains like fp32, else of the fastest, "
         "against fp32 and TF32 at its variant.",
         "fp16 without GradScaler: the time-to-quality study's verdict; unless it finds the "
         "scaler not needed, fp16 without it does not count as training like fp32.",
@@ -249,7 +249,7 @@ def table(
         notes.append(f"{NOT_KNOWN} in {study_columns}{elsewhere}: {NO_STUDY}.")
     if stopped:
         notes.append("; ".join(stopped) + ".")
-    # Cells unpadded: a column as wide as its longest list of tied recipes, repeated on every
+    # Cells unpadded: a column as wide as its longest list of tied modes, repeated on every
     # row, would double the README (tests/test_readme.py holds it to a size).
     lines = ["| " + " | ".join(cells) + " |" for cells in [COLUMNS, *df.values]]
     lines.insert(1, "|" + "---|" * len(COLUMNS))

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 from bench.cases import checks
 from bench.cases.case import DEVICES
-from bench.recipes import catalog
+from bench.modes import catalog
 
 FP32 = catalog.reference()
-"""The reference every recipe is judged against."""
-RECIPES = catalog.with_role("quality")
-"""The recipes a study trains when none are named (the mode table's `quality` role)."""
+"""The reference every mode is judged against."""
+MODES_STUDIED = catalog.with_role("quality")
+"""The modes a study trains when none are named (the mode table's `quality` role)."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ ANCHORS = {
         source="nanoGPT's best validation loss for config/train_shakespeare_char.py (its README)",
     ),
 }
-"""(model, preset, data) -> the published result of the same model, recipe and data."""
+"""(model, preset, data) -> the published result of the same model, mode and data."""
 
 PER_DEVICE: dict[str, dict[str, object]] = {
     "cuda": {
@@ -75,11 +75,11 @@ class QualityConfig:
     )
     """The data: shakespeare (text), digits (images), or the path of a text file."""
     modes: tuple[str, ...] = field(
-        default=RECIPES, metadata={"check": checks.choice(catalog.CARDS), "items": True}
+        default=MODES_STUDIED, metadata={"check": checks.choice(catalog.CARDS), "items": True}
     )
-    """The recipes trained (fp32, the reference, is always among them)."""
+    """The modes trained (fp32, the reference, is always among them)."""
     seeds: tuple[int, ...] = field(default=(0, 1, 2), metadata={**_NON_NEGATIVE, "items": True})
-    """Seeds: each gives the initial weights, the batches and the dropout of every recipe."""
+    """Seeds: each gives the initial weights, the batches and the dropout of every mode."""
     steps: int = field(default=0, metadata=_POSITIVE)
     """The step budget of every run."""
     eval_every: int = field(default=0, metadata=_POSITIVE)
@@ -99,20 +99,20 @@ class QualityConfig:
     weight_decay: float = field(default=0.1, metadata={"check": checks.NON_NEGATIVE_FINITE})
     """AdamW's weight decay, on the weights of two or more dimensions (nanoGPT's groups)."""
     grad_clip: float = field(default=1.0, metadata={"check": checks.NON_NEGATIVE_FINITE})
-    """Gradient-norm clip (0: none); a scaled recipe unscales first."""
+    """Gradient-norm clip (0: none); a scaled mode unscales first."""
     patience: int = field(default=0, metadata=_NON_NEGATIVE)
     """Stop a run once this many held-out evaluations in a row bring no new best (0: train the
     whole budget); its best held-out loss is then the best before it stopped."""
     workers: int = field(default=1, metadata=_NON_NEGATIVE)
     """Runs trained side by side, each in a process of its own on the same device (0: on a GPU as
-    many as the CPU's cores and the GPU's memory, from each recipe's measured peak, allow; on the
+    many as the CPU's cores and the GPU's memory, from each mode's measured peak, allow; on the
     CPU one)."""
     timing_steps: int = field(default=50, metadata=_POSITIVE)
-    """Timed steps per recipe of the step-time measurement, taken before training, alone."""
+    """Timed steps per mode of the step-time measurement, taken before training, alone."""
     check_points: int = field(default=3, metadata=_NON_NEGATIVE)
     """GradScaler checks per scaled-fp16 run (evenly over the budget, step 0 first)."""
     max_seeds: int = field(default=0, metadata=_NON_NEGATIVE)
-    """A sequential study's cap: after judging `--seeds`, add a seed to every recipe still not
+    """A sequential study's cap: after judging `--seeds`, add a seed to every mode still not
     known and look again, up to this many seeds (0: one look at `--seeds`); the error rate holds
     over the looks (`bench.verdicts.sequential`)."""
 

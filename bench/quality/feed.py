@@ -1,5 +1,5 @@
 """A workload sized to a data source (`fit`), and the batches a run trains and is judged on: step
-k's batch of seed s comes from (s, k) alone, so every recipe of a seed sees the same batches."""
+k's batch of seed s comes from (s, k) alone, so every mode of a seed sees the same batches."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class Feed:
         self._heldout: list[Batch] | None = None
 
     def train(self, step: int) -> Batch:
-        # A generator per (seed, step) on the device: the same batch for every recipe and
+        # A generator per (seed, step) on the device: the same batch for every mode and
         # restart on one kind of device, drawn there without a copy from the host.
         gen = generator(self.device, self.seed, step)
         data, size = self.fitted.data, self.fitted.size

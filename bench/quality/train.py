@@ -1,4 +1,4 @@
-"""One run of the time-to-quality study: a recipe trained on real data with the one train step and
+"""One run of the time-to-quality study: a mode trained on real data with the one train step and
 the study's step options, evaluated every `eval_every` steps (read once per evaluation, so the loop
 never waits between steps); its step timed alone; and the GradScaler check (docs/quality.md)."""
 
@@ -17,14 +17,14 @@ from bench.faults import fault
 from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
 from bench.measure.timing import clock_for, time_settled
+from bench.modes.mode import Mode
+from bench.modes.plan import Plan, StepOptions
+from bench.modes.step import build, train_step, watch
+from bench.modes.step import evaluate as heldout
 from bench.numerics.measure.underflow import fp16_cast_shares, norm_share
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
-from bench.recipes.modes import Mode
-from bench.recipes.plan import Plan, StepOptions
-from bench.recipes.step import build, train_step, watch
-from bench.recipes.step import evaluate as heldout
 from bench.workloads.base import Workload
 
 
@@ -69,8 +69,8 @@ def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
 @dataclass(frozen=True)
 class Resolved:
     """What a run trains with, looked up once by the job (`bench.jobs.quality.resolve`): its
-    plan, by the one resolver (`bench.recipes.plan.resolve`), at the size of the study's model
-    sized to its data (`fitted`, which holds the data too), and fp32's recipe (the GradScaler
+    plan, by the one resolver (`bench.modes.plan.resolve`), at the size of the study's model
+    sized to its data (`fitted`, which holds the data too), and fp32's mode (the GradScaler
     check's reference)."""
 
     plan: Plan
@@ -79,12 +79,12 @@ class Resolved:
 
     @property
     def mode(self) -> Mode:
-        """The recipe the run trains with."""
+        """The mode the run trains with."""
         return self.plan.mode
 
 
 class Run:
-    """One recipe, one seed: the state the one train step runs (`bench.recipes.step`), and its
+    """One mode, one seed: the state the one train step runs (`bench.modes.step`), and its
     batches."""
 
     def __init__(self, cfg: QualityConfig, resolved: Resolved, seed: int):
@@ -92,7 +92,7 @@ class Run:
         self.mode, self.reference = resolved.mode, resolved.reference
         self.fitted = resolved.fitted
         plan = resolved.plan.with_case(seed=seed)
-        # The same initial weights and dropout stream for every recipe of a seed (`build` seeds
+        # The same initial weights and dropout stream for every mode of a seed (`build` seeds
         # them); the batch is the feed's, set before every step.
         self.state = build(plan)
         self.feed = Feed(self.fitted, cfg.batch_size, seed, self.device, cfg.heldout_limit)
@@ -300,10 +300,10 @@ def safe_train(
 
 
 def time_step(cfg: QualityConfig, resolved: Resolved) -> dict[str, float]:
-    """The recipe's training step (the first seed's), timed alone by the harness's timing
+    """The mode's training step (the first seed's), timed alone by the harness's timing
     function after a warm-up: median, p10, p90 and IQR in ms, and on a GPU the memory the run
     reserved, a held-out evaluation included (what packing runs side by side sizes from)."""
-    if cfg.device == "cuda":  # the reservation this recipe makes, not the last one's cache
+    if cfg.device == "cuda":  # the reservation this mode makes, not the last one's cache
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     run = Run(cfg, resolved, cfg.seeds[0])

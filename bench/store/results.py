@@ -14,7 +14,7 @@ import pandas as pd
 from bench.cases import case
 from bench.cases.sizes import Sizes
 from bench.faults import UsageError
-from bench.recipes import catalog
+from bench.modes import catalog
 from bench.store import older, schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
@@ -31,12 +31,12 @@ their names in words; samples.jsonl adds `total`, the whole step."""
 CSV, REPORT = "results.csv", "report.md"
 
 SPEEDUP_COLUMNS = {base: f"speedup_vs_{base}" for base in catalog.speedup_baselines()}
-"""Each speedup baseline (`bench.recipes.catalog.speedup_baselines`) -> its derived column: the
+"""Each speedup baseline (`bench.modes.catalog.speedup_baselines`) -> its derived column: the
 base mode's total_ms over a row's."""
 STATE_SAVED_COLUMN = f"model_state_saved_vs_{catalog.reference()}"
 """The reference mode's params + grads + Adam state less a row's (GiB)."""
 PEAK_VS_HEADLINE_COLUMN = f"peak_vs_{catalog.headline().replace('-', '_')}"
-"""A row's allocated peak over the headline mode's: what a recipe beyond autocast saves."""
+"""A row's allocated peak over the headline mode's: what a mode beyond autocast saves."""
 
 METRIC_COLUMNS = [
     "status",
@@ -240,7 +240,7 @@ def own_loop_rows(df: pd.DataFrame) -> pd.Series:
 def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
     """model_state_gib = params + grads + Adam's state; `STATE_SAVED_COLUMN` = the reference
     mode's minus this row's; `PEAK_VS_HEADLINE_COLUMN` = this row's allocated peak over the
-    headline mode's, matched on every other axis (what a recipe beyond autocast saves)."""
+    headline mode's, matched on every other axis (what a mode beyond autocast saves)."""
     parts = ("param_gib", "grad_gib", "optim_state_gib")
     if not set(parts) <= set(df.columns):
         return df

@@ -151,7 +151,7 @@ class Row(TypedDict, total=False):
     """How many nodes (torchrun agents) the ranks ran on; 1 in a one-process run, and in a
     folder older than the column, the number of its `hosts`."""
     global_batch_size: int
-    # The recipe as it ran.
+    # The mode as it ran.
     autocast_dtype: str
     param_dtype: str
     scale_loss: bool
@@ -197,8 +197,8 @@ class Row(TypedDict, total=False):
     # `narrow`, `time cap`, `window cap`, or `fixed` for a count asked for).
     windows: int
     windows_stop: str
-    # GradScaler (`bench.measure.timing`): the untimed steps a scaled recipe ran until its loss
-    # scale settled (0 for a recipe that does not scale), and the timed steps it skipped, left
+    # GradScaler (`bench.measure.timing`): the untimed steps a scaled mode ran until its loss
+    # scale settled (0 for a mode that does not scale), and the timed steps it skipped, left
     # out of every statistic. Absent (NaN) in folders older than the count: not counted there.
     scale_warmup_steps: int
     skipped_steps: int

@@ -1,4 +1,4 @@
-"""The speed verdict of the `sweep` driver: each recipe's runs against the reference recipe's,
+"""The speed verdict of the `sweep` driver: each mode's runs against the reference mode's,
 by the rounds judge (`bench.verdicts.rounds.judge_family`), one observation per run (a run is
 one fresh process: cutting it into windows would count one process's luck several times;
 docs/own-loop.md). Pure: numpy, no torch, no pandas."""
@@ -13,9 +13,9 @@ from bench.verdicts import rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS
 
 REFERENCE = "reference"
-"""The verdict of the recipe the others are judged against."""
+"""The verdict of the mode the others are judged against."""
 NOT_KNOWN = "not known"
-"""The verdict of a recipe without a timed run, or against a reference without one."""
+"""The verdict of a mode without a timed run, or against a reference without one."""
 
 
 def _steps(steps: Sequence[float]) -> np.ndarray:
@@ -32,8 +32,8 @@ def speed(
     """mode -> its speed verdict against `reference`: `runs` holds, per mode, each finished
     run's timed step times (ms), a step GradScaler skipped NaN. Each run is one round
     (`rounds.judge_rounds`, its median over its training steps); a verdict is
-    `rounds.rounds_verdict`'s dict (`ratio` is the recipe's time over the reference's, the
-    geometric mean of the runs' medians), after Holm's correction across the recipes; with too
+    `rounds.rounds_verdict`'s dict (`ratio` is the mode's time over the reference's, the
+    geometric mean of the runs' medians), after Holm's correction across the modes; with too
     few runs it says how many the judge needs (`why`).
     The reference is `{"verdict": "reference"}`; a side without a timed run is `not known`."""
     # A run with no training step (every timed step skipped) is no observation.

@@ -1,5 +1,5 @@
 """The equivalence test of the training rule: Welch's t, two one-sided tests at `ALPHA` each
-(`welch`), and the fewest seeds per recipe for a `POWER` chance to call a recipe drawn from
+(`welch`), and the fewest seeds per mode for a `POWER` chance to call a mode drawn from
 fp32's own distribution within the margin (`seeds_needed`). Numpy and scipy only."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ CONFIDENCE = 0.90
 ALPHA = (1 - CONFIDENCE) / 2
 """Each one-sided test's level: a `CONFIDENCE` interval is two of them."""
 POWER = 0.80
-"""The chance, at the seeds the rule needs, that a recipe like fp32 is called so."""
+"""The chance, at the seeds the rule needs, that a mode like fp32 is called so."""
 MAX_SEEDS = 100
 SIMULATED = 4000
-"""Studies drawn (seeded) to find the chance that the test calls a recipe like fp32 so."""
+"""Studies drawn (seeded) to find the chance that the test calls a mode like fp32 so."""
 
 
 def welch(
@@ -48,8 +48,8 @@ def welch(
 def within_rate(
     sd: float, m: float, n: int, shift: float = 0.0, seed: int = 0, sd_ref: float | None = None
 ) -> float:
-    """The share of `SIMULATED` studies of `n` seeds a side, the recipe's seeds normal with SD
-    `sd` and fp32's with SD `sd_ref` (`sd` where None), the recipe's mean `shift` above
+    """The share of `SIMULATED` studies of `n` seeds a side, the mode's seeds normal with SD
+    `sd` and fp32's with SD `sd_ref` (`sd` where None), the mode's mean `shift` above
     fp32's, whose interval lands inside ±m."""
     rng = np.random.default_rng(seed)
     ref = rng.normal(0.0, sd if sd_ref is None else sd_ref, (SIMULATED, n))
@@ -67,7 +67,7 @@ def sd_upper(ref: pd.Series) -> float:
 
 @functools.lru_cache(maxsize=256)
 def seeds_needed(sd: float, m: float, sd_ref: float | None = None) -> int:
-    """The fewest seeds per recipe (at least `MIN_SEEDS`) for a `POWER` chance that a recipe
+    """The fewest seeds per mode (at least `MIN_SEEDS`) for a `POWER` chance that a mode
     whose seeds scatter with SD `sd` (fp32's with `sd_ref`, `sd` where None), its mean fp32's,
     lands within ±m; `MAX_SEEDS` + 1 where even that many are not enough."""
     ref_sd = sd if sd_ref is None else sd_ref
@@ -84,9 +84,9 @@ def seeds_needed(sd: float, m: float, sd_ref: float | None = None) -> int:
     return MAX_SEEDS + 1
 
 
-def recipe_seeds_needed(x: pd.Series, ref: pd.Series, m: float) -> int:
-    """The seeds per side the rule needs for this recipe: its own spread and fp32's, each at
-    its 90% upper bound (recipes scatter 2–4× as much as fp32 does, so fp32's spread alone
+def mode_seeds_needed(x: pd.Series, ref: pd.Series, m: float) -> int:
+    """The seeds per side the rule needs for this mode: its own spread and fp32's, each at
+    its 90% upper bound (modes scatter 2–4× as much as fp32 does, so fp32's spread alone
     promises power they do not get)."""
     if len(x) < 2 or len(ref) < 2:
         return MIN_SEEDS

@@ -1,4 +1,4 @@
-"""What a float8 recipe's plan converts, and why a recipe that converts no Linear is
+"""What a float8 mode's plan converts, and why a mode that converts no Linear is
 `unsupported`: the rule planning a case asks (`bench.execution.variants`), without pandas, so
 that planning imports none; `bench.verdicts.timing` applies it to a run's rows.
 """
@@ -10,13 +10,13 @@ from collections import Counter
 from collections.abc import Mapping
 
 CONVERTED = "converted"
-"""A Linear's decision in a float8 plan when the recipe converts it (else `kept: why`)."""
+"""A Linear's decision in a float8 plan when the mode converts it (else `kept: why`)."""
 ENTRY = re.compile(r"; (?=[^\s;:]+ (?:converted|kept:))")
 """Where one Linear's entry of a row's `fp8_linears` ends: a reason may itself hold "; "."""
 WHOLE_PLAN_UP_TO = 4
 """A plan of at most this many Linears is said Linear by Linear; a longer one is counted."""
 NO_LINEAR = re.compile(r"converts no Linear|no Linear of .+ is convertible")
-"""What the reason of an `unsupported` float8 row says when its recipe converts no Linear (the
+"""What the reason of an `unsupported` float8 row says when its mode converts no Linear (the
 second form: folders from before the rule covered torchao's size thresholds)."""
 
 
@@ -40,8 +40,8 @@ def plan_summary(plan: Mapping[str, str]) -> str:
 
 
 def float8_unsupported_reason(plan: Mapping[str, str], model: str) -> str | None:
-    """Why a float8 recipe whose `plan` on `model` (Linear name -> `converted` or `kept: why`,
-    `bench.recipes.fp8.plan`) converts nothing is `unsupported`, with each decision summed up
+    """Why a float8 mode whose `plan` on `model` (Linear name -> `converted` or `kept: why`,
+    `bench.modes.fp8.plan`) converts nothing is `unsupported`, with each decision summed up
     (`plan_summary`); None where it converts a Linear."""
     if CONVERTED in plan.values():
         return None

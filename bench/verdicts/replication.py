@@ -1,4 +1,4 @@
-"""Whether two studies of the same recipes, on disjoint seeds at one commit, agree: a verdict
+"""Whether two studies of the same modes, on disjoint seeds at one commit, agree: a verdict
 contradicts another only where both cannot be true (docs/quality.md). Pure Python."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _SIGN = {
 
 
 def compare(a: str, b: str) -> str:
-    """`AGREE`, `CONTRADICT` or `UNDECIDED` for one recipe's verdict words in two studies."""
+    """`AGREE`, `CONTRADICT` or `UNDECIDED` for one mode's verdict words in two studies."""
     for word in (a, b):
         if word != training.NOT_KNOWN and word not in _SIDE:
             raise ValueError(f"verdict {word!r} is not one of the training judge's")
@@ -34,9 +34,9 @@ def compare(a: str, b: str) -> str:
 
 
 def table(a: dict[str, str], b: dict[str, str]) -> list[dict[str, str]]:
-    """One row per recipe in both: its verdict in each and whether they agree."""
+    """One row per mode in both: its verdict in each and whether they agree."""
     return [
-        {"recipe": m, "first": a[m], "second": b[m], "agreement": compare(a[m], b[m])}
+        {"mode": m, "first": a[m], "second": b[m], "agreement": compare(a[m], b[m])}
         for m in a
         if m in b and m != training.REFERENCE
     ]

@@ -130,7 +130,7 @@ class Design:
 
 @dataclass(frozen=True)
 class Judged:
-    """A recipe's verdict in a sequential study: the verdict at the look that decided it (or at
+    """A mode's verdict in a sequential study: the verdict at the look that decided it (or at
     the last look, not known), that look's seeds a side and its nominal one-sided level."""
 
     verdict: training.Verdict
@@ -160,7 +160,7 @@ def judge(
 ) -> Judged:
     """`mode`'s verdict over the `looks` taken (seeds a side at each, in the seed `order`):
     the first look that decides it, at that look's level, and the later looks unread (they
-    are other recipes' looks, not this one's). Where none decides, the last look's verdict,
+    are other modes' looks, not this one's). Where none decides, the last look's verdict,
     not known, with the seeds it would need."""
     if not looks:
         raise ValueError("no look taken")
@@ -185,8 +185,8 @@ def judge_each(
     looks: Sequence[int],
     order: Sequence[int],
 ) -> dict[str, Judged]:
-    """Each recipe's verdict over the `looks` taken (`judge`, on real data), the reference and
-    recipes without a finished run left out: what a study and a sweep both look at."""
+    """Each mode's verdict over the `looks` taken (`judge`, on real data), the reference and
+    modes without a finished run left out: what a study and a sweep both look at."""
     present = set(summary["mode"]) if len(summary) else set()
     return {
         m: judge(summary, m, design, looks, order, synthetic=False)
@@ -196,7 +196,7 @@ def judge_each(
 
 
 def undecided(judged: dict[str, Judged]) -> list[str]:
-    """The recipes a next look trains: those not known for a reason more seeds can change
+    """The modes a next look trains: those not known for a reason more seeds can change
     (an interval across the margin, or too few seeds finished)."""
     return [m for m, j in judged.items() if not j.decided and _more_seeds_help(j.verdict)]
 

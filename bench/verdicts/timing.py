@@ -1,5 +1,5 @@
-"""The verdicts of a timing run: which recipe is fastest or tied within noise (`fastest`), when
-GradScaler's cost may be stated (`scaler_cost`), and that a float8 recipe converting no Linear
+"""The verdicts of a timing run: which mode is fastest or tied within noise (`fastest`), when
+GradScaler's cost may be stated (`scaler_cost`), and that a float8 mode converting no Linear
 is `unsupported` (`float8_as_unsupported`). docs/criteria.md states the rules. Pandas only."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from bench.recipes import catalog
+from bench.modes import catalog
 from bench.verdicts.float8_plan import (  # noqa: F401  (the names publishing reads here)
     CONVERTED,
     NO_LINEAR,
@@ -224,7 +224,7 @@ FLOAT8 = frozenset(name for name, c in catalog.CARDS.items() if c.kind == "float
 
 
 def converts_nothing(row: pd.Series) -> bool:
-    """Whether a float8 row's recipe converted no Linear: its `fp8_linears` lists none converted,
+    """Whether a float8 row's mode converted no Linear: its `fp8_linears` lists none converted,
     or, for a row that did not pass, its reason says so. False where the row does not say."""
     if row.get("mode") not in FLOAT8:
         return False
@@ -262,7 +262,7 @@ def float8_as_unsupported(rows: pd.DataFrame) -> pd.DataFrame:
 
 def contenders(df: pd.DataFrame) -> pd.DataFrame:
     """The rows that may win a speed table: passed, not recompiled during timing (such a window
-    did not time the compiled step alone), and not a float8 recipe that converted no Linear (an
+    did not time the compiled step alone), and not a float8 mode that converted no Linear (an
     older folder's `ok` row of bf16 autocast's step under a float8 name,
     `float8_as_unsupported`)."""
     ok = float8_as_unsupported(df)
@@ -273,7 +273,7 @@ def contenders(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def float8_unconverted(df: pd.DataFrame) -> list[str]:
-    """The float8 recipes of a run whose rows say they convert no Linear of its model
+    """The float8 modes of a run whose rows say they convert no Linear of its model
     (`converts_nothing`): `unsupported`, never set against anything."""
     if df.empty or "mode" not in df:
         return []
@@ -283,7 +283,7 @@ def float8_unconverted(df: pd.DataFrame) -> list[str]:
 
 def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, pd.Series, list[pd.Series]]]:
     """Per batch size where the headline mode passed: (batch size, its fastest row, the fastest
-    row of each float8 recipe that passed there)."""
+    row of each float8 mode that passed there)."""
     head = catalog.headline()
     out = []
     for bs, g in ok.groupby("batch_size", sort=True):
@@ -301,7 +301,7 @@ def float8_against_headline(ok: pd.DataFrame) -> list[tuple[int, pd.Series, list
 
 
 def float8_not_paying(base: pd.Series, rows: list[pd.Series]) -> list[str]:
-    """The float8 recipes of `rows` slower than the headline mode's fastest row `base` outside
+    """The float8 modes of `rows` slower than the headline mode's fastest row `base` outside
     the noise (`overlap`): their speed over it, to the 4 significant digits a report shows, is
     below 1."""
     return [

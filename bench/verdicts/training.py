@@ -1,5 +1,5 @@
-"""The rules that judge how a recipe trains: the margin, the quality target, "trains like fp32",
-GradScaler "needed", and the fastest recipe to the target (docs/quality.md states each and why).
+"""The rules that judge how a mode trains: the margin, the quality target, "trains like fp32",
+GradScaler "needed", and the fastest mode to the target (docs/quality.md states each and why).
 Pandas and scipy: a finished study's tables in, a `Verdict` out; every page reads these rules."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bench.verdicts.equivalence import (
     MAX_SEEDS,
     MIN_SEEDS,
     POWER,
-    recipe_seeds_needed,
+    mode_seeds_needed,
     sd_upper,
     seeds_needed,
     welch,
@@ -32,7 +32,7 @@ MIN_ELEMENTS = 1024
 UNSTABLE_RISE = 0.10
 UNSTABLE_AGAINST = 2.0
 """A run is unstable where its final held-out loss ends `UNSTABLE_RISE` above its best and its
-rise is `UNSTABLE_AGAINST` × the largest of the recipe it is set against (overfitting raises
+rise is `UNSTABLE_AGAINST` × the largest of the mode it is set against (overfitting raises
 both; instability only one)."""
 NOISY_IQR_OVER_MEDIAN = 0.05
 """`bench.measure.stats`'s noise bar (verdicts import no measuring code): the same rule."""
@@ -41,7 +41,7 @@ LIKE, WORSE, BETTER, NOT_KNOWN = "trains like fp32", "worse", "better", "not kno
 WITHIN_WORSE = "within the margin, measurably worse"
 WITHIN_BETTER = "within the margin, measurably better"
 WITHIN = frozenset({LIKE, WITHIN_WORSE, WITHIN_BETTER})
-"""The verdicts that place a recipe inside the margin: it trains like fp32 at this margin."""
+"""The verdicts that place a mode inside the margin: it trains like fp32 at this margin."""
 NEEDED, NOT_NEEDED, NO_FIX = "needed", "not needed", "does not fix it"
 
 
@@ -50,13 +50,13 @@ class Verdict:
     verdict: str
     reason: str
     gap: float = math.nan
-    """Recipe minus fp32, mean best held-out loss."""
+    """Mode minus fp32, mean best held-out loss."""
     low: float = math.nan
     high: float = math.nan
     margin: float = math.nan
     needed: int = 0
-    """Where not known: the seeds per side the rule needs for this recipe (its own spread and
-    fp32's, `recipe_seeds_needed`); 0 elsewhere."""
+    """Where not known: the seeds per side the rule needs for this mode (its own spread and
+    fp32's, `mode_seeds_needed`); 0 elsewhere."""
 
     @property
     def within(self) -> bool:
@@ -75,7 +75,7 @@ class Margin:
     seeds: int
     """fp32's finished seeds."""
     seeds_needed: int
-    """Per recipe, for `POWER` at fp32's seed SD's 90% upper bound (`seeds_needed`)."""
+    """Per mode, for `POWER` at fp32's seed SD's 90% upper bound (`seeds_needed`)."""
 
     @property
     def enough(self) -> bool:
@@ -94,7 +94,7 @@ class Margin:
             f"more than {MAX_SEEDS}" if self.seeds_needed > MAX_SEEDS else str(self.seeds_needed)
         )
         need = (
-            f"The rule needs {count} seeds per recipe (power {POWER:.0%} at the 90% upper bound "
+            f"The rule needs {count} seeds per mode (power {POWER:.0%} at the 90% upper bound "
             f"of fp32's seed SD {self.reference_sd:.2g})"
         )
         if self.enough:
@@ -270,9 +270,9 @@ def trains_like_fp32(
     if word != NOT_KNOWN:
         return Verdict(word, named, *args)
     seeds = min(len(done), len(ref))
-    needed = recipe_seeds_needed(done["best_loss"], ref["best_loss"], m)
+    needed = mode_seeds_needed(done["best_loss"], ref["best_loss"], m)
     count = f"more than {MAX_SEEDS}" if needed > MAX_SEEDS else str(needed)
-    more = f"; {count} seeds per recipe would decide it" if needed > seeds else ""
+    more = f"; {count} seeds per mode would decide it" if needed > seeds else ""
     return Verdict(NOT_KNOWN, f"{stated} crosses the margin{more}", *args, needed=needed)
 
 
@@ -297,10 +297,10 @@ def missed(summary: pd.DataFrame, mode: str, goal: float) -> str:
 
 
 def fastest_to_target(times: pd.DataFrame) -> timing.Fastest | None:
-    """The fastest recipes to the target, by `bench.verdicts.timing.fastest`'s rule. `times`
+    """The fastest modes to the target, by `bench.verdicts.timing.fastest`'s rule. `times`
     has per mode `mean_s`, `low_s` and `high_s` (its time to the target: mean, and the seeds'
     fewest steps × the step time's p10 to the most × its p90) and `noisy` (its step time's IQR
-    over `NOISY_IQR_OVER_MEDIAN` of its median). None where no recipe has a time. The rows
+    over `NOISY_IQR_OVER_MEDIAN` of its median). None where no mode has a time. The rows
     come back with their own columns; the reason's unit is seconds, not ms."""
     if times.empty:
         return None

@@ -61,8 +61,8 @@ class Workload:
     """size -> every Linear by module name, as (in_features, out_features), in forward order;
     None: found in the module tree (`structure.linears`). Ask `linears_of`."""
     fp8_excluded: Callable[[object], dict[str, str]] | None = None
-    """size -> the Linears a float8 recipe must leave in higher precision, each with why (the
-    recipe's own size thresholds apply to the rest: `bench.recipes.fp8.plan`); None: the output
+    """size -> the Linears a float8 mode must leave in higher precision, each with why (the
+    mode's own size thresholds apply to the rest: `bench.modes.fp8.plan`); None: the output
     head and the tied weights found in the module tree (`structure.fp8_excluded`). Ask
     `fp8_excluded_of`."""
     blocks: Callable[[nn.Module], list[nn.Module]] | None = None
@@ -204,7 +204,7 @@ class Workload:
         return structure.linears(self._shapes(size))
 
     def fp8_excluded_of(self, size: object) -> dict[str, str]:
-        """The Linears a float8 recipe leaves in higher precision at `size`, each with why."""
+        """The Linears a float8 mode leaves in higher precision at `size`, each with why."""
         if self.fp8_excluded is not None:
             return self.fp8_excluded(size)
         return structure.fp8_excluded(self._shapes(size))

@@ -291,11 +291,11 @@ HEAD_KEPT = (
 
 
 def fp8_plan(size: GPTSize) -> dict[str, str]:
-    """Linear name -> `converted` or `kept: <why>`, for a float8 training recipe, in the manner
+    """Linear name -> `converted` or `kept: <why>`, for a float8 training mode, in the manner
     of torchtitan's filter (`components/quantization/utils.py: module_filter_fn`): a Linear is
     converted unless it is the head or one of its dimensions is not a multiple of 16, which
     float8 tensor-core GEMMs require. torchao's size thresholds (below which float8 is slower
-    than bf16) depend on the recipe and are left to the recipe's own filter."""
+    than bf16) depend on the mode and are left to the mode's own filter."""
     out: dict[str, str] = {}
     for name, (k, n) in linear_shapes(size).items():
         if name == "head":

@@ -81,7 +81,7 @@ def make_batch(
 
 
 def _mlp_build(size: ModelSize, device: str, seed: int) -> nn.Module:
-    # torch's default init draws from the global generator, which `bench.recipes.step.build`
+    # torch's default init draws from the global generator, which `bench.modes.step.build`
     # seeds with the case's seed before this call: the weights depend on the seed alone.
     return MLP(size, device=device)
 

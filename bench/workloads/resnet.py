@@ -167,7 +167,7 @@ HEAD_KEPT = (
 
 
 def fp8_excluded(size: ResNetSize) -> dict[str, str]:
-    """The Linears a float8 recipe must leave in higher precision, each with why: `fc`, the
+    """The Linears a float8 mode must leave in higher precision, each with why: `fc`, the
     head, as torchtitan leaves a model's output Linear. Where its dimensions are not multiples
     of 16 (1000 classes, or the tiny preset's 10) the reason says that too: torchao's own filter
     would keep it for that alone, since float8 GEMMs need both dimensions divisible by 16."""

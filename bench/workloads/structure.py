@@ -115,7 +115,7 @@ def call_order(model: nn.Module, inputs: torch.Tensor) -> tuple[list[str], dict[
 
 @dataclass(frozen=True)
 class Structure:
-    """What `find` found, by module and parameter name (names stay valid when a recipe swaps a
+    """What `find` found, by module and parameter name (names stay valid when a mode swaps a
     Linear for float8's or casts the model)."""
 
     blocks: tuple[str, ...]
@@ -254,7 +254,7 @@ def head(model: nn.Module, order: list[str] | None = None) -> str | None:
 
 
 def fp8_excluded(model: nn.Module) -> dict[str, str]:
-    """The Linears a float8 recipe must leave in higher precision, each with why: the output
+    """The Linears a float8 mode must leave in higher precision, each with why: the output
     head (as torchtitan's converter keeps a model's `output`) and any Linear whose weight is
     tied to another parameter (float8 would cast the shared tensor, an embedding table among
     them, for every use)."""

@@ -3,11 +3,11 @@ built from its config: nothing is downloaded) learning the bundled Shakespeare t
 characters, evaluated on its held-out split.
 
     python examples/own_loop/hf_trainer.py --steps 200                # one run, measured
-    ./run_bench.sh sweep -- python examples/own_loop/hf_trainer.py  # every recipe, 3 seeds
+    ./run_bench.sh sweep -- python examples/own_loop/hf_trainer.py  # every mode, 3 seeds
 
 Alone it writes one run folder (a new one under ampbench's runs/, or --out); under `ampbench
-recipes` the driver sets the recipe, the seed and the folder (AMPBENCH_RECIPE, AMPBENCH_SEED,
-AMPBENCH_OUT) and `precision_args()` turns the recipe into the Trainer's `fp16` / `bf16` /
+modes` the driver sets the mode, the seed and the folder (AMPBENCH_MODE, AMPBENCH_SEED,
+AMPBENCH_OUT) and `precision_args()` turns the mode into the Trainer's `fp16` / `bf16` /
 `tf32`.
 """
 

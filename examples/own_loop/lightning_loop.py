@@ -5,7 +5,7 @@ Shakespeare text by characters, with a held-out `val_loss`.
     python examples/own_loop/lightning_loop.py --steps 500
     ./run_bench.sh sweep --metric val_loss -- python examples/own_loop/lightning_loop.py
 
-`precision()` turns the driver's recipe (AMPBENCH_RECIPE) into the Trainer's `precision=`;
+`precision()` turns the driver's mode (AMPBENCH_MODE) into the Trainer's `precision=`;
 alone it gives float32 (`32-true`). Needs Lightning: pip install -e '.[lightning]'.
 """
 

@@ -30,9 +30,9 @@ import torch
 import bench
 from bench.data.sources import generator, get
 from bench.measure.timing import clock_for
+from bench.modes.mode import MODES
 from bench.ownloop import census
 from bench.publish import render as report
-from bench.recipes.modes import MODES
 from bench.verdicts.defaults import CONFIDENCE
 from bench.verdicts.rounds import paired_ratio, rounds_verdict
 from bench.workloads import gpt

@@ -3,11 +3,11 @@ nanoGPT's `shakespeare-char` size (on the CPU its tiny twin) learning the bundle
 text by characters, with a held-out loss every `--eval-every` steps.
 
     python examples/own_loop/plain_loop.py --steps 500                 # one run, measured
-    ./run_bench.sh sweep -- python examples/own_loop/plain_loop.py   # every recipe, 3 seeds
+    ./run_bench.sh sweep -- python examples/own_loop/plain_loop.py   # every mode, 3 seeds
 
-The recipe is written once: `probe.autocast()` around the forward and `probe.scaler()` for the
+The mode is written once: `probe.autocast()` around the forward and `probe.scaler()` for the
 loss scale. Alone they change nothing (float32, a disabled scaler); under `ampbench sweep` they
-apply the recipe the driver asks for (AMPBENCH_RECIPE).
+apply the mode the driver asks for (AMPBENCH_MODE).
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ import torch
 
 from bench.cases.case import Case
 from bench.measure.timing import clock_for, settle
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
-from bench.recipes.step import TrainState, build, train_step, watch
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
+from bench.modes.step import TrainState, build, train_step, watch
 from tests.benchmarks import memory_gate
 from tests.conftest import PHASES, suite_options
 
@@ -136,7 +136,7 @@ class _StateCache:
             if CUDA:
                 torch.cuda.empty_cache()
             self.case, self.state = case, build(resolve(case))
-            # As the harness times it: a scaled recipe's loss scale settles first, so that no
+            # As the harness times it: a scaled mode's loss scale settles first, so that no
             # timed round is a step GradScaler skipped (`bench.measure.timing.settle`).
             scale_watch = watch(self.state)
             if scale_watch is not None:

@@ -4,7 +4,7 @@ session's peaks (each benchmark's `extra_info["peak_alloc_gib"]`) with those of 
 benchmark's peak rose by more than that.
 
 pytest-benchmark records no memory (its `--benchmark-compare-fail` gates timings only), so this
-is the gate's second step (docs/comparing.md has the CI recipe): each benchmark is judged with
+is the gate's second step (docs/comparing.md has the CI mode): each benchmark is judged with
 `bench.verdicts.memory.judge`, the rule `ampbench compare` and `ab` use, with one round a side;
 without `--ampbench-memory-fail` the tolerance is `bench.verdicts.memory.DEFAULT`. The saved run
 is found as `--benchmark-compare` finds it, in `--benchmark-storage`: one that matches nothing

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from bench.measure.roofline import optimizer_bytes, step_work
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
-from bench.recipes.step import backward, forward, optimizer_step, train_step
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
+from bench.modes.step import backward, forward, optimizer_step, train_step
 from bench.workloads.registry import get, make_case
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bench.modes import catalog
 from bench.numerics.analysis.summary import BLOWUP, HEALTHY, NONFINITE, RUN_KEYS, smoothed
-from bench.recipes import catalog
 
 
 def measured(summary: pd.DataFrame) -> pd.DataFrame:

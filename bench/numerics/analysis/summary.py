@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from bench.modes import catalog
 from bench.numerics.measure.tables import TABLES
-from bench.recipes import catalog
 
 SMOOTH_STEPS = 20
 """Window of the rolling mean of the training loss used for final losses, time to target, plots."""

@@ -9,6 +9,10 @@ from collections.abc import Mapping
 import torch
 
 from bench.faults import TRACEBACK_TEXT, fault
+from bench.modes.catalog import fp16_pair
+from bench.modes.mode import Mode, dtype_name
+from bench.modes.plan import Plan
+from bench.modes.step import build, train_step
 from bench.numerics.measure.grads import DtypeTrace, capture, chained
 from bench.numerics.measure.tables import (
     ACTIVATION,
@@ -23,10 +27,6 @@ from bench.numerics.measure.tables import (
     PRODUCED_GRAD,
     audit_tensor,
 )
-from bench.recipes.catalog import fp16_pair
-from bench.recipes.modes import Mode, dtype_name
-from bench.recipes.plan import Plan
-from bench.recipes.step import build, train_step
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:
@@ -123,15 +123,15 @@ ERROR_PATHS = [
 ]
 
 
-def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
+def error_paths(plan: Plan, modes: Mapping[str, Mode]) -> list[dict]:
     """One GradScaler step per `ERROR_PATHS` configuration: its outcome, and where it raised."""
     scaled, _ = fp16_pair()
-    scaled_plan = plan.with_mode(recipes[scaled])
+    scaled_plan = plan.with_mode(modes[scaled])
     out = []
     for param_dtype, autocast_dtype, optimizer in ERROR_PATHS:
-        # Not a mode of the benchmark: a recipe users try, run through the same one step.
+        # Not a mode of the benchmark: a mode users try, run through the same one step.
         mode = dataclasses.replace(
-            recipes[scaled],
+            modes[scaled],
             name=f"{dtype_name(param_dtype)}-params-scaled",
             autocast_dtype=autocast_dtype,
             param_dtype=param_dtype,
@@ -164,35 +164,35 @@ def error_paths(plan: Plan, recipes: Mapping[str, Mode]) -> list[dict]:
     return out
 
 
-def run(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
-    """The whole audit: `run_modes` of `recipes`, with the error paths in audit.json's content."""
-    tensor_rows, op_rows, found = run_modes(plan, recipes)
-    found["error_paths"] = error_paths(plan, recipes)
+def run(plan: Plan, modes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
+    """The whole audit: `run_modes` of `modes`, with the error paths in audit.json's content."""
+    tensor_rows, op_rows, found = run_modes(plan, modes)
+    found["error_paths"] = error_paths(plan, modes)
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the audit's memory, before GPU 0 is shared with a worker
     return tensor_rows, op_rows, found
 
 
-def run_modes(plan: Plan, recipes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
-    """The audit of `recipes` alone: (tensor rows, op rows, {"chained", "chains": per mode,
+def run_modes(plan: Plan, modes: Mapping[str, Mode]) -> tuple[list[dict], list[dict], dict]:
+    """The audit of `modes` alone: (tensor rows, op rows, {"chained", "chains": per mode,
     "unsupported": mode -> why it did not run here or how it failed, "tracebacks"})."""
     tensor_rows, op_rows, chains, skipped, tracebacks = [], [], {}, {}, {}
-    for mode, recipe in recipes.items():
-        mode_plan = plan.with_mode(recipe)
+    for name, mode in modes.items():
+        mode_plan = plan.with_mode(mode)
         reason = mode_plan.unsupported_reason
         if reason is not None:
-            skipped[mode] = reason
+            skipped[name] = reason
             continue
         try:
             t, o, chain = audit_mode(mode_plan)
-        except Exception as exc:  # one recipe's failure is data; the others are still audited
+        except Exception as exc:  # one mode's failure is data; the others are still audited
             failure = fault(exc, prefix=AUDIT_FAILED)
-            skipped[mode] = failure["error"]
-            tracebacks[mode] = failure[TRACEBACK_TEXT]
+            skipped[name] = failure["error"]
+            tracebacks[name] = failure[TRACEBACK_TEXT]
             continue
         tensor_rows += t
         op_rows += o
-        chains[mode] = chain
+        chains[name] = chain
     found = {"chained": chained(plan), "chains": chains, "unsupported": skipped}
     found["tracebacks"] = tracebacks  # the failed modes' texts, which the study keeps in errors/
     return tensor_rows, op_rows, found

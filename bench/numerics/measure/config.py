@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from bench.cases import checks
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.cases.sizes import Sizes
+from bench.modes import catalog
 from bench.numerics.measure.defaults import COMMON, PER_DEVICE
-from bench.recipes import catalog
 from bench.workloads import cards
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ def defaults(device: str, model: str = cards.DEFAULT) -> dict[str, object]:
 
 
 def supported_modes(device: str) -> tuple[str, ...]:
-    """The modes of the default grid whose recipe can run on `device` here."""
-    from bench.recipes.modes import MODES  # torch: only a new study's defaults need it
+    """The modes of the default grid whose mode can run on `device` here."""
+    from bench.modes.mode import MODES  # torch: only a new study's defaults need it
 
     return tuple(
         name for name in catalog.default_modes() if MODES[name].unsupported_reason(device) is None
@@ -129,7 +129,7 @@ class NumericsConfig:
     size: object = field(metadata={"cli": False})
     """The workload's size object for the preset (the MLP's `ModelSize`)."""
     modes: tuple[str, ...] = field(metadata=_MODES)
-    """Modes of the convergence runs (keys of `bench.recipes.modes.MODES`); the audit covers every
+    """Modes of the convergence runs (keys of `bench.modes.mode.MODES`); the audit covers every
     mode, the census fp16 with and without a scaler and bf16."""
     census_batch_sizes: tuple[int, ...] = field(metadata={**_POSITIVE, "items": True})
     """One census trajectory (fp16 + GradScaler training) per batch size."""
@@ -162,7 +162,7 @@ class NumericsConfig:
     optimizer: str = field(
         metadata=_setting(checks.choice(catalog.OPTIMIZERS), aliases=("--optimizers",))
     )
-    """Adam implementation, a key of `bench.recipes.catalog.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.modes.catalog.OPTIMIZERS`."""
     lr: float = field(metadata=_FINITE)
     """Adam's learning rate."""
     loss_mult: float = field(metadata=_FINITE)

@@ -13,9 +13,9 @@ from torch.autograd.graph import Node
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from bench.recipes.modes import dtype_name
-from bench.recipes.plan import Plan
-from bench.recipes.step import TrainState, gradients
+from bench.modes.mode import dtype_name
+from bench.modes.plan import Plan
+from bench.modes.step import TrainState, gradients
 from bench.workloads import outputs
 
 

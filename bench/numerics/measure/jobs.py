@@ -12,9 +12,9 @@ import torch
 
 from bench import quiet
 from bench.faults import fault
+from bench.modes.plan import modes_of, resolve  # each worker resolves its own cases
 from bench.numerics.measure import training
 from bench.numerics.measure.config import Job
-from bench.recipes.plan import recipes, resolve  # each worker resolves its own cases
 
 
 def run_job(job: Job) -> dict[str, list[dict]]:
@@ -37,7 +37,7 @@ def run_job(job: Job) -> dict[str, list[dict]]:
             )
         return training.census_trajectory(
             plan,
-            recipes(training.CENSUS_RECIPES),
+            modes_of(training.CENSUS_ALL),
             noise=job.noise,
             checkpoints=job.checkpoints,
             histogram=job.histogram,

@@ -12,14 +12,11 @@ import torch
 from bench.faults import fault
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_settled
-from bench.numerics.measure.grads import capture
-from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
-from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
-from bench.recipes import fp8
-from bench.recipes.catalog import autocast_modes, default_modes, fp16_pair, reference
-from bench.recipes.modes import MODES, Mode, dtype_name
-from bench.recipes.plan import Plan
-from bench.recipes.step import (
+from bench.modes import fp8
+from bench.modes.catalog import autocast_modes, default_modes, fp16_pair, reference
+from bench.modes.mode import MODES, Mode, dtype_name
+from bench.modes.plan import Plan
+from bench.modes.step import (
     StepOptions,
     TrainState,
     build,
@@ -28,6 +25,9 @@ from bench.recipes.step import (
     train_step,
     watch,
 )
+from bench.numerics.measure.grads import capture
+from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
+from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())
@@ -36,12 +36,12 @@ OWN_MODEL_CENSUS_MODES = tuple(
     name
     for name, m in MODES.items()
     if name in default_modes()
-    and (m.param_dtype is not None or m.fp8_recipe is not None)
+    and (m.param_dtype is not None or m.fp8_scaling is not None)
     and not m.stochastic_round
 )
 """Census modes with a model of their own (the trajectory's weights); not stochastic rounding:
 it differs in the update only."""
-CENSUS_RECIPES = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
+CENSUS_ALL = tuple(dict.fromkeys((reference(), *CENSUS_MODES, *OWN_MODEL_CENSUS_MODES)))
 """Every mode a census trajectory uses, the reference first (the job resolves them)."""
 MEDIAN_SAMPLE = 2**24
 """A trace's medians take at most this many evenly strided elements (an exact one sorts 2.6e8)."""
@@ -226,7 +226,7 @@ def convergence(
 
 def census_trajectory(
     plan: Plan,
-    recipes: Mapping[str, Mode],
+    modes: Mapping[str, Mode],
     *,
     noise: float,
     checkpoints: tuple[int, ...],
@@ -249,21 +249,21 @@ def census_trajectory(
             with torch.no_grad():
                 _, loss = forward(s)
             axes = {"batch_size": case.batch_size, "step": step, "loss_scale": scale}
-            ref = capture(s.as_mode(recipes[reference()]))
+            ref = capture(s.as_mode(modes[reference()]))
             for name in CENSUS_MODES:
                 # The scaled mode uses the trajectory's scaler, so its current scale; the others
                 # get a scaler of their own mode, which does not scale.
-                view = s.as_mode(recipes[name], scaler=s.scaler if s.mode.name == name else None)
+                view = s.as_mode(modes[name], scaler=s.scaler if s.mode.name == name else None)
                 cap = capture(view)
                 used = scale if view.mode.scale_loss else 1.0
                 census_rows += _census_rows(cap, ref, {**axes, "mode": name}, used, loss)
             for name in OWN_MODEL_CENSUS_MODES:
-                own = plan.with_mode(recipes[name])
+                own = plan.with_mode(modes[name])
                 if own.unsupported_reason is not None:
                     continue
                 try:
                     cap = capture(_with_weights(own, s))
-                except Exception as exc:  # one recipe's failure is a row, not the trajectory's
+                except Exception as exc:  # one mode's failure is a row, not the trajectory's
                     failed_rows.append(
                         {
                             "kind": "census",

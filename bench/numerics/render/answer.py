@@ -1,15 +1,15 @@
 """The numerics report's Answer: every sentence computed from the tables, modes picked by
-`bench.recipes.catalog`, never by name; each threshold stated in its `sentences` module."""
+`bench.modes.catalog`, never by name; each threshold stated in its `sentences` module."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bench.modes.catalog import fp16_pair
 from bench.numerics.analysis.runs import LOSS_GAP
-from bench.numerics.render.sentences import bf16, divergence, dtypes, recipes, scaler
+from bench.numerics.render.sentences import beyond, bf16, divergence, dtypes, scaler
 from bench.numerics.render.sentences.bf16 import bf16_against_fp16_error, lost_direction
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
-from bench.recipes.catalog import fp16_pair
 
 __all__ = ["FLUSH_LIMIT", "LOSS_GAP", "answer", "bf16_against_fp16_error", "lost_direction"]
 """`answer`, and what the README's summary quotes beside it, so that the two never disagree."""
@@ -37,10 +37,10 @@ def answer(tables: dict, torch_version: str) -> list[str]:
         *divergence.horizon_sentences(steps, runs),
         *scaler.verdict_sentences(census, summary),
         # No sentence on GradScaler's cost: the study's workers share the GPUs and time each
-        # recipe apart (`bench.verdicts.timing.scaler_cost_reason`); `run --rounds N` measures it.
+        # mode apart (`bench.verdicts.timing.scaler_cost_reason`); `run --rounds N` measures it.
         *bf16.bf16_sentences(census),
         *dtypes.error_sentences(tables["audit_json"]["error_paths"]),
-        *recipes.recipe_sentences(summary),
-        *recipes.recipe_census_sentences(census),
-        *recipes.update_underflow_sentences(traces, census),
+        *beyond.beyond_sentences(summary),
+        *beyond.beyond_census_sentences(census),
+        *beyond.update_underflow_sentences(traces, census),
     ]

@@ -12,13 +12,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from bench.modes.catalog import colour as mode_colour
+from bench.modes.catalog import fp16_pair, reference
 from bench.numerics.analysis.runs import sparse_parameters
 from bench.numerics.analysis.summary import SMOOTH_STEPS, smoothed
 from bench.numerics.measure import fp16
 from bench.numerics.measure.tables import POOLED
 from bench.publish import figures
-from bench.recipes.catalog import colour as mode_colour
-from bench.recipes.catalog import fp16_pair, reference
 
 LINESTYLES = ("-", "--", ":", "-.")
 """Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""
@@ -34,7 +34,7 @@ def histogram(hist: pd.DataFrame, path: Path) -> None:
     """log2|g| of fp32's activation gradients per checkpoint, float16's limits marked."""
     if hist.empty:
         return
-    scaled, _ = fp16_pair()  # the census trajectory's recipe, whose scale the histogram shows
+    scaled, _ = fp16_pair()  # the census trajectory's mode, whose scale the histogram shows
     steps = sorted(hist["step"].unique())
     # Folders older than the module column hold the pooled gradients only ("").
     pooled = hist["module"].isin(["", POOLED])

@@ -8,8 +8,8 @@ import shlex
 from bench.numerics.analysis.runs import LOSS_GAP
 from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
 from bench.numerics.render.answer import answer
+from bench.numerics.render.sections.beyond import beyond_section
 from bench.numerics.render.sections.dtypes import audit_section
-from bench.numerics.render.sections.recipes import recipes_section
 from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
@@ -95,7 +95,7 @@ def render(t: dict) -> str:
     tracebacks = t["audit_json"].get("tracebacks", {})  # of the modes the audit failed on
     out += errors.where([*failed.get(errors.COLUMN, []), *tracebacks.values()])
     out += audit_section(t) + census_section(t) + histogram_section(t)
-    out += convergence_section(t, env) + recipes_section(t)
+    out += convergence_section(t, env) + beyond_section(t)
     out += [
         "## 5. Answer",
         "",

@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
+from bench.modes.catalog import colour
 from bench.publish import history
-from bench.recipes.catalog import colour
 
 SYMBOLS = {"^": "triangle-up", "v": "triangle-down", "o": "circle", "x": "x", "s": "square"}
 VERDICT_COLOURS = {"slower": "#cf222e", "faster": "#1a7f37"}

@@ -1,1 +1,1 @@
-"""report.md's measured sections, in order: `dtypes`, `underflow`, `training`, `recipes`."""
+"""report.md's measured sections, in order: `dtypes`, `underflow`, `training`, `modes`."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from bench.modes.catalog import fp16_pair
 from bench.numerics.measure.tables import POOLED
 from bench.numerics.render.markdown import failure_reasons, fold_shares, no_rows, percent
 from bench.publish.tables import markdown
-from bench.recipes.catalog import fp16_pair
 
 HISTOGRAM = "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)"
 

@@ -1,2 +1,2 @@
 """The Answer's sentences, in its order: `dtypes`, `scaler` (with `divergence`), `bf16`,
-`recipes`."""
+`modes`."""

@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 
+from bench.modes.catalog import fp16_pair, label, reference
 from bench.numerics.analysis.runs import (
     LEARNED_RATIO,
     MECHANISM_WINDOW,
@@ -20,7 +21,6 @@ from bench.numerics.analysis.runs import (
     zero_share_after,
 )
 from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY, NONFINITE
-from bench.recipes.catalog import fp16_pair, label, reference
 
 V_DECAY = 0.5
 """Adam's second moment decayed where some parameter's median is below half fp32's."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from bench.modes.catalog import fp16_pair
 from bench.numerics.measure.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,
@@ -15,7 +16,6 @@ from bench.numerics.measure.tables import (
     PRODUCED_GRAD,
 )
 from bench.numerics.render.markdown import chain_text
-from bench.recipes.catalog import fp16_pair
 
 MOMENTS = ("exp_avg", "exp_avg_sq")
 """Adam's state tensors that hold gradient statistics (its `step` count is not one)."""

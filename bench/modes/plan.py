@@ -11,8 +11,8 @@ from functools import cached_property
 
 from bench.cases.axes import PARALLELS, VARIANTS, Parallel, Variant
 from bench.cases.case import Case
-from bench.recipes import fp8
-from bench.recipes.modes import MODES, Mode
+from bench.modes import fp8
+from bench.modes.mode import MODES, Mode
 from bench.verdicts.float8_plan import float8_unsupported_reason
 from bench.workloads import registry
 from bench.workloads.base import Workload
@@ -37,7 +37,7 @@ class StepOptions:
     """Adam's betas (torch's defaults); the optimizer is built with them (`build`)."""
     weight_decay: float = 0.0
     """AdamW's decoupled weight decay on the weights of an optimizer row with nanoGPT's groups
-    (`bench.recipes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
+    (`bench.modes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
 
     def __post_init__(self) -> None:
         if not all(0 <= b < 1 for b in self.betas) or len(self.betas) != 2:
@@ -82,7 +82,7 @@ class Plan:
     size: object
     """The workload's size object of the case (its preset's, or the case's own sizes)."""
     mode: Mode
-    """The recipe the case trains with: `case.mode`'s, or one a study tries that the mode table
+    """The mode the case trains with: `case.mode`'s, or one a study tries that the mode table
     has not (`with_mode`)."""
     variant: Variant
     """How the step is executed (`case.variant`)."""
@@ -104,7 +104,7 @@ class Plan:
     @cached_property
     def unsupported_reason(self) -> str | None:
         """Why this plan cannot run here, or None: the one place that asks its workload, its
-        variant and its mode's recipe (its float8 plan, torchao, a float8 GPU). Its parallelism,
+        variant and its mode's torch side (its float8 plan, torchao, a float8 GPU). Its parallelism,
         which depends on the ranks, is asked beside it
         (`bench.execution.parallel.unsupported_reason`)."""
         case, workload, variant, mode = self.case, self.workload, self.variant, self.mode
@@ -116,7 +116,7 @@ class Plan:
         # A float8 plan that converts no Linear (none float8 can run, or all below torchao's
         # size thresholds) would time bf16 autocast under a float8 name, on any machine.
         reason = (
-            float8_unsupported_reason(self.fp8_plan, workload.name) if mode.fp8_recipe else None
+            float8_unsupported_reason(self.fp8_plan, workload.name) if mode.fp8_scaling else None
         )
         if reason is not None:
             if not fp8.convertible(workload, self.size):
@@ -133,8 +133,8 @@ class Plan:
         return None
 
     def with_mode(self, mode: Mode) -> Plan:
-        """This plan under another recipe; the case names it where the mode table has it (a
-        recipe a study tries leaves the case as it was)."""
+        """This plan under another mode; the case names it where the mode table has it (a
+        mode a study tries leaves the case as it was)."""
         if mode.card is None or mode.card.name != mode.name:
             return dataclasses.replace(self, mode=mode)
         case = dataclasses.replace(self.case, mode=mode.name)
@@ -157,7 +157,7 @@ class Plan:
 
 
 def resolve(case: Case, mode: Mode | None = None, *, step_options: StepOptions = HARNESS) -> Plan:
-    """The plan of `case`: its workload and size, its mode's recipe (or `mode`, a recipe the
+    """The plan of `case`: its workload and size, its mode's torch side (or `mode`, a mode the
     table has not), its variant, its parallelism and its step's options. A bad model name is one
     line (`bench.faults.UsageError`, from the registry)."""
     workload = registry.get(case.model)
@@ -174,7 +174,7 @@ def resolve(case: Case, mode: Mode | None = None, *, step_options: StepOptions =
     )
 
 
-def recipes(names: Iterable[str] | None = None) -> dict[str, Mode]:
-    """The recipes of `names` (every mode of the table where None), looked up once here for a
-    study that trains or audits several recipes on one case (`Plan.with_mode` applies each)."""
+def modes_of(names: Iterable[str] | None = None) -> dict[str, Mode]:
+    """The modes of `names` (every mode of the table where None), looked up once here for a
+    study that trains or audits several modes on one case (`Plan.with_mode` applies each)."""
     return dict(MODES) if names is None else {name: MODES[name] for name in names}

@@ -1,4 +1,4 @@
-"""The Answer on the recipes beyond autocast: the fastest, whether each converges like fp32 seed by
+"""The Answer on the modes beyond autocast: the fastest, whether each converges like fp32 seed by
 seed, its census against the reference, its Adam updates that round away, its frozen parameters."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pandas as pd
 
+from bench.modes.catalog import beyond_autocast, card, headline, reference
 from bench.numerics.analysis.runs import LOSS_GAP, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PRODUCED_GRAD
 from bench.numerics.render.markdown import block_key
-from bench.recipes.catalog import beyond_autocast, card, headline, reference
 
 
 def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
@@ -23,23 +23,23 @@ def largest_parameter(census: pd.DataFrame, traces: pd.DataFrame) -> str | None:
 
 
 def cast_modes() -> tuple[str, ...]:
-    """Recipes beyond autocast with low-dtype parameters: no master weights, updates round away."""
+    """Modes beyond autocast with low-dtype parameters: no master weights, updates round away."""
     return tuple(m for m in beyond_autocast() if card(m).param_dtype is not None)
 
 
-def recipe_means(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per batch size and mode, the mean over seeds of the figures the recipe section quotes."""
+def mode_means(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per batch size and mode, the mean over seeds of the figures the mode section quotes."""
     cols = [c for c in ("step_ms", "final_loss", "heldout_acc", "model_state_gib") if c in summary]
     return summary.groupby(["batch_size", "mode"], sort=False)[cols].mean()
 
 
-def recipe_sentences(summary: pd.DataFrame) -> list[str]:
-    """The fastest recipe per batch size against fp32, then each recipe's convergence."""
-    recipes = beyond_autocast()
-    if summary.empty or not set(recipes) & set(summary["mode"]):
+def beyond_sentences(summary: pd.DataFrame) -> list[str]:
+    """The fastest mode per batch size against fp32, then each mode's convergence."""
+    modes = beyond_autocast()
+    if summary.empty or not set(modes) & set(summary["mode"]):
         return []
     ref_mode = reference()
-    m = recipe_means(summary)
+    m = mode_means(summary)
     parts = []
     for bs in sorted(summary["batch_size"].unique()):
         g = m.loc[bs]
@@ -68,7 +68,7 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
             f"{'; '.join(parts)}."
         )
     verdicts = []
-    for mode in recipes:
+    for mode in modes:
         for bs in sorted(summary["batch_size"].unique()):
             if (bs, mode) not in m.index:
                 continue
@@ -82,7 +82,7 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
             )
     if verdicts:
         out.append(
-            "**Do the recipes beyond autocast converge?** On this synthetic task, one or two "
+            "**Do the modes beyond autocast converge?** On this synthetic task, one or two "
             f"seeds against a fixed {LOSS_GAP:.0%} gap: a description, not a verdict on training "
             f"like fp32 (docs/quality.md). {'; '.join(verdicts)}."
         )
@@ -90,15 +90,15 @@ def recipe_sentences(summary: pd.DataFrame) -> list[str]:
 
 
 SAME_RTOL = 0.02
-"""A recipe's census errors count as equal to the headline autocast mode's within 2%."""
+"""A mode's census errors count as equal to the headline autocast mode's within 2%."""
 
 
-def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
-    """Each recipe's median gradient error against fp32, beside the headline mode's."""
+def beyond_census_sentences(census: pd.DataFrame) -> list[str]:
+    """Each mode's median gradient error against fp32, beside the headline mode's."""
     if census.empty:
         return []
-    recipes = [m for m in beyond_autocast() if m in set(census["mode"])]
-    if not recipes:
+    studied = [m for m in beyond_autocast() if m in set(census["mode"])]
+    if not studied:
         return []
     beside = headline()
     kinds = census[census["kind"].isin([ACTIVATION_GRAD, PRODUCED_GRAD])]
@@ -115,28 +115,28 @@ def recipe_census_sentences(census: pd.DataFrame) -> list[str]:
     parts = []
     for bs in sorted(kinds["batch_size"].unique()):
         modes = set(med.loc[bs].index.get_level_values("mode"))
-        here = [m for m in recipes if m in modes]
+        here = [m for m in studied if m in modes]
         for mode in here:
             text = f"`{mode}` at batch {int(bs)}: {figures(bs, mode)}"
             if beside in modes:
                 a, b = med.loc[(bs, mode)], med.loc[(bs, beside)]
-                # Equal up to the run-to-run noise of nondeterministic kernels (a float8 recipe
+                # Equal up to the run-to-run noise of nondeterministic kernels (a float8 mode
                 # that converted no Linear of the model is its autocast mode).
                 same = a.index.equals(b.index) and np.allclose(a, b, rtol=SAME_RTOL)
                 if same:
                     why = (
-                        ", as when the recipe converts no Linear of the model"
-                        if card(mode).fp8_recipe
+                        ", as when the mode converts no Linear of the model"
+                        if card(mode).fp8_scaling
                         else ""
                     )
                     text += f" (equal to {beside}'s within {SAME_RTOL:.0%}{why})"
             parts.append(text)
         if here and beside in modes:
             parts.append(f"{beside} at batch {int(bs)}: {figures(bs, beside)}")
-    if not parts:  # the recipes' census rows hold no gradient
+    if not parts:  # the modes' census rows hold no gradient
         return []
     return [
-        "**The recipes' gradients against fp32** (the census: each recipe on the trajectory's "
+        "**The modes' gradients against fp32** (the census: each mode on the trajectory's "
         "weights at each checkpoint; the median relative error of the activation gradients / "
         f"of the weight and bias gradients as their matmuls produced them): {'; '.join(parts)}."
     ]
@@ -174,7 +174,7 @@ FROZEN = 0.99
 
 
 def _frozen(traces: pd.DataFrame) -> str:
-    """The parameters the pure-bf16 recipes left frozen, as a sentence; empty if none."""
+    """The parameters the pure-bf16 modes left frozen, as a sentence; empty if none."""
     tr = traces[traces["mode"].isin(cast_modes())].dropna(subset=["unchanged_share"])
     if tr.empty:
         return ""

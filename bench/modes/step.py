@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from bench.cases.case import Case
-from bench.recipes.modes import Mode
-from bench.recipes.plan import HARNESS, Plan, StepOptions
+from bench.modes.mode import Mode
+from bench.modes.plan import HARNESS, Plan, StepOptions
 from bench.workloads import heads, outputs
 
 Observer = Callable[[str, torch.Tensor], None]
@@ -30,7 +30,7 @@ class TrainState:
 
     plan: Plan
     model: nn.Module
-    """The workload's model as the mode prepared it (a float8 recipe's Linears converted),
+    """The workload's model as the mode prepared it (a float8 mode's Linears converted),
     outside any DDP or FSDP2 wrapper."""
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
@@ -63,7 +63,7 @@ class TrainState:
         return self.plan.mode
 
     def as_mode(self, mode: Mode, scaler: torch.amp.GradScaler | None = None) -> TrainState:
-        """A view of this state under another recipe, sharing model, optimizer and batch; its
+        """A view of this state under another mode, sharing model, optimizer and batch; its
         scaler is `scaler`, or a fresh one of that mode."""
         return dataclasses.replace(
             self,
@@ -236,5 +236,5 @@ class ScaleWatch:
 
 
 def watch(s: TrainState) -> ScaleWatch | None:
-    """The watch of a state whose recipe scales the loss; None for one that cannot skip a step."""
+    """The watch of a state whose mode scales the loss; None for one that cannot skip a step."""
     return ScaleWatch(s.scaler) if s.mode.scale_loss and s.scaler.is_enabled() else None

@@ -1,34 +1,34 @@
-"""The report's section on the recipes beyond autocast: time, loss, memory, update underflow."""
+"""The report's section on the modes beyond autocast: time, loss, memory, update underflow."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from bench.modes.catalog import beyond_autocast
 from bench.numerics.render.markdown import block_key, percent, table_file
-from bench.numerics.render.sentences.recipes import cast_modes, recipe_means
+from bench.numerics.render.sentences.beyond import cast_modes, mode_means
 from bench.publish.tables import markdown
-from bench.recipes.catalog import beyond_autocast
 
 
-def recipes_section(t: dict) -> list[str]:
-    """The recipes beyond autocast: time, losses, memory, update underflow, unsupported."""
+def beyond_section(t: dict) -> list[str]:
+    """The modes beyond autocast: time, losses, memory, update underflow, unsupported."""
     s, tr = t["summary"], t["traces"]
     unsupported = t["audit_json"].get("unsupported", {})
-    recipes = beyond_autocast()
-    has_new = s["mode"].isin(recipes).any() or any(m in unsupported for m in recipes)
+    modes = beyond_autocast()
+    has_new = s["mode"].isin(modes).any() or any(m in unsupported for m in modes)
     if not has_new:
         return []
     out = [
-        "## Recipes beyond autocast",
+        "## Modes beyond autocast",
         "",
         "Pure bf16 (parameters, gradients and Adam's state in bf16; `-sr`: torchao's AdamW with "
         "stochastic rounding) and torchao's float8 training (float8 Linears inside bf16 "
-        "autocast, float32 master weights). `params+grads+Adam GiB`: what the recipe's dtypes "
+        "autocast, float32 master weights). `params+grads+Adam GiB`: what the mode's dtypes "
         "cost, activations aside. Means over seeds.",
         "",
     ]
     if not s.empty:
-        table = recipe_means(s).reset_index()
+        table = mode_means(s).reset_index()
         table = table.rename(columns={"model_state_gib": "params+grads+Adam GiB"})
         out += [markdown(table), ""]
     if unsupported:

@@ -1,6 +1,6 @@
-"""What float8 recipes need from outside torch: torchao and a float8 GPU
-(`recipe_unsupported_reason`), which Linears a recipe converts and why (`plan`, torchao's
-auto-filter restated with its reasons: docs/recipes.md), the conversion (`convert`), and the
+"""What float8 modes need from outside torch: torchao and a float8 GPU
+(`mode_unsupported_reason`), which Linears a mode converts and why (`plan`, torchao's
+auto-filter restated with its reasons: docs/modes.md), the conversion (`convert`), and the
 e4m3 `torch._scaled_mm` of the float8 matmul ceiling."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from bench.workloads import structure
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
 
-RECIPES = ("tensorwise", "rowwise")
-"""torchao's float8 training recipes that ampbench runs (`Float8LinearConfig.from_recipe_name`)."""
+GRANULARITIES = ("tensorwise", "rowwise")
+"""The float8 scalings ampbench runs (`Float8LinearConfig.from_recipe_name`)."""
 MIN_CAPABILITY = (8, 9)
 """float8 tensor cores: Ada (8.9) and Hopper (9.0) onwards; `torch._scaled_mm` refuses below."""
 
@@ -54,8 +54,8 @@ def gpu_unsupported_reason(device: str) -> str | None:
     return None
 
 
-def recipe_unsupported_reason(*, device: str, torchao: bool, fp8: bool) -> str | None:
-    """Why a recipe that needs torchao (`torchao`) and, for float8, a float8 GPU (`fp8`) cannot
+def mode_unsupported_reason(*, device: str, torchao: bool, fp8: bool) -> str | None:
+    """Why a mode that needs torchao (`torchao`) and, for float8, a float8 GPU (`fp8`) cannot
     run here, or None when it can."""
     if fp8 and (reason := gpu_unsupported_reason(device)) is not None:
         return reason
@@ -64,15 +64,17 @@ def recipe_unsupported_reason(*, device: str, torchao: bool, fp8: bool) -> str |
     return None
 
 
-def plan(workload: Workload, size: object, recipe: str) -> dict[str, str]:
-    """Linear module name -> `converted` or `kept: <why>`, for a float8 `recipe` on `workload`
+def plan(workload: Workload, size: object, scaling: str) -> dict[str, str]:
+    """Linear module name -> `converted` or `kept: <why>`, for a float8 `scaling` on `workload`
     at `size`, in the workload's forward order: the workload's own exclusions first, then
     torchao's rules."""
-    if recipe not in RECIPES:
-        raise ValueError(f"unknown float8 recipe {recipe!r}; choose from {', '.join(RECIPES)}")
+    if scaling not in GRANULARITIES:
+        raise ValueError(
+            f"unknown float8 scaling {scaling!r}; choose from {', '.join(GRANULARITIES)}"
+        )
     excluded = workload.fp8_excluded_of(size)
     return {
-        name: f"kept: {excluded[name]}" if name in excluded else _decide(recipe, n=n, k=k)
+        name: f"kept: {excluded[name]}" if name in excluded else _decide(scaling, n=n, k=k)
         for name, (k, n) in workload.linears_of(size).items()
     }
 
@@ -89,15 +91,15 @@ def convertible(workload: Workload, size: object) -> list[str]:
     ]
 
 
-def _decide(recipe: str, *, n: int, k: int) -> str:
+def _decide(scaling: str, *, n: int, k: int) -> str:
     """torchao's auto-filter for one Linear of weight shape (N, K) = (out, in)."""
     if k % 16 or n % 16:
         return f"kept: in {k} × out {n} not both divisible by 16 (float8 GEMMs need it)"
     # Below these sizes torchao measured float8 slower than bf16 (casting and scaling cost more
     # than the faster GEMM saves).
-    if recipe == "tensorwise" and k <= 4096 and n <= 1024:
+    if scaling == "tensorwise" and k <= 4096 and n <= 1024:
         return f"kept: too small for tensorwise (in {k} ≤ 4096 and out {n} ≤ 1024)"
-    if recipe == "rowwise":
+    if scaling == "rowwise":
         if n <= 2048:
             return f"kept: too small for rowwise (out {n} ≤ 2048)"
         if k <= 1024:
@@ -112,20 +114,20 @@ def describe(decisions: dict[str, str]) -> str:
     return "; ".join(f"{name} {what}" for name, what in decisions.items())
 
 
-def convert(model: nn.Module, workload: Workload, size: object, recipe: str) -> nn.Module:
+def convert(model: nn.Module, workload: Workload, size: object, scaling: str) -> nn.Module:
     """`model` with the Linears `plan` chooses swapped for torchao's Float8Linear (in place),
     chosen by module name (torchao's filter sees each Linear's fully qualified name). A chosen
     transformers `Conv1D` (GPT-2's projections) first becomes the `nn.Linear` it is
     (`as_linear`): torchao converts `nn.Linear` modules only."""
     from torchao.float8 import Float8LinearConfig, convert_to_float8_training
 
-    chosen = {name for name, what in plan(workload, size, recipe).items() if what == "converted"}
+    chosen = {name for name, what in plan(workload, size, scaling).items() if what == "converted"}
     for name in chosen:
         module = model.get_submodule(name)
         if structure.is_conv1d(module):
             model.set_submodule(name, as_linear(module))
     keep: Callable[[nn.Module, str], bool] = lambda mod, fqn: fqn in chosen  # noqa: E731
-    config = Float8LinearConfig.from_recipe_name(recipe)
+    config = Float8LinearConfig.from_recipe_name(scaling)
     return convert_to_float8_training(model, config=config, module_filter_fn=keep)
 
 
@@ -174,7 +176,7 @@ def scaled_mm_operands(
         sa = torch.ones(n, 1, device=device)
         sb = torch.ones(1, n, device=device)
     else:
-        raise ValueError(f"unknown scale granularity {granularity!r}; choose from {RECIPES}")
+        raise ValueError(f"unknown scale granularity {granularity!r}; choose from {GRANULARITIES}")
     return a, b, sa, sb
 
 

@@ -1,5 +1,5 @@
 """The precision modes as plain data, without torch: the one table every mode is defined in (a card
-per mode: its recipe, its words and colour, the reference and baselines), and the Adams'
+per mode: its mode, its words and colour, the reference and baselines), and the Adams'
 (`OPTIMIZERS`). Nothing else branches on a mode's name: a new mode is a new card here."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 LOW_DTYPES = ("float16", "bfloat16")
-"""The dtypes a card's `low_dtype` may name for an autocast or a cast recipe (a float8 recipe's
+"""The dtypes a card's `low_dtype` may name for an autocast or a cast mode (a float8 mode's
 is `float8`)."""
 
 KINDS = {
@@ -18,12 +18,12 @@ KINDS = {
     "cast": "the parameters cast to the low dtype: gradients and Adam state in it too",
     "float8": "float8 Linears (torchao) inside bf16 autocast; float32 master weights",
 }
-"""A mode's kind of recipe -> what it does, in words. `cast` and `float8` change the model."""
+"""A mode's kind of mode -> what it does, in words. `cast` and `float8` change the model."""
 
 ROLES = {
     "reference": "the float32 reference: numerics compare against it, speedups divide by it",
     "speedup": "a speedup column (`speedup_vs_<mode>`) divides by this mode's step time",
-    "headline": "the mixed-precision recipe a report leads with, and the harness-overhead check",
+    "headline": "the mixed-precision mode a report leads with, and the harness-overhead check",
     "quality": "trained by a time-to-quality study when no --modes are given",
 }
 """What a mode can be to the others."""
@@ -45,24 +45,24 @@ class ModeCard:
     """`#rrggbb`, the same in every figure. Families share a hue: greys and blue for float32,
     reds and orange for float16, greens and browns for bfloat16, purples for float8."""
     low_dtype: str | None = None
-    """The low-precision dtype of the recipe (`float16`, `bfloat16`), None for float32."""
+    """The low-precision dtype of the mode (`float16`, `bfloat16`), None for float32."""
     scale_loss: bool = False
     """GradScaler multiplies the loss before backward."""
     tf32: bool = False
     """TF32 for float32 matmuls."""
     stochastic_round: bool = False
     """Adam's update rounded stochastically into bf16 parameters (torchao's `_AdamW`)."""
-    fp8_recipe: str | None = None
-    """torchao's float8 recipe (`tensorwise`, `rowwise`) for a `float8` mode."""
+    fp8_scaling: str | None = None
+    """torchao's float8 mode (`tensorwise`, `rowwise`) for a `float8` mode."""
     baseline: str | None = None
-    """The mode whose recipe this one departs from by one change, which reports read it
+    """The mode whose mode this one departs from by one change, which reports read it
     against (fp16 without a scaler against fp16 with one; pure bf16 against bf16 autocast)."""
     roles: frozenset[str] = field(default_factory=frozenset)
     """Keys of `ROLES`."""
     grid: str = "default"
     """Which runs take it when no `--modes` are given (`GRIDS`): `default`, every run; `full`,
-    a timing run's `--full` grid and every study (a variant of another recipe, which the default
-    run leaves out to stay within its time); `asked`, only a run that names it (a recipe kept
+    a timing run's `--full` grid and every study (a variant of another mode, which the default
+    run leaves out to stay within its time); `asked`, only a run that names it (a mode kept
     for the question it answers)."""
 
     def __post_init__(self) -> None:
@@ -78,14 +78,14 @@ class ModeCard:
             raise ValueError(f"mode {self.name!r}: {why}")
 
     def _refused(self) -> str | None:
-        """What of this recipe torch (or torchao) would refuse when it runs, or None."""
+        """What of this mode torch (or torchao) would refuse when it runs, or None."""
         wants_low = self.kind in ("autocast", "cast")
         if wants_low and self.low_dtype not in LOW_DTYPES:
             return f"kind {self.kind} needs low_dtype, one of {', '.join(LOW_DTYPES)}"
         if not wants_low and self.kind != "float8" and self.low_dtype is not None:
             return f"kind {self.kind} runs no low dtype (low_dtype={self.low_dtype!r})"
-        if (self.kind == "float8") != (self.fp8_recipe is not None):
-            return "fp8_recipe goes with kind float8, and kind float8 needs one"
+        if (self.kind == "float8") != (self.fp8_scaling is not None):
+            return "fp8_scaling goes with kind float8, and kind float8 needs one"
         if self.kind == "cast" and self.low_dtype == "float16" and self.scale_loss:
             # GradScaler.unscale_ raises "Attempting to unscale FP16 gradients": it keeps the
             # unscaled gradients in the parameters' dtype, where float16 would overflow again.
@@ -99,13 +99,13 @@ class ModeCard:
 
     @property
     def changes_model(self) -> bool:
-        """The recipe changes the model itself (a cast of its parameters, float8 Linears), not
+        """The mode changes the model itself (a cast of its parameters, float8 Linears), not
         only the context its forward runs in: "beyond autocast"."""
         return self.kind in ("cast", "float8")
 
     @property
     def autocast_dtype(self) -> str | None:
-        """The dtype autocast runs in (bf16 for the float8 recipes' other ops), or None."""
+        """The dtype autocast runs in (bf16 for the float8 modes' other ops), or None."""
         if self.kind == "autocast":
             return self.low_dtype
         return "bfloat16" if self.kind == "float8" else None
@@ -205,7 +205,7 @@ _CARDS = (
         kind="float8",
         colour="#9467bd",
         low_dtype="float8",
-        fp8_recipe="tensorwise",
+        fp8_scaling="tensorwise",
         baseline="bf16-amp",
         roles=frozenset({"quality"}),
     ),
@@ -215,7 +215,7 @@ _CARDS = (
         kind="float8",
         colour="#e377c2",
         low_dtype="float8",
-        fp8_recipe="rowwise",
+        fp8_scaling="rowwise",
         baseline="bf16-amp",
         grid="full",
     ),
@@ -243,9 +243,9 @@ def default_modes(*, full: bool = True) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class Optimizer:
-    """An Adam a case may name (its `optimizer` axis); `bench.recipes.modes.Mode.optimizer`
+    """An Adam a case may name (its `optimizer` axis); `bench.modes.mode.Mode.optimizer`
     builds it with these keyword arguments, at the learning rate of the case and the betas and
-    weight decay of the plan's step options (`bench.recipes.plan.StepOptions`)."""
+    weight decay of the plan's step options (`bench.modes.plan.StepOptions`)."""
 
     name: str
     adam: dict[str, bool]
@@ -340,7 +340,7 @@ def fp16_pair() -> tuple[str, str]:
 
 def autocast_modes() -> dict[str, str]:
     """Each autocast mode that scales as its dtype is meant to (fp16 with a scaler, bf16 without)
-    -> its dtype: the recipes PyTorch's AMP documents."""
+    -> its dtype: the modes PyTorch's AMP documents."""
     scaled, _ = fp16_pair()
     return {
         c.name: c.low_dtype
@@ -360,7 +360,7 @@ def autocast_of(dtype: str) -> str:
 
 
 def beyond_autocast() -> tuple[str, ...]:
-    """The recipes that change the model (a cast of its parameters, float8 Linears)."""
+    """The modes that change the model (a cast of its parameters, float8 Linears)."""
     return tuple(name for name, c in CARDS.items() if c.changes_model)
 
 

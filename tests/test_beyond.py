@@ -1,6 +1,6 @@
-"""The recipes beyond autocast on the CPU: pure bf16 trains in bf16; the float8 and
+"""The modes beyond autocast on the CPU: pure bf16 trains in bf16; the float8 and
 stochastic-rounding rows are `unsupported` without torchao or a float8 GPU (both faked); which
-Linears a float8 recipe converts and why; bf16 Adam bytes and per-Linear floors; the
+Linears a float8 mode converts and why; bf16 Adam bytes and per-Linear floors; the
 update-underflow census; adding modes to a finished numerics study."""
 
 import json
@@ -13,13 +13,13 @@ import torch
 
 from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, step_work
 from bench.measure.runner import run_case
+from bench.modes import fp8
+from bench.modes.mode import MODES
+from bench.modes.plan import resolve
+from bench.modes.step import build, train_step
 from bench.numerics.measure import jobs, tables, training
 from bench.numerics.measure.config import NumericsConfig
-from bench.numerics.render.sentences import recipes as recipe_answer
-from bench.recipes import fp8
-from bench.recipes.modes import MODES
-from bench.recipes.plan import resolve
-from bench.recipes.step import build, train_step
+from bench.numerics.render.sentences import beyond
 from bench.workloads.mlp import PRESETS
 from bench.workloads.mlp import WORKLOAD as MLP
 from tests.conftest import tiny_case
@@ -66,7 +66,7 @@ def test_fp8_needs_a_float8_gpu_and_torchao(monkeypatch, cap, torchao, expected)
     monkeypatch.setattr(fp8, "capability", lambda device: cap)
     monkeypatch.setattr(fp8, "torchao_version", lambda: "0.18.0" if torchao else None)
     for mode in ("fp8-tensorwise", "fp8-rowwise"):
-        # An MLP of which both recipes convert fc2 (the tiny one's plan converts nothing).
+        # An MLP of which both modes convert fc2 (the tiny one's plan converts nothing).
         case = tiny_case(mode=mode, device="cuda", input=2048, hidden=4096)
         reason = resolve(case).unsupported_reason
         assert reason is None if expected is None else expected in reason
@@ -121,7 +121,7 @@ def test_bf16_pure_sr_runs_with_torchao(cpu_ceilings):
     assert {p.dtype for p in s.model.parameters()} == {torch.bfloat16}
 
 
-def test_which_linears_each_fp8_recipe_converts():
+def test_which_linears_each_fp8_mode_converts():
     seed = PRESETS["seed"]
     assert set(fp8.plan(MLP, seed, "tensorwise").values()) == {"converted"}
     rowwise = fp8.plan(MLP, seed, "rowwise")
@@ -188,7 +188,7 @@ def test_traces_of_pure_bf16_carry_the_update_underflow():
     assert all(0.0 <= r["unchanged_share"] <= 1.0 for r in rows)
 
 
-def test_recipe_sentences_name_the_fastest_and_the_verdicts():
+def test_mode_sentences_name_the_fastest_and_the_verdicts():
     summary = pd.DataFrame(
         {
             "mode": ["fp32", "bf16-pure", "fp8-tensorwise"],
@@ -200,12 +200,12 @@ def test_recipe_sentences_name_the_fastest_and_the_verdicts():
             "model_state_gib": [4.0, 2.0, 4.0],
         }
     )
-    fastest, verdict = recipe_answer.recipe_sentences(summary)
+    fastest, verdict = beyond.beyond_sentences(summary)
     assert "at batch 1024, `fp8-tensorwise` (4 ms per step, 10.00× fp32" in fastest
     assert "saves 0 GiB" in fastest
     assert "`bf16-pure` at batch 1024 ends at 1.05 against fp32's 1: within 10%" in verdict
     assert "`fp8-tensorwise` at batch 1024 ends at 1.2 against fp32's 1: **not** within" in verdict
-    assert recipe_answer.recipe_sentences(summary[summary["mode"] == "fp32"]) == []
+    assert beyond.beyond_sentences(summary[summary["mode"] == "fp32"]) == []
 
 
 def _fp32_study(parent: Path, **options: object) -> Path:
@@ -258,7 +258,7 @@ def test_modes_are_added_to_a_finished_study(tmp_path, monkeypatch, no_torchao):
     assert set(t["audit"]["mode"]) >= {"fp32", "bf16-pure"}
     report = (run_dir / "report.md").read_text()
     assert "Modes bf16-pure, bf16-pure-sr were added" in report and "### Update underflow" in report
-    assert "**Do the recipes beyond autocast converge?** On this synthetic task" in report
+    assert "**Do the modes beyond autocast converge?** On this synthetic task" in report
     assert "`bf16-pure` at batch 16 ends at" in report
 
     with pytest.raises(Exception, match="already has"):
@@ -310,7 +310,7 @@ def test_scaled_mm_in_the_layouts_it_requires():
     if reason is not None:
         pytest.skip(reason)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for granularity in fp8.RECIPES:
+    for granularity in fp8.MODES_STUDIED:
         a, b, sa, sb = fp8.scaled_mm_operands(64, granularity, "cuda", gen)
         assert b.stride() == (1, 64)  # column-major second operand
         out = fp8.scaled_mm(a, b, sa, sb)
@@ -321,7 +321,7 @@ def test_scaled_mm_in_the_layouts_it_requires():
 @pytest.mark.cuda
 @pytest.mark.parametrize("mode", ["fp8-tensorwise", "fp8-rowwise"])
 def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
-    # fc2 (4096 × 4096) passes both recipes' size rules; fc1 and fc3 pass tensorwise's only.
+    # fc2 (4096 × 4096) passes both modes' size rules; fc1 and fc3 pass tensorwise's only.
     # float8 matmuls need every dimension a multiple of 16, the batch too: it is the inner
     # dimension of the weight-gradient matmul (the tiny preset's batch of 8 is not).
     case = tiny_case(

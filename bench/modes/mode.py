@@ -1,5 +1,5 @@
-"""The torch side of a precision mode: `Mode` (from its card, `recipe(card)`, or `MODES` by name)
-owns the whole recipe: the model's preparation, each phase's context, the loss scaler, the
+"""The torch side of a precision mode: `Mode` (from its card, `of_card(card)`, or `MODES` by name)
+owns the whole mode: the model's preparation, each phase's context, the loss scaler, the
 optimizer, and why it cannot run here."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from bench.recipes import fp8
-from bench.recipes.catalog import CARDS, OPTIMIZERS, ModeCard
+from bench.modes import fp8
+from bench.modes.catalog import CARDS, OPTIMIZERS, ModeCard
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
@@ -44,11 +44,11 @@ class Mode:
     """Adam's update rounded stochastically into the (bf16) parameters: torchao's `_AdamW` with
     `bf16_stochastic_round=True` replaces the case's Adam. Rounding to nearest drops every update
     below half an ulp of its weight; stochastic rounding keeps it in expectation."""
-    fp8_recipe: str | None = None
-    """torchao float8 training recipe (`tensorwise`, `rowwise`) for the Linears that
-    `bench.recipes.fp8.plan` chooses; None: no float8."""
+    fp8_scaling: str | None = None
+    """torchao's float8 scaling (`tensorwise`, `rowwise`) for the Linears that
+    `bench.modes.fp8.plan` chooses; None: no float8."""
     card: ModeCard | None = None
-    """What the mode is, as data without torch (`bench.recipes.catalog`): its kind, words,
+    """What the mode is, as data without torch (`bench.modes.catalog`): its kind, words,
     colour and roles. None for a mode made outside the table (tests)."""
 
     @property
@@ -56,8 +56,8 @@ class Mode:
         """Which measured matmul ceiling bounds this mode's matmuls: fp32, tf32, fp16, bf16, or
         fp8-tensorwise / fp8-rowwise (for the Linears converted to float8; the others run at
         the autocast dtype's)."""
-        if self.fp8_recipe is not None:
-            return f"fp8-{self.fp8_recipe}"
+        if self.fp8_scaling is not None:
+            return f"fp8-{self.fp8_scaling}"
         return self.unconverted_matmul_dtype
 
     @property
@@ -75,15 +75,15 @@ class Mode:
 
     def fp8_plan(self, workload: Workload, size: object) -> dict[str, str]:
         """Per Linear of `workload` at `size`: `converted` to float8, or `kept: <why>`; empty
-        without a float8 recipe."""
-        if self.fp8_recipe is None:
+        without a float8 mode."""
+        if self.fp8_scaling is None:
             return {}
-        return fp8.plan(workload, size, self.fp8_recipe)
+        return fp8.plan(workload, size, self.fp8_scaling)
 
     def unsupported_reason(self, device: str) -> str | None:
-        """Why this recipe cannot run on `device` here (torchao missing, no float8 GPU)."""
-        return fp8.recipe_unsupported_reason(
-            device=device, torchao=self.stochastic_round, fp8=self.fp8_recipe is not None
+        """Why this mode cannot run on `device` here (torchao missing, no float8 GPU)."""
+        return fp8.mode_unsupported_reason(
+            device=device, torchao=self.stochastic_round, fp8=self.fp8_scaling is not None
         )
 
     def optimizer_name(self, name: str) -> str:
@@ -94,14 +94,14 @@ class Mode:
         self, model: nn.Module, workload: Workload | None = None, size: object | None = None
     ) -> nn.Module:
         """The model as this mode trains it (in place, before the optimizer sees it). The
-        workload and its `size` are needed by a float8 recipe, to choose its Linears (a size
+        workload and its `size` are needed by a float8 mode, to choose its Linears (a size
         may be None: a user's model of one preset has no size object)."""
         if self.param_dtype is not None:
             model.to(self.param_dtype)
-        if self.fp8_recipe is not None:
+        if self.fp8_scaling is not None:
             if workload is None:
                 raise ValueError(f"mode {self.name!r} needs the workload to convert its model")
-            model = fp8.convert(model, workload, size, self.fp8_recipe)
+            model = fp8.convert(model, workload, size, self.fp8_scaling)
         return model
 
     def cast_input(self, x: torch.Tensor) -> torch.Tensor:
@@ -124,7 +124,7 @@ class Mode:
         """The optimizer row `name` of `catalog.OPTIMIZERS` over `params`: torch's Adam, or
         AdamW with nanoGPT's weight-decay groups (`Optimizer.decay_groups`), at `lr`, `betas`
         and (AdamW's only) `weight_decay`; torchao's stochastically rounding AdamW in its place
-        for a recipe that asks for it."""
+        for a mode that asks for it."""
         row = OPTIMIZERS[name]
         groups: list = list(params)
         if row.decay_groups:
@@ -185,8 +185,8 @@ _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @functools.cache
-def recipe(card: ModeCard) -> Mode:
-    """The torch side of a mode, from its card (`bench.recipes.catalog`), one per card."""
+def of_card(card: ModeCard) -> Mode:
+    """The torch side of a mode, from its card (`bench.modes.catalog`), one per card."""
     return Mode(
         name=card.name,
         autocast_dtype=_DTYPES.get(card.autocast_dtype or ""),
@@ -194,17 +194,17 @@ def recipe(card: ModeCard) -> Mode:
         tf32=card.tf32,
         param_dtype=_DTYPES.get(card.param_dtype or ""),
         stochastic_round=card.stochastic_round,
-        fp8_recipe=card.fp8_recipe,
+        fp8_scaling=card.fp8_scaling,
         card=card,
     )
 
 
-class _Recipes(Mapping[str, Mode]):
-    """The mode table's rows as recipes, read live (a card registered later is here too): for
-    code that holds a mode's name, not a plan (`bench.recipes.plan`)."""
+class _Modes(Mapping[str, Mode]):
+    """The mode table's rows as modes, read live (a card registered later is here too): for
+    code that holds a mode's name, not a plan (`bench.modes.plan`)."""
 
     def __getitem__(self, name: str) -> Mode:
-        return recipe(CARDS[name])
+        return of_card(CARDS[name])
 
     def __iter__(self) -> Iterator[str]:
         return iter(CARDS)
@@ -213,8 +213,8 @@ class _Recipes(Mapping[str, Mode]):
         return len(CARDS)
 
 
-MODES: Mapping[str, Mode] = _Recipes()
-"""Every mode's recipe by name, in the table's order."""
+MODES: Mapping[str, Mode] = _Modes()
+"""Every mode's torch side by name, in the table's order."""
 
 
 def tf32_flags() -> dict[str, bool]:
