@@ -12,7 +12,6 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -74,36 +73,10 @@ def _panels(df: pd.DataFrame, *, by_batch: bool = False) -> list[tuple[str, pd.D
     return out
 
 
-def _figure(
-    n: int,
-    title: str,
-    *,
-    width: float = 7.0,
-    height: float = 3.8,
-    cols: int = 2,
-    sharey: bool = False,
-) -> tuple[Figure, list[Axes]]:
-    """A grid of `n` panels, `cols` to a row, under one title. Constrained layout keeps room for
-    a legend outside the panels (`_legend`), where it hides no bar."""
-    cols = min(n, cols)
-    rows = math.ceil(n / cols)
-    fig, grid = plt.subplots(
-        rows,
-        cols,
-        figsize=(width * cols, height * rows + 0.8),
-        squeeze=False,
-        sharey=sharey,
-        layout="constrained",
-    )
-    for ax in grid.flat[n:]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=11)
-    return fig, list(grid.flat[:n])
-
-
-def _legend(fig: Figure, handles: list) -> None:
-    """One legend for the whole figure, below the panels (the title is above them)."""
+def _save(fig: Figure, handles: list, path: Path) -> None:
+    """One legend for the whole figure, below the panels (the title is above them); written."""
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), fontsize=8)
+    figures.save(fig, path, dpi=DPI)
 
 
 def _mode_handles(modes: list[str]) -> list[Patch]:
@@ -166,7 +139,7 @@ def throughput(df: pd.DataFrame, path: Path) -> None:
     """Samples/s per mode, grouped by batch size, with the speedups over the speedup baselines."""
     panels = _panels(df)
     # One panel to a row: each bar needs the width of its speedups written above it.
-    fig, axes = _figure(
+    fig, axes = figures.panels(
         len(panels),
         "Throughput per mode (median step); above each bar its speedup over "
         + " and ".join(speedup_baselines()),
@@ -183,14 +156,13 @@ def throughput(df: pd.DataFrame, path: Path) -> None:
         if _finite(top) and top > 0:  # none measured (a loop that gave no batch size): no bars
             ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
-    _legend(fig, _mode_handles(_modes(df)))
-    _save(fig, path)
+    _save(fig, _mode_handles(_modes(df)), path)
 
 
 def floor_share(df: pd.DataFrame, path: Path) -> None:
     """pct_of_floor per mode and batch size; 100% would be the floor itself."""
     panels = _panels(df)
-    fig, axes = _figure(
+    fig, axes = figures.panels(
         len(panels), "Share of floor: the floor from measured ceilings over the step time"
     )
     top = max(100.0, float(df["pct_of_floor"].max()))
@@ -200,8 +172,7 @@ def floor_share(df: pd.DataFrame, path: Path) -> None:
         ax.set_ylabel("% of floor (100 = at the floor)")
         ax.set_ylim(0, top * 1.15)
         ax.set_title(title, fontsize=10)
-    _legend(fig, _mode_handles(_modes(df)))
-    _save(fig, path)
+    _save(fig, _mode_handles(_modes(df)), path)
 
 
 def _stack(
@@ -241,7 +212,7 @@ def _finish_panel(ax: Axes, modes: list[str], ylabel: str, title: str) -> None:
 def phases(df: pd.DataFrame, path: Path) -> None:
     """Forward, backward and optimizer ms per mode, stacked, with the floor beside each bar."""
     panels = _panels(df, by_batch=True)
-    fig, axes = _figure(
+    fig, axes = figures.panels(
         len(panels), "Time per phase (median ms), with the floor from measured ceilings"
     )
     fused = False
@@ -259,8 +230,7 @@ def phases(df: pd.DataFrame, path: Path) -> None:
             ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "ms per step", title)
     parts = [*PHASE_PARTS.values(), *([WHOLE_STEP] if fused else [])]
-    _legend(fig, _parts_handles(parts, "floor (measured ceilings)"))
-    _save(fig, path)
+    _save(fig, _parts_handles(parts, "floor (measured ceilings)"), path)
 
 
 def memory(df: pd.DataFrame, path: Path) -> None:
@@ -270,7 +240,7 @@ def memory(df: pd.DataFrame, path: Path) -> None:
     title = "Memory per mode (GiB) by what holds it" + (
         ", with the measured peak" if peaks else "; peak not measured on this device"
     )
-    fig, axes = _figure(len(panels), title)
+    fig, axes = figures.panels(len(panels), title)
     for ax, (name, g) in zip(axes, panels, strict=True):
         modes = _modes(g)
         for i, mode in enumerate(modes):
@@ -282,13 +252,7 @@ def memory(df: pd.DataFrame, path: Path) -> None:
                 ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "GiB (2^30 bytes)", name)
     drawn = [p for k, p in MEMORY_PARTS.items() if k in df and df[k].map(_finite).any()]
-    _legend(fig, _parts_handles(drawn, "measured peak" if peaks else None))
-    _save(fig, path)
-
-
-def _save(fig: Figure, path: Path) -> None:
-    figures.save(fig, path, dpi=DPI)
-    plt.close(fig)
+    _save(fig, _parts_handles(drawn, "measured peak" if peaks else None), path)
 
 
 DRAW = {"throughput": throughput, "phases": phases, "floor": floor_share, "memory": memory}

@@ -314,7 +314,7 @@ def _dtypes_section(df: pd.DataFrame) -> list[str]:
         "As the step produced them, per mode. `float8 Linears`: which Linears a float8 mode "
         "converted to torchao's Float8Linear, and why the others were kept (torchao's "
         "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100); "
-        f"for a model of more than {findings.FULL_LIST_UP_TO} Linears, how many took each "
+        f"for a model of more than {timing.WHOLE_PLAN_UP_TO} Linears, how many took each "
         "decision (each Linear's is in results.csv's `fp8_linears`).",
         *(
             [
