@@ -52,8 +52,7 @@ def passing(rows: pd.DataFrame, optimizer: str) -> pd.DataFrame:
 def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
     """The reference (fp32), TF32 and the headline mode (bf16 autocast) at the largest batch
     size where the reference and the headline mode ran eager."""
-    ref, head = catalog.reference(), catalog.headline()
-    tf32_mode = next(m for m, c in catalog.CARDS.items() if c.tf32)
+    ref, head, tf32_mode = catalog.reference(), catalog.headline(), catalog.tf32()
     both = [
         bs
         for bs in sorted(ok["batch_size"].unique())
