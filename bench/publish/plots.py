@@ -4,8 +4,6 @@ in its card's colour (`bench.modes.catalog`)."""
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from matplotlib.ticker import EngFormatter
 from bench.modes.catalog import colour as mode_colour
 from bench.modes.catalog import speedup_baselines
 from bench.publish import figures
+from bench.publish.tables import finite
 from bench.store import results
 
 FILES = {
@@ -101,10 +100,6 @@ def _modes(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(df["mode"]))
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _grouped_bars(
     ax: Axes, g: pd.DataFrame, column: str, label: Callable[[pd.Series], str] | None = None
 ) -> None:
@@ -115,7 +110,7 @@ def _grouped_bars(
     for i, mode in enumerate(modes):
         for j, bs in enumerate(sizes):
             rows = g[(g["mode"] == mode) & (g["batch_size"] == bs)]
-            if rows.empty or not _finite(rows[column].iloc[0]):
+            if rows.empty or not finite(rows[column].iloc[0]):
                 continue
             r = rows.iloc[0]
             x = j + (i - (len(modes) - 1) / 2) * width
@@ -131,7 +126,7 @@ def _speedups(r: pd.Series) -> str:
     return "\n".join(
         f"{r[column]:.3g}× {base}"
         for base, column in results.SPEEDUP_COLUMNS.items()
-        if r["mode"] != base and _finite(r.get(column))
+        if r["mode"] != base and finite(r.get(column))
     )
 
 
@@ -153,7 +148,7 @@ def throughput(df: pd.DataFrame, path: Path) -> None:
         _grouped_bars(ax, g, "samples_per_s", _speedups)
         ax.set_ylabel("samples/s")
         ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
-        if _finite(top) and top > 0:  # none measured (a loop that gave no batch size): no bars
+        if finite(top) and top > 0:  # none measured (a loop that gave no batch size): no bars
             ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
     _save(fig, _mode_handles(_modes(df)), path)
@@ -185,7 +180,7 @@ def _stack(
     bottom = 0.0
     for key, (_, alpha, hatch) in parts.items():
         value = r.get(key)
-        if not _finite(value):
+        if not finite(value):
             continue
         ax.bar(x, value, 0.6, bottom=bottom, color=mode_colour(r["mode"]), alpha=alpha, **BAR_EDGE)
         ax.bar(x, value, 0.6, bottom=bottom, fill=False, hatch=hatch, **BAR_EDGE)
@@ -220,12 +215,12 @@ def phases(df: pd.DataFrame, path: Path) -> None:
         modes = _modes(g)
         for i, mode in enumerate(modes):
             r = g[g["mode"] == mode].iloc[0]
-            if any(_finite(r.get(k)) for k in PHASE_PARTS):
+            if any(finite(r.get(k)) for k in PHASE_PARTS):
                 top = _stack(ax, i, r, PHASE_PARTS)
             else:  # the variant fused the phases: only the whole step was timed
                 top = _stack(ax, i, r, {"total_ms": WHOLE_STEP})
                 fused = True
-            if _finite(r.get("floor_ms")):
+            if finite(r.get("floor_ms")):
                 _mark(ax, i, r["floor_ms"])
             ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "ms per step", title)
@@ -236,7 +231,7 @@ def phases(df: pd.DataFrame, path: Path) -> None:
 def memory(df: pd.DataFrame, path: Path) -> None:
     """Memory per mode, stacked by part, with the measured peak where the device reports one."""
     panels = _panels(df, by_batch=True)
-    peaks = bool(df["peak_alloc_gib"].map(_finite).any())
+    peaks = bool(df["peak_alloc_gib"].map(finite).any())
     title = "Memory per mode (GiB) by what holds it" + (
         ", with the measured peak" if peaks else "; peak not measured on this device"
     )
@@ -246,12 +241,12 @@ def memory(df: pd.DataFrame, path: Path) -> None:
         for i, mode in enumerate(modes):
             r = g[g["mode"] == mode].iloc[0]
             top = _stack(ax, i, r, MEMORY_PARTS)
-            if _finite(r.get("peak_alloc_gib")):
+            if finite(r.get("peak_alloc_gib")):
                 _mark(ax, i, r["peak_alloc_gib"])
             if top > 0:  # a folder older than the breakdown has only the peak
                 ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "GiB (2^30 bytes)", name)
-    drawn = [p for k, p in MEMORY_PARTS.items() if k in df and df[k].map(_finite).any()]
+    drawn = [p for k, p in MEMORY_PARTS.items() if k in df and df[k].map(finite).any()]
     _save(fig, _parts_handles(drawn, "measured peak" if peaks else None), path)
 
 
