@@ -11,7 +11,7 @@ import pytest
 from bench.cli import main
 from bench.faults import UsageError
 from bench.numerics.measure import tables as study_tables
-from bench.publish import findings, readme, report, summary, summary_studies
+from bench.publish import readme, report, summary, summary_studies
 from bench.store import paths, results
 from bench.verdicts import timing
 from tests.stored import small_grid, timing_row, write_run
@@ -518,7 +518,7 @@ def test_the_float8_line_says_where_float8_pays_and_leaves_out_what_converts_not
     ).assign(status="ok", optimizer="fused", parallel="none")
     ok = summary.passing(rows, "fused")
     assert "fp8-rowwise" not in set(ok["mode"])
-    line = summary.float8_line(ok, findings.float8_unconverted(rows))
+    line = summary.float8_line(ok, timing.float8_unconverted(rows))
     assert line == (
         "- **Float8** against bf16-amp, each at its fastest variant (bf16-amp too): at batch 8 "
         "against 20.0 ms: fp8-tensorwise 0.5000× (compile, 40.00 ms). Below 1×, float8 does not "

@@ -3,12 +3,10 @@ from every round of each side, and how `compare`, `ab` and their summary line sh
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from bench.publish import sides
-from bench.publish.tables import cell
+from bench.publish.tables import cell, finite
 from bench.verdicts import memory
 
 RAW = (
@@ -43,18 +41,14 @@ def verdict(
     return memory.judge(rounds[0], rounds[1], tolerance)
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _pair(a: object, b: object) -> str:
-    return f"{cell(a)} → {cell(b)}" if _finite(a) or _finite(b) else "–"
+    return f"{cell(a)} → {cell(b)}" if finite(a) or finite(b) else "–"
 
 
 def _change(mib: object, pct: object) -> str:
-    if not _finite(mib):
+    if not finite(mib):
         return "–"
-    pct_text = f" ({pct:+.3g}%)" if _finite(pct) else ""
+    pct_text = f" ({pct:+.3g}%)" if finite(pct) else ""
     return f"{mib:+.4g} MiB{pct_text}"
 
 

@@ -11,15 +11,6 @@ from bench.publish.tables import joined
 from bench.store import results
 from bench.verdicts import timing
 
-# The verdicts these findings state, asked of `bench.verdicts.timing` (names kept for readers).
-contenders = timing.contenders
-float8_unconverted = timing.float8_unconverted
-float8_against_headline = timing.float8_against_headline
-
-
-FULL_LIST_UP_TO = timing.WHOLE_PLAN_UP_TO
-"""A model of at most this many Linears shows its `fp8_linears` whole in a report's table."""
-
 
 def float8_cell(listed: object) -> object:
     """A row's `fp8_linears` as a table cell: the list for a few Linears, else the count per
@@ -49,11 +40,6 @@ def float8_ratio(base: pd.Series, row: pd.Series) -> str:
     )
 
 
-def below_one(base: pd.Series, rows: list[pd.Series]) -> list[str]:
-    """The float8 modes of `rows` slower than `base` outside the noise: float8 does not pay."""
-    return timing.float8_not_paying(base, rows)
-
-
 def not_paying(modes: list[str], where: str = "here") -> str:
     """` Below 1×, fp8-rowwise does not pay here.`, naming `modes`; empty when there are none."""
     if not modes:
@@ -69,15 +55,15 @@ def _float8(ok: pd.DataFrame) -> list[str]:
     return [
         f"- Batch {bs}, float8 against {head} ({c(base['total_ms'])} ms), each at its fastest "
         f"variant: {'; '.join(float8_ratio(base, r) for r in rows)}."
-        + not_paying(below_one(base, rows))
-        for bs, base, rows in float8_against_headline(ok)
+        + not_paying(timing.float8_not_paying(base, rows))
+        for bs, base, rows in timing.float8_against_headline(ok)
     ]
 
 
 def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     """One bullet per batch size (the fastest mode or those tied with it, against the
     reference, and peak memory), then float8 against the headline mode and the gradients' dtypes."""
-    ok = contenders(df)
+    ok = timing.contenders(df)
     ok = ok[(ok["optimizer"] == optimizer) & (ok["parallel"] == "none")]
     if ok.empty:
         return []
@@ -117,7 +103,7 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
             )
         lines.append(line + ".")
     lines += _float8(ok)
-    unconverted = unconverted_note(float8_unconverted(df))
+    unconverted = unconverted_note(timing.float8_unconverted(df))
     if unconverted:
         lines.append(f"-{unconverted}")
     if "param_grad_dtype" in ok:

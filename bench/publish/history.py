@@ -10,11 +10,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
@@ -223,18 +220,6 @@ def _memory_lines(points: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
-def _panels(n: int, *, height: float, extra: float) -> tuple[Figure, np.ndarray]:
-    """A figure of `n` panels, two a row, the unused ones hidden."""
-    cols = min(n, 2)
-    rows = -(-n // cols)
-    fig, grid = plt.subplots(
-        rows, cols, figsize=(7.5 * cols, height * rows + extra), squeeze=False, layout="constrained"
-    )
-    for ax in grid.flat[n:]:
-        ax.set_visible(False)
-    return fig, grid
-
-
 def _revision_axis(ax: Axes, revisions: pd.DataFrame) -> None:
     ax.set_xticks(
         range(len(revisions)),
@@ -248,9 +233,10 @@ def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: P
     """One panel per mode: each case's peak allocated memory per revision, marked by verdict."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
-    fig, grid = _panels(len(modes), height=3.6, extra=0.6)
+    title = f"Peak allocated memory per case across revisions: {gpu}"
+    fig, grid = figures.panels(len(modes), title, width=7.5, height=3.6, extra=0.6)
     x_of = {label: i for i, label in enumerate(revisions["label"])}
-    for ax, mode in zip(grid.flat, modes, strict=False):
+    for ax, mode in zip(grid, modes, strict=True):
         colour = mode_colour(mode)
         g = points[(points["mode"] == mode) & points["peak_alloc_gib"].notna()]
         for i, (_, case) in enumerate(g.groupby(axes_names, sort=True)):
@@ -266,19 +252,18 @@ def plot_memory(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: P
         _revision_axis(ax, revisions)
         ax.set_ylabel("peak allocated GiB")
         ax.set_title(f"{mode}: ▲ more memory, ▼ less memory than before", fontsize=10)
-    fig.suptitle(f"Peak allocated memory per case across revisions: {gpu}", fontsize=11)
     figures.save(fig, path, dpi=100)
-    plt.close(fig)
 
 
 def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) -> None:
     """One panel per mode: each case's median step time per revision (log), marked by verdict."""
     modes = list(dict.fromkeys(points["mode"]))
     axes_names = _case_axes(points)
-    fig, grid = _panels(len(modes), height=4.2, extra=0.9)
+    title = f"Median step time per case across revisions: {gpu}"
+    fig, grid = figures.panels(len(modes), title, width=7.5, height=4.2, extra=0.9)
     x_of = {label: i for i, label in enumerate(revisions["label"])}
     shown: set[str] = set()
-    for ax, mode in zip(grid.flat, modes, strict=False):
+    for ax, mode in zip(grid, modes, strict=True):
         colour = mode_colour(mode)
         g = points[points["mode"] == mode]
         for i, (key, case) in enumerate(g.groupby(axes_names, sort=True)):
@@ -343,9 +328,7 @@ def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) ->
         if v in shown
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
-    fig.suptitle(f"Median step time per case across revisions: {gpu}", fontsize=11)
     figures.save(fig, path, dpi=100)
-    plt.close(fig)
 
 
 def write(results_dir: Path = paths.RESULTS, gpu: str | None = None) -> list[Path]:

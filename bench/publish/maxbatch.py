@@ -13,7 +13,15 @@ import pandas as pd
 from bench.publish import tables
 from bench.store import errors, paths, results
 
-TRIALS = results.TRIALS
+HEADERS = {
+    "largest_batch": "largest batch",
+    "samples_per_s": "samples/s there",
+    "peak_alloc_gib": "peak GiB there",
+    "first_failing_batch": "first failing batch",
+    "limited_by": "limited by",
+    "max_leftover_gib": "max leftover GiB",
+}
+"""The summary table's column -> its heading, here and in the README's `maxbatch` block."""
 
 
 def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -64,7 +72,7 @@ def render(run_dir: Path) -> Path:
     """report.md and results.csv of a maxbatch folder, from its trials and env.json alone."""
     info = results.read_env(run_dir)
     cfg = info["maxbatch_config"]
-    trials = pd.DataFrame(results.read_jsonl(run_dir / TRIALS))
+    trials = pd.DataFrame(results.read_jsonl(run_dir / results.TRIALS))
     lines = [f"# ampbench largest batch `{info.get('run_name', '')}`", ""]
     lines += ["Produced by:", "", "```", paths.shown_command(info.get("command", "")), "```", ""]
     lines += [
@@ -95,16 +103,7 @@ def render(run_dir: Path) -> Path:
         lines += [
             "## Largest batch per mode",
             "",
-            table.rename(
-                columns={
-                    "largest_batch": "largest batch",
-                    "samples_per_s": "samples/s there",
-                    "peak_alloc_gib": "peak GiB there",
-                    "first_failing_batch": "first failing batch",
-                    "limited_by": "limited by",
-                    "max_leftover_gib": "max leftover GiB",
-                }
-            ).pipe(tables.markdown),
+            table.rename(columns=HEADERS).pipe(tables.markdown),
             "",
             "## Every trial",
             "",

@@ -4,15 +4,12 @@ in its card's colour (`bench.modes.catalog`)."""
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on GPU boxes or CI
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -23,6 +20,7 @@ from matplotlib.ticker import EngFormatter
 from bench.modes.catalog import colour as mode_colour
 from bench.modes.catalog import speedup_baselines
 from bench.publish import figures
+from bench.publish.tables import finite
 from bench.store import results
 
 FILES = {
@@ -74,36 +72,10 @@ def _panels(df: pd.DataFrame, *, by_batch: bool = False) -> list[tuple[str, pd.D
     return out
 
 
-def _figure(
-    n: int,
-    title: str,
-    *,
-    width: float = 7.0,
-    height: float = 3.8,
-    cols: int = 2,
-    sharey: bool = False,
-) -> tuple[Figure, list[Axes]]:
-    """A grid of `n` panels, `cols` to a row, under one title. Constrained layout keeps room for
-    a legend outside the panels (`_legend`), where it hides no bar."""
-    cols = min(n, cols)
-    rows = math.ceil(n / cols)
-    fig, grid = plt.subplots(
-        rows,
-        cols,
-        figsize=(width * cols, height * rows + 0.8),
-        squeeze=False,
-        sharey=sharey,
-        layout="constrained",
-    )
-    for ax in grid.flat[n:]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=11)
-    return fig, list(grid.flat[:n])
-
-
-def _legend(fig: Figure, handles: list) -> None:
-    """One legend for the whole figure, below the panels (the title is above them)."""
+def _save(fig: Figure, handles: list, path: Path) -> None:
+    """One legend for the whole figure, below the panels (the title is above them); written."""
     fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), fontsize=8)
+    figures.save(fig, path, dpi=DPI)
 
 
 def _mode_handles(modes: list[str]) -> list[Patch]:
@@ -128,10 +100,6 @@ def _modes(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(df["mode"]))
 
 
-def _finite(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _grouped_bars(
     ax: Axes, g: pd.DataFrame, column: str, label: Callable[[pd.Series], str] | None = None
 ) -> None:
@@ -142,7 +110,7 @@ def _grouped_bars(
     for i, mode in enumerate(modes):
         for j, bs in enumerate(sizes):
             rows = g[(g["mode"] == mode) & (g["batch_size"] == bs)]
-            if rows.empty or not _finite(rows[column].iloc[0]):
+            if rows.empty or not finite(rows[column].iloc[0]):
                 continue
             r = rows.iloc[0]
             x = j + (i - (len(modes) - 1) / 2) * width
@@ -158,7 +126,7 @@ def _speedups(r: pd.Series) -> str:
     return "\n".join(
         f"{r[column]:.3g}× {base}"
         for base, column in results.SPEEDUP_COLUMNS.items()
-        if r["mode"] != base and _finite(r.get(column))
+        if r["mode"] != base and finite(r.get(column))
     )
 
 
@@ -166,7 +134,7 @@ def throughput(df: pd.DataFrame, path: Path) -> None:
     """Samples/s per mode, grouped by batch size, with the speedups over the speedup baselines."""
     panels = _panels(df)
     # One panel to a row: each bar needs the width of its speedups written above it.
-    fig, axes = _figure(
+    fig, axes = figures.panels(
         len(panels),
         "Throughput per mode (median step); above each bar its speedup over "
         + " and ".join(speedup_baselines()),
@@ -180,17 +148,16 @@ def throughput(df: pd.DataFrame, path: Path) -> None:
         _grouped_bars(ax, g, "samples_per_s", _speedups)
         ax.set_ylabel("samples/s")
         ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
-        if _finite(top) and top > 0:  # none measured (a loop that gave no batch size): no bars
+        if finite(top) and top > 0:  # none measured (a loop that gave no batch size): no bars
             ax.set_ylim(0, top)
         ax.set_title(title, fontsize=10)
-    _legend(fig, _mode_handles(_modes(df)))
-    _save(fig, path)
+    _save(fig, _mode_handles(_modes(df)), path)
 
 
 def floor_share(df: pd.DataFrame, path: Path) -> None:
     """pct_of_floor per mode and batch size; 100% would be the floor itself."""
     panels = _panels(df)
-    fig, axes = _figure(
+    fig, axes = figures.panels(
         len(panels), "Share of floor: the floor from measured ceilings over the step time"
     )
     top = max(100.0, float(df["pct_of_floor"].max()))
@@ -200,8 +167,7 @@ def floor_share(df: pd.DataFrame, path: Path) -> None:
         ax.set_ylabel("% of floor (100 = at the floor)")
         ax.set_ylim(0, top * 1.15)
         ax.set_title(title, fontsize=10)
-    _legend(fig, _mode_handles(_modes(df)))
-    _save(fig, path)
+    _save(fig, _mode_handles(_modes(df)), path)
 
 
 def _stack(
@@ -214,7 +180,7 @@ def _stack(
     bottom = 0.0
     for key, (_, alpha, hatch) in parts.items():
         value = r.get(key)
-        if not _finite(value):
+        if not finite(value):
             continue
         ax.bar(x, value, 0.6, bottom=bottom, color=mode_colour(r["mode"]), alpha=alpha, **BAR_EDGE)
         ax.bar(x, value, 0.6, bottom=bottom, fill=False, hatch=hatch, **BAR_EDGE)
@@ -241,7 +207,7 @@ def _finish_panel(ax: Axes, modes: list[str], ylabel: str, title: str) -> None:
 def phases(df: pd.DataFrame, path: Path) -> None:
     """Forward, backward and optimizer ms per mode, stacked, with the floor beside each bar."""
     panels = _panels(df, by_batch=True)
-    fig, axes = _figure(
+    fig, axes = figures.panels(
         len(panels), "Time per phase (median ms), with the floor from measured ceilings"
     )
     fused = False
@@ -249,46 +215,39 @@ def phases(df: pd.DataFrame, path: Path) -> None:
         modes = _modes(g)
         for i, mode in enumerate(modes):
             r = g[g["mode"] == mode].iloc[0]
-            if any(_finite(r.get(k)) for k in PHASE_PARTS):
+            if any(finite(r.get(k)) for k in PHASE_PARTS):
                 top = _stack(ax, i, r, PHASE_PARTS)
             else:  # the variant fused the phases: only the whole step was timed
                 top = _stack(ax, i, r, {"total_ms": WHOLE_STEP})
                 fused = True
-            if _finite(r.get("floor_ms")):
+            if finite(r.get("floor_ms")):
                 _mark(ax, i, r["floor_ms"])
             ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "ms per step", title)
     parts = [*PHASE_PARTS.values(), *([WHOLE_STEP] if fused else [])]
-    _legend(fig, _parts_handles(parts, "floor (measured ceilings)"))
-    _save(fig, path)
+    _save(fig, _parts_handles(parts, "floor (measured ceilings)"), path)
 
 
 def memory(df: pd.DataFrame, path: Path) -> None:
     """Memory per mode, stacked by part, with the measured peak where the device reports one."""
     panels = _panels(df, by_batch=True)
-    peaks = bool(df["peak_alloc_gib"].map(_finite).any())
+    peaks = bool(df["peak_alloc_gib"].map(finite).any())
     title = "Memory per mode (GiB) by what holds it" + (
         ", with the measured peak" if peaks else "; peak not measured on this device"
     )
-    fig, axes = _figure(len(panels), title)
+    fig, axes = figures.panels(len(panels), title)
     for ax, (name, g) in zip(axes, panels, strict=True):
         modes = _modes(g)
         for i, mode in enumerate(modes):
             r = g[g["mode"] == mode].iloc[0]
             top = _stack(ax, i, r, MEMORY_PARTS)
-            if _finite(r.get("peak_alloc_gib")):
+            if finite(r.get("peak_alloc_gib")):
                 _mark(ax, i, r["peak_alloc_gib"])
             if top > 0:  # a folder older than the breakdown has only the peak
                 ax.text(i, top, f"{top:.3g}", ha="center", va="bottom", fontsize=7)
         _finish_panel(ax, modes, "GiB (2^30 bytes)", name)
-    drawn = [p for k, p in MEMORY_PARTS.items() if k in df and df[k].map(_finite).any()]
-    _legend(fig, _parts_handles(drawn, "measured peak" if peaks else None))
-    _save(fig, path)
-
-
-def _save(fig: Figure, path: Path) -> None:
-    figures.save(fig, path, dpi=DPI)
-    plt.close(fig)
+    drawn = [p for k, p in MEMORY_PARTS.items() if k in df and df[k].map(finite).any()]
+    _save(fig, _parts_handles(drawn, "measured peak" if peaks else None), path)
 
 
 DRAW = {"throughput": throughput, "phases": phases, "floor": floor_share, "memory": memory}

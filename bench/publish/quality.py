@@ -20,7 +20,6 @@ from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import sequential, training
 
 CURVES_PNG = "curves.png"
-DASH = MISSING
 
 
 def loss(x: float) -> str:
@@ -96,7 +95,7 @@ def _times(s: dict) -> pd.DataFrame:
 def _cell(v: training.Verdict | None) -> str:
     """The table's verdict: the word, shortened where the line under the table says it whole."""
     if v is None:
-        return DASH
+        return MISSING
     short = {training.WITHIN_WORSE: "measurably worse, within", training.WITHIN_BETTER:
              "measurably better, within"}  # fmt: skip
     return short.get(v.verdict, v.verdict)
@@ -121,24 +120,24 @@ def mode_table(s: dict) -> tuple[pd.DataFrame, list[str]]:
             why = timing.loc[mode, "error"] if mode in timing.index else "it was not timed"
             notes.append(f"{mode}: {status}, {why}")
         reached = s["reached"][s["reached"]["mode"] == mode] if len(s["reached"]) else None
-        steps = span(reached["steps"]) if reached is not None and len(reached) else DASH
+        steps = span(reached["steps"]) if reached is not None and len(reached) else MISSING
         if reached is not None and len(reached) and reached["steps"].isna().any():
             missed = int(reached["steps"].isna().sum())
             steps = f"{missed} of {len(reached)} seeds missed"
         v = s["verdicts"].get(mode)
         row = {
             "mode": mode,
-            "step ms": figure(timing.loc[mode, "step_ms"]) if status == "ok" else DASH,
+            "step ms": figure(timing.loc[mode, "step_ms"]) if status == "ok" else MISSING,
             "steps to target": steps,
-            "s to target": figure(times.loc[mode, "mean_s"]) if mode in times.index else DASH,
-            "best held-out loss": span(mine["best_loss"], loss) if len(mine) else DASH,
-            "final held-out loss": span(mine["final_loss"], loss) if len(mine) else DASH,
+            "s to target": figure(times.loc[mode, "mean_s"]) if mode in times.index else MISSING,
+            "best held-out loss": span(mine["best_loss"], loss) if len(mine) else MISSING,
+            "final held-out loss": span(mine["final_loss"], loss) if len(mine) else MISSING,
         }
         if not text:
-            row["best accuracy"] = span(mine["best_accuracy"]) if len(mine) else DASH
+            row["best accuracy"] = span(mine["best_accuracy"]) if len(mine) else MISSING
         row["seeds"] = str(int((mine["status"] == "ok").sum())) if len(mine) else "0"
-        row["diverged"] = str(int((mine["status"] == "diverged").sum())) if len(mine) else DASH
-        row["skipped steps"] = span(mine["skipped_steps"]) if len(mine) else DASH
+        row["diverged"] = str(int((mine["status"] == "diverged").sum())) if len(mine) else MISSING
+        row["skipped steps"] = span(mine["skipped_steps"]) if len(mine) else MISSING
         row["vs fp32"] = "reference" if mode == "fp32" else _cell(v)
         rows.append(row)
     if s["target"] is None:

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from bench.faults import UsageError
 from bench.publish import zoo
 from bench.publish.readme_blocks import KINDS, link_to_report
+from bench.publish.tables import joined
 from bench.store import paths, results
 
 # Markers count only at the start of a line, so that prose may quote them (`<!-- ampbench:...`).
@@ -85,20 +86,18 @@ def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
     """The line that opens a block, From [RUN](its report): with the runs `with=` adds, so the
     block's text links the folders its marker names and no prose has to."""
     here = PurePosixPath(link).parent
-    others = [n for n in options.get("with", "").split("+") if n]
     text = SOURCE_TEXT.get(kind, lambda folder: None)
-    shown = [link_to_report(run, link, text(run))] + [
-        link_to_report(run.parent / n, str(here / n), text(run.parent / n)) for n in others
-    ]
-    studies = [
-        link_to_report(run.parent / n, str(here / n), text(run.parent / n))
-        for n in options.get("quality", "").split("+")
-        if n
-    ]
-    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+    def linked(option: str) -> list[str]:
+        """The reports of the folders beside `run` that `option` names (`a+b`)."""
+        names = [n for n in options.get(option, "").split("+") if n]
+        return [link_to_report(run.parent / n, str(here / n), text(run.parent / n)) for n in names]
+
+    listed = joined([link_to_report(run, link, text(run)), *linked("with")])
+    studies = linked("quality")
     if studies:
-        joined = studies[0] if len(studies) == 1 else f"{', '.join(studies[:-1])} and {studies[-1]}"
-        listed += f"; the time-to-quality {'study' if len(studies) == 1 else 'studies'} {joined}"
+        study = "study" if len(studies) == 1 else "studies"
+        listed += f"; the time-to-quality {study} {joined(studies)}"
     return f"From {listed}:"
 
 

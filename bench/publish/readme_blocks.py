@@ -116,17 +116,9 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     """The largest-batch table of a `maxbatch` folder."""
     _takes("maxbatch", options)
     limit = results.read_env(run)["maxbatch_config"]["limit"]
-    table = maxbatch.summarize_trials(
-        pd.DataFrame(results.read_jsonl(run / maxbatch.TRIALS)), limit
-    )
-    headers = {
-        "mode": "mode",
-        "largest_batch": "largest batch",
-        "samples_per_s": "samples/s there",
-        "peak_alloc_gib": "peak GiB there",
-        "limited_by": "limited by",
-    }
-    return tables.markdown(table[list(headers)].rename(columns=headers))
+    table = maxbatch.summarize_trials(pd.DataFrame(results.read_jsonl(run / results.TRIALS)), limit)
+    shown = ["mode", "largest_batch", "samples_per_s", "peak_alloc_gib", "limited_by"]
+    return tables.markdown(table[shown].rename(columns=maxbatch.HEADERS))
 
 
 def _summary(run: Path, options: dict[str, str], link: str) -> str:

@@ -276,11 +276,6 @@ def _floor_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, st
     ]
 
 
-def _own(df: pd.DataFrame) -> bool:
-    """Whether the run has an own loop's row (the probe's: `bench.ownloop`)."""
-    return bool(results.own_loop_rows(df).any())
-
-
 def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, str]) -> list[str]:
     """The peaks per phase and what the forward pass saves, per batch size, and the figure."""
     return [
@@ -294,7 +289,7 @@ def _memory_section(df: pd.DataFrame, lead: dict[str, str], figures: dict[str, s
                 "gradients in rows written before the probe sized them from the parameters, "
                 "which read them after the loop had freed them)."
             ]
-            if _own(df)
+            if results.own_loop_rows(df).any()  # the probe's rows (`bench.ownloop`)
             else []
         ),
         "",
@@ -314,14 +309,14 @@ def _dtypes_section(df: pd.DataFrame) -> list[str]:
         "As the step produced them, per mode. `float8 Linears`: which Linears a float8 mode "
         "converted to torchao's Float8Linear, and why the others were kept (torchao's "
         "auto-filter: dims divisible by 16, and sizes below which float8 was slower on H100); "
-        f"for a model of more than {findings.FULL_LIST_UP_TO} Linears, how many took each "
+        f"for a model of more than {timing.WHOLE_PLAN_UP_TO} Linears, how many took each "
         "decision (each Linear's is in results.csv's `fp8_linears`).",
         *(
             [
                 "`–` in an own loop's row: the probe reads the mode's switches, not the "
                 "dtypes of your loop's logits, loss or gradients."
             ]
-            if _own(df)
+            if results.own_loop_rows(df).any()  # the probe's rows (`bench.ownloop`)
             else []
         ),
         "",

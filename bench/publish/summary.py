@@ -10,14 +10,7 @@ import pandas as pd
 
 from bench.modes import catalog
 from bench.numerics.render.answer import LOSS_GAP
-from bench.publish.findings import (
-    below_one,
-    contenders,
-    float8_against_headline,
-    float8_ratio,
-    float8_unconverted,
-    unconverted_note,
-)
+from bench.publish.findings import float8_ratio, unconverted_note
 from bench.publish.summary_studies import (
     bf16_line,
     gradients_line,
@@ -46,7 +39,7 @@ def _eager(rows: pd.DataFrame, mode: str, bs: int) -> float:
 
 def passing(rows: pd.DataFrame, optimizer: str) -> pd.DataFrame:
     """The rows a summary may quote: passed, not recompiled during timing, one rank, this Adam."""
-    ok = contenders(rows)
+    ok = timing.contenders(rows)
     ok = ok[ok["optimizer"] == optimizer]
     if "parallel" in ok:
         ok = ok[ok["parallel"] == "none"]
@@ -59,8 +52,7 @@ def passing(rows: pd.DataFrame, optimizer: str) -> pd.DataFrame:
 def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
     """The reference (fp32), TF32 and the headline mode (bf16 autocast) at the largest batch
     size where the reference and the headline mode ran eager."""
-    ref, head = catalog.reference(), catalog.headline()
-    tf32_mode = next(m for m, c in catalog.CARDS.items() if c.tf32)
+    ref, head, tf32_mode = catalog.reference(), catalog.headline(), catalog.tf32()
     both = [
         bs
         for bs in sorted(ok["batch_size"].unique())
@@ -235,7 +227,7 @@ def fastest_lines(ok: pd.DataFrame, studies: list[dict], optimizer: str) -> list
 def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str | None:
     """Each float8 mode against the headline mode per batch size, at its fastest variant:
     where it pays and where not; then the `unconverted` modes, which are `unsupported`."""
-    per = float8_against_headline(ok)
+    per = timing.float8_against_headline(ok)
     note = unconverted_note(unconverted or [])
     if not per:
         return f"- **Float8.**{note}" if note else None
@@ -247,7 +239,7 @@ def float8_line(ok: pd.DataFrame, unconverted: list[str] | None = None) -> str |
     ]
     slower: dict[str, list[int]] = {}
     for bs, base, rows in per:
-        for mode in below_one(base, rows):
+        for mode in timing.float8_not_paying(base, rows):
             slower.setdefault(mode, []).append(bs)
     where = [f"{mode} at batch {batch_sizes(sizes)}" for mode, sizes in slower.items()]
     tail = f" Below 1×, float8 does not pay: {joined(where)}." if where else ""
@@ -317,7 +309,7 @@ def summary(
         bf16_line(studies),
         learning_line(studies),
         *fastest_lines(ok, studies, optimizer),
-        float8_line(ok, float8_unconverted(rows)),
+        float8_line(ok, timing.float8_unconverted(rows)),
         memory_line(ok),
     ]
     return [heading(env, sources), "", *(line for line in lines if line)]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from bench.modes import catalog
-from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, NONFINITE, learned, versus
+from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, learned, measured, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
 from bench.numerics.render.answer import (
     LOSS_GAP,
@@ -18,11 +18,6 @@ from bench.numerics.render.answer import (
 )
 from bench.publish.tables import batch_sizes, figure, joined
 from bench.verdicts import training
-
-
-def _autocast(dtype: str) -> str:
-    """The autocast mode of `dtype` as PyTorch's AMP documents it (fp16 scaled, bf16 not)."""
-    return next(mode for mode, d in catalog.autocast_modes().items() if d == dtype)
 
 
 def _first(studies: list[dict], name: str, has: Callable[[pd.DataFrame], bool]) -> pd.DataFrame:
@@ -34,20 +29,13 @@ def _first(studies: list[dict], name: str, has: Callable[[pd.DataFrame], bool]) 
     return pd.DataFrame()
 
 
-def _measured(summary: pd.DataFrame) -> pd.DataFrame:
-    """Summary rows whose divergence was looked for (older studies leave the cell empty)."""
-    if "divergence" not in summary:
-        return summary.iloc[:0]
-    return summary[summary["divergence"].isin([HEALTHY, "blowup", NONFINITE])]
-
-
 def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
     """Per batch size: `mode`'s and fp32's mean final loss over seeds, their ratio, whether every
     seed ended within LOSS_GAP (`bench.numerics.analysis.runs.versus`) and the runs that
     diverged, from the first study that looked for divergence (else the first)."""
     reference = catalog.reference()
     both = [s for s in studies if {mode, reference} <= set(s["summary"]["mode"])]
-    both.sort(key=lambda s: _measured(s["summary"]).empty)  # stable: the given order otherwise
+    both.sort(key=lambda s: measured(s["summary"]).empty)  # stable: the given order otherwise
     if not both:
         return pd.DataFrame()
     rows = []
@@ -55,7 +43,7 @@ def against_fp32(studies: list[dict], mode: str) -> pd.DataFrame:
         mine, ref = g[g["mode"] == mode], g[g["mode"] == reference]
         if mine.empty or ref.empty:
             continue
-        bad = _measured(mine)
+        bad = measured(mine)
         bad = bad[bad["divergence"] != HEALTHY]
         vs = versus(g, mode, bs, reference)
         rows.append(
@@ -195,7 +183,11 @@ def scaler_line(studies: list[dict]) -> str | None:
 
 def bf16_line(studies: list[dict]) -> str | None:
     """bf16 autocast against fp32 in training, and its gradient error against scaled fp16's."""
-    reference, bf16, fp16 = catalog.reference(), _autocast("bfloat16"), _autocast("float16")
+    reference, bf16, fp16 = (
+        catalog.reference(),
+        catalog.autocast_of("bfloat16"),
+        catalog.autocast_of("float16"),
+    )
     vs = against_fp32(studies, bf16)
     census = _first(studies, "census", lambda c: {bf16, fp16} <= set(c["mode"]))
     parts = []

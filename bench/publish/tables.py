@@ -72,6 +72,11 @@ def markdown(df: pd.DataFrame, *, index: bool = False, digits: int = SIG_DIGITS)
     return shown.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
+def finite(value: object) -> bool:
+    """Whether `value` is a real, finite number (not a bool, not NaN, None or text)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def figure(x: float) -> str:
     """A figure in a sentence: 3 significant digits."""
     return number(float(x), 3)

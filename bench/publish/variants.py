@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.modes import catalog
-from bench.publish import findings, tables
+from bench.publish import tables
 from bench.store import results
 from bench.verdicts import timing
 
@@ -14,7 +14,7 @@ from bench.verdicts import timing
 def _best_variants(df: pd.DataFrame) -> pd.DataFrame:
     """Per mode, optimizer and batch size: eager's time, the fastest variant (or every variant
     tied with it) and its time; `best_vs_eager` is NaN where eager is among the tied."""
-    ok = findings.contenders(df)
+    ok = timing.contenders(df)
     keys = [a for a in results.axes() if a != "variant"]
     rows = []
     for key, g in ok.groupby(keys, sort=False):
@@ -72,7 +72,7 @@ def fastest_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per batch size: the fastest mode and variant (or those tied), its step time and speed-ups,
     its peak memory over the headline mode's, and the runner-up with its time."""
     head, ref = catalog.headline(), catalog.reference()
-    ok = findings.contenders(df)
+    ok = timing.contenders(df)
     ok = ok[ok["optimizer"] == optimizer]
     if "parallel" in ok:
         ok = ok[ok["parallel"] == "none"]

@@ -47,6 +47,11 @@ def label(model: str, preset: str) -> str:
     return f"`{model}` ({preset})" if preset else f"`{model}`"
 
 
+def _model(rows: pd.DataFrame) -> tuple[str, str]:
+    """(model, preset) of a timing run's rows; an own loop's rows have no preset."""
+    return str(rows["model"].iloc[0]), str(rows["preset"].iloc[0]) if "preset" in rows else ""
+
+
 def _pick(row: pd.Series) -> str:
     return f"{row['mode']} ({row['variant']}, {figure(row['total_ms'])} ms)"
 
@@ -147,10 +152,8 @@ def step_orders(study: dict, at: pd.DataFrame) -> list[str]:
 
 def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
     """The table's row of one model: its timing run's rows and its time-to-quality studies."""
-    model = str(rows["model"].iloc[0])
-    preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
     row = dict.fromkeys(COLUMNS, "–")
-    row["model"] = label(model, preset)
+    row["model"] = label(*_model(rows))
     rows = timing.float8_as_unsupported(rows)
     ok = passing(rows, optimizer)
     if ok.empty:
@@ -211,9 +214,7 @@ def model_row(rows: pd.DataFrame, studies: list[dict], optimizer: str) -> dict:
 
 def studies_of(rows: pd.DataFrame, studies: list[dict]) -> list[dict]:
     """The time-to-quality studies of a run's model at its preset (another size: another model)."""
-    model = str(rows["model"].iloc[0])
-    preset = str(rows["preset"].iloc[0]) if "preset" in rows else ""
-    return [s for s in studies if (s["cfg"].model, s["cfg"].preset) == (model, preset)]
+    return [s for s in studies if (s["cfg"].model, s["cfg"].preset) == _model(rows)]
 
 
 def table(

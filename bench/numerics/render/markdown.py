@@ -27,6 +27,11 @@ def block_key(label: str) -> str:
     return _BLOCK_INDEX.sub(".*.", label)
 
 
+def times(labels: object, counts: object) -> list[str]:
+    """Each label with how often it repeats where more than once (`blocks.*.attn ×12`)."""
+    return [f"{k} ×{n}" if n > 1 else k for k, n in zip(labels, counts, strict=True)]
+
+
 def fold_blocks(df: pd.DataFrame, label: str) -> pd.DataFrame:
     """`df` with rows that differ only in `label`'s block indices shown once (`blocks.*.attn
     output ×12`); a group whose other cells differ keeps its rows."""
@@ -52,7 +57,7 @@ def fold_shares(
         return df
     df = df.assign(**{label: keys})
     counts = df.groupby([*by, label], sort=False)[label].transform("size")
-    df[label] = [f"{k} ×{n}" if n > 1 else k for k, n in zip(df[label], counts, strict=True)]
+    df[label] = times(df[label], counts)
     weighted = df[shares].mul(df["numel"], axis=0)
     grouped = pd.concat([df[[*by, label]], weighted, df[["numel", *worst]]], axis=1).groupby(
         [*by, label], sort=False
@@ -66,11 +71,8 @@ def fold_shares(
 def chain_text(chain: list[str]) -> str:
     """An autograd chain as `A → B ×24 → C`: a transformer's residual stream repeats its
     AddBackward0 once per block and sublayer, which written out would hide the chain's shape."""
-    parts = []
-    for node, run in itertools.groupby(chain):
-        n = len(list(run))
-        parts.append(f"{node} ×{n}" if n > 1 else node)
-    return " → ".join(parts)
+    runs = [(node, len(list(run))) for node, run in itertools.groupby(chain)]
+    return " → ".join(times([node for node, _ in runs], [n for _, n in runs]))
 
 
 def table_file(t: dict, name: str) -> str:

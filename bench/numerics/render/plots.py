@@ -27,7 +27,6 @@ LINESTYLES = ("-", "--", ":", "-.")
 def _save(fig: plt.Figure, path: Path) -> None:
     fig.tight_layout()
     figures.save(fig, path, dpi=110)
-    plt.close(fig)
 
 
 def histogram(hist: pd.DataFrame, path: Path) -> None:

@@ -38,10 +38,6 @@ class Chart:
     more_memory: bool = False
     """The case used more memory than in a revision before (framed in red as a slower one)."""
 
-    @property
-    def anchor(self) -> str:
-        return anchor(self.case_id)
-
 
 def anchor(case_id: str) -> str:
     """The id of a case's chart on its history page."""

@@ -59,7 +59,7 @@ def _charts_html(found: list[charts.Chart], cases: int) -> str:
         figure = chart.figure.replace("</", "<\\/")  # never closes its <script> early
         out.append(
             f'<div class="chart-card{" regressed" if framed else ""}" '
-            f'id="{chart.anchor}"><h4 title="{escape(chart.case_id)}">{badge}'
+            f'id="{charts.anchor(chart.case_id)}"><h4 title="{escape(chart.case_id)}">{badge}'
             f"{escape(chart.title)}</h4>"
             f'<div class="chart" data-figure="fig-{i}"></div>'
             f'<script type="application/json" id="fig-{i}">{figure}</script></div>'

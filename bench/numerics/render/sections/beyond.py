@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.modes.catalog import beyond_autocast
-from bench.numerics.render.markdown import block_key, percent, table_file
+from bench.numerics.render.markdown import block_key, percent, table_file, times
 from bench.numerics.render.sentences.beyond import cast_modes, mode_means
 from bench.publish.tables import markdown
 
@@ -69,9 +69,7 @@ def update_underflow_table(pure: pd.DataFrame) -> pd.DataFrame:
     seeds["module"] = seeds["module"].map(block_key)
     grouped = seeds.groupby(keys, sort=False)
     folded = grouped[cols].mean().assign(blocks=grouped.size()).reset_index()
-    folded["module"] = [
-        f"{m} ×{n}" if n > 1 else m for m, n in zip(folded["module"], folded["blocks"], strict=True)
-    ]
+    folded["module"] = times(folded["module"], folded["blocks"])
     rows = ["mode", "batch_size", "module"]
     wide = folded.pivot_table(
         index=rows, columns="step", values="update_underflow_share", sort=False

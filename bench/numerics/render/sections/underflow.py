@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from bench.modes.catalog import fp16_pair
 from bench.numerics.measure.tables import POOLED
 from bench.numerics.render.markdown import failure_reasons, fold_shares, no_rows, percent
@@ -115,25 +117,14 @@ def histogram_section(t: dict) -> list[str]:
         "",
         markdown(fate),
         "",
-        *(
-            []
-            if shown is None
-            else [
-                "<details><summary>Every observed output</summary>",
-                "",
-                markdown(every),
-                "",
-                "</details>",
-                "",
-            ]
-        ),
-        "<details><summary>Bins</summary>",
-        "",
-        markdown(wide),
-        "",
-        "</details>",
-        "",
+        *([] if shown is None else _folded("Every observed output", every)),
+        *_folded("Bins", wide),
     ]
+
+
+def _folded(summary: str, table: pd.DataFrame) -> list[str]:
+    """A table under a line that unfolds it (a long one; the site reads it as markdown too)."""
+    return [f"<details><summary>{summary}</summary>", "", markdown(table), "", "</details>", ""]
 
 
 def _named(names: list[str]) -> str:

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import autocast_modes
+from bench.modes.catalog import autocast_of
 
 
 def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:
     """bf16 autocast's and scaled fp16's median error against fp32; None if one is missing."""
     if census.empty:
         return None
-    # The autocast modes as AMP documents them: fp16 with a scaler, bf16 without.
-    mode_of = {dtype: mode for mode, dtype in autocast_modes().items()}
-    bf = census[census["mode"] == mode_of["bfloat16"]]["rel_err"].median()
-    fp = census[census["mode"] == mode_of["float16"]]["rel_err"].median()
+    bf = census[census["mode"] == autocast_of("bfloat16")]["rel_err"].median()
+    fp = census[census["mode"] == autocast_of("float16")]["rel_err"].median()
     return (bf, fp) if bf == bf and fp == fp and fp > 0 else None
 
 
