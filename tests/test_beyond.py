@@ -310,7 +310,7 @@ def test_scaled_mm_in_the_layouts_it_requires():
     if reason is not None:
         pytest.skip(reason)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for granularity in fp8.MODES_STUDIED:
+    for granularity in fp8.GRANULARITIES:
         a, b, sa, sb = fp8.scaled_mm_operands(64, granularity, "cuda", gen)
         assert b.stride() == (1, 64)  # column-major second operand
         out = fp8.scaled_mm(a, b, sa, sb)

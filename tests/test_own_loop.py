@@ -266,3 +266,13 @@ def test_the_old_name_of_the_mode_variable_still_asks(monkeypatch):
     assert contract.asked() == "bf16-amp"
     monkeypatch.setenv(contract.MODE, "fp32")  # the new name wins where both are set
     assert contract.asked() == "fp32"
+
+
+def test_a_bad_mode_in_the_old_variable_is_named_by_that_variable(monkeypatch):
+    monkeypatch.delenv(contract.MODE, raising=False)
+    monkeypatch.setenv(contract.OLD_MODE, "bogus")
+    with pytest.raises(ValueError, match=r"^AMPBENCH_RECIPE='bogus' is not a mode"):
+        contract.asked()
+    monkeypatch.setenv(contract.MODE, "bogus2")
+    with pytest.raises(ValueError, match=r"^AMPBENCH_MODE='bogus2' is not a mode"):
+        contract.asked()

@@ -222,3 +222,13 @@ def test_fp32_alone_at_the_target_ranks_nothing():
     (line,) = [x for x in page._verdict_lines(s) if "Fastest" in x]
     assert line.startswith("- **Fastest to the target**: not known: fp32 alone")
     assert "among the modes that train like fp32: fp32" not in line
+
+
+@pytest.mark.parametrize("model", ["gpt", "mlp"])
+def test_a_preset_the_model_does_not_have_is_one_line_and_no_folder(model, tmp_path, capsys):
+    # Not a study whose every row is `unsupported`: bad input, exit 2, before any folder.
+    argv = ["quality", "--device", "cpu", "--model", model, "--preset", "nosuch"]
+    assert main([*argv, "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--preset 'nosuch' is unknown" in err[0]
+    assert not list(tmp_path.iterdir())

@@ -160,6 +160,17 @@ def test_the_modes_table_names_the_fastest_mode_per_batch_size(tmp_path):
         readme.regenerate(block.replace("run1", "run1 seed=1"), tmp_path)
 
 
+def test_a_block_under_the_fastest_table_s_old_kind_is_still_filled(tmp_path):
+    # `ampbench:recipes` was the kind's name before `ampbench:fastest`: a page keeps its marker.
+    write_run(tmp_path / "results" / "run1", small_grid())
+    new = "<!-- ampbench:fastest results/run1 -->\n<!-- /ampbench:fastest -->"
+    old = new.replace("ampbench:fastest", "ampbench:recipes")
+    text, _ = readme.regenerate(old, tmp_path)
+    assert text == readme.regenerate(new, tmp_path)[0].replace(
+        "ampbench:fastest", "ampbench:recipes"
+    )
+
+
 def test_the_headline_names_the_modes_it_leaves_out(tmp_path):
     write_run(tmp_path / "run1", small_grid())
     df = results.load(tmp_path / "run1")

@@ -114,3 +114,17 @@ def test_the_cpu_measures_no_matmul_ceiling():
     measured = ceilings.measure("cpu", matmul_n=16, copy_mib=1, warmup=0, steps=2)
     assert not any(key.startswith("matmul_tflops") for key in measured)
     assert measured["copy_gbps"] > 0 and measured["ceiling_matmul_n"] == 16
+
+
+def test_a_float8_gpu_measures_each_float8_scalings_ceiling(monkeypatch):
+    # Each float8 scaling of `bench.modes.fp8` gets its ceiling where the GPU runs float8 (the
+    # matmuls themselves are stubbed: the CPU has none).
+    from bench.measure import ceilings
+    from bench.modes import fp8
+
+    monkeypatch.setattr(fp8, "gpu_unsupported_reason", lambda device: None)
+    monkeypatch.setattr(ceilings, "_fp8_tflops", lambda granularity, *_: 1.0)
+    measured = ceilings.measure("cpu", matmul_n=16, copy_mib=1, warmup=0, steps=2)
+    assert {k for k in measured if k.startswith("matmul_tflops_fp8")} == {
+        f"matmul_tflops_fp8-{g}" for g in fp8.GRANULARITIES
+    }

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench import quiet
+from bench.cases import checks
 from bench.data import sources
 from bench.faults import UsageError, fault
 from bench.jobs import packing
@@ -56,6 +57,9 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
     if model != "gpt":  # its own default preset, which only its registry knows
         given = {"preset": registry.get(model).default_preset[device], **given}
     cfg = QualityConfig.build(device, given)
+    # A preset the model does not have is bad input, before any folder (not a study of
+    # `unsupported` rows).
+    checks.choice(tuple(registry.get(cfg.model).presets))("--preset", cfg.preset)
     if cfg.max_seeds:
         try:  # the design the looks will follow, checked before any folder or GPU time
             sequential.Design(first=len(cfg.seeds), max_seeds=cfg.max_seeds)

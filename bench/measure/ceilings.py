@@ -58,7 +58,7 @@ def measure(
         out[f"matmul_tflops_{name}"] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
         del a, b
     if fp8.gpu_unsupported_reason(device) is None:
-        for granularity in fp8.MODES_STUDIED:
+        for granularity in fp8.GRANULARITIES:
             out[f"matmul_tflops_fp8-{granularity}"] = _fp8_tflops(
                 granularity, device, matmul_n, gen, warmup, steps
             )

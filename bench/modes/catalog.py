@@ -1,5 +1,5 @@
 """The precision modes as plain data, without torch: the one table every mode is defined in (a card
-per mode: its mode, its words and colour, the reference and baselines), and the Adams'
+per mode: its kind, its words and colour, the reference and baselines), and the Adams'
 (`OPTIMIZERS`). Nothing else branches on a mode's name: a new mode is a new card here."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ KINDS = {
     "cast": "the parameters cast to the low dtype: gradients and Adam state in it too",
     "float8": "float8 Linears (torchao) inside bf16 autocast; float32 master weights",
 }
-"""A mode's kind of mode -> what it does, in words. `cast` and `float8` change the model."""
+"""A mode's kind -> what it does, in words. `cast` and `float8` change the model."""
 
 ROLES = {
     "reference": "the float32 reference: numerics compare against it, speedups divide by it",
@@ -53,9 +53,9 @@ class ModeCard:
     stochastic_round: bool = False
     """Adam's update rounded stochastically into bf16 parameters (torchao's `_AdamW`)."""
     fp8_scaling: str | None = None
-    """torchao's float8 mode (`tensorwise`, `rowwise`) for a `float8` mode."""
+    """torchao's float8 scaling (`tensorwise`, `rowwise`) for a `float8` mode."""
     baseline: str | None = None
-    """The mode whose mode this one departs from by one change, which reports read it
+    """The mode this one departs from by one change, which reports read it
     against (fp16 without a scaler against fp16 with one; pure bf16 against bf16 autocast)."""
     roles: frozenset[str] = field(default_factory=frozenset)
     """Keys of `ROLES`."""

@@ -57,14 +57,22 @@ def read_settings(device: str, param_dtype: torch.dtype, scaler: bool) -> Settin
     return Settings(autocast_dtype=dtype, scaler=scaler, tf32=tf32, param_dtype=param_dtype)
 
 
+def variable() -> str:
+    """The variable the mode is read from: `MODE`, or `OLD_MODE` where only that one is set
+    (what a message about the mode asked for names)."""
+    return OLD_MODE if not os.environ.get(MODE) and os.environ.get(OLD_MODE) else MODE
+
+
 def asked() -> str | None:
     """The mode the driver asked for, checked against the table; None outside the driver."""
-    name = os.environ.get(MODE) or os.environ.get(OLD_MODE) or None
+    name = os.environ.get(variable()) or None
     if name is None:
         return None
     card = catalog.card(name)
     if card is None:
-        raise ValueError(f"{MODE}={name!r} is not a mode; choose from {', '.join(catalog.CARDS)}")
+        raise ValueError(
+            f"{variable()}={name!r} is not a mode; choose from {', '.join(catalog.CARDS)}"
+        )
     return name
 
 

@@ -22,11 +22,11 @@ def precision_args(default: dict[str, bool] | None = None) -> dict[str, bool]:
         return dict(default or {})
     reason = contract.unsupported_reason(name)
     if reason is not None:
-        raise ValueError(f"{contract.MODE}={name}: {reason}")
+        raise ValueError(f"{contract.variable()}={name}: {reason}")
     card = catalog.card(name)
     if card.low_dtype == "float16" and not card.scale_loss:
         raise ValueError(
-            f"{contract.MODE}={name}: the Trainer's fp16 always runs GradScaler; it has no "
+            f"{contract.variable()}={name}: the Trainer's fp16 always runs GradScaler; it has no "
             "switch for fp16 without one"
         )
     out = {"fp16": card.low_dtype == "float16", "bf16": card.low_dtype == "bfloat16"}
@@ -57,7 +57,7 @@ class ProbeCallback(TrainerCallback):
             have = {k: bool(getattr(args, k, False)) for k in wanted}
             if have != wanted:
                 raise ValueError(
-                    f"{contract.MODE}={name} asks for {wanted}, and the Trainer's arguments "
+                    f"{contract.variable()}={name} asks for {wanted}, and the Trainer's arguments "
                     f"have {have}: build TrainingArguments with **precision_args()"
                 )
         options = dict(self.options)

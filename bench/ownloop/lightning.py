@@ -45,7 +45,7 @@ def precision(default: str = "32-true") -> str:
     if reason is None and card.low_dtype == "float16" and not card.scale_loss:
         reason = "Lightning's 16-mixed always runs GradScaler; it has no switch for fp16 without"
     if reason is not None:
-        raise ValueError(f"{contract.MODE}={name}: {reason}")
+        raise ValueError(f"{contract.variable()}={name}: {reason}")
     if MODES[name].tf32:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True

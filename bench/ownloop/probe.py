@@ -128,7 +128,7 @@ class Probe:
             return contextlib.nullcontext()
         reason = contract.unsupported_reason(mode.name)
         if reason is not None:
-            raise ValueError(f"{contract.MODE}={mode.name}: {reason}")
+            raise ValueError(f"{contract.variable()}={mode.name}: {reason}")
         dtype = mode.autocast_dtype
         return torch.autocast(self.device, dtype=dtype or torch.float32, enabled=dtype is not None)
 
@@ -272,7 +272,7 @@ class Probe:
         mode = self._mode()
         if mode is not None and mode.scale_loss and not on:
             raise ValueError(
-                f"{contract.MODE}={mode.name} scales the loss, and the probe has no enabled "
+                f"{contract.variable()}={mode.name} scales the loss, and the probe has no enabled "
                 "GradScaler: pass scaler= or use probe.scaler()"
             )
 

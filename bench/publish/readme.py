@@ -78,6 +78,8 @@ def _model_of(run: Path) -> str:
     return zoo.label(str(first["model"]), str(first.get("preset", "") or ""))
 
 
+OLD_KINDS = {"recipes": "fastest"}
+"""A kind's old name -> its kind: a page's marker written under the old name is still filled."""
 SOURCE_TEXT: dict[str, Callable[[Path], str]] = {"zoo": _model_of}
 """Kinds whose From line names each run by its model and preset, not its folder."""
 
@@ -113,16 +115,17 @@ def _figures(run: Path, link: str, names: str) -> str:
 
 def generate(block: Block, root: Path = paths.ROOT) -> str:
     """What `block` should hold: marker to marker, the content with a blank line either side."""
-    if block.kind not in KINDS:
+    kind = OLD_KINDS.get(block.kind, block.kind)
+    if kind not in KINDS:
         raise UsageError(f"{block.label}: unknown kind; choose from {', '.join(KINDS)}")
     run = root / block.run
     if not (run / results.ENV).is_file():
         raise UsageError(f"{block.label}: {block.run} is not a run folder (no {results.ENV})")
     options = dict(block.options)
     figures = options.pop("figure", None)
-    content = KINDS[block.kind](run, dict(options), block.run)
-    if block.kind != "summary":  # the summary names its folders in its own first line
-        content = f"{_source(run, block.run, options, block.kind)}\n\n{content}"
+    content = KINDS[kind](run, dict(options), block.run)
+    if kind != "summary":  # the summary names its folders in its own first line
+        content = f"{_source(run, block.run, options, kind)}\n\n{content}"
     if figures is not None:
         content += "\n\n" + _figures(run, block.run, figures)
     return f"\n{content}\n\n"
