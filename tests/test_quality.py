@@ -2,6 +2,7 @@
 to end (its tables, report and resume), and bad input."""
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -110,12 +111,17 @@ def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys, monkeypatch):
     # A seed added later: at another commit it is refused (a study is one commit); at the
     # study's own, every mode trains it, and each run's row names the commit it trained at.
     trained_at = set(t["runs"]["commit"])
+    # The driver's variables as the study saw them (a GPU box's driver sets them), put back after.
+    given = {name: os.environ.get(name) for name in ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY")}
     monkeypatch.setenv("AMPBENCH_GIT_COMMIT", "abcdef0123456789")
     monkeypatch.setenv("AMPBENCH_GIT_DIRTY", "0")
     assert main(["quality", "--resume", str(run_dir), "--add-seeds", "3"]) == 2
     assert "a study is one commit" in capsys.readouterr().err
-    monkeypatch.delenv("AMPBENCH_GIT_COMMIT")
-    monkeypatch.delenv("AMPBENCH_GIT_DIRTY")
+    for name, value in given.items():
+        if value is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, value)
     assert main(["quality", "--resume", str(run_dir), "--add-seeds", "3"]) == 0
     t = tables.load(run_dir)
     assert len(t["runs"]) == 16 and set(t["runs"]["seed"]) == {0, 1, 2, 3}
