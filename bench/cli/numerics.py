@@ -7,7 +7,6 @@ import argparse
 from bench.cases import checks
 from bench.cli import fields
 from bench.cli import options as o
-from bench.modes import catalog
 from bench.numerics.measure import defaults
 from bench.numerics.measure.config import NumericsConfig
 
@@ -45,7 +44,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     n.add_argument(
         "--add-modes",
-        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
+        type=o.MODE_NAMES,
         help="with --resume: add these convergence modes to the study (finished or not) and run "
         "only their jobs and their dtype audit, keeping every job it has; another commit is "
         "allowed, and recorded; --trace-every may go with it (the added jobs' trace period)",

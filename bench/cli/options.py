@@ -13,6 +13,7 @@ from typing import NoReturn
 from bench.cases import checks
 from bench.commands.given import SIZE_DEST
 from bench.faults import UsageError
+from bench.modes import catalog
 from bench.store import paths
 from bench.verdicts import defaults, memory
 from bench.workloads import cards
@@ -73,6 +74,9 @@ POSITIVE = converter(checks.POSITIVE_INT)
 NON_NEGATIVE = converter(checks.NON_NEGATIVE_INT)
 POSITIVE_FLOAT = converter(checks.POSITIVE_FINITE)
 FRACTION = converter(checks.FRACTION)
+MODE_NAMES = converter(checks.choice(catalog.CARDS), "mode", items=True)
+SEEDS = converter(checks.NON_NEGATIVE_INT, "seed", items=True)
+DURATION = converter(checks.DURATION)
 
 
 def add_statistic(p: argparse.ArgumentParser, default: str | None = "median") -> None:

@@ -9,7 +9,6 @@ import dataclasses
 from bench.cases import checks
 from bench.cli import fields
 from bench.cli import options as o
-from bench.modes import catalog
 from bench.quality.config import PER_DEVICE, QualityConfig
 
 NAME = "quality"
@@ -39,14 +38,14 @@ def add(sub: argparse._SubParsersAction) -> None:
     # Beyond the study's settings: how long it may train, and what a resume adds or trains.
     q.add_argument(
         "--budget-s",
-        type=o.converter(checks.POSITIVE_FINITE),
+        type=o.POSITIVE_FLOAT,
         default=0,
         help="train only the runs whose cost (steps × each mode's step time, measured first) "
         "fits this many seconds, fp32's first; `--resume` trains the rest",
     )
     q.add_argument(
         "--budget",
-        type=o.converter(checks.DURATION),
+        type=o.DURATION,
         default=0,
         help="device time this command may train for (900s, 15m, 1h): a sequential study "
         "(--max-seeds, else 8) starts no look past it; --resume goes on",
@@ -65,18 +64,18 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     q.add_argument(
         "--only",
-        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
+        type=o.MODE_NAMES,
         help="with --resume: train only these modes' runs this time (a study split over "
         "several sessions)",
     )
     q.add_argument(
         "--add-modes",
-        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
+        type=o.MODE_NAMES,
         help="with --resume: add these modes to the study and train them",
     )
     q.add_argument(
         "--add-seeds",
-        type=o.converter(checks.NON_NEGATIVE_INT, "seed", items=True),
+        type=o.SEEDS,
         help="with --resume: add these seeds to the study and train every mode on them (where "
         "the study names how many seeds its margin rule needs)",
     )

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cases import checks
 from bench.cli import options as o
-from bench.modes import catalog
 
 NAME = "sweep"
 OLD_NAME = "recipes"  # `bench.cli.main` runs it as `sweep`, saying so on stderr
@@ -23,13 +21,13 @@ def add(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--modes",
-        type=o.converter(checks.choice(catalog.CARDS), "mode", items=True),
+        type=o.MODE_NAMES,
         help="the modes (default: fp32, tf32, fp16 with GradScaler, bf16 autocast; on the "
         "CPU those it runs)",
     )
     p.add_argument(
         "--seeds",
-        type=o.converter(checks.NON_NEGATIVE_INT, "seed", items=True),
+        type=o.SEEDS,
         default=(0, 1, 2),
         help="one round per seed (default: 0,1,2)",
     )
@@ -55,7 +53,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         type=o.POSITIVE,
         help="add seeds in looks to fp32 and the undecided modes, up to N each",
     )
-    p.add_argument("--budget", type=o.converter(checks.DURATION), default=0,
+    p.add_argument("--budget", type=o.DURATION, default=0,
                    help="time the command may run (900s, 15m, 1h): no look starts that would "
                    "end past it (--max-seeds, else 8)")  # fmt: skip
     o.add_device(p)
