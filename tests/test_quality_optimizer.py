@@ -80,8 +80,11 @@ def test_the_quality_optimizer_and_first_steps_are_unchanged(mode):
     mine, theirs = _four_steps(run), _four_steps(reference)
     assert mine == theirs  # bit for bit, one process
     expected_losses, expected_total = EXPECTED[mode]
-    assert mine[0] == pytest.approx(expected_losses, rel=1e-5)
-    assert mine[1] == pytest.approx(expected_total, rel=1e-5)
+    # bfloat16's CPU kernels round differently across torch releases (torch 2.14's bf16-amp loss
+    # at step 1 is 1.3e-5 off the recorded one); the bit-for-bit check above is the strict one.
+    rel = 1e-4 if "bf16" in mode else 1e-5
+    assert mine[0] == pytest.approx(expected_losses, rel=rel)
+    assert mine[1] == pytest.approx(expected_total, rel=rel)
 
 
 def _nanogpt_adamw(model: torch.nn.Module, cfg: QualityConfig) -> torch.optim.AdamW:
