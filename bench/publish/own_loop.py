@@ -48,7 +48,7 @@ def judge_training(
     }
     info = results.read_env(run_dir)
     if info.get("looks"):  # a sequential study: each verdict at the look that decided it
-        design = sequential.Design(**info["design"])
+        design = sequential.Design.from_record(info["design"])
         judged = sequential.judge_each(
             summary, list(verdicts), design, info["looks"], info["seed_order"]
         )
@@ -124,7 +124,8 @@ def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
         f"Seeds in looks at {', '.join(map(str, info['looks']))} seeds a mode (cap "
         f"{d['max_seeds']}), ended by {info.get('looks_ended', 'an interruption')}: each "
         f"training verdict at the look that decided it, its level spent over the looks "
-        f"({d['spending']}), so the {d['alpha']:.0%} error rate holds over all of them."
+        f"({d['spending']}), so the {d['alpha']:.0%} error rate holds over all of them; the "
+        f"test: {training.TEST_NAMES[sequential.Design.from_record(d).paired]}."
     ]
     for mode, v in verdicts.items():
         if v.verdict == training.NOT_KNOWN and v.needed:
