@@ -156,3 +156,4 @@ def test_a_sweeps_table_says_which_test_judged(tmp_path, design, paired):
     assert ("paired by seed" in said.reason) is paired
     notes = own_loop.looks_notes(results.read_env(tmp_path), verdicts)
     assert f"the test: {rules.TEST_NAMES[paired]}" in notes[0]
+    assert own_loop.test_of({}) == "Welch's t"  # a sweep of one look

@@ -99,11 +99,11 @@ def paired_levels(
     """The nominal one-sided level of each look (`looks`: pairs at each) of the paired t, such
     that the chance of crossing first at look k is the alpha spent between look k − 1 and k.
     `levels` assumes a statistic of known variance; the paired t re-estimates it at every look
-    (2 degrees of freedom at a first look of 3), so at those levels it crosses 5.5–6% of the
-    time over looks 3–8 (scripts/pairing_evaluation.py). Its null distribution is free of the
-    differences' mean and spread (the t of each look is scale-free), so seeded draws of
-    standard normal differences place each level once for every study, as `levels`' recursion
-    does for the normal statistic."""
+    (2 degrees of freedom at a first look of 3), so at those levels it crosses more often than
+    alpha over the looks (results/sessions/pairing_evaluation.md). Its null distribution is
+    free of the differences' mean and spread (the t of each look is scale-free), so seeded
+    draws of standard normal differences place each level once for every study, as `levels`'
+    recursion does for the normal statistic."""
     if not looks or any(b <= a for a, b in itertools.pairwise(looks)) or looks[0] < 2:
         raise ValueError(f"looks at {looks} pairs do not increase from 2 or more")
     if looks[-1] > max_seeds:
