@@ -11,6 +11,7 @@ from pathlib import Path
 from bench.jobs.base import log
 from bench.quality import tables
 from bench.quality.config import FP32, QualityConfig
+from bench.store import results
 from bench.verdicts import sequential, training
 
 clock = time.monotonic
@@ -21,21 +22,23 @@ Train = Callable[[Path, QualityConfig, float, tuple[str, ...]], bool]
 within a budget in seconds (0: none); whether none was left for lack of it (the job's)."""
 
 
-def design_of(cfg: QualityConfig) -> sequential.Design | None:
-    """A sequential study's plan (its first look at `seeds`, its cap), or None for one look."""
-    return sequential.Design(len(cfg.seeds), cfg.max_seeds) if cfg.sequential else None
+def design_of(cfg: QualityConfig, recorded: dict | None = None) -> sequential.Design | None:
+    """A sequential study's plan (`QualityConfig.design`: the one its folder `recorded`, else
+    a new one), or None for one look."""
+    return cfg.design(recorded)
 
 
 def judge_looks(
     run_dir: Path, cfg: QualityConfig, looks: list[int]
 ) -> dict[str, sequential.Judged]:
     """Each mode's verdict over the looks taken (fp32, the reference, and modes without a
-    finished run left out)."""
+    finished run left out), by the design the folder recorded with its looks."""
     t = tables.load(run_dir)
     if t["curves"].empty:
         return {}
     summary = training.per_run(t["curves"], t["runs"])
-    return sequential.judge_each(summary, cfg.modes, design_of(cfg), looks, cfg.seed_order())
+    design = design_of(cfg, results.read_env(run_dir).get("design"))
+    return sequential.judge_each(summary, cfg.modes, design, looks, cfg.seed_order())
 
 
 def run(
@@ -45,7 +48,7 @@ def run(
     judge, and add seeds until every mode is decided, the cap, or the budget (spent since
     `started`, by `clock`). `guard` is asked before seeds are added (a resumed study: one
     commit)."""
-    design, order = design_of(cfg), cfg.seed_order()
+    design, order = design_of(cfg, folder.info.get("design")), cfg.seed_order()
     looks = [int(n) for n in folder.info.get("looks", [])]
     while True:
         if looks:

@@ -48,7 +48,7 @@ def judge_training(
     }
     info = results.read_env(run_dir)
     if info.get("looks"):  # a sequential study: each verdict at the look that decided it
-        design = sequential.Design(**info["design"])
+        design = sequential.Design.from_record(info["design"])
         judged = sequential.judge_each(
             summary, list(verdicts), design, info["looks"], info["seed_order"]
         )
@@ -115,6 +115,12 @@ def packing_notes(rows: pd.DataFrame) -> list[str]:
     ]
 
 
+def test_of(info: dict) -> str:
+    """The training rule's test, as the folder's design says (one look: Welch's t)."""
+    paired = bool(info.get("looks")) and sequential.Design.from_record(info["design"]).paired
+    return training.TEST_NAMES[paired]
+
+
 def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
     """A sequential study's looks, why they ended, and the seeds an undecided mode needs."""
     if not info.get("looks"):
@@ -124,7 +130,8 @@ def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
         f"Seeds in looks at {', '.join(map(str, info['looks']))} seeds a mode (cap "
         f"{d['max_seeds']}), ended by {info.get('looks_ended', 'an interruption')}: each "
         f"training verdict at the look that decided it, its level spent over the looks "
-        f"({d['spending']}), so the {d['alpha']:.0%} error rate holds over all of them."
+        f"({d['spending']}), so the {d['alpha']:.0%} error rate holds over all of them; the "
+        f"test: {test_of(info)}."
     ]
     for mode, v in verdicts.items():
         if v.verdict == training.NOT_KNOWN and v.needed:
@@ -191,7 +198,8 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         f"fewer than {MIN_ROUNDS} runs a mode it is always `unclear` (`–` in interval). "
         f"`step ms` is the median of the runs' medians; `× {reference}` and its interval are "
         "the ratio of the runs' geometric means, so where runs scatter the two need not agree.",
-        f"Training: each mode against {training.REFERENCE} over the seeds on {why}."
+        f"Training: each mode against {training.REFERENCE} over the seeds on {why}, by "
+        f"{test_of(results.read_env(run_dir))}."
         if metric is not None
         else f"Training: not judged: {why}.",
         *packing_notes(rows),

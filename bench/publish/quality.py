@@ -41,8 +41,8 @@ def study(run_dir: Path) -> dict:
     synthetic = False  # every source of `bench.data` is real data
     looks = [int(n) for n in env.get("looks", [])]
     judged = {}
-    if cfg.sequential and looks:  # each mode at the look that decided it (or the last)
-        design = sequential.Design(len(cfg.seeds), cfg.max_seeds)
+    design = cfg.design(env.get("design"))
+    if design is not None and looks:  # each mode at the look that decided it (or the last)
         judged = {
             m: sequential.judge(summary, m, design, looks, cfg.seed_order(), synthetic=synthetic)
             for m in cfg.modes
@@ -66,6 +66,7 @@ def study(run_dir: Path) -> dict:
         "env": env, "cfg": cfg, "tables": t, "summary": summary, "target": goal,
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
         "margin": margin, "improving": improving, "looks": looks, "judged": judged,
+        "design": design,
     }  # fmt: skip
 
 
@@ -307,9 +308,14 @@ def findings(s: dict) -> list[str]:
         "Cells: mean over seeds (minimum–maximum). vs fp32: the equivalence test of the best "
         "held-out loss against the margin ("
         + (
-            "each mode at the level of the look that decided it, the degrees of freedom of "
-            "the smaller side; Looks above"
-            if s["env"].get("design")
+            "each mode at the level of the look that decided it, by "
+            + (
+                training.TEST_NAMES[True]
+                if s["design"].paired
+                else "Welch's t at the degrees of freedom of the smaller side"
+            )
+            + "; Looks above"
+            if s["env"].get("design") and s["design"] is not None
             else "90% interval by Welch's t"
         )
         + "); measurably worse, within: the interval inside the margin, not holding zero. "

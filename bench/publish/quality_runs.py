@@ -9,7 +9,7 @@ import pandas as pd
 from bench.publish.tables import MISSING, figure, joined
 from bench.quality import tables
 from bench.quality.config import QualityConfig
-from bench.verdicts import sequential, training
+from bench.verdicts import training
 
 
 def span(values: pd.Series, show=figure) -> str:
@@ -105,7 +105,7 @@ def looks(s: dict) -> list[str]:
         return []
     if not looks:
         return [f"**Looks**: none judged yet (cap {cfg.max_seeds} seeds); --resume goes on.", ""]
-    design = sequential.Design(len(cfg.seeds), cfg.max_seeds)
+    design = s["design"]
     per = []
     for m, j in judged.items():
         if j.decided:
@@ -120,7 +120,8 @@ def looks(s: dict) -> list[str]:
     return [
         f"**Looks**: at {', '.join(map(str, looks))} seeds of a cap of {cfg.max_seeds}; each "
         f"look judged at its own level ({design.spending}-type alpha spending, "
-        f"{design.alpha:.0%} a side over every look), so the error rate holds over the looks. "
+        f"{design.alpha:.0%} a side over every look), so the error rate holds over the looks; "
+        f"the test: {training.TEST_NAMES[design.paired]}. "
         f"{'; '.join(per)}.",
         "",
     ]

@@ -1,6 +1,9 @@
-"""The equivalence test of the training rule: Welch's t, two one-sided tests at `ALPHA` each
-(`welch`), and the fewest seeds per mode for a `POWER` chance to call a mode drawn from
-fp32's own distribution within the margin (`seeds_needed`). Numpy and scipy only."""
+"""The equivalence test of the training rule: two one-sided tests at `ALPHA` each, by Welch's t
+on two independent sides (`welch`) or by a paired t on the per-seed differences where each mode
+of a seed starts from fp32's weights and batches (`paired_t`), one function choosing by the
+study's declared pairing (`interval`); and the fewest seeds per mode for a `POWER` chance to call
+a mode drawn from fp32's own distribution within the margin (`seeds_needed`). Numpy and scipy
+only."""
 
 from __future__ import annotations
 
@@ -45,13 +48,57 @@ def welch(
     return gap, gap - half, gap + half
 
 
+def paired_t(d: np.ndarray, level: float = ALPHA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean(d), and its interval by the t of n − 1 degrees of freedom at one-sided `level` a
+    side), over the last axis: `d` holds each seed's mode − fp32. Exact for normal differences
+    whatever the two sides' spreads and their correlation, so a sequential look needs no
+    conservative degrees of freedom."""
+    d = np.asarray(d, float)
+    n = d.shape[-1]
+    gap = d.mean(-1)
+    se = d.std(-1, ddof=1) / math.sqrt(n)
+    with np.errstate(invalid="ignore"):
+        half = np.where(se > 0, stats.t.ppf(1 - level, n - 1) * se, 0.0)
+    return gap, gap - half, gap + half
+
+
+def interval(
+    x: np.ndarray,
+    ref: np.ndarray,
+    level: float = ALPHA,
+    *,
+    paired: bool = False,
+    conservative: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The equivalence test's (gap, low, high) of mode − fp32 over the last axis, by the study's
+    declared test: `paired`, x and ref hold the same seeds in the same order (`paired_t` on
+    x − ref); else two independent sides (`welch`, `conservative` as it says)."""
+    if paired:
+        x, ref = np.asarray(x, float), np.asarray(ref, float)
+        if x.shape != ref.shape:
+            raise ValueError(f"paired sides of shapes {x.shape} and {ref.shape} do not pair")
+        return paired_t(x - ref, level)
+    return welch(x, ref, level, conservative=conservative)
+
+
 def within_rate(
-    sd: float, m: float, n: int, shift: float = 0.0, seed: int = 0, sd_ref: float | None = None
+    sd: float,
+    m: float,
+    n: int,
+    shift: float = 0.0,
+    seed: int = 0,
+    sd_ref: float | None = None,
+    *,
+    paired: bool = False,
 ) -> float:
     """The share of `SIMULATED` studies of `n` seeds a side, the mode's seeds normal with SD
     `sd` and fp32's with SD `sd_ref` (`sd` where None), the mode's mean `shift` above
-    fp32's, whose interval lands inside ±m."""
+    fp32's, whose interval lands inside ±m. `paired`: `sd` is the SD of the per-seed
+    differences, judged by `paired_t` (`sd_ref` unused)."""
     rng = np.random.default_rng(seed)
+    if paired:
+        _, low, high = paired_t(rng.normal(shift, sd, (SIMULATED, n)))
+        return float(np.mean((low > -m) & (high < m)))
     ref = rng.normal(0.0, sd if sd_ref is None else sd_ref, (SIMULATED, n))
     x = rng.normal(shift, sd, (SIMULATED, n))
     _, low, high = welch(x, ref)
@@ -66,11 +113,12 @@ def sd_upper(ref: pd.Series) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def seeds_needed(sd: float, m: float, sd_ref: float | None = None) -> int:
+def seeds_needed(sd: float, m: float, sd_ref: float | None = None, *, paired: bool = False) -> int:
     """The fewest seeds per mode (at least `MIN_SEEDS`) for a `POWER` chance that a mode
     whose seeds scatter with SD `sd` (fp32's with `sd_ref`, `sd` where None), its mean fp32's,
-    lands within ±m; `MAX_SEEDS` + 1 where even that many are not enough."""
-    ref_sd = sd if sd_ref is None else sd_ref
+    lands within ±m; `MAX_SEEDS` + 1 where even that many are not enough. `paired`: `sd` is
+    the SD of the per-seed differences, and the test `paired_t`."""
+    ref_sd = 0.0 if paired else sd if sd_ref is None else sd_ref
     if sd == 0 and ref_sd == 0:
         return MIN_SEEDS
     for n in range(MIN_SEEDS, MAX_SEEDS + 1):
@@ -79,15 +127,18 @@ def seeds_needed(sd: float, m: float, sd_ref: float | None = None) -> int:
         se = math.sqrt((sd**2 + ref_sd**2) / n)
         if 2 * stats.norm.cdf(m / se - stats.norm.ppf(1 - ALPHA)) - 1 < POWER:
             continue
-        if within_rate(sd, m, n, sd_ref=ref_sd) >= POWER:
+        if within_rate(sd, m, n, sd_ref=ref_sd, paired=paired) >= POWER:
             return n
     return MAX_SEEDS + 1
 
 
-def mode_seeds_needed(x: pd.Series, ref: pd.Series, m: float) -> int:
+def mode_seeds_needed(x: pd.Series, ref: pd.Series, m: float, *, paired: bool = False) -> int:
     """The seeds per side the rule needs for this mode: its own spread and fp32's, each at
     its 90% upper bound (modes scatter 2–4× as much as fp32 does, so fp32's spread alone
-    promises power they do not get)."""
+    promises power they do not get); `paired` (x and ref the same seeds in the same order),
+    the spread of their per-seed differences at its 90% upper bound."""
     if len(x) < 2 or len(ref) < 2:
         return MIN_SEEDS
+    if paired:
+        return seeds_needed(sd_upper(x - ref), m, paired=True)
     return seeds_needed(sd_upper(x), m, sd_upper(ref))

@@ -84,16 +84,65 @@ def levels(
     return tuple(out)
 
 
+PAIRED_DRAWS = 2**18
+"""Seeded null studies that place a paired look's level (`paired_levels`): the spent alpha
+comes out within about 0.0005 of the spending function's."""
+
+
+@functools.lru_cache(maxsize=512)
+def paired_levels(
+    looks: tuple[int, ...],
+    max_seeds: int,
+    alpha: float = equivalence.ALPHA,
+    spending: str = DEFAULT_SPENDING,
+) -> tuple[float, ...]:
+    """The nominal one-sided level of each look (`looks`: pairs at each) of the paired t, such
+    that the chance of crossing first at look k is the alpha spent between look k − 1 and k.
+    `levels` assumes a statistic of known variance; the paired t re-estimates it at every look
+    (2 degrees of freedom at a first look of 3), so at those levels it crosses more often than
+    alpha over the looks (results/sessions/pairing_evaluation.md). Its null distribution is
+    free of the differences' mean and spread (the t of each look is scale-free), so seeded
+    draws of standard normal differences place each level once for every study, as `levels`'
+    recursion does for the normal statistic."""
+    if not looks or any(b <= a for a, b in itertools.pairwise(looks)) or looks[0] < 2:
+        raise ValueError(f"looks at {looks} pairs do not increase from 2 or more")
+    if looks[-1] > max_seeds:
+        raise ValueError(f"looks at {looks} pairs pass the cap of {max_seeds}")
+    z = np.random.default_rng(0).standard_normal((PAIRED_DRAWS, looks[-1]))
+    total, squares = np.cumsum(z, axis=1), np.cumsum(z**2, axis=1)
+    open_ = np.ones(PAIRED_DRAWS, dtype=bool)
+    out, before = [], 0.0
+    for n in looks:
+        mean = total[:, n - 1] / n
+        sd = np.sqrt(np.maximum(squares[:, n - 1] - n * mean**2, 0.0) / (n - 1))
+        p = stats.t.cdf(mean / (sd / math.sqrt(n)), n - 1)  # the one-sided test's p-value
+        now = spent(n / max_seeds, alpha, spending)
+        if not out:  # a first look's p-value is uniform: its level is what is spent
+            level = now
+        else:  # between the last p-value that crosses and the first that does not
+            cross = round((now - before) * PAIRED_DRAWS)
+            waiting = np.sort(p[open_])
+            level = float(waiting[: cross + 1][-2:].mean()) if cross else float(waiting[0]) / 2
+        out.append(level)
+        open_ &= p >= level
+        before = now
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Design:
     """A sequential study's plan, fixed before its first look: seeds a side at the first look,
-    the cap, the seeds each later look adds, and the spending function."""
+    the cap, the seeds each later look adds, the spending function, and the test."""
 
     first: int
     max_seeds: int
     step: int = 1
     spending: str = DEFAULT_SPENDING
     alpha: float = equivalence.ALPHA
+    paired: bool = True
+    """The paired t on each seed's mode − fp32 (each mode of a seed starts from fp32's weights
+    and batches), at its own levels; False: Welch's t, as designs recorded before the test was
+    part of the design were judged (docs/quality.md, "Pairing by seed", says why)."""
 
     def __post_init__(self) -> None:
         if self.first < equivalence.MIN_SEEDS:
@@ -120,12 +169,21 @@ class Design:
     def levels(self, looks: Sequence[int]) -> tuple[float, ...]:
         """The nominal one-sided level of each look taken (seeds a side), by the information
         those looks actually had: a study that skipped or stopped early is judged at the
-        looks it took."""
+        looks it took. A paired design's are its own test's (`paired_levels`)."""
+        if self.paired:
+            return paired_levels(tuple(looks), self.max_seeds, self.alpha, self.spending)
         return levels(tuple(n / self.max_seeds for n in looks), self.alpha, self.spending)
 
     def record(self) -> dict[str, object]:
         return {"first": self.first, "max_seeds": self.max_seeds, "step": self.step,
-                "spending": self.spending, "alpha": self.alpha}  # fmt: skip
+                "spending": self.spending, "alpha": self.alpha,
+                "paired": self.paired}  # fmt: skip
+
+    @classmethod
+    def from_record(cls, record: dict[str, object]) -> Design:
+        """The design a folder recorded; one recorded before the test was part of the design
+        was judged by Welch's t, and keeps it."""
+        return cls(**{"paired": False, **record})
 
 
 @dataclass(frozen=True)
@@ -172,6 +230,7 @@ def judge(
             synthetic=synthetic,
             level=level,
             conservative=True,
+            paired=design.paired,
         )
         if v.verdict != training.NOT_KNOWN or k == len(looks):
             return Judged(v, n, level, k)

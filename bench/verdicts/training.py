@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from bench.verdicts import timing
+from bench.verdicts import equivalence, timing
 from bench.verdicts.equivalence import (
     ALPHA,
     MAX_SEEDS,
@@ -19,7 +19,6 @@ from bench.verdicts.equivalence import (
     mode_seeds_needed,
     sd_upper,
     seeds_needed,
-    welch,
 )
 
 REFERENCE = "fp32"
@@ -206,11 +205,33 @@ def steps_to(curves: pd.DataFrame, goal: float) -> pd.DataFrame:
 
 
 def interval(
-    x: pd.Series, ref: pd.Series, level: float = ALPHA, *, conservative: bool = False
+    x: pd.Series,
+    ref: pd.Series,
+    level: float = ALPHA,
+    *,
+    conservative: bool = False,
+    paired: bool = False,
 ) -> tuple[float, float, float]:
-    """(mean(x) − mean(ref), and its interval by Welch's t at one-sided `level` a side)."""
-    gap, low, high = welch(x.to_numpy(), ref.to_numpy(), level, conservative=conservative)
+    """(mean(x) − mean(ref), and its interval at one-sided `level` a side) by the study's test
+    (`bench.verdicts.equivalence.interval`); `paired`: x and ref indexed by seed, and only the
+    seeds both have are judged."""
+    if paired:
+        x, ref = pair(x, ref)
+    gap, low, high = equivalence.interval(
+        x.to_numpy(), ref.to_numpy(), level, paired=paired, conservative=conservative
+    )
     return float(gap), float(low), float(high)
+
+
+def pair(x: pd.Series, ref: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """x and ref (indexed by seed) at the seeds both finished, in one order: a seed's mode run
+    and its fp32 run started from the same weights and batches."""
+    seeds = x.index.intersection(ref.index).sort_values()
+    return x.loc[seeds], ref.loc[seeds]
+
+
+TEST_NAMES = {False: "Welch's t", True: "paired t on the per-seed differences"}
+"""How a report names each test of the training rule (`paired` or not)."""
 
 
 def classify(low: float, high: float, m: float) -> str:
@@ -237,10 +258,13 @@ def trains_like_fp32(
     synthetic: bool,
     level: float = ALPHA,
     conservative: bool = False,
+    paired: bool = False,
 ) -> Verdict:
     """Whether `mode` trains like fp32 on this study's data (docs/quality.md states the rule), each
     one-sided test at `level`; a sequential study's look passes its own level and
-    `conservative` degrees of freedom (`welch`, `bench.verdicts.sequential`)."""
+    `conservative` degrees of freedom (`bench.verdicts.equivalence.welch`,
+    `bench.verdicts.sequential`). `paired`, the study's declared test: a paired t on each
+    seed's mode − fp32, over the seeds both finished."""
     if mode == REFERENCE:
         return Verdict(LIKE, "it is the reference")
     if synthetic:
@@ -255,13 +279,19 @@ def trains_like_fp32(
         steps = ", ".join(str(int(s)) for s in diverged["diverged_at_step"])
         return Verdict(WORSE, f"diverged in {len(diverged)} of {len(mine)} seeds (step {steps})")
     done = mine[mine["status"] == "ok"]
-    if len(done) < MIN_SEEDS:
-        seeds = "1 seed" if len(done) == 1 else f"{len(done)} seeds"
-        return Verdict(NOT_KNOWN, f"{seeds} finished, fewer than {MIN_SEEDS}")
-    gap, low, high = interval(done["best_loss"], ref["best_loss"], level, conservative=conservative)
+    x, r = done.set_index("seed")["best_loss"], ref.set_index("seed")["best_loss"]
+    if paired:
+        x, r = pair(x, r)
+    if len(x) < MIN_SEEDS:
+        seeds = "1 seed" if len(x) == 1 else f"{len(x)} seeds"
+        with_ref = f" with {REFERENCE}'s at the same seed" if paired else ""
+        return Verdict(NOT_KNOWN, f"{seeds} finished, fewer than {MIN_SEEDS}{with_ref}")
+    gap, low, high = interval(x, r, level, conservative=conservative, paired=paired)
     mg = margin_of(summary)
     m = mg.value
-    named = f"{confidence_of(level)} interval [{low:+.3g}, {high:+.3g}]"
+    named = f"{confidence_of(level)} interval [{low:+.3g}, {high:+.3g}]" + (
+        ", paired by seed" if paired else ""
+    )
     stated = f"gap {size(gap, mg.reference_mean)}, {named}"
     args = (gap, low, high, m)
     word = classify(low, high, m)
@@ -269,8 +299,8 @@ def trains_like_fp32(
         return Verdict(word, stated, *args)
     if word != NOT_KNOWN:
         return Verdict(word, named, *args)
-    seeds = min(len(done), len(ref))
-    needed = mode_seeds_needed(done["best_loss"], ref["best_loss"], m)
+    seeds = min(len(x), len(r))
+    needed = mode_seeds_needed(x, r, m, paired=paired)
     count = f"more than {MAX_SEEDS}" if needed > MAX_SEEDS else str(needed)
     more = f"; {count} seeds per mode would decide it" if needed > seeds else ""
     return Verdict(NOT_KNOWN, f"{stated} crosses the margin{more}", *args, needed=needed)
