@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -372,3 +373,44 @@ def test_a_scale_of_zero_or_inf_makes_every_later_step_skipped_and_the_run_nonfi
     scale = [json.loads(x) for x in text.splitlines()]
     assert all(s["skipped"] for s in scale)
     assert "NaN" not in text and "Infinity" not in text
+
+
+def test_the_mode_table_says_which_tf32_the_autocast_modes_ran_with():
+    from bench.publish import own_loop
+
+    rows = pd.DataFrame(
+        [
+            {"mode": "fp32", "status": "ok", "tf32_matmul": False},
+            {"mode": "tf32", "status": "ok", "tf32_matmul": True},
+            {"mode": "bf16-amp", "status": "ok", "tf32_matmul": True},
+            {"mode": "fp16-amp", "status": "ok", "tf32_matmul": True},
+            {"mode": "fp16-amp", "status": "ok", "tf32_matmul": False},
+            {"mode": "fp16-amp-noscale", "status": "failed", "tf32_matmul": False},
+        ]
+    )
+    (note,) = own_loop.tf32_note(rows)
+    assert note.endswith("own setting (bf16-amp on, fp16-amp mixed).")
+    assert own_loop.tf32_note(rows.drop(columns="tf32_matmul")) == []
+
+
+def test_the_hooks_run_eagerly_inside_a_compiled_module(tmp_path):
+    # The probe given the module inside torch.compile's wrapper: its hooks then sit inside the
+    # compiled call, and dynamo must not trace them (a mark made once, at tracing, would be
+    # every step's). The eager backend compiles in a blink; the marks see no tracing.
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", warmup=0, flops=1)
+    seen: list[bool] = []
+    mark = probe._mark
+
+    def spy(phase: str) -> None:
+        seen.append(torch.compiler.is_compiling())
+        mark(phase)
+
+    probe._mark = spy
+    compiled = torch.compile(model, backend="eager")
+    torch._dynamo.reset()
+    train(probe, compiled, optimizer, 3)
+    probe.close()
+    assert seen and not any(seen)
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["steps"] == 2 and row["fwd_ms"] > 0

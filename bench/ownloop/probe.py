@@ -104,11 +104,16 @@ class Probe:
     def attach(self) -> None:
         """Hook the probe to the model and the optimizer (the constructor does)."""
         if not self._handles:
+            # Never traced by torch.compile: given the module inside a compiled one (or an
+            # optimizer whose step is compiled), dynamo would trace the hooks into its graph,
+            # their clock marks made once at tracing, or break the graph inside them. Disabled,
+            # they run as plain Python and the graph ends around them.
+            eager = torch.compiler.disable
             self._handles = [
-                self.model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
-                self.model.register_forward_hook(self._fwd_post),
-                self.optimizer.register_step_pre_hook(self._opt_pre),
-                self.optimizer.register_step_post_hook(self._opt_post),
+                self.model.register_forward_pre_hook(eager(self._fwd_pre), with_kwargs=True),
+                self.model.register_forward_hook(eager(self._fwd_post)),
+                self.optimizer.register_step_pre_hook(eager(self._opt_pre)),
+                self.optimizer.register_step_post_hook(eager(self._opt_post)),
             ]
 
     def detach(self) -> None:
