@@ -414,3 +414,32 @@ def test_the_hooks_run_eagerly_inside_a_compiled_module(tmp_path):
     assert seen and not any(seen)
     (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
     assert row["steps"] == 2 and row["fwd_ms"] > 0
+
+
+@pytest.mark.parametrize(("autocast", "hooked"), [(True, 0), (False, 1)])
+def test_a_global_hook_watches_the_first_forward_only_where_autocast_is_off(
+    tmp_path, autocast, hooked
+):
+    # Autocast entered around the call says the mode already; a global hook present while
+    # torch.compile traces the forward would be traced with it and cost a recompile.
+    seen: list[int] = []
+
+    class Watch(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(len(nn.modules.module._global_forward_pre_hooks))
+            return x
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(IN, OUT), Watch())
+    optimizer = torch.optim.SGD(model.parameters(), 0.1)
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
+    for _ in range(2):
+        with probe.step():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = model(torch.randn(BATCH, IN)).float().sum()
+            loss.backward()
+            optimizer.step()
+    probe.close()
+    assert seen == [hooked, 0]
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["mode"] == ("bf16-amp" if autocast else "fp32")

@@ -292,11 +292,16 @@ class Probe:
     def _first_forward(self, inputs: tuple) -> None:
         """Read the mode the first forward runs under. A wrapper may enter autocast inside
         the model's own forward (accelerate patches `model.forward` so), after this hook: the
-        modules called inside are watched too, until the forward ends (`_fwd_post`)."""
+        modules called inside are watched too, until the forward ends (`_fwd_post`). Where
+        autocast is already on there is nothing more to see, and no global hook is added: one
+        present while torch.compile traces the forward is traced with it, and its removal then
+        costs a recompile."""
         on = self._scaler is not None and self._scaler.is_enabled()
         self._check_scaler(on)
         self._inputs = inputs
         self._sniff = contract.read_settings(self.device, next(self.model.parameters()).dtype, on)
+        if self._sniff.autocast_dtype is not None:
+            return
 
         def inner(module: nn.Module, args: tuple) -> None:
             if self._sniff is not None and self._sniff.autocast_dtype is None:
@@ -308,7 +313,9 @@ class Probe:
 
     def _settle(self) -> None:
         """The first forward ended: its mode is the run's."""
-        self._sniffer.remove()
+        if self._sniffer is not None:
+            self._sniffer.remove()
+            self._sniffer = None
         self.run.set_settings(self._sniff, self._inputs)
         self.info["config"]["modes"] = [self.run.mode]
         self._sniff = self._inputs = None
