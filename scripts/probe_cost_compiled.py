@@ -17,11 +17,12 @@ Variants (`VARIANTS`): `bare` (no probe) and `probed` (the probe as docs/own-loo
 each, so that one GPU call can tell what a cost comes from.
 
     python scripts/probe_cost_compiled.py --out OUT [--processes 5] [--diag-processes 2]
-        [--variants bare,probed,...] [--iters 300] [--warmup 30] [--budget-s 480]
+        [--variants bare,probed,...] [--iters 300] [--warmup 30] [--budget-s 450]
 
-runs fresh processes (`--one`), interleaved by round with the order rotated each round: every
-variant named runs `--processes` times if it is `bare` or `probed`, `--diag-processes` times
-otherwise; no process starts that would end past `--budget-s`. It writes OUT/processes.jsonl
+runs fresh processes (`--one`) in interleaved rounds (`schedule`): `bare` and `probed`
+`--processes` times each, one of each a round, and each diagnostic `--diag-processes` times,
+spread over the rounds; the order turns each round; no process starts that would end past
+`--budget-s`. It writes OUT/processes.jsonl
 (one line a process), OUT/processes.log (their output) and OUT/probe_cost.md (each process's
 median iteration ms, and per variant the geometric mean over its processes and its ratio to
 `bare` with a 95% Welch t interval on the log medians: a process is the unit), and prints the
@@ -94,8 +95,8 @@ VARIANTS = {
 }  # fmt: skip
 PRIMARY = ("bare", "probed")
 DEFAULT = (
-    "bare", "probed", "bare-tf32-off", "probed-hooks-only", "probed-no-hooks",
-    "probed-flops-given", "probed-raw",
+    "bare", "probed", "bare-tf32-off", "probed-tf32-off", "probed-hooks-only",
+    "probed-every-10", "probed-raw",
 )  # fmt: skip
 
 
@@ -293,12 +294,17 @@ def one(variant: Variant, args: argparse.Namespace) -> dict:
 
 # The driver: fresh processes, interleaved.
 def schedule(names: list[str], processes: int, diag_processes: int) -> list[tuple[int, str]]:
-    """(round, variant) in run order: each round runs every variant that still wants a process,
-    the order rotated by one each round so that no variant always runs first."""
-    wanted = {n: processes if n in PRIMARY else diag_processes for n in names}
+    """(round, variant) in run order. Every round runs `bare` and `probed` (those named); the
+    diagnostics' processes are spread over the rounds, a few a round, so that a run the budget
+    cuts short still has as many rounds of the two as it had time for; the order within a round
+    turns by one each round, so that no variant always runs first."""
+    primary = [n for n in names if n in PRIMARY]
+    slots = [n for _ in range(diag_processes) for n in names if n not in PRIMARY]
+    rounds = processes if primary else diag_processes
+    per = math.ceil(len(slots) / rounds)
     out = []
-    for r in range(max(wanted.values(), default=0)):
-        order = [n for n in names if r < wanted[n]]
+    for r in range(rounds):
+        order = primary + slots[r * per : (r + 1) * per]
         k = r % len(order) if order else 0
         out += [(r, n) for n in order[k:] + order[:k]]
     return out
@@ -442,11 +448,13 @@ def drive(args: argparse.Namespace, names: list[str]) -> int:
     counts = ", ".join(f"{n}×{sum(1 for _, m in plan if m == n)}" for n in names)
     print(f"{len(plan)} processes: {counts}", flush=True)
     records: list[dict] = []
-    began, longest = time.monotonic(), 0.0
+    began, took = time.monotonic(), []
     note = "Every planned process ran."
     for r, name in plan:
         elapsed = time.monotonic() - began
-        if records and elapsed + 1.2 * longest > args.budget_s:
+        # The next process is guessed as long as the longest of the last three: the first,
+        # which fills the compile caches, is the slowest by far.
+        if took and elapsed + 1.2 * max(took[-3:]) > args.budget_s:
             note = (
                 f"The budget ({args.budget_s:g} s) ended the run after {len(records)} of "
                 f"{len(plan)} planned processes."
@@ -466,7 +474,7 @@ def drive(args: argparse.Namespace, names: list[str]) -> int:
             except subprocess.TimeoutExpired as exc:
                 code, text = 124, f"{exc.stdout or ''}{exc.stderr or ''}timed out"
             seconds = time.monotonic() - start
-            longest = max(longest, seconds)
+            took.append(seconds)
             if code == 0 and result.is_file():
                 rec = {"round": r, "status": "ok", **json.loads(result.read_text())}
             else:
@@ -503,7 +511,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                    help="torch.compile the model (default: on CUDA only)")  # fmt: skip
     p.add_argument("--tiny", action="store_true", help="the CPU-size model, batch 4")
     p.add_argument("--batch", type=int, default=0, help="sequences a batch (default 64; 4 tiny)")
-    p.add_argument("--budget-s", type=float, default=480.0, help="no process starts past it")
+    p.add_argument("--budget-s", type=float, default=450.0, help="no process starts past it")
     p.add_argument("--timeout-s", type=float, default=300.0, help="one process's limit")
     p.add_argument("--one", help=argparse.SUPPRESS)
     p.add_argument("--json", help=argparse.SUPPRESS)

@@ -32,6 +32,13 @@ def test_rounds_interleave_the_variants_turning_the_order(script):
         (1, "probed"), (1, "bare"),
         (2, "bare"), (2, "probed"),
     ]  # fmt: skip
+    # The diagnostics' processes spread over the rounds, so each round has bare and probed.
+    names = ["bare", "probed", "bare-tf32-off", "probed-raw", "probed-every-10"]
+    plan = script.schedule(names, processes=3, diag_processes=2)
+    assert [sum(1 for r, _ in plan if r == k) for k in range(3)] == [4, 4, 4]
+    for k in range(3):
+        assert {n for r, n in plan if r == k} >= {"bare", "probed"}
+    assert all(sum(1 for _, n in plan if n == d) == 2 for d in names[2:])
 
 
 def test_the_ratio_is_of_geometric_means_with_a_welch_interval_on_the_logs(script):
