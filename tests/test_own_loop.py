@@ -443,3 +443,32 @@ def test_a_global_hook_watches_the_first_forward_only_where_autocast_is_off(
     assert seen == [hooked, 0]
     (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
     assert row["mode"] == ("bf16-amp" if autocast else "fp32")
+
+
+def test_a_gpu_s_marks_reuse_their_events_once_read(monkeypatch):
+    # A CUDA event is made once and recorded again after its time was read: the probe marks
+    # about six a step for the whole run. A stand-in event, so that this runs on the CPU.
+    from bench.ownloop import marks
+
+    made: list[object] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            assert enable_timing
+            self.recorded = 0
+            made.append(self)
+
+        def record(self) -> None:
+            self.recorded += 1
+
+    monkeypatch.setattr(marks.torch.cuda, "Event", Event)
+    clock = marks.EventClock()
+    rec = marks.StepRecord(index=1, timed=True, memory=False)
+    for phase in ("other", "fwd", None):
+        rec.mark(clock, phase)
+    rec.copied = clock.mark()
+    assert len(made) == 4
+    marks.release(clock, rec)
+    again = [clock.mark() for _ in range(5)]
+    assert len(made) == 5 and sum(e in made[:4] for e in again) == 4
+    assert sorted(e.recorded for e in made) == [1, 2, 2, 2, 2]
