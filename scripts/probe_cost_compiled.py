@@ -383,12 +383,26 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
     ]
 
 
-def render(records: list[dict], summary: list[dict], note: str) -> str:
+def commit() -> str:
+    """The commit measured: `AMPBENCH_GIT_COMMIT` (a copied tree without .git), else git's."""
+    given = os.environ.get("AMPBENCH_GIT_COMMIT")
+    if given:
+        return given[:12]
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, cwd=ROOT
+        )
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def render(records: list[dict], summary: list[dict], note: str, at: str) -> str:
     first = next((r for r in records if r.get("status") == "ok"), {})
     lines = [
         "# The probe's cost on a compiled nanoGPT loop",
         "",
-        f"{first.get('gpu', '?')}, torch {first.get('torch', '?')}, compile "
+        f"At `{at}`, on {first.get('gpu', '?')}, torch {first.get('torch', '?')}, compile "
         f"{first.get('compile', '?')}, batch {first.get('batch', '?')} × "
         f"{first.get('block', '?')}, {first.get('iters', '?')} timed iterations a process after "
         "the warm-up; an iteration's time is the loop's own wall clock (nanoGPT's `dt`). "
@@ -489,10 +503,13 @@ def drive(args: argparse.Namespace, names: list[str]) -> int:
         shown = f"{rec['median_ms']:.3f} ms" if rec["status"] == "ok" else rec["error"]
         print(f"round {r} {name:<20} {shown}  ({seconds:.1f} s)", flush=True)
     summary = summarize(records)
-    text = render(records, summary, note)
+    at = commit()
+    text = render(records, summary, note, at)
     (out / "probe_cost.md").write_text(text)
     (out / "probe_cost.json").write_text(
-        json.dumps(_clean({"variants": summary, "note": note}), indent=1, allow_nan=False)
+        json.dumps(
+            _clean({"commit": at, "variants": summary, "note": note}), indent=1, allow_nan=False
+        )
     )
     print(text, flush=True)
     return 0 if all(r["status"] == "ok" for r in records) else 1
