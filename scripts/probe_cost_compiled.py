@@ -500,7 +500,12 @@ def drive(args: argparse.Namespace, names: list[str]) -> int:
             f.write(f"=== round {r} {name} (exit {code}, {seconds:.1f} s)\n{text}\n")
         with (out / "processes.jsonl").open("a") as f:
             f.write(json.dumps(_clean(rec), allow_nan=False, default=str) + "\n")
-        shown = f"{rec['median_ms']:.3f} ms" if rec["status"] == "ok" else rec["error"]
+        shown = (
+            f"median {rec['median_ms']:.3f} ms, TF32 {'on' if rec['tf32_in_loop'] else 'off'}, "
+            f"graphs {rec.get('graphs', '?')}, graph breaks {rec.get('graph_breaks', '?')}"
+            if rec["status"] == "ok"
+            else rec["error"]
+        )
         print(f"round {r} {name:<20} {shown}  ({seconds:.1f} s)", flush=True)
     summary = summarize(records)
     at = commit()
