@@ -71,6 +71,8 @@ class Variant:
     census: bool = True
     raw: bool = False
     """The probe gets the module before `torch.compile` (its hooks on the inner module)."""
+    reuse_events: bool = True
+    """Off: a new CUDA event for every mark (`CudaClock`), as the probe made them before."""
 
 
 VARIANTS = {
@@ -91,6 +93,8 @@ VARIANTS = {
         Variant("probed-no-census", "probed with `census=False`", probe=True, census=False),
         Variant("probed-raw", "probed, the probe given the module before `torch.compile`",
                 probe=True, raw=True),
+        Variant("probed-new-events", "probed, a new CUDA event for every mark", probe=True,
+                reuse_events=False),
     )
 }  # fmt: skip
 PRIMARY = ("bare", "probed")
@@ -201,6 +205,10 @@ def one(variant: Variant, args: argparse.Namespace) -> dict:
         ctx = probe.autocast()
         if not variant.hooks:
             probe.detach()
+        if not variant.reuse_events and device == "cuda":
+            from bench.measure.timing import CudaClock
+
+            probe.clock = CudaClock()
     else:
         # nanoGPT's: a GradScaler enabled only for float16, its autocast context.
         scaler = torch.amp.GradScaler(device, enabled=False)
