@@ -5,7 +5,9 @@ overflow and checks the skipped step is counted."""
 from __future__ import annotations
 
 import json
+import math
 
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -276,3 +278,197 @@ def test_a_bad_mode_in_the_old_variable_is_named_by_that_variable(monkeypatch):
     monkeypatch.setenv(contract.MODE, "bogus2")
     with pytest.raises(ValueError, match=r"^AMPBENCH_MODE='bogus2' is not a mode"):
         contract.asked()
+
+
+@pytest.fixture
+def tf32_flags():
+    """The process's TF32 switches, put back after the test."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+@pytest.mark.parametrize(
+    ("mode", "script_tf32", "expected"),
+    [
+        ("fp32", True, False),  # TF32 is what tells fp32 from tf32: those two set it
+        ("tf32", False, True),
+        ("bf16-amp", True, True),  # an autocast mode keeps the script's own choice
+        ("bf16-amp", False, False),
+        ("fp16-amp", True, True),
+        (None, True, True),  # outside the driver nothing changes
+    ],
+)
+def test_only_a_float32_mode_sets_tf32(
+    tmp_path, monkeypatch, tf32_flags, mode, script_tf32, expected
+):
+    if mode is not None:
+        monkeypatch.setenv(contract.MODE, mode)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = script_tf32
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
+    assert torch.backends.cuda.matmul.allow_tf32 is expected
+    assert torch.backends.cudnn.allow_tf32 is expected
+    probe.close()
+
+
+def test_the_scale_is_copied_after_the_step_s_last_mark(tmp_path):
+    # The copy of GradScaler's scale is no part of the timed step (as the harness's watch): in
+    # every step the clock's last mark comes before the copy.
+    order: list[str] = []
+
+    class Clock:
+        def mark(self) -> float:
+            order.append("mark")
+            return 0.0
+
+        def finish(self) -> None:
+            pass
+
+        def elapsed_ms(self, start: float, end: float) -> float:
+            return 1.0
+
+    class Scale:
+        is_cuda = False
+
+        def detach(self) -> Scale:
+            return self
+
+        def clone(self) -> torch.Tensor:
+            order.append("copy")
+            return torch.tensor(1.0)
+
+    model, optimizer = mlp()
+    scaler = torch.amp.GradScaler("cpu")
+    scaler._scale = Scale()  # the loop below never calls the scaler: only the probe reads it
+    probe = bench.probe(model, optimizer, scaler=scaler, out=tmp_path / "run", warmup=0, flops=1)
+    probe.clock = Clock()
+    for _ in range(3):
+        train(probe, model, optimizer, 1)
+        order.append("|")  # the step has ended
+    probe.close()
+    steps = [s.split(",") for s in ",".join(order).split(",|")[:-1]]
+    assert len(steps) == 3
+    assert all(s[-1] == "copy" and s[-2] == "mark" and s.count("copy") == 1 for s in steps)
+
+
+@pytest.mark.parametrize("init_scale", [0.0, math.inf])
+def test_a_scale_of_zero_or_inf_makes_every_later_step_skipped_and_the_run_nonfinite(
+    tmp_path, init_scale
+):
+    # A scale of 0 (where a state that overflows every step halves it to) stays 0, and inf stays
+    # inf: the unscaled gradients are NaN every step. With a fused optimizer GradScaler still
+    # calls its step (the skip is inside), so only the scale's fall could tell, and it falls no
+    # more: read as applied before, every such step is skipped, and the run `nonfinite`.
+    model, _ = mlp()
+    optimizer = torch.optim.AdamW(model.parameters(), 1e-3, fused=True)
+    scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+    probe = bench.probe(model, optimizer, scaler=scaler, out=tmp_path / "run", warmup=0)
+    train(probe, model, optimizer, 4, scaler=scaler)
+    probe.close()
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["status"] == "nonfinite" and "no step after it applies" in row["error"]
+    assert row["skipped_steps"] == 4
+    text = (tmp_path / "run" / "scale.jsonl").read_text()
+    scale = [json.loads(x) for x in text.splitlines()]
+    assert all(s["skipped"] for s in scale)
+    assert "NaN" not in text and "Infinity" not in text
+
+
+def test_the_mode_table_says_which_tf32_the_autocast_modes_ran_with():
+    from bench.publish import own_loop
+
+    rows = pd.DataFrame(
+        [
+            {"mode": "fp32", "status": "ok", "tf32_matmul": False},
+            {"mode": "tf32", "status": "ok", "tf32_matmul": True},
+            {"mode": "bf16-amp", "status": "ok", "tf32_matmul": True},
+            {"mode": "fp16-amp", "status": "ok", "tf32_matmul": True},
+            {"mode": "fp16-amp", "status": "ok", "tf32_matmul": False},
+            {"mode": "fp16-amp-noscale", "status": "failed", "tf32_matmul": False},
+        ]
+    )
+    (note,) = own_loop.tf32_note(rows)
+    assert note.endswith("own setting (bf16-amp on, fp16-amp mixed).")
+    assert own_loop.tf32_note(rows.drop(columns="tf32_matmul")) == []
+
+
+def test_the_hooks_run_eagerly_inside_a_compiled_module(tmp_path):
+    # The probe given the module inside torch.compile's wrapper: its hooks then sit inside the
+    # compiled call, and dynamo must not trace them (a mark made once, at tracing, would be
+    # every step's). The eager backend compiles in a blink; the marks see no tracing.
+    model, optimizer = mlp()
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", warmup=0, flops=1)
+    seen: list[bool] = []
+    mark = probe._mark
+
+    def spy(phase: str) -> None:
+        seen.append(torch.compiler.is_compiling())
+        mark(phase)
+
+    probe._mark = spy
+    compiled = torch.compile(model, backend="eager")
+    torch._dynamo.reset()
+    train(probe, compiled, optimizer, 3)
+    probe.close()
+    assert seen and not any(seen)
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["steps"] == 2 and row["fwd_ms"] > 0
+
+
+@pytest.mark.parametrize(("autocast", "hooked"), [(True, 0), (False, 1)])
+def test_a_global_hook_watches_the_first_forward_only_where_autocast_is_off(
+    tmp_path, autocast, hooked
+):
+    # Autocast entered around the call says the mode already; a global hook present while
+    # torch.compile traces the forward would be traced with it and cost a recompile.
+    seen: list[int] = []
+
+    class Watch(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(len(nn.modules.module._global_forward_pre_hooks))
+            return x
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(IN, OUT), Watch())
+    optimizer = torch.optim.SGD(model.parameters(), 0.1)
+    probe = bench.probe(model, optimizer, out=tmp_path / "run", flops=1)
+    for _ in range(2):
+        with probe.step():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                loss = model(torch.randn(BATCH, IN)).float().sum()
+            loss.backward()
+            optimizer.step()
+    probe.close()
+    assert seen == [hooked, 0]
+    (row,) = results.read_rows(tmp_path / "run" / results.ROWS)
+    assert row["mode"] == ("bf16-amp" if autocast else "fp32")
+
+
+def test_a_gpu_s_marks_reuse_their_events_once_read(monkeypatch):
+    # A CUDA event is made once and recorded again after its time was read: the probe marks
+    # about six a step for the whole run. A stand-in event, so that this runs on the CPU.
+    from bench.ownloop import marks
+
+    made: list[object] = []
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            assert enable_timing
+            self.recorded = 0
+            made.append(self)
+
+        def record(self) -> None:
+            self.recorded += 1
+
+    monkeypatch.setattr(marks.torch.cuda, "Event", Event)
+    clock = marks.EventClock()
+    rec = marks.StepRecord(index=1, timed=True, memory=False)
+    for phase in ("other", "fwd", None):
+        rec.mark(clock, phase)
+    rec.copied = clock.mark()
+    assert len(made) == 4
+    marks.release(clock, rec)
+    again = [clock.mark() for _ in range(5)]
+    assert len(made) == 5 and sum(e in made[:4] for e in again) == 4
+    assert sorted(e.recorded for e in made) == [1, 2, 2, 2, 2]

@@ -100,6 +100,13 @@ def unsupported_reason(name: str) -> str | None:
     return None
 
 
+def sets_tf32(name: str) -> bool:
+    """Whether the probe sets TF32 for mode `name`: only a float32 mode, where TF32 is the mode
+    (fp32 off, tf32 on); an autocast mode keeps the script's own setting."""
+    card = catalog.card(name)
+    return card is not None and card.kind == "float32"
+
+
 def unwrap(optimizer: object) -> torch.optim.Optimizer:
     """The torch optimizer inside a framework's wrapper (accelerate's `AcceleratedOptimizer`,
     itself an Optimizer subclass that never ran Optimizer's constructor, and Lightning's

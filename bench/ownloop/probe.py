@@ -1,7 +1,8 @@
 """The probe a plain PyTorch loop holds (`bench.probe(model, optimizer, ...)`; docs/own-loop.md):
 it marks the forward, backward and optimizer step without synchronizing, counts the FLOPs once,
 takes peak memory and the gradient census every `every` steps (left out of the step times),
-and writes its folder then and at `close()`."""
+and writes its folder then and at `close()`. What it changes in the user's process is listed in
+docs/own-loop.md ("What the probe changes in your process"); keep that list true."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from torch import nn
 
 from bench.faults import error_summary
 from bench.measure import ceilings, env
-from bench.measure.timing import clock_for
 from bench.modes.mode import MODES, Mode
 from bench.ownloop import census, contract, folder, marks
 from bench.ownloop.contract import unwrap
@@ -62,14 +62,17 @@ class Probe:
         self.every, self.warmup, self.census_on, self.ceilings_on = every, warmup, census, ceilings
         self.asked = contract.asked()
         self.seed = contract.seed()
-        mode = self._mode()
-        if mode is not None:
-            # The mode's TF32 for the whole run, forward and backward alike, as ampbench's own
-            # step sets it for every phase (one process runs one mode under the driver).
-            torch.backends.cuda.matmul.allow_tf32 = mode.tf32
-            torch.backends.cudnn.allow_tf32 = mode.tf32
+        if self.asked is not None and contract.sets_tf32(self.asked):
+            # TF32 is what tells the fp32 mode from the tf32 one, so those two set it, for the
+            # whole run, forward and backward alike (one process runs one mode under the
+            # driver). An autocast mode keeps the script's own choice: its matmuls run in the
+            # low dtype anyway, and a script that switched TF32 on for the rest (nanoGPT's
+            # train.py) must not be slowed by the probe turning it off.
+            tf32 = MODES[self.asked].tf32
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
         self._scaler = scaler
-        self.clock = clock_for(self.device)
+        self.clock = marks.clock_for(self.device)
         self.counter = Counter(given=flops)
         machine = env.collect(self.device)
         self.path = folder.create(out, str(machine["gpu"]), machine.get("commit"))
@@ -101,11 +104,16 @@ class Probe:
     def attach(self) -> None:
         """Hook the probe to the model and the optimizer (the constructor does)."""
         if not self._handles:
+            # Never traced by torch.compile: given the module inside a compiled one (or an
+            # optimizer whose step is compiled), dynamo would trace the hooks into its graph,
+            # their clock marks made once at tracing, or break the graph inside them. Disabled,
+            # they run as plain Python and the graph ends around them.
+            eager = torch.compiler.disable
             self._handles = [
-                self.model.register_forward_pre_hook(self._fwd_pre, with_kwargs=True),
-                self.model.register_forward_hook(self._fwd_post),
-                self.optimizer.register_step_pre_hook(self._opt_pre),
-                self.optimizer.register_step_post_hook(self._opt_post),
+                self.model.register_forward_pre_hook(eager(self._fwd_pre), with_kwargs=True),
+                self.model.register_forward_hook(eager(self._fwd_post)),
+                self.optimizer.register_step_pre_hook(eager(self._opt_pre)),
+                self.optimizer.register_step_post_hook(eager(self._opt_post)),
             ]
 
     def detach(self) -> None:
@@ -186,16 +194,21 @@ class Probe:
             raise ValueError("probe.end_step() without probe.begin_step()")
         if self._phase == "fwd":
             self.counter.forward_ends()
+        if not cur.light:
+            cur.mark(self.clock, None)  # the step's end: what follows is not timed
         s = self._scaler
         if s is not None and s.is_enabled() and getattr(s, "_scale", None) is not None:
-            # GradScaler's scale after its update, copied to the host without waiting (a
-            # non-blocking copy from the GPU lands in pinned memory) and read once the step's
-            # last event has completed: it is enqueued before that event. get_scale() would
-            # synchronize; on the CPU a clone, since update() changes the scale in place.
+            # GradScaler's scale after its update, copied after the step's last mark, so the
+            # copy is no part of the step's time (as the harness's ScaleWatch marks after the
+            # step). To the host without waiting (a non-blocking copy from the GPU lands in
+            # pinned memory), read once the event after it has completed; get_scale() would
+            # synchronize. On the CPU a clone, since update() changes the scale in place.
             scale = s._scale.detach()
-            cur.scale = scale.to("cpu", non_blocking=True) if scale.is_cuda else scale.clone()
-        if not cur.light or cur.scale is not None:  # a light step marks only its scale's copy
-            cur.mark(self.clock, None)
+            if scale.is_cuda:
+                cur.scale = scale.to("cpu", non_blocking=True)
+                cur.copied = self.clock.mark()
+            else:
+                cur.scale = scale.clone()
         self.counter.stop()
         self._pending.append(cur)
         self._cur = None
@@ -279,11 +292,16 @@ class Probe:
     def _first_forward(self, inputs: tuple) -> None:
         """Read the mode the first forward runs under. A wrapper may enter autocast inside
         the model's own forward (accelerate patches `model.forward` so), after this hook: the
-        modules called inside are watched too, until the forward ends (`_fwd_post`)."""
+        modules called inside are watched too, until the forward ends (`_fwd_post`). Where
+        autocast is already on there is nothing more to see, and no global hook is added: one
+        present while torch.compile traces the forward is traced with it, and its removal then
+        costs a recompile."""
         on = self._scaler is not None and self._scaler.is_enabled()
         self._check_scaler(on)
         self._inputs = inputs
         self._sniff = contract.read_settings(self.device, next(self.model.parameters()).dtype, on)
+        if self._sniff.autocast_dtype is not None:
+            return
 
         def inner(module: nn.Module, args: tuple) -> None:
             if self._sniff is not None and self._sniff.autocast_dtype is None:
@@ -295,7 +313,9 @@ class Probe:
 
     def _settle(self) -> None:
         """The first forward ended: its mode is the run's."""
-        self._sniffer.remove()
+        if self._sniffer is not None:
+            self._sniffer.remove()
+            self._sniffer = None
         self.run.set_settings(self._sniff, self._inputs)
         self.info["config"]["modes"] = [self.run.mode]
         self._sniff = self._inputs = None
@@ -323,7 +343,9 @@ class Probe:
         if block and self._pending and marks.is_device_clock(self.clock):
             self.clock.finish()
         while self._pending and (block or self._pending[0].ready()):
-            self.run.add(self._pending.pop(0), self.clock)
+            rec = self._pending.pop(0)
+            self.run.add(rec, self.clock)
+            marks.release(self.clock, rec)
 
     def flush(self) -> None:
         """Write the folder as it stands (reads every pending step: it synchronizes)."""

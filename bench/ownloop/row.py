@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from bench.measure.memory import GIB
-from bench.measure.stats import is_noisy, phase_columns
+from bench.measure.stats import applied, is_noisy, phase_columns
 from bench.measure.timing import SKIPPED, Clock
 from bench.modes.mode import dtype_name, tf32_flags
 from bench.ownloop.contract import Settings
@@ -52,6 +52,9 @@ class Run:
     census_ms: list[float] = field(default_factory=list)
     metrics: list[dict] = field(default_factory=list)
     _last_scale: float | None = None
+    nonfinite: str = ""
+    """Why the scale stopped being a scale (0, inf or NaN, and the step), or empty: from then on
+    GradScaler skips every step, and the run is `nonfinite`."""
     lr: float = math.nan
 
     def __post_init__(self) -> None:
@@ -91,10 +94,20 @@ class Run:
             # accelerate's `optimizer_step_was_skipped`: the scale went down (fused optimizers
             # take the step call and skip inside it), or the step was not called at all.
             dropped = self._last_scale is not None and scale < self._last_scale
-            skipped = not rec.stepped or dropped
+            # A scale of 0 (halved past float32's smallest number) or one that is no longer
+            # finite never falls again, so "it fell" cannot see the skips that follow: with it
+            # the unscaled gradients are inf or NaN and every step is skipped.
+            broken = scale == 0 or not math.isfinite(scale)
+            if broken and not self.nonfinite:
+                self.nonfinite = (
+                    f"GradScaler's scale was {scale:g} after step {rec.index}: no step after it "
+                    "applies an update"
+                )
+            skipped = not rec.stepped or dropped or broken
             self.skipped += skipped
             self._last_scale = scale
-            self.scale_rows.append({"step": rec.index, "scale": scale, "skipped": skipped})
+            shown = scale if math.isfinite(scale) else None  # strict JSON has no inf or NaN
+            self.scale_rows.append({"step": rec.index, "scale": shown, "skipped": skipped})
         for phase, gib in rec.peaks.items():
             self.peaks[phase] = max(self.peaks.get(phase, 0.0), gib)
         if rec.timed and len(rec.marks) > 1:
@@ -202,10 +215,13 @@ def build_row(run: Run, counter: Counter, ceilings: dict[str, float]) -> tuple[d
     }  # fmt: skip
     notes = []
     samples = {p: v for p, v in run.samples.items() if any(v)}
-    if run.totals:
+    if len(applied(run.totals)):
         samples["total"] = list(run.totals)
-        row |= phase_columns(samples)
+        row |= phase_columns({p: v for p, v in samples.items() if len(applied(v))})
         row["noisy"] = is_noisy(run.totals)
+    elif run.totals:  # every timed step was skipped: no training step to time
+        samples["total"] = list(run.totals)
+        notes.append(f"no step timed: GradScaler skipped all {len(run.totals)} timed steps")
     else:
         notes.append(f"no step timed: {run.steps} steps, the first {run.warmup} are warm-up")
     more, why = _throughput(run, row, counter, ceilings)
@@ -232,7 +248,9 @@ def build_row(run: Run, counter: Counter, ceilings: dict[str, float]) -> tuple[d
         row["final_loss"] = _number(final[-1]["value"])
     if run.error:
         row["status"], row["error"] = "error", run.error
-    elif not run.totals:
+    elif run.nonfinite:
+        row["status"], row["error"] = "nonfinite", "; ".join([run.nonfinite, *notes])
+    elif not len(applied(run.totals)):
         row["status"], row["error"] = "error", "; ".join(notes)
     else:
         row["error"] = "; ".join(notes)

@@ -139,6 +139,27 @@ def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
     return notes
 
 
+def tf32_note(rows: pd.DataFrame) -> list[str]:
+    """What TF32 the autocast modes ran with: the probe sets it for the float32 modes only (off
+    for fp32, on for tf32), so an autocast row ran with the script's own setting, which each
+    row records (`tf32_matmul`; docs/own-loop.md, "What the probe changes in your process")."""
+    if "tf32_matmul" not in rows:
+        return []
+    said = []
+    for mode, g in rows[rows["status"] == "ok"].groupby("mode", sort=False):
+        card = catalog.card(mode)
+        seen = set(g["tf32_matmul"].dropna().astype(bool))
+        if card is None or card.kind != "autocast" or not seen:
+            continue
+        said.append(f"{mode} {'on' if seen == {True} else 'off' if seen == {False} else 'mixed'}")
+    if not said:
+        return []
+    return [
+        "TF32: the probe sets it for the float32 modes only (fp32 off, tf32 on); the autocast "
+        f"modes ran with the script's own setting ({', '.join(said)})."
+    ]
+
+
 def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
     """Where a mode's best values average other seeds than the reference's (a run failed)."""
     if summary.empty:
@@ -206,6 +227,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         *looks_notes(results.read_env(run_dir), verdicts),
         *training_notes(summary, verdicts),
         *_seed_notes(summary, reference),
+        *tf32_note(rows),
     ]
     # The probe's own notes on what it could not measure (`–` in the table), each once.
     said = rows[rows["status"] == "ok"]["error"].dropna() if "error" in rows else []
