@@ -472,3 +472,26 @@ def test_a_gpu_s_marks_reuse_their_events_once_read(monkeypatch):
     again = [clock.mark() for _ in range(5)]
     assert len(made) == 5 and sum(e in made[:4] for e in again) == 4
     assert sorted(e.recorded for e in made) == [1, 2, 2, 2, 2]
+
+
+def test_the_counted_step_runs_eager_and_later_steps_compile():
+    """The FLOP-counted step says `force_eager` to dynamo: under the counter's dispatch mode
+    torch before 2.14 marked a compiled forward's code never to compile again."""
+    from torch._dynamo import eval_frame
+    from torch._dynamo.utils import counters
+
+    from bench.ownloop.counting import Counter
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    compiled = torch.compile(model, backend="aot_eager")
+    x = torch.randn(4, 8)
+    counter = Counter()
+    counter.start("cpu")
+    assert eval_frame._stance.stance == "force_eager"
+    compiled(x).sum().backward()
+    counter.stop()
+    assert eval_frame._stance.stance == "default"
+    assert counter.total and counter.total > 0
+    before = counters["stats"]["unique_graphs"]
+    compiled(x).sum().backward()
+    assert counters["stats"]["unique_graphs"] > before
