@@ -476,7 +476,7 @@ def test_a_gpu_s_marks_reuse_their_events_once_read(monkeypatch):
 
 def test_the_counted_step_runs_eager_and_later_steps_compile():
     """The FLOP-counted step says `force_eager` to dynamo: under the counter's dispatch mode
-    torch before 2.14 marked a compiled forward's code never to compile again."""
+    torch 2.11 marked a compiled forward's code never to compile again."""
     from torch._dynamo import eval_frame
     from torch._dynamo.utils import counters
 

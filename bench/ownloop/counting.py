@@ -37,7 +37,7 @@ class Counter:
             if device == "cpu":
                 stack.enter_context(sdpa_kernel(SDPBackend.MATH))
             # The counted step of a compiled model runs eagerly, and says so to dynamo: under a
-            # dispatch mode dynamo does not trace, and torch before 2.14 then marked the
+            # dispatch mode dynamo does not trace, and torch 2.11 (2.14 no longer) then marked the
             # forward's code never to be compiled, so every later step ran eager (nanoGPT's
             # compiled loop +42% on an H100, results/own-loop-h100/probe_cost_compiled).
             if hasattr(torch.compiler, "set_stance"):  # torch 2.6 and later
