@@ -263,9 +263,9 @@ def _reruns(s: dict) -> list[str]:
     ]
     at = joined(list(dict.fromkeys(str(r.get("commit") or "?") for r in rows)))
     return [
-        f"**Rerun check** at {at}, best held-out loss: {'; '.join(each)}. A rerun shares its "
-        "seed's weights, batches and dropout, so it lands no further from the stored run than "
-        "two seeds do; z shares a 5% chance of a false alarm among the modes.",
+        f"**Rerun check** at {at}, best held-out loss: {'; '.join(each)}. A rerun is taken to "
+        "land no further from its stored run than two seeds land apart (it shares the seed's "
+        "weights, batches and dropout); z shares a 5% chance of a false alarm among the modes.",
         "",
     ]
 
