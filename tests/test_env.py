@@ -63,7 +63,7 @@ def test_a_dirty_trees_hash_is_its_diff_and_its_untracked_files(monkeypatch, no_
     answers["diff"] = "+y"
     assert env.code().diff_hash != one
     answers["diff"] = "+x"
-    answers["ls-files"] = "pyproject.toml\0"  # an untracked file (a real one, read from the root)
+    answers["ls-files"] = "bench/__init__.py\0"  # an untracked module (a real file, read here)
     assert env.code().diff_hash != one
     answers["status"] = None  # clean: no hash (untracked files alone do not make it dirty)
     assert env.code() == env.Code("a" * 40, False, None, "git")

@@ -48,9 +48,9 @@ class Code:
     dirty: bool | None
     """Uncommitted changes to the code (results/ left out); None: not known."""
     diff_hash: str | None = None
-    """Where dirty: sha256 (12 hex digits) of `git diff HEAD` and the untracked files' paths and
-    contents (results/ left out), so that two dirty trees are the same code only where it
-    matches; None where clean or not known."""
+    """Where dirty: sha256 (12 hex digits) of `git diff HEAD` and the untracked Python files'
+    paths and contents (results/ left out), so that two dirty trees are the same code only where
+    it matches; None where clean or not known."""
     source: str | None = None
     """`git`, or `OVERRIDE` where that variable named the commit; None where none is known."""
 
@@ -101,10 +101,12 @@ def _from_git() -> Code:
 
 
 def _diff_hash() -> str:
-    """sha256 of the uncommitted changes: `git diff HEAD`, then each untracked file (not
-    ignored) by path and content, since changed code may import a module git does not track."""
+    """sha256 of the uncommitted changes: `git diff HEAD`, then each untracked Python file (not
+    ignored) by path and content, since changed code may import a module git does not track.
+    Python files only: a results folder outside results/ grows between a study's commands."""
     h = hashlib.sha256((_run([*_GIT, "diff", "HEAD", "--binary", *_CODE]) or "").encode())
-    listed = _run([*_GIT, "ls-files", "--others", "--exclude-standard", "-z", *_CODE]) or ""
+    sources = ("--", "*.py", ":!results")
+    listed = _run([*_GIT, "ls-files", "--others", "--exclude-standard", "-z", *sources]) or ""
     for name in sorted(filter(None, listed.split("\0"))):
         h.update(b"\0" + name.encode() + b"\0")
         with contextlib.suppress(OSError):  # a file gone since it was listed
