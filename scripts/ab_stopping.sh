@@ -29,7 +29,7 @@ cd "$repo" || exit 1
 git init -q -b base . && git add -A
 git -c user.name=ampbench -c user.email=ampbench@localhost commit -qm \
     "base: the working tree of ${AMPBENCH_GIT_COMMIT:-an unknown commit}"
-unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY
+unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY AMPBENCH_GIT_OVERRIDE
 
 t0=$SECONDS
 "$py" -m bench ab base base "${grid[@]}" --min-rounds 5 --rounds 6 \

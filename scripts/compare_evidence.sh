@@ -113,7 +113,7 @@ git checkout -q base
 git -C "$repo" log --format='%h %s' base slow5 | tee "$out/commits.txt"
 git -C "$repo" diff base slow5 > "$out/slow5.diff"
 # Each save and round names the scratch commit it ran, not the copied tree's.
-unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY
+unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY AMPBENCH_GIT_OVERRIDE
 
 keep() {  # kept.tgz: what is published of every save and comparison made so far, packed after
     # each, so that a command stopped by its limit still brings them back (a device returns a few

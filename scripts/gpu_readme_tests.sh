@@ -10,7 +10,7 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 for part in tests gpu_lane; do
     log="$out/$part.log"
-    { nvidia-smi -L; echo "commit ${AMPBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null)}"; nproc; } | tee "$log"
+    { nvidia-smi -L; echo "commit $(python3 -c 'from bench.measure import env; print(env.code())' 2>/dev/null)"; nproc; } | tee "$log"
     case "$part" in
         tests) cmd=(./run_tests.sh -p no:cacheprovider --durations=10) ;;
         gpu_lane) cmd=(scripts/gpu_tests.sh -p no:cacheprovider --durations=10) ;;

@@ -72,7 +72,7 @@ git "${ident[@]}" commit -qam "keep30: one more tensor (30% of the parameters' b
 git checkout -q base
 git log --format='%h %s' base keep30 | tee "$out/commits.txt"
 git diff base keep30 > "$out/keep30.diff"
-unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY  # each run names the scratch commit it ran
+unset AMPBENCH_GIT_COMMIT AMPBENCH_GIT_DIRTY AMPBENCH_GIT_OVERRIDE  # each run names the scratch commit it ran
 
 keep() {
     (cd "$out" && find . \( -path './storage/*.json' -o -path './ab/*/report.md' \

@@ -26,7 +26,7 @@ ampbench_python "torch, pandas, tabulate, scipy, matplotlib" || exit 2
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 log="$out/own_loop.log"
-{ nvidia-smi -L; echo "commit ${AMPBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"; } | tee -a "$log"
+{ nvidia-smi -L; echo "commit $(python3 -c 'from bench.measure import env; print(env.code())' 2>/dev/null || echo unknown)"; } | tee -a "$log"
 step() { echo "== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; echo "== exit ${PIPESTATUS[0]}" | tee -a "$log"; }
 
 # (a) the probe on a real loop, then its overhead and the census's cost.

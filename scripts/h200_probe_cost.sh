@@ -16,7 +16,7 @@ ampbench_python "torch, pandas, tabulate, scipy" || exit 2
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 work=$(mktemp -d)
 log="$out/probe_cost.log"
-{ nvidia-smi -L; echo "commit ${AMPBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"; } | tee -a "$log"
+{ nvidia-smi -L; echo "commit $(python3 -c 'from bench.measure import env; print(env.code())' 2>/dev/null || echo unknown)"; } | tee -a "$log"
 IFS=';' read -r -a parts <<<"${PARTS:-control --control;hooks-only --hooks-only;time-every-10 --time-every 10}"
 for round in $(seq 1 "${ROUNDS:-1}"); do
     for part in "${parts[@]}"; do

@@ -13,7 +13,7 @@ shift
 mkdir -p "$out/results" && out="$(cd "$out" && pwd)"
 export PYTHONUNBUFFERED=1
 log="$out/quality.log"
-{ nvidia-smi -L; echo "commit ${AMPBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"; } | tee -a "$log"
+{ nvidia-smi -L; echo "commit $(python3 -c 'from bench.measure import env; print(env.code())' 2>/dev/null || echo unknown)"; } | tee -a "$log"
 echo "== ./run_bench.sh quality --results-dir OUT/results $*" | tee -a "$log"
 echo "started $(date -u +%FT%TZ)" | tee -a "$log"
 begin=$(date +%s)

@@ -15,7 +15,7 @@ shift 3
 export PYTHONUNBUFFERED=1
 mkdir -p "$out/results"
 log="$out/quality.log"
-{ nvidia-smi -L; echo "commit ${AMPBENCH_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"; } | tee -a "$log"
+{ nvidia-smi -L; echo "commit $(python3 -c 'from bench.measure import env; print(env.code())' 2>/dev/null || echo unknown)"; } | tee -a "$log"
 # LIMIT (seconds, default 560): the command's own limit, under the device's; runs still training
 # then are lost, finished ones are kept.
 stop=(timeout --signal=INT --kill-after=20 "${LIMIT:-560}")

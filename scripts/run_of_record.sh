@@ -54,7 +54,7 @@ export AMPBENCH_BENCH_STORAGE="$PWD/results_new/pytest-benchmark"
 log "pytest exit $?"
 if [ -d .old ] && [ -n "${OLD_COMMIT:-}" ]; then
     log "2b. pytest-benchmark at ${OLD_COMMIT:0:7}"
-    (cd .old && AMPBENCH_GIT_COMMIT="$OLD_COMMIT" AMPBENCH_GIT_DIRTY=0 \
+    (cd .old && AMPBENCH_GIT_COMMIT="$OLD_COMMIT" AMPBENCH_GIT_DIRTY=0 AMPBENCH_GIT_OVERRIDE=1 \
         ./run_bench.sh pytest --benchmark-save="${OLD_COMMIT:0:7}") >>"$out/record.log" 2>&1
     log "old pytest exit $?"
     new=$(python3 -c 'from bench.measure.env import benchmark_save_name; print(benchmark_save_name())')

@@ -178,6 +178,7 @@ def test_resume_at_another_commit_is_refused_unless_forced(tiny_folder, capsys, 
     (run_dir / results.ROWS).write_text("\n".join(lines[:2]) + "\n")
     capsys.readouterr()
     monkeypatch.setenv("AMPBENCH_GIT_COMMIT", "f" * 40)
+    monkeypatch.setenv("AMPBENCH_GIT_OVERRIDE", "1")  # honoured where git names a commit too
     assert main(["run", "--resume", str(run_dir)]) == 2
     assert "commit" in _one_line(capsys.readouterr().err)
     assert len(results.read_jsonl(run_dir / results.ROWS)) == 2  # nothing changed

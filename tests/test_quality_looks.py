@@ -41,8 +41,10 @@ def injected(monkeypatch, decide_at: dict[str, int]) -> list[list[int]]:
 
 @pytest.fixture
 def commit(monkeypatch):
+    """The tree named COMMIT, clean, whatever git says of it (`AMPBENCH_GIT_OVERRIDE`)."""
     monkeypatch.setenv("AMPBENCH_GIT_COMMIT", COMMIT)
     monkeypatch.setenv("AMPBENCH_GIT_DIRTY", "0")
+    monkeypatch.setenv("AMPBENCH_GIT_OVERRIDE", "1")
 
 
 def seeds_of(run_dir) -> dict[str, set[int]]:

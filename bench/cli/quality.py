@@ -53,8 +53,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--rerun-check",
         action="store_true",
-        help="with --resume at another commit, on a GPU: retrain one of fp32's seeds and add "
-        "seeds only if its best held-out loss comes back within the margin",
+        help="with --resume at other code, on a GPU: retrain one seed of every mode and go on "
+        "only if each best held-out loss comes back within its rerun noise",
     )
     q.add_argument(
         "--replicate",
@@ -76,6 +76,6 @@ def add(sub: argparse._SubParsersAction) -> None:
     q.add_argument(
         "--add-seeds",
         type=o.SEEDS,
-        help="with --resume: add these seeds to the study and train every mode on them (where "
-        "the study names how many seeds its margin rule needs)",
+        help="with --resume: add these seeds to a fixed study whose runs have not yet finished "
+        "(a sequential study adds its own in looks), and train every mode on them",
     )

@@ -30,8 +30,9 @@ case: how many a whole grid needs to find a 3% change is measured in docs/compar
 DEFAULT_MIN_ROUNDS = rounds.MIN_ROUNDS
 """The fewest rounds a side before `ab` may stop: below them the judge calls nothing."""
 LOGS = "logs"
-CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY")
-"""Variables that would make a revision's run record another commit than its own."""
+CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY", "AMPBENCH_GIT_OVERRIDE")
+"""Variables that would make a revision's run record another commit than its own
+(`bench.measure.env.OVERRIDE` and its companions)."""
 
 log = base.log
 

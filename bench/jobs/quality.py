@@ -1,6 +1,7 @@
 """A time-to-quality study as a job (docs/quality.md): every mode's step timed alone first, then
-each (mode, seed) run trained, `workers` side by side, its row naming the commit it trained at;
-sequential looks, `resume` (adding modes and seeds at one commit) and `replicate`."""
+each (mode, seed) run trained, `workers` side by side, its row naming the code it trained at;
+sequential looks, `resume` (at the study's one commit: `bench.jobs.quality_commit`) and
+`replicate`."""
 
 from __future__ import annotations
 
@@ -16,18 +17,17 @@ from bench import quiet
 from bench.cases import checks
 from bench.data import sources
 from bench.faults import UsageError, fault
-from bench.jobs import packing
+from bench.jobs import packing, quality_commit
 from bench.jobs import quality_looks as looks
 from bench.jobs.base import log, new_folder, resumed_folder
-from bench.measure import env
 from bench.modes import plan
 from bench.modes.mode import MODES
 from bench.quality import tables, train
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit
 from bench.quality.train import Resolved, safe_train, time_step
-from bench.store import folders, schema
-from bench.verdicts import sequential, training
+from bench.store import folders, paths, schema
+from bench.verdicts import sequential
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
 
@@ -37,11 +37,6 @@ START_S = 30.0
 EVAL_SHARE = 0.1
 """What evaluation adds to a run's training steps, at most (the default study's: 7 held-out
 batches of forward passes every 100 steps)."""
-RERUN_TOLERANCE = 1.0
-"""A rerun of one seed agrees with its stored best held-out loss within this share of the
-margin. Not bit-equality: on the H200 a seed's best loss moved by up to 0.011 between reruns
-at one commit (0.75 of the nanoGPT study's margin); a change of training that moves a loss by
-more than the margin is one the verdicts would see."""
 REPLICA_OFFSET = 1000
 """`--replicate`'s second study starts its seeds here: its seeds, and those its looks add, stay
 apart from the first's (a cap below this many seeds)."""
@@ -162,10 +157,13 @@ def _train(
         for s in cfg.seeds
         if (m, s) not in finished and skip.get(m) == "ok" and (not only or m in only)
     ]
+    # A study may be resumed: each row says which code made it (`quality_commit.guard` reads it).
+    made_by = quality_commit.made_by()
     for m in cfg.modes:
         if skip.get(m, "ok") != "ok":  # an unsupported mode: one row per seed says so
             why = timing[timing["mode"] == m]["error"].iloc[0]
-            rows = [{"mode": m, "seed": s, "status": skip[m], "error": why} for s in cfg.seeds]
+            rows = [{"mode": m, "seed": s, "status": skip[m], "error": why, **made_by}
+                    for s in cfg.seeds]  # fmt: skip
             tables.append(folder_path, "runs", [r for r in rows if (m, r["seed"]) not in finished])
     whole = True
     if budget_s:
@@ -187,9 +185,6 @@ def _train(
     record = cfg.record()
     jobs = [(record, m, s) for m, s in todo]
     log(f"training {len(jobs)} runs, {workers} at a time ({why})")
-    # A study may be resumed at other commits: each run's row says which code trained it.
-    sha, dirty = env.git_commit()
-    made_by = {"commit": sha[:7] if sha else None, "dirty": dirty}
 
     def keep(result: dict[str, list[dict]]) -> None:
         result["runs"][0].update(made_by)
@@ -261,69 +256,35 @@ def _finish(folder, cfg: QualityConfig) -> None:
         folder.finish()
 
 
-def _commits(run_dir: Path) -> set[str]:
-    runs = tables.load(run_dir)["runs"]
-    if "commit" not in runs:
-        return set()
-    return {str(c)[:7] for c in runs["commit"].dropna()}
-
-
-def one_commit(folder, cfg: QualityConfig, rerun_check: bool) -> None:
-    """Refuse to add seeds to a study trained at another commit (UsageError), unless
-    `rerun_check` on a GPU retrains fp32's first seed and gets back its best held-out loss
-    within the margin."""
-    sha, _ = env.git_commit()
-    here = sha[:7] if sha else None
-    there = _commits(folder.path) or {str(folder.info.get("commit") or "")[:7]} - {""}
-    if here is not None and there <= {here}:
-        return
-    said = (
-        f"its runs trained at {', '.join(sorted(there)) or 'an unrecorded commit'}, this is "
-        f"{here or 'an unknown commit'}"
-    )
-    if not rerun_check:
-        raise UsageError(
-            f"--resume {folder.path}: a study is one commit ({said}); adding seeds would mix "
-            "code (on a GPU, --rerun-check retrains one of fp32's seeds and allows it if its "
-            "best held-out loss comes back)"
-        )
-    if cfg.device != "cuda":
-        raise UsageError(
-            f"--rerun-check on {cfg.device}: the check that training is unchanged runs on a "
-            f"GPU only; a study is one commit ({said})"
-        )
-    rerun_spread(folder, cfg, said)
-
-
-def rerun_spread(folder, cfg: QualityConfig, said: str = "") -> dict:
-    """Retrain fp32's first finished seed here; record its best held-out loss beside the
-    stored one (`info["reruns"]`); UsageError where they are further apart than the margin
-    (`RERUN_TOLERANCE`): the training changed, or a rerun's noise exceeds what the verdicts
-    could carry."""
-    t = tables.load(folder.path)
-    summary = training.per_run(t["curves"], t["runs"])
-    ref = summary[(summary["mode"] == FP32) & (summary["status"] == "ok")].sort_values("seed")
-    if ref.empty:
-        raise UsageError(f"--rerun-check: {folder.path} has no finished {FP32} seed to rerun")
-    seed, stored = int(ref["seed"].iloc[0]), float(ref["best_loss"].iloc[0])
-    log(f"rerun check: {FP32} seed {seed} again")
-    result = safe_train(cfg, FP32, seed, lambda: resolve(cfg, FP32))
+def _best_again(cfg: QualityConfig, mode: str, seed: int) -> float:
+    """Train (mode, seed) of the study again here; its best held-out loss (the rerun check's)."""
+    result = safe_train(cfg, mode, seed, lambda: resolve(cfg, mode))
     losses = [c["heldout_loss"] for c in result["curves"] if math.isfinite(c["heldout_loss"])]
-    again = min(losses) if losses else math.nan
-    tolerance = RERUN_TOLERANCE * training.margin_of(summary).value
-    sha, _ = env.git_commit()
-    row = {"mode": FP32, "seed": seed, "stored": stored, "rerun": again,
-           "apart": abs(again - stored), "tolerance": tolerance,
-           "commit": sha[:7] if sha else None}  # fmt: skip
-    folder.info.setdefault("reruns", []).append(row)
-    folder.save()
-    if not abs(again - stored) <= tolerance:
-        raise UsageError(
-            f"--rerun-check: {FP32} seed {seed}'s best held-out loss {again:.4g} here against "
-            f"{stored:.4g} stored, {abs(again - stored):.2g} apart, beyond {tolerance:.2g} "
-            f"({RERUN_TOLERANCE:g} × the margin){'; ' + said if said else ''}"
-        )
-    return row
+    return min(losses) if losses else math.nan
+
+
+def _seeds_join(folder, cfg: QualityConfig, add_seeds: tuple[int, ...]) -> None:
+    """Refuse (UsageError) seeds added by hand where the study's rule has not planned them: a
+    sequential study adds its own in looks; a fixed study's one look, once any loss is on disk,
+    has spent its whole error rate, and judging it again at more seeds is optional stopping
+    (docs/quality.md, "Adding seeds in looks"). Before any run finished, its plan may grow."""
+    new = [s for s in add_seeds if s not in cfg.seeds]
+    if not new:
+        return
+    given = f"--add-seeds {','.join(map(str, add_seeds))} with --resume {folder.path}"
+    if looks.design_of(cfg) is not None:
+        raise UsageError(f"{given}: a sequential study adds its own seeds in looks "
+                         f"(--max-seeds {cfg.max_seeds})")  # fmt: skip
+    if tables.load(folder.path)["curves"].empty:
+        return
+    seeds = ",".join(map(str, cfg.seeds))
+    command = paths.shown_command(str(folder.info.get("command") or "python -m bench quality"))
+    raise UsageError(
+        f"{given}: a fixed study's one look at seeds {seeds} spent its whole 5% error rate, "
+        "and judging it again at more seeds is optional stopping; declare the cap before the "
+        f"first look, in a new study: {command} --seeds {seeds} --max-seeds "
+        f"{len(cfg.seeds) + len(new)}"
+    )
 
 
 def resume(
@@ -336,19 +297,18 @@ def resume(
     only: tuple[str, ...] = (),
     rerun_check: bool = False,
 ) -> Path:
-    """Train what the study in `run_dir` has not: after `add_modes` and `add_seeds` (seeds at one
-    commit only: `one_commit`), `only` those modes' runs; a sequential study goes on from its last
-    look. Another GPU or torch may not resume it."""
+    """Train what the study in `run_dir` has not: after `add_modes` and `add_seeds` (where its
+    rule allows them: `_seeds_join`), `only` those modes' runs; a sequential study goes on from
+    its last look. Every resume passes `quality_commit.guard` first: a study is one commit.
+    Another GPU or torch may not resume it. A refusal changes nothing in the folder."""
     started = looks.clock()
     with resumed_folder(run_dir, kind=KIND, force=False, allow=("commit", "dirty")) as folder:
         cfg = QualityConfig.from_record(folder.settings)
-        if add_seeds and looks.design_of(cfg) is not None:
-            raise UsageError(
-                f"--add-seeds with --resume {run_dir}: a sequential study adds its own seeds "
-                f"in looks (--max-seeds {cfg.max_seeds})"
-            )
-        if add_seeds and set(add_seeds) - set(cfg.seeds):
-            one_commit(folder, cfg, rerun_check)
+        _seeds_join(folder, cfg, add_seeds)
+        quality_commit.guard(
+            folder, cfg, rerun_check=rerun_check,
+            retrain=lambda mode, seed: _best_again(cfg, mode, seed),
+        )  # fmt: skip
         modes = tuple(dict.fromkeys((*cfg.modes, *add_modes)))
         seeds = tuple(dict.fromkeys((*cfg.seeds, *add_seeds)))
         workers = cfg.workers if workers is None else workers
@@ -358,10 +318,7 @@ def resume(
         folder.save()
         _time(folder.path, cfg, cfg.modes)
         if looks.design_of(cfg) is not None:
-            looks.run(
-                folder, cfg, _train, budget_s, started,
-                guard=lambda: one_commit(folder, cfg, rerun_check),
-            )  # fmt: skip
+            looks.run(folder, cfg, _train, budget_s, started)
             return folder.path
         _train(folder.path, cfg, budget_s, only)
         _finish(folder, cfg)

@@ -41,13 +41,11 @@ def judge_looks(
     return sequential.judge_each(summary, cfg.modes, design, looks, cfg.seed_order())
 
 
-def run(
-    folder, cfg: QualityConfig, train: Train, budget_s: float, started: float, guard=None
-) -> None:
+def run(folder, cfg: QualityConfig, train: Train, budget_s: float, started: float) -> None:
     """Look after look: train the look's runs (fp32's and the undecided modes', by `train`),
     judge, and add seeds until every mode is decided, the cap, or the budget (spent since
-    `started`, by `clock`). `guard` is asked before seeds are added (a resumed study: one
-    commit)."""
+    `started`, by `clock`). A resumed study passed its one guard before it got here
+    (`bench.jobs.quality_commit.guard`): a look cut short trains the rest at the same code."""
     design, order = design_of(cfg, folder.info.get("design")), cfg.seed_order()
     looks = [int(n) for n in folder.info.get("looks", [])]
     while True:
@@ -61,9 +59,6 @@ def run(
         else:
             todo, n = [m for m in cfg.modes if m != FP32], design.first
         seeds = order[:n]
-        if guard is not None and set(seeds) - {s for _, s in tables.done(folder.path)}:
-            guard()
-            guard = None  # once a command
         left = budget_s - (clock() - started) if budget_s else 0
         if budget_s and left <= 0:
             log(f"the budget ends before the look at {n} seeds: --resume goes on")

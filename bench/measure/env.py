@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import platform
 import subprocess
 import sys
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,23 +29,89 @@ def _run(cmd: list[str]) -> str | None:
     return out.stdout.strip() or None
 
 
+OVERRIDE = "AMPBENCH_GIT_COMMIT"
+"""Names the commit of a tree git cannot read: a copy without `.git` (the lent GPU boxes')."""
+OVERRIDE_DIRTY = "AMPBENCH_GIT_DIRTY"
+"""With `OVERRIDE`: `1` where the copy holds uncommitted changes, `0` where it does not."""
+TRUST_OVERRIDE = "AMPBENCH_GIT_OVERRIDE"
+"""`1`: honour `OVERRIDE` where git names a commit too (a copy whose `.git` is stale or another
+tree's, a test). Without it git wins wherever it can name one: a variable left set in a shell
+must not let other code pass for a study's commit."""
+
+
+@dataclass(frozen=True)
+class Code:
+    """Which code runs: its commit, whether it holds uncommitted changes, and a hash of them."""
+
+    commit: str | None
+    """The full sha, or None where neither git nor `OVERRIDE` names one."""
+    dirty: bool | None
+    """Uncommitted changes to the code (results/ left out); None: not known."""
+    diff_hash: str | None = None
+    """Where dirty: sha256 (12 hex digits) of `git diff HEAD` and the untracked Python files'
+    paths and contents (results/ left out), so that two dirty trees are the same code only where
+    it matches; None where clean or not known."""
+    source: str | None = None
+    """`git`, or `OVERRIDE` where that variable named the commit; None where none is known."""
+
+
+def code() -> Code:
+    """The code this process runs (`Code`): git's answer, or `OVERRIDE`'s where git names no
+    commit or `TRUST_OVERRIDE` is `1`."""
+    given = os.environ.get(OVERRIDE) or None
+    if given is not None and os.environ.get(TRUST_OVERRIDE) == "1":
+        return _given(given)
+    read = _from_git()
+    if read.commit is None:
+        return _given(given) if given is not None else read
+    if given is not None and not read.commit.startswith(given):
+        warnings.warn(
+            f"{OVERRIDE}={given} ignored: git names {read.commit[:7]} here "
+            f"({TRUST_OVERRIDE}=1 honours it in a copy whose .git is not its own)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return read
+
+
 def git_commit() -> tuple[str | None, bool | None]:
-    """(full commit sha, dirty flag) of the project, or (None, None) when unknown."""
-    # The driver's AMPBENCH_GIT_COMMIT wins over git: on the lent boxes the copy's .git was seen
-    # with a HEAD that did not resolve and with a stale one.
-    given = os.environ.get("AMPBENCH_GIT_COMMIT") or None
-    if given is not None:
-        dirty = os.environ.get("AMPBENCH_GIT_DIRTY")
-        return given, (dirty == "1") if dirty is not None else None
-    # safe.directory: a checkout copied to another machine may belong to another user, and git
-    # refuses to read such a repository unless told to trust it.
-    git = ["git", "-c", "safe.directory=*"]
-    sha = _run([*git, "rev-parse", "--verify", "HEAD"])
+    """(full commit sha, dirty flag) of the project (`code`), or (None, None) when unknown."""
+    c = code()
+    return c.commit, c.dirty
+
+
+def _given(sha: str) -> Code:
+    dirty = os.environ.get(OVERRIDE_DIRTY)
+    return Code(sha, (dirty == "1") if dirty is not None else None, None, OVERRIDE)
+
+
+# safe.directory: a checkout copied to another machine may belong to another user, and git
+# refuses to read such a repository unless told to trust it.
+_GIT = ("git", "-c", "safe.directory=*")
+_CODE = ("--", ".", ":!results")
+"""Dirty means the code: results written or published since the commit change no figure."""
+
+
+def _from_git() -> Code:
+    sha = _run([*_GIT, "rev-parse", "--verify", "HEAD"])
     if sha is None:
-        return None, None
-    # Dirty means the code: results written or published since the commit change no figure.
-    status = [*git, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!results"]
-    return sha, bool(_run(status))
+        return Code(None, None)
+    dirty = bool(_run([*_GIT, "status", "--porcelain", "--untracked-files=no", *_CODE]))
+    return Code(sha, dirty, _diff_hash() if dirty else None, "git")
+
+
+def _diff_hash() -> str:
+    """sha256 of the uncommitted changes: `git diff HEAD`, then each untracked Python file (not
+    ignored) by path and content, since changed code may import a module git does not track.
+    Python files only: a results folder outside results/ grows between a study's commands."""
+    h = hashlib.sha256((_run([*_GIT, "diff", "HEAD", "--binary", *_CODE]) or "").encode())
+    sources = ("--", "*.py", ":!results")
+    listed = _run([*_GIT, "ls-files", "--others", "--exclude-standard", "-z", *sources]) or ""
+    for name in sorted(filter(None, listed.split("\0"))):
+        h.update(b"\0" + name.encode() + b"\0")
+        with contextlib.suppress(OSError):  # a file gone since it was listed
+            h.update((ROOT / name).read_bytes())
+    return h.hexdigest()[:12]
 
 
 def benchmark_save_name() -> str:
@@ -70,7 +140,7 @@ def gpu_name(device: str) -> str:
 
 
 def collect(device: str) -> dict[str, object]:
-    sha, dirty = git_commit()
+    made = code()
     env: dict[str, object] = {
         "device": device,
         "gpu": gpu_name(device),
@@ -85,8 +155,10 @@ def collect(device: str) -> dict[str, object]:
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "git": _run(["git", "--version"]),
-        "commit": sha,
-        "dirty": dirty,
+        "commit": made.commit,
+        "dirty": made.dirty,
+        "diff_hash": made.diff_hash,
+        "commit_source": made.source,
         "argv": paths.shown_argv(sys.argv),
         **tf32_flags(),
         "fp16_reduced_precision_reduction": (

@@ -24,6 +24,7 @@ ENV_KEYS = (
     "cpu",
     "platform",
     "commit",
+    "commit_source",
     "dirty",
     "tf32_matmul",
     "tf32_cudnn",

@@ -251,13 +251,23 @@ def _scaler(s: dict) -> list[str]:
 
 
 def _reruns(s: dict) -> list[str]:
-    """The rerun spread of one seed, where a rerun check measured it."""
+    """What the rerun check measured: each mode's seed retrained at other code, its two best
+    held-out losses, and the tolerance (z × √2 × the mode's seed SD, `quality_commit`)."""
     rows = s["env"].get("reruns", [])
-    return [
-        f"**Rerun of one seed**: {r['mode']} seed {r['seed']} at {r.get('commit') or '?'}: best "
-        f"held-out loss {loss(r['rerun'])} against {loss(r['stored'])} stored, "
-        f"{number(r['apart'], 2)} apart (tolerance {number(r['tolerance'], 2)}).\n"
+    if not rows:
+        return []
+    each = [
+        f"{r['mode']} seed {r['seed']} {loss(r['rerun'])} against {loss(r['stored'])} stored, "
+        f"{number(r['apart'], 2)} apart (tolerance {number(r['tolerance'], 2)}"
+        + (f" = {r['z']:.2f} × √2 × seed SD {number(r['seed_sd'], 2)})" if "z" in r else ")")
         for r in rows
+    ]
+    at = joined(list(dict.fromkeys(str(r.get("commit") or "?") for r in rows)))
+    return [
+        f"**Rerun check** at {at}, best held-out loss: {'; '.join(each)}. A rerun is taken to "
+        "land no further from its stored run than two seeds land apart (it shares the seed's "
+        "weights, batches and dropout); z shares a 5% chance of a false alarm among the modes.",
+        "",
     ]
 
 

@@ -22,9 +22,26 @@ def span(values: pd.Series, show=figure) -> str:
     return f"{show(values.mean())} ({show(values.min())}–{show(values.max())})"
 
 
+OVERRIDE = "AMPBENCH_GIT_COMMIT"
+"""The variable a copied tree's commit is given by (`bench.measure.env.OVERRIDE`; publishing
+imports no measuring)."""
+
+
 def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
     """The commit the study started at, each commit it was resumed at, and which runs trained at
-    which commit where their rows record it (`runs`' `commit` column)."""
+    which commit where their rows record it (`runs`' `commit` column); where `OVERRIDE` named a
+    commit rather than git, it says so."""
+    return _commits(env, runs) + _given(env, runs)
+
+
+def _given(env: dict, runs: pd.DataFrame | None) -> str:
+    sources = {env.get("commit_source")}
+    if runs is not None and "commit_source" in runs:
+        sources |= set(runs["commit_source"].dropna())
+    return f" (named by {OVERRIDE}, not read from git)" if OVERRIDE in sources else ""
+
+
+def _commits(env: dict, runs: pd.DataFrame | None) -> str:
     first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
     later = []
     for r in env.get("resumed") or []:
