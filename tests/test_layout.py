@@ -84,6 +84,7 @@ COMMANDS = {
     "publish",
     "check",
     "sweep",
+    "record",
 }
 """The commands: each is a module of `bench.cli` that parses nothing but its own options and one
 of `bench.commands` that acts on them (`run(args)`)."""
