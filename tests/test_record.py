@@ -1,4 +1,4 @@
-"""`ampbench record` (docs/record.md): the tiny CPU record end to end in real processes, killed
+"""`ampbench record` (docs/options.md): the tiny CPU record end to end in real processes, killed
 mid-run and resumed; and, with a fake part runner (a part is a process of seconds), a call
 killed after a part, a call at another commit refused, the status file read mid-run, the
 budget's `not run`, and which commit `ab` compares with."""

@@ -1,5 +1,5 @@
 """`ampbench record`: everything ampbench publishes for one commit, part by part into one
-resumable record folder (docs/record.md); `--status` reads where a detached one is."""
+resumable record folder (docs/options.md); `--status` reads where a detached one is."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "record's commit, the nanoGPT quality study with looks and its replication, `sweep` on "
         "examples/own_loop/hf_trainer.py, the README's tests and the GPU lane, each part a "
         "command with its log, into one record folder (tiny versions on the CPU). A second call "
-        "goes on where one stopped, at the same commit only (docs/record.md).",
+        "goes on where one stopped, at the same commit only (docs/options.md).",
     )
     p.add_argument(
         "--budget",

@@ -1,4 +1,4 @@
-"""`ampbench record` as a job (docs/record.md): everything ampbench publishes for one commit,
+"""`ampbench record` as a job (docs/options.md): everything ampbench publishes for one commit,
 made part by part into one record folder, in order of value (`PARTS`). Each part is a command
 of its own in a fresh process, with its log; record.json keeps its status, exit status, wall
 time and folder (`bench.store.record`). A later call goes on where one stopped, at the same

@@ -1,4 +1,4 @@
-"""A record folder (`ampbench record`, docs/record.md): record.json, one entry per part (its
+"""A record folder (`ampbench record`, docs/options.md): record.json, one entry per part (its
 status, exit status, wall time, folder and log), and the status files a detached record writes
 for a later `record --status` (status.json, and status.txt, its one line). Read and written
 here; the job (`bench.jobs.record`) fills them, publishing reads them. Stdlib only."""
