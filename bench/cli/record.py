@@ -38,5 +38,11 @@ def add(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="start a new record although the newest one is unfinished",
     )
+    p.add_argument(
+        "--compare-with",
+        metavar="REV",
+        help="the commit `ab` compares this one with (default: the newest record's of another "
+        "commit, under --results-dir or in results/); `none`: no `ab`",
+    )
     o.add_device(p)
     o.add_results_dir(p, "parent of the record folder")

@@ -20,10 +20,11 @@ from bench.store import record as store
 
 def run(args: argparse.Namespace) -> int:
     if args.status:
-        if args.budget or args.new:
-            raise UsageError("--status reads a record; it takes no --budget or --new")
+        if args.budget or args.new or args.compare_with:
+            raise UsageError("--status reads a record: no --budget, --new or --compare-with")
         return status(args.results_dir)
-    cfg = job.RecordConfig(device=env.device(args.device), budget_s=args.budget, new=args.new)
+    cfg = job.RecordConfig(device=env.device(args.device), budget_s=args.budget, new=args.new,
+                           compare_with=args.compare_with)  # fmt: skip
     folder, complete = job.start(cfg, results_dir=args.results_dir)
     if complete:
         print(f"ampbench: {folder} is complete; --new starts another record of this commit")

@@ -102,16 +102,21 @@ class RecordConfig:
     """This call's device time (0: none); each call has its own."""
     new: bool = False
     """Start a new record even where the newest one is unfinished."""
+    compare_with: str | None = None
+    """The revision `ab` compares this commit with; None: the previous record's commit;
+    `NONE`: no `ab`."""
+
+
+NONE = "none"
 
 
 @dataclass(frozen=True)
 class Step:
-    """A part planned: its command line, or why it is skipped; `resumed`: the folder it goes
-    on in; `done`: its folder is already complete (a call killed after the part ended)."""
+    """A part planned: its command line, or why it is skipped; `done`: its folder is already
+    complete (a call killed after the part ended)."""
 
     argv: list[str] = dataclasses.field(default_factory=list)
     skip: str = ""
-    resumed: Path | None = None
     done: Path | None = None
 
 
@@ -140,9 +145,7 @@ def start(cfg: RecordConfig, *, results_dir: Path) -> tuple[Path, bool]:
                 )
             return last, there.complete
     now = folders.utc_now()
-    folder = folders.create(
-        results_dir, folders.run_dir_name(now, gpu, sha, store.SUFFIX)
-    )  # fmt: skip
+    folder = folders.create(results_dir, folders.run_dir_name(now, gpu, sha, store.SUFFIX))
     (folder / store.LOGS).mkdir()
     parts = [store.Entry(name=p.name, what=p.what) for p in PARTS]
     rec = store.Record(commit=sha, dirty=dirty, device=cfg.device, gpu=gpu,
@@ -178,13 +181,11 @@ def run(
             left = None if deadline is None else deadline - clock()
             need = part.need_s[rec.device]
             if left is not None and left < need:
-                entry.status, entry.why = (
-                    store.NOT_RUN,
-                    (f"{left:.0f} s of the budget left; it starts with {need:.0f} s or more"),
-                )
+                entry.status = store.NOT_RUN
+                entry.why = f"{left:.0f} s of the budget left; it starts with {need:.0f} s or more"
                 store.write(folder, rec)
                 continue
-            step = plan(part, rec, folder, entry, _budget_of(part, rec, left))
+            step = plan(part, rec, folder, entry, _budget_of(part, rec, left), cfg.compare_with)
             if step.skip or step.done:
                 entry.status, entry.why = (store.SKIPPED, step.skip) if step.skip else (
                     store.DONE, "")  # fmt: skip
@@ -193,7 +194,11 @@ def run(
                 store.write(folder, rec)
                 continue
             _status(folder, rec, "running", part, index, clock(), deadline)
-            _attempt(folder, rec, entry, step, runner, deadline, clock)
+            try:
+                _attempt(folder, rec, entry, step, runner, deadline, clock)
+            except KeyboardInterrupt:
+                _status(folder, rec, "stopped", None, 0, clock(), deadline)
+                raise
         _status(folder, rec, "ended", None, 0, clock(), deadline)
     return rec
 
@@ -263,7 +268,12 @@ def _env(made: Path) -> dict:
 
 
 def plan(
-    part: Part, rec: store.Record, folder: Path, entry: store.Entry, budget_s: float | None
+    part: Part,
+    rec: store.Record,
+    folder: Path,
+    entry: store.Entry,
+    budget_s: float | None,
+    compare_with: str | None = None,
 ) -> Step:
     """The command line of `part` for this record: a GPU's command, or its tiny CPU version; a
     folder an earlier attempt left unfinished resumed where its command can (`run`, `quality`)."""
@@ -278,10 +288,10 @@ def plan(
     budget = [] if budget_s is None else ["--budget", f"{budget_s:.0f}s"]
     if part.name == "run":
         if resumable is not None:
-            return Step(argv=[*py, "run", "--resume", str(resumable)], resumed=resumable)
+            return Step(argv=[*py, "run", "--resume", str(resumable)])
         return Step(argv=[*py, "run", *(TINY["run"] if tiny else ()), "--results-dir", str(where)])
     if part.name == "ab":
-        previous, why = _previous(folder, rec.commit)
+        previous, why = _previous(folder, rec.commit, compare_with)
         if previous is None:
             return Step(skip=why)
         grid = [*TINY["run"], "--rounds", "2", "--min-rounds", "2"] if tiny else list(AB_GRID)
@@ -289,7 +299,7 @@ def plan(
     if part.name in ("quality", "replication"):
         if resumable is not None:
             argv = [*py, "quality", "--resume", str(resumable), *budget]
-            return Step(argv=argv, resumed=resumable)
+            return Step(argv=argv)
         seeds = ["--seeds", REPLICA_SEEDS] if part.name == "replication" else []
         tag = "nanogpt-replica1" if part.name == "quality" else "nanogpt-replica2"
         argv = [*py, "quality", *(TINY["quality"] if tiny else QUALITY), *seeds, "--tag", tag,
@@ -311,19 +321,25 @@ def plan(
     raise ValueError(f"unknown part {part.name!r}")
 
 
-def _previous(folder: Path, commit: str) -> tuple[str | None, str]:
-    """The commit of the newest record of another commit (beside this one, or published in
-    results/) that git here can check out, or None and why not."""
-    found = store.newest(sorted({folder.parent, paths.RESULTS}), differing_from=commit)
-    if found is None:
-        return None, "no earlier record of another commit to compare with"
-    previous = store.read(found).commit
+def _previous(folder: Path, commit: str, given: str | None) -> tuple[str | None, str]:
+    """What `ab` compares `commit` with: `given`, or the commit of the newest record of another
+    commit (beside this one, or published in results/), where git here has both; else None and
+    why not."""
+    if given == NONE:
+        return None, f"--compare-with {NONE}"
+    found = None
+    if given is None:
+        found = store.newest(sorted({folder.parent, paths.RESULTS}), differing_from=commit)
+        if found is None:
+            return None, "no earlier record of another commit to compare with"
+    previous = given or store.read(found).commit
     try:
         repo = ab.repository()
         for rev in (previous, commit):
             ab.resolve(repo, rev)
     except UsageError as exc:
-        return None, f"{found.name} is of {previous[:7]}, but {exc}"
+        said = f"{found.name} is of {previous[:7]}" if found else f"--compare-with {previous}"
+        return None, f"{said}, but {exc}"
     return previous, ""
 
 
