@@ -266,3 +266,29 @@ def test_the_tiny_record_runs_end_to_end_and_a_killed_call_resumes(tmp_path):
     assert (folder / rec.part("sweep").folder / "sweep.md").is_file()
     assert "== exit 0 after" in (folder / rec.part("tests").log).read_text()
     assert second.stdout.strip().splitlines()[-1] == str(folder)
+
+
+def test_every_part_on_a_gpu_is_a_command_line_ampbench_takes(tmp_path, commit, monkeypatch):
+    """The GPU's command lines, parsed by the program's own parser (a misspelt option would be
+    one line and exit 2 on the GPU box, after the device time it took to get there); the
+    scripts they run are there to run."""
+    from bench.cli import build_parser
+
+    monkeypatch.setattr(job.ab, "repository", lambda: tmp_path)
+    monkeypatch.setattr(job.ab, "resolve", lambda repo, rev: rev)
+    rec = store.Record(COMMIT, False, "cuda", "NVIDIA H100", "now",
+                       parts=[store.Entry(p.name, p.what) for p in job.PARTS])  # fmt: skip
+    parser = build_parser()
+    for part in job.PARTS:
+        step = job.plan(part, rec, tmp_path, rec.part(part.name), 900.0, "v0")
+        assert not step.skip, part.name
+        if step.argv[1:3] == ["-m", "bench"]:
+            args, rest = parser.parse_known_args(step.argv[3:])
+            assert args.command == step.argv[3] and (not rest or args.command == "ab"), rest
+            if part.budget:
+                assert args.budget == 900.0 and args.max_seeds == 8
+        else:
+            assert os.access(ROOT / step.argv[0], os.X_OK), step.argv
+    ab_args = job.plan(job.PARTS[1], rec, tmp_path, rec.part("ab"), None, "v0").argv
+    run_args, rest = parser.parse_known_args(["run", *ab_args[6:]])
+    assert not rest and run_args.modes == ["fp32", "tf32", "fp16-amp", "bf16-amp", "bf16-pure"]
