@@ -20,6 +20,10 @@
 #   ./run_bench.sh sweep [opts] -- python train.py ARGS
 #                                       your own training script over modes x seeds, judged
 #                                       (docs/own-loop.md; `recipes`, its old name, still runs it)
+#   ./run_bench.sh record [--budget 25m] [--status]
+#                                       everything published for this commit, part by part,
+#                                       resumable (run, ab, quality, sweep, tests; tiny on the
+#                                       CPU); --status: where a detached one is (docs/options.md)
 #   ./run_bench.sh report RUN_DIR       re-render a folder's report.md (and its figures)
 #   ./run_bench.sh headline RUN_DIR     print a run's headline table
 #   ./run_bench.sh index                regenerate results/README.md from the run folders

@@ -84,6 +84,7 @@ COMMANDS = {
     "publish",
     "check",
     "sweep",
+    "record",
 }
 """The commands: each is a module of `bench.cli` that parses nothing but its own options and one
 of `bench.commands` that acts on them (`run(args)`)."""
@@ -409,3 +410,13 @@ def test_deferred_imports_are_found_in_functions_only(tmp_path):
     found = [(6, "    import json  # why"), (12, '    return importlib.import_module("bench.x")')]
     assert _deferred(module) == found
     assert [_own(text) for _, text in found] == [False, True]
+
+
+def test_the_development_doc_names_every_script():
+    """docs/development.md's table of scripts/ names each file there, one line each, and no
+    file that is gone."""
+    text = (BENCH.parent / "docs" / "development.md").read_text()
+    table = text[text.index("## What is in scripts/") :]
+    named = set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE))
+    there = {p.name for p in (BENCH.parent / "scripts").iterdir() if p.is_file()}
+    assert named == there, f"unnamed: {sorted(there - named)}; gone: {sorted(named - there)}"

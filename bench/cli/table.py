@@ -19,6 +19,7 @@ from bench.cli import (
     publish,
     quality,
     readme,
+    record,
     report,
     sweep,
 )
@@ -42,6 +43,7 @@ MODULES: tuple[ModuleType, ...] = (
     publish,
     check,
     sweep,
+    record,
 )
 """The parsing modules in the order `--help` lists them."""
 
