@@ -15,6 +15,7 @@ from bench.cli import (
     index,
     maxbatch,
     numerics,
+    pages,
     promote,
     publish,
     quality,
@@ -40,6 +41,7 @@ MODULES: tuple[ModuleType, ...] = (
     export,
     readme,
     publish,
+    pages,
     check,
     sweep,
 )
