@@ -200,11 +200,20 @@ def _git(folder, *args):
     subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=folder, check=True)
 
 
+def _reported(project):
+    """Every run folder of `project` given a report.md: a published folder is whole."""
+    for run in runs.run_folders(project / "results", nested=True):
+        if not (run.path / results.REPORT).is_file():
+            (run.path / results.REPORT).write_text("# report\n")
+
+
 @pytest.fixture
 def repo(project):
-    """`project` as a git repository whose index and folders are all staged, the index fresh."""
+    """`project` as a git repository whose index and folders are all staged, the index fresh,
+    every folder with its report."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
+    _reported(project)
     index.write(project / "results")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
@@ -299,6 +308,7 @@ def test_check_holds_the_tracked_files_to_their_weight(repo, capsys, monkeypatch
 
 def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monkeypatch):
     monkeypatch.setattr(index_check, "tracked_files", lambda folder: None)
+    _reported(project)
     index.write(project / "results")
     code, err = _check(project, capsys)
     assert code == 0 and "git cannot list" in err[0] and "every folder" in err[0]
@@ -412,3 +422,27 @@ def test_a_folder_back_in_results_leaves_the_earlier_folders(project):
     (project / "results" / retired.RETIRED).write_text('["not", "an object"]')
     with pytest.raises(ValueError, match=r"retired\.json: not an object"):
         retired.read(project / "results")
+
+
+def test_check_names_a_published_folder_without_its_report_or_a_figure(repo, capsys):
+    # results/ is held to its weight without stripping a folder: each keeps report.md and the
+    # figures it shows.
+    report = repo / "results" / OLD / results.REPORT
+    report.write_text("# report\n\n![throughput](throughput.png)\n")
+    (repo / "results" / OLD / "throughput.png").write_bytes(b"png")
+    _git(repo, "add", "-A")
+    assert _check(repo, capsys)[0] == 0
+    _git(repo, "rm", "-q", "--cached", f"results/{OLD}/throughput.png")
+    code, err = _check(repo, capsys)
+    assert code == 1 and len(err) == 1
+    assert f"results/{OLD} is published without throughput.png, which its report" in err[0]
+    _git(repo, "rm", "-q", "--cached", f"results/{OLD}/{results.REPORT}")
+    index.write(repo / "results")
+    _git(repo, "add", f"results/{index.INDEX}")
+    (repo / "results" / OLD / "throughput.png").unlink()
+    report.unlink()
+    index.write(repo / "results")
+    _git(repo, "add", "-A")
+    code, err = _check(repo, capsys)
+    assert code == 1 and f"results/{OLD} is published without its report.md:" in err[0]
+    assert f"./run_bench.sh report results/{OLD}" in err[0]
