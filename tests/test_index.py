@@ -4,6 +4,7 @@ its own small results folder: the project's results/ (a user's own runs among th
 Whether the committed index is fresh is `./run_bench.sh index --check`, tested here on a fixture
 repository."""
 
+import json
 import shutil
 import subprocess
 
@@ -11,7 +12,7 @@ import pytest
 
 from bench.cases.grid import GRID_WIDTH
 from bench.cli import main
-from bench.publish import index, index_cells, index_check, runs
+from bench.publish import index, index_cells, index_check, retired, runs
 from bench.store import paths, results
 from tests.stored import small_grid, write_maxbatch, write_numerics, write_run, write_save
 
@@ -199,11 +200,20 @@ def _git(folder, *args):
     subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=folder, check=True)
 
 
+def _reported(project):
+    """Every run folder of `project` given a report.md: a published folder is whole."""
+    for run in runs.run_folders(project / "results", nested=True):
+        if not (run.path / results.REPORT).is_file():
+            (run.path / results.REPORT).write_text("# report\n")
+
+
 @pytest.fixture
 def repo(project):
-    """`project` as a git repository whose index and folders are all staged, the index fresh."""
+    """`project` as a git repository whose index and folders are all staged, the index fresh,
+    every folder with its report."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
+    _reported(project)
     index.write(project / "results")
     _git(project, "init", "-q")
     _git(project, "add", "-A")
@@ -298,6 +308,7 @@ def test_check_holds_the_tracked_files_to_their_weight(repo, capsys, monkeypatch
 
 def test_check_without_git_says_so_and_counts_every_folder(project, capsys, monkeypatch):
     monkeypatch.setattr(index_check, "tracked_files", lambda folder: None)
+    _reported(project)
     index.write(project / "results")
     code, err = _check(project, capsys)
     assert code == 0 and "git cannot list" in err[0] and "every folder" in err[0]
@@ -352,3 +363,86 @@ def test_every_comparison_and_run_folder_at_any_depth_is_named(tmp_path):
     assert f"[report](memory/ab/{cmp.name}/report.md)" in line and "| seed " in line
     assert "own/overhead/probe_run" in text.split("## A/B comparisons")[0]
     assert inner.name not in text and deep.exists()
+
+
+# --- earlier folders ------------------------------------------------------------------------
+
+OLD = "20261129T110000Z_NVIDIA-H200_0157d67"
+
+
+def _commit(folder, message):
+    _git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    out = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+def test_a_removed_folder_is_listed_with_the_last_commit_that_held_it(repo, capsys):
+    held = _commit(repo, "the runs")
+    _git(repo, "rm", "-rq", f"results/{OLD}")
+    # Removed, not yet committed: HEAD is the last commit that holds it.
+    assert retired.refresh(repo / "results") == {OLD: held}
+    _commit(repo, "a folder leaves")
+    _git(repo, "rm", "-rq", "results/20261129T120000Z_NVIDIA-H200_0157d67_numerics")
+    second = _commit(repo, "another leaves")
+    (repo / "results" / retired.RETIRED).unlink()  # from the history alone, committed deletions
+    gone = retired.refresh(repo / "results")
+    assert gone[OLD] == held and len(gone) == 2
+    assert gone["20261129T120000Z_NVIDIA-H200_0157d67_numerics"] != second  # its parent holds it
+    assert main(["index", "--results-dir", str(repo / "results")]) == 0
+    text = (repo / "results" / index.INDEX).read_text()
+    assert "## Earlier folders" in text and f"| `{OLD}` " in text and f"`{held[:7]}`" in text
+    assert "retired.json](retired.json)" in text and "Other files: [retired.json]" not in text
+    _git(repo, "add", "-A")
+    _commit(repo, "the index")
+    capsys.readouterr()
+    assert _check(repo, capsys)[0] == 0
+
+
+def test_earlier_folders_render_from_the_file_without_git_history(repo, capsys, monkeypatch):
+    held = _commit(repo, "the runs")
+    _git(repo, "rm", "-rq", f"results/{OLD}")
+    assert main(["index", "--results-dir", str(repo / "results")]) == 0
+    written = (repo / "results" / index.INDEX).read_text()
+    _git(repo, "add", "-A")
+    _commit(repo, "a folder leaves")
+    # A shallow clone: git knows no deletion, and the file's entries stay as they were.
+    monkeypatch.setattr(retired, "from_git", lambda results_dir: {})
+    assert retired.refresh(repo / "results") == {OLD: held}
+    assert index.render(repo / "results") == written
+    capsys.readouterr()
+    assert _check(repo, capsys)[0] == 0
+
+
+def test_a_folder_back_in_results_leaves_the_earlier_folders(project):
+    (project / "results" / retired.RETIRED).write_text(json.dumps({OLD: "a" * 40}))
+    assert retired.refresh(project / "results") == {}
+    assert "Earlier folders" not in index.render(project / "results")
+    (project / "results" / retired.RETIRED).write_text('["not", "an object"]')
+    with pytest.raises(ValueError, match=r"retired\.json: not an object"):
+        retired.read(project / "results")
+
+
+def test_check_names_a_published_folder_without_its_report_or_a_figure(repo, capsys):
+    # results/ is held to its weight without stripping a folder: each keeps report.md and the
+    # figures it shows.
+    report = repo / "results" / OLD / results.REPORT
+    report.write_text("# report\n\n![throughput](throughput.png)\n")
+    (repo / "results" / OLD / "throughput.png").write_bytes(b"png")
+    _git(repo, "add", "-A")
+    assert _check(repo, capsys)[0] == 0
+    _git(repo, "rm", "-q", "--cached", f"results/{OLD}/throughput.png")
+    code, err = _check(repo, capsys)
+    assert code == 1 and len(err) == 1
+    assert f"results/{OLD} is published without throughput.png, which its report" in err[0]
+    _git(repo, "rm", "-q", "--cached", f"results/{OLD}/{results.REPORT}")
+    index.write(repo / "results")
+    _git(repo, "add", f"results/{index.INDEX}")
+    (repo / "results" / OLD / "throughput.png").unlink()
+    report.unlink()
+    index.write(repo / "results")
+    _git(repo, "add", "-A")
+    code, err = _check(repo, capsys)
+    assert code == 1 and f"results/{OLD} is published without its report.md:" in err[0]
+    assert f"./run_bench.sh report results/{OLD}" in err[0]

@@ -82,6 +82,7 @@ COMMANDS = {
     "export",
     "readme",
     "publish",
+    "pages",
     "check",
     "sweep",
     "record",

@@ -1,12 +1,15 @@
 """Provenance of a time-to-quality study (issue 52, finding 9): its workers are processes on one
 GPU, not GPUs, and a study resumed at other commits names each of them. Fixtures built here."""
 
+from types import SimpleNamespace
+
 import pandas as pd
 
-from bench.publish import index, index_cells
+from bench.publish import index, index_cells, quality, quality_runs
 from bench.publish import quality_runs as page
 from bench.publish.runs import Run
 from bench.quality import tables
+from bench.verdicts import training
 
 
 def test_a_studys_workers_are_not_counted_as_gpus(tmp_path):
@@ -49,3 +52,51 @@ def test_runs_that_record_their_commit_are_counted_by_commit():
     assert "the other 2 did not record theirs" in said and "not recorded" not in said
     # Rows from before the column existed: the old wording.
     assert "not recorded" in page.commits(env, runs.drop(columns=["commit", "dirty"]))
+
+
+def _study(env, runs, looks=(), replica=None, sequential=False):
+    """What `bench.publish.quality.evidence` reads of a study, built by hand."""
+    cfg = SimpleNamespace(sequential=sequential, max_seeds=8)
+    verdicts = {
+        "tf32": training.Verdict(training.LIKE, ""),
+        "bf16-amp": training.Verdict(training.LIKE, ""),
+    }
+    return {"env": env, "cfg": cfg, "looks": list(looks), "tables": {"runs": runs},
+            "summary": runs, "replica": replica, "verdicts": verdicts}  # fmt: skip
+
+
+def test_a_study_says_what_evidence_it_is_and_what_it_cannot_say():
+    runs = pd.DataFrame({"mode": ["fp32", "tf32"], "seed": [0, 1], "status": ["ok", "ok"],
+                         "commit": ["aa8effd", None], "dirty": [False, None]})  # fmt: skip
+    mixed = quality_runs.evidence(_study({"commit": "7512b88", "dirty": True}, runs))
+    assert "its runs trained at 7512b88 (uncommitted changes) and aa8effd" in mixed
+    assert "2 seeds, without looks; no replication on other seeds" in mixed
+    assert (
+        "not known from it, as its runs are of more than one commit, and it has neither looks "
+        "nor a replication." in mixed
+    )
+    one = runs.assign(commit="a8fb551", dirty=False)
+    clash = {"tf32": training.LIKE, "bf16-amp": training.WORSE}
+    whole = quality_runs.evidence(
+        _study({"commit": "a8fb551"}, one, looks=[3, 4], replica=("b", clash), sequential=True)
+    )
+    assert whole.startswith("**The study**: trained at one commit, a8fb551; seeds added in looks")
+    assert "(`b`, replication.md): 1 of 2 verdicts contradicted (bf16-amp)" in whole
+    assert "not known" not in whole
+    looks_only = quality_runs.evidence(_study({"commit": "a8fb551"}, one, [3], sequential=True))
+    assert looks_only.endswith("not known from it, as it has no replication.")
+
+
+def test_a_replicated_study_finds_its_pair_through_the_page(tmp_path, monkeypatch):
+    a, b = tmp_path / "a_replica1", tmp_path / "a_replica2"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "env.json").write_text("{}")
+        (folder / quality_runs.REPLICATION).write_text(
+            f"# Replication\n\nFirst: `{a.name}` (seeds 0, 1). Second: `{b.name}` (seeds 1000).\n"
+        )
+    monkeypatch.setattr(quality, "study", lambda run_dir, paired: {"verdicts": {"x": "v"}})
+    assert quality._replica(a) == (b.name, {"x": "v"})
+    assert quality._replica(b) == (a.name, {"x": "v"})
+    (b / "env.json").unlink()
+    assert quality._replica(a) is None

@@ -11,7 +11,7 @@ import pytest
 from bench.cli import main
 from bench.faults import UsageError
 from bench.numerics.measure import tables as study_tables
-from bench.publish import readme, report, summary, summary_studies
+from bench.publish import readme, readme_blocks, report, summary, summary_studies
 from bench.store import paths, results
 from bench.verdicts import timing
 from tests.stored import small_grid, timing_row, write_run
@@ -59,7 +59,8 @@ def test_blocks_are_filled_from_their_runs_and_the_rest_is_kept(project):
     text = path.read_text()
     df = results.load(project / "results" / "run1")
     assert report.headline(df, batch_size=8) in text
-    assert "From [`run1`](results/run1):" in text  # no report.md there: the folder
+    # no report.md there: the folder; and the commit its data comes from (none: a run outside git)
+    assert "From [`run1`](results/run1) (recorded at an unknown commit):" in text
     assert text.startswith("# Title\n\nBefore.\n\n<!-- ampbench:headline results/run1 batch_size=8")
     assert "stale text" not in text and "\nBetween.\n" in text and text.endswith("\nAfter.\n")
     table = text.split("<!-- ampbench:table")[1]
@@ -87,7 +88,8 @@ def test_a_readme_brings_the_docs_pages_beside_it(project, capsys):
     (docs / "plain.md").write_text("# No blocks\n")
     readme.update(project / "README.md")
     page = (docs / "page.md").read_text()
-    assert "From [`run1`](../results/run1):" in page and "| bf16-amp (eager)" in page
+    assert "From [`run1`](../results/run1) (recorded at an unknown commit):" in page
+    assert "| bf16-amp (eager)" in page
     (docs / "page.md").write_text(page.replace("bf16-amp (eager)", "fp32 (eager)"))
     stale = readme.update(project / "README.md", check=True)
     assert [b.label for b in stale] == ["docs/page.md line 3: ampbench:fastest ../results/run1"]
@@ -295,6 +297,11 @@ SUMMARY = [
     # and they decide a p10 (`scaler_cost`).
     "- **What GradScaler costs.** Not known: timed before GradScaler's skipped steps were "
     "counted and left out.",
+    # bf16 autocast against fp16 with the GradScaler it needs, by the same rule: not known either.
+    "- **bf16 against fp16** (bf16 autocast against fp16-amp, with the GradScaler fp16 needs; "
+    "eager, fused Adam): speed not known (timed before GradScaler's skipped steps were counted "
+    "and left out: batch 8 (5.00 against 5.50 ms) and 32 (16.0 against 22.0 ms)); the same peak "
+    "memory at each.",
     "- **What bf16 gives up.** bf16 autocast ends its synthetic-task training at 0.100 "
     "against 0.100 at batch 1024; its gradients are 8.00× further from fp32's than scaled fp16's "
     "(median relative error 0.00800 against 0.00100): it keeps float32's range with 3 fewer "
@@ -333,8 +340,8 @@ def test_the_summary_block_links_its_folders_from_the_page(answered):
     (answered / "docs").mkdir()
     text, _ = readme.regenerate(block, answered / "docs")
     assert (
-        "Measured on one Test GPU, torch 2.99.0 ([timing run](../results/run1/report.md), "
-        "[numerics study](../results/study1)):"
+        "Measured on one Test GPU, torch 2.99.0 ([timing run](../results/run1/report.md) at an "
+        "unknown commit, [numerics study](../results/study1) at an unknown commit):"
     ) in text
     assert "\n".join(SUMMARY) in text
 
@@ -347,11 +354,12 @@ def test_a_summary_without_a_study_keeps_only_the_timing_lines(answered):
     assert leads == [
         "Speed.",
         "What GradScaler costs.",
+        "bf16 against fp16",
         "Fastest at batch 8",
         "Fastest at batch 32",
         "Memory",
     ]
-    assert "no numerics study trained it" in lines[4]
+    assert "no numerics study trained it" in lines[5]
 
 
 SCALER_COST = (
@@ -383,6 +391,12 @@ def test_the_scaler_cost_is_said_only_on_training_steps_outside_the_noise(answer
     assert line.startswith(
         "- **What GradScaler costs.** It changes the fp16 step by +10.0% at batch 32 (22.0 "
         "against 20.0 ms at 32; eager, fused Adam); at 8 the two are within noise;"
+    )
+    # bf16 autocast against fp16 with its GradScaler, by the same rule, and their peak memory.
+    assert summary.bf16_fp16_line(counted, "fused", env) == (
+        "- **bf16 against fp16** (bf16 autocast against fp16-amp, with the GradScaler fp16 "
+        "needs; eager, fused Adam): 9.1% faster at batch 8 (5.00 against 5.50 ms) and 27.3% "
+        "faster at 32 (16.0 against 22.0 ms); the same peak memory at each."
     )
     everywhere = wide.assign(total_ms_p10=wide["total_ms"] * 0.85, total_ms_p90=wide["total_ms"])
     assert summary.scaler_cost_line(everywhere, "fused", interleaved).startswith(
@@ -565,3 +579,20 @@ def test_a_numerics_study_names_no_fastest_that_trains_like_fp32():
     *_, line = summary.fastest_lines(ok, [study], "fused")
     assert line.startswith("- **Which of these trains like fp32: not known**")
     assert not any("Fastest that trains" in x for x in summary.fastest_lines(ok, [study], "fused"))
+
+
+def test_a_block_names_every_commit_its_folders_were_recorded_at(tmp_path):
+    # A block older than the code it describes says so with the commit: named, never compared
+    # with the checkout's, so the check reads the same at any later commit.
+    one = write_run(tmp_path / "one", small_grid()[:2], commit="a" * 40)
+    two = write_run(tmp_path / "two", small_grid()[:2], commit="b" * 40)
+    env = results.read_env(two)
+    env["dirty"] = True
+    env["resumed"] = [{"at": "2026-12-03T07:34", "differs": ["commit 'bbb' there, 'ccccccc' here"]}]
+    results.write_env(two, env)
+    assert readme_blocks.recorded([one]) == "recorded at commit aaaaaaa"
+    assert readme_blocks.recorded([one, two]) == (
+        "recorded at commits aaaaaaa, bbbbbbb (uncommitted changes) and ccccccc"
+    )
+    nogit = write_run(tmp_path / "nogit", small_grid()[:2])
+    assert readme_blocks.recorded([nogit]) == "recorded at an unknown commit"

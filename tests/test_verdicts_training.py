@@ -275,6 +275,8 @@ def test_an_unstable_run_without_nan_makes_the_scaler_needed():
     assert "checked at steps 0" in v.reason  # the steps the check saw
     # the norm the scaler keeps, beside it
     assert "it keeps at most 0.1% of a gradient's norm that float16 flushes" in v.reason
+    # needed by training, and said so apart from the norm rule, which alone would not decide it
+    assert "by the norm rule alone it is not" in v.reason and "over 10% decides" in v.reason
 
 
 def test_a_per_element_flush_share_sits_beside_the_norm_share_and_decides_nothing():

@@ -112,7 +112,11 @@ def test_the_readme_block_links_every_run(tmp_path):
     write_run(tmp_path / "results" / "b", _rows("hf:bert", fp8=True), gpu="NVIDIA H200")
     block = readme.Block("zoo", "results/a", {"with": "b"}, "", 1)
     text = readme.generate(block, root=tmp_path)
-    assert "From [`hf:gpt2`](results/a) and [`hf:bert`](results/b):" in text  # by model
+    # by model, and the commit the data comes from
+    assert (
+        "From [`hf:gpt2`](results/a) and [`hf:bert`](results/b) (recorded at an unknown commit):"
+        in text
+    )
 
 
 def test_a_run_that_stopped_early_says_so_under_the_table(tmp_path):

@@ -18,5 +18,6 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--check",
         action="store_true",
         help="change nothing; exit 1 when the index is not what the run folders git tracks "
-        "say, or the files git tracks there weigh more than 30 MB in all or 5 MB each",
+        "say, a folder it lists lacks its report.md or a figure the report shows, or the files "
+        "git tracks there weigh more than 30 MB in all or 5 MB each",
     )

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from bench.commands import folders
-from bench.publish import index, index_check, runs
+from bench.publish import index, index_check, retired, runs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -18,7 +18,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"ampbench: {stale or fresh}", file=sys.stderr)
         return 1 if stale else 0
     try:
-        print(index.write(folders.writable(folder)))
+        retired.refresh(folders.writable(folder))  # the index's earlier folders, from git
+        print(index.write(folder))
     except OSError as exc:  # a read-only README.md in a writable folder
         raise folders.os_error(exc) from exc
     return 0

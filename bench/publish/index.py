@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import tables
+from bench.publish import retired, tables
 from bench.publish.index_cells import COMPARISON, ROW, Cells, axis, batches, line
 from bench.publish.runs import (
     HISTORY_DIR,
@@ -141,11 +141,44 @@ def run_of_record(readme: Path, tree: Tree) -> Path | None:
 
 def _other_files(tree: Tree, listed: set[Path]) -> list[Path]:
     """Files the tables do not list: loose files here and in folders that hold no run."""
-    out = [p for p in sorted(tree.root.iterdir()) if p.is_file() and p.name != INDEX]
+    out = [
+        p
+        for p in sorted(tree.root.iterdir())
+        if p.is_file() and p.name not in (INDEX, retired.RETIRED)
+    ]
     for sub in subfolders(tree):
         if run_at(sub, tree) is None:
             out += [p for p in sorted(sub.iterdir()) if p.is_file() and p not in listed]
     return [p for p in out if tree.has(p) and not p.name.startswith(".")]
+
+
+EARLIER = "Earlier folders"
+
+
+def _earlier(results_dir: Path, tree: Tree) -> list[str]:
+    """The folders that left results/, newest first, each with the last commit that held it
+    (`bench.publish.retired`: from retired.json, never from git, so a shallow clone renders
+    the same)."""
+    if not tree.has(results_dir / retired.RETIRED):
+        return []
+    gone = retired.read(results_dir)
+    if not gone:
+        return []
+    rows = [
+        {"folder": f"`{name}`", "last commit": f"`{sha[:7]}`"}
+        for name, sha in sorted(gone.items(), reverse=True)
+    ]
+    return [
+        f"## {EARLIER}",
+        "",
+        "Folders that left results/ once nothing published cited them; git keeps each at its "
+        "last commit (`git checkout COMMIT -- results/FOLDER` brings one back). "
+        f"{_link(retired.RETIRED, results_dir / retired.RETIRED, results_dir)} lists them, "
+        "kept from git's history by `./run_bench.sh index`.",
+        "",
+        tables.markdown(pd.DataFrame(rows)),
+        "",
+    ]
 
 
 def render(
@@ -204,6 +237,7 @@ def render(
     if history:
         links = ", ".join(_link(p.stem, p, base) for p in history)
         out += [f"Each case's step time across the timing runs of one GPU model: {links}.", ""]
+    out += _earlier(results_dir, tree)
     other = _other_files(tree, {p for p, _ in found})
     if other:
         out += ["Other files: " + ", ".join(_link(p.name, p, base) for p in other) + ".", ""]

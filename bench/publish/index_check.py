@@ -4,6 +4,7 @@ the index against the run folders git tracks (`check`), and the tracked files ag
 
 from __future__ import annotations
 
+import re
 import sys
 from itertools import zip_longest
 from pathlib import Path
@@ -52,6 +53,29 @@ def weight(results_dir: Path, files: frozenset[Path] | None = None) -> tuple[str
     return said, None
 
 
+FIGURE = re.compile(r"!\[[^\]]*\]\(([^()\s/]+\.png)\)")
+"""A figure a report.md shows from its own folder: `![throughput](throughput.png)`."""
+
+
+def unpublished(results_dir: Path, tree: Tree, index_text: str) -> str | None:
+    """One line naming the first run folder the index lists that git holds without its report.md
+    or without a figure its report shows: a published folder is kept whole, never stripped to fit
+    the weight (docs/results-folder.md); None where every one is whole."""
+    for run in run_folders(results_dir, tree=tree, nested=True):
+        shown = f"{paths.shown(results_dir)}/{run.path.relative_to(results_dir).as_posix()}"
+        if unreported(run, results_dir) in index_text:
+            return (
+                f"{shown} is published without its report.md: ./run_bench.sh report {shown} "
+                "writes it again from the folder's data"
+            )
+        report = run.path / results.REPORT
+        shows = FIGURE.findall(report.read_text()) if tree.has(report) else []
+        lacking = [f for f in shows if not tree.has(run.path / f)]
+        if lacking:
+            return f"{shown} is published without {lacking[0]}, which its report.md shows"
+    return None
+
+
 def _named(text: str, run: Run, base: Path) -> bool:
     """Whether an index's `text` has a row for `run` (its report's link, or its name)."""
     rel = run.path.relative_to(base).as_posix()
@@ -76,7 +100,7 @@ def check(results_dir: Path = paths.RESULTS) -> str | None:
     tree = Tree(results_dir, files)
     have, want = path.read_text(), render(results_dir, tree=tree)
     if have == want:
-        return weight(results_dir, files)[1]
+        return unpublished(results_dir, tree, want) or weight(results_dir, files)[1]
     counted = run_folders(results_dir, tree=tree, nested=True)
     # Only a folder the fresh index names can be missing from the old one (an `ab` comparison's
     # folder, for one, is listed through its parent, not by its own report).

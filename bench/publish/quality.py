@@ -5,6 +5,7 @@ folder's files alone (`bench.quality.tables`); pandas and matplotlib, no torch."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -27,8 +28,25 @@ def loss(x: float) -> str:
     return number(float(x), 4)
 
 
-def study(run_dir: Path) -> dict:
-    """Everything the report and the README read of a study, in one dict."""
+NAMED = re.compile(r"^First: `(?P<first>[^`]+)`.*? Second: `(?P<second>[^`]+)`", re.M)
+
+
+def _replica(run_dir: Path) -> tuple[str, dict] | None:
+    """The other study of a `--replicate` pair (its folder's name, and its verdicts), found
+    through the replication page the pair's folders hold; None without one beside it."""
+    page = run_dir / quality_runs.REPLICATION
+    named = NAMED.search(page.read_text()) if page.is_file() else None
+    if named is None:
+        return None
+    other = next((n for n in named.groups() if n != run_dir.name), None)
+    if other is None or not (run_dir.parent / other / results.ENV).is_file():
+        return None
+    return other, study(run_dir.parent / other, paired=False)["verdicts"]
+
+
+def study(run_dir: Path, *, paired: bool = True) -> dict:
+    """Everything the report and the README read of a study, in one dict; `paired`: with the
+    verdicts of its replication where the folder names one."""
     env = results.read_env(run_dir)
     cfg = QualityConfig.from_record(env["quality_config"])
     t = tables.load(run_dir)
@@ -67,6 +85,7 @@ def study(run_dir: Path) -> dict:
         "target_why": goal_why, "verdicts": verdicts, "scaler": scaler, "reached": reached,
         "margin": margin, "improving": improving, "looks": looks, "judged": judged,
         "design": design,
+        "replica": _replica(run_dir) if paired else None,
     }  # fmt: skip
 
 
@@ -306,6 +325,8 @@ def findings(s: dict) -> list[str]:
         else []
     )
     return [
+        quality_runs.evidence(s),
+        "",
         *margin,
         *quality_runs.looks(s),
         *_reruns(s),

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import quality
+from bench.publish import quality, quality_runs
 from bench.publish.tables import markdown
 from bench.verdicts import replication
 
-PAGE = "replication.md"
+PAGE = quality_runs.REPLICATION
 
 
 def write(first: Path, second: Path) -> str:

@@ -9,7 +9,7 @@ import pandas as pd
 from bench.publish.tables import MISSING, figure, joined
 from bench.quality import tables
 from bench.quality.config import QualityConfig
-from bench.verdicts import training
+from bench.verdicts import replication, sequential, training
 
 
 def span(values: pd.Series, show=figure) -> str:
@@ -20,6 +20,49 @@ def span(values: pd.Series, show=figure) -> str:
     if len(values) == 1 or values.min() == values.max():
         return show(values.iloc[0])
     return f"{show(values.mean())} ({show(values.min())}–{show(values.max())})"
+
+
+UNCOMMITTED = " (uncommitted changes)"
+
+
+UNKNOWN_COMMIT = "an unknown commit"
+
+
+def _started(env: dict) -> str:
+    sha = env.get("commit")
+    if not sha or sha == "unknown":  # a run outside git
+        return UNKNOWN_COMMIT
+    return str(sha)[:7] + (UNCOMMITTED if env.get("dirty") else "")
+
+
+def _resumed(env: dict) -> list[tuple[str, str]]:
+    """(short commit, when) of each resume at another commit, as env.json records it."""
+    out = []
+    for r in env.get("resumed") or []:
+        for d in r.get("differs", []):
+            if d.startswith("commit "):
+                out.append((d.rsplit(" ", 2)[-2].strip("'")[:7], str(r.get("at", "?"))))
+    return out
+
+
+def trained_at(env: dict, runs: pd.DataFrame | None = None) -> list[str]:
+    """Every commit the study's runs may have trained at, short, first seen first: the one it
+    started at, each it was resumed at and each its rows name (`UNCOMMITTED` after one with
+    uncommitted changes). A study trained at one commit gives one, without `UNCOMMITTED`."""
+    named = [_started(env), *(here for here, _ in _resumed(env))]
+    if runs is not None and "commit" in runs:
+        rows = runs[runs["commit"].notna()]
+        dirty = rows["dirty"].eq(True) if "dirty" in rows else pd.Series(False, rows.index)
+        named += [
+            str(c)[:7] + (UNCOMMITTED if d else "")
+            for c, d in zip(rows["commit"], dirty, strict=True)
+        ]
+    return list(dict.fromkeys(named))
+
+
+def one_commit(at: list[str]) -> bool:
+    """Whether `trained_at`'s commits are one, committed: a study a checkout can train again."""
+    return len(at) == 1 and not at[0].endswith(UNCOMMITTED) and at[0] != UNKNOWN_COMMIT
 
 
 OVERRIDE = "AMPBENCH_GIT_COMMIT"
@@ -42,13 +85,8 @@ def _given(env: dict, runs: pd.DataFrame | None) -> str:
 
 
 def _commits(env: dict, runs: pd.DataFrame | None) -> str:
-    first = str(env.get("commit"))[:7] + (" (uncommitted changes)" if env.get("dirty") else "")
-    later = []
-    for r in env.get("resumed") or []:
-        for d in r.get("differs", []):
-            if d.startswith("commit "):
-                here = d.rsplit(" ", 2)[-2].strip("'")[:7]
-                later.append(f"{here} ({r.get('at', '?')[:16]})")
+    first = _started(env)
+    later = [f"{here} ({at[:16]})" for here, at in _resumed(env)]
     if not later:
         return f"commit {first}"
     said = f"started at commit {first}, resumed at {joined(list(dict.fromkeys(later)))}: "
@@ -122,7 +160,7 @@ def looks(s: dict) -> list[str]:
         return []
     if not looks:
         return [f"**Looks**: none judged yet (cap {cfg.max_seeds} seeds); --resume goes on.", ""]
-    design = s["design"]
+    design = sequential.Design(len(cfg.seeds), cfg.max_seeds)
     per = []
     for m, j in judged.items():
         if j.decided:
@@ -137,8 +175,62 @@ def looks(s: dict) -> list[str]:
     return [
         f"**Looks**: at {', '.join(map(str, looks))} seeds of a cap of {cfg.max_seeds}; each "
         f"look judged at its own level ({design.spending}-type alpha spending, "
-        f"{design.alpha:.0%} a side over every look), so the error rate holds over the looks; "
-        f"the test: {training.TEST_NAMES[design.paired]}. "
+        f"{design.alpha:.0%} a side over every look), so the error rate holds over the looks. "
         f"{'; '.join(per)}.",
         "",
     ]
+
+
+REPLICATION = "replication.md"
+"""`quality --replicate`'s page, written into both folders of the pair (`quality_replicate`)."""
+
+
+def evidence(s: dict) -> str:
+    """What kind of evidence the study is: trained at one commit or several, seeds added in looks
+    or fixed in advance, replicated on other seeds or not. Where it is not all three (a
+    one-commit study with looks and its replication), says that such verdicts are not known
+    from it, and why."""
+    env, cfg, looks = s["env"], s["cfg"], s["looks"]
+    at = trained_at(env, s["tables"]["runs"])
+    one = one_commit(at)
+    seeds = len(set(s["summary"]["seed"])) if len(s["summary"]) else 0
+    sequential_ = bool(cfg.sequential and looks)
+    parts = [
+        f"trained at one commit, {at[0]}" if one else f"its runs trained at {joined(at)}",
+        f"seeds added in looks, at {', '.join(map(str, looks))} of a cap of {cfg.max_seeds}"
+        if sequential_
+        else f"{seeds} seeds, without looks",
+    ]
+    if s["replica"] is not None:
+        name, theirs = s["replica"]
+        rows = replication.table({m: v.verdict for m, v in s["verdicts"].items()}, theirs)
+        clash = [r["mode"] for r in rows if r["agreement"] == replication.CONTRADICT]
+        parts.append(
+            f"replicated on other seeds (`{name}`, {REPLICATION}): {len(clash)} of {len(rows)} "
+            f"verdicts contradicted{f' ({joined(clash)})' if clash else ''}"
+        )
+    else:
+        parts.append("no replication on other seeds")
+    has_no = [
+        *([] if sequential_ else ["looks"]),
+        *([] if s["replica"] is not None else ["replication"]),
+    ]
+    lacks = [
+        *([] if one else ["its runs are of more than one commit"]),
+        *(
+            [
+                f"it has no {has_no[0]}"
+                if len(has_no) == 1
+                else "it has neither looks nor a replication"
+            ]
+            if has_no
+            else []
+        ),
+    ]
+    tail = (
+        f" The verdicts of a one-commit study with looks and its replication: not known from "
+        f"it, as {', and '.join(lacks)}."
+        if lacks
+        else ""
+    )
+    return f"**The study**: {'; '.join(parts)}.{tail}"

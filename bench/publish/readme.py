@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from bench.faults import UsageError
 from bench.publish import zoo
-from bench.publish.readme_blocks import KINDS, link_to_report
+from bench.publish.readme_blocks import KINDS, link_to_report, recorded
 from bench.publish.tables import joined
 from bench.store import paths, results
 
@@ -90,17 +90,23 @@ def _source(run: Path, link: str, options: dict[str, str], kind: str) -> str:
     here = PurePosixPath(link).parent
     text = SOURCE_TEXT.get(kind, lambda folder: None)
 
+    def named(option: str) -> list[str]:
+        return [n for n in options.get(option, "").split("+") if n]
+
     def linked(option: str) -> list[str]:
         """The reports of the folders beside `run` that `option` names (`a+b`)."""
-        names = [n for n in options.get(option, "").split("+") if n]
-        return [link_to_report(run.parent / n, str(here / n), text(run.parent / n)) for n in names]
+        return [
+            link_to_report(run.parent / n, str(here / n), text(run.parent / n))
+            for n in named(option)
+        ]
 
     listed = joined([link_to_report(run, link, text(run)), *linked("with")])
     studies = linked("quality")
     if studies:
         study = "study" if len(studies) == 1 else "studies"
         listed += f"; the time-to-quality {study} {joined(studies)}"
-    return f"From {listed}:"
+    shown = [run, *(run.parent / n for n in named("with") + named("quality"))]
+    return f"From {listed} ({recorded(shown)}):"
 
 
 def _figures(run: Path, link: str, names: str) -> str:

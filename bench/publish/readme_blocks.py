@@ -16,6 +16,7 @@ from bench.publish import (
     findings,
     maxbatch,
     quality,
+    quality_runs,
     ranks,
     report,
     summary,
@@ -23,6 +24,7 @@ from bench.publish import (
     variants,
     zoo,
 )
+from bench.quality import tables as quality_tables
 from bench.store import results
 
 
@@ -30,6 +32,22 @@ def link_to_report(folder: Path, link: str, text: str | None = None) -> str:
     """A markdown link to a folder's report.md (else the folder), as the page reaches it."""
     target = f"{link}/{results.REPORT}" if (folder / results.REPORT).is_file() else link
     return f"[{text or f'`{folder.name}`'}]({target})"
+
+
+def recorded(folders: list[Path]) -> str:
+    """`recorded at commit 933a292` (or `at commits A, B and C`): the code the folders' data
+    comes from, every commit a folder was resumed at included (a study's runs too), so that a
+    block older than the code it describes says so. It names commits, never compares them with
+    the checkout's: a clean clone at any later commit checks the same text."""
+    at: list[str] = []
+    for folder in folders:
+        env = results.read_env(folder)
+        runs = quality_tables.load(folder)["runs"] if env.get("kind") == "quality" else None
+        at += quality_runs.trained_at(env, runs)
+    at = list(dict.fromkeys(at))
+    if at == [quality_runs.UNKNOWN_COMMIT]:
+        return f"recorded at {at[0]}"
+    return f"recorded at commit{'s' if len(at) > 1 else ''} {tables.joined(at)}"
 
 
 def _takes(kind: str, options: dict[str, str], *allowed: str) -> None:
@@ -135,6 +153,10 @@ def _summary(run: Path, options: dict[str, str], link: str) -> str:
             run.parent / n, str(here / n), "numerics study" + (f" {i}" if len(names) > 1 else "")
         )
         for i, n in enumerate(names, 1)
+    ]
+    sources = [
+        f"{source} {recorded([folder]).removeprefix('recorded ')}"
+        for source, folder in zip(sources, [run, *(run.parent / n for n in names)], strict=True)
     ]
     lines = summary.summary(
         results.load(run),

@@ -21,7 +21,7 @@ from bench.publish.summary_studies import (
     trains_like_fp32,
 )
 from bench.publish.tables import batch_sizes, figure, joined
-from bench.verdicts import timing
+from bench.verdicts import memory, timing
 from bench.verdicts.timing import Fastest
 
 
@@ -120,6 +120,57 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
     if not math.isnan(bf16):
         line += f"; {catalog.label(head)} needs no scaler and takes {figure(bf16)} ms there"
     return line + "."
+
+
+def bf16_fp16_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
+    """bf16 autocast against fp16 autocast with GradScaler (what each needs to train), eager, per
+    batch size: step time by the rule GradScaler's cost is judged by (`timing.scaler_cost`, any
+    two rows of one case), peak allocated memory by the memory verdict's default tolerance."""
+    fp16, _ = catalog.fp16_pair()
+    bf16 = catalog.headline()
+    pairs = [
+        (int(bs), a, b)
+        for bs in sorted(ok["batch_size"].unique())
+        if (a := _eager_row(ok, bf16, bs)) is not None
+        and (b := _eager_row(ok, fp16, bs)) is not None
+    ]
+    if not pairs:
+        return None
+    interleaved = timing.scaler_cost_reason(
+        env, pd.DataFrame([r for _, *two in pairs for r in two])
+    )
+    parts, unknown, mems = [], [], []
+    for bs, a, b in pairs:
+        cost = timing.scaler_cost(a, b, interleaved=interleaved is None)
+        speed = {
+            timing.SLOWER: f"{cost.ratio - 1:.1%} slower",
+            timing.FASTER: f"{1 - cost.ratio:.1%} faster",
+            timing.TIED: "as fast within noise",
+        }.get(cost.verdict, "speed not known")
+        if cost.verdict == timing.NOT_KNOWN:
+            unknown.append(cost.why)
+        gap = float(a["peak_alloc_gib"]) - float(b["peak_alloc_gib"])
+        same = abs(gap) <= memory.DEFAULT.gib(float(b["peak_alloc_gib"]))
+        mems.append("the same peak memory" if same else f"{gap:+.3g} GiB of peak memory")
+        parts.append(
+            f"{speed} at {'batch ' if not parts else ''}{bs} ({figure(a['total_ms'])} against "
+            f"{figure(b['total_ms'])} ms)"
+        )
+    if len(unknown) == len(pairs):  # no speed verdict anywhere: why once, the times as measured
+        times = [p.removeprefix("speed not known at ") for p in parts]
+        parts = [f"speed not known ({unknown[-1]}: {joined(times)})"]
+        unknown = []
+    if len(set(mems)) == 1:  # one memory verdict for every batch size: said once
+        said = (
+            f"{joined(parts)}; {mems[0]} at {'each' if len(mems) > 1 else f'batch {pairs[0][0]}'}"
+        )
+    else:
+        said = joined([f"{p}, {m}" for p, m in zip(parts, mems, strict=True)])
+    why = f" Speed not known: {unknown[-1]}." if unknown else ""
+    return (
+        f"- **bf16 against fp16** ({catalog.label(bf16)} against {fp16}, with the GradScaler "
+        f"fp16 needs; eager, {optimizer} Adam): {said}.{why}"
+    )
 
 
 def _winners(ok: pd.DataFrame) -> list[tuple[int, Fastest]]:
@@ -306,6 +357,7 @@ def summary(
         gradients_line(studies),
         scaler_line(studies),
         scaler_cost_line(ok, optimizer, env),
+        bf16_fp16_line(ok, optimizer, env),
         bf16_line(studies),
         learning_line(studies),
         *fastest_lines(ok, studies, optimizer),

@@ -105,8 +105,9 @@ def scaler_needed(
         top = deciding["kept_by_scaler"].max() if len(deciding) else float("nan")
         counted = "" if elements.endswith("not measured") else f"; {elements}"
         norm = (
-            f"; it keeps at most {top * 100:.4g}% of a gradient's norm that float16 flushes "
-            f"without it (step {int(worst['step'])}{counted})"
+            f"; by the norm rule alone it is not: it keeps at most {top * 100:.4g}% of a "
+            f"gradient's norm that float16 flushes without it (step {int(worst['step'])}"
+            f"{counted}; over {FLUSHED_NORM_LIMIT:.0%} decides)"
             if len(deciding) and top <= FLUSHED_NORM_LIMIT
             else ""
         )
