@@ -17,7 +17,7 @@ from bench.faults import UsageError
 from bench.jobs import quality, quality_commit
 from bench.jobs.base import Folder
 from bench.measure import env
-from bench.publish import quality as page
+from bench.publish import quality_runs
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.store import results
@@ -261,7 +261,7 @@ def test_the_rerun_check_reruns_every_mode_within_its_own_noise(tmp_path, monkey
     rows = folder.info["reruns"]
     assert [r["mode"] for r in rows] == ["fp32", "bf16-amp"]
     assert rows[1]["tolerance"] == pytest.approx(z * math.sqrt(2) * 0.005)
-    (line, _) = page._reruns({"env": folder.info})  # the report states each and its rule
+    (line, _) = quality_runs.reruns({"env": folder.info})  # the report states each and its rule
     assert "fp32 seed 0 2.001 against 2.000 stored" in line and "bf16-amp seed 0" in line
     assert "= 2.24 × √2 × seed SD 0.0050)" in line
 

@@ -269,27 +269,6 @@ def _scaler(s: dict) -> list[str]:
     return lines
 
 
-def _reruns(s: dict) -> list[str]:
-    """What the rerun check measured: each mode's seed retrained at other code, its two best
-    held-out losses, and the tolerance (z × √2 × the mode's seed SD, `quality_commit`)."""
-    rows = s["env"].get("reruns", [])
-    if not rows:
-        return []
-    each = [
-        f"{r['mode']} seed {r['seed']} {loss(r['rerun'])} against {loss(r['stored'])} stored, "
-        f"{number(r['apart'], 2)} apart (tolerance {number(r['tolerance'], 2)}"
-        + (f" = {r['z']:.2f} × √2 × seed SD {number(r['seed_sd'], 2)})" if "z" in r else ")")
-        for r in rows
-    ]
-    at = joined(list(dict.fromkeys(str(r.get("commit") or "?") for r in rows)))
-    return [
-        f"**Rerun check** at {at}, best held-out loss: {'; '.join(each)}. A rerun is taken to "
-        "land no further from its stored run than two seeds land apart (it shares the seed's "
-        "weights, batches and dropout); z shares a 5% chance of a false alarm among the modes.",
-        "",
-    ]
-
-
 def step_named(s: dict) -> str:
     """Which step the study timed: not the timing harness's (docs/zoo.md times that one)."""
     return (
@@ -329,7 +308,7 @@ def findings(s: dict) -> list[str]:
         "",
         *margin,
         *quality_runs.looks(s),
-        *_reruns(s),
+        *quality_runs.reruns(s),
         goal,
         "",
         *improving,

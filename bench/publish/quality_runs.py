@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.publish.tables import MISSING, figure, joined
+from bench.publish.tables import MISSING, figure, joined, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.verdicts import replication, sequential, training
@@ -234,3 +234,25 @@ def evidence(s: dict) -> str:
         else ""
     )
     return f"**The study**: {'; '.join(parts)}.{tail}"
+
+
+def reruns(s: dict) -> list[str]:
+    """What the rerun check measured: each mode's seed retrained at other code, its two best
+    held-out losses, and the tolerance (z × √2 × the mode's seed SD, `quality_commit`)."""
+    rows = s["env"].get("reruns", [])
+    if not rows:
+        return []
+    each = [
+        f"{r['mode']} seed {r['seed']} {number(float(r['rerun']), 4)} against "
+        f"{number(float(r['stored']), 4)} stored, "
+        f"{number(r['apart'], 2)} apart (tolerance {number(r['tolerance'], 2)}"
+        + (f" = {r['z']:.2f} × √2 × seed SD {number(r['seed_sd'], 2)})" if "z" in r else ")")
+        for r in rows
+    ]
+    at = joined(list(dict.fromkeys(str(r.get("commit") or "?") for r in rows)))
+    return [
+        f"**Rerun check** at {at}, best held-out loss: {'; '.join(each)}. A rerun is taken to "
+        "land no further from its stored run than two seeds land apart (it shares the seed's "
+        "weights, batches and dropout); z shares a 5% chance of a false alarm among the modes.",
+        "",
+    ]
