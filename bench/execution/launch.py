@@ -62,7 +62,7 @@ def record_run_dir(run_dir: Path) -> None:
 
 def mark_inflight(run_dir: Path, row: dict) -> None:
     tmp = run_dir / f".{INFLIGHT}.tmp"
-    tmp.write_text(json.dumps(row, default=results.json_value))  # a row, as rows.jsonl has it
+    tmp.write_text(results.dumps(row))  # a row, as rows.jsonl has it
     tmp.replace(run_dir / INFLIGHT)
 
 

@@ -282,7 +282,7 @@ def workers_for(job: Folder, cfg: SweepConfig, runs: int) -> tuple[int, str]:
     """How many of `runs` run side by side, and why: sized by the largest peak of the runs so
     far (the probe's allocated peak; the context and the allocator's cache are in
     `packing.CONTEXT_GIB` and its memory share)."""
-    rows = pd.DataFrame(results.read_rows(job.path / results.ROWS))
+    rows = results.frame(results.read_rows(job.path / results.ROWS))
     ok = rows[rows["status"] == "ok"] if len(rows) else rows
     peaks = pd.to_numeric(ok.get("peak_alloc_gib", pd.Series()), errors="coerce").dropna()
     peak = float(peaks.max()) if len(peaks) else None
@@ -311,7 +311,7 @@ def run_packed(job: Folder, cfg: SweepConfig, todo: list[tuple[str, int]], runne
 
 def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, sequential.Judged]:
     """Each mode's verdict over the looks taken (`bench.verdicts.sequential.judge_each`)."""
-    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    rows = results.frame(results.read_rows(run_dir / results.ROWS))
     summary, metric, _ = looks.summary(run_dir, rows, cfg.metric)
     if metric is None:
         return {}

@@ -4,7 +4,6 @@ temporary file, so a kill leaves the last complete one."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -49,7 +48,7 @@ def _rewrite(path: Path, objects: list[dict]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w") as f:
         for obj in objects:
-            f.write(json.dumps(obj, default=results.json_value) + "\n")
+            f.write(results.dumps(obj) + "\n")
     tmp.replace(path)
 
 

@@ -148,7 +148,7 @@ def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
 
 def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
     """The mode table and its notes."""
-    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    rows = results.frame(results.read_rows(run_dir / results.ROWS))
     samples = {r["case_id"]: r["samples_ms"] for r in results.read_rows(run_dir / results.SAMPLES)}
     reference = (
         catalog.reference() if catalog.reference() in set(rows["mode"]) else rows["mode"].iloc[0]
@@ -225,7 +225,7 @@ def render(run_dir: Path) -> str:
     env = results.read_env(run_dir)
     cfg = env.get("config", {})
     df, notes = table(run_dir, cfg)
-    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    rows = results.frame(results.read_rows(run_dir / results.ROWS))
     lines = [
         f"# Modes for `{' '.join(cfg.get('script', []))}`",
         "",

@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bench.cases import case
@@ -84,9 +85,29 @@ def json_value(value: object) -> object:
     return value.named() if isinstance(value, Sizes) else str(value)
 
 
+def finite(value: object) -> object:
+    """`value` with each float JSON has no number for (NaN, an infinity) as None, nested ones
+    too: `null` in a file, which strict readers (JavaScript's JSON.parse, jq) accept, and
+    `NaN` is not JSON. numpy's numbers become Python's."""
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def dumps(obj: object) -> str:
+    """One line of a JSON-lines file: strict JSON, a non-finite number `null` (`finite`)."""
+    return json.dumps(finite(obj), default=json_value, allow_nan=False)
+
+
 def append_jsonl(path: Path, obj: dict) -> None:
     with path.open("a") as f:
-        f.write(json.dumps(obj, default=json_value) + "\n")
+        f.write(dumps(obj) + "\n")
         f.flush()
 
 
@@ -130,8 +151,25 @@ def unpack(path: Path) -> None:
         packed(path).unlink()
 
 
+def _numbers(obj: dict) -> dict:
+    """A JSON object with each `null` inside a list as NaN: a list is a series of numbers (a
+    case's step times, a skipped step among them), whose readers take NaN for a missing one.
+    A `null` outside a list stays None."""
+    for key, value in obj.items():
+        if isinstance(value, list):
+            obj[key] = _nan_for_null(value)
+    return obj
+
+
+def _nan_for_null(values: list) -> list:
+    return [
+        math.nan if v is None else _nan_for_null(v) if isinstance(v, list) else v for v in values
+    ]
+
+
 def read_jsonl(path: Path) -> list[dict]:
-    """Every object of a JSON-lines file, or of its packed copy where only that exists. A
+    """Every object of a JSON-lines file, or of its packed copy where only that exists; a null
+    in a list read as NaN (`_numbers`), and an older file's `NaN` read as it always was. A
     truncated last line (a run killed mid-write) is left out; any other line that is not a JSON
     object is damage and raises `CorruptFolder`."""
     if path.exists():
@@ -143,7 +181,7 @@ def read_jsonl(path: Path) -> list[dict]:
     out = []
     for i, line in enumerate(lines):
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_hook=_numbers)
         except json.JSONDecodeError as exc:
             if i == len(lines) - 1:
                 continue
@@ -152,6 +190,17 @@ def read_jsonl(path: Path) -> list[dict]:
             raise CorruptFolder(f"{path}: line {i + 1} is not a JSON object")
         out.append(obj)
     return out
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows read from a JSON-lines file as a DataFrame: a column null in every row is a number
+    never finite (a file written before nulls held NaN would have made it float), so float, not
+    None objects."""
+    df = pd.DataFrame(rows)
+    blank = [c for c in df.columns if df[c].dtype == object and len(df) and df[c].isna().all()]
+    if blank:
+        df[blank] = df[blank].astype(float)
+    return df
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -332,7 +381,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     rows = [schema.migrate_row(row) for row in read_rows(Path(run_dir) / ROWS)]
     if not rows:
         return pd.DataFrame(columns=leading_columns())
-    df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
+    df = frame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
     for name, default in case.axis_defaults().items():
         if name not in df.columns:
             df[name] = default
