@@ -1,7 +1,7 @@
 """Rewrite the JSON-lines files of folders written before ampbench wrote `null` for a number that
 is not finite: each line holding `NaN` or an infinity (not JSON: JavaScript's JSON.parse and jq
-refuse it) is written again as ampbench writes it now (`bench.store.results.dumps`); every other
-line, and every other value of such a line, is kept byte for byte. A packed file (`.jsonl.gz`)
+refuse it) is written again as ampbench writes it now (`bench.store.jsonlines.dumps`); every
+other line, and every other value of such a line, is kept. A packed file (`.jsonl.gz`)
 is packed again as `results.pack` packs (gzip level 9, no time stamp).
 
     python scripts/null_for_nan.py [DIR ...]      (default: results/)
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.store import results  # noqa: E402  after the project is on the path
+from bench.store import jsonlines  # noqa: E402  after the project is on the path
 
 NOT_JSON = ("NaN", "Infinity")
 
@@ -52,7 +52,7 @@ def converted(text: str, name: str) -> tuple[str, int]:
             out.append(line)
             continue
         old = json.loads(line)
-        new = results.dumps(old)
+        new = jsonlines.dumps(old)
         if not _same(old, json.loads(new)):
             raise SystemExit(f"{name}: line {i + 1} would change beyond NaN -> null")
         changed += new != line
@@ -77,7 +77,7 @@ def convert(path: Path) -> int:
 
 def main(argv: list[str]) -> int:
     dirs = [Path(a) for a in argv] or [ROOT / "results"]
-    files = sorted(p for d in dirs for pattern in ("*.jsonl", "*.jsonl.gz") for p in d.rglob(pattern))
+    files = sorted(p for d in dirs for glob in ("*.jsonl", "*.jsonl.gz") for p in d.rglob(glob))
     total = 0
     for path in files:
         n = convert(path)

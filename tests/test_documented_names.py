@@ -154,7 +154,7 @@ def test_each_documented_folder_file_is_the_one_read(name, where):
 
 
 def test_a_published_folders_packed_files_are_read(tmp_path):
-    row = {"case_id": "a", "samples_ms": {"total": [1.0, None]}}
+    row = {"case_id": "a", "samples_ms": {"total": [1.0, 2.0]}}
     (tmp_path / "samples.jsonl.gz").write_bytes(gzip.compress(json.dumps(row).encode() + b"\n"))
     (tmp_path / "rows.jsonl").write_text(json.dumps({"case_id": "a"}) + "\n")
     assert results.read_rows(tmp_path / "samples.jsonl") == [row]

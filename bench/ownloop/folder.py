@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from bench.store import folders, paths, results, schema
+from bench.store import folders, jsonlines, paths, results, schema
 
 METRICS, SCALE, CENSUS = "metrics.jsonl", "scale.jsonl", "census.jsonl"
 
@@ -48,7 +48,7 @@ def _rewrite(path: Path, objects: list[dict]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w") as f:
         for obj in objects:
-            f.write(results.dumps(obj) + "\n")
+            f.write(jsonlines.dumps(obj) + "\n")
     tmp.replace(path)
 
 

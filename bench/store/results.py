@@ -9,14 +9,12 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from bench.cases import case
-from bench.cases.sizes import Sizes
 from bench.faults import UsageError
 from bench.modes import catalog
-from bench.store import older, schema
+from bench.store import jsonlines, older, schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
 NUMERICS_DIR = "numerics"
@@ -79,35 +77,9 @@ def leading_columns() -> list[str]:
     return [*axes(), *METRIC_COLUMNS]
 
 
-def json_value(value: object) -> object:
-    """A value JSON has no type for: a case's sizes as name -> value (`schema.migrate_row` reads
-    them back), anything else as its text."""
-    return value.named() if isinstance(value, Sizes) else str(value)
-
-
-def finite(value: object) -> object:
-    """`value` with each float JSON has no number for (NaN, an infinity) as None, nested ones
-    too: `null` in a file, which strict readers (JavaScript's JSON.parse, jq) accept, and
-    `NaN` is not JSON. numpy's numbers become Python's."""
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
-def dumps(obj: object) -> str:
-    """One line of a JSON-lines file: strict JSON, a non-finite number `null` (`finite`)."""
-    return json.dumps(finite(obj), default=json_value, allow_nan=False)
-
-
 def append_jsonl(path: Path, obj: dict) -> None:
     with path.open("a") as f:
-        f.write(dumps(obj) + "\n")
+        f.write(jsonlines.dumps(obj) + "\n")
         f.flush()
 
 
@@ -151,25 +123,9 @@ def unpack(path: Path) -> None:
         packed(path).unlink()
 
 
-def _numbers(obj: dict) -> dict:
-    """A JSON object with each `null` inside a list as NaN: a list is a series of numbers (a
-    case's step times, a skipped step among them), whose readers take NaN for a missing one.
-    A `null` outside a list stays None."""
-    for key, value in obj.items():
-        if isinstance(value, list):
-            obj[key] = _nan_for_null(value)
-    return obj
-
-
-def _nan_for_null(values: list) -> list:
-    return [
-        math.nan if v is None else _nan_for_null(v) if isinstance(v, list) else v for v in values
-    ]
-
-
 def read_jsonl(path: Path) -> list[dict]:
     """Every object of a JSON-lines file, or of its packed copy where only that exists; a null
-    in a list read as NaN (`_numbers`), and an older file's `NaN` read as it always was. A
+    in a list read as NaN (`jsonlines.loads`), and an older file's `NaN` read as it always was. A
     truncated last line (a run killed mid-write) is left out; any other line that is not a JSON
     object is damage and raises `CorruptFolder`."""
     if path.exists():
@@ -181,7 +137,7 @@ def read_jsonl(path: Path) -> list[dict]:
     out = []
     for i, line in enumerate(lines):
         try:
-            obj = json.loads(line, object_hook=_numbers)
+            obj = jsonlines.loads(line)
         except json.JSONDecodeError as exc:
             if i == len(lines) - 1:
                 continue
