@@ -11,6 +11,10 @@ from pathlib import Path
 from bench.store import folders, jsonlines, paths, results, schema
 
 METRICS, SCALE, CENSUS = "metrics.jsonl", "scale.jsonl", "census.jsonl"
+START_STEP = "start_step"
+"""env.json's key for the framework's global step when training began, which a callback records
+(`hf.py`, `lightning.py`): above 0, the run resumed from a checkpoint, and its first logged
+value is no value before training (`bench.verdicts.training.target`)."""
 
 
 def create(out: str | Path | None, gpu: str, commit: str | None) -> Path:
