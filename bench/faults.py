@@ -22,11 +22,16 @@ class Unsupported(Exception):
     dtype's collectives): the case's row is `unsupported`, its error the message."""
 
 
+class Nonfinite(RuntimeError):
+    """An expected numerical outcome found while running (no step that applied its update to
+    time, say): the row's status is `nonfinite`, its error the message."""
+
+
 def error_summary(exc: BaseException, limit: int = 500) -> str:
     """`Type: first line of the message`, the one line a row or a log keeps of an exception;
     for `Unsupported`, the message alone (the reason, as every unsupported row gives it)."""
     first_line = (str(exc).splitlines() or [""])[0]
-    if isinstance(exc, Unsupported):
+    if isinstance(exc, (Unsupported, Nonfinite)):
         return first_line[:limit]
     return f"{type(exc).__name__}: {first_line}"[:limit]
 
@@ -34,8 +39,8 @@ def error_summary(exc: BaseException, limit: int = 500) -> str:
 def fault_status(exc: BaseException) -> str:
     """`oom` for an out-of-memory error on any device, `timeout` for a collective that timed
     out (gloo raises `RuntimeError: ... Timed out waiting ...`; NCCL's watchdog reports a
-    `DistBackendError` naming the timeout), `unsupported` for `Unsupported`, `error` for
-    anything else.
+    `DistBackendError` naming the timeout), `unsupported` for `Unsupported`, `nonfinite` for
+    `Nonfinite`, `error` for anything else.
 
     A CPU allocation failure surfaces as a plain `RuntimeError` ("DefaultCPUAllocator: can't
     allocate memory") or as Python's `MemoryError`; CUDA's as `torch.cuda.OutOfMemoryError`.
@@ -44,6 +49,8 @@ def fault_status(exc: BaseException) -> str:
 
     if isinstance(exc, Unsupported):
         return "unsupported"
+    if isinstance(exc, Nonfinite):
+        return "nonfinite"
     if isinstance(exc, (torch.cuda.OutOfMemoryError, MemoryError)):
         return "oom"
     text = str(exc)
@@ -90,7 +97,7 @@ TRACEBACK_TEXT = "traceback_text"
 row saves the text in its folder and puts the file's path in the row's `traceback` column
 instead (`bench.store.errors.keep`)."""
 
-EXPECTED = ("oom", "unsupported")
+EXPECTED = ("oom", "unsupported", "nonfinite")
 """Statuses that are findings rather than bugs: `--debug` records them as usual (a largest-batch
 search stops at an out-of-memory error by design)."""
 

@@ -109,13 +109,17 @@ def test_the_default_grid_is_the_gates_and_all_is_the_whole_grid():
     assert suite.DEFAULT_MODES == ("fp32", "tf32", "fp16-amp", "bf16-amp")
 
 
-def _pytest(storage: Path, *args: str) -> subprocess.CompletedProcess:
-    """The suite as `./run_bench.sh pytest` runs it, without the script's start-up checks."""
+def _pytest(storage: Path, *args: str, overflows: str = "") -> subprocess.CompletedProcess:
+    """The suite as `./run_bench.sh pytest` runs it, without the script's start-up checks;
+    `overflows`: the updates made to overflow (`tests/overflows.py`)."""
     save = [f"--benchmark-storage=file://{storage}", "--benchmark-save=test", "--benchmark-only"]
     suite = ["-p", "no:cacheprovider", "--ampbench-modes", "fp32", "--ampbench-rounds", "2"]
     pytest_ = [sys.executable, "-m", "pytest", "tests/benchmarks", "-m", "bench_suite", "-q"]
     # Its own session, as run_bench.sh makes it, also when this test runs in an xdist worker.
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    if overflows:
+        env["AMPBENCH_TEST_OVERFLOWS"] = overflows
+        suite += ["-p", "tests.overflows"]
     return subprocess.run(
         [*pytest_, *save, *suite, *args],
         capture_output=True,
@@ -224,3 +228,25 @@ def test_the_compare_fail_gate_ends_in_one_line_not_a_traceback(saves, tmp_path)
     assert "--benchmark-compare-fail: performance has regressed" in out
     regressed = [s for s in out.splitlines() if "has failed PercentageRegressionCheck" in s]
     assert regressed and all("-step] " in line for line in regressed), regressed
+
+
+SKIPPING = ["--ampbench-modes", "fp16-amp", "--ampbench-phases", "step", "--ampbench-rounds", "8"]
+"""fp16 with its scaler, the whole step, 8 rounds of 2 steps after a warm-up round of 2: the
+scale settles in the first 10 updates (none overflows), so update 10 is the warm-up's."""
+
+
+def test_a_round_gradscaler_skipped_is_left_out_of_the_saved_rounds(tmp_path):
+    # Updates 12 and 25 overflow: the first timed round (updates 12-13) and the seventh (24-25).
+    proc = _pytest(tmp_path, *SKIPPING, "--benchmark-save-data", overflows="12,13")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (saved,) = tmp_path.glob("*/*.json")
+    (bench,) = json.loads(saved.read_text())["benchmarks"]
+    assert len(bench["stats"]["data"]) == bench["stats"]["rounds"] == 6
+    assert bench["extra_info"]["skipped_rounds"] == 2
+
+
+def test_a_benchmark_whose_every_timed_round_was_skipped_fails(tmp_path):
+    # Every update from the warm-up's on overflows: no timed round applied its update.
+    proc = _pytest(tmp_path, *SKIPPING, overflows="10,0")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "GradScaler skipped every one of the 8 timed rounds" in proc.stdout

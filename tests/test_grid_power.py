@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.publish.grid_power import QUIET, cases_of
+from bench.publish.grid_power import QUIET, cases_of, extract
 from bench.verdicts import power
 from bench.verdicts.defaults import CONFIDENCE
 from bench.verdicts.rounds import MIN_ROUNDS
+from tests.stored import timing_row, write_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_rounds.csv"
 RATE = 1 - CONFIDENCE
@@ -95,3 +96,11 @@ def test_the_stopping_rule_finds_what_the_cap_finds_and_stops_early_where_it_can
         for _ in range(6)
     ]
     assert np.mean(rounds) < 7, rounds
+
+
+@pytest.mark.parametrize(("steps", "windows"), [(10, 2), (5, 4), (20, 1)])
+def test_a_window_is_as_many_steps_as_the_folder_says(tmp_path, steps, windows):
+    # write_run's 20 samples a case are its windows back to back; the row's `steps` is one's.
+    run = write_run(tmp_path / "run", [timing_row(steps=steps)])
+    table = extract([run])
+    assert sorted(table["window"]) == list(range(windows))

@@ -326,3 +326,22 @@ def test_the_longer_horizon_is_stated_where_runs_went_longer():
     assert "fp16 with GradScaler ends at" in text and "fp32" not in text.split(")", 1)[1]
     assert "from 65536 to 131072, changing after step 200; 0 steps skipped" in text
     assert answer_divergence.horizon_sentences(steps[steps["mode"] == "fp32"], runs) == []
+
+
+def test_a_scale_at_zero_is_no_settled_scale_nor_an_applied_step(monkeypatch):
+    """GradScaler's scale at 0 (where a state that overflows every step ends) no longer falls;
+    the step timing does not take it as settled and time its steps, and the trajectory counts
+    each such step as skipped."""
+    built = training.build
+
+    def at_zero(plan):
+        s = built(plan)
+        s.scaler._init_scale = 0.0  # the scale GradScaler starts from at its first step
+        return s
+
+    monkeypatch.setattr(training, "build", at_zero)
+    out = training.convergence(
+        tiny_plan(mode="fp16-amp", optimizer="fused"), steps=3, noise=2.0, eval_every=3, heldout=64
+    )
+    assert math.isnan(out["runs"][0]["step_ms"])
+    assert [r["skipped"] for r in out["steps"]] == [True] * 3

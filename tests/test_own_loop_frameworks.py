@@ -85,7 +85,10 @@ def test_a_lightning_trainer_run(tmp_path, monkeypatch):
     assert all(samples["samples_ms"][p] for p in ("fwd", "bwd", "step"))
     assert row["fwd_gflop"] > 0
     losses = [m for m in metrics(out) if m["name"] == "val_loss"]
-    assert [m["step"] for m in losses] == [3, 6]
+    # The callback's sanity check over every validation batch gives the value before the
+    # first update, at step 0 (the example asks for none: num_sanity_val_steps=0).
+    assert [m["step"] for m in losses] == [0, 3, 6]
+    assert json.loads((out / "env.json").read_text())["start_step"] == 0
 
 
 @pytest.mark.parametrize(
@@ -106,3 +109,29 @@ def test_a_missing_framework_is_a_one_line_error(module, missing, words, monkeyp
     with pytest.raises(ImportError, match=words) as caught:
         importlib.import_module(module)
     assert "\n" not in str(caught.value)
+
+
+def test_the_trainer_callback_records_the_global_step_it_began_at(tmp_path, monkeypatch):
+    # A Trainer resumed from a checkpoint has loaded its state (global step 500) before
+    # on_train_begin: the run's env.json says so, and the training judge reads it.
+    pytest.importorskip("transformers")
+    from types import SimpleNamespace
+
+    import torch
+
+    from bench.ownloop.hf import ProbeCallback
+
+    for name in (contract.MODE, contract.SEED, contract.OUT):
+        monkeypatch.delenv(name, raising=False)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    args = SimpleNamespace(
+        eval_on_start=True,
+        eval_strategy="steps",
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=1,
+    )
+    callback = ProbeCallback(out=tmp_path / "run")
+    callback.on_train_begin(args, SimpleNamespace(global_step=500), None, model, optimizer)
+    callback.on_train_end(args, SimpleNamespace(global_step=500), None)
+    assert json.loads((tmp_path / "run" / "env.json").read_text())["start_step"] == 500

@@ -2,6 +2,8 @@
 to end (its tables, report and resume), and bad input."""
 
 import json
+import math
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -124,7 +126,7 @@ def test_a_tiny_study_end_to_end_and_its_resume(tmp_path, capsys, monkeypatch):
     assert set(t["timing"]["mode"]) == {"fp32", "fp16-amp", "fp16-amp-noscale", "bf16-amp"}
     report = (run_dir / "report.md").read_text()
     # Four steps learn nothing: no target, and no mode judged.
-    assert "**Target**: none: fp32 did not learn" in report
+    assert "**Target**: none: fp32's best is not 25% below its value before training" in report
     assert "trains like fp32 (" not in report
     assert (run_dir / "curves.png").is_file()
     assert "ended" in json.loads((run_dir / "env.json").read_text())
@@ -230,3 +232,29 @@ def test_a_preset_the_model_does_not_have_is_one_line_and_no_folder(model, tmp_p
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--preset 'nosuch' is unknown" in err[0]
     assert not list(tmp_path.iterdir())
+
+
+def test_the_gradscaler_check_counts_an_overflowed_element_as_not_kept(monkeypatch):
+    # Two elements float16 flushes without the scaler (1e-12 and 1e-9 are below 2**-25); at the
+    # scale 2**50 the first is kept (about 1e3) and the second overflows (about 1e6 > 65504):
+    # GradScaler would skip that step, so the overflowed element is not kept, and says so.
+    cfg = config("cpu", {**TINY, "modes": ("fp32", "fp16-amp")})
+    run = Run(cfg, resolve(cfg, "fp16-amp"), 0)
+    run.scaler._init_scale = 2.0**50  # the scale the check reads (no step taken yet)
+    name, weight = next((n, p) for n, p in run.model.named_parameters() if p.numel() >= 2)
+    grad = torch.zeros_like(weight).flatten()
+    grad[:2] = torch.tensor([1e-12, 1e-9])
+    grad = grad.view_as(weight)
+
+    def loss(x, y, mode=None):
+        if mode is run.reference:
+            return (weight * grad).sum()
+        # float16's backward: the gradient reaches the weight through a float16 tensor.
+        return (weight.half().float() * grad).sum()
+
+    monkeypatch.setattr(run, "loss", loss)
+    (row,) = [r for r in run.scaler_check(0) if r["tensor"] == name]
+    norm = math.hypot(1e-12, 1e-9)
+    assert row["overflow"] and row["lost_unscaled"] == pytest.approx(1.0)
+    assert row["kept_by_scaler"] == pytest.approx(1e-12 / norm)
+    assert row["lost_scaled"] == pytest.approx(1e-9 / norm)

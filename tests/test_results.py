@@ -1,8 +1,10 @@
 """rows.jsonl -> DataFrame -> report.md, and the folder rules."""
 
+import json
 import math
 from datetime import datetime, timezone
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -317,3 +319,41 @@ def test_a_report_names_every_mode_tied_within_noise_and_no_float8_that_converte
     assert headline.endswith(
         "Not in the table: fp8-rowwise (unsupported) (see the cases that did not pass)."
     )
+
+
+def _strict(constant):
+    raise ValueError(f"{constant} is not JSON")
+
+
+def test_a_number_that_is_not_finite_is_written_null_and_read_as_missing(tmp_path):
+    path = tmp_path / results.SAMPLES
+    row = {"case_id": "a", "samples_ms": {"total": [1.5, math.nan, 2.0]},
+           "repeats_ms": {"total": [[1.5, math.nan], [2.0, math.inf]]},
+           "peak_fwd_gib": np.float64("nan"), "scale": np.float32(2.0), "steps": np.int64(3),
+           "note": None}  # fmt: skip
+    results.append_jsonl(path, row)
+    line = path.read_text()
+    assert "NaN" not in line and "Infinity" not in line
+    parsed = json.loads(line, parse_constant=_strict)  # JSON.parse and jq read it
+    assert parsed["samples_ms"]["total"] == [1.5, None, 2.0] and parsed["peak_fwd_gib"] is None
+    assert parsed["scale"] == 2.0 and parsed["steps"] == 3
+    # Read back: a null in a series is NaN, as a skipped step was; one outside stays None.
+    (back,) = results.read_rows(path)
+    assert back["samples_ms"]["total"][0] == 1.5 and math.isnan(back["samples_ms"]["total"][1])
+    assert math.isnan(back["repeats_ms"]["total"][1][1]) and back["note"] is None
+    assert results.load_samples(tmp_path)["ms"].isna().sum() == 1
+
+
+def test_a_folder_written_with_nan_is_still_read(tmp_path):
+    (tmp_path / results.SAMPLES).write_text(
+        '{"case_id": "a", "samples_ms": {"total": [1.5, NaN]}, "peak_fwd_gib": NaN}\n'
+    )
+    (back,) = results.read_rows(tmp_path / results.SAMPLES)
+    assert math.isnan(back["samples_ms"]["total"][1]) and math.isnan(back["peak_fwd_gib"])
+
+
+def test_a_column_null_in_every_row_is_read_as_numbers():
+    df = results.frame([{"case_id": "a", "peak_fwd_gib": None, "error": ""},
+                        {"case_id": "b", "peak_fwd_gib": None, "error": ""}])  # fmt: skip
+    assert df["peak_fwd_gib"].dtype == float and df["peak_fwd_gib"].isna().all()
+    assert df["error"].tolist() == ["", ""]

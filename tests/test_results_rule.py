@@ -3,6 +3,8 @@ scripts that derived a figure from a run folder live in scripts/ and write into 
 
 from __future__ import annotations
 
+import gzip
+import json
 import subprocess
 
 from tests.optional import ROOT, not_a_checkout
@@ -24,3 +26,24 @@ def _files_under_results() -> list[str]:
 def test_no_code_is_kept_under_results():
     code = [name for name in _files_under_results() if name.endswith(".py")]
     assert code == [], f"move these to scripts/ (results/README.md): {code}"
+
+
+def _strict(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def test_every_committed_json_lines_file_is_strict_json():
+    # What JavaScript's JSON.parse and jq accept: no NaN or Infinity (ampbench writes null).
+    names = [n for n in _files_under_results() if n.endswith((".jsonl", ".jsonl.gz"))]
+    assert names
+    bad = []
+    for name in names:
+        data = (ROOT / name).read_bytes()
+        text = (gzip.decompress(data) if name.endswith(".gz") else data).decode()
+        for i, line in enumerate(text.splitlines(), start=1):
+            try:
+                json.loads(line, parse_constant=_strict)
+            except ValueError as exc:
+                bad.append(f"{name}:{i}: {exc}")
+                break
+    assert bad == [], f"run scripts/null_for_nan.py: {bad[:5]}"

@@ -343,3 +343,19 @@ def test_a_case_whose_every_timed_step_was_skipped_is_nonfinite(monkeypatch, cpu
     row, samples = run_case(resolve(tiny_case(mode="fp16-amp", steps=3)), cpu_ceilings)
     assert row["status"] == "nonfinite" and "skipped all 3 timed steps" in row["error"]
     assert samples == {}
+
+
+def test_a_case_whose_scale_is_at_zero_never_settles_and_is_nonfinite(monkeypatch, cpu_ceilings):
+    # Where a state that overflows every step ends: the scale at 0 no longer falls, and no step
+    # trains. Settling says so rather than count ten steps at 0 as settled.
+    built = runner.build
+
+    def at_zero(*args, **kwargs):
+        s = built(*args, **kwargs)
+        s.scaler._init_scale = 0.0  # the scale GradScaler starts from at its first step
+        return s
+
+    monkeypatch.setattr(runner, "build", at_zero)
+    row, samples = run_case(resolve(tiny_case(mode="fp16-amp", steps=3)), cpu_ceilings)
+    assert row["status"] == "nonfinite" and "scale is 0" in row["error"], row["error"]
+    assert samples == {}

@@ -14,6 +14,7 @@ from bench.modes.step import (
     forward,
     optimizer_step,
     optimizer_update,
+    skipped_by_scale,
     train_step,
 )
 from tests.conftest import tiny_case
@@ -161,3 +162,32 @@ def test_the_scale_watch_sees_gradscaler_skip_a_step():
     assert not torch.equal(weight.detach(), before)
     with pytest.raises(ValueError, match="enabled GradScaler"):
         ScaleWatch(torch.amp.GradScaler("cpu", enabled=False))
+
+
+def test_a_scale_backed_off_to_zero_skips_every_step_and_says_so():
+    """A state that overflows every step halves GradScaler's scale down to 0, where it stops
+    falling; at 0 no step trains (a gradient scaled by 0 passes the overflow check, made before
+    unscaling, and unscales to NaN: the weights become NaN)."""
+    weight = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([weight], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**-148)
+    watch = ScaleWatch(scaler)
+    watch.start()
+    for mult in (math.inf, math.inf, math.inf, 1.0):  # the scale: 2**-149, 0, 0; then 0 again
+        opt.zero_grad()
+        scaler.scale((weight * mult).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        watch.mark()
+    assert scaler.get_scale() == 0.0 and weight.detach().isnan().all()
+    assert watch.skipped() == [True] * 4
+    assert "scale is 0" in watch.stuck()
+
+
+@pytest.mark.parametrize(
+    ("scales", "skipped"),
+    [([4.0, 2.0, 2.0, 4.0], [True, False, False]), ([2.0, 0.0, 0.0], [True, True]),
+     ([2.0, math.inf, math.inf], [True, True]), ([2.0, math.nan], [True])],
+)  # fmt: skip
+def test_a_step_is_skipped_where_the_scale_fell_or_is_not_a_positive_number(scales, skipped):
+    assert skipped_by_scale(torch.tensor(scales)).tolist() == skipped

@@ -25,7 +25,7 @@ from bench.cli.main import main
 from bench.jobs import sweep
 from bench.ownloop import contract
 from bench.publish import findings, own_loop, report
-from bench.store import results
+from bench.store import jsonlines, results
 from bench.verdicts import sequential, training
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,10 +104,17 @@ def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
 
 
 def fake_script(
-    losses: dict, step_ms: dict, steps: int = 40, first: float = 4.0, start: int = 0
+    losses: dict,
+    step_ms: dict,
+    steps: int = 40,
+    first: float = 4.0,
+    start: int = 0,
+    resumed_at: int | None = None,
 ) -> sweep.Runner:
     """A runner that writes what a probe would: a row, its step times and a val_loss curve from
-    `first` at step `start` down to the mode's loss, every 10 steps."""
+    `first` at step `start` down to the mode's loss, every 10 steps (a value that is not finite
+    written `null`, as the probe writes it); `resumed_at`: the global step a callback recorded
+    the run began at (a checkpoint's)."""
 
     def run(command, environ, log_path, timeout_s):
         mode, seed = environ[contract.MODE], int(environ[contract.SEED])
@@ -128,7 +135,9 @@ def fake_script(
         with (out / "metrics.jsonl").open("w") as f:
             for k, value in enumerate(curve):
                 step = start + 10 * k
-                f.write(json.dumps({"step": step, "name": "val_loss", "value": value}) + "\n")
+                f.write(jsonlines.dumps({"step": step, "name": "val_loss", "value": value}) + "\n")
+        if resumed_at is not None:
+            (out / "env.json").write_text(json.dumps({"start_step": resumed_at}))
         log_path.write_text("done\n")
         return 0, "done\n"
 
@@ -169,13 +178,38 @@ def test_fp32_did_not_learn_only_where_its_loss_before_training_shows_it(tmp_pat
     late = fake_script(losses, step_ms, first=2.194, start=200)
     run_dir = sweep.run(cfg, results_dir=tmp_path / "late", command="t", runner=late)
     cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
-    assert cell.startswith(f"{training.NOT_KNOWN}: cannot tell whether fp32 learned")
-    assert "did not learn" not in cell and "eval_on_start=True" in cell and "step 200" in cell
+    assert cell.startswith(f"{training.NOT_KNOWN}: cannot tell whether fp32's best is 25% below")
+    assert "eval_on_start=True" in cell and "step 200" in cell
     # Logged at step 0, before any update, and it did not fall 25%: that shows it.
     flat = fake_script(losses, step_ms, first=2.0, start=0)
     run_dir = sweep.run(cfg, results_dir=tmp_path / "flat", command="t", runner=flat)
     cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
-    assert cell.startswith(f"{training.NOT_KNOWN}: fp32 did not learn") and "step 0" in cell
+    assert cell.startswith(
+        f"{training.NOT_KNOWN}: fp32's best is not 25% below its value before training"
+    )
+    assert "step 0" in cell and "--expected-drop" in cell
+
+
+def test_a_fine_tuning_or_resumed_run_is_judged_by_what_it_declares(tmp_path):
+    # Fine-tuning: 2.10 before training, 1.70 at its best (-19%), no mode judged at 25%; the
+    # script declares 10%, and the runs are judged.
+    losses, step_ms = {"fp32": 1.70, "bf16-amp": 1.70}, {"fp32": 10.0, "bf16-amp": 5.0}
+    tuned = fake_script(losses, step_ms, first=2.10)
+    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    run_dir = sweep.run(cfg, results_dir=tmp_path / "default", command="t", runner=tuned)
+    cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
+    assert "not 25% below its value before training" in cell
+    declared = dataclasses.replace(cfg, expected_drop=0.1)
+    run_dir = sweep.run(declared, results_dir=tmp_path / "declared", command="t", runner=tuned)
+    df, notes = own_loop.table(run_dir, results.read_env(run_dir)["config"])
+    assert "below its value before training" not in df.set_index("mode").loc["bf16-amp", "training"]
+    assert any(n.startswith("Learned: fp32's best 10% below") for n in notes)
+    # Resumed from a checkpoint at step 500: its first value is no value before training.
+    resumed = fake_script(losses, step_ms, first=1.72, resumed_at=500)
+    run_dir = sweep.run(cfg, results_dir=tmp_path / "resumed", command="t", runner=resumed)
+    df, notes = own_loop.table(run_dir, {})
+    assert "before training" not in df.set_index("mode").loc["bf16-amp", "training"]
+    assert any("seed 0, 1, 2 resumed from a checkpoint" in n for n in notes)
 
 
 def test_the_old_name_runs_sweep_saying_so_in_one_line(tmp_path, capsys):

@@ -4,10 +4,13 @@ import math
 import time
 
 import pytest
+import torch
 
+from bench import faults
 from bench.measure import stats, timing
 from bench.measure.adaptive import FIXED, StopRule
-from bench.measure.timing import clock_for, time_phases, time_windows
+from bench.measure.timing import HostClock, clock_for, time_phases, time_windows
+from bench.modes.step import ScaleWatch
 from bench.verdicts import rounds
 
 
@@ -127,6 +130,9 @@ class FakeWatch:
         out, self.pending = self.pending, []
         return out
 
+    def stuck(self):
+        return None
+
 
 def test_a_skipped_step_is_no_sample_of_any_phase():
     clock = FakeClock()
@@ -168,3 +174,23 @@ def test_a_window_of_skipped_steps_has_no_training_step_to_time():
         timing.time_settled(phases, warmup=0, steps=3, clock=clock, watch=settled)
     samples = timing.time_settled(phases, warmup=0, steps=3, clock=clock, watch=None)
     assert samples["total"] == [1.0] * 3
+
+
+def test_a_scale_backed_off_to_zero_never_settles():
+    """A real GradScaler on a state that overflows every step: its scale halves down to 0 and
+    stays there, no longer falling. That is no settled scale but a state that trains no more:
+    settling raises, and the case is `nonfinite`."""
+    weight = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([weight], lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**-140)
+
+    def overflowing_step() -> None:
+        opt.zero_grad()
+        scaler.scale((weight * math.inf).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    with pytest.raises(timing.NoTrainingStep, match="scale is 0"):
+        timing.settle({"step": overflowing_step}, ScaleWatch(scaler), HostClock(), quiet=5)
+    assert scaler.get_scale() == 0.0
+    assert faults.fault_status(timing.NoTrainingStep("")) == "nonfinite"

@@ -102,3 +102,16 @@ def test_the_census_norm_share_feeds_the_rule():
     ref = torch.cat([torch.full((2048,), 1e-8), torch.ones(2048)])
     row = census(ref.half(), ref)
     assert row["flushed"] == 0.5 and row["flushed_norm"] < 1e-6
+
+
+def test_a_check_at_a_scale_that_overflowed_says_so():
+    row = {"seed": 0, "tensor": "w", "numel": 4096, "lost_unscaled": 0.2, "lost_scaled": 0.05,
+           "kept_by_scaler": 0.15}  # fmt: skip
+    c = pd.DataFrame([{**row, "step": 0, "overflow": False}, {**row, "step": 50, "overflow": True}])
+    v = scaler_rule.scaler_needed(c, _summary(FP32), SCALED, BARE, synthetic=False)
+    assert v.verdict == rules.NEEDED
+    assert "at step 50 the scaled gradient overflowed in 1 tensor (" in v.reason
+    older = scaler_rule.scaler_needed(
+        c.drop(columns="overflow"), _summary(FP32), SCALED, BARE, synthetic=False
+    )
+    assert "overflowed" not in older.reason

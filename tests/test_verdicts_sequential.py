@@ -157,3 +157,19 @@ def test_a_study_where_fp32_learned_nothing_adds_no_seeds():
 def test_a_bad_design_names_the_value(kw, needle):
     with pytest.raises(ValueError, match=needle):
         seq.Design(**kw)
+
+
+@pytest.mark.parametrize(
+    ("looks", "expected"),
+    # Design(3, 8): information 3/8 and 4/8 of the planned cap; over the latest look taken
+    # (3/3, or 3/4 and 4/4) the same looks would be judged at 0.050, and 0.041 and 0.026.
+    [((3,), (0.0249,)), ((3, 4), (0.0249, 0.0164))],
+)
+def test_a_look_in_progress_has_its_share_of_the_planned_cap_not_of_the_looks_taken(
+    looks, expected
+):
+    design = seq.Design(first=3, max_seeds=8)
+    assert design.levels(looks) == pytest.approx(expected, abs=5e-4)
+    df = frame({"fp32": FP32[:4], "bf16-amp": [1.462, 1.480, 1.471, 1.470]})
+    j = seq.judge(df, "bf16-amp", design, looks, range(4), synthetic=False)
+    assert j.level == pytest.approx(expected[j.look - 1], abs=5e-4)

@@ -37,6 +37,12 @@ def add(sub: argparse._SubParsersAction) -> None:
         "first of val_loss, eval_loss, loss that every run logged)",
     )
     p.add_argument(
+        "--expected-drop",
+        type=o.FRACTION,
+        help="the share below its value before training that fp32's best must reach for the "
+        "judge to say it learned (default 0.25; a fine-tuning script declares less, e.g. 0.1)",
+    )
+    p.add_argument(
         "--timeout-s",
         type=o.POSITIVE_FLOAT,
         default=3600.0,

@@ -8,6 +8,7 @@ from bench.faults import UsageError
 from bench.jobs import sweep
 from bench.measure import env
 from bench.publish import own_loop, render
+from bench.verdicts import training
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
             seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
             workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
             max_seeds=args.max_seeds,
+            expected_drop=args.expected_drop or training.LEARNED_DROP,
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None

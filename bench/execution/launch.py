@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench import outcome
 from bench.faults import TRACEBACK_TEXT, UsageError
-from bench.store import errors, results
+from bench.store import errors, jsonlines, results
 
 INFLIGHT = "inflight.json"
 RUN_DIR_VAR = "AMPBENCH_RUN_DIR_FILE"
@@ -62,7 +62,7 @@ def record_run_dir(run_dir: Path) -> None:
 
 def mark_inflight(run_dir: Path, row: dict) -> None:
     tmp = run_dir / f".{INFLIGHT}.tmp"
-    tmp.write_text(json.dumps(row, default=results.json_value))  # a row, as rows.jsonl has it
+    tmp.write_text(jsonlines.dumps(row))  # a row, as rows.jsonl has it
     tmp.replace(run_dir / INFLIGHT)
 
 

@@ -21,7 +21,7 @@ from bench.jobs.base import Folder, log, new_folder
 from bench.modes import catalog
 from bench.ownloop import contract, looks
 from bench.store import folders, paths, results
-from bench.verdicts import sequential
+from bench.verdicts import sequential, training
 
 RUNS = "runs"
 """The sub-folder of each run's own probe folder and log."""
@@ -53,6 +53,10 @@ class SweepConfig:
     """A sequential study's cap on seeds a mode (None: one look, at `seeds`)."""
     budget_s: float = 0.0
     """Seconds the command may run for; no look starts past it (0: none)."""
+    expected_drop: float = training.LEARNED_DROP
+    """The share below its value before training that fp32's best must reach for the training
+    judge to say it learned: a fine-tuning script, which starts from trained weights, declares
+    less (`bench.verdicts.training.target`)."""
 
     def __post_init__(self) -> None:
         if not self.script:
@@ -72,6 +76,8 @@ class SweepConfig:
             raise ValueError(f"timed_seeds={self.timed_seeds!r}: give 1 or more")
         if self.budget_s < 0:
             raise ValueError(f"budget_s={self.budget_s!r}: give 0 (none) or more seconds")
+        if not 0 < self.expected_drop < 1:
+            raise ValueError(f"expected_drop={self.expected_drop!r}: give a share between 0 and 1")
         self.design()  # a cap below the first look: ValueError
 
     @property
@@ -282,7 +288,7 @@ def workers_for(job: Folder, cfg: SweepConfig, runs: int) -> tuple[int, str]:
     """How many of `runs` run side by side, and why: sized by the largest peak of the runs so
     far (the probe's allocated peak; the context and the allocator's cache are in
     `packing.CONTEXT_GIB` and its memory share)."""
-    rows = pd.DataFrame(results.read_rows(job.path / results.ROWS))
+    rows = results.frame(results.read_rows(job.path / results.ROWS))
     ok = rows[rows["status"] == "ok"] if len(rows) else rows
     peaks = pd.to_numeric(ok.get("peak_alloc_gib", pd.Series()), errors="coerce").dropna()
     peak = float(peaks.max()) if len(peaks) else None
@@ -311,11 +317,13 @@ def run_packed(job: Folder, cfg: SweepConfig, todo: list[tuple[str, int]], runne
 
 def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, sequential.Judged]:
     """Each mode's verdict over the looks taken (`bench.verdicts.sequential.judge_each`)."""
-    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    rows = results.frame(results.read_rows(run_dir / results.ROWS))
     summary, metric, _ = looks.summary(run_dir, rows, cfg.metric)
     if metric is None:
         return {}
-    return sequential.judge_each(summary, cfg.modes, cfg.design(), taken, cfg.seed_order())
+    return sequential.judge_each(
+        summary, cfg.modes, cfg.design(), taken, cfg.seed_order(), cfg.expected_drop
+    )
 
 
 def _look_s(job: Folder, cfg: SweepConfig, runs: int) -> float:

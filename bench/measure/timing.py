@@ -11,6 +11,7 @@ from typing import Protocol
 
 import torch
 
+from bench.faults import Nonfinite
 from bench.measure.adaptive import SETTLE_CAP, SETTLE_QUIET, StopRule
 
 
@@ -66,9 +67,14 @@ class StepWatch(Protocol):
 
     def skipped(self) -> list[bool]: ...
 
+    def stuck(self) -> str | None:
+        """Why no later step can apply its update (GradScaler's scale 0 or not finite), or
+        None; read after a sync."""
 
-class NoTrainingStep(RuntimeError):
-    """Every timed step applied no update: there is no training step to time."""
+
+class NoTrainingStep(Nonfinite):
+    """Every timed step applied no update, or none can: there is no training step to time (a
+    row's status `nonfinite`, wherever a fault becomes one)."""
 
 
 SKIPPED = math.nan
@@ -142,7 +148,9 @@ def settle(
     cap: int = SETTLE_CAP,
 ) -> int:
     """Run untimed steps until `quiet` in a row applied their update, at most `cap`; returns the
-    steps run. Each step is read back at once (a sync a step): nothing is timed yet."""
+    steps run. Each step is read back at once (a sync a step): nothing is timed yet. A state
+    that can apply no update again (a scale backed off to 0, or not finite) never settles: it
+    raises `NoTrainingStep` (the case's status `nonfinite`)."""
     applied = 0
     watch.start()
     for n in range(1, cap + 1):
@@ -151,6 +159,9 @@ def settle(
         watch.mark()
         clock.finish()
         applied = 0 if watch.skipped()[0] else applied + 1
+        why = watch.stuck()
+        if why is not None:
+            raise NoTrainingStep(f"{why} (after {n} untimed steps)")
         if applied >= quiet:
             return n
     return cap

@@ -5,7 +5,7 @@ where studies differ is the plan's `StepOptions`."""
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -205,11 +205,22 @@ def evaluate(
     return loss_sum / total, correct / total
 
 
+def skipped_by_scale(scales: torch.Tensor) -> torch.Tensor:
+    """Which steps GradScaler skipped, from its scale before the first step and after each (n+1
+    values): n flags. After an overflow it skips the step and lowers the scale, after an applied
+    step the scale stays or grows, so a step was skipped when the scale fell. A scale that is 0
+    or not finite no longer falls, yet no step trains again: at 0 a gradient is 0, which passes
+    GradScaler's overflow check (made before unscaling) and unscales to 0 × inf, a NaN update;
+    an infinite scale overflows every gradient. A step after which the scale is not a positive
+    finite number applied no update of training either."""
+    after = scales[1:]
+    return (after < scales[:-1]) | ~(torch.isfinite(after) & (after > 0))
+
+
 class ScaleWatch:
-    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`): after an overflow it
-    skips the step and lowers the scale, after an applied step the scale stays or grows, so a step
-    was skipped exactly when the scale fell. A mark copies the scale on the device (no sync, as
-    `get_scale()` would); `skipped` reads them all at once."""
+    """Which steps GradScaler skipped (`bench.measure.timing.StepWatch`, by `skipped_by_scale`).
+    A mark copies the scale on the device (no sync, as `get_scale()` would); `skipped` reads
+    them all at once."""
 
     def __init__(self, scaler: torch.amp.GradScaler) -> None:
         if not scaler.is_enabled():
@@ -230,9 +241,18 @@ class ScaleWatch:
         self._marks.append(self._scale())
 
     def skipped(self) -> list[bool]:
-        scales = [float(v) for v in self._marks]  # after the caller's sync: no wait
+        # After the caller's sync: the copies are there, reading them waits for nothing.
+        scales = torch.tensor([float(v) for v in self._marks], dtype=torch.float64)
         self._marks = self._marks[-1:]
-        return [after < before for before, after in itertools.pairwise(scales)]
+        return skipped_by_scale(scales).tolist()
+
+    def stuck(self) -> str | None:
+        """Why no later step can apply its update (the last scale marked is 0 or not finite),
+        or None. Read after the caller's sync."""
+        last = float(self._marks[-1]) if self._marks else 1.0
+        if last > 0 and math.isfinite(last):
+            return None
+        return f"GradScaler's scale is {last:g}: no step can train from here"
 
 
 def watch(s: TrainState) -> ScaleWatch | None:

@@ -4,14 +4,17 @@ temporary file, so a kill leaves the last complete one."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
-from bench.store import folders, paths, results, schema
+from bench.store import folders, jsonlines, paths, results, schema
 
 METRICS, SCALE, CENSUS = "metrics.jsonl", "scale.jsonl", "census.jsonl"
+START_STEP = "start_step"
+"""env.json's key for the framework's global step when training began, which a callback records
+(`hf.py`, `lightning.py`): above 0, the run resumed from a checkpoint, and its first logged
+value is no value before training (`bench.verdicts.training.target`)."""
 
 
 def create(out: str | Path | None, gpu: str, commit: str | None) -> Path:
@@ -49,7 +52,7 @@ def _rewrite(path: Path, objects: list[dict]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with tmp.open("w") as f:
         for obj in objects:
-            f.write(json.dumps(obj, default=results.json_value) + "\n")
+            f.write(jsonlines.dumps(obj) + "\n")
     tmp.replace(path)
 
 

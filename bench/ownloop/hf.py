@@ -10,7 +10,7 @@ except ImportError:  # pragma: no cover - the optional dependency is missing
     raise ImportError("bench.ownloop.hf needs transformers: pip install 'ampbench[zoo]'") from None
 
 from bench.modes import catalog
-from bench.ownloop import contract
+from bench.ownloop import contract, folder
 from bench.ownloop.probe import Probe
 
 
@@ -66,6 +66,8 @@ class ProbeCallback(TrainerCallback):
         )
         scaler = getattr(optimizer, "scaler", None)  # accelerate's, on its optimizer wrapper
         self.probe = Probe(model, optimizer, scaler=scaler, **options)
+        # Above 0 when resumed from a checkpoint: the Trainer loaded its state before this event.
+        self.probe.info[folder.START_STEP] = int(state.global_step)
 
     def on_step_begin(self, args, state, control, **kwargs):
         if self.probe is not None:

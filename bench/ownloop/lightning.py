@@ -5,12 +5,13 @@ the driver's mode. Either `lightning` or `pytorch_lightning` serves."""
 from __future__ import annotations
 
 import importlib
+import math
 
 import torch
 
 from bench.modes import catalog
 from bench.modes.mode import MODES
-from bench.ownloop import contract
+from bench.ownloop import contract, folder
 from bench.ownloop.probe import Probe
 
 
@@ -69,20 +70,35 @@ def _settings(trainer: object, model: torch.nn.Module, scaler: object) -> contra
 
 
 class ProbeCallback(pl.Callback):
-    """A Lightning `Callback` that measures the Trainer's own run; options are `bench.probe`'s."""
+    """A Lightning `Callback` that measures the Trainer's own run; options are `bench.probe`'s.
+    `eval_on_start`: validate on every batch before the first update (see `on_fit_start`)."""
 
-    def __init__(self, **options: object) -> None:
+    def __init__(self, *, eval_on_start: bool = True, **options: object) -> None:
         super().__init__()
+        self.eval_on_start = eval_on_start
         self.options = options
         self.probe: Probe | None = None
+        self._before: dict[str, object] = {}
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        # Whether fp32 learned shows only against a held-out loss taken before the first update
+        # (bench.verdicts.training.target). Lightning has no evaluation at the start, but its
+        # sanity check runs the validation loop before training, on every batch where
+        # num_sanity_val_steps is -1 (inf once parsed); it reads the value after this hook.
+        if self.eval_on_start:
+            trainer.num_sanity_val_steps = math.inf
 
     def on_train_start(self, trainer, pl_module) -> None:
         plugin = getattr(trainer, "precision_plugin", None) or trainer.strategy.precision_plugin
         scaler = getattr(plugin, "scaler", None)
         self.probe = Probe(pl_module, trainer.optimizers[0], scaler=scaler, **self.options)
+        # Above 0 when resumed from a checkpoint: Lightning restores its loops before this hook.
+        self.probe.info[folder.START_STEP] = int(trainer.global_step)
         settings = _settings(trainer, pl_module, scaler)
         if settings is not None:
             self.probe.set_settings(settings)
+        if self._before:  # the sanity check's validation: the values before the first update
+            self.probe.log(**self._before)
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if self.probe is None:
@@ -111,14 +127,18 @@ class ProbeCallback(pl.Callback):
             self.probe.log(loss=loss.detach())
 
     def on_validation_end(self, trainer, pl_module) -> None:
-        if self.probe is None or trainer.sanity_checking:
-            return
         numbers = {
             k: v.detach() if torch.is_tensor(v) else v
             for k, v in trainer.callback_metrics.items()
             if (torch.is_tensor(v) and v.numel() == 1) or isinstance(v, float)
         }
-        self.probe.log(**numbers)
+        if trainer.sanity_checking:
+            # Before the probe opens; a held-out value only where it saw every batch.
+            if math.isinf(trainer.num_sanity_val_steps):
+                self._before = numbers
+            return
+        if self.probe is not None:
+            self.probe.log(**numbers)
 
     def on_train_end(self, trainer, pl_module) -> None:
         if self.probe is not None:

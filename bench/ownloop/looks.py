@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench.ownloop import folder
 from bench.verdicts import training
 
 METRICS = ("val_loss", "eval_loss", "loss")
@@ -21,10 +22,23 @@ def _metrics(run_dir: Path, row: pd.Series) -> pd.DataFrame:
     path = run_dir / str(row.get("run", "")) / "metrics.jsonl"
     if not isinstance(row.get("run"), str) or not path.is_file():
         return pd.DataFrame(columns=["step", "name", "value"])
-    return pd.DataFrame(
+    out = pd.DataFrame(
         [json.loads(line) for line in path.read_text().splitlines() if line.strip()],
         columns=["step", "name", "value"],
     )
+    # A value that was not finite is null in the file (NaN in a folder from before): NaN here.
+    out["value"] = pd.to_numeric(out["value"], errors="coerce").astype(float)
+    return out
+
+
+def start_step(run_dir: Path, row: pd.Series) -> int:
+    """The framework's global step when the run began, as its callback recorded it in the run's
+    env.json (`folder.START_STEP`): above 0, it resumed from a checkpoint. 0 where none was
+    recorded (a plain loop, a folder from before the record)."""
+    path = run_dir / str(row.get("run", "")) / "env.json"
+    if not isinstance(row.get("run"), str) or not path.is_file():
+        return 0
+    return int(json.loads(path.read_text()).get(folder.START_STEP) or 0)
 
 
 def choose_metric(logged: list[pd.DataFrame], asked: str | None) -> tuple[str | None, str]:
@@ -62,7 +76,8 @@ def summary(
         runs.append(
             {"mode": r["mode"], "seed": int(r["seed"]), "steps": int(r.get("probe_steps", 0) or 0),
              "status": "diverged" if len(bad) else "ok",
-             "diverged_at_step": int(bad["step"].iloc[0]) if len(bad) else -1}
+             "diverged_at_step": int(bad["step"].iloc[0]) if len(bad) else -1,
+             "start_step": start_step(run_dir, r)}
         )  # fmt: skip
         for _, v in values.iterrows():
             curves.append(

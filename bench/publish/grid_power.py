@@ -15,8 +15,13 @@ from bench.publish import tables
 from bench.store import paths, results
 from bench.verdicts import power, rounds
 
-STEPS_PER_WINDOW = 30
-"""A default run's window: `--steps 30`, `--repeats 3` windows, their samples back to back."""
+
+def window_steps(run: Path) -> dict[str, int]:
+    """Each case's steps a window, as its folder says (the row's `steps`, which `--steps` set;
+    else the run's config): a case's samples are its windows back to back."""
+    default = results.read_env(run).get("config", {}).get("steps")
+    rows = results.read_rows(Path(run) / results.ROWS)
+    return {r["case_id"]: int(r.get("steps") or default) for r in rows}
 
 
 def extract(runs: list[Path]) -> pd.DataFrame:
@@ -24,9 +29,10 @@ def extract(runs: list[Path]) -> pd.DataFrame:
     window's median total step time), for the cases that every run timed."""
     rows = []
     for i, run in enumerate(runs):
+        steps = window_steps(Path(run))
         for rec in results.read_jsonl(Path(run) / results.SAMPLES):  # packed in results/
             total = np.asarray(rec["samples_ms"]["total"], dtype=float)
-            windows = max(1, len(total) // STEPS_PER_WINDOW)
+            windows = max(1, len(total) // steps[rec["case_id"]])
             for w, part in enumerate(np.array_split(total, windows)):
                 if np.isnan(part).all():  # a window GradScaler skipped whole: no training step
                     continue
@@ -126,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.publish.grid_power " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
+    window_sizes = sorted({n for run in args.runs for n in window_steps(run).values()})
     text = [
         "# Power of the rounds judge on the default grid",
         "",
@@ -137,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{table['case_id'].nunique()} cases, {table['mode'].nunique()} modes, from "
         + ", ".join(f"`{paths.shown(r)}`" for r in args.runs)
         + ". A simulated round of a case is one of its real windows (the median total step "
-        f"time of {STEPS_PER_WINDOW} steps), drawn at random and smoothed "
+        f"time of {' or '.join(map(str, window_sizes))} steps), drawn at random and smoothed "
         "(a normal kernel in logs, Silverman's bandwidth), times a "
         f"drift shared by all the cases of one simulated process (lognormal, {power.DRIFT:.1%}). "
         "B's rounds of a case are multiplied by its shift, given to the cases in turn: "

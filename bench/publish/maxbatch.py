@@ -72,7 +72,7 @@ def render(run_dir: Path) -> Path:
     """report.md and results.csv of a maxbatch folder, from its trials and env.json alone."""
     info = results.read_env(run_dir)
     cfg = info["maxbatch_config"]
-    trials = pd.DataFrame(results.read_jsonl(run_dir / results.TRIALS))
+    trials = results.frame(results.read_jsonl(run_dir / results.TRIALS))
     lines = [f"# ampbench largest batch `{info.get('run_name', '')}`", ""]
     lines += ["Produced by:", "", "```", paths.shown_command(info.get("command", "")), "```", ""]
     lines += [

@@ -36,21 +36,24 @@ def speed(rows: pd.DataFrame, samples: dict, reference: str) -> dict[str, dict]:
 
 
 def judge_training(
-    run_dir: Path, rows: pd.DataFrame, asked: str | None
+    run_dir: Path, rows: pd.DataFrame, asked: str | None, drop: float = training.LEARNED_DROP
 ) -> tuple[dict[str, training.Verdict], pd.DataFrame, str | None, str]:
-    """mode -> the training verdict, the per-run summary, the metric and why it was chosen."""
+    """mode -> the training verdict, the per-run summary, the metric and why it was chosen;
+    `drop`: the drop below its value before training the run declared for fp32
+    (`--expected-drop`)."""
     summary, metric, why = looks.summary(run_dir, rows, asked)
     if metric is None:
         none = training.Verdict(training.NOT_KNOWN, why)
         return {m: none for m in rows["mode"].unique()}, summary, None, why
     verdicts = {
-        m: training.trains_like_fp32(summary, m, synthetic=False) for m in rows["mode"].unique()
+        m: training.trains_like_fp32(summary, m, synthetic=False, drop=drop)
+        for m in rows["mode"].unique()
     }
     info = results.read_env(run_dir)
     if info.get("looks"):  # a sequential study: each verdict at the look that decided it
         design = sequential.Design.from_record(info["design"])
         judged = sequential.judge_each(
-            summary, list(verdicts), design, info["looks"], info["seed_order"]
+            summary, list(verdicts), design, info["looks"], info["seed_order"], drop
         )
         verdicts.update({m: j.verdict for m, j in judged.items()})
     return verdicts, summary, metric, why
@@ -77,14 +80,30 @@ def _training_cell(mode: str, v: training.Verdict) -> str:
     return f"{v.verdict}: {v.reason}"
 
 
-def training_notes(summary: pd.DataFrame, verdicts: dict[str, training.Verdict]) -> list[str]:
+def training_notes(
+    summary: pd.DataFrame,
+    verdicts: dict[str, training.Verdict],
+    drop: float = training.LEARNED_DROP,
+) -> list[str]:
     """The judge's margin, the seeds that missed the target, and a budget that ended while fp32
     was still improving: what each training verdict rests on (the quality study says the same)."""
     if summary.empty:
         return []
     mg = training.margin_of(summary)
     notes = [f"Margin: {mg.reason}."]
-    goal, _ = training.target(summary)
+    goal, _ = training.target(summary, drop)
+    if drop != training.LEARNED_DROP:
+        notes.append(
+            f"Learned: {training.REFERENCE}'s best {drop:.0%} below its value before training, "
+            f"as the run declared (`--expected-drop`; {training.LEARNED_DROP:.0%} otherwise)."
+        )
+    resumed = training.resumed(summary)
+    if resumed:
+        notes.append(
+            f"{training.REFERENCE}'s seed {', '.join(map(str, resumed))} resumed from a "
+            "checkpoint (the framework's global step above 0 when it began): not judged on "
+            "whether it learned."
+        )
     if goal is not None:
         for mode, v in verdicts.items():
             miss = training.missed(summary, mode, goal) if v.within else ""
@@ -176,13 +195,14 @@ def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
 
 def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
     """The mode table and its notes."""
-    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    rows = results.frame(results.read_rows(run_dir / results.ROWS))
     samples = {r["case_id"]: r["samples_ms"] for r in results.read_rows(run_dir / results.SAMPLES)}
     reference = (
         catalog.reference() if catalog.reference() in set(rows["mode"]) else rows["mode"].iloc[0]
     )
     fast = speed(rows, samples, reference)
-    verdicts, summary, metric, why = judge_training(run_dir, rows, cfg.get("metric"))
+    drop = float(cfg.get("expected_drop") or training.LEARNED_DROP)
+    verdicts, summary, metric, why = judge_training(run_dir, rows, cfg.get("metric"), drop)
     out = []
     for mode, g in rows.groupby("mode", sort=False):
         ok = g[g["status"] == "ok"]
@@ -225,7 +245,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         else f"Training: not judged: {why}.",
         *packing_notes(rows),
         *looks_notes(results.read_env(run_dir), verdicts),
-        *training_notes(summary, verdicts),
+        *training_notes(summary, verdicts, drop),
         *_seed_notes(summary, reference),
         *tf32_note(rows),
     ]
@@ -255,7 +275,7 @@ def render(run_dir: Path) -> str:
     env = results.read_env(run_dir)
     cfg = env.get("config", {})
     df, notes = table(run_dir, cfg)
-    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    rows = results.frame(results.read_rows(run_dir / results.ROWS))
     lines = [
         f"# Modes for `{' '.join(cfg.get('script', []))}`",
         "",

@@ -134,7 +134,8 @@ def _maxbatch(run: Path, options: dict[str, str], link: str) -> str:
     """The largest-batch table of a `maxbatch` folder."""
     _takes("maxbatch", options)
     limit = results.read_env(run)["maxbatch_config"]["limit"]
-    table = maxbatch.summarize_trials(pd.DataFrame(results.read_jsonl(run / results.TRIALS)), limit)
+    trials = results.frame(results.read_jsonl(run / results.TRIALS))
+    table = maxbatch.summarize_trials(trials, limit)
     shown = ["mode", "largest_batch", "samples_per_s", "peak_alloc_gib", "limited_by"]
     return tables.markdown(table[shown].rename(columns=maxbatch.HEADERS))
 

@@ -51,7 +51,7 @@ def load(run_dir: Path) -> dict[str, pd.DataFrame]:
     """Every table of the study, by name."""
     out = {}
     for table in TABLES:
-        df = pd.DataFrame(_rows(run_dir, table))
+        df = results.frame(_rows(run_dir, table))
         for column in COLUMNS[table]:
             if column not in df:
                 df[column] = pd.Series(dtype=object)

@@ -19,7 +19,7 @@ from bench.measure.stats import applied, summarize
 from bench.measure.timing import clock_for, time_settled
 from bench.modes.mode import Mode
 from bench.modes.plan import Plan, StepOptions
-from bench.modes.step import build, train_step, watch
+from bench.modes.step import build, skipped_by_scale, train_step, watch
 from bench.modes.step import evaluate as heldout
 from bench.numerics.measure.underflow import fp16_cast_shares, norm_share
 from bench.quality import tables
@@ -154,6 +154,10 @@ class Run:
         for n, ref in grads["reference"].items():
             bare, scaled = grads["unscaled"][n], grads["scaled"][n]
             live = ref != 0
+            # An element that overflowed with the scaler (inf or NaN) is not kept: GradScaler
+            # skips such a step. Without the scaler the check's scale is 1, where nothing
+            # overflows that training would not.
+            held = torch.isfinite(scaled) & (scaled != 0)
             rows.append(
                 {
                     "step": k,
@@ -162,8 +166,8 @@ class Run:
                     "scale": scale,
                     # The one definition of a norm share (`underflow.norm_share`).
                     "lost_unscaled": norm_share(ref, live & (bare == 0)),
-                    "lost_scaled": norm_share(ref, live & (scaled == 0)),
-                    "kept_by_scaler": norm_share(ref, live & (bare == 0) & (scaled != 0)),
+                    "lost_scaled": norm_share(ref, live & ~held),
+                    "kept_by_scaler": norm_share(ref, live & (bare == 0) & held),
                     **element_shares(ref, scale),
                     "overflow": bool(not torch.isfinite(scaled).all()),
                 }
@@ -241,7 +245,7 @@ def train(cfg: QualityConfig, resolved: Resolved, seed: int) -> dict[str, list[d
             train_loss = values.mean().item()
         if scales:
             seq = torch.stack(([last_scale] if last_scale is not None else []) + scales)
-            skipped += int((seq[1:] < seq[:-1]).sum().item())  # the scaler halves after a skip
+            skipped += int(skipped_by_scale(seq).sum().item())
             last_scale = scales[-1]
         losses, scales = [], []
         heldout_loss, accuracy = run.evaluate()

@@ -12,10 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from bench.cases import case
-from bench.cases.sizes import Sizes
 from bench.faults import UsageError
 from bench.modes import catalog
-from bench.store import older, schema
+from bench.store import jsonlines, older, schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
 NUMERICS_DIR = "numerics"
@@ -78,15 +77,9 @@ def leading_columns() -> list[str]:
     return [*axes(), *METRIC_COLUMNS]
 
 
-def json_value(value: object) -> object:
-    """A value JSON has no type for: a case's sizes as name -> value (`schema.migrate_row` reads
-    them back), anything else as its text."""
-    return value.named() if isinstance(value, Sizes) else str(value)
-
-
 def append_jsonl(path: Path, obj: dict) -> None:
     with path.open("a") as f:
-        f.write(json.dumps(obj, default=json_value) + "\n")
+        f.write(jsonlines.dumps(obj) + "\n")
         f.flush()
 
 
@@ -131,7 +124,8 @@ def unpack(path: Path) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """Every object of a JSON-lines file, or of its packed copy where only that exists. A
+    """Every object of a JSON-lines file, or of its packed copy where only that exists; a null
+    in a list read as NaN (`jsonlines.loads`), and an older file's `NaN` read as it always was. A
     truncated last line (a run killed mid-write) is left out; any other line that is not a JSON
     object is damage and raises `CorruptFolder`."""
     if path.exists():
@@ -143,7 +137,7 @@ def read_jsonl(path: Path) -> list[dict]:
     out = []
     for i, line in enumerate(lines):
         try:
-            obj = json.loads(line)
+            obj = jsonlines.loads(line)
         except json.JSONDecodeError as exc:
             if i == len(lines) - 1:
                 continue
@@ -152,6 +146,17 @@ def read_jsonl(path: Path) -> list[dict]:
             raise CorruptFolder(f"{path}: line {i + 1} is not a JSON object")
         out.append(obj)
     return out
+
+
+def frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows read from a JSON-lines file as a DataFrame: a column null in every row is a number
+    never finite (a file written before nulls held NaN would have made it float), so float, not
+    None objects."""
+    df = pd.DataFrame(rows)
+    blank = [c for c in df.columns if df[c].dtype == object and len(df) and df[c].isna().all()]
+    if blank:
+        df[blank] = df[blank].astype(float)
+    return df
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -332,7 +337,7 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     rows = [schema.migrate_row(row) for row in read_rows(Path(run_dir) / ROWS)]
     if not rows:
         return pd.DataFrame(columns=leading_columns())
-    df = pd.DataFrame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
+    df = frame(rows).drop_duplicates("case_id", keep="last").reset_index(drop=True)
     for name, default in case.axis_defaults().items():
         if name not in df.columns:
             df[name] = default

@@ -56,6 +56,23 @@ def _elements(deciding: pd.DataFrame, tensor: str, step: int) -> str:
     )
 
 
+def _overflowed(checks: pd.DataFrame) -> str:
+    """The checked steps at whose scale the scaled gradient overflowed, as words after the
+    steps checked (empty where none did, or the check predates the column): GradScaler skips
+    such a step, and its overflowed elements count as neither kept nor a sign of need."""
+    if "overflow" not in checks:
+        return ""
+    over = checks[checks["overflow"].astype("boolean").fillna(False).astype(bool)]
+    if over.empty:
+        return ""
+    steps, tensors = sorted({int(s) for s in over["step"]}), len(set(over["tensor"]))
+    return (
+        f"; at {'step' if len(steps) == 1 else 'steps'} {', '.join(map(str, steps))} the "
+        f"scaled gradient overflowed in {tensors} {'tensor' if tensors == 1 else 'tensors'} "
+        "(GradScaler skips such a step; what overflowed counts as not kept)"
+    )
+
+
 def scaler_needed(
     checks: pd.DataFrame, summary: pd.DataFrame, scaled: str, bare: str, *, synthetic: bool
 ) -> Verdict:
@@ -64,6 +81,7 @@ def scaler_needed(
     evidence, deciding = [], checks[checks["numel"] >= MIN_ELEMENTS] if len(checks) else checks
     seen = (
         f"checked at steps {', '.join(str(int(s)) for s in sorted(set(checks['step'])))}"
+        f"{_overflowed(checks)}"
         if len(checks)
         else "no GradScaler check"
     )

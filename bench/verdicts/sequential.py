@@ -215,11 +215,13 @@ def judge(
     order: Sequence[int],
     *,
     synthetic: bool,
+    drop: float = training.LEARNED_DROP,
 ) -> Judged:
     """`mode`'s verdict over the `looks` taken (seeds a side at each, in the seed `order`):
     the first look that decides it, at that look's level, and the later looks unread (they
     are other modes' looks, not this one's). Where none decides, the last look's verdict,
-    not known, with the seeds it would need."""
+    not known, with the seeds it would need. `drop`: what the target asks of fp32
+    (`training.target`)."""
     if not looks:
         raise ValueError("no look taken")
     lv = design.levels(looks)
@@ -231,6 +233,7 @@ def judge(
             level=level,
             conservative=True,
             paired=design.paired,
+            drop=drop,
         )
         if v.verdict != training.NOT_KNOWN or k == len(looks):
             return Judged(v, n, level, k)
@@ -243,12 +246,13 @@ def judge_each(
     design: Design,
     looks: Sequence[int],
     order: Sequence[int],
+    drop: float = training.LEARNED_DROP,
 ) -> dict[str, Judged]:
     """Each mode's verdict over the `looks` taken (`judge`, on real data), the reference and
     modes without a finished run left out: what a study and a sweep both look at."""
     present = set(summary["mode"]) if len(summary) else set()
     return {
-        m: judge(summary, m, design, looks, order, synthetic=False)
+        m: judge(summary, m, design, looks, order, synthetic=False, drop=drop)
         for m in modes
         if m != training.REFERENCE and m in present
     }
@@ -261,5 +265,6 @@ def undecided(judged: dict[str, Judged]) -> list[str]:
 
 
 def _more_seeds_help(v: training.Verdict) -> bool:
-    # A target that is not there (fp32 did not learn) or synthetic data: seeds do not change it.
+    # No target (fp32's best not the drop below its value before training) or synthetic data:
+    # more seeds do not change it.
     return not math.isnan(v.low) or "finished, fewer than" in v.reason

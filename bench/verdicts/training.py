@@ -23,7 +23,9 @@ from bench.verdicts.equivalence import (
 
 REFERENCE = "fp32"
 LEARNED_DROP = 0.25
-"""fp32 learned when its best held-out loss is at least this share below its loss at step 0."""
+"""fp32 learned when its best held-out loss is at least this share below its value before
+training; a run that starts from trained weights declares the drop it expects instead (`sweep
+--expected-drop`)."""
 MARGIN_SHARE = 0.01
 """The equivalence margin: this share of fp32's mean best held-out loss."""
 MIN_ELEMENTS = 1024
@@ -144,16 +146,22 @@ def per_run(curves: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=["mode", "seed", "initial_loss", "initial_step", "best_loss",
                                       "best_step", "last_step", "final_loss", "best_accuracy",
                                       "final_accuracy"])  # fmt: skip
-    keep = ["mode", "seed", "status", "steps", "diverged_at_step", "skipped_steps"]
+    keep = ["mode", "seed", "status", "steps", "diverged_at_step", "skipped_steps", "start_step"]
     return out.merge(runs[[c for c in keep if c in runs]], on=["mode", "seed"], how="left")
 
 
-def target(summary: pd.DataFrame) -> tuple[float | None, str]:
-    """(the held-out loss target, what it is) or (None, why there is none)."""
+def target(summary: pd.DataFrame, drop: float = LEARNED_DROP) -> tuple[float | None, str]:
+    """(the held-out loss target, what it is) or (None, why there is none). `drop`: the share
+    below its value before training that fp32's best must reach for the rule to say it learned
+    (`LEARNED_DROP`, or what a fine-tuning run declared)."""
     ref = _reference(summary)
     if len(ref) < MIN_SEEDS:
         return None, f"{REFERENCE} finished {len(ref)} seeds, fewer than {MIN_SEEDS}"
-    unlearned = ref[ref["best_loss"] > (1 - LEARNED_DROP) * ref["initial_loss"]]
+    # A run resumed from a checkpoint (the framework's global step above 0 when it began)
+    # started trained: its first value is no value before training, and the rule judges it not.
+    fresh = ref[_start_steps(ref) == 0]
+    rule = f"{REFERENCE}'s best is not {drop:.0%} below its value before training"
+    unlearned = fresh[fresh["best_loss"] > (1 - drop) * fresh["initial_loss"]]
     if len(unlearned):
         # Only a value logged before any update shows where the loss started: a first value
         # logged after training began may already hold most of the fall, so a small drop from
@@ -162,20 +170,36 @@ def target(summary: pd.DataFrame) -> tuple[float | None, str]:
         if len(late) < len(unlearned):
             r = unlearned[unlearned.apply(_first_step, axis=1) == 0].iloc[0]
             return None, (
-                f"{REFERENCE} did not learn: seed {r['seed']}'s best held-out loss "
-                f"{r['best_loss']:.4g} is not {LEARNED_DROP:.0%} below its "
-                f"{r['initial_loss']:.4g} at step 0"
+                f"{rule}: seed {r['seed']}'s best held-out loss {r['best_loss']:.4g} against "
+                f"{r['initial_loss']:.4g} at step 0 (a run that starts from trained weights "
+                "declares the drop it expects: sweep --expected-drop)"
             )
         r = late.iloc[0]
         return None, (
-            f"cannot tell whether {REFERENCE} learned: seed {r['seed']}'s first held-out loss "
-            f"was logged at step {_first_step(r)}, after training began, and its best "
-            f"{r['best_loss']:.4g} is not {LEARNED_DROP:.0%} below that {r['initial_loss']:.4g}; "
+            f"cannot tell whether {rule.replace('is not', 'is')}: seed {r['seed']}'s first "
+            f"held-out loss was logged at step {_first_step(r)}, after training began, and its "
+            f"best {r['best_loss']:.4g} is not {drop:.0%} below that {r['initial_loss']:.4g}; "
             "log one before the first step (transformers: eval_on_start=True in "
-            "TrainingArguments; your own loop: evaluate and log before it)"
+            "TrainingArguments; Lightning: num_sanity_val_steps=-1 in the Trainer, which "
+            "ProbeCallback sets; your own loop: evaluate and log before it)"
         )
     m = margin_of(summary)
     return m.reference_mean + m.value, f"{REFERENCE}'s mean best held-out loss plus the margin"
+
+
+def resumed(summary: pd.DataFrame) -> list[int]:
+    """fp32's finished seeds that resumed from a checkpoint: `target` judges them not on
+    whether fp32 learned."""
+    ref = _reference(summary)
+    return sorted(int(s) for s in ref[_start_steps(ref) > 0]["seed"])
+
+
+def _start_steps(runs: pd.DataFrame) -> pd.Series:
+    """Each run's framework global step when it began (0: from scratch; a study's runs, and a
+    user's loop that does not say, count as 0)."""
+    if "start_step" not in runs:
+        return pd.Series(0, index=runs.index)
+    return pd.to_numeric(runs["start_step"], errors="coerce").fillna(0)
 
 
 def _first_step(run: pd.Series) -> int:
@@ -259,19 +283,20 @@ def trains_like_fp32(
     level: float = ALPHA,
     conservative: bool = False,
     paired: bool = False,
+    drop: float = LEARNED_DROP,
 ) -> Verdict:
     """Whether `mode` trains like fp32 on this study's data (docs/quality.md states the rule), each
     one-sided test at `level`; a sequential study's look passes its own level and
     `conservative` degrees of freedom (`bench.verdicts.equivalence.welch`,
     `bench.verdicts.sequential`). `paired`, the study's declared test: a paired t on each
-    seed's mode − fp32, over the seeds both finished."""
+    seed's mode − fp32, over the seeds both finished; `drop`: what `target` asks of fp32."""
     if mode == REFERENCE:
         return Verdict(LIKE, "it is the reference")
     if synthetic:
         return Verdict(NOT_KNOWN, "synthetic data: nothing real to learn")
     mine = summary[summary["mode"] == mode]
     ref = _reference(summary)
-    goal, why = target(summary)
+    goal, why = target(summary, drop)
     if goal is None:
         return Verdict(NOT_KNOWN, why)
     diverged = mine[mine["status"] == "diverged"]

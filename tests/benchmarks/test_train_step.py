@@ -6,6 +6,8 @@ from an untimed `setup` that also synchronizes, so none of it spills into the ti
 Compare saved runs with `pytest-benchmark compare` or `--benchmark-compare` (see the README).
 After timing, each test checks what it timed: the phase ran every round, the forward's loss is
 finite, the backward left gradients, the optimizer moved the weights and dropped the gradients.
+A round in which GradScaler skipped the update is left out of the round times (`skipped_rounds`
+in the save's extra_info), and a benchmark whose every timed round was skipped fails.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.modes.mode import MODES
 from bench.modes.plan import resolve
-from bench.modes.step import backward, forward, optimizer_step, train_step
+from bench.modes.step import backward, forward, optimizer_step, train_step, watch
 from bench.workloads.registry import get, make_case
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 
@@ -72,6 +74,14 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         return run
 
     timed = dict(rounds=suite.rounds, warmup_rounds=suite.warmup_rounds)
+    # GradScaler may skip an update even after the scale settled: the scale is read after each
+    # round (a copy on the device in pedantic's teardown, outside the timed call), and a round
+    # after which it fell (or stopped being a positive number) is left out of the statistics,
+    # as the harness leaves a skipped step out (`bench.measure.timing.SKIPPED`).
+    scale_watch = watch(s) if spec.phase in ("optimizer", "step") else None
+    if scale_watch is not None:
+        scale_watch.start()
+        timed["teardown"] = lambda *_: scale_watch.mark()
     if spec.phase == "forward":
         target, extra = counted(lambda: (forward(s), _sync())), dict(iterations=suite.iterations)
     elif spec.phase == "backward":
@@ -81,6 +91,7 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     else:
         target, extra = counted(lambda: (train_step(s), _sync())), dict(iterations=suite.iterations)
     result, _ = benchmark.pedantic(target, **extra, **timed)
+    skipped = _skipped_rounds(benchmark, scale_watch, suite)
 
     work = step_work(plan.workload, plan.size, case.batch_size)
     phase_flops = {
@@ -108,12 +119,13 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         peak_reserved_gib=torch.cuda.max_memory_reserved() / 2**30 if CUDA else None,
         gpu=torch.cuda.get_device_name() if CUDA else "cpu",
         torch=torch.__version__,
+        skipped_rounds=sum(skipped),
     )
 
     # What was timed is the phase itself, on a state that trains (the timings are not checked:
     # the suite measures, it does not judge).
     if median_s is not None:
-        assert median_s > 0 and benchmark.stats.stats.rounds == suite.rounds
+        assert median_s > 0 and benchmark.stats.stats.rounds == suite.rounds - sum(skipped)
         assert len(calls) >= suite.warmup_rounds + suite.rounds
         assert (info["tflops"] is None) == (spec.phase == "optimizer")
         assert (info["optimizer_gbytes_per_s"] is None) == (spec.phase != "optimizer")
@@ -124,9 +136,9 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
     moved = any(
         not torch.equal(b, p.detach().flatten()[:256]) for b, p in zip(before, params, strict=True)
     )
-    # GradScaler skips a step whose gradients overflowed and lowers its scale: a convolutional
-    # network's first steps at the initial scale of 2**16 can (resnet50's BatchNorm gradients).
-    stepped = moved or (mode.scale_loss and s.scaler.get_scale() < 2.0**16)
+    # The update was applied: the weights moved, and in a mode that scales its loss, some timed
+    # round was one GradScaler did not skip (a warm-up round may have moved the weights).
+    stepped = moved and not (skipped and all(skipped))
     if spec.phase == "forward":
         logits, loss = result
         # One row of outputs per sample (per token of each sequence for gpt), classes last.
@@ -138,3 +150,23 @@ def test_train_step(benchmark, spec: Spec, suite: SuiteConfig, state_cache) -> N
         assert stepped and all(p.grad is None for p in params)  # updated, then grads dropped
     else:
         assert torch.isfinite(result) and stepped and all(p.grad is None for p in params)
+
+
+def _skipped_rounds(benchmark, scale_watch, suite: SuiteConfig) -> list[bool]:
+    """Which timed rounds held a step GradScaler skipped (none without a watch), those rounds'
+    times taken out of the benchmark's: pytest-benchmark computes its statistics, and saves
+    its rounds, from `stats.data` when they are read, after the test. Every round skipped:
+    the test fails, with no training step to time."""
+    if scale_watch is None:
+        return []
+    _sync()  # the teardowns' copies are there: reading them waits for nothing timed
+    flags = scale_watch.skipped()  # the warm-up rounds', the timed ones', then pedantic's extra
+    if not benchmark.stats:  # --benchmark-disable: one untimed call, no teardown
+        scale_watch.mark()
+        return scale_watch.skipped()
+    timed = flags[suite.warmup_rounds : suite.warmup_rounds + suite.rounds]
+    if all(timed):
+        pytest.fail(f"GradScaler skipped every one of the {suite.rounds} timed rounds")
+    data = benchmark.stats.stats.data
+    data[:] = [ms for ms, skip in zip(data, timed, strict=True) if not skip]
+    return timed

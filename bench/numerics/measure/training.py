@@ -11,7 +11,7 @@ import torch
 
 from bench.faults import fault
 from bench.measure.stats import summarize
-from bench.measure.timing import clock_for, time_settled
+from bench.measure.timing import NoTrainingStep, clock_for, time_settled
 from bench.modes import fp8
 from bench.modes.catalog import autocast_modes, default_modes, fp16_pair, reference
 from bench.modes.mode import MODES, Mode, dtype_name
@@ -22,6 +22,7 @@ from bench.modes.step import (
     build,
     evaluate,
     forward,
+    skipped_by_scale,
     train_step,
     watch,
 )
@@ -109,7 +110,7 @@ def traced_step(s: TrainState) -> tuple[torch.Tensor, list[dict]]:
 
     loss = train_step(dataclasses.replace(s, observe=count_zeros))
     scale = s.scaler.get_scale() if s.mode.scale_loss else None
-    skipped = scale is not None and scale < scale_before  # the scaler halves after a skip
+    skipped = scale is not None and bool(skipped_by_scale(torch.tensor([scale_before, scale]))[0])
     eps2 = s.optimizer.param_groups[0]["eps"] ** 2
     loss_value = loss.item()
     rows = []
@@ -144,13 +145,16 @@ def _step_ms(plan: Plan, task: Task) -> float:
     case = plan.case
     s = build(plan)
     s.x, s.y = task.sample(case.batch_size, 0)
-    samples = time_settled(
-        {"step": lambda: train_step(s)},
-        warmup=5,
-        steps=20,
-        clock=clock_for(case.device),
-        watch=watch(s),
-    )
+    try:
+        samples = time_settled(
+            {"step": lambda: train_step(s)},
+            warmup=5,
+            steps=20,
+            clock=clock_for(case.device),
+            watch=watch(s),
+        )
+    except NoTrainingStep:  # a scale stuck at 0 (or not finite), or every step skipped
+        return math.nan  # no training step to time; the trajectory's rows say why
     return summarize(samples["step"])["median"]
 
 
@@ -202,11 +206,14 @@ def convergence(
         # get_scale() syncs; this loop is not timed (step_ms above is measured apart).
         scales.append(s.scaler.get_scale() if s.mode.scale_loss else None)
     loss_values = torch.stack(losses).float().cpu().tolist() if losses else []
+    skips = (
+        skipped_by_scale(torch.tensor([init_scale, *scales], dtype=torch.float64)).tolist()
+        if s.mode.scale_loss
+        else [False] * len(scales)
+    )
     rows = []
     for i, (loss, scale) in enumerate(zip(loss_values, scales, strict=True)):
-        before = scales[i - 1] if i else init_scale
-        skipped = scale is not None and scale < before  # GradScaler halves after a skipped step
-        rows.append({**axes, "step": i, "loss": loss, "scale": scale, "skipped": skipped})
+        rows.append({**axes, "step": i, "loss": loss, "scale": scale, "skipped": skips[i]})
     return {
         "steps": rows,
         "evals": evals,
