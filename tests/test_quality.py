@@ -3,7 +3,6 @@ to end (its tables, report and resume), and bad input."""
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pandas as pd
