@@ -21,6 +21,7 @@ import pytest
 
 from bench import faults, outcome
 from bench.cli import main
+from bench.measure import env
 from bench.ownloop import contract
 from bench.store import paths, results
 
@@ -43,6 +44,9 @@ VARIABLES = {
     "AMPBENCH_DEBUG": (faults, "DEBUG_VAR"),
     "AMPBENCH_RESULT_JSON": (outcome, "RESULT_VAR"),
     "AMPBENCH_CWD": (paths, "CWD_VAR"),
+    "AMPBENCH_GIT_COMMIT": (env, "OVERRIDE"),
+    "AMPBENCH_GIT_DIRTY": (env, "OVERRIDE_DIRTY"),
+    "AMPBENCH_GIT_OVERRIDE": (env, "TRUST_OVERRIDE"),
 }
 """Each variable the docs name -> where ampbench names it for its reader."""
 SCRIPT_VARIABLES = ("AMPBENCH_BENCH_STORAGE",)

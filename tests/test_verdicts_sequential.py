@@ -168,7 +168,7 @@ def test_a_bad_design_names_the_value(kw, needle):
 def test_a_look_in_progress_has_its_share_of_the_planned_cap_not_of_the_looks_taken(
     looks, expected
 ):
-    design = seq.Design(first=3, max_seeds=8)
+    design = seq.Design(first=3, max_seeds=8, paired=False)  # the normal levels' figures
     assert design.levels(looks) == pytest.approx(expected, abs=5e-4)
     df = frame({"fp32": FP32[:4], "bf16-amp": [1.462, 1.480, 1.471, 1.470]})
     j = seq.judge(df, "bf16-amp", design, looks, range(4), synthetic=False)
