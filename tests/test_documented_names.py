@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 COMMANDS = ("run", "report", "headline", "compare", "ab", "numerics", "quality", "maxbatch",
             "index", "promote", "history", "export", "readme", "publish", "check",
-            "sweep")  # fmt: skip
+            "sweep", "record", "pages")  # fmt: skip
 """The `ampbench` / `./run_bench.sh` commands the docs name."""
 RENAMED_COMMANDS = {"recipes": "sweep"}
 """An old command's name -> its name now: it still runs, saying so on stderr."""
