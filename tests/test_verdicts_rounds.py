@@ -8,7 +8,6 @@ import pytest
 from scipy import stats
 
 from bench.verdicts.rounds import (
-    DF_CAP,
     MIN_ROUNDS,
     Prior,
     benjamini_hochberg,
@@ -70,7 +69,10 @@ def test_the_prior_fits_what_the_variances_say():
     apart = 10 ** rng.uniform(-6, -2, 400) * rng.chisquare(8, 400) / 8
     assert fit_prior(apart, [8] * 400).df < 3
     assert fit_prior([1e-4, 2e-4], [8, 8]) == Prior()  # too few cases to fit
-    assert fit_prior([1e-4] * 5, [8] * 5).df == DF_CAP  # no scatter at all
+    # No scatter at all: the variances are one, worth no more than all of them pooled (40 df),
+    # not an infinite df (normal critical values where t applies).
+    assert fit_prior([1e-4] * 5, [8] * 5) == Prior(s2=pytest.approx(1e-4), df=40)
+    assert fit_prior(same, [8] * 400).df <= 8 * 400
 
 
 def test_holm_by_hand():

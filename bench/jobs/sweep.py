@@ -21,7 +21,7 @@ from bench.jobs.base import Folder, log, new_folder
 from bench.modes import catalog
 from bench.ownloop import contract, looks
 from bench.store import folders, paths, results
-from bench.verdicts import sequential
+from bench.verdicts import driver, sequential
 
 RUNS = "runs"
 """The sub-folder of each run's own probe folder and log."""
@@ -47,8 +47,10 @@ class SweepConfig:
     device: str = "cuda"
     workers: int = 0
     """Runs side by side for the seeds not timed alone; 0: auto (`bench.jobs.packing`)."""
-    timed_seeds: int = 2
-    """The first this many seeds of each mode run alone, and only they give step times."""
+    timed_seeds: int = 3
+    """The first this many seeds of each mode run alone, and only they give step times (the
+    speed rule's first look); each later look adds one run alone while a mode's speed is
+    undecided."""
     max_seeds: int | None = None
     """A sequential study's cap on seeds a mode (None: one look, at `seeds`)."""
     budget_s: float = 0.0
@@ -84,6 +86,13 @@ class SweepConfig:
     def design(self) -> sequential.Design | None:
         """The sequential study's plan (its first look at `seeds`, its cap), or None."""
         return None if self.cap is None else sequential.Design(len(self.seeds), self.cap)
+
+    def speed_plan(self) -> driver.SpeedPlan:
+        """The timed looks: the seeds timed alone first, then one run alone a look at each of
+        the design's later looks (one look where there is no design)."""
+        first = min(self.timed_seeds, len(self.seeds))
+        design = self.design()
+        return driver.SpeedPlan(first, first + (len(design.looks()) - 1 if design else 0))
 
     def seed_order(self) -> tuple[int, ...]:
         """The seeds in the order the looks take them: `seeds`, then the integers above them,
@@ -172,11 +181,18 @@ def _failed_row(mode: str, seed: int, status: str, error: str, script: str, devi
 
 
 def one_run(
-    job: Folder, cfg: SweepConfig, mode: str, seed: int, runner: Runner, side_by_side: int = 1
+    job: Folder,
+    cfg: SweepConfig,
+    mode: str,
+    seed: int,
+    runner: Runner,
+    side_by_side: int = 1,
+    timed_look: int | None = None,
 ) -> tuple[dict, dict | None]:
     """Run the script under `mode` at `seed`, with `side_by_side` runs at once (itself
     included): its row (the probe's, or one that says what went wrong) and its samples
-    record."""
+    record. `timed_look`: the speed rule's look this run alone is timed for (None: not one of
+    the rule's timed runs, whether or not it ran alone)."""
     # The script's name for a row that has no model of its own: its .py file, else the program.
     script = next((Path(a).stem for a in cfg.script if a.endswith(".py")), Path(cfg.script[0]).name)
     reason = contract.unsupported_reason(mode)
@@ -214,6 +230,7 @@ def one_run(
     row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seed_order().index(seed))
     row.update(ran="alone" if side_by_side == 1 else "packed", side_by_side=side_by_side,
                started_at_s=started_at, ended_at_s=ended_at)  # fmt: skip
+    row["timed_look"] = timed_look
     row["case_id"] = f"{row['model']}_{mode}_seed{seed}"
     samples = results.read_rows(out / results.SAMPLES)  # none where the script wrote none
     record = {**samples[-1], "case_id": row["case_id"]} if samples else None
@@ -256,11 +273,12 @@ def run(
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
         started = clock()
+        job.info["speed_plan"] = cfg.speed_plan().record()
         alone, rest = cfg.seeds[: cfg.timed_seeds], cfg.seeds[cfg.timed_seeds :]
         for k, seed in enumerate(alone):
             for mode in order(cfg.modes, k):
                 log(f"round {k + 1}/{len(cfg.seeds)}: {mode}, seed {seed}, alone")
-                _keep(job, *one_run(job, cfg, mode, seed, runner))
+                _keep(job, *one_run(job, cfg, mode, seed, runner, timed_look=1))
         todo = [(m, s) for k, s in enumerate(rest, len(alone)) for m in order(cfg.modes, k)]
         run_packed(job, cfg, todo, runner)
         if cfg.design() is not None:
@@ -318,35 +336,100 @@ def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, 
     return sequential.judge_each(summary, cfg.modes, cfg.design(), taken, cfg.seed_order())
 
 
-def _look_s(job: Folder, cfg: SweepConfig, runs: int) -> float:
-    """A look's time, about: its runs `workers` at a time, each as long as the longest so far."""
+def judge_speed(run_dir: Path, cfg: SweepConfig) -> list[str]:
+    """The modes whose speed is still `unclear` over the timed looks so far
+    (`bench.ownloop.looks.speed`): those a next look times alone again, with fp32."""
+    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    if rows.empty or catalog.reference() not in set(rows["mode"]):
+        return []
+    verdicts = looks.speed(run_dir, rows, catalog.reference())
+    return [m for m in driver.undecided(verdicts) if m in cfg.modes]
+
+
+def _longest_s(job: Folder) -> float:
     elapsed = [float(r.get("elapsed_s", 0)) for r in results.read_rows(job.path / results.ROWS)]
+    return max(elapsed, default=0.0)
+
+
+def _look_s(job: Folder, cfg: SweepConfig, runs: int, alone: int = 0) -> float:
+    """A look's time, about: `alone` runs one after another, then `runs` runs `workers` at a
+    time, each as long as the longest so far."""
     workers, _ = workers_for(job, cfg, runs)
-    return math.ceil(runs / workers) * max(elapsed, default=0.0)
+    return (alone + math.ceil(runs / workers)) * _longest_s(job)
+
+
+def _target(judged: dict[str, sequential.Judged], todo: list[str]) -> int:
+    """The seeds a side the training rule projects the undecided modes need (0: no projection)."""
+    return max((judged[m].verdict.needed for m in todo if m in judged), default=0)
+
+
+def plan_look(
+    job: Folder,
+    cfg: SweepConfig,
+    taken: list[int],
+    train: list[str],
+    fast: list[str],
+    target: int,
+    timed: int,
+    left_s: float | None,
+) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]] | None:
+    """The next look: its seeds a side, its runs alone (one for fp32 and each mode in `fast`,
+    at the look's first new seed, the modes turned by the `timed` looks so far), and its packed
+    runs (the look's other seeds of fp32 and the modes in `train`). The next planned look, or,
+    where the training rule projects `target` seeds a side, the latest planned look up to it
+    whose packed runs still fit in one wave of the machine (`workers_for`): looks stay the
+    design's, so the alpha spent at each is the plan's. None where no planned look is left, or
+    (`left_s`) none fits the budget."""
+    design, seeds, ref = cfg.design(), cfg.seed_order(), catalog.reference()
+    later = [n for n in design.looks() if n > taken[-1]]
+    options = [n for n in later if n <= max(target, later[0] if later else 0)]
+    for n in reversed(options):
+        new = seeds[taken[-1] : n]
+        ones = order(tuple(m for m in (ref, *fast) if m in cfg.modes), timed) if fast else []
+        alone = [(m, new[0]) for m in ones]
+        packed = [(m, s) for s in new for m in (ref, *train)
+                  if m in cfg.modes and (m, s) not in alone]  # fmt: skip
+        wave, _ = workers_for(job, cfg, max(len(packed), 1))
+        fits = left_s is None or _look_s(job, cfg, len(packed), len(alone)) <= left_s
+        if fits and (n == options[0] or len(packed) <= wave):
+            return n, alone, packed
+    return None
 
 
 def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> None:
-    """Look after look: judge, then add seeds (packed) to fp32 and the undecided modes until
-    each is decided, the cap, or the budget. Records the looks taken and why they ended."""
-    design, seeds = cfg.design(), cfg.seed_order()
-    taken = [design.first]
+    """Look after look: judge speed and training, then time fp32 and each mode whose speed is
+    undecided alone once more, and add seeds (packed) to fp32 and the modes whose training is
+    undecided, until each is decided, the cap, or the budget. Records the looks taken, the
+    timed looks, and why they ended."""
+    design, seeds, plan = cfg.design(), cfg.seed_order(), cfg.speed_plan()
+    taken, timed = [design.first], 1
     while True:
-        job.info.update(looks=taken, design=design.record(), seed_order=list(seeds))
+        job.info.update(looks=taken, design=design.record(), seed_order=list(seeds),
+                        timed_looks=timed)  # fmt: skip
         job.save()
-        todo = sequential.undecided(judge_looks(job.path, cfg, taken))
-        n = design.next_look(taken[-1])
-        if not todo or n is None:
-            job.info["looks_ended"] = "every mode decided" if not todo else "the cap"
+        judged = judge_looks(job.path, cfg, taken)
+        train = sequential.undecided(judged)
+        fast = judge_speed(job.path, cfg) if timed < plan.looks else []
+        if not train and not fast:
+            job.info["looks_ended"] = "every mode decided"
             break
-        runs = [(m, s) for s in seeds[taken[-1] : n] for m in (catalog.reference(), *todo)
-                if m in cfg.modes]  # fmt: skip
-        left = cfg.budget_s - (clock() - started)
-        if cfg.budget_s and _look_s(job, cfg, len(runs)) > left:
-            job.info["looks_ended"] = "the budget"
-            job.info["undecided"] = todo
+        left = cfg.budget_s - (clock() - started) if cfg.budget_s else None
+        nxt = design.next_look(taken[-1])
+        look = plan_look(job, cfg, taken, train, fast, _target(judged, train), timed, left)
+        if look is None:
+            job.info["looks_ended"] = "the cap" if nxt is None else "the budget"
+            job.info["undecided"] = sorted(set(train) | set(fast), key=cfg.modes.index)
+            job.info["undecided_speed"] = fast
             break
-        log(f"look at {n} seeds: {', '.join(dict.fromkeys(m for m, _ in runs))}")
-        run_packed(job, cfg, runs, runner)
+        n, alone, packed = look
+        log(f"look at {n} seeds: {', '.join(m for m, _ in alone)} timed alone; "
+            f"{', '.join(dict.fromkeys(m for m, _ in packed)) or 'none'} packed")  # fmt: skip
+        if alone:
+            timed += 1
+            for mode, seed in alone:
+                _keep(job, *one_run(job, cfg, mode, seed, runner, timed_look=timed))
+        run_packed(job, cfg, packed, runner)
         taken.append(n)
+    job.info["timed_looks"] = timed
     log(f"looks at {', '.join(map(str, taken))} seeds: ended by {job.info['looks_ended']}")
     job.save()

@@ -1,7 +1,9 @@
-"""The verdict on two sides' rounds: per case a t-test on log round statistics, its spread
-moderated across the cases of one mode (`fit_prior`, Smyth 2004); Holm's correction across a
-comparison's cases (`family_verdicts`); equal alpha per sequential look (`looks`).
-docs/comparing.md states the rule and why. Pure: numpy and scipy, no torch, no pandas."""
+"""The verdict on two sides' rounds: per case a t-test on the mean of log round statistics (its
+standard error: power grows with rounds), its spread moderated across the cases of one mode
+(`fit_prior`, Smyth 2004); Holm's correction across a comparison's cases (`family_verdicts`);
+equal alpha per sequential look (`looks`). Modes judged against one shared reference (the
+sweep) take `against_reference`: one spread pooled over the modes, no prior.
+docs/comparing.md states the rules and why. Pure: numpy and scipy, no torch, no pandas."""
 
 from __future__ import annotations
 
@@ -41,13 +43,12 @@ PROCEDURE = (
 """What judges a comparison, in words, for reports."""
 ERROR_CONTROLLED = "family-wise error rate: the chance of any false faster or slower call"
 """The error the procedure controls, in words."""
-NOISE_K = 2.0
-"""The noise floor of a verdict, in units of the (moderated) spread of one side's log rounds: a
-change smaller than twice what separates two rounds of the same code is not told apart from none."""
+NOISE_K = 0.0
+"""No floor by default: a change is called when the test and `min_effect` say so. A floor
+proportional to one round's spread (this many times it) would not shrink with rounds, so power
+could never grow past it; kept as an option (`noise_k`) for a caller that wants one."""
 PRIOR_CASES = 3
 """Cases with a spread a group needs before its variances are fitted a prior (else the family's)."""
-DF_CAP = 1e4
-"""The prior's degrees of freedom where the cases' variances scatter no more than chance: pooled."""
 VERDICTS_CALLED = ("faster", "slower")
 """The verdicts that claim a difference: the ones a family of cases must earn together."""
 DECIDED = ("faster", "slower", "same")
@@ -90,7 +91,10 @@ def _trigamma_inverse(value: float) -> float:
 def fit_prior(variances: Sequence[float], dofs: Sequence[int]) -> Prior:
     """The scaled inverse chi-square prior the cases' variances imply (limma's `fitFDist`, by the
     moments of log variances): its scale `s2` and its degrees of freedom `df`. Cases without a
-    positive variance are left out; fewer than `PRIOR_CASES` left give no prior."""
+    positive variance are left out; fewer than `PRIOR_CASES` left give no prior. `df` is never
+    more than the cases' own degrees of freedom together: the prior is estimated from them, so it
+    cannot know the variance better than pooling them would (limma's infinite df where the
+    variances scatter no more than chance would make normal critical values where t applies)."""
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dofs, dtype=float)
     keep = np.isfinite(s2) & (s2 > 0) & (d > 0)
@@ -99,9 +103,10 @@ def fit_prior(variances: Sequence[float], dofs: Sequence[int]) -> Prior:
         return Prior()
     e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
     excess = float(e.var(ddof=1) - special.polygamma(1, d / 2).mean())
-    if excess <= 0:  # no more scatter than chance: the variances are one variance
-        return Prior(s2=float(math.exp(e.mean())), df=DF_CAP)
-    d0 = min(DF_CAP, 2 * _trigamma_inverse(excess))
+    cap = float(d.sum())
+    if excess <= 0:  # no more scatter than chance: one variance, as good as all of them pooled
+        return Prior(s2=float((s2 * d).sum() / cap), df=cap)
+    d0 = min(cap, 2 * _trigamma_inverse(excess))
     return Prior(s2=float(math.exp(e.mean() + special.digamma(d0 / 2) - math.log(d0 / 2))), df=d0)
 
 
@@ -118,14 +123,16 @@ def rounds_verdict(
     """One case's verdict from its rounds: `a` and `b` hold one value per round of each side.
 
     - ratio: B over A, exp of the difference of the mean log rounds (the geometric means' ratio);
-    - spread: the pooled variance of the log rounds, moderated towards `prior`; t with its df
-      plus the prior's; p: two-sided; interval: ratio's at 1 - (1 - confidence) / `looks`;
-    - noise: `noise_k` times that spread (standard deviation of log rounds), never below the
-      case's own;
+    - spread: the pooled variance of the log rounds, moderated towards `prior`, never below the
+      case's own; the test and interval are on the difference of the means, its standard error
+      sqrt(spread (1/n + 1/m)), so they sharpen as rounds are added; t with its df plus the
+      prior's; p: two-sided; interval: ratio's at 1 - (1 - confidence) / `looks`;
+    - noise: the standard deviation of one round (the square root of that spread), shown for
+      information; it bars a call only where `noise_k` is above 0 (not by default);
     - `faster` / `slower`: p at most the look's alpha (the family's correction then keeps the
-      call or not, `family_verdicts`) and the ratio beyond 1 -/+ the larger of `min_effect` and
-      the noise; `same`: the interval within 1 -/+ `min_effect`; `unclear`: anything else, and
-      always with fewer than `MIN_ROUNDS` a side (`too_few`).
+      call or not, `family_verdicts`) and the ratio beyond 1 -/+ `min_effect` (or `noise_k`
+      times the noise, if larger); `same`: the interval within 1 -/+ `min_effect`; `unclear`:
+      anything else, and always with fewer than `MIN_ROUNDS` a side (`too_few`).
     """
     return _judge([(a, b, prior)], min_effect, confidence, noise_k, looks)[0]
 
@@ -179,8 +186,8 @@ def _judge(
         p = np.where(se > 0, 2 * stats.t.sf(np.abs(diff) / se, df), (diff != 0) * -1.0 + 1.0)
     half = stats.t.ppf(1 - alpha / 2, df) * se
     for (out, *_), d, v, pv, h, f in zip(tested, diff, var, p, half, df, strict=True):
-        noise = noise_k * math.sqrt(v)
-        bound = max(min_effect, noise)
+        noise = math.sqrt(v)
+        bound = max(min_effect, noise_k * noise)
         lo, hi = math.exp(d - h), math.exp(d + h)
         ratio = float(out["ratio"])
         if pv <= alpha and ratio < 1 - bound:
@@ -359,3 +366,93 @@ def judge_rounds(
         }
         for (_, a, b), verdict in zip(cases, judged, strict=True)
     ]
+
+
+SHARED_PROCEDURE = (
+    "a t-test per mode against the reference on the mean of the log run statistics, the spread "
+    "pooled over every mode's runs (each mode's runs around its own mean; never below the spread "
+    "of the mode's and the reference's runs alone), with Holm's correction across the modes"
+)
+"""What judges modes that share one reference (`against_reference`), in words, for reports."""
+
+
+def holm_rows(p: np.ndarray) -> np.ndarray:
+    """`holm` on each row of a 2-D array of p-values at once (NaN: no test, not counted)."""
+    p = np.asarray(p, dtype=float)
+    tested = ~np.isnan(p)
+    m = tested.sum(axis=1, keepdims=True)
+    q = np.where(tested, p, np.inf)
+    order = np.argsort(q, axis=1, kind="stable")
+    ranked = np.take_along_axis(q, order, axis=1)
+    with np.errstate(invalid="ignore"):  # inf times 0 past the tested ones: masked below
+        steps = np.minimum(1.0, np.maximum.accumulate((m - np.arange(p.shape[1])) * ranked, 1))
+    out = np.empty_like(p)
+    np.put_along_axis(out, order, steps, axis=1)
+    return np.where(tested, out, np.nan)
+
+
+def against_reference(
+    logs: np.ndarray,
+    *,
+    level: float,
+    min_effect: float = MIN_EFFECT,
+    min_rounds: int = MIN_ROUNDS,
+) -> dict[str, np.ndarray]:
+    """Modes against one reference, in many sessions at once: `logs[s, k, i]` is the log of run
+    i's statistic of mode k in session s (NaN: no such run), mode 0 the reference. For each mode
+    1.. of each session (arrays of shape (sessions, modes - 1)):
+
+    - `diff`: the mode's mean log minus the reference's (`ratio`: its exp, the geometric means'
+      ratio, the mode's time over the reference's);
+    - `sd`: one run's standard deviation of logs: pooled over every mode of the session with two
+      runs or more (each around its own mean: the machine's noise, which every mode shares), never
+      below the pooled spread of this mode's and the reference's runs alone; `df`: the pooled
+      spread's degrees of freedom (the runs less the modes);
+    - `p`: the two-sided t-test of `diff` on its standard error sd sqrt(1/n + 1/m), NaN where a
+      side has fewer than `min_rounds` runs; `p_holm`: after Holm's correction over the session's
+      modes; `lo`, `hi`: the ratio's interval at 1 - `level`;
+    - `verdict`: 1 slower, -1 faster (p_holm at most `level` and the ratio beyond 1 +/-
+      `min_effect`), 0 same (the interval within 1 +/- `min_effect`), NaN unclear.
+
+    No moderation prior: the modes share the reference's runs, so their spreads are not the
+    independent estimates a prior is fitted from; pooling the runs of every mode is the one
+    estimate they do share (Dunnett's many-to-one setting)."""
+    logs = np.asarray(logs, dtype=float)
+    if logs.ndim != 3 or logs.shape[1] < 2:
+        raise ValueError(f"logs of shape {logs.shape}: want (sessions, modes >= 2, runs)")
+    n = (~np.isnan(logs)).sum(axis=2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nanmean(logs, axis=2) if logs.shape[2] else np.full(n.shape, np.nan)
+        ss = np.nansum((logs - mean[..., None]) ** 2, axis=2)
+        spread_of = n >= 2
+        pooled_df = np.where(spread_of, n - 1, 0).sum(axis=1, keepdims=True)
+        pooled = np.where(spread_of, ss, 0).sum(axis=1, keepdims=True) / pooled_df
+        own_df = n[:, 1:] + n[:, :1] - 2
+        own = (ss[:, 1:] + ss[:, :1]) / own_df
+        var = np.fmax(pooled, own)
+        nm, nr = n[:, 1:], n[:, :1]
+        diff = mean[:, 1:] - mean[:, :1]
+        se = np.sqrt(var * (1 / nm + 1 / nr))
+        df = np.broadcast_to(pooled_df, diff.shape).astype(float)
+        ok = (nm >= min_rounds) & (nr >= min_rounds) & (df >= 1) & np.isfinite(se)
+        t = np.where(se > 0, np.abs(diff) / se, np.where(diff != 0, np.inf, 0.0))
+        p = np.where(ok, 2 * stats.t.sf(t, np.where(ok, df, 1.0)), np.nan)
+        half = stats.t.isf(level / 2, np.where(ok, df, 1.0)) * se
+    p_holm = holm_rows(p)
+    ratio = np.exp(diff)
+    lo, hi = np.where(ok, np.exp(diff - half), np.nan), np.where(ok, np.exp(diff + half), np.nan)
+    verdict = np.full(diff.shape, np.nan)
+    verdict[ok & (1 - min_effect <= lo) & (hi <= 1 + min_effect)] = 0.0
+    called = ok & (p_holm <= level)
+    verdict[called & (ratio < 1 - min_effect)] = -1.0
+    verdict[called & (ratio > 1 + min_effect)] = 1.0
+    return {
+        "diff": diff, "ratio": ratio, "lo": lo, "hi": hi, "p": p, "p_holm": p_holm,
+        "sd": np.where(ok, np.sqrt(var), np.nan), "df": np.where(ok, df, np.nan),
+        "n": nm, "n_reference": np.broadcast_to(nr, diff.shape), "too_few": ~ok,
+        "verdict": verdict,
+    }  # fmt: skip
+
+
+WORDS = {-1.0: "faster", 0.0: "same", 1.0: "slower"}
+"""`against_reference`'s verdict codes in words (NaN: unclear)."""
