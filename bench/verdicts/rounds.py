@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS, PRIOR_ROUNDS
 
 STATISTICS = {"median": 50.0, "p10": 10.0}
 """What one round (one observation) of a case is summed up by: the median of its step times
@@ -284,15 +284,17 @@ def judge_family(
     """The one judge of a comparison (`compare`, `ab`'s stopping rule, `history`): `rounds` holds,
     per case, its group (its mode; cases of one group share a moderation prior) and each side's
     round values. Each group of at least `PRIOR_CASES` cases with a spread is fitted its own
-    prior; the cases of smaller groups share the prior of the whole family. `min_rounds`: below
-    it a case is `too_few` (the power study sets it aside to show what fewer rounds do). Returns
+    prior; the cases of smaller groups share the prior of the whole family; a case with fewer
+    than `PRIOR_ROUNDS` a side is judged on its own spread. `min_rounds`: below it a case is
+    `too_few` (the power study sets it aside to show what fewer rounds do). Returns
     `rounds_verdict`'s dict per case, after Holm's correction (`family_verdicts`)."""
     logs = [
         (g, np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float)))
         for g, a, b in rounds
     ]
+    moderated = max(min_rounds, PRIOR_ROUNDS)
     spreads = [
-        spread(x, y) if min(len(x), len(y)) >= min_rounds else (math.nan, 0) for _, x, y in logs
+        spread(x, y) if min(len(x), len(y)) >= moderated else (math.nan, 0) for _, x, y in logs
     ]
     whole = fit_prior([s for s, _ in spreads], [d for _, d in spreads])
     priors: dict[Hashable, Prior] = {}
@@ -301,7 +303,10 @@ def judge_family(
         fitted = fit_prior([s for s, _ in mine], [d for _, d in mine])
         priors[group] = fitted if fitted.df > 0 else whole
     alone = _judge(
-        [(a, b, priors[g]) for g, a, b in rounds],
+        [
+            (a, b, priors[g] if min(len(a), len(b)) >= moderated else Prior())
+            for g, a, b in rounds
+        ],
         min_effect,
         confidence,
         NOISE_K,
