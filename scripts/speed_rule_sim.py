@@ -40,7 +40,8 @@ FAMILIES = 1500
 
 
 def between_run_sd(lines: list[str]) -> None:
-    rows = [json.loads(x) for x in gzip.open(SWEEP / "rows.jsonl.gz", "rt") if x.strip()]
+    with gzip.open(SWEEP / "rows.jsonl.gz", "rt") as f:
+        rows = [json.loads(x) for x in f if x.strip()]
     modes = sorted({r["mode"] for r in rows})
     # Position: the run's place in its round (rows are written in the order the runs ran).
     place: dict[int, int] = {}
@@ -202,8 +203,9 @@ def moderated_rule(lines: list[str]) -> None:
     for sd in (0.01, 0.02, 0.03):
         aa = [_ab(rng, 8, sd)[0] for _ in range(FAMILIES // 3)]
         shifted = [_ab(rng, 8, sd, shift=-effect * sd) for _ in range(FAMILIES // 3)]
+        false = np.mean([any(w in rounds.VERDICTS_CALLED for w in v) for v in aa])
         lines.append(
-            f"  SD {sd:.0%}: A/A {np.mean([any(w in rounds.VERDICTS_CALLED for w in v) for v in aa]):.4f}"
+            f"  SD {sd:.0%}: A/A {false:.4f}"
             f"; called {np.mean([v[0] == 'faster' for v, _ in shifted]):.4f}, "
             f"{np.mean([n for _, n in shifted]):.2f} rounds"
         )

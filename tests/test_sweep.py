@@ -433,7 +433,8 @@ case = f"own:Sleepy_{mode}_seed{seed}"
 row = {"case_id": case, "mode": mode, "seed": seed, "model": "own:Sleepy", "status": "ok",
        "error": "", "skipped_steps": 0, "total_ms": sorted(times)[15], "probe_steps": 30}
 (out / "rows.jsonl").write_text(json.dumps(row) + "\\n")
-(out / "samples.jsonl").write_text(json.dumps({"case_id": case, "samples_ms": {"total": times}}) + "\\n")
+samples = {"case_id": case, "samples_ms": {"total": times}}
+(out / "samples.jsonl").write_text(json.dumps(samples) + "\\n")
 (out / "metrics.jsonl").write_text(json.dumps({"step": 0, "name": "loss", "value": 1.0}) + "\\n")
 """
 

@@ -37,8 +37,9 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
 
 
 PROCEDURE = (
-    "a t-test per case on the log of each round's statistic, its spread moderated across the "
-    "cases of the same mode (empirical Bayes, Smyth 2004), with Holm's correction across the cases"
+    "a t-test per case on the mean of the log of each round's statistic, its spread moderated "
+    f"across the cases of the same mode from {PRIOR_ROUNDS} rounds a side on (empirical Bayes, "
+    "Smyth 2004), with Holm's correction across the cases"
 )
 """What judges a comparison, in words, for reports."""
 ERROR_CONTROLLED = "family-wise error rate: the chance of any false faster or slower call"
@@ -303,10 +304,7 @@ def judge_family(
         fitted = fit_prior([s for s, _ in mine], [d for _, d in mine])
         priors[group] = fitted if fitted.df > 0 else whole
     alone = _judge(
-        [
-            (a, b, priors[g] if min(len(a), len(b)) >= moderated else Prior())
-            for g, a, b in rounds
-        ],
+        [(a, b, priors[g] if min(len(a), len(b)) >= moderated else Prior()) for g, a, b in rounds],
         min_effect,
         confidence,
         NOISE_K,
