@@ -6,7 +6,7 @@ a committed sweep (CPU only, no GPU).
    mode once at each position of a round): the SD of the logs of the runs' median step times,
    pooled over the modes (what `bench.verdicts.driver.BETWEEN_RUN_SD` holds), and what is left
    when the position in the round is a factor too (mode + position, by least squares).
-2. The sweep's rule (`bench.verdicts.power.speed_sessions`: `rounds.against_reference` at each
+2. The sweep's rule (`bench.verdicts.power.speed_sessions`: `many_to_one.against_reference` at each
    timed look of a `driver.SpeedPlan`): false calls in A/A sessions (any mode called faster or
    slower, over the modes and the looks) and power, for one look at the default seeds, the
    default budget's looks (3 to 8 runs alone), looks from 2 and from 3 runs to 10; three modes

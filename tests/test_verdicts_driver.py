@@ -1,4 +1,4 @@
-"""The sweep's speed rule (`bench.verdicts.driver`, `bench.verdicts.rounds.against_reference`):
+"""The sweep's speed rule (`bench.verdicts.driver`, `bench.verdicts.many_to_one.against_reference`):
 one observation per run, a t-test on the mean of log run medians with the spread pooled over
 the modes, Holm's correction over the modes, alpha spent over the timed looks. Simulated sweeps
 (`bench.verdicts.power.speed_sessions`, vectorised, fixed RNG seeds) at the between-run spread
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench.jobs import sweep
-from bench.verdicts import driver, power, rounds
+from bench.verdicts import driver, many_to_one, power
 
 GPU_MODES = sweep.default_modes("cuda")  # fp32 and three modes judged against it, one family
 SESSIONS = 4000  # a rate of 5% is known to about ±0.35% (one SD)
@@ -121,14 +121,14 @@ def test_the_pooled_spread_by_hand():
     # fp32 alone: 4e-4 / 2 = 2e-4, below the pooled, so the pooled stands: se = 0.02, t = 25.
     # y against fp32 alone: 1e-3 / 2 = 5e-4, above it: se = sqrt(5e-4), t = 0.447; df 3.
     logs = np.log([[[1.0, np.exp(0.02)], [np.exp(-0.5), np.exp(-0.48)], [1.0, np.exp(0.04)]]])
-    got = rounds.against_reference(logs, level=0.05, min_rounds=2)
+    got = many_to_one.against_reference(logs, level=0.05, min_rounds=2)
     assert got["df"][0].tolist() == [3.0, 3.0]
     assert got["sd"][0] == pytest.approx([0.02, np.sqrt(5e-4)])
     from scipy import stats
 
     assert got["p"][0] == pytest.approx([2 * stats.t.sf(25, 3), 2 * stats.t.sf(0.01 / 0.0224, 3)],
                                         rel=1e-2)  # fmt: skip
-    assert [rounds.WORDS.get(c, "unclear") for c in got["verdict"][0]] == ["faster", "unclear"]
+    assert [many_to_one.WORDS.get(c, "unclear") for c in got["verdict"][0]] == ["faster", "unclear"]
 
 
 def test_the_verdict_over_looks_is_the_first_look_that_decides():

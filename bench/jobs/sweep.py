@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.jobs import packing
+from bench.jobs import packing, sweep_looks
 from bench.jobs.base import Folder, log, new_folder
 from bench.modes import catalog
 from bench.ownloop import contract, looks
@@ -346,54 +346,11 @@ def judge_speed(run_dir: Path, cfg: SweepConfig) -> list[str]:
     return [m for m in driver.undecided(verdicts) if m in cfg.modes]
 
 
-def _longest_s(job: Folder) -> float:
-    elapsed = [float(r.get("elapsed_s", 0)) for r in results.read_rows(job.path / results.ROWS)]
-    return max(elapsed, default=0.0)
-
-
 def _look_s(job: Folder, cfg: SweepConfig, runs: int, alone: int = 0) -> float:
     """A look's time, about: `alone` runs one after another, then `runs` runs `workers` at a
     time, each as long as the longest so far."""
-    workers, _ = workers_for(job, cfg, runs)
-    return (alone + math.ceil(runs / workers)) * _longest_s(job)
-
-
-def _target(judged: dict[str, sequential.Judged], todo: list[str]) -> int:
-    """The seeds a side the training rule projects the undecided modes need (0: no projection)."""
-    return max((judged[m].verdict.needed for m in todo if m in judged), default=0)
-
-
-def plan_look(
-    job: Folder,
-    cfg: SweepConfig,
-    taken: list[int],
-    train: list[str],
-    fast: list[str],
-    target: int,
-    timed: int,
-    left_s: float | None,
-) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]] | None:
-    """The next look: its seeds a side, its runs alone (one for fp32 and each mode in `fast`,
-    at the look's first new seed, the modes turned by the `timed` looks so far), and its packed
-    runs (the look's other seeds of fp32 and the modes in `train`). The next planned look, or,
-    where the training rule projects `target` seeds a side, the latest planned look up to it
-    whose packed runs still fit in one wave of the machine (`workers_for`): looks stay the
-    design's, so the alpha spent at each is the plan's. None where no planned look is left, or
-    (`left_s`) none fits the budget."""
-    design, seeds, ref = cfg.design(), cfg.seed_order(), catalog.reference()
-    later = [n for n in design.looks() if n > taken[-1]]
-    options = [n for n in later if n <= max(target, later[0] if later else 0)]
-    for n in reversed(options):
-        new = seeds[taken[-1] : n]
-        ones = order(tuple(m for m in (ref, *fast) if m in cfg.modes), timed) if fast else []
-        alone = [(m, new[0]) for m in ones]
-        packed = [(m, s) for s in new for m in (ref, *train)
-                  if m in cfg.modes and (m, s) not in alone]  # fmt: skip
-        wave, _ = workers_for(job, cfg, max(len(packed), 1))
-        fits = left_s is None or _look_s(job, cfg, len(packed), len(alone)) <= left_s
-        if fits and (n == options[0] or len(packed) <= wave):
-            return n, alone, packed
-    return None
+    elapsed = [float(r.get("elapsed_s", 0)) for r in results.read_rows(job.path / results.ROWS)]
+    return (alone + math.ceil(runs / workers_for(job, cfg, runs)[0])) * max(elapsed, default=0)
 
 
 def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> None:
@@ -415,7 +372,13 @@ def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> Non
             break
         left = cfg.budget_s - (clock() - started) if cfg.budget_s else None
         nxt = design.next_look(taken[-1])
-        look = plan_look(job, cfg, taken, train, fast, _target(judged, train), timed, left)
+        ones = order(tuple(m for m in (catalog.reference(), *fast) if m in cfg.modes), timed)
+        look = sweep_looks.plan(
+            design, seeds, [m for m in (catalog.reference(), *train) if m in cfg.modes],
+            ones if fast else [], taken, sweep_looks.target(judged, train),
+            wave=lambda runs: workers_for(job, cfg, runs)[0],
+            look_s=lambda packed, alone: _look_s(job, cfg, packed, alone), left_s=left,
+        )  # fmt: skip
         if look is None:
             job.info["looks_ended"] = "the cap" if nxt is None else "the budget"
             job.info["undecided"] = sorted(set(train) | set(fast), key=cfg.modes.index)

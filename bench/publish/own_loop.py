@@ -14,7 +14,7 @@ from bench.modes import catalog
 from bench.ownloop import looks
 from bench.publish.tables import markdown
 from bench.store import results
-from bench.verdicts import driver, rounds, sequential, training
+from bench.verdicts import driver, many_to_one, rounds, sequential, training
 from bench.verdicts.defaults import MIN_EFFECT
 
 SWEEP_MD = "sweep.md"
@@ -161,7 +161,7 @@ def speed_notes(info: dict, fast: dict[str, dict]) -> list[str]:
         else "over the modes (one look)"
     )
     notes = [
-        f"Speed: {rounds.SHARED_PROCEDURE}; one observation per run timed alone (the median of "
+        f"Speed: {many_to_one.PROCEDURE}; one observation per run timed alone (the median of "
         f"its timed steps). The chance of any false `faster` or `slower` is held at 5% {over}. "
         f"`same`: the interval within ±{MIN_EFFECT:.0%}; `unclear`: not decided yet, and always "
         f"with fewer than {driver.MIN_RUNS} runs a side (`–` in interval). `step ms` is the "

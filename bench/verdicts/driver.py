@@ -1,9 +1,9 @@
 """The speed verdict of the `sweep` driver: each mode's runs timed alone against the reference
 mode's, one observation per run (a run is one fresh process: cutting it into windows would count
-one process's luck several times; docs/own-loop.md), by `bench.verdicts.rounds.against_reference`
-(a t-test on the mean of log run medians, the spread pooled over the modes, Holm's correction
-over the modes), look after look with alpha spent over the looks (`SpeedPlan`). Pure: numpy
-and scipy, no torch, no pandas."""
+one process's luck several times; docs/own-loop.md), by `many_to_one.against_reference` (a
+t-test on the mean of log run medians, the spread pooled over the modes, Holm's correction over
+the modes), look after look with alpha spent over the looks (`SpeedPlan`, by the training rule's
+spending function). Pure: no torch."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from bench.verdicts import rounds
+from bench.verdicts import many_to_one, rounds, sequential
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 REFERENCE = "reference"
@@ -68,8 +68,6 @@ class SpeedPlan:
         alpha = 1 - self.confidence
         if self.looks == 1:
             return (alpha,) * min(taken, 1)
-        from bench.verdicts import sequential  # pandas, for the training rule: only when looking
-
         spent = [0.0] + [
             sequential.spent(self.runs_at(k) / self.most, alpha, "pocock")
             for k in range(1, min(taken, self.looks) + 1)
@@ -112,7 +110,7 @@ def speed(
     """mode -> its speed verdict against `reference` at one look: `runs` holds, per mode, each
     finished run's timed step times (ms), a step GradScaler skipped NaN. Each run is one
     observation (its median over its training steps, `rounds.of_round`); the modes are judged
-    together (`rounds.against_reference`) at `level` (default 1 - `confidence`). A verdict:
+    together (`many_to_one.against_reference`) at `level` (default 1 - `confidence`). A verdict:
     `ratio` (the mode's time over the reference's, the ratio of the runs' geometric means),
     `ratio_lo`, `ratio_hi`, `p_value`, `p_holm`, `noise` (one run's SD of logs), `df`,
     `rounds_a` (the reference's runs), `rounds_b`, `too_few`, `verdict`, `median_ms_a`,
@@ -140,7 +138,9 @@ def speed(
     logs = np.full((1, len(sides), width), np.nan)
     for k, mode in enumerate(sides):
         logs[0, k, : len(values[mode])] = np.log([_statistic(r) for r in values[mode]])
-    got = rounds.against_reference(logs, level=level, min_effect=min_effect, min_rounds=MIN_RUNS)
+    got = many_to_one.against_reference(
+        logs, level=level, min_effect=min_effect, min_rounds=MIN_RUNS
+    )
     ref = values[reference]
     for j, mode in enumerate(judged):
         code = got["verdict"][0, j]
@@ -153,7 +153,7 @@ def speed(
             "rounds_a": len(ref),
             "rounds_b": len(values[mode]),
             "too_few": bool(got["too_few"][0, j]),
-            "verdict": "unclear" if math.isnan(code) else rounds.WORDS[code],
+            "verdict": "unclear" if math.isnan(code) else many_to_one.WORDS[code],
             "level": level,
         }  # fmt: skip
         if verdict["too_few"]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.verdicts import driver, rounds
+from bench.verdicts import driver, many_to_one, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 SHIFTS = (0.0, 0.005, 0.01, 0.03, 0.05, -0.03)
@@ -141,7 +141,7 @@ def speed_sessions(
     sessions: int,
     min_effect: float = MIN_EFFECT,
 ) -> dict[str, np.ndarray]:
-    """The sweep's speed rule (`driver.SpeedPlan`, `rounds.against_reference`) on `sessions`
+    """The sweep's speed rule (`driver.SpeedPlan`, `many_to_one.against_reference`) on `sessions`
     simulated sweeps at once: mode 0 the reference, mode k 1 + ... `speedups[k - 1]` times as
     fast; each timed run's log median scatters by `sd` around its mode's. Look after look a mode
     still `unclear` gets one more timed run, and so does the reference while any mode does.
@@ -161,7 +161,7 @@ def speed_sessions(
         used[:, 1:] = np.where(open_, n, used[:, 1:])
         used[:, 0] = np.where(open_.any(axis=1), n, used[:, 0])
         masked = np.where(np.arange(plan.most)[None, None, :] < used[:, :, None], logs, np.nan)
-        got = rounds.against_reference(masked, level=level, min_effect=min_effect,
+        got = many_to_one.against_reference(masked, level=level, min_effect=min_effect,
                                        min_rounds=driver.MIN_RUNS)  # fmt: skip
         now = open_ & ~np.isnan(got["verdict"])
         verdict[now] = got["verdict"][now]
