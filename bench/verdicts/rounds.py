@@ -369,4 +369,3 @@ def judge_rounds(
         }
         for (_, a, b), verdict in zip(cases, judged, strict=True)
     ]
-
