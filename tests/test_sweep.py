@@ -201,6 +201,8 @@ def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
     assert "no script" in capsys.readouterr().err
     assert main(["sweep", "--modes", "fp64", "--", "python", "x.py"]) == 2
     assert "fp64" in capsys.readouterr().err
+    assert main(["sweep", "--min-effect", "1.5", "--", "python", "x.py"]) == 2
+    assert "'1.5' is not a number between 0 and 1" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -506,3 +508,16 @@ def test_a_mode_decided_early_is_not_said_to_have_failed(tmp_path, monkeypatch):
     text = " ".join(own_loop.table(run_dir, {})[1])
     assert "bf16-amp's best value is the mean of seed 0, 1, 2" in text
     assert "did not finish" not in text and "stopped adding its seeds once it was decided" in text
+
+
+def test_the_declared_minimum_effect_decides_what_same_means(tmp_path):
+    # bf16-amp takes half fp32's time: `faster` at the default 2%; declared 60%, a time ratio of
+    # 0.5 lies within 1 ± 0.6, and so does its interval: `same`.
+    modes = ("fp32", "bf16-amp")
+    runner = fake_script(dict.fromkeys(modes, 2.0), {"fp32": 10.0, "bf16-amp": 5.0})
+    words = []
+    for k, effect in enumerate((0.02, 0.6)):
+        cfg = sweep.SweepConfig(script=("train",), modes=modes, device="cpu", min_effect=effect)
+        run_dir = sweep.run(cfg, results_dir=tmp_path / str(k), command="t", runner=runner)
+        words.append(own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "speed"])
+    assert words == ["faster", "same"]

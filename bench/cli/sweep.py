@@ -57,6 +57,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=o.DURATION, default=0,
                    help="time the command may run (900s, 15m, 1h): no look starts that would "
                    "end past it (--max-seeds, else 8)")  # fmt: skip
+    o.add_verdict_settings(p)
     o.add_device(p)
     o.add_results_dir(p)
     o.add_tag(p)

@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
             seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
             workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
             max_seeds=args.max_seeds,
+            **{k: v for k in ("min_effect", "confidence") if (v := getattr(args, k)) is not None},
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None

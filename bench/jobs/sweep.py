@@ -22,6 +22,7 @@ from bench.modes import catalog
 from bench.ownloop import contract, looks
 from bench.store import folders, paths, results
 from bench.verdicts import driver, sequential
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 RUNS = "runs"
 """The sub-folder of each run's own probe folder and log."""
@@ -55,6 +56,9 @@ class SweepConfig:
     """A sequential study's cap on seeds a mode (None: one look, at `seeds`)."""
     budget_s: float = 0.0
     """Seconds the command may run for; no look starts past it (0: none)."""
+    min_effect: float = MIN_EFFECT
+    """The smallest speed change called faster or slower; `same`: within it."""
+    confidence: float = CONFIDENCE  # 1 minus it: the chance of any false speed call allowed
 
     def __post_init__(self) -> None:
         if not self.script:
@@ -90,9 +94,9 @@ class SweepConfig:
     def speed_plan(self) -> driver.SpeedPlan:
         """The timed looks: the seeds timed alone first, then one run alone a look at each of
         the design's later looks (one look where there is no design)."""
-        first = min(self.timed_seeds, len(self.seeds))
-        design = self.design()
-        return driver.SpeedPlan(first, first + (len(design.looks()) - 1 if design else 0))
+        first, design = min(self.timed_seeds, len(self.seeds)), self.design()
+        looks = len(design.looks()) if design else 1
+        return driver.SpeedPlan(first, first + looks - 1, self.confidence)
 
     def seed_order(self) -> tuple[int, ...]:
         """The seeds in the order the looks take them: `seeds`, then the integers above them,
@@ -273,7 +277,7 @@ def run(
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
         started = clock()
-        job.info["speed_plan"] = cfg.speed_plan().record()
+        job.info.update(speed_plan=cfg.speed_plan().record(), min_effect=cfg.min_effect)
         alone, rest = cfg.seeds[: cfg.timed_seeds], cfg.seeds[cfg.timed_seeds :]
         for k, seed in enumerate(alone):
             for mode in order(cfg.modes, k):
@@ -337,8 +341,7 @@ def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, 
 
 
 def judge_speed(run_dir: Path, cfg: SweepConfig) -> list[str]:
-    """The modes whose speed is still `unclear` over the timed looks so far
-    (`bench.ownloop.looks.speed`): those a next look times alone again, with fp32."""
+    """The modes whose speed is still `unclear` (`bench.ownloop.looks.speed`)."""
     rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
     if rows.empty or catalog.reference() not in set(rows["mode"]):
         return []
@@ -371,7 +374,6 @@ def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> Non
             job.info["looks_ended"] = "every mode decided"
             break
         left = cfg.budget_s - (clock() - started) if cfg.budget_s else None
-        nxt = design.next_look(taken[-1])
         ones = order(tuple(m for m in (catalog.reference(), *fast) if m in cfg.modes), timed)
         look = sweep_looks.plan(
             design, seeds, [m for m in (catalog.reference(), *train) if m in cfg.modes],
@@ -380,9 +382,9 @@ def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> Non
             look_s=lambda packed, alone: _look_s(job, cfg, packed, alone), left_s=left,
         )  # fmt: skip
         if look is None:
-            job.info["looks_ended"] = "the cap" if nxt is None else "the budget"
-            job.info["undecided"] = sorted(set(train) | set(fast), key=cfg.modes.index)
-            job.info["undecided_speed"] = fast
+            ended = "the cap" if design.next_look(taken[-1]) is None else "the budget"
+            job.info.update(looks_ended=ended, undecided_speed=fast,
+                            undecided=sorted({*train, *fast}, key=cfg.modes.index))  # fmt: skip
             break
         n, alone, packed = look
         log(f"look at {n} seeds: {', '.join(m for m, _ in alone)} timed alone; "

@@ -14,6 +14,7 @@ import pandas as pd
 
 from bench.store import results
 from bench.verdicts import driver, training
+from bench.verdicts.defaults import MIN_EFFECT
 
 METRICS = ("val_loss", "eval_loss", "loss")
 """The metrics the training judge reads when none is named, the first that every run logged."""
@@ -88,7 +89,8 @@ def speed(run_dir: Path, rows: pd.DataFrame, reference: str) -> dict[str, dict]:
     the rows, samples.jsonl and the plan env.json keeps (a folder from before timed looks: one
     look, each run alone in it)."""
     samples = {r["case_id"]: r["samples_ms"] for r in results.read_rows(run_dir / results.SAMPLES)}
-    plan = results.read_env(run_dir).get("speed_plan")
+    info = results.read_env(run_dir)
+    plan = info.get("speed_plan")
     timed = timed_alone(rows)
     runs: dict[str, list] = {mode: [] for mode in rows["mode"].unique()}
     at: dict[str, list] = {mode: [] for mode in runs}
@@ -97,5 +99,6 @@ def speed(run_dir: Path, rows: pd.DataFrame, reference: str) -> dict[str, dict]:
         look = r.get("timed_look")
         at[r["mode"]].append(1 if look is None or pd.isna(look) else int(look))  # old folder: 1
     return driver.speed_over_looks(
-        runs, at, reference, None if plan is None else driver.SpeedPlan(**plan)
-    )
+        runs, at, reference, None if plan is None else driver.SpeedPlan(**plan),
+        min_effect=info.get("min_effect", MIN_EFFECT),
+    )  # fmt: skip

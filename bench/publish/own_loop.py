@@ -162,8 +162,10 @@ def speed_notes(info: dict, fast: dict[str, dict]) -> list[str]:
     )
     notes = [
         f"Speed: {many_to_one.PROCEDURE}; one observation per run timed alone (the median of "
-        f"its timed steps). The chance of any false `faster` or `slower` is held at 5% {over}. "
-        f"`same`: the interval within ±{MIN_EFFECT:.0%}; `unclear`: not decided yet, and always "
+        f"its timed steps). The chance of any false `faster` or `slower` is held at "
+        f"{1 - (plan or {}).get('confidence', 0.95):.0%} {over}. "
+        f"`same`: the interval within ±{info.get('min_effect', MIN_EFFECT):.0%}; `unclear`: not "
+        "decided yet, and always "
         f"with fewer than {driver.MIN_RUNS} runs a side (`–` in interval). `step ms` is the "
         "median of the runs' medians; `× fp32` and its interval are the ratio of the runs' "
         "geometric means, so where runs scatter the two need not agree."
