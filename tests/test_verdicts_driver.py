@@ -16,9 +16,11 @@ GPU_MODES = sweep.default_modes("cuda")  # fp32 and three modes judged against i
 SESSIONS = 4000  # a rate of 5% is known to about ±0.35% (one SD)
 
 
-def _false_calls(sd: float, plan: driver.SpeedPlan, modes: int, seed: int) -> float:
+def _false_calls(
+    sd: float, plan: driver.SpeedPlan, modes: int, seed: int, sessions: int = SESSIONS
+) -> float:
     got = power.speed_sessions(
-        [1.0] * modes, sd, plan, np.random.default_rng(seed), sessions=SESSIONS
+        [1.0] * modes, sd, plan, np.random.default_rng(seed), sessions=sessions
     )
     return float(np.isin(got["verdict"], (-1.0, 1.0)).any(axis=1).mean())
 
@@ -44,11 +46,14 @@ def test_the_default_sweep_times_its_seeds_alone_in_looks_up_to_its_cap():
 @pytest.mark.parametrize("sd", [0.02, 0.05, driver.BETWEEN_RUN_SD])
 def test_a_a_sessions_make_at_most_5_percent_false_calls_over_modes_and_looks(sd):
     # One look, the default plan's looks (3 to 8 runs alone), and looks from 2 runs to 10; the
-    # GPU's three modes against fp32, and one mode alone (no Holm to spare it).
+    # GPU's three modes against fp32, and one mode alone (no Holm to spare it). One look of one
+    # mode is Student's t at exactly 5%: its bound allows the simulation's error (3 SEs); over
+    # looks, the spending's Bonferroni bound leaves room enough for 5% itself.
+    exact = 0.05 + 3 * np.sqrt(0.05 * 0.95 / SESSIONS)
     for k, plan in enumerate((driver.SpeedPlan(3, 3), _default_plan(), driver.SpeedPlan(2, 10))):
         for modes in (len(GPU_MODES) - 1, 1):
             rate = _false_calls(sd, plan, modes, seed=100 * k + modes)
-            assert rate <= 0.05, (sd, plan, modes, rate)
+            assert rate <= (exact if plan.looks == 1 else 0.05), (sd, plan, modes, rate)
 
 
 def test_the_recursion_of_the_training_rule_would_let_t_statistics_through():
@@ -62,13 +67,13 @@ def test_the_recursion_of_the_training_rule_would_let_t_statistics_through():
             fractions = tuple(self.runs_at(k) / self.most for k in range(1, taken + 1))
             return tuple(2 * x for x in sequential.levels(fractions, 0.025))
 
-    assert _false_calls(0.05, Recursion(2, 10), 1, seed=7) > 0.05
-    assert _false_calls(0.05, driver.SpeedPlan(2, 10), 1, seed=7) <= 0.05
+    assert _false_calls(0.05, Recursion(2, 10), 1, seed=7, sessions=12000) > 0.05
+    assert _false_calls(0.05, driver.SpeedPlan(2, 10), 1, seed=7, sessions=12000) <= 0.05
 
 
 def test_a_real_1_2x_speed_up_at_9_percent_is_called_within_10_runs_a_side():
     rng = np.random.default_rng(12)
-    got = power.speed_sessions([1.0, 1.0, 1.2], 0.09, driver.SpeedPlan(3, 10), rng, sessions=2000)
+    got = power.speed_sessions([1.0, 1.0, 1.2], 0.09, driver.SpeedPlan(3, 10), rng, sessions=4000)
     called = got["verdict"][:, 2] == -1.0
     assert called.mean() >= 0.8 and got["runs"][called, 2].max() <= 10
     # The others (no speed-up) are never called faster or slower more than the family allows.
