@@ -376,7 +376,7 @@ def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> Non
         left = cfg.budget_s - (clock() - started) if cfg.budget_s else None
         ones = order(tuple(m for m in (catalog.reference(), *fast) if m in cfg.modes), timed)
         look = sweep_looks.plan(
-            design, seeds, [m for m in (catalog.reference(), *train) if m in cfg.modes],
+            design, seeds, [m for m in (catalog.reference(), *train) if m in cfg.modes and train],
             ones if fast else [], taken, sweep_looks.target(judged, train),
             wave=lambda runs: workers_for(job, cfg, runs)[0],
             look_s=lambda packed, alone: _look_s(job, cfg, packed, alone), left_s=left,
