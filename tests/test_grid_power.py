@@ -43,7 +43,7 @@ def _allowed(comparisons: int) -> float:
 
 
 def test_same_code_on_the_whole_grid_calls_nothing_beyond_the_stated_rate(grid):
-    """A/A, 100 comparisons of the 156 cases at the judge's fewest rounds (5 a side): false
+    """A/A, 100 comparisons of the 156 cases at the judge's fewest rounds (2 a side): false
     calls in no more of them than the stated 5% (within the simulation's own error; the study
     measures the rate on 300, results/grid-power/README.md)."""
     assert _false_calls(grid, MIN_ROUNDS, 100, seed=5) <= _allowed(100)
