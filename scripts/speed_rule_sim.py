@@ -17,8 +17,9 @@ a committed sweep (CPU only, no GPU).
    `PRIOR_ROUNDS` on; `ab`'s looks (5 to 7, alpha / 3 each); power for a change of as many of the
    rounds' SDs as a 1.2x speed-up is of 9%, one case of 8.
 
-Run from the repository root: `PYTHONPATH=. python scripts/speed_rule_sim.py`; it writes
-results/sessions/speed_rule_sim.txt and prints the same.
+Run from the repository root: `PYTHONPATH=. python scripts/speed_rule_sim.py [SWEEP_FOLDER]`;
+it writes results/sessions/speed_rule_sim.txt and prints the same. SWEEP_FOLDER: another sweep
+whose runs are balanced by position (as many timed rounds as modes, or a multiple) for part 1.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +41,12 @@ SESSIONS = 20000
 FAMILIES = 1500
 
 
-def between_run_sd(lines: list[str]) -> None:
-    with gzip.open(SWEEP / "rows.jsonl.gz", "rt") as f:
+def between_run_sd(lines: list[str], sweep: Path) -> None:
+    path = sweep / "rows.jsonl.gz"
+    with gzip.open(path, "rt") if path.is_file() else (sweep / "rows.jsonl").open() as f:
         rows = [json.loads(x) for x in f if x.strip()]
+    rows = [r for r in rows if r.get("status") == "ok" and r.get("ran") != "packed"
+            and r.get("timed_look") in (None, 1)]  # fmt: skip
     modes = sorted({r["mode"] for r in rows})
     # Position: the run's place in its round (rows are written in the order the runs ran).
     place: dict[int, int] = {}
@@ -64,7 +69,7 @@ def between_run_sd(lines: list[str]) -> None:
     left = y - x @ beta
     with_position = math.sqrt((left**2).sum() / (len(y) - x.shape[1]))
     lines += [
-        f"## 1. Between-run spread: {SWEEP.relative_to(ROOT)}",
+        f"## 1. Between-run spread: {sweep.resolve().relative_to(ROOT)}",
         "",
         "run  mode       position  median ms",
         *(f"{i:>3}  {d[0]:<9}  {d[1]:>8}  {math.exp(d[2]):9.3f}" for i, d in enumerate(data)),
@@ -222,7 +227,7 @@ def moderated_rule(lines: list[str]) -> None:
 
 def main() -> None:
     lines = ["# The speed rules by simulation (scripts/speed_rule_sim.py)", ""]
-    between_run_sd(lines)
+    between_run_sd(lines, Path(sys.argv[1]) if len(sys.argv) > 1 else SWEEP)
     sweep_rule(lines)
     moderated_rule(lines)
     OUT.write_text("\n".join(lines))
