@@ -121,6 +121,12 @@ def training_notes(
 def packing_notes(rows: pd.DataFrame) -> list[str]:
     """Which runs gave which figure: step times from the runs alone, training from all."""
     if "ran" not in rows or not (rows["ran"] == "packed").any():
+        if "timed_look" in rows and rows["timed_look"].isna().any():
+            return [
+                "Every run ran alone, one at a time; speed, `step ms` and `MFU %` are from the "
+                "runs the speed rule timed (`runs alone`; `timed_look` in rows.jsonl), the "
+                "training verdicts from all."
+            ]
         return ["Every run ran alone: speed, `step ms` and `MFU %` are from all of them."]
     seeds = {k: sorted(set(g["seed"].astype(int))) for k, g in rows.groupby("ran")}
     packed = rows[rows["ran"] == "packed"]
