@@ -148,6 +148,9 @@ def test_the_mode_table_judges_speed_and_training_over_seeds(tmp_path):
     df, notes = own_loop.table(run_dir, {})
     got = df.set_index("mode")
     assert got.loc["bf16-amp", "speed"] == "faster"
+    # Seeds 3 and 4 ran alone too (one at a time on the CPU), but the speed rule timed 3.
+    assert list(got["runs alone"]) == [3, 3, 3]
+    assert any("from the runs the speed rule timed" in n for n in notes)
     # A speed-up, as the run table printed beside it: fp32's time over bf16's, above 1.
     assert got.loc["bf16-amp", "× fp32"] == pytest.approx(2.0, rel=0.05)
     assert any(n.startswith("`× fp32`: fp32's step time over the mode's") for n in notes)
