@@ -84,7 +84,7 @@ def test_saved_runs_carry_extra_info_and_compare(saves):
     )
     assert proc.returncode == 0, proc.stderr
     assert "bf16-amp-b8-step" in proc.stdout
-    # ampbench compare reads the two saves: 2 rounds a side are too few to judge, and it says so.
+    # ampbench compare reads the two saves: 2 rounds a side, the fewest the judge takes, judged.
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "compare", str(saved[0]), str(saved[1]), "--no-write"],
         capture_output=True,
@@ -95,9 +95,11 @@ def test_saved_runs_carry_extra_info_and_compare(saves):
     )
     assert proc.returncode == 0, proc.stderr
     assert "| test_train_step[bf16-amp-b8-step] " in proc.stdout
-    assert "**Too few rounds to judge**" in proc.stdout
-    # The summary line: `8 unclear.`, or on a GPU `8 unclear; 8 same memory.` (peak memory).
-    assert re.search(r"^8 unclear[.;]", proc.stdout, re.M), proc.stdout
+    assert "**Too few rounds to judge**" not in proc.stdout
+    # The summary line of the 8 cases' verdicts (`6 unclear, 2 slower.`, with `; 8 same memory`
+    # on a GPU): 2 rounds a side are judged, so what it says depends on the machine's timings.
+    line = re.search(r"^((\d+) (unclear|slower|faster|same)(, )?)+[.;]", proc.stdout, re.M)
+    assert line and sum(map(int, re.findall(r"(\d+) (?:unclear|slower|faster|same)", line[0]))) == 8
 
 
 def test_the_default_grid_is_the_gates_and_all_is_the_whole_grid():

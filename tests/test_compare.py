@@ -36,18 +36,15 @@ def _exact_windows(log_medians, steps=5):
     return [np.full(steps, math.exp(m)) for m in log_medians]
 
 
-def test_two_or_three_rounds_a_side_are_too_few_to_judge():
-    # Below `MIN_ROUNDS` (5) a side the judge calls nothing, however far apart the rounds are:
-    # on rounds bootstrapped from the H200 grid, 3 or 4 a side gave false calls in more
-    # comparisons than the family allows (results/grid-power/README.md).
-    for n in (2, 3):
-        out = rounds.rounds_verdict([10.0 + i * 0.01 for i in range(n)], [20.0] * n)
-        assert out["too_few"] and out["verdict"] == "unclear", out
-        assert out["ratio"] == pytest.approx(2.0, rel=0.01) and math.isnan(out["ratio_lo"])
-    assert rounds.rounds_verdict([1.0, 1.1, 1.2, 1.3], [2.0, 2.1, 2.2, 2.3])["too_few"]
-    assert not rounds.rounds_verdict([1.0, 1.1, 1.2, 1.3, 1.4], [2.0, 2.1, 2.2, 2.3, 2.4])[
-        "too_few"
-    ]
+def test_one_round_a_side_is_too_few_to_judge_and_two_are_enough():
+    # Below `MIN_ROUNDS` (2) a side the judge calls nothing, however far apart the rounds are:
+    # one round shows nothing of the spread. From two on the t-test on the means holds its rate
+    # (tests/test_verdicts_rounds.py), and a change as large as this one is called.
+    out = rounds.rounds_verdict([10.0], [20.0])
+    assert out["too_few"] and out["verdict"] == "unclear", out
+    assert out["ratio"] == pytest.approx(2.0) and math.isnan(out["ratio_lo"])
+    two = rounds.rounds_verdict([10.0, 10.1], [20.0, 20.3])
+    assert not two["too_few"] and two["verdict"] == "slower"
 
 
 def test_rounds_verdict_by_hand_five_rounds_each():
@@ -61,20 +58,20 @@ def test_rounds_verdict_by_hand_five_rounds_each():
     assert out["ratio"] == pytest.approx(math.exp(0.05))
     assert out["ratio_lo"] == pytest.approx(math.exp(0.05 - 0.02306), rel=1e-4)
     assert out["ratio_hi"] == pytest.approx(math.exp(0.05 + 0.02306), rel=1e-4)
-    assert out["noise"] == pytest.approx(2 * math.sqrt(0.002 / 8))  # 3.16%
+    assert out["noise"] == pytest.approx(math.sqrt(0.002 / 8))  # one round's SD: 1.58%
     assert out["p_value"] == pytest.approx(0.00105, abs=1e-5) and out["df"] == 8
-    assert out["verdict"] == "slower"  # p below 5%, ratio 1.051 beyond 1 + 3.16%
+    assert out["verdict"] == "slower"  # p below 5%, ratio 1.051 beyond 1 + 2%
 
 
-def test_the_noise_floor_outranks_an_interval_that_excludes_1():
+def test_a_noise_floor_is_only_there_when_asked_for():
     # The rounds of the test above, B 4% above A: the interval [exp(0.01), exp(0.07)] excludes 1
-    # and 1.041 is beyond 1 + the noise (3.16%): slower. With noise_k 3 the noise is 4.74%, and
-    # the same interval no longer makes it a verdict.
+    # and 1.041 is beyond 1 + the smallest effect (2%): slower, with no floor by default. With
+    # noise_k 3 the floor is 3 × 1.58% = 4.74%, and the same interval no longer makes it one.
     a = [math.exp(x) for x in (0, 0.01, 0.02, 0.03, 0.04)]
     b = [v * math.exp(0.04) for v in a]
-    assert rounds.rounds_verdict(a, b)["verdict"] == "slower"
+    assert rounds.NOISE_K == 0 and rounds.rounds_verdict(a, b)["verdict"] == "slower"
     out = rounds.rounds_verdict(a, b, noise_k=3)
-    assert out["ratio_lo"] > 1 and out["noise"] > out["ratio"] - 1
+    assert out["ratio_lo"] > 1 and 3 * out["noise"] > out["ratio"] - 1
     assert out["verdict"] == "unclear"
 
 
@@ -85,13 +82,14 @@ def test_a_rounds_verdict_needs_a_round_a_side():
 
 def test_same_code_run_twice_is_same_or_unclear():
     """A/A: two sides of one true distribution, 5 rounds each, each round drifting by ~1% and
-    each step by ~2%: at least 99% of 200 simulated cases come out `same` or `unclear`."""
+    each step by ~2%: at least 95% of 200 simulated cases come out `same` or `unclear` (the
+    test's 5%, with no noise floor to spare it)."""
     calls = []
     for seed in range(200):
         rng = np.random.default_rng(seed)
         a, b = _windows(rng, 10.0, repeats=5), _windows(rng, 10.0, repeats=5)
         calls.append(rounds.rounds_verdict(_medians(a), _medians(b))["verdict"])
-    assert sum(v in ("same", "unclear") for v in calls) >= 198, calls
+    assert sum(v in ("same", "unclear") for v in calls) >= 190, calls
 
 
 def test_five_percent_slower_is_slower():
@@ -188,16 +186,15 @@ def test_cases_match_on_axes_and_missing_ones_are_reported(tmp_path):
 
 
 def test_a_run_with_passes_is_judged_by_its_passes(tmp_path):
-    # Two passes of 3 windows each (`run --rounds 2 --repeats 3`): 2 rounds, too few to judge
-    # at 95% although the 6 windows would do; 5 passes of one window each are judged.
+    # Two passes of 3 windows each (`run --rounds 2 --repeats 3`): 2 rounds, the fewest the
+    # judge takes, not 6 windows; 5 passes of one window each are 5 rounds.
     six = _exact_windows([0, 0.01, 0.02, 0.03, 0.04, 0.05])
     a = _write_run(tmp_path / "1a", {("fp32", "fused"): six}, passes=2)
     b = _write_run(tmp_path / "2b", {("fp32", "fused"): [w * 1.2 for w in six]}, passes=2)
     row = compare.compare(a, b).iloc[0]
-    assert row["unit_a"] == "rounds" and row["rounds_a"] == 2 and row["too_few"]
-    assert row["verdict"] == "unclear" and row["ratio"] == pytest.approx(1.2)
-    text = _render(compare.compare(a, b), a, b)
-    assert "**Too few rounds to judge**: Every case" in text and "too few rounds |" in text
+    assert row["unit_a"] == "rounds" and row["rounds_a"] == 2 and not row["too_few"]
+    assert row["verdict"] == "slower" and row["ratio"] == pytest.approx(1.2)
+    assert "Too few rounds" not in _render(compare.compare(a, b), a, b)
     five = _exact_windows([0, 0.01, 0.02, 0.03, 0.04])
     a = _write_run(tmp_path / "3a", {("fp32", "fused"): five}, passes=5)
     b = _write_run(tmp_path / "4b", {("fp32", "fused"): [w * 1.2 for w in five]}, passes=5)
@@ -232,7 +229,7 @@ def test_the_cases_of_a_comparison_are_judged_as_one_family(tmp_path):
     assert (table["df"] > 8).all() and set(table["verdict"]) == {"slower"}
     text = _render(table, a, b)
     assert HOLM.format("10 cases") in text
-    assert "**Procedure**: a t-test per case on the log of each round's statistic" in text
+    assert "**Procedure**: a t-test per case on the mean of the log of each round's" in text
     assert "**Error controlled**: the family-wise error rate" in text
     assert re.search(r"\|\s+p_value\s+\|\s+p_holm\s+\|", text)
     assert "95% interval" in text
@@ -262,7 +259,7 @@ def test_one_window_a_side_is_too_few_to_judge_and_says_so(tmp_path):
     assert row["rounds_a"] == 1 and row["too_few"] and row["verdict"] == "unclear"
     assert row["ratio"] == pytest.approx(1.5, rel=0.01)
     text = _render(compare.compare(a, b), a, b)
-    assert "**Too few rounds to judge**: Every case had fewer than 5 rounds a side" in text
+    assert "**Too few rounds to judge**: Every case had fewer than 2 rounds a side" in text
 
 
 def test_the_p10_statistic_judges_the_lower_tail(tmp_path):

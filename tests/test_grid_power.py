@@ -14,7 +14,7 @@ import pytest
 from bench.publish.grid_power import QUIET, cases_of, extract
 from bench.verdicts import power
 from bench.verdicts.defaults import CONFIDENCE
-from bench.verdicts.rounds import MIN_ROUNDS
+from bench.verdicts.rounds import MIN_ROUNDS, PRIOR_ROUNDS
 from tests.stored import timing_row, write_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_rounds.csv"
@@ -44,7 +44,7 @@ def _allowed(comparisons: int) -> float:
 
 
 def test_same_code_on_the_whole_grid_calls_nothing_beyond_the_stated_rate(grid):
-    """A/A, 100 comparisons of the 156 cases at the judge's fewest rounds (5 a side): false
+    """A/A, 100 comparisons of the 156 cases at the judge's fewest rounds (2 a side): false
     calls in no more of them than the stated 5% (within the simulation's own error; the study
     measures the rate on 300, results/grid-power/README.md)."""
     assert _false_calls(grid, MIN_ROUNDS, 100, seed=5) <= _allowed(100)
@@ -72,11 +72,11 @@ def modes(grid) -> list[power.Case]:
 
 
 def test_the_stopping_rule_keeps_the_stated_rate(modes):
-    """`ab`'s rule (looks from `MIN_ROUNDS` a side to 7, each at alpha over the 3 looks), A/A,
+    """`ab`'s rule (looks from `PRIOR_ROUNDS` a side to 7, each at alpha over the 3 looks), A/A,
     60 comparisons of 54 cases: false calls in no more than the stated 5% of them."""
     rng = np.random.default_rng(11)
     none = [0.0] * len(modes)
-    runs = [power.sequential(modes, none, rng, least=MIN_ROUNDS, most=7) for _ in range(60)]
+    runs = [power.sequential(modes, none, rng, least=PRIOR_ROUNDS, most=7) for _ in range(60)]
     assert power.rates([words for words, _ in runs], none)["any_false"] <= _allowed(60)
 
 
@@ -85,14 +85,14 @@ def test_the_stopping_rule_finds_what_the_cap_finds_and_stops_early_where_it_can
     the cases that scatter by less than 1% it stops before the cap."""
     rng = np.random.default_rng(12)
     shifted = [0.03] * len(modes)
-    stopping = [power.sequential(modes, shifted, rng, least=MIN_ROUNDS, most=7) for _ in range(6)]
+    stopping = [power.sequential(modes, shifted, rng, least=PRIOR_ROUNDS, most=7) for _ in range(6)]
     fixed = [power.one_comparison(modes, shifted, rng, rounds_a_side=7) for _ in range(6)]
     by_rule = power.rates([words for words, _ in stopping], shifted)["called_+3.0%"]
     by_cap = power.rates(fixed, shifted)["called_+3.0%"]
     assert by_rule >= by_cap - 0.03, (by_rule, by_cap)
     quiet = [c for c in modes if power.spread(c) < QUIET]
     rounds = [
-        power.sequential(quiet, [0.03] * len(quiet), rng, least=MIN_ROUNDS, most=7)[1]
+        power.sequential(quiet, [0.03] * len(quiet), rng, least=PRIOR_ROUNDS, most=7)[1]
         for _ in range(6)
     ]
     assert np.mean(rounds) < 7, rounds

@@ -157,6 +157,9 @@ def test_the_mode_table_judges_speed_and_training_over_seeds(tmp_path):
     df, notes = own_loop.table(run_dir, {})
     got = df.set_index("mode")
     assert got.loc["bf16-amp", "speed"] == "faster"
+    # Seeds 3 and 4 ran alone too (one at a time on the CPU), but the speed rule timed 3.
+    assert list(got["runs alone"]) == [3, 3, 3]
+    assert any("from the runs the speed rule timed" in n for n in notes)
     # A speed-up, as the run table printed beside it: fp32's time over bf16's, above 1.
     assert got.loc["bf16-amp", "× fp32"] == pytest.approx(2.0, rel=0.05)
     assert any(n.startswith("`× fp32`: fp32's step time over the mode's") for n in notes)
@@ -235,6 +238,8 @@ def test_bad_input_to_the_driver_is_one_line(tmp_path, capsys):
     assert "no script" in capsys.readouterr().err
     assert main(["sweep", "--modes", "fp64", "--", "python", "x.py"]) == 2
     assert "fp64" in capsys.readouterr().err
+    assert main(["sweep", "--min-effect", "1.5", "--", "python", "x.py"]) == 2
+    assert "'1.5' is not a number between 0 and 1" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
@@ -361,7 +366,7 @@ def test_seeds_past_the_timed_ones_run_packed_and_only_runs_alone_give_speed(tmp
     df, notes = own_loop.table(run_dir, {})
     got = df.set_index("mode")
     assert list(got["runs alone"]) == [1, 1]
-    assert "1 runs of bf16-amp and 1 of fp32" in got.loc["bf16-amp", "speed"]
+    assert "1 runs of bf16-amp and 1 of fp32" in got.loc["bf16-amp", "speed from"]
     assert any("from the runs timed alone" in n and "2 side by side" in n for n in notes)
     # The training verdict reads every seed, the packed ones too.
     assert got.loc["bf16-amp", "training"].startswith(f"{training.LIKE}: gap ")
@@ -446,3 +451,110 @@ def test_the_mode_table_judges_over_the_looks_and_names_the_seeds_needed(tmp_pat
     assert info["looks"][0] == 3 and info["design"]["max_seeds"] == 4
     text = own_loop.render(run_dir)
     assert "Seeds in looks at 3" in text and "ended by" in text
+
+
+SLEEPY = """# A tiny script timed by the sweep, torch-free so that a process starts in a blink: each
+# of its steps sleeps FP32_MS under fp32 and OTHER_MS under any other mode, timed by the host
+# clock, and it writes what the probe writes (its row and its step times).
+import json, os, sys, time
+from pathlib import Path
+
+mode, seed = os.environ["AMPBENCH_MODE"], int(os.environ["AMPBENCH_SEED"])
+out = Path(os.environ["AMPBENCH_OUT"])
+ms = float(sys.argv[1] if mode == "fp32" else sys.argv[2])
+times = []
+for _ in range(30):
+    start = time.perf_counter()
+    time.sleep(ms / 1e3)
+    times.append((time.perf_counter() - start) * 1e3)
+out.mkdir(parents=True)
+case = f"own:Sleepy_{mode}_seed{seed}"
+row = {"case_id": case, "mode": mode, "seed": seed, "model": "own:Sleepy", "status": "ok",
+       "error": "", "skipped_steps": 0, "total_ms": sorted(times)[15], "probe_steps": 30}
+(out / "rows.jsonl").write_text(json.dumps(row) + "\\n")
+samples = {"case_id": case, "samples_ms": {"total": times}}
+(out / "samples.jsonl").write_text(json.dumps(samples) + "\\n")
+(out / "metrics.jsonl").write_text(json.dumps({"step": 0, "name": "loss", "value": 1.0}) + "\\n")
+"""
+
+
+@pytest.mark.parametrize(("fp32_ms", "other_ms", "allowed"), [
+    (8.0, 4.0, {"faster"}), (4.0, 4.0, {"same", "unclear"}),
+])  # fmt: skip
+def test_a_cpu_sweep_of_a_sleeping_script_at_the_default_seeds(
+    tmp_path, fp32_ms, other_ms, allowed
+):
+    # fp32's step sleeps twice as long as bf16-amp's: `faster` from the default seeds' first
+    # look; equal sleeps: never faster or slower (a run's median moves far less than 2%).
+    script = tmp_path / "sleepy.py"
+    script.write_text(SLEEPY)
+    modes = sweep.default_modes("cpu")
+    assert modes == ("fp32", "bf16-amp")
+    cfg = sweep.SweepConfig(script=(sys.executable, str(script), str(fp32_ms), str(other_ms)),
+                            modes=modes, device="cpu")  # fmt: skip
+    run_dir = sweep.run(cfg, results_dir=tmp_path / "out", command="t")
+    got = own_loop.table(run_dir, {})[0].set_index("mode")
+    assert list(got["runs alone"]) == [3, 3]
+    assert got.loc["bf16-amp", "speed"] in allowed, got.loc["bf16-amp", "speed from"]
+    if "faster" in allowed:
+        assert got.loc["bf16-amp", "speed from"].startswith("3 and 3 runs timed alone")
+
+
+def test_a_look_times_undecided_speeds_alone_and_jumps_as_far_as_the_machine_holds(
+    tmp_path, monkeypatch
+):
+    # Training: bf16-amp decided at the first look, fp16-amp projected to need 7 seeds (the
+    # injected verdicts' `needed`). Speed: bf16-amp undecided at the first look only.
+    modes = ("fp32", "bf16-amp", "fp16-amp")
+    asked = injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 6})
+    speed_asked = []
+
+    def judge_speed(run_dir, cfg):
+        speed_asked.append(run_dir)
+        return ["bf16-amp"] if len(speed_asked) == 1 else []
+
+    monkeypatch.setattr(sweep, "judge_speed", judge_speed)
+    runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
+    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+                            workers=8, max_seeds=6)  # fmt: skip
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    # One look, from 3 seeds straight to the cap of 6: its 5 packed runs fit at once.
+    assert asked == [[3], [3, 6]]
+    rows = results.read_rows(run_dir / results.ROWS)
+    timed = {(r["mode"], r["seed"]): r["timed_look"] for r in rows if r["timed_look"]}
+    assert timed == {**{(m, s): 1 for m in modes for s in (0, 1, 2)},
+                     ("fp32", 3): 2, ("bf16-amp", 3): 2}  # fmt: skip
+    # The look's timed runs in the order its turn gives (round 1: turned once).
+    look = [r["mode"] for r in rows if r["timed_look"] == 2]
+    assert look == ["bf16-amp", "fp32"]
+    packed = sorted((r["mode"], r["seed"]) for r in rows if r["ran"] == "packed")
+    assert packed == [("fp16-amp", 3), ("fp16-amp", 4), ("fp16-amp", 5), ("fp32", 4), ("fp32", 5)]
+    info = results.read_env(run_dir)
+    assert info["timed_looks"] == 2 and info["speed_plan"] == {"first": 3, "most": 6,
+                                                               "confidence": 0.95}  # fmt: skip
+    assert info["looks_ended"] == "every mode decided"
+
+
+def test_a_mode_decided_early_is_not_said_to_have_failed(tmp_path, monkeypatch):
+    modes = ("fp32", "bf16-amp", "fp16-amp")
+    injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 4})
+    runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
+    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+                            max_seeds=4)  # fmt: skip
+    run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
+    text = " ".join(own_loop.table(run_dir, {})[1])
+    assert "bf16-amp's best value is the mean of seed 0, 1, 2" in text
+    assert "did not finish" not in text and "stopped adding its seeds once it was decided" in text
+
+
+def test_the_declared_minimum_effect_decides_what_same_means(tmp_path):
+    # bf16-amp takes half fp32's time: `faster` at the default 2%; declared 60%, a time ratio of
+    # 0.5 lies within 1 ± 0.6, and so does its interval: `same`.
+    modes = ("fp32", "bf16-amp")
+    runner = fake_script(dict.fromkeys(modes, 2.0), {"fp32": 10.0, "bf16-amp": 5.0})
+    words = []
+    for k, effect in enumerate((0.02, 0.6)):
+        cfg = sweep.SweepConfig(script=("train",), modes=modes, device="cpu", min_effect=effect)
+        run_dir = sweep.run(cfg, results_dir=tmp_path / str(k), command="t", runner=runner)
+        words.append(own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "speed"])
+    assert words == ["faster", "same"]

@@ -8,7 +8,6 @@ import pytest
 from scipy import stats
 
 from bench.verdicts.rounds import (
-    DF_CAP,
     MIN_ROUNDS,
     Prior,
     benjamini_hochberg,
@@ -70,7 +69,10 @@ def test_the_prior_fits_what_the_variances_say():
     apart = 10 ** rng.uniform(-6, -2, 400) * rng.chisquare(8, 400) / 8
     assert fit_prior(apart, [8] * 400).df < 3
     assert fit_prior([1e-4, 2e-4], [8, 8]) == Prior()  # too few cases to fit
-    assert fit_prior([1e-4] * 5, [8] * 5).df == DF_CAP  # no scatter at all
+    # No scatter at all: the variances are one, worth no more than all of them pooled (40 df),
+    # not an infinite df (normal critical values where t applies).
+    assert fit_prior([1e-4] * 5, [8] * 5) == Prior(s2=pytest.approx(1e-4), df=40)
+    assert fit_prior(same, [8] * 400).df <= 8 * 400
 
 
 def test_holm_by_hand():
@@ -157,3 +159,66 @@ def test_paired_rounds_cancel_the_drift_they_share():
     assert rounds_verdict(list(drift), list(b))["verdict"] == "unclear"
     with pytest.raises(ValueError, match="paired rounds: 3 and 2"):
         paired_ratio([1.0, 1.0, 1.0], [1.0, 1.0])
+
+
+# `compare`'s and `ab`'s judge at their own spreads (1-3% between rounds), simulated with fixed
+# RNG seeds. A rate's bound is the stated 5% plus three of its simulation's standard errors, so
+# the simulation's own luck cannot fail it; scripts/speed_rule_sim.py measures the rates closer.
+def _a_a(rng, n: int, cases: int, sd: float, looks: int = 1) -> bool:
+    a = np.exp(rng.normal(0, sd, (cases, n)))
+    b = np.exp(rng.normal(0, sd, (cases, n)))
+    verdicts = judge_family([("m", a[c], b[c]) for c in range(cases)], looks=looks)
+    return any(v["verdict"] in ("faster", "slower") for v in verdicts)
+
+
+def _bound(runs: int) -> float:
+    return 0.05 + 3 * math.sqrt(0.05 * 0.95 / runs)
+
+
+@pytest.mark.parametrize("sd", [0.01, 0.02, 0.03])
+def test_compare_holds_its_error_over_the_cases_from_two_rounds_a_side(sd):
+    # 2 rounds a side: each case on its own spread; 5: moderated across the 8 cases.
+    rng = np.random.default_rng(int(sd * 1000))
+    for n, cases in ((MIN_ROUNDS, 4), (5, 8)):
+        rate = np.mean([_a_a(rng, n, cases, sd) for _ in range(400)])
+        assert rate <= _bound(400), (n, rate)
+
+
+def test_abs_looks_hold_the_error_over_the_cases_and_the_looks():
+    # ab's defaults: looks at 5, 6 and 7 rounds a side, each at alpha / 3; 4 cases, at 3%.
+    rng = np.random.default_rng(21)
+    false = 0
+    for _ in range(400):
+        a = np.exp(rng.normal(0, 0.03, (4, 7)))
+        b = np.exp(rng.normal(0, 0.03, (4, 7)))
+        for n in (5, 6, 7):
+            words = [v["verdict"] for v in judge_family(
+                [("m", a[c, :n], b[c, :n]) for c in range(4)], looks=3)]  # fmt: skip
+            if decided(words) or n == 7:
+                false += any(w in ("faster", "slower") for w in words)
+                break
+    assert false / 400 <= 0.05
+
+
+def test_compare_finds_a_change_as_large_against_its_spread_as_1_2x_is_at_9_percent():
+    # log(1.2) / 0.09 = 2.03 SDs of a round: at 3% a 6.3% change, one case of 8, 10 rounds.
+    rng = np.random.default_rng(22)
+    shift = math.log(1.2) / 0.09 * 0.03
+    called = 0
+    for _ in range(150):
+        a = np.exp(rng.normal(0, 0.03, (8, 10)))
+        b = np.exp(rng.normal(0, 0.03, (8, 10)))
+        b[0] *= math.exp(-shift)
+        called += judge_family([("m", a[c], b[c]) for c in range(8)])[0]["verdict"] == "faster"
+    assert called / 150 >= 0.8
+
+
+def test_compare_decides_a_1_7x_change_at_3_percent_with_2_rounds_a_side():
+    rng = np.random.default_rng(23)
+    called = 0
+    for _ in range(200):
+        a = np.exp(rng.normal(0, 0.03, (4, 2)))
+        b = np.exp(rng.normal(0, 0.03, (4, 2)))
+        b[0] /= 1.7
+        called += judge_family([("m", a[c], b[c]) for c in range(4)])[0]["verdict"] == "faster"
+    assert called / 200 >= 0.9

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bench.cli import options as o
-from bench.verdicts.defaults import MIN_ROUNDS
+from bench.verdicts.defaults import PRIOR_ROUNDS
 
 NAME = "ab"
 PASSES_ON = "run"
@@ -37,7 +37,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         type=o.POSITIVE,
         default=None,
         help="stop once every case is decided after at least this many rounds a side (default "
-        f"{MIN_ROUNDS}; --rounds itself: never stop early)",
+        f"{PRIOR_ROUNDS}; --rounds itself: never stop early)",
     )
     o.add_verdict_settings(a)
     o.add_statistic(a, default=None)

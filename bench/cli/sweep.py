@@ -51,9 +51,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=o.NON_NEGATIVE, default=0,
                    help="runs side by side for the seeds not timed alone (default 0: auto, "
                    "by CPU cores and the GPU's free memory; one at a time on the CPU)")  # fmt: skip
-    p.add_argument("--timed-seeds", type=o.POSITIVE, default=2,
-                   help="the first K seeds of each mode run alone and give the step times "
-                   "(default 2; the speed verdict needs 5)")  # fmt: skip
+    p.add_argument("--timed-seeds", type=o.POSITIVE, default=3,
+                   help="the first K seeds of each mode run alone and give the step times, the "
+                   "speed rule's first look (default 3; each later look times an undecided "
+                   "mode alone once more)")  # fmt: skip
     p.add_argument(
         "--max-seeds",
         type=o.POSITIVE,
@@ -62,6 +63,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=o.DURATION, default=0,
                    help="time the command may run (900s, 15m, 1h): no look starts that would "
                    "end past it (--max-seeds, else 8)")  # fmt: skip
+    o.add_verdict_settings(p)
     o.add_device(p)
     o.add_results_dir(p)
     o.add_tag(p)

@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
             max_seeds=args.max_seeds,
             expected_drop=args.expected_drop or training.LEARNED_DROP,
+            **{k: v for k in ("min_effect", "confidence") if (v := getattr(args, k)) is not None},
         )  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None

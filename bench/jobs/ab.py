@@ -27,8 +27,10 @@ SIDES = ("A", "B")
 DEFAULT_ROUNDS = 7
 """The most fresh processes per revision when `--rounds` is not given, each one round of every
 case: how many a whole grid needs to find a 3% change is measured in docs/comparing.md."""
-DEFAULT_MIN_ROUNDS = rounds.MIN_ROUNDS
-"""The fewest rounds a side before `ab` may stop: below them the judge calls nothing."""
+DEFAULT_MIN_ROUNDS = rounds.PRIOR_ROUNDS
+"""The fewest rounds a side before `ab` may stop, its first look: from there on each case's
+spread is moderated across its mode's cases, and the cap's looks are few (each at alpha over
+their number)."""
 LOGS = "logs"
 CHILD_ENV_DROPPED = ("AMPBENCH_GIT_COMMIT", "AMPBENCH_GIT_DIRTY", "AMPBENCH_GIT_OVERRIDE")
 """Variables that would make a revision's run record another commit than its own

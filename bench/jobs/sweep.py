@@ -6,27 +6,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import subprocess
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from bench.jobs import packing
+from bench.jobs import packing, sweep_looks
 from bench.jobs.base import Folder, log, new_folder
+from bench.jobs.script_run import Runner, child_environ, run_script, tail
 from bench.modes import catalog
 from bench.ownloop import contract, looks
-from bench.store import folders, paths, results
-from bench.verdicts import sequential, training
+from bench.store import folders, results
+from bench.verdicts import driver, sequential, training
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 RUNS = "runs"
 """The sub-folder of each run's own probe folder and log."""
-TAIL_LINES = 12
-"""How many of a failed script's last lines its row keeps."""
 clock = time.monotonic
 """The clock a budget is spent by (a test injects its own)."""
 
@@ -47,8 +44,10 @@ class SweepConfig:
     device: str = "cuda"
     workers: int = 0
     """Runs side by side for the seeds not timed alone; 0: auto (`bench.jobs.packing`)."""
-    timed_seeds: int = 2
-    """The first this many seeds of each mode run alone, and only they give step times."""
+    timed_seeds: int = 3
+    """The first this many seeds of each mode run alone, and only they give step times (the
+    speed rule's first look); each later look adds one run alone while a mode's speed is
+    undecided."""
     max_seeds: int | None = None
     """A sequential study's cap on seeds a mode (None: one look, at `seeds`)."""
     budget_s: float = 0.0
@@ -57,6 +56,9 @@ class SweepConfig:
     """The share below its value before training that fp32's best must reach for the training
     judge to say it learned: a fine-tuning script, which starts from trained weights, declares
     less (`bench.verdicts.training.target`)."""
+    min_effect: float = MIN_EFFECT
+    """The smallest speed change called faster or slower; `same`: within it."""
+    confidence: float = CONFIDENCE  # 1 minus it: the chance of any false speed call allowed
 
     def __post_init__(self) -> None:
         if not self.script:
@@ -91,6 +93,13 @@ class SweepConfig:
         """The sequential study's plan (its first look at `seeds`, its cap), or None."""
         return None if self.cap is None else sequential.Design(len(self.seeds), self.cap)
 
+    def speed_plan(self) -> driver.SpeedPlan:
+        """The timed looks: the seeds timed alone first, then one run alone a look at each of
+        the design's later looks (one look where there is no design)."""
+        first, design = min(self.timed_seeds, len(self.seeds)), self.design()
+        looks = len(design.looks()) if design else 1
+        return driver.SpeedPlan(first, first + looks - 1, self.confidence)
+
     def seed_order(self) -> tuple[int, ...]:
         """The seeds in the order the looks take them: `seeds`, then the integers above them,
         up to `max_seeds` in all."""
@@ -117,58 +126,6 @@ def order(modes: tuple[str, ...], round_index: int) -> list[str]:
     return [*modes[k:], *modes[:k]]
 
 
-def _tail(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    return "\n".join(lines[-TAIL_LINES:])
-
-
-Runner = Callable[[list[str], dict[str, str], Path, float], tuple[int | None, str]]
-"""(command, environment, log file, timeout) -> (exit status, None on a timeout; its output)."""
-
-
-def run_script(
-    command: list[str], environ: dict[str, str], log_path: Path, timeout_s: float
-) -> tuple[int | None, str]:
-    """Run the script once, its output (stdout and stderr) into `log_path`."""
-    with log_path.open("w") as f:
-        try:
-            # In the directory the user ran the command in (run_bench.sh changes into the
-            # project): `-- python train.py` names their train.py.
-            proc = subprocess.run(
-                command, env=environ, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s,
-                check=False, cwd=environ.get(paths.CWD_VAR) or None,
-            )  # fmt: skip
-            code: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = None
-        except OSError as exc:  # the command itself cannot start (no such program)
-            f.write(f"{command[0]}: {exc.strerror}\n")
-            code = 127
-    return code, log_path.read_text(errors="replace")
-
-
-def child_environ(mode: str, seed: int, out: Path) -> dict[str, str]:
-    """The environment of one run: the caller's, the mode, the seed and the run's folder, and
-    this checkout's root first on PYTHONPATH (before any the user has)."""
-    environ = {
-        **os.environ,
-        contract.MODE: mode,
-        contract.OLD_MODE: mode,  # for a script that reads the old name
-        contract.SEED: str(seed),
-        contract.OUT: str(out),
-    }
-    # The script runs in the user's own folder, where `from bench.ownloop.hf import
-    # ProbeCallback` finds no `bench` unless ampbench is installed. The root goes first always,
-    # not only where `bench` would not import otherwise: the run writes the folder this driver
-    # reads back, so it must import this very copy of bench, not another installed elsewhere
-    # (the script's own folder still comes first in its sys.path). A bench installed without
-    # its checkout (no pyproject.toml beside it) is on its interpreter's path already.
-    if (paths.ROOT / "pyproject.toml").is_file():
-        theirs = os.environ.get("PYTHONPATH")
-        environ["PYTHONPATH"] = os.pathsep.join([str(paths.ROOT), *([theirs] if theirs else [])])
-    return environ
-
-
 def _failed_row(mode: str, seed: int, status: str, error: str, script: str, device: str) -> dict:
     return {
         "case_id": f"{results.OWN_MODEL}{script}_{mode}_seed{seed}", "mode": mode, "seed": seed,
@@ -178,11 +135,18 @@ def _failed_row(mode: str, seed: int, status: str, error: str, script: str, devi
 
 
 def one_run(
-    job: Folder, cfg: SweepConfig, mode: str, seed: int, runner: Runner, side_by_side: int = 1
+    job: Folder,
+    cfg: SweepConfig,
+    mode: str,
+    seed: int,
+    runner: Runner,
+    side_by_side: int = 1,
+    timed_look: int | None = None,
 ) -> tuple[dict, dict | None]:
     """Run the script under `mode` at `seed`, with `side_by_side` runs at once (itself
     included): its row (the probe's, or one that says what went wrong) and its samples
-    record."""
+    record. `timed_look`: the speed rule's look this run alone is timed for (None: not one of
+    the rule's timed runs, whether or not it ran alone)."""
     # The script's name for a row that has no model of its own: its .py file, else the program.
     script = next((Path(a).stem for a in cfg.script if a.endswith(".py")), Path(cfg.script[0]).name)
     reason = contract.unsupported_reason(mode)
@@ -200,7 +164,7 @@ def one_run(
     if code != 0:
         status = "timeout" if code is None else "failed"
         what = f"ran past {cfg.timeout_s:g} s" if code is None else f"exited with status {code}"
-        error = f"the script {what}; its last lines:\n{_tail(output)}"
+        error = f"the script {what}; its last lines:\n{tail(output)}"
         row = {**(rows[-1] if rows else _failed_row(mode, seed, status, "", script, cfg.device))}
         row.update(status=status, error=error, mode=mode, seed=seed)
     elif not rows:
@@ -220,6 +184,7 @@ def one_run(
     row.update(run=f"{RUNS}/{name}", elapsed_s=elapsed, round=cfg.seed_order().index(seed))
     row.update(ran="alone" if side_by_side == 1 else "packed", side_by_side=side_by_side,
                started_at_s=started_at, ended_at_s=ended_at)  # fmt: skip
+    row["timed_look"] = timed_look
     row["case_id"] = f"{row['model']}_{mode}_seed{seed}"
     samples = results.read_rows(out / results.SAMPLES)  # none where the script wrote none
     record = {**samples[-1], "case_id": row["case_id"]} if samples else None
@@ -262,11 +227,12 @@ def run(
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
         started = clock()
+        job.info.update(speed_plan=cfg.speed_plan().record(), min_effect=cfg.min_effect)
         alone, rest = cfg.seeds[: cfg.timed_seeds], cfg.seeds[cfg.timed_seeds :]
         for k, seed in enumerate(alone):
             for mode in order(cfg.modes, k):
                 log(f"round {k + 1}/{len(cfg.seeds)}: {mode}, seed {seed}, alone")
-                _keep(job, *one_run(job, cfg, mode, seed, runner))
+                _keep(job, *one_run(job, cfg, mode, seed, runner, timed_look=1))
         todo = [(m, s) for k, s in enumerate(rest, len(alone)) for m in order(cfg.modes, k)]
         run_packed(job, cfg, todo, runner)
         if cfg.design() is not None:
@@ -326,35 +292,61 @@ def judge_looks(run_dir: Path, cfg: SweepConfig, taken: list[int]) -> dict[str, 
     )
 
 
-def _look_s(job: Folder, cfg: SweepConfig, runs: int) -> float:
-    """A look's time, about: its runs `workers` at a time, each as long as the longest so far."""
+def judge_speed(run_dir: Path, cfg: SweepConfig) -> list[str]:
+    """The modes whose speed is still `unclear` (`bench.ownloop.looks.speed`)."""
+    rows = pd.DataFrame(results.read_rows(run_dir / results.ROWS))
+    if rows.empty or catalog.reference() not in set(rows["mode"]):
+        return []
+    verdicts = looks.speed(run_dir, rows, catalog.reference())
+    return [m for m in driver.undecided(verdicts) if m in cfg.modes]
+
+
+def _look_s(job: Folder, cfg: SweepConfig, runs: int, alone: int = 0) -> float:
+    """A look's time, about: `alone` runs one after another, then `runs` runs `workers` at a
+    time, each as long as the longest so far."""
     elapsed = [float(r.get("elapsed_s", 0)) for r in results.read_rows(job.path / results.ROWS)]
-    workers, _ = workers_for(job, cfg, runs)
-    return math.ceil(runs / workers) * max(elapsed, default=0.0)
+    return (alone + math.ceil(runs / workers_for(job, cfg, runs)[0])) * max(elapsed, default=0)
 
 
 def _looks(job: Folder, cfg: SweepConfig, runner: Runner, started: float) -> None:
-    """Look after look: judge, then add seeds (packed) to fp32 and the undecided modes until
-    each is decided, the cap, or the budget. Records the looks taken and why they ended."""
-    design, seeds = cfg.design(), cfg.seed_order()
-    taken = [design.first]
+    """Look after look: judge speed and training, then time fp32 and each mode whose speed is
+    undecided alone once more, and add seeds (packed) to fp32 and the modes whose training is
+    undecided, until each is decided, the cap, or the budget. Records the looks taken, the
+    timed looks, and why they ended."""
+    design, seeds, plan = cfg.design(), cfg.seed_order(), cfg.speed_plan()
+    taken, timed = [design.first], 1
     while True:
-        job.info.update(looks=taken, design=design.record(), seed_order=list(seeds))
+        job.info.update(looks=taken, design=design.record(), seed_order=list(seeds),
+                        timed_looks=timed)  # fmt: skip
         job.save()
-        todo = sequential.undecided(judge_looks(job.path, cfg, taken))
-        n = design.next_look(taken[-1])
-        if not todo or n is None:
-            job.info["looks_ended"] = "every mode decided" if not todo else "the cap"
+        judged = judge_looks(job.path, cfg, taken)
+        train = sequential.undecided(judged)
+        fast = judge_speed(job.path, cfg) if timed < plan.looks else []
+        if not train and not fast:
+            job.info["looks_ended"] = "every mode decided"
             break
-        runs = [(m, s) for s in seeds[taken[-1] : n] for m in (catalog.reference(), *todo)
-                if m in cfg.modes]  # fmt: skip
-        left = cfg.budget_s - (clock() - started)
-        if cfg.budget_s and _look_s(job, cfg, len(runs)) > left:
-            job.info["looks_ended"] = "the budget"
-            job.info["undecided"] = todo
+        left = cfg.budget_s - (clock() - started) if cfg.budget_s else None
+        ones = order(tuple(m for m in (catalog.reference(), *fast) if m in cfg.modes), timed)
+        look = sweep_looks.plan(
+            design, seeds, [m for m in (catalog.reference(), *train) if m in cfg.modes and train],
+            ones if fast else [], taken, sweep_looks.target(judged, train),
+            wave=lambda runs: workers_for(job, cfg, runs)[0],
+            look_s=lambda packed, alone: _look_s(job, cfg, packed, alone), left_s=left,
+        )  # fmt: skip
+        if look is None:
+            ended = "the cap" if design.next_look(taken[-1]) is None else "the budget"
+            job.info.update(looks_ended=ended, undecided_speed=fast,
+                            undecided=sorted({*train, *fast}, key=cfg.modes.index))  # fmt: skip
             break
-        log(f"look at {n} seeds: {', '.join(dict.fromkeys(m for m, _ in runs))}")
-        run_packed(job, cfg, runs, runner)
+        n, alone, packed = look
+        log(f"look at {n} seeds: {', '.join(m for m, _ in alone)} timed alone; "
+            f"{', '.join(dict.fromkeys(m for m, _ in packed)) or 'none'} packed")  # fmt: skip
+        if alone:
+            timed += 1
+            for mode, seed in alone:
+                _keep(job, *one_run(job, cfg, mode, seed, runner, timed_look=timed))
+        run_packed(job, cfg, packed, runner)
         taken.append(n)
+    job.info["timed_looks"] = timed
     log(f"looks at {', '.join(map(str, taken))} seeds: ended by {job.info['looks_ended']}")
     job.save()

@@ -1,6 +1,7 @@
-"""The training side of the `sweep` driver's runs, read back from its folder: each run's logged
-metric and the per-run summary the training judge reads, so the driver's looks and the mode
-table state the same decisions."""
+"""The `sweep` driver's runs read back from its folder for its two judges: each run's logged
+metric and the per-run summary the training judge reads, and the runs timed alone with the look
+each joined for the speed judge, so the driver's looks and the mode table state the same
+decisions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from bench.ownloop import folder
-from bench.verdicts import training
+from bench.store import results
+from bench.verdicts import driver, training
+from bench.verdicts.defaults import MIN_EFFECT
 
 METRICS = ("val_loss", "eval_loss", "loss")
 """The metrics the training judge reads when none is named, the first that every run logged."""
@@ -85,3 +88,32 @@ def summary(
                  "heldout_loss": float(v["value"]), "heldout_accuracy": math.nan}
             )  # fmt: skip
     return training.per_run(pd.DataFrame(curves), pd.DataFrame(runs)), metric, why
+
+
+def timed_alone(rows: pd.DataFrame) -> pd.DataFrame:
+    """The finished runs the speed rule timed alone (`timed_look`; in a folder from before
+    timed looks, every run that ran alone)."""
+    ok = rows[rows["status"] == "ok"] if len(rows) else rows
+    if "timed_look" in ok:
+        return ok[ok["timed_look"].notna()]
+    return ok[ok["ran"] != "packed"] if "ran" in ok else ok
+
+
+def speed(run_dir: Path, rows: pd.DataFrame, reference: str) -> dict[str, dict]:
+    """mode -> the speed verdict over the sweep's timed looks (`driver.speed_over_looks`), from
+    the rows, samples.jsonl and the plan env.json keeps (a folder from before timed looks: one
+    look, each run alone in it)."""
+    samples = {r["case_id"]: r["samples_ms"] for r in results.read_rows(run_dir / results.SAMPLES)}
+    info = results.read_env(run_dir)
+    plan = info.get("speed_plan")
+    timed = timed_alone(rows)
+    runs: dict[str, list] = {mode: [] for mode in rows["mode"].unique()}
+    at: dict[str, list] = {mode: [] for mode in runs}
+    for _, r in timed.iterrows():
+        runs[r["mode"]].append(samples.get(r["case_id"], {}).get("total") or [])
+        look = r.get("timed_look")
+        at[r["mode"]].append(1 if look is None or pd.isna(look) else int(look))  # old folder: 1
+    return driver.speed_over_looks(
+        runs, at, reference, None if plan is None else driver.SpeedPlan(**plan),
+        min_effect=info.get("min_effect", MIN_EFFECT),
+    )  # fmt: skip

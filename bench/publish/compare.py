@@ -194,10 +194,11 @@ def procedure_lines(min_effect: float, confidence: float, statistic: str, looks:
         "geometric means over the rounds; interval: its confidence interval from the t "
         "distribution with df degrees of freedom (the case's own, plus what the cases of its "
         "mode lend it), p: the t-test's, p_holm: p after Holm's correction across the cases; "
-        f"noise: {rounds.NOISE_K:g} × the spread between the rounds of one side. A case is faster "
-        f"or slower when its p_holm is at most {alpha / looks:.2g} and its ratio is beyond 1 ± "
-        f"the larger of its noise and the smallest effect reported ({min_effect:.1%}), same "
-        f"when its interval lies within 1 ± {min_effect:.1%}.",
+        "noise: the standard deviation of one round's log (the spread between the rounds of "
+        "one side), for information: the test is on the means, so it sharpens with rounds. A "
+        f"case is faster or slower when its p_holm is at most {alpha / looks:.2g} and its ratio "
+        f"is beyond 1 ± the smallest effect reported ({min_effect:.1%}), same when its interval "
+        f"lies within 1 ± {min_effect:.1%}.",
         "",
     ]
 

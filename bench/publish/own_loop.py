@@ -1,6 +1,7 @@
 """The mode table of a user's own run (`ampbench sweep`): sweep.md in the driver's folder, from
-its rows, samples and probe files alone. Speed is `bench.verdicts.driver.speed`'s verdict, shown
-as `× fp32`; training is `bench.verdicts.training`'s judge on the metric the runs log."""
+its rows, samples and probe files alone. Speed is `bench.verdicts.driver.speed_over_looks`'s
+verdict, shown as `× fp32`; training is `bench.verdicts.training`'s judge on the metric the runs
+log."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from bench.modes import catalog
 from bench.ownloop import looks
 from bench.publish.tables import markdown
 from bench.store import results
-from bench.verdicts import driver, sequential, training
-from bench.verdicts.defaults import MIN_ROUNDS
+from bench.verdicts import driver, many_to_one, rounds, sequential, training
+from bench.verdicts.defaults import MIN_EFFECT
 
 SWEEP_MD = "sweep.md"
 OLD_SWEEP_MD = "recipes.md"
@@ -22,17 +23,9 @@ OLD_SWEEP_MD = "recipes.md"
 
 
 def alone(rows: pd.DataFrame) -> pd.DataFrame:
-    """The runs timed alone: the only ones whose step times are the mode's."""
-    return rows[rows["ran"] != "packed"] if "ran" in rows else rows
-
-
-def speed(rows: pd.DataFrame, samples: dict, reference: str) -> dict[str, dict]:
-    """mode -> the driver's speed verdict against `reference` (`bench.verdicts.driver`)."""
-    ok = alone(rows[rows["status"] == "ok"])
-    runs = {mode: [] for mode in rows["mode"].unique()}
-    for mode, cid in zip(ok["mode"], ok["case_id"], strict=True):
-        runs[mode].append(samples.get(cid, {}).get("total") or [])
-    return driver.speed(runs, reference)
+    """The runs timed alone (`bench.ownloop.looks.timed_alone`): the only ones whose step
+    times are the mode's."""
+    return looks.timed_alone(rows)
 
 
 def judge_training(
@@ -59,10 +52,25 @@ def judge_training(
     return verdicts, summary, metric, why
 
 
-def _speed_cells(v: dict) -> tuple[float, str, str]:
-    """(× the reference: its time over the mode's, the interval of that, the verdict)."""
+def _decided_by(v: dict, plan: dict | None) -> str:
+    """What decided a speed verdict, or what it lacks, in a few words."""
+    runs = f"{v['rounds_b']} and {v['rounds_a']} runs timed alone"
+    if v["verdict"] in rounds.DECIDED:
+        looks = plan["most"] - plan["first"] + 1 if plan else 1
+        at = f", look {v['look']} of {looks}" if looks > 1 else ""
+        return f"{runs}{at}, at level {v['level']:.2g}"
+    if v.get("why"):
+        return str(v["why"])
+    need = v.get("needed")
+    more = f"; about {need} a side would decide it" if need else ""
+    return f"undecided after {runs}{more}"
+
+
+def _speed_cells(v: dict, plan: dict | None = None) -> tuple[float, str, str, str]:
+    """(× the reference: its time over the mode's, the interval of that, the verdict, what
+    decided it or what it lacks)."""
     if "ratio" not in v:
-        return math.nan, "", v["verdict"] + (f" ({v['why']})" if v.get("why") else "")
+        return math.nan, "", v["verdict"], str(v.get("why", ""))
     # The verdict's ratio is the mode's time over the reference's; the table shows its
     # inverse, a speed-up, as the run table printed beside it and the main report do.
     span = (
@@ -70,8 +78,7 @@ def _speed_cells(v: dict) -> tuple[float, str, str]:
         if math.isfinite(v["ratio_lo"])
         else "–"
     )
-    word = str(v["verdict"]) + (f" ({v['why']})" if v.get("why") else "")
-    return 1 / v["ratio"], span, word
+    return 1 / v["ratio"], span, str(v["verdict"]), _decided_by(v, plan)
 
 
 def _training_cell(mode: str, v: training.Verdict) -> str:
@@ -84,13 +91,22 @@ def training_notes(
     summary: pd.DataFrame,
     verdicts: dict[str, training.Verdict],
     drop: float = training.LEARNED_DROP,
+    in_looks: bool = False,
 ) -> list[str]:
     """The judge's margin, the seeds that missed the target, and a budget that ended while fp32
-    was still improving: what each training verdict rests on (the quality study says the same)."""
+    was still improving: what each training verdict rests on (the quality study says the same).
+    `in_looks`: a sequential study, whose power note says what it means for its verdicts."""
     if summary.empty:
         return []
     mg = training.margin_of(summary)
     notes = [f"Margin: {mg.reason}."]
+    if in_looks and not mg.enough:
+        notes.append(
+            "That seed count is what a study of fixed size would need to decide 80% of the "
+            "time: a verdict the looks reached with fewer seeds still holds at its stated "
+            "error rate (each look's level is spent for it); fewer seeds only make an "
+            "undecided verdict more likely."
+        )
     goal, _ = training.target(summary, drop)
     if drop != training.LEARNED_DROP:
         notes.append(
@@ -123,6 +139,12 @@ def training_notes(
 def packing_notes(rows: pd.DataFrame) -> list[str]:
     """Which runs gave which figure: step times from the runs alone, training from all."""
     if "ran" not in rows or not (rows["ran"] == "packed").any():
+        if "timed_look" in rows and rows["timed_look"].isna().any():
+            return [
+                "Every run ran alone, one at a time; speed, `step ms` and `MFU %` are from the "
+                "runs the speed rule timed (`runs alone`; `timed_look` in rows.jsonl), the "
+                "training verdicts from all."
+            ]
         return ["Every run ran alone: speed, `step ms` and `MFU %` are from all of them."]
     seeds = {k: sorted(set(g["seed"].astype(int))) for k, g in rows.groupby("ran")}
     packed = rows[rows["ran"] == "packed"]
@@ -154,7 +176,7 @@ def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
     ]
     for mode, v in verdicts.items():
         if v.verdict == training.NOT_KNOWN and v.needed:
-            notes.append(f"{mode}: undecided; it would need {v.needed} seeds a side.")
+            notes.append(f"{mode}: training undecided; it would need {v.needed} seeds a side.")
     return notes
 
 
@@ -179,28 +201,67 @@ def tf32_note(rows: pd.DataFrame) -> list[str]:
     ]
 
 
-def _seed_notes(summary: pd.DataFrame, reference: str) -> list[str]:
-    """Where a mode's best values average other seeds than the reference's (a run failed)."""
+def speed_notes(info: dict, fast: dict[str, dict]) -> list[str]:
+    """How the speed verdicts were reached: the rule, its error over the modes and the timed
+    looks, and the timed runs an undecided mode would need."""
+    plan = info.get("speed_plan")
+    over = (
+        f"over the modes and the timed looks (up to {plan['most']} runs alone a mode, one more "
+        f"a look while its speed is undecided; alpha spent by Pocock's function, as for "
+        f"training)"
+        if plan and plan["most"] > plan["first"]
+        else "over the modes (one look)"
+    )
+    notes = [
+        f"Speed: {many_to_one.PROCEDURE}; one observation per run timed alone (the median of "
+        f"its timed steps). The chance of any false `faster` or `slower` is held at "
+        f"{1 - (plan or {}).get('confidence', 0.95):.0%} {over}. "
+        f"`same`: the interval within ±{info.get('min_effect', MIN_EFFECT):.0%}; `unclear`: not "
+        "decided yet, and always "
+        f"with fewer than {driver.MIN_RUNS} runs a side (`–` in interval). `step ms` is the "
+        "median of the runs' medians; `× fp32` and its interval are the ratio of the runs' "
+        "geometric means, so where runs scatter the two need not agree."
+    ]
+    for mode, v in fast.items():
+        if v.get("verdict") == "unclear" and v.get("needed"):
+            notes.append(
+                f"{mode}: speed undecided; about {v['needed']} runs timed alone a side would "
+                "decide it."
+            )
+    return notes
+
+
+def _seed_notes(summary: pd.DataFrame, reference: str, rows: pd.DataFrame) -> list[str]:
+    """Where a mode's best values average other seeds than the reference's: a run that did not
+    finish, or seeds the mode never ran (its looks stopped once its verdicts were decided)."""
     if summary.empty:
         return []
     seeds = {m: sorted(g["seed"]) for m, g in summary.groupby("mode", sort=False)}
     ref = seeds.get(reference, [])
-    return [
-        f"{mode}'s best value is the mean of seed {', '.join(map(str, mine))}, "
-        f"{reference}'s of seed {', '.join(map(str, ref))}: the runs of the others did not finish."
-        for mode, mine in seeds.items()
-        if mode != reference and mine != ref
-    ]
+    notes = []
+    for mode, mine in seeds.items():
+        if mode == reference or mine == ref:
+            continue
+        ran = set(rows[rows["mode"] == mode]["seed"].astype(int))
+        failed = sorted(ran - set(mine))
+        why = [f"seed {', '.join(map(str, failed))} did not finish"] if failed else []
+        if set(ref) - ran:
+            why.append("the looks stopped adding its seeds once it was decided")
+        notes.append(
+            f"{mode}'s best value is the mean of seed {', '.join(map(str, mine))}, "
+            f"{reference}'s of seed {', '.join(map(str, ref))}: {'; '.join(why)}."
+        )
+    return notes
 
 
 def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
     """The mode table and its notes."""
     rows = results.frame(results.read_rows(run_dir / results.ROWS))
-    samples = {r["case_id"]: r["samples_ms"] for r in results.read_rows(run_dir / results.SAMPLES)}
     reference = (
         catalog.reference() if catalog.reference() in set(rows["mode"]) else rows["mode"].iloc[0]
     )
-    fast = speed(rows, samples, reference)
+    fast = looks.speed(run_dir, rows, reference)
+    info = results.read_env(run_dir)
     drop = float(cfg.get("expected_drop") or training.LEARNED_DROP)
     verdicts, summary, metric, why = judge_training(run_dir, rows, cfg.get("metric"), drop)
     out = []
@@ -208,7 +269,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         ok = g[g["status"] == "ok"]
         timed = alone(ok)
         step_ms = timed["total_ms"].median() if "total_ms" in ok and len(timed) else math.nan
-        ratio, span, word = _speed_cells(fast[mode])
+        ratio, span, word, by = _speed_cells(fast[mode], info.get("speed_plan"))
         best = summary[summary["mode"] == mode]["best_loss"] if len(summary) else pd.Series()
         v = verdicts[mode]
         training_cell = _training_cell(mode, v)
@@ -223,6 +284,7 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
                 f"× {reference}": ratio,
                 "interval": span,
                 "speed": word,
+                "speed from": by,
                 "peak GiB": ok["peak_alloc_gib"].max() if "peak_alloc_gib" in ok else math.nan,
                 "MFU %": timed["mfu_pct"].median() if "mfu_pct" in ok else math.nan,
                 "skipped steps": ok["skipped_steps"].sum() if "skipped_steps" in ok else math.nan,
@@ -234,19 +296,15 @@ def table(run_dir: Path, cfg: dict) -> tuple[pd.DataFrame, list[str]]:
         f"`× {reference}`: {reference}'s step time over the mode's, above 1 is faster (the "
         f"run table the command prints and report.md read the same way, each run against "
         f"{reference}'s run at its seed).",
-        f"Speed: the rounds verdict of each mode's runs against {reference}'s, one observation "
-        f"per run (the median of its timed steps); `unclear`: the data cannot decide, and with "
-        f"fewer than {MIN_ROUNDS} runs a mode it is always `unclear` (`–` in interval). "
-        f"`step ms` is the median of the runs' medians; `× {reference}` and its interval are "
-        "the ratio of the runs' geometric means, so where runs scatter the two need not agree.",
+        *speed_notes(info, fast),
         f"Training: each mode against {training.REFERENCE} over the seeds on {why}, by "
-        f"{test_of(results.read_env(run_dir))}."
+        f"{test_of(info)}."
         if metric is not None
         else f"Training: not judged: {why}.",
         *packing_notes(rows),
-        *looks_notes(results.read_env(run_dir), verdicts),
-        *training_notes(summary, verdicts, drop),
-        *_seed_notes(summary, reference),
+        *looks_notes(info, verdicts),
+        *training_notes(summary, verdicts, drop, bool(info.get("looks"))),
+        *_seed_notes(summary, reference, rows),
         *tf32_note(rows),
     ]
     # The probe's own notes on what it could not measure (`–` in the table), each once.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.verdicts import rounds
+from bench.verdicts import driver, many_to_one, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 SHIFTS = (0.0, 0.005, 0.01, 0.03, 0.05, -0.03)
@@ -130,3 +130,41 @@ def rates(
         want = "slower" if s > 0 else "faster"
         out[f"called_{s:+.1%}"] = float((calls[:, shifts == s] == want).mean())
     return out
+
+
+def speed_sessions(
+    speedups: Sequence[float],
+    sd: float,
+    plan: driver.SpeedPlan,
+    rng: np.random.Generator,
+    *,
+    sessions: int,
+    min_effect: float = MIN_EFFECT,
+) -> dict[str, np.ndarray]:
+    """The sweep's speed rule (`driver.SpeedPlan`, `many_to_one.against_reference`) on `sessions`
+    simulated sweeps at once: mode 0 the reference, mode k 1 + ... `speedups[k - 1]` times as
+    fast; each timed run's log median scatters by `sd` around its mode's. Look after look a mode
+    still `unclear` gets one more timed run, and so does the reference while any mode does.
+    Returns, per session and mode k (shape (sessions, modes - 1)): `verdict` (codes as
+    `against_reference`'s, NaN unclear at the last look) and `runs` (timed runs a side at the
+    look that decided it, or at the last)."""
+    k = len(speedups)
+    logs = rng.normal(0.0, sd, (sessions, k + 1, plan.most))
+    logs[:, 1:, :] -= np.log(np.asarray(speedups, dtype=float))[None, :, None]
+    levels = plan.levels(plan.looks)
+    verdict = np.full((sessions, k), np.nan)
+    runs = np.zeros((sessions, k), dtype=int)
+    open_ = np.ones((sessions, k), dtype=bool)
+    used = np.zeros((sessions, k + 1), dtype=int)
+    for look, level in enumerate(levels, start=1):
+        n = plan.runs_at(look)
+        used[:, 1:] = np.where(open_, n, used[:, 1:])
+        used[:, 0] = np.where(open_.any(axis=1), n, used[:, 0])
+        masked = np.where(np.arange(plan.most)[None, None, :] < used[:, :, None], logs, np.nan)
+        got = many_to_one.against_reference(masked, level=level, min_effect=min_effect,
+                                       min_rounds=driver.MIN_RUNS)  # fmt: skip
+        now = open_ & ~np.isnan(got["verdict"])
+        verdict[now] = got["verdict"][now]
+        runs[open_] = n
+        open_ &= ~now
+    return {"verdict": verdict, "runs": runs}

@@ -1,7 +1,9 @@
-"""The verdict on two sides' rounds: per case a t-test on log round statistics, its spread
-moderated across the cases of one mode (`fit_prior`, Smyth 2004); Holm's correction across a
-comparison's cases (`family_verdicts`); equal alpha per sequential look (`looks`).
-docs/comparing.md states the rule and why. Pure: numpy and scipy, no torch, no pandas."""
+"""The verdict on two sides' rounds: per case a t-test on the mean of log round statistics (its
+standard error: power grows with rounds), its spread moderated across the cases of one mode
+(`fit_prior`, Smyth 2004); Holm's correction across a comparison's cases (`family_verdicts`);
+equal alpha per sequential look (`looks`). Modes judged against one shared reference (the
+sweep) take `bench.verdicts.many_to_one`: one spread pooled over the modes, no prior.
+docs/comparing.md states the rules and why. Pure: numpy and scipy, no torch, no pandas."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS
+from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT, MIN_ROUNDS, PRIOR_ROUNDS
 
 STATISTICS = {"median": 50.0, "p10": 10.0}
 """What one round (one observation) of a case is summed up by: the median of its step times
@@ -35,19 +37,19 @@ def of_round(samples: Sequence[float], statistic: str = "median") -> float:
 
 
 PROCEDURE = (
-    "a t-test per case on the log of each round's statistic, its spread moderated across the "
-    "cases of the same mode (empirical Bayes, Smyth 2004), with Holm's correction across the cases"
+    "a t-test per case on the mean of the log of each round's statistic, its spread moderated "
+    f"across the cases of the same mode from {PRIOR_ROUNDS} rounds a side on (empirical Bayes, "
+    "Smyth 2004), with Holm's correction across the cases"
 )
 """What judges a comparison, in words, for reports."""
 ERROR_CONTROLLED = "family-wise error rate: the chance of any false faster or slower call"
 """The error the procedure controls, in words."""
-NOISE_K = 2.0
-"""The noise floor of a verdict, in units of the (moderated) spread of one side's log rounds: a
-change smaller than twice what separates two rounds of the same code is not told apart from none."""
+NOISE_K = 0.0
+"""No floor by default: a change is called when the test and `min_effect` say so. A floor
+proportional to one round's spread (this many times it) would not shrink with rounds, so power
+could never grow past it; kept as an option (`noise_k`) for a caller that wants one."""
 PRIOR_CASES = 3
 """Cases with a spread a group needs before its variances are fitted a prior (else the family's)."""
-DF_CAP = 1e4
-"""The prior's degrees of freedom where the cases' variances scatter no more than chance: pooled."""
 VERDICTS_CALLED = ("faster", "slower")
 """The verdicts that claim a difference: the ones a family of cases must earn together."""
 DECIDED = ("faster", "slower", "same")
@@ -90,7 +92,10 @@ def _trigamma_inverse(value: float) -> float:
 def fit_prior(variances: Sequence[float], dofs: Sequence[int]) -> Prior:
     """The scaled inverse chi-square prior the cases' variances imply (limma's `fitFDist`, by the
     moments of log variances): its scale `s2` and its degrees of freedom `df`. Cases without a
-    positive variance are left out; fewer than `PRIOR_CASES` left give no prior."""
+    positive variance are left out; fewer than `PRIOR_CASES` left give no prior. `df` is never
+    more than the cases' own degrees of freedom together: the prior is estimated from them, so it
+    cannot know the variance better than pooling them would (limma's infinite df where the
+    variances scatter no more than chance would make normal critical values where t applies)."""
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dofs, dtype=float)
     keep = np.isfinite(s2) & (s2 > 0) & (d > 0)
@@ -99,9 +104,10 @@ def fit_prior(variances: Sequence[float], dofs: Sequence[int]) -> Prior:
         return Prior()
     e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
     excess = float(e.var(ddof=1) - special.polygamma(1, d / 2).mean())
-    if excess <= 0:  # no more scatter than chance: the variances are one variance
-        return Prior(s2=float(math.exp(e.mean())), df=DF_CAP)
-    d0 = min(DF_CAP, 2 * _trigamma_inverse(excess))
+    cap = float(d.sum())
+    if excess <= 0:  # no more scatter than chance: one variance, as good as all of them pooled
+        return Prior(s2=float((s2 * d).sum() / cap), df=cap)
+    d0 = min(cap, 2 * _trigamma_inverse(excess))
     return Prior(s2=float(math.exp(e.mean() + special.digamma(d0 / 2) - math.log(d0 / 2))), df=d0)
 
 
@@ -118,14 +124,16 @@ def rounds_verdict(
     """One case's verdict from its rounds: `a` and `b` hold one value per round of each side.
 
     - ratio: B over A, exp of the difference of the mean log rounds (the geometric means' ratio);
-    - spread: the pooled variance of the log rounds, moderated towards `prior`; t with its df
-      plus the prior's; p: two-sided; interval: ratio's at 1 - (1 - confidence) / `looks`;
-    - noise: `noise_k` times that spread (standard deviation of log rounds), never below the
-      case's own;
+    - spread: the pooled variance of the log rounds, moderated towards `prior`, never below the
+      case's own; the test and interval are on the difference of the means, its standard error
+      sqrt(spread (1/n + 1/m)), so they sharpen as rounds are added; t with its df plus the
+      prior's; p: two-sided; interval: ratio's at 1 - (1 - confidence) / `looks`;
+    - noise: the standard deviation of one round (the square root of that spread), shown for
+      information; it bars a call only where `noise_k` is above 0 (not by default);
     - `faster` / `slower`: p at most the look's alpha (the family's correction then keeps the
-      call or not, `family_verdicts`) and the ratio beyond 1 -/+ the larger of `min_effect` and
-      the noise; `same`: the interval within 1 -/+ `min_effect`; `unclear`: anything else, and
-      always with fewer than `MIN_ROUNDS` a side (`too_few`).
+      call or not, `family_verdicts`) and the ratio beyond 1 -/+ `min_effect` (or `noise_k`
+      times the noise, if larger); `same`: the interval within 1 -/+ `min_effect`; `unclear`:
+      anything else, and always with fewer than `MIN_ROUNDS` a side (`too_few`).
     """
     return _judge([(a, b, prior)], min_effect, confidence, noise_k, looks)[0]
 
@@ -179,8 +187,8 @@ def _judge(
         p = np.where(se > 0, 2 * stats.t.sf(np.abs(diff) / se, df), (diff != 0) * -1.0 + 1.0)
     half = stats.t.ppf(1 - alpha / 2, df) * se
     for (out, *_), d, v, pv, h, f in zip(tested, diff, var, p, half, df, strict=True):
-        noise = noise_k * math.sqrt(v)
-        bound = max(min_effect, noise)
+        noise = math.sqrt(v)
+        bound = max(min_effect, noise_k * noise)
         lo, hi = math.exp(d - h), math.exp(d + h)
         ratio = float(out["ratio"])
         if pv <= alpha and ratio < 1 - bound:
@@ -277,15 +285,17 @@ def judge_family(
     """The one judge of a comparison (`compare`, `ab`'s stopping rule, `history`): `rounds` holds,
     per case, its group (its mode; cases of one group share a moderation prior) and each side's
     round values. Each group of at least `PRIOR_CASES` cases with a spread is fitted its own
-    prior; the cases of smaller groups share the prior of the whole family. `min_rounds`: below
-    it a case is `too_few` (the power study sets it aside to show what fewer rounds do). Returns
+    prior; the cases of smaller groups share the prior of the whole family; a case with fewer
+    than `PRIOR_ROUNDS` a side is judged on its own spread. `min_rounds`: below it a case is
+    `too_few` (the power study sets it aside to show what fewer rounds do). Returns
     `rounds_verdict`'s dict per case, after Holm's correction (`family_verdicts`)."""
     logs = [
         (g, np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float)))
         for g, a, b in rounds
     ]
+    moderated = max(min_rounds, PRIOR_ROUNDS)
     spreads = [
-        spread(x, y) if min(len(x), len(y)) >= min_rounds else (math.nan, 0) for _, x, y in logs
+        spread(x, y) if min(len(x), len(y)) >= moderated else (math.nan, 0) for _, x, y in logs
     ]
     whole = fit_prior([s for s, _ in spreads], [d for _, d in spreads])
     priors: dict[Hashable, Prior] = {}
@@ -294,7 +304,7 @@ def judge_family(
         fitted = fit_prior([s for s, _ in mine], [d for _, d in mine])
         priors[group] = fitted if fitted.df > 0 else whole
     alone = _judge(
-        [(a, b, priors[g]) for g, a, b in rounds],
+        [(a, b, priors[g] if min(len(a), len(b)) >= moderated else Prior()) for g, a, b in rounds],
         min_effect,
         confidence,
         NOISE_K,
