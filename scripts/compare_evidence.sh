@@ -56,7 +56,7 @@ git checkout -q -b slow5
 python3 - <<'EOF' || exit 1
 from pathlib import Path
 
-path = Path("bench/modes/step.py")
+path = Path("bench/plan/step.py")
 text = path.read_text()
 old = """    with s.mode.context(s.case.device, forward=True, cache=s.autocast_cache):
         return s.compute(s.x, s.y)
@@ -104,7 +104,7 @@ def _step_seconds(s: TrainState) -> float:
         train_step(s)
     return _gpu_seconds(lambda: [train_step(s) for _ in range(5)], s.case.device == "cuda") / 5
 """
-assert text.count(old) == 1, "bench/modes/step.py's forward has changed: update slow5"
+assert text.count(old) == 1, "bench/plan/step.py's forward has changed: update slow5"
 text = text.replace(old, new).replace("import dataclasses\n", "import dataclasses\nimport time\n", 1)
 path.write_text(text)
 EOF

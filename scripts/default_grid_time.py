@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.store import results
 
 

@@ -28,7 +28,7 @@ import torch
 
 from bench.execution import variants
 from bench.measure.timing import CudaClock, time_phases
-from bench.modes.step import build, train_step
+from bench.plan.step import build, train_step
 from bench.workloads.registry import make_case
 
 

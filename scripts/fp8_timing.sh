@@ -37,8 +37,8 @@ import torch
 
 from bench.modes import fp8
 from bench.workloads.registry import make_case
-from bench.modes.plan import resolve
-from bench.modes.step import build, train_step
+from bench.plan.plan import resolve
+from bench.plan.step import build, train_step
 
 print("torch", torch.__version__, "torchao", fp8.torchao_version(), "capability", fp8.capability("cuda"))
 for name in ("bf16-pure", "bf16-pure-sr", "fp8-tensorwise", "fp8-rowwise"):

@@ -49,7 +49,7 @@ git checkout -q -b keep30
 "$PY" - <<'EOF' || exit 1
 from pathlib import Path
 
-path = Path("bench/modes/step.py")
+path = Path("bench/plan/step.py")
 text = path.read_text()
 backward = """    with s.mode.context(s.case.device):
         s.scaler.scale(loss).backward()

@@ -26,8 +26,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.publish import tables  # noqa: E402
 from bench.store import results  # noqa: E402
+from bench.text import tables  # noqa: E402
 
 MIB_PER_GIB = 1024
 

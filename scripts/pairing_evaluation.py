@@ -33,8 +33,8 @@ import pandas as pd
 
 from bench.publish import own_loop
 from bench.publish import quality as quality_report
-from bench.publish.tables import markdown
 from bench.store import results
+from bench.text.tables import markdown
 from bench.verdicts import equivalence, sequential, training
 
 ROOT = Path(__file__).resolve().parent.parent

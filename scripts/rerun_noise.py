@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from bench.jobs.quality_commit import tolerances
-from bench.publish.tables import markdown
 from bench.quality import tables
+from bench.text.tables import markdown
 from bench.verdicts import training
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish.tables import markdown
 from bench.quality import tables
 from bench.quality.train import past_best
 from bench.store import schema
+from bench.text.tables import markdown
 
 PATIENCE = (2, 3, 4, 5, 6, 8, 10)
 

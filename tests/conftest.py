@@ -18,11 +18,11 @@ from bench import quiet
 from bench.cases import case as case_module
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.modes.catalog import OPTIMIZERS
+from bench.ground import cards
+from bench.ground.cards import MLP as mlp_card
+from bench.ground.optimizers import OPTIMIZERS
 from bench.modes.mode import MODES
-from bench.modes.plan import Plan, resolve
-from bench.workloads import cards
-from bench.workloads.cards import MLP as mlp_card
+from bench.plan.plan import Plan, resolve
 from bench.workloads.mlp import PRESETS
 from tests.benchmarks import memory_gate
 

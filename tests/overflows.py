@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from bench.modes import step
+from bench.plan import step
 
 _update = step.optimizer_update
 _calls = [0]

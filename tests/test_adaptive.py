@@ -6,7 +6,7 @@ import pytest
 
 from bench.measure import adaptive, runner, timing
 from bench.measure.adaptive import StopRule
-from bench.modes.plan import resolve
+from bench.plan.plan import resolve
 from bench.publish import method, report
 from tests.conftest import tiny_case
 from tests.test_timing import FakeClock

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.workloads import cards
+from bench.ground import cards
 from tests.benchmarks.conftest import _storage_problem
 from tests.conftest import suite_options
 

@@ -15,11 +15,11 @@ from bench.measure.roofline import floor_columns, num_params, optimizer_bytes, s
 from bench.measure.runner import run_case
 from bench.modes import fp8
 from bench.modes.mode import MODES
-from bench.modes.plan import resolve
-from bench.modes.step import build, train_step
 from bench.numerics.measure import jobs, tables, training
 from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render.sentences import beyond
+from bench.plan.plan import resolve
+from bench.plan.step import build, train_step
 from bench.workloads.mlp import PRESETS
 from bench.workloads.mlp import WORKLOAD as MLP
 from tests.conftest import tiny_case

@@ -552,8 +552,7 @@ def test_a_tag_ends_the_folder_name_of_a_run_and_a_maxbatch(tmp_path):
 def test_the_parsers_choices_are_the_tables():
     """Each option takes every row of its table, read from the table itself (a mode run only when
     asked for too), and `--format`'s choices are the formats table's keys."""
-    from bench.cases import axes
-    from bench.modes import catalog
+    from bench.ground import axes, catalog, optimizers
     from bench.publish import formats
 
     sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -562,7 +561,7 @@ def test_the_parsers_choices_are_the_tables():
     parse = cli.build_parser().parse_args
     for option, table in (
         ("--modes", catalog.CARDS),
-        ("--optimizers", catalog.OPTIMIZERS),
+        ("--optimizers", optimizers.OPTIMIZERS),
         ("--variants", axes.VARIANTS),
         ("--parallel", axes.PARALLELS),
     ):
@@ -673,8 +672,8 @@ def test_more_ranks_than_the_machine_holds_are_refused(tmp_path, capsys, monkeyp
 
 
 def test_the_cpu_default_grid_leaves_out_what_cannot_run_and_says_why():
+    from bench.ground.catalog import default_modes
     from bench.jobs.configs import run_config
-    from bench.modes.catalog import default_modes
 
     cfg = run_config(device="cpu", preset=None, full=True)
     assert "fp8-tensorwise" in cfg.left_out and "fp8-rowwise" in cfg.left_out

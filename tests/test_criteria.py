@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from bench.cli import main
-from bench.publish import criteria_file
 from bench.store import paths, results
+from bench.verdicts import criteria_file
 from tests.stored import small_grid, timing_row, write_run
 
 # small_grid at batch 32, fused Adam: fp32 36 ms, tf32 18 ms, bf16-amp 12 ms; every row is at

@@ -13,16 +13,17 @@ import pandas as pd
 import pytest
 import torch
 
-from bench.cases.axes import PARALLELS
 from bench.cli import main
 from bench.execution import launch
 from bench.execution.parallel import collective_bytes
 from bench.faults import UsageError
+from bench.ground.axes import PARALLELS
 from bench.measure.ranks import merge
 from bench.measure.roofline import comm_floor_columns
 from bench.modes.mode import MODES
-from bench.publish import readme, tables
+from bench.publish import readme
 from bench.store import results
+from bench.text import tables
 from bench.workloads import gpt
 from tests.conftest import tiny_case
 

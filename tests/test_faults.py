@@ -18,11 +18,11 @@ from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig
 from bench.jobs.suite import run_suite
 from bench.measure import ranks, runner
-from bench.modes.plan import modes_of, resolve
 from bench.numerics.analysis import failures
 from bench.numerics.measure import audit, tables, training
 from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render import report
+from bench.plan.plan import modes_of, resolve
 from bench.publish import render
 from bench.publish import report as timing_report
 from bench.store import errors, results

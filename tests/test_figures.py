@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from PIL import Image
 
-from bench.publish import figures
+from bench.text import figures
 
 
 def _figure():

@@ -2,7 +2,7 @@
 false calls it makes when nothing changed, the real 3% changes it finds, at a fixed number of
 rounds (`compare`) and with `ab`'s stopping rule. The fixture holds each case of the default
 grid's committed runs (062f3e4, one window a case; e5180fb, three) as the median total step
-time of each window, as `python -m bench.publish.grid_power` extracts it; the full study, with
+time of each window, as `python -m bench.verdicts.grid_power` extracts it; the full study, with
 more comparisons, is results/grid-power/README.md."""
 
 from pathlib import Path
@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.publish.grid_power import QUIET, cases_of, extract
 from bench.verdicts import power
 from bench.verdicts.defaults import CONFIDENCE
+from bench.verdicts.grid_power import QUIET, cases_of, extract
 from bench.verdicts.rounds import MIN_ROUNDS, PRIOR_ROUNDS
 from tests.stored import timing_row, write_run
 

@@ -20,12 +20,15 @@ ORDER = [
     "faults",
     "outcome",
     "quiet",
+    "ground",
+    "text",
     "cases",
     "store",
-    "verdicts",
     "data",
     "workloads",
     "modes",
+    "plan",
+    "verdicts",
     "execution",
     "measure",
     "numerics",
@@ -36,36 +39,23 @@ ORDER = [
     "commands",
     "cli",
 ]
-"""The packages from the bottom up: a module may import its own package and those before it.
-`numerics` holds both the study's measuring and its rendering, in sub-packages of their own
-(`NUMERICS`). `verdicts`, each rule that turns measurements into a claim, sits below the case-level
-checks (`execution`) and publishing, which both ask it (`VERDICTS_IMPORT`). `commands` holds each
-command's action, which imports jobs and publishing at its top; `cli` above it only parses, and
-imports the chosen action by name (`test_the_command_line_only_parses`)."""
+"""The floors from the bottom up: a module may import its own package and those before it, and
+every import runs down (no exceptions: a needed one means a module is on the wrong floor). The
+ground floor (`ground`) holds the torch-free tables every floor reads (modes, optimizers,
+workloads, variants, parallelisms) and `text` the table and figure helpers publishing and the
+numerics study share; above them the case, the store, the workloads, the modes' torch side, then
+the plan and the step (`plan`). `verdicts`, each rule that turns measurements into a claim, sits
+below the case-level checks (`execution`, `measure`) and publishing, which all ask it
+(`VERDICTS_IMPORT`). `numerics` holds both the study's measuring and its rendering, in
+sub-packages of their own (`NUMERICS`). `commands` holds each command's action, which imports
+jobs and publishing at its top; `cli` above it only parses, and imports the chosen action by name
+(`test_the_command_line_only_parses`)."""
 
-ALLOWED_UP = {
-    # The torch-free mode table is data every layer reads, the store's loader included (the
-    # speedup columns divide by the modes whose card says so).
-    ("store", "modes.catalog"),
-    # The store's migration names an old row's sizes as the workload's card does.
-    ("store", "workloads.cards"),
-    ("cases", "modes.catalog"),
-    # So is the workloads' torch-free table: a case is checked against the presets the
-    # workloads name there, and asks it whether its sizes are its own (`Card.free_sizes`).
-    ("cases", "workloads.cards"),
-    ("verdicts", "modes.catalog"),
-    # The study's report formats its cells as every report does (its measuring may not:
-    # `test_the_study_imports_only_downwards`) ...
-    ("numerics.render", "publish.tables"),
-    # ... and writes its figures as every figure is written (a PNG of 256 colours).
-    ("numerics.render", "publish.figures"),
-    # No upward import inside a function is listed: a case is checked against the torch-free
-    # tables, and what needs a registry is resolved above it (`bench.modes.plan.resolve`,
-    # which every job and the numerics study's workers import downwards).
-}
 
-VERDICTS_IMPORT = {"store", "modes.catalog"}
-"""What a verdict may import of bench, at any depth: the folders and the torch-free mode table."""
+VERDICTS_IMPORT = {"faults", "ground", "plan.float8_plan", "store", "text"}
+"""What a verdict may import of bench, at any depth: the folders, the torch-free tables, the text
+layer's cells, and the float8 planning rule (torch-free too), which planning and the timing
+verdict both apply."""
 
 COMMANDS = {
     "run",
@@ -123,13 +113,6 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def _allowed_up(module: str, target: str) -> bool:
-    """Whether `module` (or its package) may import `target` (without `bench.`), by ALLOWED_UP."""
-    return any(
-        f"{module}.".startswith(f"bench.{below}.") and target == up for below, up in ALLOWED_UP
-    )
-
-
 def _numerics(module: str) -> str | None:
     """The numerics sub-package `module` lies in (None for a module outside them)."""
     parts = module.split(".")
@@ -160,9 +143,10 @@ def test_imports_are_read_at_any_depth(tmp_path):
 
 
 def test_no_module_imports_a_package_above_its_own():
-    """Inside a function too: an upward import that is truly needed is listed in ALLOWED_UP,
-    with why."""
+    """Inside a function too, with no exception; and every package is on a floor of `ORDER`."""
     rank = {name: i for i, name in enumerate(ORDER)}
+    loose = {_package(m) for m in _modules()} - set(rank) - {"__init__", "__main__"}
+    assert not loose, f"packages on no floor of ORDER: {sorted(loose)}"
     wrong = []
     for module, path in _modules().items():
         mine = _package(module)
@@ -170,25 +154,45 @@ def test_no_module_imports_a_package_above_its_own():
             continue
         for target in _imports(path):
             theirs = _package(target)
-            sub = ".".join(target.split(".")[1:])
-            if theirs in rank and rank[theirs] > rank[mine] and not _allowed_up(module, sub):
+            if theirs in rank and rank[theirs] > rank[mine]:
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
 
 
 def test_measuring_never_imports_publishing():
-    """At any depth of a function, too: jobs write folders, publishing reads them."""
+    """At any depth of a function, too: jobs write folders, publishing reads them, and the text
+    that pages are made of is publishing's."""
+    measuring = ("measure", "jobs", "execution", "modes", "plan", "workloads")
     wrong = []
     for module, path in _modules().items():
-        if _package(module) not in ("measure", "jobs", "execution", "modes", "workloads"):
+        if _package(module) not in measuring:
             continue
         for target in _imports(path):
-            if _package(target) in ("publish", "cli") or _numerics(target) == "render":
+            if _package(target) in ("publish", "text", "cli") or _numerics(target) == "render":
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
 
 
-def test_verdicts_import_only_the_store_and_the_mode_table():
+DECIDING = {"verdicts.gates", "verdicts.criteria", "verdicts.criteria_file", "verdicts.grid_power"}
+"""Verdict-making modules no page is rendered from: a comparison's exit status, a criteria
+file's checks, the rounds judge's power study. A command asks them; publishing never does."""
+
+
+def test_publish_only_renders():
+    """publish/ reads folders and writes pages: at any depth it imports no job or action (copying
+    folders, running a study) and none of `DECIDING`; the verdicts it renders it asks of
+    verdicts/, where they are made."""
+    wrong = [
+        f"{module} -> {target}"
+        for module, path in _modules().items()
+        if _package(module) == "publish"
+        for target in _imports(path)
+        if _package(target) in ("jobs", "commands") or target.removeprefix("bench.") in DECIDING
+    ]
+    assert not wrong, wrong
+
+
+def test_verdicts_import_only_the_ground_the_store_and_the_text():
     wrong = [
         f"{module} -> {target}"
         for module, path in _modules().items()

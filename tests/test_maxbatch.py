@@ -8,7 +8,7 @@ import torch
 from bench.cli import main
 from bench.jobs import maxbatch
 from bench.jobs.maxbatch import MaxBatchConfig, search
-from bench.modes.plan import resolve
+from bench.plan.plan import resolve
 from bench.publish import render
 from bench.publish.maxbatch import summarize_trials
 from bench.store import results

@@ -15,9 +15,9 @@ from torch import nn
 from bench.cli.main import main
 from bench.modes import fp8
 from bench.modes.mode import MODES
-from bench.modes.plan import resolve
-from bench.modes.step import build, train_step
 from bench.numerics.measure import tables
+from bench.plan.plan import resolve
+from bench.plan.step import build, train_step
 from bench.store import results
 from bench.workloads import heads, outputs, structure
 from bench.workloads.base import from_model

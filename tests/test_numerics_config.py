@@ -209,7 +209,7 @@ def test_the_command_line_names_the_options(capsys):
 @pytest.mark.parametrize("command", ["numerics", "run"])
 def test_the_help_names_every_built_in_model(command, capsys):
     from bench.cli import main
-    from bench.workloads import cards
+    from bench.ground import cards
 
     with pytest.raises(SystemExit):
         main([command, "--help"])

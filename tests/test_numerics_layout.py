@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.modes import catalog
+from bench.ground import catalog
 
 PACKAGE = Path(__file__).resolve().parent.parent / "bench" / "numerics"
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -41,7 +41,7 @@ def test_no_module_is_over_400_lines(path):
 def test_no_module_names_a_mode(path):
     names = "|".join(re.escape(name) for name in catalog.CARDS)
     quoted = [m[1] for m in re.findall(rf"""(["'])({names})\1""", path.read_text())]
-    assert quoted == [], f"{path.name} names modes {quoted}: ask `bench.modes.catalog`"
+    assert quoted == [], f"{path.name} names modes {quoted}: ask `bench.ground.catalog`"
 
 
 @pytest.mark.parametrize("path", MEASURING, ids=_id)

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from bench.faults import TRACEBACK_TEXT
-from bench.modes.plan import modes_of
 from bench.numerics.measure import jobs, tables, training
 from bench.numerics.measure.audit import audit_mode, error_paths
 from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
+from bench.plan.plan import modes_of
 from tests.conftest import tiny_case, tiny_plan
 
 OBSERVED = ("fc1", "relu", "fc2", "fc3")

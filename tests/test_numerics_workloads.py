@@ -106,8 +106,8 @@ def test_a_pool_task_cycles_the_workloads_own_batches():
 def test_the_transformer_learns_its_task_on_the_cpu():
     """The task is learnable: a tiny transformer's held-out loss falls most of the way from the
     uniform guess, log(vocab), to the chain's own cross-entropy in 80 steps."""
-    from bench.modes.plan import resolve
     from bench.numerics.measure import training
+    from bench.plan.plan import resolve
 
     case = make_case(
         "gpt", "tiny", mode="fp32", optimizer="fused", batch_size=8, device="cpu", lr=1e-2

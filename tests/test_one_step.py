@@ -1,5 +1,5 @@
 """One train step: the timing harness, the quality study and the numerics study all run
-`bench.modes.step`'s, each with its named options; the options do what they say."""
+`bench.plan.step`'s, each with its named options; the options do what they say."""
 
 import dataclasses
 
@@ -9,11 +9,11 @@ import torch
 
 from bench.jobs import quality
 from bench.measure import runner
-from bench.modes import step
-from bench.modes.plan import HARNESS, StepOptions, modes_of, resolve
-from bench.modes.step import build, train_step
 from bench.numerics.measure import audit, training
 from bench.numerics.render.sections.training import _step_note
+from bench.plan import step
+from bench.plan.plan import HARNESS, StepOptions, modes_of, resolve
+from bench.plan.step import build, train_step
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
 from tests.conftest import tiny_case

@@ -11,7 +11,7 @@ import matplotlib.image
 import pandas as pd
 import pytest
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.numerics.render import plots as numerics_plots
 from bench.publish import plots, report
 from bench.store import results

@@ -18,12 +18,13 @@ from torch import nn
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.cli.main import main
+from bench.ground import cards
 from bench.jobs import configs
-from bench.modes.plan import resolve
-from bench.modes.step import build, train_step
 from bench.numerics.measure import tables
+from bench.plan.plan import resolve
+from bench.plan.step import build, train_step
 from bench.store import results
-from bench.workloads import cards, heads, mlp, registry
+from bench.workloads import heads, mlp, registry
 from bench.workloads.base import Workload, from_model
 
 SPEC = "tests.test_plugin:workload"
@@ -249,7 +250,7 @@ def test_no_module_but_the_mlps_branches_on_its_name():
     [
         "cases/case.py",
         "cases/grid.py",
-        "cases/axes.py",
+        "ground/axes.py",
         "cases/maxbatch.py",
         "jobs/configs.py",
         "workloads/registry.py",

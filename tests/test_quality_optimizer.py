@@ -3,7 +3,7 @@ study's beta2) with its two groups, weight decay on the parameters of two or mor
 none on the others.
 
 Bit for bit against the optimizer `bench/quality/train.py` built by hand before its state came
-from `bench.modes.step.build` (written out here, `_nanogpt_adamw`), in one process. The
+from `bench.plan.step.build` (written out here, `_nanogpt_adamw`), in one process. The
 expected values were recorded by running this test's code on that earlier commit; they are
 compared within a tolerance, as torch's CPU reductions order their sums by the process's
 threads and instruction set (seen between 1 and 2 threads: up to 3e-7 relative for fp16-amp)."""

@@ -45,7 +45,7 @@ def test_known_warnings_are_left_out_unless_debug(monkeypatch, category, message
 
 def test_other_warnings_still_show(monkeypatch):
     monkeypatch.delenv(quiet.DEBUG_VAR, raising=False)
-    assert _shown(UserWarning, TF32, "bench.modes.step")  # the project's own: not hidden
+    assert _shown(UserWarning, TF32, "bench.plan.step")  # the project's own: not hidden
     assert _shown(UserWarning, "something else", "torch._inductor.compile_fx")
     assert _shown(SyntaxWarning, "invalid escape sequence '\\.'", "/work/bench/mine")
 

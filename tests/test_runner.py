@@ -10,7 +10,7 @@ from bench.execution import variants
 from bench.jobs.suite import run_suite
 from bench.measure import adaptive, overhead, runner
 from bench.measure.runner import run_case
-from bench.modes.plan import resolve
+from bench.plan.plan import resolve
 from bench.store import results
 from tests.conftest import tiny_case
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from bench.measure import memory
-from bench.modes.plan import resolve
-from bench.modes.step import (
+from bench.plan.plan import resolve
+from bench.plan.step import (
     ScaleWatch,
     backward,
     build,

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from bench.publish import tables
+from bench.text import tables
 
 
 @pytest.mark.parametrize(

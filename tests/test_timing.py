@@ -10,7 +10,7 @@ from bench import faults
 from bench.measure import stats, timing
 from bench.measure.adaptive import FIXED, StopRule
 from bench.measure.timing import HostClock, clock_for, time_phases, time_windows
-from bench.modes.step import ScaleWatch
+from bench.plan.step import ScaleWatch
 from bench.verdicts import rounds
 
 

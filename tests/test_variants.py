@@ -9,8 +9,8 @@ import torch
 
 from bench.execution import variants
 from bench.measure.runner import run_case
-from bench.modes.plan import resolve
-from bench.modes.step import build
+from bench.plan.plan import resolve
+from bench.plan.step import build
 from bench.publish import variants as tables
 from tests.conftest import tiny_case
 from tests.stored import timing_row

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from bench.jobs.quality_looks import design_of
 from bench.publish import own_loop
 from bench.quality.config import QualityConfig
 from bench.store import results
@@ -111,8 +112,8 @@ def test_a_design_recorded_without_the_field_is_judged_by_welch_as_before():
     # A quality study resumed from such a folder keeps its recorded test; a new one pairs; one
     # look keeps Welch's t (its verdicts need no design).
     cfg = QualityConfig.build("cpu", {"max_seeds": 6})
-    assert not cfg.design(OLD_DESIGN).paired and cfg.design().paired
-    assert QualityConfig.build("cpu", {}).design() is None
+    assert not design_of(cfg, OLD_DESIGN).paired and design_of(cfg).paired
+    assert design_of(QualityConfig.build("cpu", {})) is None
 
 
 def test_a_one_look_study_keeps_welch_and_pairs_only_seeds_both_finished():

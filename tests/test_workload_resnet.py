@@ -25,8 +25,8 @@ from bench.measure import flops
 from bench.measure.roofline import step_work
 from bench.measure.runner import run_case
 from bench.modes import fp8
-from bench.modes.plan import resolve
-from bench.modes.step import build, forward, train_step
+from bench.plan.plan import resolve
+from bench.plan.step import build, forward, train_step
 from bench.store import results
 from bench.workloads import resnet
 from bench.workloads.base import Workload, from_model

@@ -15,8 +15,8 @@ from bench.measure.roofline import optimizer_bytes, step_work
 from bench.measure.runner import run_case
 from bench.modes import fp8
 from bench.modes.mode import MODES
-from bench.modes.plan import resolve
-from bench.modes.step import build
+from bench.plan.plan import resolve
+from bench.plan.step import build
 from bench.workloads import gpt, mlp
 from bench.workloads.base import Workload
 from bench.workloads.gpt import WORKLOAD as GPT

@@ -9,17 +9,17 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from bench.cases import axes, checks
+from bench.cases import checks
 from bench.cases.sizes import Sizes
-from bench.modes import catalog
-from bench.workloads import cards
+from bench.ground import axes, cards, catalog, optimizers
 
 # A case is names and numbers, and imports nothing of the registries (torch), inside a function
 # either: reading a folder (`bench.store.results`, which needs only the fields) and the command
 # line's parser import no torch, and every layer above may build a case. Names are checked
-# against the torch-free tables: the modes' and optimizers' (`bench.modes.catalog`), the
-# workloads' (`bench.workloads.cards`), the variants' and parallelisms' (`bench.cases.axes`).
-# A job resolves a case into its objects once (`bench.modes.plan.resolve`); its sizes are the
+# against the torch-free tables: the modes' (`bench.ground.catalog`), the optimizers'
+# (`bench.ground.optimizers`), the workloads' (`bench.ground.cards`), the variants' and
+# parallelisms' (`bench.ground.axes`).
+# A job resolves a case into its objects once (`bench.plan.plan.resolve`); its sizes are the
 # workload's own (`Workload.case`, which gives them).
 
 DEVICES = ("cuda", "cpu")
@@ -71,19 +71,19 @@ class Case:
     mode: str = field(
         metadata=_axis(checks.choice(catalog.CARDS), Sweep("modes", "mode", help=_MODES_HELP))
     )
-    """A mode of the mode table (`bench.modes.catalog.CARDS`)."""
+    """A mode of the mode table (`bench.ground.catalog.CARDS`)."""
     optimizer: str = field(
         metadata=_axis(
-            checks.choice(catalog.OPTIMIZERS),
+            checks.choice(optimizers.OPTIMIZERS),
             Sweep("optimizers", "optimizer", aliases=("--optimizer",)),
         )
     )
-    """Adam implementation, a key of `bench.modes.catalog.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.ground.optimizers.OPTIMIZERS`."""
     variant: str = field(
         default="eager",
         metadata=_axis(checks.choice(axes.VARIANTS), Sweep("variants", "variant")),
     )
-    """How the step is executed, a key of `bench.cases.axes.VARIANTS`."""
+    """How the step is executed, a key of `bench.ground.axes.VARIANTS`."""
     parallel: str = field(
         default="none",
         metadata=_axis(
@@ -92,7 +92,7 @@ class Case:
         ),
     )
     """How the model is spread over the ranks of a distributed run, a key of
-    `bench.cases.axes.PARALLELS` (`none`: one GPU, no communication)."""
+    `bench.ground.axes.PARALLELS` (`none`: one GPU, no communication)."""
     batch_size: int = field(metadata=_axis(checks.POSITIVE_INT, Sweep("batch_sizes", "batch")))
     """Samples per step, per GPU."""
     sizes: Sizes = field(metadata=_axis(SIZES))

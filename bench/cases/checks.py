@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from bench.workloads import cards
+from bench.ground import cards
 
 
 def shown(value: object) -> str:
@@ -110,7 +110,7 @@ MODEL = Check(
 
 class Choice(Check):
     """One of a table's names, read when asked: a row registered after this check was made (a
-    mode a test adds to `bench.modes.catalog.CARDS`) is a choice too."""
+    mode a test adds to `bench.ground.catalog.CARDS`) is a choice too."""
 
     def __init__(self, table: Iterable[str]) -> None:
         object.__setattr__(self, "table", table)

@@ -6,11 +6,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.cases import axes, case, checks
+from bench.cases import case, checks
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
-from bench.modes import catalog
-from bench.workloads import cards
+from bench.ground import axes, cards, catalog, optimizers
 
 DEFAULT_BATCH_SIZES = (256, 1024, 4096)
 """Batch sizes (per GPU) of a timing run when `--batch-sizes` is not given."""
@@ -39,7 +38,7 @@ def new_run_default(name: str, device: str, world_size: int = 1, *, full: bool =
     which needs torch to ask each mode). `full`: the `--full` grid's modes."""
     wider = {
         "mode": catalog.default_modes(full=full),
-        "optimizer": catalog.default_optimizers(),
+        "optimizer": optimizers.default_optimizers(),
         "batch_size": DEFAULT_BATCH_SIZES,
         "variant": axes.default_variants() if device == "cuda" else ("eager",),
         "parallel": tuple(axes.PARALLELS) if world_size > 1 else ("none",),

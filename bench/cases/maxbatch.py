@@ -6,10 +6,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.cases import axes, checks
+from bench.cases import checks
 from bench.cases.case import DEVICES
-from bench.modes import catalog
-from bench.workloads import cards
+from bench.ground import axes, cards, catalog, optimizers
 
 CPU_DEFAULTS = {"start": 8, "limit": 4096}
 """A search on the CPU (tiny preset) starts and stops lower."""
@@ -33,7 +32,7 @@ class MaxBatchConfig:
     """Comma list of execution variants searched."""
     optimizer: str = field(
         default="fused",
-        metadata={"check": checks.choice(catalog.OPTIMIZERS), "aliases": ("--optimizers",)},
+        metadata={"check": checks.choice(optimizers.OPTIMIZERS), "aliases": ("--optimizers",)},
     )
     """Adam implementation."""
     start: int = field(default=1024, metadata={"check": checks.POSITIVE_INT})

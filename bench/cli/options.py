@@ -13,10 +13,9 @@ from typing import NoReturn
 from bench.cases import checks
 from bench.commands.given import SIZE_DEST
 from bench.faults import UsageError
-from bench.modes import catalog
+from bench.ground import cards, catalog
 from bench.store import paths
 from bench.verdicts import defaults, memory
-from bench.workloads import cards
 
 PROG = "ampbench"
 

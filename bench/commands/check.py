@@ -1,4 +1,4 @@
-"""`ampbench check`: a run against a user's criteria file (`bench.publish.criteria`)."""
+"""`ampbench check`: a run against a user's criteria file (`bench.verdicts.criteria`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 from bench.commands import folders
 from bench.faults import UsageError
-from bench.publish import criteria
+from bench.verdicts import criteria
 
 
 def run(args: argparse.Namespace) -> int:

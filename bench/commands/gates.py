@@ -1,4 +1,4 @@
-"""The memory and criteria gates of `compare` and `ab`, applied (`bench.publish.gates`)."""
+"""The memory and criteria gates of `compare` and `ab`, applied (`bench.verdicts.gates`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 
 import pandas as pd
 
-from bench.publish import gates as rules
+from bench.verdicts import gates as rules
 from bench.verdicts import memory
 
 

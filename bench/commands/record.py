@@ -14,8 +14,8 @@ from bench.faults import UsageError
 from bench.jobs import record as job
 from bench.measure import env
 from bench.publish import quality_replicate
-from bench.publish.tables import markdown
 from bench.store import record as store
+from bench.text.tables import markdown
 
 
 def run(args: argparse.Namespace) -> int:

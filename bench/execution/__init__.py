@@ -2,4 +2,4 @@
 FSDP2), `distributed` (the ranks' process groups) and `launch` (torchrun, and what a killed rank
 leaves behind).
 
-May import: `bench.modes` and below, `bench.store` for a folder's file names."""
+May import: `bench.plan` and below (`bench.store` for a folder's file names)."""

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-from bench.cases.axes import Parallel
 from bench.faults import Unsupported, error_summary
+from bench.ground.axes import Parallel
 from bench.modes.mode import Mode, dtype_name
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -85,7 +85,7 @@ def wrap(
     blocks: Callable[[nn.Module], list[nn.Module]],
 ) -> nn.Module:
     """The module the step calls: `model` under DDP or FSDP2 over `group` (`parallel`, a row of
-    `bench.cases.axes.PARALLELS`), or `model` itself for `none`. `blocks` gives the modules of the
+    `bench.ground.axes.PARALLELS`), or `model` itself for `none`. `blocks` gives the modules of the
     (prepared) model that FSDP2 shards one by one before the root (`Workload.blocks`). Call it
     before the optimizer is built: FSDP2 replaces the parameters by their shards."""
     p = parallel

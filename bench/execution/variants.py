@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bench.modes.step import TrainState, backward, forward, optimizer_step, optimizer_update
+from bench.plan.step import TrainState, backward, forward, optimizer_step, optimizer_update
 
 
 @dataclass

@@ -13,10 +13,10 @@ from bench.cases.grid import DEFAULT_MIN_REPEATS, DEFAULT_REPEATS, RunConfig, ne
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
 from bench.execution import parallel
-from bench.modes import catalog
+from bench.ground import cards, catalog
 from bench.modes.mode import MODES
-from bench.modes.plan import resolve
-from bench.workloads import cards, registry
+from bench.plan.plan import resolve
+from bench.workloads import registry
 from bench.workloads.base import Workload
 
 _FALLBACK = {"parallel": ("none",), "variant": ("eager",), "mode": (catalog.reference(),)}

@@ -19,8 +19,8 @@ from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_settled
-from bench.modes.plan import Plan, resolve
-from bench.modes.step import build, watch
+from bench.plan.plan import Plan, resolve
+from bench.plan.step import build, watch
 from bench.store import errors, folders, results
 from bench.workloads import registry
 

@@ -14,12 +14,12 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.jobs import base
-from bench.modes.plan import modes_of, resolve
 from bench.numerics.analysis.summary import summarize_runs
 from bench.numerics.measure import audit, jobs, tables
 from bench.numerics.measure.config import NumericsConfig, resolve_workers
 from bench.numerics.measure.jobs import Job
 from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
+from bench.plan.plan import modes_of, resolve
 from bench.store import errors, folders, results
 from bench.workloads.registry import get as get_workload
 

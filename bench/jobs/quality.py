@@ -20,8 +20,8 @@ from bench.faults import UsageError, fault
 from bench.jobs import packing, quality_commit
 from bench.jobs import quality_looks as looks
 from bench.jobs.base import log, new_folder, resumed_folder
-from bench.modes import plan
 from bench.modes.mode import MODES
+from bench.plan import plan
 from bench.quality import tables, train
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import Fitted, fit

@@ -23,9 +23,9 @@ within a budget in seconds (0: none); whether none was left for lack of it (the 
 
 
 def design_of(cfg: QualityConfig, recorded: dict | None = None) -> sequential.Design | None:
-    """A sequential study's plan (`QualityConfig.design`: the one its folder `recorded`, else
+    """A sequential study's plan (`sequential.planned`: the one its folder `recorded`, else
     a new one), or None for one look."""
-    return cfg.design(recorded)
+    return sequential.planned(len(cfg.seeds), cfg.max_seeds, recorded)
 
 
 def judge_looks(

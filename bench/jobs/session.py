@@ -14,14 +14,14 @@ from bench.cases.grid import DEFAULT_REPEATS, RunConfig  # noqa: F401 (re-export
 from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
+from bench.ground import catalog
 from bench.jobs import base, numerics
 from bench.jobs.suite import done_cases, run_suite
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
-from bench.modes import catalog
-from bench.modes.plan import Plan, resolve
 from bench.numerics.measure import config
+from bench.plan.plan import Plan, resolve
 from bench.store import folders, results
 
 CEILING_SIZES = {

@@ -13,7 +13,7 @@ from bench.cases.case import Case
 from bench.execution import launch
 from bench.execution.distributed import GroupBroken, World
 from bench.measure import derived, ranks, runner
-from bench.modes.plan import Plan
+from bench.plan.plan import Plan
 from bench.store import errors, results
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.ground import catalog
 from bench.jobs import packing, sweep_looks
 from bench.jobs.base import Folder, log, new_folder
 from bench.jobs.script_run import Runner, child_environ, run_script, tail
-from bench.modes import catalog
 from bench.ownloop import contract, looks
 from bench.store import folders, results
 from bench.verdicts import driver, sequential, training

@@ -12,7 +12,7 @@ import numpy as np
 
 from bench.measure.stats import is_noisy, phase_columns
 from bench.measure.timing import NoTrainingStep
-from bench.modes.plan import Plan
+from bench.plan.plan import Plan
 from bench.store import results
 from bench.store.schema import Row
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 import torch
 
 from bench.modes.mode import dtype_name
-from bench.modes.step import TrainState, backward, forward, optimizer_step, train_step
+from bench.plan.step import TrainState, backward, forward, optimizer_step, train_step
 from bench.workloads import outputs
 
 GIB = 2**30

@@ -12,8 +12,8 @@ from bench.measure import memory
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
-from bench.modes.plan import Plan
-from bench.modes.step import build, train_step
+from bench.plan.plan import Plan
+from bench.plan.step import build, train_step
 
 
 def _alternate_harness_and_bare(

@@ -10,7 +10,7 @@ from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import TRACEBACK_TEXT
 from bench.measure.runner import global_batch_size, run_case
-from bench.modes.plan import Plan
+from bench.plan.plan import Plan
 from bench.store import errors
 
 BROKEN = ("error", "oom", "timeout")

@@ -37,8 +37,8 @@ from bench.measure.timing import (
 )
 from bench.modes import fp8
 from bench.modes.mode import Mode, dtype_name, tf32_flags
-from bench.modes.plan import Plan
-from bench.modes.step import ScaleWatch, TrainState, build, watch
+from bench.plan.plan import Plan
+from bench.plan.step import ScaleWatch, TrainState, build, watch
 from bench.store import results
 from bench.store.schema import Row
 
@@ -85,7 +85,7 @@ def global_batch_size(plan: Plan, world_size: int) -> int:
 def run_case(
     plan: Plan, ceilings: dict[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
-    """Measure one case, resolved into its plan (`bench.modes.plan.resolve`), on this rank;
+    """Measure one case, resolved into its plan (`bench.plan.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
     `case.repeats` timed windows of `case.steps` samples each, and for a distributed case a
     window without gradient synchronization (`nosync_<phase>`). A case that cannot go on ends

@@ -1,5 +1,5 @@
-"""The precision modes: `catalog` (the torch-free mode table and the Adams'), `mode` (each card's
-torch side), `plan` (a case resolved into the objects it runs with), `step` (the one train step)
-and `fp8` (float8 conversion of a model's Linears).
+"""The precision modes' torch side: `mode` (each card of `bench.ground.catalog` as torch
+objects: the model's preparation, each phase's context, the loss scaler, the optimizer) and `fp8`
+(float8 conversion of a model's Linears). The plan and the step that use them are `bench.plan`.
 
-May import: torch, `bench.cases`, `bench.workloads`, `bench.faults`."""
+May import: torch, `bench.workloads` and below."""

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from bench.ground.catalog import CARDS, ModeCard
+from bench.ground.optimizers import OPTIMIZERS
 from bench.modes import fp8
-from bench.modes.catalog import CARDS, OPTIMIZERS, ModeCard
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
@@ -48,7 +49,7 @@ class Mode:
     """torchao's float8 scaling (`tensorwise`, `rowwise`) for the Linears that
     `bench.modes.fp8.plan` chooses; None: no float8."""
     card: ModeCard | None = None
-    """What the mode is, as data without torch (`bench.modes.catalog`): its kind, words,
+    """What the mode is, as data without torch (`bench.ground.catalog`): its kind, words,
     colour and roles. None for a mode made outside the table (tests)."""
 
     @property
@@ -121,7 +122,7 @@ class Mode:
         weight_decay: float = 0.0,
         capturable: bool = False,
     ) -> torch.optim.Optimizer:
-        """The optimizer row `name` of `catalog.OPTIMIZERS` over `params`: torch's Adam, or
+        """The optimizer row `name` of `optimizers.OPTIMIZERS` over `params`: torch's Adam, or
         AdamW with nanoGPT's weight-decay groups (`Optimizer.decay_groups`), at `lr`, `betas`
         and (AdamW's only) `weight_decay`; torchao's stochastically rounding AdamW in its place
         for a mode that asks for it."""
@@ -186,7 +187,7 @@ _DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
 @functools.cache
 def of_card(card: ModeCard) -> Mode:
-    """The torch side of a mode, from its card (`bench.modes.catalog`), one per card."""
+    """The torch side of a mode, from its card (`bench.ground.catalog`), one per card."""
     return Mode(
         name=card.name,
         autocast_dtype=_DTYPES.get(card.autocast_dtype or ""),
@@ -201,7 +202,7 @@ def of_card(card: ModeCard) -> Mode:
 
 class _Modes(Mapping[str, Mode]):
     """The mode table's rows as modes, read live (a card registered later is here too): for
-    code that holds a mode's name, not a plan (`bench.modes.plan`)."""
+    code that holds a mode's name, not a plan (`bench.plan.plan`)."""
 
     def __getitem__(self, name: str) -> Mode:
         return of_card(CARDS[name])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bench.modes import catalog
+from bench.ground import catalog
 
 MODE, SEED, OUT = "AMPBENCH_MODE", "AMPBENCH_SEED", "AMPBENCH_OUT"
 """The environment the driver (`ampbench sweep`) sets for each run of a user's script: the mode

@@ -9,7 +9,7 @@ try:
 except ImportError:  # pragma: no cover - the optional dependency is missing
     raise ImportError("bench.ownloop.hf needs transformers: pip install 'ampbench[zoo]'") from None
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.ownloop import contract, folder
 from bench.ownloop.probe import Probe
 

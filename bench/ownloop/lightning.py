@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.modes.mode import MODES
 from bench.ownloop import contract, folder
 from bench.ownloop.probe import Probe

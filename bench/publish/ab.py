@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import compare, tables
+from bench.publish import compare
 from bench.store import paths, results
+from bench.text import tables
 from bench.verdicts import memory
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 

@@ -7,9 +7,9 @@ import math
 
 import pandas as pd
 
-from bench.modes import catalog
-from bench.publish import tables
+from bench.ground import catalog
 from bench.store import results
+from bench.text import tables
 
 SPEEDUPS = {column: f"× {base}" for base, column in results.SPEEDUP_COLUMNS.items()}
 """Each speedup column -> its header: `× fp32`, `× tf32`."""
@@ -123,7 +123,7 @@ NO_CPU_PEAKS = (results.PEAK_VS_HEADLINE_COLUMN, *results.PEAK_COLUMNS)
 
 
 def table(df: pd.DataFrame, columns: dict[str, str]) -> str:
-    """The given columns of `df`, renamed, as a readable markdown table (`bench.publish.tables`).
+    """The given columns of `df`, renamed, as a readable markdown table (`bench.text.tables`).
     A cell the row did not measure is `–`; the section's text or the notes say why."""
     present = {k: v for k, v in columns.items() if k in df.columns}
     shown = df[list(present)].rename(columns=present)

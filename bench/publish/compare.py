@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import compare_memory, sides, tables
+from bench.publish import compare_memory, sides
 from bench.store import paths, results
+from bench.text import tables
 from bench.verdicts import memory, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.publish import sides
-from bench.publish.tables import cell, finite
+from bench.text.tables import cell, finite
 from bench.verdicts import memory
 
 RAW = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes import catalog
-from bench.publish import tables
-from bench.publish.tables import joined
+from bench.ground import catalog
 from bench.store import results
+from bench.text import tables
+from bench.text.tables import joined
 from bench.verdicts import timing
 
 

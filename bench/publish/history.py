@@ -16,12 +16,12 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
-from bench.modes.catalog import colour as mode_colour
-from bench.publish import figures, tables
+from bench.ground.catalog import colour as mode_colour
 from bench.publish.history_points import collect, gpu_models
 from bench.publish.runs import HISTORY_DIR
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
+from bench.text import figures, tables
 from bench.verdicts import (
     defaults,  # the verdicts' MIN_EFFECT and CONFIDENCE
     memory,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import retired, tables
+from bench.publish import retired
 from bench.publish.index_cells import COMPARISON, ROW, Cells, axis, batches, line
 from bench.publish.runs import (
     HISTORY_DIR,
@@ -27,6 +27,7 @@ from bench.publish.runs import (
     subfolders,
 )
 from bench.store import paths, results
+from bench.text import tables
 
 INDEX = "README.md"
 PROJECT_README = "README.md"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import tables
 from bench.store import errors, paths, results
+from bench.text import tables
 
 HEADERS = {
     "largest_batch": "largest batch",

@@ -10,8 +10,8 @@ import pandas as pd
 
 from bench.cases import grid
 from bench.measure import adaptive
-from bench.publish import tables
 from bench.store import paths
+from bench.text import tables
 
 ENV_KEYS = (
     "gpu",
@@ -71,7 +71,7 @@ def section(env: dict) -> list[str]:
             " (resumed: its sessions and the pauses between them)" if env.get("resumed") else ""
         )
         out += [f"The run took {tables.cell(minutes)} minutes from start to end{resumed}.", ""]
-    if env.get("step_options"):  # `bench.modes.plan.StepOptions`, in words
+    if env.get("step_options"):  # `bench.plan.plan.StepOptions`, in words
         out += [f"The timed step: {env['step_options']}.", ""]
     out += ["### Environment", "", _env_table(env), ""]
     if env.get("ceilings"):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.ownloop import looks
-from bench.publish.tables import markdown
 from bench.store import results
+from bench.text.tables import markdown
 from bench.verdicts import driver, many_to_one, rounds, sequential, training
 from bench.verdicts.defaults import MIN_EFFECT
 

@@ -1,6 +1,6 @@
 """Figures of a timing run, drawn with matplotlib from its DataFrame alone: throughput.png,
 phases.png, floor.png and memory.png, a panel per combination of the other swept axes, each mode
-in its card's colour (`bench.modes.catalog`)."""
+in its card's colour (`bench.ground.catalog`)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import EngFormatter
 
-from bench.modes.catalog import colour as mode_colour
-from bench.modes.catalog import speedup_baselines
-from bench.publish import figures
-from bench.publish.tables import finite
+from bench.ground.catalog import colour as mode_colour
+from bench.ground.catalog import speedup_baselines
 from bench.store import results
+from bench.text import figures
+from bench.text.tables import finite
 
 FILES = {
     "throughput": "throughput.png",

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.publish import quality_plot, quality_runs
 from bench.publish.quality_runs import span
-from bench.publish.tables import MISSING, figure, joined, markdown, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.store import results
+from bench.text.tables import MISSING, figure, joined, markdown, number
 from bench.verdicts import scaler as scaler_rule
 from bench.verdicts import sequential, training
 
@@ -59,7 +59,7 @@ def study(run_dir: Path, *, paired: bool = True) -> dict:
     synthetic = False  # every source of `bench.data` is real data
     looks = [int(n) for n in env.get("looks", [])]
     judged = {}
-    design = cfg.design(env.get("design"))
+    design = sequential.planned(len(cfg.seeds), cfg.max_seeds, env.get("design"))
     if design is not None and looks:  # each mode at the look that decided it (or the last)
         judged = {
             m: sequential.judge(summary, m, design, looks, cfg.seed_order(), synthetic=synthetic)

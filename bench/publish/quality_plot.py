@@ -8,8 +8,8 @@ from pathlib import Path
 from matplotlib import ticker
 from matplotlib.figure import Figure
 
-from bench.modes import catalog
-from bench.publish import figures
+from bench.ground import catalog
+from bench.text import figures
 
 
 def plot(s: dict, path: Path) -> None:

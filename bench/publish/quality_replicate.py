@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.publish import quality, quality_runs
-from bench.publish.tables import markdown
+from bench.text.tables import markdown
 from bench.verdicts import replication
 
 PAGE = quality_runs.REPLICATION

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.publish.tables import MISSING, figure, joined, number
 from bench.quality import tables
 from bench.quality.config import QualityConfig
+from bench.text.tables import MISSING, figure, joined, number
 from bench.verdicts import replication, sequential, training
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.publish import columns, tables
+from bench.publish import columns
 from bench.store import results
+from bench.text import tables
 
 
 def section(df: pd.DataFrame) -> list[str]:

@@ -12,8 +12,8 @@ from pathlib import Path, PurePosixPath
 from bench.faults import UsageError
 from bench.publish import zoo
 from bench.publish.readme_blocks import KINDS, link_to_report, recorded
-from bench.publish.tables import joined
 from bench.store import paths, results
+from bench.text.tables import joined
 
 # Markers count only at the start of a line, so that prose may quote them (`<!-- ampbench:...`).
 MARKER = re.compile(

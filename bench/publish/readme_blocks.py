@@ -20,12 +20,12 @@ from bench.publish import (
     ranks,
     report,
     summary,
-    tables,
     variants,
     zoo,
 )
 from bench.quality import tables as quality_tables
 from bench.store import results
+from bench.text import tables
 
 
 def link_to_report(folder: Path, link: str, text: str | None = None) -> str:

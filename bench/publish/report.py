@@ -8,19 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import by_reason
-from bench.publish import (
-    columns,
-    findings,
-    method,
-    plots,
-    ranks,
-    scaler_cost,
-    tables,
-    variants,
-)
+from bench.ground import cards
+from bench.publish import columns, findings, method, plots, ranks, scaler_cost, variants
 from bench.store import errors, results
+from bench.text import tables
 from bench.verdicts import timing
-from bench.workloads import cards
 
 
 def headline_optimizer(df: pd.DataFrame) -> str:

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.numerics.render.answer import LOSS_GAP
 from bench.publish.findings import float8_ratio, unconverted_note
 from bench.publish.summary_studies import (
@@ -20,7 +20,7 @@ from bench.publish.summary_studies import (
     training_cost,
     trains_like_fp32,
 )
-from bench.publish.tables import batch_sizes, figure, joined
+from bench.text.tables import batch_sizes, figure, joined
 from bench.verdicts import memory, timing
 from bench.verdicts.timing import Fastest
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, learned, measured, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
 from bench.numerics.render.answer import (
@@ -16,7 +16,7 @@ from bench.numerics.render.answer import (
     bf16_against_fp16_error,
     lost_direction,
 )
-from bench.publish.tables import batch_sizes, figure, joined
+from bench.text.tables import batch_sizes, figure, joined
 from bench.verdicts import training
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes import catalog
-from bench.publish import tables
+from bench.ground import catalog
 from bench.store import results
+from bench.text import tables
 from bench.verdicts import timing
 
 

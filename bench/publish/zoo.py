@@ -8,9 +8,9 @@ import re
 
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.publish.summary import passing
-from bench.publish.tables import figure
+from bench.text.tables import figure
 from bench.verdicts import timing, training
 from bench.verdicts.timing import Fastest
 

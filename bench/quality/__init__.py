@@ -2,4 +2,4 @@
 data and its batches (`feed`), one run and its GradScaler check (`train`), and its tables.
 
 May import: torch, `bench.cases`, `bench.store`, `bench.data`, `bench.workloads`, `bench.modes`,
-`bench.measure`."""
+`bench.plan`, `bench.measure`."""

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 from bench.cases import checks
 from bench.cases.case import DEVICES
-from bench.modes import catalog
-from bench.verdicts import sequential
+from bench.ground import catalog
 
 FP32 = catalog.reference()
 """The reference every mode is judged against."""
@@ -149,19 +148,6 @@ class QualityConfig:
     def sequential(self) -> bool:
         """Whether the study adds seeds in looks (`max_seeds` above its first look's)."""
         return self.max_seeds > len(self.seeds)
-
-    def design(self, recorded: dict[str, object] | None = None) -> sequential.Design | None:
-        """A sequential study's plan (its first look at `seeds`, its cap), or None for one look;
-        its test the one its folder `recorded` where it did (a resumed study keeps it; a record
-        without one was Welch's), else paired by seed."""
-        if not self.sequential:
-            return None
-        design = sequential.Design(len(self.seeds), self.max_seeds)
-        if recorded:
-            return dataclasses.replace(
-                design, paired=sequential.Design.from_record(recorded).paired
-            )
-        return design
 
     def seed_order(self) -> tuple[int, ...]:
         """The seeds in the order a sequential study's looks take them: `seeds`, then the next

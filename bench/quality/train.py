@@ -18,10 +18,10 @@ from bench.measure.memory import GIB
 from bench.measure.stats import applied, summarize
 from bench.measure.timing import clock_for, time_settled
 from bench.modes.mode import Mode
-from bench.modes.plan import Plan, StepOptions
-from bench.modes.step import build, skipped_by_scale, train_step, watch
-from bench.modes.step import evaluate as heldout
 from bench.numerics.measure.underflow import fp16_cast_shares, norm_share
+from bench.plan.plan import Plan, StepOptions
+from bench.plan.step import build, skipped_by_scale, train_step, watch
+from bench.plan.step import evaluate as heldout
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed, Fitted
@@ -69,7 +69,7 @@ def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
 @dataclass(frozen=True)
 class Resolved:
     """What a run trains with, looked up once by the job (`bench.jobs.quality.resolve`): its
-    plan, by the one resolver (`bench.modes.plan.resolve`), at the size of the study's model
+    plan, by the one resolver (`bench.plan.plan.resolve`), at the size of the study's model
     sized to its data (`fitted`, which holds the data too), and fp32's mode (the GradScaler
     check's reference)."""
 
@@ -84,7 +84,7 @@ class Resolved:
 
 
 class Run:
-    """One mode, one seed: the state the one train step runs (`bench.modes.step`), and its
+    """One mode, one seed: the state the one train step runs (`bench.plan.step`), and its
     batches."""
 
     def __init__(self, cfg: QualityConfig, resolved: Resolved, seed: int):

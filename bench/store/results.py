@@ -13,7 +13,7 @@ import pandas as pd
 
 from bench.cases import case
 from bench.faults import UsageError
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.store import jsonlines, older, schema
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
@@ -30,7 +30,7 @@ their names in words; samples.jsonl adds `total`, the whole step."""
 CSV, REPORT = "results.csv", "report.md"
 
 SPEEDUP_COLUMNS = {base: f"speedup_vs_{base}" for base in catalog.speedup_baselines()}
-"""Each speedup baseline (`bench.modes.catalog.speedup_baselines`) -> its derived column: the
+"""Each speedup baseline (`bench.ground.catalog.speedup_baselines`) -> its derived column: the
 base mode's total_ms over a row's."""
 STATE_SAVED_COLUMN = f"model_state_saved_vs_{catalog.reference()}"
 """The reference mode's params + grads + Adam state less a row's (GiB)."""

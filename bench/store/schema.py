@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from bench.cases.sizes import UNNAMED, Sizes
-from bench.workloads import cards
+from bench.ground import cards
 
 SCHEMA_VERSION = 2
 """1: every folder written before env.json recorded a version (the key is absent). 2: env.json

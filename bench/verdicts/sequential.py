@@ -4,6 +4,7 @@ default, or O'Brien-Fleming), so the error rate holds over all looks (docs/quali
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -184,6 +185,18 @@ class Design:
         """The design a folder recorded; one recorded before the test was part of the design
         was judged by Welch's t, and keeps it."""
         return cls(**{"paired": False, **record})
+
+
+def planned(first: int, max_seeds: int, recorded: dict | None = None) -> Design | None:
+    """A study's plan from its first look and cap, or None for one look (a cap at the first
+    look); its test the one its folder `recorded` where it did (a resumed study keeps it; a
+    record without one was Welch's), else paired by seed."""
+    if max_seeds <= first:
+        return None
+    design = Design(first, max_seeds)
+    if recorded:
+        return dataclasses.replace(design, paired=Design.from_record(recorded).paired)
+    return design
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from bench.modes import catalog
-from bench.verdicts.float8_plan import (  # noqa: F401  (the names publishing reads here)
+from bench.ground import catalog
+from bench.plan.float8_plan import (  # noqa: F401  (the names publishing reads here)
     CONVERTED,
     NO_LINEAR,
     WHOLE_PLAN_UP_TO,

@@ -84,7 +84,7 @@ class Workload:
     (`free_sizes`: the MLP's `--input-size` and its kin); None: a preset's alone."""
     free_sizes: bool = False
     """Its cases carry their own sizes and an empty preset, and its size is
-    `from_sizes(the case's sizes)` (`bench.workloads.cards.Card.free_sizes`)."""
+    `from_sizes(the case's sizes)` (`bench.ground.cards.Card.free_sizes`)."""
     short_numerics: bool = False
     """A timing run may begin with a short numerics study of it (`run --numerics`)."""
     cpu_overhead: bool = False
@@ -119,7 +119,7 @@ class Workload:
             raise ValueError(f"workload {self.name}: free_sizes needs from_sizes")
 
     def flags(self) -> dict[str, bool]:
-        """How its cases are sized and run, as a card has it (`bench.workloads.cards`)."""
+        """How its cases are sized and run, as a card has it (`bench.ground.cards`)."""
         return {
             "free_sizes": self.free_sizes,
             "short_numerics": self.short_numerics,

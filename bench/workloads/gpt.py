@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.data.sources import DataShape, generator
-from bench.workloads import cards, heads, tasks
+from bench.ground import cards
+from bench.workloads import heads, tasks
 from bench.workloads.base import Workload
 from bench.workloads.zoo import common
 

@@ -10,7 +10,8 @@ from torch import nn
 
 from bench.cases.sizes import Sizes
 from bench.data.sources import generator
-from bench.workloads import cards, heads
+from bench.ground import cards
+from bench.workloads import heads
 from bench.workloads.base import Workload
 from bench.workloads.tasks import PrototypeTask
 
@@ -81,7 +82,7 @@ def make_batch(
 
 
 def _mlp_build(size: ModelSize, device: str, seed: int) -> nn.Module:
-    # torch's default init draws from the global generator, which `bench.modes.step.build`
+    # torch's default init draws from the global generator, which `bench.plan.step.build`
     # seeds with the case's seed before this call: the weights depend on the seed alone.
     return MLP(size, device=device)
 

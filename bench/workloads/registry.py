@@ -12,15 +12,15 @@ from collections.abc import Callable
 
 from bench.cases.case import Case
 from bench.faults import UsageError
+from bench.ground import cards
 from bench.store import paths
-from bench.workloads import cards
 from bench.workloads.base import Workload
 from bench.workloads.zoo import hf, timm, torchvision
 
 
 def carded(workload: Workload) -> Workload:
     """`workload`, a built-in one, once its presets, flags and sizes' names are checked against
-    its card: a case checks them without torch, from the card (`bench.workloads.cards`), and
+    its card: a case checks them without torch, from the card (`bench.ground.cards`), and
     reads an old row's sizes with its names (`bench.store.schema`)."""
     card = cards.CARDS[workload.name]
     names = {workload.sizes(preset).names for preset in workload.presets}
@@ -28,7 +28,7 @@ def carded(workload: Workload) -> Workload:
     if mine != (card.presets, card.flags(), {card.sizes}):
         raise ValueError(
             f"workload {workload.name}: presets, flags and sizes {mine} differ from its card's "
-            "in bench.workloads.cards"
+            "in bench.ground.cards"
         )
     return workload
 
@@ -37,7 +37,7 @@ BUILT_IN: dict[str, Workload] = {
     name: carded(importlib.import_module(card.module).WORKLOAD)
     for name, card in cards.CARDS.items()
 }
-"""The built-in workloads by name: each card of `bench.workloads.cards` resolved to the
+"""The built-in workloads by name: each card of `bench.ground.cards` resolved to the
 `WORKLOAD` its module defines from it."""
 
 

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from bench.data.sources import generator
-from bench.workloads import cards, heads
+from bench.ground import cards
+from bench.workloads import heads
 from bench.workloads.base import Workload
 from bench.workloads.zoo import common
 

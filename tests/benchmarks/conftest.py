@@ -28,8 +28,8 @@ import torch
 from bench.cases.case import Case
 from bench.measure.timing import clock_for, settle
 from bench.modes.mode import MODES
-from bench.modes.plan import resolve
-from bench.modes.step import TrainState, build, train_step, watch
+from bench.plan.plan import resolve
+from bench.plan.step import TrainState, build, train_step, watch
 from tests.benchmarks import memory_gate
 from tests.conftest import PHASES, suite_options
 

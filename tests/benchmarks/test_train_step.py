@@ -17,8 +17,8 @@ import torch
 
 from bench.measure.roofline import optimizer_bytes, step_work
 from bench.modes.mode import MODES
-from bench.modes.plan import resolve
-from bench.modes.step import backward, forward, optimizer_step, train_step, watch
+from bench.plan.plan import resolve
+from bench.plan.step import backward, forward, optimizer_step, train_step, watch
 from bench.workloads.registry import get, make_case
 from tests.benchmarks.conftest import CUDA, Spec, SuiteConfig
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.numerics.analysis.summary import BLOWUP, HEALTHY, NONFINITE, RUN_KEYS, smoothed
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from bench.modes import catalog
+from bench.ground import catalog
 from bench.numerics.measure.tables import TABLES
 
 SMOOTH_STEPS = 20

@@ -9,10 +9,8 @@ from collections.abc import Mapping
 import torch
 
 from bench.faults import TRACEBACK_TEXT, fault
-from bench.modes.catalog import fp16_pair
+from bench.ground.catalog import fp16_pair
 from bench.modes.mode import Mode, dtype_name
-from bench.modes.plan import Plan
-from bench.modes.step import build, train_step
 from bench.numerics.measure.grads import DtypeTrace, capture, chained
 from bench.numerics.measure.tables import (
     ACTIVATION,
@@ -27,6 +25,8 @@ from bench.numerics.measure.tables import (
     PRODUCED_GRAD,
     audit_tensor,
 )
+from bench.plan.plan import Plan
+from bench.plan.step import build, train_step
 
 
 def _first_output(ops: list[dict], op_prefix: str, phase: str) -> str:

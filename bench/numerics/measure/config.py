@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 from bench.cases import checks
 from bench.cases.case import DEVICES, REDUCTIONS, Case
 from bench.cases.sizes import Sizes
-from bench.modes import catalog
+from bench.ground import cards, catalog, optimizers
 from bench.numerics.measure.defaults import COMMON, PER_DEVICE
-from bench.workloads import cards
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
@@ -160,9 +159,9 @@ class NumericsConfig:
     noise: float = field(metadata=_FINITE)
     """Noise of the task (`bench.workloads.tasks`), e.g. the MLP's prototype noise."""
     optimizer: str = field(
-        metadata=_setting(checks.choice(catalog.OPTIMIZERS), aliases=("--optimizers",))
+        metadata=_setting(checks.choice(optimizers.OPTIMIZERS), aliases=("--optimizers",))
     )
-    """Adam implementation, a key of `bench.modes.catalog.OPTIMIZERS`."""
+    """Adam implementation, a key of `bench.ground.optimizers.OPTIMIZERS`."""
     lr: float = field(metadata=_FINITE)
     """Adam's learning rate."""
     loss_mult: float = field(metadata=_FINITE)

@@ -14,8 +14,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from bench.modes.mode import dtype_name
-from bench.modes.plan import Plan
-from bench.modes.step import TrainState, gradients
+from bench.plan.plan import Plan
+from bench.plan.step import TrainState, gradients
 from bench.workloads import outputs
 
 

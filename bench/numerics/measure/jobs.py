@@ -12,9 +12,9 @@ import torch
 
 from bench import quiet
 from bench.faults import fault
-from bench.modes.plan import modes_of, resolve  # each worker resolves its own cases
 from bench.numerics.measure import training
 from bench.numerics.measure.config import Job
+from bench.plan.plan import modes_of, resolve  # each worker resolves its own cases
 
 
 def run_job(job: Job) -> dict[str, list[dict]]:

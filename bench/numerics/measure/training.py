@@ -10,13 +10,16 @@ from collections.abc import Mapping
 import torch
 
 from bench.faults import fault
+from bench.ground.catalog import autocast_modes, default_modes, fp16_pair, reference
 from bench.measure.stats import summarize
 from bench.measure.timing import NoTrainingStep, clock_for, time_settled
 from bench.modes import fp8
-from bench.modes.catalog import autocast_modes, default_modes, fp16_pair, reference
 from bench.modes.mode import MODES, Mode, dtype_name
-from bench.modes.plan import Plan
-from bench.modes.step import (
+from bench.numerics.measure.grads import capture
+from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
+from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
+from bench.plan.plan import Plan
+from bench.plan.step import (
     StepOptions,
     TrainState,
     build,
@@ -26,9 +29,6 @@ from bench.modes.step import (
     train_step,
     watch,
 )
-from bench.numerics.measure.grads import capture
-from bench.numerics.measure.tables import ACTIVATION_GRAD, POOLED, PRODUCED_GRAD, grad_tensor
-from bench.numerics.measure.underflow import census, fp16_fate, log2_histogram
 from bench.workloads.tasks import HELDOUT_STREAM, Task
 
 CENSUS_MODES = (fp16_pair()[1], *autocast_modes())

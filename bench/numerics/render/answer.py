@@ -1,11 +1,11 @@
 """The numerics report's Answer: every sentence computed from the tables, modes picked by
-`bench.modes.catalog`, never by name; each threshold stated in its `sentences` module."""
+`bench.ground.catalog`, never by name; each threshold stated in its `sentences` module."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import fp16_pair
+from bench.ground.catalog import fp16_pair
 from bench.numerics.analysis.runs import LOSS_GAP
 from bench.numerics.render.sentences import beyond, bf16, divergence, dtypes, scaler
 from bench.numerics.render.sentences.bf16 import bf16_against_fp16_error, lost_direction

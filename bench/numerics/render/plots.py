@@ -12,13 +12,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from bench.modes.catalog import colour as mode_colour
-from bench.modes.catalog import fp16_pair, reference
+from bench.ground.catalog import colour as mode_colour
+from bench.ground.catalog import fp16_pair, reference
 from bench.numerics.analysis.runs import sparse_parameters
 from bench.numerics.analysis.summary import SMOOTH_STEPS, smoothed
 from bench.numerics.measure import fp16
 from bench.numerics.measure.tables import POOLED
-from bench.publish import figures
+from bench.text import figures
 
 LINESTYLES = ("-", "--", ":", "-.")
 """Runs of one mode (batch sizes, seeds) share its colour and differ by line style."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 
+from bench.ground import cards
 from bench.numerics.analysis.runs import LOSS_GAP
 from bench.numerics.analysis.summary import DIVERGE_FACTOR, DIVERGE_STEPS, HEALTHY
 from bench.numerics.render.answer import answer
@@ -13,9 +14,8 @@ from bench.numerics.render.sections.dtypes import audit_section
 from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
-from bench.publish.tables import markdown
 from bench.store import errors, paths
-from bench.workloads import cards
+from bench.text.tables import markdown
 
 
 def _provenance(env: dict) -> list[str]:

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.utils import PlotlyJSONEncoder
 
-from bench.modes.catalog import colour
+from bench.ground.catalog import colour
 from bench.publish import history
 
 SYMBOLS = {"^": "triangle-up", "v": "triangle-down", "o": "circle", "x": "x", "s": "square"}

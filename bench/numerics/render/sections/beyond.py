@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import beyond_autocast
+from bench.ground.catalog import beyond_autocast
 from bench.numerics.render.markdown import block_key, percent, table_file, times
 from bench.numerics.render.sentences.beyond import cast_modes, mode_means
-from bench.publish.tables import markdown
+from bench.text.tables import markdown
 
 
 def beyond_section(t: dict) -> list[str]:

@@ -8,7 +8,7 @@ import pandas as pd
 from bench.faults import by_reason
 from bench.numerics.analysis.failures import audit_failures
 from bench.numerics.render.markdown import chain_text, fold_blocks, table_file
-from bench.publish.tables import markdown
+from bench.text.tables import markdown
 
 
 def audit_section(t: dict) -> list[str]:

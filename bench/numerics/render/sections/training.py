@@ -13,7 +13,7 @@ from bench.numerics.analysis.runs import (
 )
 from bench.numerics.analysis.summary import SMOOTH_STEPS
 from bench.numerics.render.markdown import no_rows, percent, table_file
-from bench.publish.tables import markdown
+from bench.text.tables import markdown
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import fp16_pair
+from bench.ground.catalog import fp16_pair
 from bench.numerics.measure.tables import POOLED
 from bench.numerics.render.markdown import failure_reasons, fold_shares, no_rows, percent
-from bench.publish.tables import markdown
+from bench.text.tables import markdown
 
 HISTOGRAM = "## 3. Activation-gradient histogram (after Micikevicius et al., 2018, Figure 3)"
 

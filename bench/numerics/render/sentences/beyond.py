@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bench.modes.catalog import beyond_autocast, card, headline, reference
+from bench.ground.catalog import beyond_autocast, card, headline, reference
 from bench.numerics.analysis.runs import LOSS_GAP, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PRODUCED_GRAD
 from bench.numerics.render.markdown import block_key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import autocast_of
+from bench.ground.catalog import autocast_of
 
 
 def bf16_against_fp16_error(census: pd.DataFrame) -> tuple[float, float] | None:

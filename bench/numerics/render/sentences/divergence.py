@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from bench.modes.catalog import fp16_pair, label, reference
+from bench.ground.catalog import fp16_pair, label, reference
 from bench.numerics.analysis.runs import (
     LEARNED_RATIO,
     MECHANISM_WINDOW,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import fp16_pair
+from bench.ground.catalog import fp16_pair
 from bench.numerics.measure.tables import (
     ACTIVATION,
     ACTIVATION_GRAD,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.modes.catalog import fp16_pair, reference
+from bench.ground.catalog import fp16_pair, reference
 from bench.numerics.analysis.runs import LOSS_GAP, Versus, diverged, measured, versus
 from bench.verdicts import scaler as scaler_rule
 from bench.verdicts.training import NEEDED

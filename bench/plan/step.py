@@ -14,7 +14,7 @@ from torch import nn
 
 from bench.cases.case import Case
 from bench.modes.mode import Mode
-from bench.modes.plan import HARNESS, Plan, StepOptions
+from bench.plan.plan import HARNESS, Plan, StepOptions
 from bench.workloads import heads, outputs
 
 Observer = Callable[[str, torch.Tensor], None]

@@ -1,5 +1,5 @@
 """Checking a run against the user's own expectations (`ampbench check RUN --criteria FILE`): each
-criterion of a criteria file (`bench.publish.criteria_file`) evaluated on a run's rows and
+criterion of a criteria file (`bench.verdicts.criteria_file`) evaluated on a run's rows and
 env.json, one PASS, FAIL or SKIP line each."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish.criteria_file import CriteriaError, Criterion, read
-from bench.publish.tables import cell
 from bench.store import results
+from bench.text.tables import cell
+from bench.verdicts.criteria_file import CriteriaError, Criterion, read
 
 SHOWN_ROWS = 6
 """Rows a line lists before it says how many more there are."""

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
-from bench.cases.axes import PARALLELS, VARIANTS, Parallel, Variant
 from bench.cases.case import Case
+from bench.ground.axes import PARALLELS, VARIANTS, Parallel, Variant
 from bench.modes import fp8
 from bench.modes.mode import MODES, Mode
-from bench.verdicts.float8_plan import float8_unsupported_reason
+from bench.plan.float8_plan import float8_unsupported_reason
 from bench.workloads import registry
 from bench.workloads.base import Workload
 
@@ -37,7 +37,7 @@ class StepOptions:
     """Adam's betas (torch's defaults); the optimizer is built with them (`build`)."""
     weight_decay: float = 0.0
     """AdamW's decoupled weight decay on the weights of an optimizer row with nanoGPT's groups
-    (`bench.modes.catalog.Optimizer.decay_groups`); Adam's rows take none."""
+    (`bench.ground.optimizers.Optimizer.decay_groups`); Adam's rows take none."""
 
     def __post_init__(self) -> None:
         if not all(0 <= b < 1 for b in self.betas) or len(self.betas) != 2:

@@ -1,16 +1,15 @@
-"""Publishing a run: `ampbench promote RUN [RUN...]` copies (or `--move`s) run folders into the
-project's results/, gzip-compressing their rows, samples and results.csv, and regenerates the
-index. Every folder is checked before any is copied; a refusal is one line naming the folder."""
+"""Promoting runs: `ampbench promote RUN [RUN...]` copies (or `--move`s) run folders into the
+project's results/, gzip-compressing their rows, samples and results.csv (the command then
+regenerates the index: `bench.commands.promote`). Every folder is checked before any is copied; a
+refusal is one line naming the folder."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
 from pathlib import Path
 
 from bench.faults import UsageError
-from bench.publish import index
 from bench.store import folders, paths, results
 
 
@@ -41,8 +40,8 @@ def promote(
     move: bool = False,
     allow_cpu: bool = False,
 ) -> list[Path]:
-    """Copy (`move`: move) each run folder into `results_dir`, then rewrite its index; returns
-    the new folders. Nothing is copied unless every folder passes its checks."""
+    """Copy (`move`: move) each run folder into `results_dir`; returns the new folders.
+    Nothing is copied unless every folder passes its checks."""
     targets = [_checked(r, results_dir, allow_cpu=allow_cpu) for r in run_dirs]
     names = [t.name for t in targets]
     twice = next((n for n in names if names.count(n) > 1), None)
@@ -63,10 +62,6 @@ def promote(
     if move:
         for run_dir in run_dirs:
             shutil.rmtree(run_dir)
-    if paths.in_results(results_dir):
-        index.refresh(targets[0])  # the project's results/README.md
-    else:  # another folder of runs: its own index, as `ampbench index --results-dir` writes
-        print(f"ampbench: updated {index.write(results_dir)}", file=sys.stderr)
     return targets
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import criteria, criteria_file
-from bench.verdicts import memory
+from bench.verdicts import criteria, criteria_file, memory
 
 
 def memory_tolerance(given: str | None, criteria_path: Path | None) -> memory.Tolerance:

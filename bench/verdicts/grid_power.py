@@ -1,6 +1,6 @@
 """The power study of the rounds judge on the default grid: how often a known change is called, and
 a change that is not there, with rounds bootstrapped from committed runs. CPU only:
-`python -m bench.publish.grid_power RUN [RUN ...] --out FOLDER` writes rounds.csv and README.md."""
+`python -m bench.verdicts.grid_power RUN [RUN ...] --out FOLDER` writes rounds.csv and README.md."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.publish import tables
 from bench.store import paths, results
+from bench.text import tables
 from bench.verdicts import power, rounds
 
 
@@ -101,7 +101,7 @@ def study(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.publish.grid_power")
+    parser = argparse.ArgumentParser(prog="python -m bench.verdicts.grid_power")
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rounds", type=int, nargs="+", default=[3, 4, 5, 7])
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "rounds.csv", index=False)
-    command = "python -m bench.publish.grid_power " + " ".join(
+    command = "python -m bench.verdicts.grid_power " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
     window_sizes = sorted({n for run in args.runs for n in window_steps(run).values()})
