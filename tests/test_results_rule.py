@@ -7,6 +7,8 @@ import gzip
 import json
 import subprocess
 
+import pytest
+
 from tests.optional import ROOT, not_a_checkout
 
 
@@ -34,6 +36,8 @@ def _strict(constant: str) -> None:
 
 def test_every_committed_json_lines_file_is_strict_json():
     # What JavaScript's JSON.parse and jq accept: no NaN or Infinity (ampbench writes null).
+    if not (ROOT / "results").is_dir():
+        pytest.skip("no results/ in this copy of the tree")
     names = [n for n in _files_under_results() if n.endswith((".jsonl", ".jsonl.gz"))]
     assert names
     bad = []
