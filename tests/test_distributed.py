@@ -297,7 +297,7 @@ def test_a_ddp_case_leaves_nothing_allocated_for_the_next(tmp_path):
 
 
 def test_what_cannot_run_distributed_says_why():
-    from bench.execution.parallel import unsupported_reason
+    from bench.plan.plan import parallel_unsupported_reason as unsupported_reason
 
     assert unsupported_reason(PARALLELS["none"], variant="cudagraph", world_size=2) is None
     assert "several ranks" in unsupported_reason(PARALLELS["fsdp"], variant="eager", world_size=1)
