@@ -26,7 +26,7 @@ from bench.quality import tables, train
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import fit
 from bench.quality.train import Resolved, safe_train, time_step
-from bench.store import folders, paths, schema
+from bench.store import paths, schema
 from bench.verdicts import sequential
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
@@ -227,10 +227,10 @@ def start(
     workload = registry.get(cfg.model)
     found = _study_or_why(cfg, workload)  # a model that cannot be sized to it: its rows say why
     size = f"not sized to the data: {found}" if isinstance(found, str) else repr(found.plan.size)
-    suffix = folders.tagged(f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}", tag)
+    suffix = f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}"
     with new_folder(
         results_dir, kind=KIND, device=cfg.device, settings=cfg.record(), command=command,
-        suffix=suffix,
+        suffix=suffix, tag=tag,
     ) as folder:  # fmt: skip
         folder.info["data_description"] = data.description
         folder.info["model_description"] = workload.description
