@@ -305,6 +305,17 @@ def test_what_cannot_run_distributed_says_why():
     assert unsupported_reason(PARALLELS["ddp-bf16"], variant="eager", world_size=2) is None
 
 
+def test_a_plan_in_a_run_of_n_ranks_says_its_own_reason_first_then_its_parallelisms():
+    """`Plan.unsupported_in` is what a row (`run_case`) and a grid's refusal both ask."""
+    from tests.conftest import tiny_plan
+
+    assert "several ranks" in tiny_plan(parallel="fsdp").unsupported_in(1)
+    assert tiny_plan(parallel="fsdp").unsupported_in(2) is None
+    graphs = tiny_plan(parallel="ddp", variant="cudagraph")  # on the CPU
+    assert graphs.unsupported_in(2) == "CUDA graphs need a CUDA device"
+    assert tiny_plan(parallel="none").unsupported_in(1) is None
+
+
 def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):
     from tests.stored import timing_row
 
