@@ -297,12 +297,23 @@ def test_a_ddp_case_leaves_nothing_allocated_for_the_next(tmp_path):
 
 
 def test_what_cannot_run_distributed_says_why():
-    from bench.execution.parallel import unsupported_reason
+    from bench.plan.plan import parallel_unsupported_reason as unsupported_reason
 
     assert unsupported_reason(PARALLELS["none"], variant="cudagraph", world_size=2) is None
     assert "several ranks" in unsupported_reason(PARALLELS["fsdp"], variant="eager", world_size=1)
     assert "eager only" in unsupported_reason(PARALLELS["ddp"], variant="cudagraph", world_size=2)
     assert unsupported_reason(PARALLELS["ddp-bf16"], variant="eager", world_size=2) is None
+
+
+def test_a_plan_in_a_run_of_n_ranks_says_its_own_reason_first_then_its_parallelisms():
+    """`Plan.unsupported_in` is what a row (`run_case`) and a grid's refusal both ask."""
+    from tests.conftest import tiny_plan
+
+    assert "several ranks" in tiny_plan(parallel="fsdp").unsupported_in(1)
+    assert tiny_plan(parallel="fsdp").unsupported_in(2) is None
+    graphs = tiny_plan(parallel="ddp", variant="cudagraph")  # on the CPU
+    assert graphs.unsupported_in(2) == "CUDA graphs need a CUDA device"
+    assert tiny_plan(parallel="none").unsupported_in(1) is None
 
 
 def test_a_folder_older_than_the_ranks_reads_as_one_rank(tmp_path):

@@ -125,7 +125,7 @@ def test_a_registered_mode_runs_through_run_numerics_and_quality(registered, cpu
 
     tiny = {"steps": 2, "eval_every": 2, "batch_size": 2, "heldout_limit": 2, "warmup": 1}
     cfg = QualityConfig.build("cpu", {**tiny, "modes": ("fp32", registered)})
-    rows = quality.train(cfg, quality_job.resolve(cfg, registered), 0)
+    rows = quality.train(cfg, quality_job.one_run(cfg, registered), 0)
     assert [r["status"] for r in rows["runs"]] == ["ok"]
 
 

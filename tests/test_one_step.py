@@ -42,7 +42,7 @@ def test_the_harness_runs_the_one_step(calls, cpu_ceilings):
 
 def test_the_quality_study_runs_the_one_step_with_its_options(calls):
     cfg = QualityConfig.build("cpu", {"steps": 2, "eval_every": 1, "batch_size": 2})
-    Run(cfg, quality.resolve(cfg, "fp32"), 0).step(0)
+    Run(cfg, quality.one_run(cfg, "fp32"), 0).step(0)
     assert calls == [
         StepOptions(
             grad_clip=cfg.grad_clip,
@@ -52,7 +52,7 @@ def test_the_quality_study_runs_the_one_step_with_its_options(calls):
         )
     ]
     timing = QualityConfig.build("cpu", {"batch_size": 2, "timing_steps": 2})
-    timed = time_step(timing, quality.resolve(timing, "fp32"))
+    timed = time_step(timing, quality.one_run(timing, "fp32"))
     assert timed["step_options"] == calls[-1].describe()
     assert "clipped at norm 1, unscaled first" in timed["step_options"]
 

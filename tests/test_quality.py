@@ -12,7 +12,7 @@ import torch
 from bench.cli import main
 from bench.data import sources
 from bench.faults import UsageError
-from bench.jobs.quality import config, resolve
+from bench.jobs.quality import config, one_run
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed
@@ -69,7 +69,7 @@ def test_bad_data_is_one_line_naming_the_file(tmp_path, content, needle, capsys)
 
 def test_the_shakespeare_preset_is_nanogpts_model_sized_to_the_text():
     cfg = QualityConfig.build("cpu", {"preset": "shakespeare-char"})
-    fitted = resolve(cfg, "fp32").fitted
+    fitted = one_run(cfg, "fp32").fitted
     assert fitted.size.vocab == 65 and fitted.size.tied and not fitted.size.bias
     model = fitted.workload.build(fitted.size, "cpu", 0)
     assert model.head.weight is model.embed.tok.weight  # tied after the model got storage
@@ -80,7 +80,7 @@ def test_the_shakespeare_preset_is_nanogpts_model_sized_to_the_text():
 
 def test_same_weights_and_batches_for_every_mode_of_a_seed():
     cfg = QualityConfig.build("cpu", {**TINY, "modes": ("fp32", "bf16-amp")})
-    a, b = Run(cfg, resolve(cfg, "fp32"), 1), Run(cfg, resolve(cfg, "bf16-amp"), 1)
+    a, b = Run(cfg, one_run(cfg, "fp32"), 1), Run(cfg, one_run(cfg, "bf16-amp"), 1)
     for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
         assert torch.equal(p, q)
     assert torch.equal(a.feed.train(3)[0], b.feed.train(3)[0])
@@ -145,9 +145,9 @@ def test_a_model_that_cannot_be_sized_to_the_data_is_unsupported(tmp_path):
 def test_an_image_model_trains_on_the_digits(tmp_path):
     pytest.importorskip("timm")
     cfg = config("cpu", {**TINY, "model": "timm:resnet18", "data": "digits", "modes": ("fp32",)})
-    fitted = resolve(cfg, "fp32").fitted
+    fitted = one_run(cfg, "fp32").fitted
     assert fitted.size.shape.classes == 10
-    run = Run(cfg, resolve(cfg, "fp32"), 0)
+    run = Run(cfg, one_run(cfg, "fp32"), 0)
     loss = run.step(0)
     assert torch.isfinite(loss)
     heldout, accuracy = run.evaluate()
@@ -157,11 +157,11 @@ def test_an_image_model_trains_on_the_digits(tmp_path):
 def test_a_zoo_causal_lm_is_sized_to_the_text():
     pytest.importorskip("transformers")
     cfg = config("cpu", {**TINY, "model": "hf:gpt2", "modes": ("fp32",)})
-    fitted = resolve(cfg, "fp32").fitted
+    fitted = one_run(cfg, "fp32").fitted
     assert fitted.size.shape.vocab == 65
     model = fitted.workload.build(fitted.size, "cpu", 0)
     assert model.get_input_embeddings().num_embeddings == 65
-    assert torch.isfinite(Run(cfg, resolve(cfg, "fp32"), 0).step(0))
+    assert torch.isfinite(Run(cfg, one_run(cfg, "fp32"), 0).step(0))
 
 
 def test_settings_are_checked_before_any_folder(tmp_path, capsys):
@@ -238,7 +238,7 @@ def test_the_gradscaler_check_counts_an_overflowed_element_as_not_kept(monkeypat
     # scale 2**50 the first is kept (about 1e3) and the second overflows (about 1e6 > 65504):
     # GradScaler would skip that step, so the overflowed element is not kept, and says so.
     cfg = config("cpu", {**TINY, "modes": ("fp32", "fp16-amp")})
-    run = Run(cfg, resolve(cfg, "fp16-amp"), 0)
+    run = Run(cfg, one_run(cfg, "fp16-amp"), 0)
     run.scaler._init_scale = 2.0**50  # the scale the check reads (no step taken yet)
     name, weight = next((n, p) for n, p in run.model.named_parameters() if p.numel() >= 2)
     grad = torch.zeros_like(weight).flatten()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from bench.cases import grid
-from bench.jobs.quality import resolve
+from bench.jobs.quality import one_run
 from bench.modes.mode import MODES
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run
@@ -62,7 +62,7 @@ EXPECTED = {
 @pytest.mark.parametrize("mode", list(EXPECTED))
 def test_the_quality_optimizer_and_first_steps_are_unchanged(mode):
     cfg = QualityConfig.build("cpu", {**TINY, "modes": tuple(EXPECTED)})
-    run = Run(cfg, resolve(cfg, mode), 1)
+    run = Run(cfg, one_run(cfg, mode), 1)
     opt = run.state.optimizer
     assert type(opt) is torch.optim.AdamW
     names = {id(p): n for n, p in run.model.named_parameters()}
@@ -75,7 +75,7 @@ def test_the_quality_optimizer_and_first_steps_are_unchanged(mode):
         for g in opt.param_groups
     ]
     assert groups == [(GROUP, 0.1, DECAYED), (GROUP, 0.0, NOT_DECAYED)]
-    reference = Run(cfg, resolve(cfg, mode), 1)
+    reference = Run(cfg, one_run(cfg, mode), 1)
     reference.state.optimizer = _nanogpt_adamw(reference.model, cfg)
     mine, theirs = _four_steps(run), _four_steps(reference)
     assert mine == theirs  # bit for bit, one process

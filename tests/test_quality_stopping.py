@@ -8,7 +8,7 @@ import pytest
 
 from bench.jobs import packing
 from bench.jobs import quality as study
-from bench.jobs.quality import resolve
+from bench.jobs.quality import one_run
 from bench.quality.config import QualityConfig
 from bench.quality.train import past_best, train
 
@@ -35,8 +35,8 @@ def test_a_run_is_past_its_best_after_patience_evaluations_without_a_new_best(
 
 def test_a_stopped_run_is_the_whole_runs_prefix_with_the_same_best():
     cfg = QualityConfig.build("cpu", STEEP)
-    full = train(cfg, resolve(cfg, "fp16-amp"), 0)
-    short = train(dataclasses.replace(cfg, patience=2), resolve(cfg, "fp16-amp"), 0)
+    full = train(cfg, one_run(cfg, "fp16-amp"), 0)
+    short = train(dataclasses.replace(cfg, patience=2), one_run(cfg, "fp16-amp"), 0)
     whole = [c["heldout_loss"] for c in full["curves"]]
     kept = [c["heldout_loss"] for c in short["curves"]]
     assert len(kept) < len(whole) and kept == whole[: len(kept)]
@@ -45,7 +45,7 @@ def test_a_stopped_run_is_the_whole_runs_prefix_with_the_same_best():
     assert run["stopped"] == "past its best" and run["steps"] == len(kept) - 1
     assert full["runs"][0]["stopped"] == "budget" and full["runs"][0]["steps"] == cfg.steps
     # Past its best only at the last evaluation: it trained every step, so the budget ended it.
-    last = train(dataclasses.replace(cfg, steps=2, patience=2), resolve(cfg, "fp16-amp"), 0)
+    last = train(dataclasses.replace(cfg, steps=2, patience=2), one_run(cfg, "fp16-amp"), 0)
     assert last["runs"][0]["stopped"] == "budget" and last["runs"][0]["steps"] == 2
     # The checks left after the stop are taken once, where it stopped.
     assert max(c["step"] for c in short["checks"]) == run["steps"]

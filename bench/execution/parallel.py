@@ -23,20 +23,6 @@ def reduce_dtype(p: Parallel) -> torch.dtype | None:
     return _DTYPES[p.reduce_dtype] if p.reduce_dtype is not None else None
 
 
-def unsupported_reason(p: Parallel, *, variant: str, world_size: int) -> str | None:
-    """Why a parallelism cannot run in this run, or None when it can."""
-    if not p.distributed:
-        return None
-    parallel = p.name
-    if world_size < 2:
-        return f"{parallel} needs several ranks (run with --gpus N, N >= 2)"
-    if variant != "eager":
-        # torch.compile under DDP (DDPOptimizer) and FSDP2, and a CUDA graph around NCCL
-        # collectives, can work, but none is validated here yet: not a row with a wrong number.
-        return f"variant {variant} with {parallel} is not supported yet (eager only)"
-    return None
-
-
 def param_dtype(mode: Mode) -> torch.dtype | None:
     """FSDP2's `param_dtype` for this mode: its compute dtype under autocast; None otherwise,
     which all-gathers the parameters in their own dtype (float32, or bfloat16 for a mode that

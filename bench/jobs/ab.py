@@ -213,14 +213,9 @@ def run(cfg: AbConfig, *, results_dir: Path, command: str, device: str, tag: str
         says = {side: check_imports(tree, _label(cfg, side)) for side, tree in trees.items()}
         label = f"{commits['A'][:7]}_vs_{commits['B'][:7]}"
         with base.new_folder(
-            results_dir,
-            kind="ab",
-            device=device,
-            settings=cfg.record(),
-            command=command,
-            label=label,
-            suffix=folders.tagged("_ab", tag),
-        ) as folder:
+            results_dir, kind="ab", device=device, settings=cfg.record(), command=command,
+            suffix="_ab", tag=tag, label=label,
+        ) as folder:  # fmt: skip
             log(f"comparison folder {folder.path}")
             _rounds(cfg, folder, trees, says)
             folder.finish()

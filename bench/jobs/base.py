@@ -55,12 +55,15 @@ def new_folder(
     settings: dict,
     command: str,
     suffix: str = "",
+    tag: str | None = None,
     label: str | None = None,
 ) -> Iterator[Folder]:
     """A new folder under `results_dir` for a job of `kind` (`bench.store.schema.KINDS`), with
     env.json written (machine, start time, command, settings, schema version), locked while the
     caller writes. Named by the start time, the GPU, `label` or this checkout's short commit, and
-    `suffix`; noted for the process that started this one (`bench.outcome`)."""
+    `suffix` with the user's `tag` (`bench.store.folders.tagged`); noted for the process that
+    started this one (`bench.outcome`)."""
+    suffix = folders.tagged(suffix, tag)  # a bad --tag is bad input, before anything else
     folders.check_parent(results_dir)  # before anything is measured or collected
     info = schema.stamp(env.collect(device), kind)
     now = folders.utc_now()

@@ -8,11 +8,10 @@ import dataclasses
 from collections.abc import Mapping
 
 from bench.cases import checks
-from bench.cases.case import Case, swept
+from bench.cases.case import swept
 from bench.cases.grid import DEFAULT_MIN_REPEATS, DEFAULT_REPEATS, RunConfig, new_run_default
 from bench.cases.maxbatch import CPU_DEFAULTS, MaxBatchConfig
 from bench.cases.sizes import Sizes
-from bench.execution import parallel
 from bench.ground import cards, catalog
 from bench.modes.mode import MODES
 from bench.plan.plan import resolve
@@ -110,15 +109,6 @@ def nothing_runs(cfg: RunConfig) -> str | None:
     return f"no case of this grid can run here: {reason}"
 
 
-def unsupported_reason(case: Case, world_size: int) -> str | None:
-    """Why `case` cannot run here, as its row would say (`bench.measure.runner.run_case`), or
-    None."""
-    plan = resolve(case)
-    return plan.unsupported_reason or parallel.unsupported_reason(
-        plan.parallel, variant=case.variant, world_size=world_size
-    )
-
-
 def _first_unsupported(cfg: RunConfig) -> str | None:
     """None when some case of `cfg` can run here, else the first case's reason. A reason depends
     on the mode, the variant and the parallelism alone: each such triple is asked once."""
@@ -126,7 +116,7 @@ def _first_unsupported(cfg: RunConfig) -> str | None:
     for case in cfg.cases():
         key = (case.mode, case.variant, case.parallel)
         if key not in reasons:
-            reasons[key] = unsupported_reason(case, cfg.world_size)
+            reasons[key] = resolve(case).unsupported_in(cfg.world_size)
             if reasons[key] is None:
                 return None
     return next(iter(reasons.values()), None)

@@ -21,7 +21,7 @@ from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_settled
 from bench.plan.plan import Plan, resolve
 from bench.plan.step import build, watch
-from bench.store import errors, folders, results
+from bench.store import errors, results
 from bench.workloads import registry
 
 
@@ -135,13 +135,9 @@ def start(cfg: MaxBatchConfig, *, results_dir: Path, command: str, tag: str | No
     # Each (mode, variant) resolved once, here; a trial is its plan at a batch size.
     plans = [resolve(trial_case(cfg, m, v, cfg.start)) for m in cfg.modes for v in cfg.variants]
     with base.new_folder(
-        results_dir,
-        kind="maxbatch",
-        device=cfg.device,
-        settings=cfg.record(),
-        command=command,
-        suffix=folders.tagged("_maxbatch", tag),
-    ) as folder:
+        results_dir, kind="maxbatch", device=cfg.device, settings=cfg.record(), command=command,
+        suffix="_maxbatch", tag=tag,
+    ) as folder:  # fmt: skip
         base.log(f"largest-batch folder {folder.path}")
         try:
             for plan in plans:

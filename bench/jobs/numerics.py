@@ -36,13 +36,9 @@ def start(cfg: NumericsConfig, *, results_dir: Path, command: str, tag: str | No
     env.json as the command that started it. An interruption (KeyboardInterrupt) propagates and
     leaves every finished job in the folder for `resume`."""
     with base.new_folder(
-        results_dir,
-        kind="numerics",
-        device=cfg.device,
-        settings=cfg.record(),
-        command=command,
-        suffix=folders.tagged("_numerics", tag),
-    ) as folder:
+        results_dir, kind="numerics", device=cfg.device, settings=cfg.record(), command=command,
+        suffix="_numerics", tag=tag,
+    ) as folder:  # fmt: skip
         base.log(f"numerics folder {folder.path}")
         folder.info["model_description"] = get_workload(cfg.model).description  # for the report
         run_into(cfg, folder.path, folder.info)

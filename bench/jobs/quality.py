@@ -24,12 +24,13 @@ from bench.modes.mode import MODES
 from bench.plan import plan
 from bench.quality import tables, train
 from bench.quality.config import FP32, QualityConfig
-from bench.quality.feed import Fitted, fit
+from bench.quality.feed import fit
 from bench.quality.train import Resolved, safe_train, time_step
-from bench.store import folders, paths, schema
+from bench.store import paths, schema
 from bench.verdicts import sequential
 from bench.verdicts.sequential import DEFAULT_MAX_SEEDS
 from bench.workloads import registry
+from bench.workloads.base import Workload
 
 KIND = "quality"
 START_S = 30.0
@@ -49,12 +50,13 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
     if budget and "max_seeds" not in given:
         given = {**given, "max_seeds": DEFAULT_MAX_SEEDS}
     model = str(given.get("model", "gpt"))
+    workload = registry.get(model)
     if model != "gpt":  # its own default preset, which only its registry knows
-        given = {"preset": registry.get(model).default_preset[device], **given}
+        given = {"preset": workload.default_preset[device], **given}
     cfg = QualityConfig.build(device, given)
     # A preset the model does not have is bad input, before any folder (not a study of
     # `unsupported` rows).
-    checks.choice(tuple(registry.get(cfg.model).presets))("--preset", cfg.preset)
+    checks.choice(tuple(workload.presets))("--preset", cfg.preset)
     if cfg.max_seeds:
         try:  # the design the looks will follow, checked before any folder or GPU time
             sequential.Design(first=len(cfg.seeds), max_seeds=cfg.max_seeds)
@@ -64,34 +66,47 @@ def config(device: str, given: dict[str, object], *, budget: bool = False) -> Qu
     return cfg
 
 
-def resolve(cfg: QualityConfig, mode: str, fitted: Fitted | None = None) -> Resolved:
-    """What a run of `mode` trains with, looked up here once: its plan (with the study's step
-    options), at the size of the study's model sized to its data (`fitted`, or fitted now), and
-    fp32's mode."""
-    fitted = fitted or fit(cfg, registry.get(cfg.model))
-    case = train.case(cfg, fitted.workload, mode)
+def study(cfg: QualityConfig, workload: Workload | None = None) -> Resolved:
+    """What the study's runs train with, looked up once at a job's entry (a worker's too, in a
+    process of its own): fp32's plan by the one resolver (`bench.plan.plan.resolve`), with the
+    study's step options, at the size of its model sized to its data; each mode's is
+    `Resolved.with_mode`. ValueError where the model cannot be sized to the data."""
+    workload = registry.get(cfg.model) if workload is None else workload
+    fitted = fit(cfg, workload)
+    case = train.case(cfg, workload, FP32)
     sized = plan.resolve(case, step_options=train.options(cfg)).with_size(fitted.size)
-    return Resolved(sized, fitted, MODES[FP32])
+    return Resolved(sized, fitted, sized.mode)
 
 
-def _fitted(cfg: QualityConfig) -> Fitted | str:
-    """The study's model sized to its data, or why it cannot be (a string): read once a job."""
+def one_run(cfg: QualityConfig, mode: str) -> Resolved:
+    """What a run of `mode` trains with, in a process that trains it alone (a worker, the rerun
+    check)."""
+    return study(cfg).with_mode(MODES[mode])
+
+
+def _study_or_why(cfg: QualityConfig, workload: Workload | None = None) -> Resolved | str:
+    """`study`, or why the model cannot be sized to the data (a string: every run says it)."""
     try:
-        return fit(cfg, registry.get(cfg.model))
-    except ValueError as exc:  # the model cannot be sized to the data: every run says why
+        return study(cfg, workload)
+    except ValueError as exc:
         return str(exc)
 
 
-def _time(folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...]) -> None:
+def _time(
+    folder_path: Path, cfg: QualityConfig, modes: tuple[str, ...], found: Resolved | str | None
+) -> None:
+    """Time each mode of `modes` not yet timed, alone (`found`: the study's `_study_or_why`,
+    looked up here where None and needed)."""
     timed = {r["mode"] for r in tables.load(folder_path)["timing"].to_dict("records")}
-    fitted = _fitted(cfg) if set(modes) - timed else None
+    if found is None and set(modes) - timed:
+        found = _study_or_why(cfg)
     for mode in modes:
         if mode in timed:
             continue
         # Why the mode cannot train the study's model here: the one rule every job asks
         # (`Plan.unsupported_reason`), or why the model could not be sized to the data.
-        resolved = resolve(cfg, mode, fitted) if isinstance(fitted, Fitted) else None
-        why = fitted if resolved is None else resolved.plan.unsupported_reason
+        resolved = found.with_mode(MODES[mode]) if isinstance(found, Resolved) else None
+        why = found if resolved is None else resolved.plan.unsupported_reason
         if why is not None:
             tables.append(
                 folder_path, "timing", [{"mode": mode, "status": "unsupported", "error": why}]
@@ -111,7 +126,7 @@ def _work(args: tuple[dict, str, int]) -> dict[str, list[dict]]:
     quiet.quiet()
     record, mode, seed = args
     cfg = QualityConfig.from_record(record)
-    return safe_train(cfg, mode, seed, lambda: resolve(cfg, mode))
+    return safe_train(cfg, mode, seed, lambda: one_run(cfg, mode))
 
 
 def _within(
@@ -210,19 +225,19 @@ def start(
 ) -> Path:
     data = sources.get(cfg.data)  # bad data is bad input: one line, before any folder
     workload = registry.get(cfg.model)
-    fitted = _fitted(cfg)  # a model that cannot be sized to it: its rows say why
-    size = f"not sized to the data: {fitted}" if isinstance(fitted, str) else repr(fitted.size)
-    suffix = folders.tagged(f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}", tag)
+    found = _study_or_why(cfg, workload)  # a model that cannot be sized to it: its rows say why
+    size = f"not sized to the data: {found}" if isinstance(found, str) else repr(found.plan.size)
+    suffix = f"_quality_{cfg.model.replace(':', '-')}-{cfg.preset}"
     with new_folder(
         results_dir, kind=KIND, device=cfg.device, settings=cfg.record(), command=command,
-        suffix=suffix,
+        suffix=suffix, tag=tag,
     ) as folder:  # fmt: skip
         folder.info["data_description"] = data.description
         folder.info["model_description"] = workload.description
         folder.info["size"] = size
         folder.save()
         started = looks.clock()
-        _time(folder.path, cfg, cfg.modes)
+        _time(folder.path, cfg, cfg.modes, found)
         if looks.design_of(cfg) is not None:
             looks.run(folder, cfg, _train, budget_s, started)
             return folder.path
@@ -258,7 +273,7 @@ def _finish(folder, cfg: QualityConfig) -> None:
 
 def _best_again(cfg: QualityConfig, mode: str, seed: int) -> float:
     """Train (mode, seed) of the study again here; its best held-out loss (the rerun check's)."""
-    result = safe_train(cfg, mode, seed, lambda: resolve(cfg, mode))
+    result = safe_train(cfg, mode, seed, lambda: one_run(cfg, mode))
     losses = [c["heldout_loss"] for c in result["curves"] if math.isfinite(c["heldout_loss"])]
     return min(losses) if losses else math.nan
 
@@ -316,7 +331,7 @@ def resume(
         folder.info[schema.settings_key(KIND)] = cfg.record()
         folder.info.pop("ended", None)
         folder.save()
-        _time(folder.path, cfg, cfg.modes)
+        _time(folder.path, cfg, cfg.modes, None)
         if looks.design_of(cfg) is not None:
             looks.run(folder, cfg, _train, budget_s, started)
             return folder.path

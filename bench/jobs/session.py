@@ -22,7 +22,7 @@ from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.numerics.measure import config
 from bench.plan.plan import Plan, resolve
-from bench.store import folders, results
+from bench.store import results
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -53,14 +53,10 @@ def start(
             plans = _plans(cfg)
             folder = stack.enter_context(
                 base.new_folder(
-                    results_dir,
-                    kind="timing",
-                    device=cfg.device,
-                    settings=cfg.record(),
-                    command=command,
-                    suffix=folders.tagged("", tag),
+                    results_dir, kind="timing", device=cfg.device, settings=cfg.record(),
+                    command=command, tag=tag,
                 )
-            )
+            )  # fmt: skip
         launch.record_run_dir(folder.path)
         log(f"run folder {folder.path}")
         if cfg.device == "cpu":

@@ -18,7 +18,7 @@ from bench.jobs import packing, sweep_looks
 from bench.jobs.base import Folder, log, new_folder
 from bench.jobs.script_run import Runner, child_environ, run_script, tail
 from bench.ownloop import contract, looks
-from bench.store import folders, results
+from bench.store import results
 from bench.verdicts import driver, sequential, training
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
@@ -223,7 +223,7 @@ def run(
     settings = {**dataclasses.asdict(cfg), "own_loop_driver": True}
     with new_folder(
         results_dir, kind="timing", device=cfg.device, settings=settings, command=command,
-        suffix=folders.tagged("_sweep", tag),
+        suffix="_sweep", tag=tag,
     ) as job:  # fmt: skip
         (job.path / RUNS).mkdir()
         started = clock()

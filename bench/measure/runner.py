@@ -104,9 +104,7 @@ def run_case(
     row |= _floors(plan, work, world, ceilings)
     with mode.context(case.device):
         row |= tf32_flags()  # as the step's phases set them
-    reason = plan.unsupported_reason or parallel.unsupported_reason(
-        plan.parallel, variant=case.variant, world_size=world.size
-    )
+    reason = plan.unsupported_in(world.size)
     if reason is not None:
         return {**row, "status": "unsupported", "error": reason}, {}
     if plan.parallel.distributed:

@@ -4,6 +4,7 @@ never waits between steps); its step timed alone; and the GradScaler check (docs
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -68,7 +69,7 @@ def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
 
 @dataclass(frozen=True)
 class Resolved:
-    """What a run trains with, looked up once by the job (`bench.jobs.quality.resolve`): its
+    """What a run trains with, looked up once by the job (`bench.jobs.quality.study`): its
     plan, by the one resolver (`bench.plan.plan.resolve`), at the size of the study's model
     sized to its data (`fitted`, which holds the data too), and fp32's mode (the GradScaler
     check's reference)."""
@@ -81,6 +82,10 @@ class Resolved:
     def mode(self) -> Mode:
         """The mode the run trains with."""
         return self.plan.mode
+
+    def with_mode(self, mode: Mode) -> Resolved:
+        """The same run under `mode` (`Plan.with_mode`)."""
+        return dataclasses.replace(self, plan=self.plan.with_mode(mode))
 
 
 class Run:
