@@ -23,6 +23,7 @@ from bench.measure.runner import free_device_memory
 from bench.numerics.measure import config
 from bench.plan.plan import Plan, resolve
 from bench.store import folders, results
+from bench.store.run_env import Ceilings
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -179,17 +180,20 @@ def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: dict, world
     if not info.get("ceilings"):
         if world.leader:
             log("measuring ceilings (matmul per dtype, copy bandwidth, collectives)")
-        mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
+        sizes = CEILING_SIZES[cfg.device]
+        mine = ceilings.measure(cfg.device, **sizes).record() if world.leader else {}
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
         found.update(ceilings.measure_collectives(world, plans[0].workload, plans[0].size))
         free_device_memory()  # the buffers' cached blocks would count in the first case's peak
-        info["ceilings"] = found
+        info["ceilings"] = Ceilings.from_record(found).record()
         if world.leader:
             results.write_env(run_dir, info)
     if cfg.numerics:
         _short_numerics(cfg, plans[0].size, run_dir / results.NUMERICS_DIR, info)
-    run_suite(plans, run_dir, info["ceilings"], world=world, rounds=cfg.rounds)
+    run_suite(
+        plans, run_dir, Ceilings.from_record(info["ceilings"]), world=world, rounds=cfg.rounds
+    )
     if not world.leader:
         return
     if world.distributed and cfg.overhead and "overhead" not in info:
