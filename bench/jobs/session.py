@@ -23,7 +23,7 @@ from bench.measure.runner import free_device_memory
 from bench.numerics.measure import config
 from bench.plan.plan import Plan, resolve
 from bench.store import folders, results
-from bench.store.run_env import Ceilings
+from bench.store.run_env import Ceilings, RunEnv
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -123,7 +123,7 @@ def follow(world: World) -> tuple[Path, int]:
     if "error" in plan:
         return Path(), 2
     cfg = RunConfig.from_record(plan["config"])
-    info = {"ceilings": plan["ceilings"]}
+    info = RunEnv(ceilings=plan["ceilings"])
     run_dir = Path(plan["run_dir"])
     world.run_dir = run_dir if run_dir.is_dir() else None  # on rank 0's host only
     _measure(cfg, _plans(cfg), run_dir, info, world)
@@ -176,7 +176,7 @@ def _execute(cfg: RunConfig, plans: list[Plan], folder: base.Folder, world: Worl
     return 0
 
 
-def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: dict, world: World) -> None:
+def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: RunEnv, world: World) -> None:
     if not info.get("ceilings"):
         if world.leader:
             log("measuring ceilings (matmul per dtype, copy bandwidth, collectives)")
@@ -230,7 +230,7 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
     return [c for c in eager if c.mode == mode and c.batch_size in wanted]
 
 
-def _short_numerics(cfg: RunConfig, size: object, folder: Path, info: dict) -> None:
+def _short_numerics(cfg: RunConfig, size: object, folder: Path, info: RunEnv) -> None:
     """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return
