@@ -282,7 +282,8 @@ def _env_rows(c: Criterion, env: RunEnv) -> tuple[pd.DataFrame, list[str]]:
     """The values at `c.env`'s dotted path as rows of one column named by its last key (a list
     on the way gives a row per entry, by `case_id`), and why the entries that lack it have none."""
     keys = str(c.env).split(".")
-    nodes: list[tuple[object, object]] = [(env, None)]  # (value, label)
+    # A plain dict: a path the criteria file names that env.json lacks is "not measured".
+    nodes: list[tuple[object, object]] = [(dict(env), None)]  # (value, label)
     missing: list[tuple[object, str | None]] = []  # (label, the error it records)
     for depth, key in enumerate(keys):
         found = []
