@@ -23,6 +23,7 @@ from bench.measure.roofline import comm_floor_columns
 from bench.modes.mode import MODES
 from bench.publish import readme
 from bench.store import results
+from bench.store.run_env import Ceilings
 from bench.text import tables
 from bench.workloads import gpt
 from tests.conftest import tiny_case
@@ -250,7 +251,7 @@ def test_the_collective_floor_follows_nccl_tests():
     assert (
         collective_bytes(n, PARALLELS["fsdp"], MODES["bf16-pure"])["reduce_scatter"] == 4e6
     )  # float32
-    ceilings = {"all_reduce_busbw_gbps": 100.0}
+    ceilings = Ceilings(busbw_gbps={"all_reduce": 100.0})
     cols = comm_floor_columns(ddp, 2, ceilings)
     # 4 MB all-reduced on 2 ranks: 2(n-1)/n = 1 bus byte per byte, at 100 GB/s: 0.04 ms.
     assert cols["comm_floor_ms"] == pytest.approx(0.04)

@@ -112,8 +112,9 @@ def test_the_cpu_measures_no_matmul_ceiling():
     from bench.measure import ceilings
 
     measured = ceilings.measure("cpu", matmul_n=16, copy_mib=1, warmup=0, steps=2)
-    assert not any(key.startswith("matmul_tflops") for key in measured)
-    assert measured["copy_gbps"] > 0 and measured["ceiling_matmul_n"] == 16
+    assert measured.matmul_tflops == {} and math.isnan(measured.matmul("fp32"))
+    assert measured.copy_gbps > 0 and measured.ceiling_matmul_n == 16
+    assert not any(key.startswith("matmul_tflops") for key in measured.record())
 
 
 def test_a_float8_gpu_measures_each_float8_scalings_ceiling(monkeypatch):
@@ -125,6 +126,7 @@ def test_a_float8_gpu_measures_each_float8_scalings_ceiling(monkeypatch):
     monkeypatch.setattr(fp8, "gpu_unsupported_reason", lambda device: None)
     monkeypatch.setattr(ceilings, "_fp8_tflops", lambda granularity, *_: 1.0)
     measured = ceilings.measure("cpu", matmul_n=16, copy_mib=1, warmup=0, steps=2)
-    assert {k for k in measured if k.startswith("matmul_tflops_fp8")} == {
+    assert {k for k in measured.record() if k.startswith("matmul_tflops_fp8")} == {
         f"matmul_tflops_fp8-{g}" for g in fp8.GRANULARITIES
     }
+    assert all(measured.matmul(f"fp8-{g}") == 1.0 for g in fp8.GRANULARITIES)

@@ -6,6 +6,7 @@ import argparse
 
 import pandas as pd
 
+from bench.store.run_env import RunEnv
 from bench.verdicts import gates as rules
 from bench.verdicts import memory
 
@@ -14,7 +15,7 @@ def memory_tolerance(args: argparse.Namespace) -> memory.Tolerance:
     return rules.memory_tolerance(args.memory_tolerance, args.criteria)
 
 
-def gates(args: argparse.Namespace, table: pd.DataFrame, env: dict) -> int:
+def gates(args: argparse.Namespace, table: pd.DataFrame, env: RunEnv) -> int:
     status, text = rules.exit_status(
         table,
         env,

@@ -15,6 +15,7 @@ from bench import outcome
 from bench.faults import UsageError
 from bench.measure import env
 from bench.store import folders, results, schema
+from bench.store.run_env import RunEnv
 
 
 def log(message: str) -> None:
@@ -26,7 +27,7 @@ class Folder:
     """A folder a job holds the lock of, with its env.json as the job keeps it (`info`)."""
 
     path: Path
-    info: dict
+    info: RunEnv
     kind: str
     here: dict = field(default_factory=dict)
     """This machine (`bench.measure.env.collect`), as the folder was opened or resumed on it."""
@@ -65,7 +66,7 @@ def new_folder(
     started this one (`bench.outcome`)."""
     suffix = folders.tagged(suffix, tag)  # a bad --tag is bad input, before anything else
     folders.check_parent(results_dir)  # before anything is measured or collected
-    info = schema.stamp(env.collect(device), kind)
+    info = RunEnv(schema.stamp(env.collect(device), kind))
     now = folders.utc_now()
     info.update(started=folders.iso(now), command=command, **{schema.settings_key(kind): settings})
     name = folders.run_dir_name(now, str(info["gpu"]), info["commit"], suffix)

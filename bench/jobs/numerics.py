@@ -21,6 +21,7 @@ from bench.numerics.measure.jobs import Job
 from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
 from bench.plan.plan import modes_of, resolve
 from bench.store import errors, folders, results
+from bench.store.run_env import RunEnv
 from bench.workloads.registry import get as get_workload
 
 JOBS_DIR = "jobs"
@@ -59,7 +60,7 @@ def resume(
     `add_modes` adds convergence modes (finished study or not) and runs only their jobs, at another
     commit too (env.json's `resumed` records it); a census older than an added mode is run again.
     `trace_every` (with `add_modes`) sets the trace period of the jobs still to run."""
-    recorded = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else {}
+    recorded = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else RunEnv()
     # A study that modes were added to mixes commits by design, also when it is resumed.
     mixed = any(r.get("added_modes") for r in recorded.get("resumed", []))
     allow = ("commit", "dirty") if add_modes or mixed else ()
@@ -84,7 +85,7 @@ def resume(
 def _add_modes(
     cfg: NumericsConfig,
     add_modes: tuple[str, ...],
-    info: dict,
+    info: RunEnv,
     here: dict,
     run_dir: Path,
     trace_every: int | None = None,
@@ -123,7 +124,7 @@ def _add_modes(
     return grown
 
 
-def run_into(cfg: NumericsConfig, folder: Path, info: dict) -> None:
+def run_into(cfg: NumericsConfig, folder: Path, info: RunEnv) -> None:
     """Run the study, or what is left of it, into `folder`, whose env.json (`info`) the caller
     wrote; then mark it ended. It takes no lock: the caller holds the folder's.
     `info["tabled_jobs"]` names jobs whose rows the folder's tables already hold (a study that

@@ -23,6 +23,7 @@ from bench.measure.runner import free_device_memory
 from bench.numerics.measure import config
 from bench.plan.plan import Plan, resolve
 from bench.store import results
+from bench.store.run_env import Ceilings, RunEnv
 
 CEILING_SIZES = {
     "cuda": {"matmul_n": 8192, "copy_mib": 1024},
@@ -118,7 +119,7 @@ def follow(world: World) -> tuple[Path, int]:
     if "error" in plan:
         return Path(), 2
     cfg = RunConfig.from_record(plan["config"])
-    info = {"ceilings": plan["ceilings"]}
+    info = RunEnv(ceilings=plan["ceilings"])
     run_dir = Path(plan["run_dir"])
     world.run_dir = run_dir if run_dir.is_dir() else None  # on rank 0's host only
     _measure(cfg, _plans(cfg), run_dir, info, world)
@@ -171,21 +172,24 @@ def _execute(cfg: RunConfig, plans: list[Plan], folder: base.Folder, world: Worl
     return 0
 
 
-def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: dict, world: World) -> None:
+def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: RunEnv, world: World) -> None:
     if not info.get("ceilings"):
         if world.leader:
             log("measuring ceilings (matmul per dtype, copy bandwidth, collectives)")
-        mine = ceilings.measure(cfg.device, **CEILING_SIZES[cfg.device]) if world.leader else {}
+        sizes = CEILING_SIZES[cfg.device]
+        mine = ceilings.measure(cfg.device, **sizes).record() if world.leader else {}
         found = world.broadcast(mine)  # every rank's floors use rank 0's ceilings
         # The collectives at this model's float32 gradient size (what DDP all-reduces).
         found.update(ceilings.measure_collectives(world, plans[0].workload, plans[0].size))
         free_device_memory()  # the buffers' cached blocks would count in the first case's peak
-        info["ceilings"] = found
+        info["ceilings"] = Ceilings.from_record(found).record()
         if world.leader:
             results.write_env(run_dir, info)
     if cfg.numerics:
         _short_numerics(cfg, plans[0].size, run_dir / results.NUMERICS_DIR, info)
-    run_suite(plans, run_dir, info["ceilings"], world=world, rounds=cfg.rounds)
+    run_suite(
+        plans, run_dir, Ceilings.from_record(info["ceilings"]), world=world, rounds=cfg.rounds
+    )
     if not world.leader:
         return
     if world.distributed and cfg.overhead and "overhead" not in info:
@@ -222,7 +226,7 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
     return [c for c in eager if c.mode == mode and c.batch_size in wanted]
 
 
-def _short_numerics(cfg: RunConfig, size: object, folder: Path, info: dict) -> None:
+def _short_numerics(cfg: RunConfig, size: object, folder: Path, info: RunEnv) -> None:
     """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
     if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
         return

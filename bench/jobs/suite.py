@@ -15,12 +15,13 @@ from bench.execution.distributed import GroupBroken, World
 from bench.measure import derived, ranks, runner
 from bench.plan.plan import Plan
 from bench.store import errors, results
+from bench.store.run_env import Ceilings
 
 
 def run_suite(
     plans: list[Plan],
     run_dir: Path,
-    ceilings: dict[str, float],
+    ceilings: Ceilings,
     *,
     world: World | None = None,
     rounds: int = 1,
@@ -71,7 +72,7 @@ def run_suite(
 
 
 def _measure(
-    plan: Plan, ceilings: dict[str, float], world: World, run_dir: Path
+    plan: Plan, ceilings: Ceilings, world: World, run_dir: Path
 ) -> tuple[dict, dict[str, list[float]], dict]:
     """One case's row, samples and (on several ranks) the ranks' extra samples."""
     if not world.distributed:

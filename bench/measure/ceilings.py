@@ -19,6 +19,7 @@ from bench.measure.stats import summarize
 from bench.measure.timing import clock_for, time_phases
 from bench.modes import fp8
 from bench.modes.mode import tf32_enabled
+from bench.store.run_env import Ceilings
 
 if TYPE_CHECKING:
     from bench.workloads.base import Workload
@@ -45,28 +46,28 @@ def _median_ms(fn: Callable[[], object], device: str, warmup: int, steps: int) -
 
 def measure(
     device: str, *, matmul_n: int, copy_mib: int, warmup: int = 3, steps: int = 10
-) -> dict[str, float]:
-    """{"matmul_tflops_<dtype>": ... (on a device of `MATMUL_DEVICES`), "copy_gbps": ..., and
-    the sizes used}."""
-    out: dict[str, float] = {"ceiling_matmul_n": matmul_n, "ceiling_copy_mib": copy_mib}
+) -> Ceilings:
+    """The matmul rate per dtype (on a device of `MATMUL_DEVICES`), the copy bandwidth, and the
+    sizes used."""
+    matmul: dict[str, float] = {}
     gen = torch.Generator(device=device).manual_seed(1234)
     for name, (dtype, tf32) in MATMUL_DTYPES.items() if device in MATMUL_DEVICES else ():
         a = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
         b = torch.randn(matmul_n, matmul_n, generator=gen, device=device).to(dtype)
         with tf32_enabled(tf32):
             ms = _median_ms(lambda a=a, b=b: a @ b, device, warmup, steps)
-        out[f"matmul_tflops_{name}"] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
+        matmul[name] = 2.0 * matmul_n**3 / (ms * 1e-3) / 1e12
         del a, b
     if fp8.gpu_unsupported_reason(device) is None:
         for granularity in fp8.GRANULARITIES:
-            out[f"matmul_tflops_fp8-{granularity}"] = _fp8_tflops(
+            matmul[f"fp8-{granularity}"] = _fp8_tflops(
                 granularity, device, matmul_n, gen, warmup, steps
             )
     src = torch.randn(copy_mib * 2**20 // 4, generator=gen, device=device)
     dst = torch.empty_like(src)
     ms = _median_ms(lambda: dst.copy_(src), device, warmup, steps)
-    out["copy_gbps"] = 2.0 * src.numel() * 4 / (ms * 1e-3) / 1e9
-    return out
+    copy_gbps = 2.0 * src.numel() * 4 / (ms * 1e-3) / 1e9
+    return Ceilings(matmul_n, copy_mib, copy_gbps, matmul_tflops=matmul)
 
 
 def _fp8_tflops(
@@ -98,7 +99,8 @@ def measure_collectives(
     reduce-scatter and all-gather. A collective is as slow as its slowest rank: each rank times
     its own, the slowest median is kept. The first calls (warm-up) set up the communicator.
 
-    Returns {"<collective>_busbw_gbps": ..., "collective_mib": ...}; nothing in a one-rank run."""
+    Returns {"<collective>_busbw_gbps": ..., "collective_mib": ...} (`Ceilings.record`'s keys);
+    nothing in a one-rank run."""
     if not world.distributed:
         return {}
     n = world.size

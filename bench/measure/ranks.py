@@ -12,6 +12,7 @@ from bench.faults import TRACEBACK_TEXT
 from bench.measure.runner import global_batch_size, run_case
 from bench.plan.plan import Plan
 from bench.store import errors
+from bench.store.run_env import Ceilings
 
 BROKEN = ("error", "oom", "timeout")
 """Statuses after which a rank may have left a collective that its peers joined unanswered."""
@@ -50,7 +51,7 @@ def place_columns(places: list[dict]) -> dict[str, object]:
 
 
 def run_case_on_ranks(
-    plan: Plan, ceilings: dict[str, float], world: World
+    plan: Plan, ceilings: Ceilings, world: World
 ) -> tuple[dict, dict[str, list[float]], dict[str, object]]:
     """(row, the slowest rank's samples, extra samples: every rank's totals and the window
     without gradient synchronization). Raises `GroupBroken` when a rank never answers."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from torch import nn
 
 from bench.measure import flops
+from bench.store.run_env import Ceilings
 from bench.workloads.base import size_key
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ BUS_FACTORS = {
 
 
 def comm_floor_columns(
-    collective_bytes: dict[str, float], world_size: int, ceilings: dict[str, float]
+    collective_bytes: dict[str, float], world_size: int, ceilings: Ceilings
 ) -> dict[str, float]:
     """The time the step's collectives need at the measured bus bandwidth, added to the floor
     of a distributed row: for each collective, its bus bytes (buffer bytes × the nccl-tests
@@ -177,7 +178,7 @@ def comm_floor_columns(
             continue
         bus = nbytes * BUS_FACTORS[name](world_size)
         gbytes += bus / 1e9
-        total_ms += bus / (ceilings[f"{name}_busbw_gbps"] * 1e9) * 1e3
+        total_ms += bus / (ceilings.busbw(name) * 1e9) * 1e3
     return {"comm_gbytes": gbytes, "comm_floor_ms": total_ms}
 
 

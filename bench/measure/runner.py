@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import torch
 from torch import nn
@@ -40,6 +40,7 @@ from bench.modes.mode import Mode, dtype_name, tf32_flags
 from bench.plan.plan import Plan
 from bench.plan.step import ScaleWatch, TrainState, build, watch
 from bench.store import results
+from bench.store.run_env import Ceilings
 from bench.store.schema import Row
 
 
@@ -67,12 +68,12 @@ PEAK_PHASE_COLUMNS = ("peak_fwd_gib", "peak_bwd_gib", "peak_opt_gib")
 
 
 def _matmul_ceilings(
-    mode: Mode, plan: dict[str, str], ceilings: dict[str, float]
+    mode: Mode, plan: dict[str, str], ceilings: Ceilings
 ) -> tuple[float, dict[str, float]]:
     """The ceiling of every matmul (the mode's unconverted matmul dtype's), and those of the
     Linears a float8 mode converted, by module name (float8's)."""
-    other = ceilings.get(f"matmul_tflops_{mode.unconverted_matmul_dtype}", math.nan)
-    low = ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan)
+    other = ceilings.matmul(mode.unconverted_matmul_dtype)
+    low = ceilings.matmul(mode.matmul_dtype)
     return other, {name: low for name, what in plan.items() if what == "converted"}
 
 
@@ -83,7 +84,7 @@ def global_batch_size(plan: Plan, world_size: int) -> int:
 
 
 def run_case(
-    plan: Plan, ceilings: dict[str, float], world: World | None = None
+    plan: Plan, ceilings: Ceilings | Mapping[str, float], world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
     """Measure one case, resolved into its plan (`bench.plan.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
@@ -92,6 +93,7 @@ def run_case(
     with the columns it has so far and its status."""
     case, mode = plan.case, plan.mode
     world = world or World.single(case.device)
+    ceilings = Ceilings.from_record(ceilings)  # env.json's flat dict reads as well
     row = _case_columns(plan, world, ceilings)
     # A workload that cannot be built here (a package it needs is missing) has no float8 plan,
     # no counted work and no floors: its row is its reason alone.
@@ -115,7 +117,7 @@ def run_case(
     return {**row, **measured}, samples
 
 
-def _case_columns(plan: Plan, world: World, ceilings: dict[str, float]) -> Row:
+def _case_columns(plan: Plan, world: World, ceilings: Ceilings) -> Row:
     """The columns every row has, an unsupported or failed one's too: the case's axes, its
     status (`ok` until something says otherwise), where it ran, the mode as it runs and the
     ceilings its floors are built on."""
@@ -134,8 +136,8 @@ def _case_columns(plan: Plan, world: World, ceilings: dict[str, float]) -> Row:
         "scale_loss": mode.scale_loss,
         "matmul_dtype": mode.matmul_dtype,
         # A ceiling an older folder (or a GPU without float8) did not measure: no floor (NaN).
-        "ceiling_tflops": ceilings.get(f"matmul_tflops_{mode.matmul_dtype}", math.nan),
-        "copy_gbps": ceilings["copy_gbps"],
+        "ceiling_tflops": ceilings.matmul(mode.matmul_dtype),
+        "copy_gbps": ceilings.copy_gbps,
         "optimizer_impl": mode.optimizer_name(case.optimizer),
         "fp8_linears": fp8.describe(plan.fp8_plan),
     }
@@ -145,7 +147,7 @@ def _floors(
     plan: Plan,
     work: Work,
     world: World,
-    ceilings: dict[str, float],
+    ceilings: Ceilings,
 ) -> dict[str, object]:
     """The step's counted work and the floor each phase has on the measured ceilings (matmuls
     at their dtype's, float8's for the Linears the mode converted; the optimizer and the
@@ -157,11 +159,11 @@ def _floors(
         matmul_tflops=matmul_tflops,
         linear_tflops=linear_tflops,
         scale_loss=mode.scale_loss,
-        copy_gbps=ceilings["copy_gbps"],
+        copy_gbps=ceilings.copy_gbps,
         param_bytes=mode.param_bytes,
         shards=world.size if plan.parallel.kind == "fsdp" else 1,
     )
-    return {**columns, **cast_columns(work, mode, ceilings["copy_gbps"])}
+    return {**columns, **cast_columns(work, mode, ceilings.copy_gbps)}
 
 
 def _measure(

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from bench.store import folders, jsonlines, paths, results, schema
+from bench.store.run_env import RunEnv
 
 METRICS, SCALE, CENSUS = "metrics.jsonl", "scale.jsonl", "census.jsonl"
 START_STEP = "start_step"
@@ -34,9 +35,9 @@ def create(out: str | Path | None, gpu: str, commit: str | None) -> Path:
     return path
 
 
-def start(path: Path, machine: dict, config: dict) -> dict:
+def start(path: Path, machine: dict, config: dict) -> RunEnv:
     """env.json of a new probe folder: the machine, the command, the probe's settings."""
-    info = schema.stamp(machine, "timing")
+    info = RunEnv(schema.stamp(machine, "timing"))
     info.update(
         started=folders.iso(),
         command=" ".join(paths.shown_argv(sys.argv)),

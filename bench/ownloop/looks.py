@@ -41,7 +41,7 @@ def start_step(run_dir: Path, row: pd.Series) -> int:
     path = run_dir / str(row.get("run", "")) / "env.json"
     if not isinstance(row.get("run"), str) or not path.is_file():
         return 0
-    return int(json.loads(path.read_text()).get(folder.START_STEP) or 0)
+    return int(results.read_env(path.parent).get(folder.START_STEP) or 0)
 
 
 def choose_metric(logged: list[pd.DataFrame], asked: str | None) -> tuple[str | None, str]:

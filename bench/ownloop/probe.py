@@ -20,6 +20,7 @@ from bench.ownloop import census, contract, folder, marks
 from bench.ownloop.contract import unwrap
 from bench.ownloop.counting import Counter
 from bench.ownloop.row import Run, build_row
+from bench.store.run_env import Ceilings
 
 PHASE_NAMES = {"forward": "fwd", "backward": "bwd", "optimizer": "step", "step": "step"}
 """What `probe.phase` accepts -> the phase it times."""
@@ -359,13 +360,17 @@ class Probe:
         )  # fmt: skip
         folder.save_env(self.path, self.info)
 
-    def _ceilings(self) -> dict[str, float]:
+    def _ceilings(self) -> Ceilings:
         """The GPU's matmul ceilings, measured once, after the run's steps (never inside one)."""
-        if not self.ceilings_on or self.device != "cuda" or not self._closing:
-            return self.info.get("ceilings", {})
-        if "ceilings" not in self.info:
-            self.info["ceilings"] = ceilings.measure(self.device, matmul_n=8192, copy_mib=256)
-        return self.info["ceilings"]
+        if (
+            self.ceilings_on
+            and self.device == "cuda"
+            and self._closing
+            and "ceilings" not in self.info
+        ):
+            measured = ceilings.measure(self.device, matmul_n=8192, copy_mib=256)
+            self.info["ceilings"] = measured.record()
+        return Ceilings.from_record(self.info.get("ceilings"))
 
     def close(self) -> None:
         """Write the folder and unhook. Safe to call twice; called at exit too."""

@@ -18,6 +18,7 @@ from bench.ownloop.contract import Settings
 from bench.ownloop.counting import Counter
 from bench.ownloop.marks import PHASES, StepRecord
 from bench.store import results
+from bench.store.run_env import Ceilings
 
 FLOAT8_NOTE = (
     "no MFU: the model has float8 Linears, and a share of one ceiling would mislead (their "
@@ -166,7 +167,7 @@ def _mode_columns(run: Run) -> dict[str, object]:
 
 
 def _throughput(
-    run: Run, row: dict, counter: Counter, ceilings: dict[str, float]
+    run: Run, row: dict, counter: Counter, ceilings: Ceilings
 ) -> tuple[dict, list[str]]:
     """samples/s, TFLOP/s and MFU (the share of the measured matmul ceiling of the run's matmul
     dtype), with notes for what is missing."""
@@ -188,7 +189,7 @@ def _throughput(
     if any("float8" in type(m).__name__.lower() for m in run.model.modules()):
         notes.append(FLOAT8_NOTE)
         return out, notes
-    ceiling = ceilings.get(f"matmul_tflops_{row.get('matmul_dtype')}", math.nan)
+    ceiling = ceilings.matmul(row.get("matmul_dtype"))
     if math.isfinite(ceiling) and ceiling > 0:
         out["ceiling_tflops"] = ceiling
         out["mfu_pct"] = out["tflops"] / ceiling * 100
@@ -198,7 +199,7 @@ def _throughput(
     return out, notes
 
 
-def build_row(run: Run, counter: Counter, ceilings: dict[str, float]) -> tuple[dict, dict]:
+def build_row(run: Run, counter: Counter, ceilings: Ceilings) -> tuple[dict, dict]:
     """The run's row and its raw samples (`total` and each phase's), as they stand."""
     n_params = sum(p.numel() for p in run.model.parameters())
     bs = run.batch_size or 1

@@ -9,6 +9,7 @@ import pandas as pd
 
 from bench.publish import compare
 from bench.store import paths, results
+from bench.store.run_env import RunEnv
 from bench.text import tables
 from bench.verdicts import memory
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
@@ -20,7 +21,7 @@ MEMORY_TOLERANCE = "memory_tolerance"
 """The ab_config key of the memory verdicts' tolerance; a folder from before it: the default."""
 
 
-def settings(env: dict) -> dict[str, object]:
+def settings(env: RunEnv) -> dict[str, object]:
     """The verdicts' settings the folder records (`ab_config`), else the defaults."""
     recorded = env.get("ab_config") or {}
     return {k: recorded.get(k, v) for k, v in SETTINGS.items()}
@@ -31,7 +32,7 @@ def _revision(cfg: dict, side: str) -> str:
     return f"`{rev}` ({sha[:7]})" if rev and rev != sha else f"`{sha[:7]}`"
 
 
-def _processes(env: dict) -> str:
+def _processes(env: RunEnv) -> str:
     """The processes in the order they ran, each with its run folder and its time."""
     rows = []
     for r in env.get("rounds", []):
@@ -49,7 +50,7 @@ def _processes(env: dict) -> str:
     return tables.markdown(pd.DataFrame(rows)) if rows else "No process ran."
 
 
-def stopping_lines(env: dict) -> list[str]:
+def stopping_lines(env: RunEnv) -> list[str]:
     """How many rounds each side ran and why the rounds stopped, with each look of the stopping
     rule (`bench.jobs.ab_looks`); nothing for a folder from before it."""
     done = [r for r in env.get("rounds", []) if r.get("folder")]

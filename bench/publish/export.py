@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.store import results
+from bench.store.run_env import RunEnv
 
 EXPORTED_PHASES = {**results.PHASES, "total": "whole step"}
 """The phases exported, in words: the timed phases and the whole step."""
@@ -21,7 +22,7 @@ RANGE = re.compile(r"^(\+-|±)\s*\d.+$")
 """What `extractRangeInfo` accepts, with the number checked apart (it must parse)."""
 
 
-def _extra(r: dict, phase: str, env: dict) -> str:
+def _extra(r: dict, phase: str, env: RunEnv) -> str:
     axes = " ".join(f"{a}={r[a]}" for a in results.axes())
     return (
         f"{EXPORTED_PHASES[phase]}: median of {r.get('steps')} timed steps, "

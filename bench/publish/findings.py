@@ -7,6 +7,7 @@ import pandas as pd
 
 from bench.ground import catalog
 from bench.store import results
+from bench.store.run_env import RunEnv
 from bench.text import tables
 from bench.text.tables import joined
 from bench.verdicts import timing
@@ -114,7 +115,7 @@ def findings(df: pd.DataFrame, optimizer: str) -> list[str]:
     return lines
 
 
-def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
+def overhead_rows(df: pd.DataFrame, env: RunEnv) -> pd.DataFrame:
     """The harness against a plain loop, per case measured: step times and peak allocation."""
     measured = env.get("overhead") or []
     rows = []
@@ -142,7 +143,7 @@ def overhead_rows(df: pd.DataFrame, env: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def overhead_section(df: pd.DataFrame, env: dict) -> list[str]:
+def overhead_section(df: pd.DataFrame, env: RunEnv) -> list[str]:
     """The harness-against-a-plain-loop section, or nothing when the run did not measure it."""
     table = overhead_rows(df, env)
     if table.empty:

@@ -27,6 +27,7 @@ from bench.publish.runs import (
     subfolders,
 )
 from bench.store import paths, results
+from bench.store.run_env import RunEnv
 from bench.text import tables
 
 INDEX = "README.md"
@@ -75,7 +76,7 @@ def _commit(sha: object, dirty: object = False) -> str | None:
     return f"`{str(sha)[:7]}`" + (" (dirty)" if dirty else "")
 
 
-def _gpu(env: dict, used: int) -> str:
+def _gpu(env: RunEnv, used: int) -> str:
     if env.get("device") == "cpu":
         return "CPU"
     return str(env.get("gpu")) + (f" ×{used}" if used > 1 else "")

@@ -16,6 +16,7 @@ from bench.ground import cards
 from bench.publish.runs import Run
 from bench.quality import tables
 from bench.store import results
+from bench.store.run_env import RunEnv
 
 COMPARISON = "ab"
 """The kind of an `ab` comparison's folder: a table of its own, after the runs."""
@@ -81,7 +82,7 @@ def _preset(cfg: dict) -> str:
     return str(sizes).replace(SEPARATOR, "×")
 
 
-def _finished(env: dict, cell: str) -> str:
+def _finished(env: RunEnv, cell: str) -> str:
     return cell if "ended" in env else f"{cell} (unfinished)"
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 from bench.cases import grid
 from bench.measure import adaptive
 from bench.store import paths
+from bench.store.run_env import Ceilings, RunEnv
 from bench.text import tables
 
 ENV_KEYS = (
@@ -34,28 +35,23 @@ ENV_KEYS = (
 """The keys of env.json the environment table shows, in its order."""
 
 
-def _env_table(env: dict) -> str:
+def _env_table(env: RunEnv) -> str:
     items = [(k, env.get(k)) for k in ENV_KEYS if k in env]
     return tables.markdown(pd.DataFrame(items, columns=["", "value"]))
 
 
-def _ceilings_table(ceilings: dict) -> str:
-    rows = [
-        (k.removeprefix("matmul_tflops_"), "TFLOP/s", v)
-        for k, v in ceilings.items()
-        if k.startswith("matmul_tflops_")
-    ]
-    rows.append(("device copy (read + write)", "GB/s", ceilings["copy_gbps"]))
+def _ceilings_table(ceilings: Ceilings) -> str:
+    rows = [(dtype, "TFLOP/s", v) for dtype, v in ceilings.matmul_tflops.items()]
+    rows.append(("device copy (read + write)", "GB/s", ceilings.copy_gbps))
     rows += [
-        (f"{k.removesuffix('_busbw_gbps').replace('_', '-')} bus bandwidth", "GB/s", v)
-        for k, v in ceilings.items()
-        if k.endswith("_busbw_gbps")
+        (f"{name.replace('_', '-')} bus bandwidth", "GB/s", v)
+        for name, v in ceilings.busbw_gbps.items()
     ]
     table = pd.DataFrame(rows, columns=["ceiling", "unit", "measured"])
     return tables.markdown(table)
 
 
-def section(env: dict) -> list[str]:
+def section(env: RunEnv) -> list[str]:
     """`## How this run was made`: the command, duration, machine and measured ceilings."""
     out = [
         "## How this run was made",
@@ -75,15 +71,16 @@ def section(env: dict) -> list[str]:
         out += [f"The timed step: {env['step_options']}.", ""]
     out += ["### Environment", "", _env_table(env), ""]
     if env.get("ceilings"):
+        ceilings = Ceilings.from_record(env["ceilings"])
         out += [
             "### Measured ceilings",
             "",
-            f"Matmul: {env['ceilings']['ceiling_matmul_n']:.0f}² GEMM of random data; copy: "
-            f"{env['ceilings']['ceiling_copy_mib']:.0f} MiB device to device. Each row's floor "
+            f"Matmul: {ceilings.ceiling_matmul_n:.0f}² GEMM of random data; copy: "
+            f"{ceilings.ceiling_copy_mib:.0f} MiB device to device. Each row's floor "
             "is its matmul FLOPs over the ceiling of its matmul dtype plus Adam's bytes over "
             "the copy bandwidth (bench/measure/roofline.py).",
             "",
-            _ceilings_table(env["ceilings"]),
+            _ceilings_table(ceilings),
             "",
         ]
     return out

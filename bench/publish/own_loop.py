@@ -13,6 +13,7 @@ import pandas as pd
 from bench.ground import catalog
 from bench.ownloop import looks
 from bench.store import results
+from bench.store.run_env import RunEnv
 from bench.text.tables import markdown
 from bench.verdicts import driver, many_to_one, rounds, sequential, training
 from bench.verdicts.defaults import MIN_EFFECT
@@ -156,13 +157,13 @@ def packing_notes(rows: pd.DataFrame) -> list[str]:
     ]
 
 
-def test_of(info: dict) -> str:
+def test_of(info: RunEnv) -> str:
     """The training rule's test, as the folder's design says (one look: Welch's t)."""
     paired = bool(info.get("looks")) and sequential.Design.from_record(info["design"]).paired
     return training.TEST_NAMES[paired]
 
 
-def looks_notes(info: dict, verdicts: dict[str, training.Verdict]) -> list[str]:
+def looks_notes(info: RunEnv, verdicts: dict[str, training.Verdict]) -> list[str]:
     """A sequential study's looks, why they ended, and the seeds an undecided mode needs."""
     if not info.get("looks"):
         return []
@@ -201,7 +202,7 @@ def tf32_note(rows: pd.DataFrame) -> list[str]:
     ]
 
 
-def speed_notes(info: dict, fast: dict[str, dict]) -> list[str]:
+def speed_notes(info: RunEnv, fast: dict[str, dict]) -> list[str]:
     """How the speed verdicts were reached: the rule, its error over the modes and the timed
     looks, and the timed runs an undecided mode would need."""
     plan = info.get("speed_plan")

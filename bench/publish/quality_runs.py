@@ -8,6 +8,7 @@ import pandas as pd
 
 from bench.quality import tables
 from bench.quality.config import QualityConfig
+from bench.store.run_env import RunEnv
 from bench.text.tables import MISSING, figure, joined, number
 from bench.verdicts import replication, sequential, training
 
@@ -28,14 +29,14 @@ UNCOMMITTED = " (uncommitted changes)"
 UNKNOWN_COMMIT = "an unknown commit"
 
 
-def _started(env: dict) -> str:
+def _started(env: RunEnv) -> str:
     sha = env.get("commit")
     if not sha or sha == "unknown":  # a run outside git
         return UNKNOWN_COMMIT
     return str(sha)[:7] + (UNCOMMITTED if env.get("dirty") else "")
 
 
-def _resumed(env: dict) -> list[tuple[str, str]]:
+def _resumed(env: RunEnv) -> list[tuple[str, str]]:
     """(short commit, when) of each resume at another commit, as env.json records it."""
     out = []
     for r in env.get("resumed") or []:
@@ -45,7 +46,7 @@ def _resumed(env: dict) -> list[tuple[str, str]]:
     return out
 
 
-def trained_at(env: dict, runs: pd.DataFrame | None = None) -> list[str]:
+def trained_at(env: RunEnv, runs: pd.DataFrame | None = None) -> list[str]:
     """Every commit the study's runs may have trained at, short, first seen first: the one it
     started at, each it was resumed at and each its rows name (`UNCOMMITTED` after one with
     uncommitted changes). A study trained at one commit gives one, without `UNCOMMITTED`."""
@@ -70,21 +71,21 @@ OVERRIDE = "AMPBENCH_GIT_COMMIT"
 imports no measuring)."""
 
 
-def commits(env: dict, runs: pd.DataFrame | None = None) -> str:
+def commits(env: RunEnv, runs: pd.DataFrame | None = None) -> str:
     """The commit the study started at, each commit it was resumed at, and which runs trained at
     which commit where their rows record it (`runs`' `commit` column); where `OVERRIDE` named a
     commit rather than git, it says so."""
     return _commits(env, runs) + _given(env, runs)
 
 
-def _given(env: dict, runs: pd.DataFrame | None) -> str:
+def _given(env: RunEnv, runs: pd.DataFrame | None) -> str:
     sources = {env.get("commit_source")}
     if runs is not None and "commit_source" in runs:
         sources |= set(runs["commit_source"].dropna())
     return f" (named by {OVERRIDE}, not read from git)" if OVERRIDE in sources else ""
 
 
-def _commits(env: dict, runs: pd.DataFrame | None) -> str:
+def _commits(env: RunEnv, runs: pd.DataFrame | None) -> str:
     first = _started(env)
     later = [f"{here} ({at[:16]})" for here, at in _resumed(env)]
     if not later:

@@ -10,13 +10,14 @@ from bench.faults import UsageError
 from bench.numerics.render import study
 from bench.publish import ab, index, maxbatch, quality, report
 from bench.store import results, schema
+from bench.store.run_env import RunEnv
 
 
 def kind(run_dir: Path) -> str:
     """The folder's kind (`bench.store.schema.KINDS`); one line when it is not a results folder."""
     if not (run_dir / results.ENV).is_file() and not (run_dir / schema.AUDIT_JSON).is_file():
         raise UsageError(f"{run_dir} is not a results folder (no {results.ENV})")
-    env = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else {}
+    env = results.read_env(run_dir) if (run_dir / results.ENV).is_file() else RunEnv()
     found = schema.kind_of(env, run_dir)
     if found is None:
         raise UsageError(f"{run_dir}: its {results.ENV} does not say what kind of run it is")

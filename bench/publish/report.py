@@ -11,6 +11,7 @@ from bench.faults import by_reason
 from bench.ground import cards
 from bench.publish import columns, findings, method, plots, ranks, scaler_cost, variants
 from bench.store import errors, results
+from bench.store.run_env import RunEnv
 from bench.text import tables
 from bench.verdicts import timing
 
@@ -115,7 +116,7 @@ def _above_floor(df: pd.DataFrame) -> list[str]:
     ]
 
 
-def _status_lines(df: pd.DataFrame, env: dict) -> list[str]:
+def _status_lines(df: pd.DataFrame, env: RunEnv) -> list[str]:
     """The first lines of a report: how many cases passed, and whether the run finished."""
     expected = env.get("expected_cases")
     counts = df["status"].value_counts()
@@ -147,7 +148,7 @@ NAMED_MISSING = 12
 """The most missing cases the status lines name; the rest are counted."""
 
 
-def _missing(env: dict, df: pd.DataFrame) -> str:
+def _missing(env: RunEnv, df: pd.DataFrame) -> str:
     """`: a, b and 3 more`: the cases an interruption left without a row, as env.json lists
     them (`missing_cases`); empty for a folder that does not say (one killed outright)."""
     have = set(df["case_id"]) if "case_id" in df else set()
@@ -177,7 +178,7 @@ def _cpu_note(left: dict[str, str]) -> str:
     return note
 
 
-def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -> str:
+def render(df: pd.DataFrame, env: RunEnv, figures: dict[str, str] | None = None) -> str:
     """The whole report.md of a run, `figures` (from `plots.write_all`) in their sections: what
     the run found, then the detail, then how the run was made."""
     figures = figures or {}
@@ -203,7 +204,7 @@ def render(df: pd.DataFrame, env: dict, figures: dict[str, str] | None = None) -
     return "\n".join(out)
 
 
-def _opening(df: pd.DataFrame, env: dict, figures: dict[str, str]) -> list[str]:
+def _opening(df: pd.DataFrame, env: RunEnv, figures: dict[str, str]) -> list[str]:
     """What a reader sees before the detail: the CPU note, the findings with the headline table
     and throughput figure, and a link to the numerics study the run began with."""
     out = []

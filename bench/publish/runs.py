@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.store import paths, results, schema
+from bench.store.run_env import RunEnv
 
 SESSIONS_DIR, NOTES = "sessions", "NOTES.md"
 """Session logs and the hand-written notes on the runs (results/sessions/NOTES.md)."""
@@ -28,7 +29,7 @@ class Run:
 
     path: Path
     kind: str
-    env: dict
+    env: RunEnv
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def run_at(path: Path, tree: Tree) -> Run | None:
     try:
         env = results.read_env(path)
     except results.CorruptFolder as exc:
-        return Run(path=path, kind=DAMAGED, env={"damage": str(exc)})
+        return Run(path=path, kind=DAMAGED, env=RunEnv(damage=str(exc)))
     return Run(path=path, kind=schema.kind_of(env, path) or UNKNOWN, env=env)
 
 

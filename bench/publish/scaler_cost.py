@@ -8,6 +8,7 @@ import pandas as pd
 
 from bench.ground import catalog
 from bench.store import results
+from bench.store.run_env import RunEnv
 from bench.text import tables
 from bench.verdicts import timing
 
@@ -15,7 +16,7 @@ AXES = {"batch_size": "batch", "optimizer": "Adam", "variant": "variant"}
 """The axes a row of the table names, in its order; the other axes of a pair are equal too."""
 
 
-def table(ok: pd.DataFrame, env: dict) -> pd.DataFrame:
+def table(ok: pd.DataFrame, env: RunEnv) -> pd.DataFrame:
     """One row per case that both fp16 modes passed: their medians, the ratio with its span over
     the two rows' p10–p90, and the verdict with why."""
     scaled_mode, bare_mode = catalog.fp16_pair()
@@ -44,7 +45,7 @@ def table(ok: pd.DataFrame, env: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def section(df: pd.DataFrame, env: dict) -> list[str]:
+def section(df: pd.DataFrame, env: RunEnv) -> list[str]:
     """The section, or nothing where the run has no case both fp16 modes passed."""
     found = table(timing.contenders(df), env)
     if found.empty:

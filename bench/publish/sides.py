@@ -14,6 +14,7 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.measure.stats import applied
 from bench.store import results
+from bench.store.run_env import RunEnv
 from bench.verdicts.memory import COLUMNS as MEMORY_COLUMNS
 
 UNITS = {
@@ -40,7 +41,7 @@ class Side:
     """`run` (run folders) or `save` (pytest-benchmark): only sides of one kind compare."""
     keys: list[str]
     cases: pd.DataFrame
-    env: dict
+    env: RunEnv
     memory: dict[str, list[dict]] | None = None
     """Each case's memory per round, by `case_id` (`bench.verdicts.memory.COLUMNS`)."""
 
@@ -143,7 +144,7 @@ def _run_side(path: Path, runs: list[Path], *, one_run: bool) -> Side:
 
 def _save_side(path: Path, saves: list[Path], *, one_save: bool) -> Side:
     found: dict[str, dict] = {}
-    env: dict = {}
+    env = RunEnv()
     memory: dict[str, list[dict]] = {}
     for save in saves:
         try:
@@ -157,7 +158,7 @@ def _save_side(path: Path, saves: list[Path], *, one_save: bool) -> Side:
                 raise UsageError(f"{save}: benchmark {bench.get('name')!r} has no timings")
             ms = np.asarray(raw, dtype=float) * 1000  # pytest-benchmark keeps seconds
             info = bench.get("extra_info") or {}
-            env = env or {"gpu": info.get("gpu"), "torch": info.get("torch")}
+            env = env or RunEnv(gpu=info.get("gpu"), torch=info.get("torch"))
             memory.setdefault(bench["name"], []).append(_memory(info))
             case = found.setdefault(
                 bench["name"], {BENCHMARK: bench["name"], "case_id": bench["name"], "status": "ok"}

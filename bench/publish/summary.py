@@ -20,6 +20,7 @@ from bench.publish.summary_studies import (
     training_cost,
     trains_like_fp32,
 )
+from bench.store.run_env import RunEnv
 from bench.text.tables import batch_sizes, figure, joined
 from bench.verdicts import memory, timing
 from bench.verdicts.timing import Fastest
@@ -74,7 +75,7 @@ def speed_line(ok: pd.DataFrame, optimizer: str) -> str | None:
     )
 
 
-def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
+def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: RunEnv) -> str | None:
     """GradScaler's cost per batch size (fp16 with it against without, eager) where
     `bench.verdicts.timing.scaler_cost` decides it, else why not in one clause."""
     scaled_mode, bare_mode = catalog.fp16_pair()
@@ -122,7 +123,7 @@ def scaler_cost_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
     return line + "."
 
 
-def bf16_fp16_line(ok: pd.DataFrame, optimizer: str, env: dict) -> str | None:
+def bf16_fp16_line(ok: pd.DataFrame, optimizer: str, env: RunEnv) -> str | None:
     """bf16 autocast against fp16 autocast with GradScaler (what each needs to train), eager, per
     batch size: step time by the rule GradScaler's cost is judged by (`timing.scaler_cost`, any
     two rows of one case), peak allocated memory by the memory verdict's default tolerance."""
@@ -334,7 +335,7 @@ def memory_line(ok: pd.DataFrame) -> str | None:
     return line + "."
 
 
-def heading(env: dict, sources: list[str]) -> str:
+def heading(env: RunEnv, sources: list[str]) -> str:
     """The line above the bullets: the timing run's GPU and torch, and links to the folders."""
     where = "the CPU" if env.get("device") == "cpu" else f"one {env.get('gpu', 'unnamed GPU')}"
     links = f" ({', '.join(sources)})" if sources else ""
@@ -343,7 +344,7 @@ def heading(env: dict, sources: list[str]) -> str:
 
 def summary(
     rows: pd.DataFrame,
-    env: dict,
+    env: RunEnv,
     studies: list[dict],
     sources: list[str],
     *,

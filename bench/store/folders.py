@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench.faults import UsageError
 from bench.store import paths, results, schema
+from bench.store.run_env import RunEnv
 
 LOCK = ".lock"
 COMPATIBLE = ("commit", "dirty", "torch", "gpu")
@@ -126,7 +127,7 @@ def require_dir(run_dir: Path) -> None:
 
 def reopen(
     run_dir: Path, *, kind: str, here: dict, force: bool, allow: tuple[str, ...] = ()
-) -> dict:
+) -> RunEnv:
     """The env.json of a folder to resume, with this resumption recorded in it (not yet written).
 
     `kind` is the folder's job (a key of `bench.store.schema.KINDS`); `here` is

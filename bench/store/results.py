@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ from bench.cases import case
 from bench.faults import UsageError
 from bench.ground import catalog
 from bench.store import jsonlines, older, schema
+from bench.store.run_env import RunEnv
 
 ROWS, SAMPLES, ENV = "rows.jsonl", "samples.jsonl", "env.json"
 NUMERICS_DIR = "numerics"
@@ -198,14 +200,17 @@ def repair_jsonl(path: Path) -> str | None:
     return f"{path.name}: moved a partial last line ({len(tail)} bytes) to {path.name}.partial"
 
 
-def write_env(run_dir: Path, env: dict) -> None:
+def write_env(run_dir: Path, env: Mapping[str, object]) -> None:
+    """Write `env` as env.json; a key that `RunEnv` does not name raises `KeyError` first."""
+    record = (env if isinstance(env, RunEnv) else RunEnv(env)).record()
     # Written whole to a temporary file and renamed: a kill never leaves half an env.json.
     tmp = run_dir / f".{ENV}.tmp"
-    tmp.write_text(json.dumps(env, indent=2, default=str) + "\n")
+    tmp.write_text(json.dumps(record, indent=2, default=str) + "\n")
     tmp.replace(run_dir / ENV)
 
 
-def read_env(run_dir: Path) -> dict:
+def read_env(run_dir: Path) -> RunEnv:
+    """A folder's env.json, of any version, as a `RunEnv` (an unknown key read raises)."""
     path = Path(run_dir) / ENV
     try:
         env = json.loads(path.read_text())
@@ -217,7 +222,7 @@ def read_env(run_dir: Path) -> dict:
         raise CorruptFolder(f"{path} is not valid JSON ({exc})") from exc
     if not isinstance(env, dict):
         raise CorruptFolder(f"{path} does not hold a JSON object")
-    return schema.migrate_env(env, Path(run_dir))
+    return RunEnv.read(schema.migrate_env(env, Path(run_dir)))
 
 
 def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.store import results
+from bench.store.run_env import RunEnv
 from bench.text.tables import cell
 from bench.verdicts.criteria_file import CriteriaError, Criterion, read
 
@@ -52,7 +53,7 @@ class Checked:
         return "\n".join([*(o.line() for o in self.outcomes), summary])
 
 
-def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
+def check(criteria: list[Criterion], df: pd.DataFrame, env: RunEnv) -> Checked:
     """Every criterion's outcome against a run's rows and env.json. Each is evaluated even where
     its GPU differs (a bad expression is named whatever the run), then skipped there."""
     checked = Checked()
@@ -73,7 +74,7 @@ def check(criteria: list[Criterion], df: pd.DataFrame, env: dict) -> Checked:
     return checked
 
 
-def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) -> Checked:
+def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: RunEnv) -> Checked:
     """Every comparison criterion's outcome against a comparison's rows (`env`: B's); a case's
     status is `ok` when it passed on both sides, else both sides' (`oom/ok`)."""
     frame = table.copy()
@@ -95,7 +96,7 @@ def check_comparison(criteria: list[Criterion], table: pd.DataFrame, env: dict) 
     return checked
 
 
-def _other_gpu(c: Criterion, env: dict) -> Outcome:
+def _other_gpu(c: Criterion, env: RunEnv) -> Outcome:
     device = env.get("gpu") or env.get("device") or "an unnamed device"
     return Outcome(c.name, "SKIP", f"run on {device}, criterion is for {c.gpu}")
 
@@ -277,11 +278,12 @@ def _judge_ratio(c: Criterion, df: pd.DataFrame) -> Outcome:
     return Outcome(c.name, "PASS" if passed else "FAIL", detail)
 
 
-def _env_rows(c: Criterion, env: dict) -> tuple[pd.DataFrame, list[str]]:
+def _env_rows(c: Criterion, env: RunEnv) -> tuple[pd.DataFrame, list[str]]:
     """The values at `c.env`'s dotted path as rows of one column named by its last key (a list
     on the way gives a row per entry, by `case_id`), and why the entries that lack it have none."""
     keys = str(c.env).split(".")
-    nodes: list[tuple[object, object]] = [(env, None)]  # (value, label)
+    # A plain dict: a path the criteria file names that env.json lacks is "not measured".
+    nodes: list[tuple[object, object]] = [(dict(env), None)]  # (value, label)
     missing: list[tuple[object, str | None]] = []  # (label, the error it records)
     for depth, key in enumerate(keys):
         found = []
@@ -309,7 +311,7 @@ def _env_rows(c: Criterion, env: dict) -> tuple[pd.DataFrame, list[str]]:
     return pd.DataFrame(rows, columns=["case_id", "status", keys[-1]]), whys
 
 
-def _judge_env(c: Criterion, env: dict) -> Outcome:
+def _judge_env(c: Criterion, env: RunEnv) -> Outcome:
     frame, whys = _env_rows(c, env)
     if (frame["status"] != "ok").all():  # nothing measured: nothing to judge
         _holds(c, frame.iloc[:0].astype({frame.columns[-1]: float}))  # a bad expect, named

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.store.run_env import RunEnv
 from bench.verdicts.memory import Tolerance
 
 REQUIRES = ("all", "any")
@@ -101,7 +102,7 @@ class Criterion:
             fields["ratio"] = Ratio(**ratio)
         return cls(**fields)
 
-    def applies_to(self, env: dict) -> bool:
+    def applies_to(self, env: RunEnv) -> bool:
         return self.gpu is None or self.gpu.lower() in str(env.get("gpu") or "").lower()
 
 

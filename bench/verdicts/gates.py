@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
+from bench.store.run_env import RunEnv
 from bench.verdicts import criteria, criteria_file, memory
 
 
@@ -30,7 +31,7 @@ def memory_tolerance(given: str | None, criteria_path: Path | None) -> memory.To
 
 def exit_status(
     table: pd.DataFrame,
-    env: dict,
+    env: RunEnv,
     *,
     fail_on_slower: bool,
     fail_on_more_memory: bool,
@@ -52,5 +53,5 @@ def exit_status(
     return (1 if failed else 0), text
 
 
-def _check(path: Path, table: pd.DataFrame, env: dict) -> criteria.Checked:
+def _check(path: Path, table: pd.DataFrame, env: RunEnv) -> criteria.Checked:
     return criteria.check_comparison(criteria_file.read(path), table, env)

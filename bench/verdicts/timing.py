@@ -19,6 +19,7 @@ from bench.plan.float8_plan import (  # noqa: F401  (the names publishing reads 
     plan_of,
     plan_summary,
 )
+from bench.store.run_env import RunEnv
 
 # ---- fastest ----------------------------------------------------------------------------
 
@@ -146,7 +147,7 @@ def fastest(rows: pd.DataFrame) -> Fastest:
 # ---- GradScaler's cost ------------------------------------------------------------------
 
 
-def scaler_cost_reason(env: dict, rows: pd.DataFrame) -> str | None:
+def scaler_cost_reason(env: RunEnv, rows: pd.DataFrame) -> str | None:
     """Why GradScaler's cost may not be read off `rows` (fp16's rows with and without it) of the
     folder whose env.json is `env`, or None where it may: both timed interleaved by one process.
     Only a timing run's rounds interleave (`run --rounds N`, N > 1); a numerics study, a run of

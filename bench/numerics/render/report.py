@@ -15,10 +15,11 @@ from bench.numerics.render.sections.training import convergence_section
 from bench.numerics.render.sections.underflow import census_section, histogram_section
 from bench.numerics.render.sentences.scaler import FLUSH_LIMIT
 from bench.store import errors, paths
+from bench.store.run_env import RunEnv
 from bench.text.tables import markdown
 
 
-def _provenance(env: dict) -> list[str]:
+def _provenance(env: RunEnv) -> list[str]:
     """The command that started the study and those that resumed it."""
     resumed = [
         shlex.join(["python", "-m", "bench", *paths.shown_argv(r["argv"][1:])])
@@ -114,14 +115,14 @@ def render(t: dict) -> str:
     return "\n".join(out)
 
 
-def _where(env: dict, cfg: dict) -> str:
+def _where(env: RunEnv, cfg: dict) -> str:
     """The machine the study ran on: its GPU and workers, or the CPU."""
     if env.get("device") == "cpu":
         return f"CPU {env.get('cpu') or ''}".rstrip()
     return f"GPU {env.get('gpu')} ×{cfg.get('workers')} worker(s)"
 
 
-def _model(cfg: dict, env: dict) -> str:
+def _model(cfg: dict, env: RunEnv) -> str:
     """The study's model: the MLP by its sizes, another workload by name and preset."""
     card = cards.card(cfg.get("model", cards.DEFAULT))
     if card is not None and card.free_sizes:  # its sizes are the record's own

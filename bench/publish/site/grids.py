@@ -12,10 +12,11 @@ from bench.cases import case
 from bench.faults import UsageError
 from bench.publish import compare
 from bench.publish.runs import Run
+from bench.store.run_env import RunEnv
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 
-def grid_key(env: dict) -> tuple:
+def grid_key(env: RunEnv) -> tuple:
     """What a timing run's env.json says of its grid, in a form two runs can be matched on."""
     cfg = env.get("config", {})
     defaults = case.axis_defaults()

@@ -13,13 +13,14 @@ from bench.numerics.analysis.runs import (
 )
 from bench.numerics.analysis.summary import SMOOTH_STEPS
 from bench.numerics.render.markdown import no_rows, percent, table_file
+from bench.store.run_env import RunEnv
 from bench.text.tables import markdown
 
 TRACE_WINDOW = 50
 """The traces shown around a divergence event: this many steps either side of it."""
 
 
-def convergence_section(t: dict, env: dict) -> list[str]:
+def convergence_section(t: dict, env: RunEnv) -> list[str]:
     """The task and settings, the runs' figures per batch size and mode, figures, traces."""
     s = t["summary"]
     cfg = env.get("numerics_config", {})
