@@ -6,9 +6,9 @@ the history (a shallow CI checkout) renders the same page."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+from bench.publish import runs
 from bench.store import results
 
 RETIRED = "retired.json"
@@ -26,21 +26,6 @@ def read(results_dir: Path) -> dict[str, str]:
     return data
 
 
-def _git(results_dir: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-c", "safe.directory=*", *args],
-            cwd=results_dir,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout
-
-
 def _top_folder(path: str) -> str | None:
     """`RUN` of a path `RUN/env.json` (relative to results/): a folder of results/ itself."""
     parts = path.strip().split("/")
@@ -52,9 +37,9 @@ def from_git(results_dir: Path) -> dict[str, str] | None:
     with the last commit that held it: the first parent of the newest commit that deleted it, or
     HEAD for one deleted since (staged or not). None where git cannot say."""
     deleted = ("--diff-filter=D", "--name-only", "--format=@%P")
-    log = _git(results_dir, "log", "--relative", *deleted, "--", ".")
-    head = _git(results_dir, "rev-parse", "HEAD")
-    in_head = _git(results_dir, "ls-tree", "-r", "--name-only", "HEAD", "--", ".")
+    log = runs.git(results_dir, "log", "--relative", *deleted, "--", ".")
+    head = runs.git(results_dir, "rev-parse", "HEAD")
+    in_head = runs.git(results_dir, "ls-tree", "-r", "--name-only", "HEAD", "--", ".")
     if log is None or head is None or in_head is None:
         return None
     found: dict[str, str] = {}

@@ -48,12 +48,12 @@ class Tree:
         return path in self.files or any(path in f.parents for f in self.files)
 
 
-def tracked_files(folder: Path) -> frozenset[Path] | None:
-    """The files under `folder` that git tracks (staged ones included), or None when git cannot
-    say (git missing, or `folder` not in a repository)."""
+def git(folder: Path, *args: str) -> str | None:
+    """git's output for `args` run in `folder`, or None when git cannot say (git missing, or
+    `folder` not in a repository)."""
     try:
         out = subprocess.run(
-            ["git", "-c", "safe.directory=*", "ls-files", "-z", "--", "."],
+            ["git", "-c", "safe.directory=*", *args],
             cwd=folder,
             capture_output=True,
             text=True,
@@ -62,7 +62,16 @@ def tracked_files(folder: Path) -> frozenset[Path] | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return frozenset(folder / p for p in out.stdout.split("\0") if p)
+    return out.stdout
+
+
+def tracked_files(folder: Path) -> frozenset[Path] | None:
+    """The files under `folder` that git tracks (staged ones included), or None when git cannot
+    say (git missing, or `folder` not in a repository)."""
+    listed = git(folder, "ls-files", "-z", "--", ".")
+    if listed is None:
+        return None
+    return frozenset(folder / p for p in listed.split("\0") if p)
 
 
 def run_at(path: Path, tree: Tree) -> Run | None:
