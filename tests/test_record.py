@@ -261,7 +261,10 @@ def test_the_tiny_record_runs_end_to_end_and_a_killed_call_resumes(tmp_path):
     }, second.stdout  # fmt: skip
     assert rec.part("run").attempts == 1 and rec.part("run").started == run_started
     quality = rec.part("quality")
-    assert quality.attempts == 2 and "--resume" in quality.command
+    # Resumed, or (a tiny study can end between the stop and its process's exit: seen once in CI)
+    # its complete folder taken as done; the fake runner's test holds the resume itself.
+    resumed = quality.attempts == 2 and "--resume" in quality.command
+    assert resumed or (quality.attempts == 1 and quality.status == store.DONE), quality
     for name in ("quality", "replication"):
         assert (folder / rec.part(name).folder / "replication.md").is_file()
     assert (folder / rec.part("sweep").folder / "sweep.md").is_file()
