@@ -9,6 +9,7 @@ import numpy as np
 from scipy import stats
 
 from bench.verdicts.defaults import MIN_EFFECT, MIN_ROUNDS
+from bench.verdicts.rounds import holm_rows
 
 PROCEDURE = (
     "a t-test per mode against the reference on the mean of the log run statistics, the spread "
@@ -16,21 +17,6 @@ PROCEDURE = (
     "of the mode's and the reference's runs alone), with Holm's correction across the modes"
 )
 """What judges modes that share one reference (`against_reference`), in words, for reports."""
-
-
-def holm_rows(p: np.ndarray) -> np.ndarray:
-    """`holm` on each row of a 2-D array of p-values at once (NaN: no test, not counted)."""
-    p = np.asarray(p, dtype=float)
-    tested = ~np.isnan(p)
-    m = tested.sum(axis=1, keepdims=True)
-    q = np.where(tested, p, np.inf)
-    order = np.argsort(q, axis=1, kind="stable")
-    ranked = np.take_along_axis(q, order, axis=1)
-    with np.errstate(invalid="ignore"):  # inf times 0 past the tested ones: masked below
-        steps = np.minimum(1.0, np.maximum.accumulate((m - np.arange(p.shape[1])) * ranked, 1))
-    out = np.empty_like(p)
-    np.put_along_axis(out, order, steps, axis=1)
-    return np.where(tested, out, np.nan)
 
 
 def against_reference(

@@ -218,12 +218,22 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     p = np.asarray(p_values, dtype=float)
     if p.ndim != 1 or ((p < 0) | (p > 1)).any():
         raise ValueError(f"holm wants a list of p-values in [0, 1], got {p_values!r}")
-    out = np.full(p.shape, math.nan)
-    order = np.flatnonzero(~np.isnan(p))
-    order = order[np.argsort(p[order], kind="stable")]
-    steps = (len(order) - np.arange(len(order))) * p[order]
-    out[order] = np.minimum(1.0, np.maximum.accumulate(steps))
-    return out
+    return holm_rows(p[None, :])[0]
+
+
+def holm_rows(p: np.ndarray) -> np.ndarray:
+    """`holm` on each row of a 2-D array of p-values at once (NaN: no test, not counted)."""
+    p = np.asarray(p, dtype=float)
+    tested = ~np.isnan(p)
+    m = tested.sum(axis=1, keepdims=True)
+    q = np.where(tested, p, np.inf)
+    order = np.argsort(q, axis=1, kind="stable")
+    ranked = np.take_along_axis(q, order, axis=1)
+    with np.errstate(invalid="ignore"):  # inf times 0 past the tested ones: masked below
+        steps = np.minimum(1.0, np.maximum.accumulate((m - np.arange(p.shape[1])) * ranked, 1))
+    out = np.empty_like(p)
+    np.put_along_axis(out, order, steps, axis=1)
+    return np.where(tested, out, np.nan)
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
