@@ -454,16 +454,8 @@ def render(
         "would have said of the same seeds at one look."
     )
     lines.append("")
-    changed = table[table["welch"] != table["paired"]]
-    lines.append(
-        "At one look, verdicts that differ between the two tests: "
-        + (
-            "; ".join(f"{r.study} {r.mode}: {r.welch} → {r.paired}" for r in changed.itertuples())
-            if len(changed)
-            else "none"
-        )
-        + "."
-    )
+    at_one_look = "At one look, verdicts that differ between the two tests"
+    lines.append(_differing(at_one_look, table, "none"))
     lines += [
         "",
         "### The same seeds as the sequential design would have judged them",
@@ -475,17 +467,15 @@ def render(
         markdown(replay),
         "",
     ]
-    differs = replay[replay["welch"] != replay["paired"]]
-    lines.append(
-        "Where the two differ: "
-        + (
-            "; ".join(f"{r.study} {r.mode}: {r.welch} → {r.paired}" for r in differs.itertuples())
-            if len(differs)
-            else "nowhere"
-        )
-        + "."
-    )
+    lines.append(_differing("Where the two differ", replay, "nowhere"))
     return "\n".join(lines) + "\n"
+
+
+def _differing(lead: str, table: pd.DataFrame, none: str) -> str:
+    """The rows whose Welch and paired verdicts differ, as one sentence."""
+    rows = table[table["welch"] != table["paired"]]
+    said = "; ".join(f"{r.study} {r.mode}: {r.welch} → {r.paired}" for r in rows.itertuples())
+    return f"{lead}: {said or none}."
 
 
 def main(out: Path = OUT) -> None:
