@@ -89,7 +89,8 @@ class EventClock(CudaClock):
         self._free += events
 
 
-def clock_for(device: str) -> Clock:
+def reusing_clock_for(device: str) -> Clock:
+    """`bench.measure.timing.clock_for`, whose CUDA clock reuses its events (`EventClock`)."""
     return EventClock() if device == "cuda" else HostClock()
 
 

@@ -73,7 +73,7 @@ class Probe:
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
         self._scaler = scaler
-        self.clock = marks.clock_for(self.device)
+        self.clock = marks.reusing_clock_for(self.device)
         self.counter = Counter(given=flops)
         machine = env.collect(self.device)
         self.path = folder.create(out, str(machine["gpu"]), machine.get("commit"))
