@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bench.publish import own_loop
-from bench.publish import quality as quality_report
+from bench.ownloop import render as own_loop
+from bench.quality.render import report as quality_report
 from bench.store import results
 from bench.text.tables import markdown
 from bench.verdicts import equivalence, sequential, training

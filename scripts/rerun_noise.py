@@ -1,6 +1,6 @@
 """The rerun check's premise, tested on two studies of the same settings and seeds made at one
 commit: per (mode, seed), how far its second best held-out loss lands from its first, against the
-tolerance the rule derives from the first study's seeds (`bench.jobs.quality_commit.tolerances`:
+tolerance the rule derives from the first study's seeds (`bench.quality.commit.tolerances`:
 z x sqrt(2) x the mode's seed SD). The rule holds where unchanged training stays inside it.
 
 Usage, from the repository root:
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.jobs.quality_commit import tolerances
 from bench.quality import tables
+from bench.quality.commit import tolerances
 from bench.text.tables import markdown
 from bench.verdicts import training
 

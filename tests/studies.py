@@ -1,6 +1,6 @@
 """A numerics study as the `numerics` command runs it: the job, then its rendering."""
 
-from bench.jobs import numerics as study_job
+from bench.numerics import job as study_job
 from bench.numerics.render import study
 
 

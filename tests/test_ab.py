@@ -17,7 +17,8 @@ import pytest
 
 from bench.cli import main
 from bench.faults import Interrupted, UsageError
-from bench.jobs import ab, base
+from bench.jobs import ab
+from bench.lifecycle import folder as base
 from bench.verdicts import rounds
 from tests.optional import not_a_checkout
 

@@ -166,7 +166,7 @@ def test_a_published_folders_packed_files_are_read(tmp_path):
 
 
 def test_an_old_sweep_folders_page_is_read(tmp_path):
-    from bench.publish import own_loop
+    from bench.ownloop import render as own_loop
 
     (tmp_path / "recipes.md").write_text("# the sweep\n")
     assert own_loop.written(tmp_path) == tmp_path / "recipes.md"

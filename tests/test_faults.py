@@ -241,7 +241,7 @@ def test_census_failures_of_one_mode_keep_a_traceback_each(monkeypatch, tmp_path
         "step 0: RuntimeError: no bf16 copy",
         "step 1: RuntimeError: no bf16 copy",
     ]
-    from bench.jobs import numerics as study_job
+    from bench.numerics import job as study_job
     from bench.numerics.measure.jobs import Job
 
     job = Job(kind="census", case=tiny_case(mode="fp16-amp"), steps=0, checkpoints=(0, 1))

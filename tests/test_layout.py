@@ -31,6 +31,7 @@ ORDER = [
     "verdicts",
     "execution",
     "measure",
+    "lifecycle",
     "numerics",
     "quality",
     "ownloop",
@@ -46,8 +47,11 @@ workloads, variants, parallelisms) and `text` the table and figure helpers publi
 numerics study share; above them the case, the store, the workloads, the modes' torch side, then
 the plan and the step (`plan`). `verdicts`, each rule that turns measurements into a claim, sits
 below the case-level checks (`execution`, `measure`) and publishing, which all ask it
-(`VERDICTS_IMPORT`). `numerics` holds both the study's measuring and its rendering, in
-sub-packages of their own (`NUMERICS`). `commands` holds each command's action, which imports
+(`VERDICTS_IMPORT`). `lifecycle` is a folder's life and the packing of runs, which every job and
+study uses. The three studies (`numerics`, `quality`, `ownloop`: the own-loop probe and its
+`sweep`) have one shape (`STUDIES`): their config and measuring, the verdicts they use, their job
+and their report; the timing run's jobs (`jobs`) sit above them (`run --numerics` runs the
+numerics study's short form), publishing above those. `commands` holds each command's action, which imports
 jobs and publishing at its top; `cli` above it only parses, and imports the chosen action by name
 (`test_the_command_line_only_parses`)."""
 
@@ -80,11 +84,43 @@ COMMANDS = {
 """The commands: each is a module of `bench.cli` that parses nothing but its own options and one
 of `bench.commands` that acts on them (`run(args)`)."""
 
-NUMERICS = ["measure", "analysis", "render"]
-"""The numerics study's sub-packages from the bottom up, as `ORDER` is for bench: its measuring
-(the settings, the jobs, the tables they write), what a finished folder's tables show, and its
-rendering (report.md, the Answer, the figures). A module may import its own sub-package and those
-before it, inside a function too: the study's measuring never imports its rendering."""
+STUDY_PARTS = ["config", "measure", "verdicts", "job", "report"]
+"""The parts of every study, from the bottom up: its settings, its measuring (and the tables it
+writes), the verdicts it asks of its rows, the job that runs it into a folder, and its report. A
+module of a study may import its own part and those before it, with one exception: the job and
+the report never import each other (measuring never imports rendering; rendering reads folders
+and never runs a study)."""
+
+STUDIES = {
+    "numerics": {
+        "measure.config": "config",
+        "measure.defaults": "config",
+        "measure": "measure",
+        "analysis": "verdicts",
+        "job": "job",
+        "render": "report",
+    },
+    "quality": {
+        "config": "config",
+        "feed": "measure",
+        "train": "measure",
+        "tables": "measure",
+        "looks": "verdicts",
+        "commit": "job",
+        "job": "job",
+        "render": "report",
+    },
+    "ownloop": {
+        "config": "config",
+        "looks": "verdicts",
+        "job": "job",
+        "next_look": "job",
+        "script": "job",
+        "render": "report",
+        "": "measure",  # the probe and what it writes: what a user imports into a script
+    },
+}
+"""Each study's modules by part, by the longest prefix of their dotted name inside the study."""
 
 
 def _modules() -> dict[str, Path]:
@@ -113,10 +149,16 @@ def _package(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def _numerics(module: str) -> str | None:
-    """The numerics sub-package `module` lies in (None for a module outside them)."""
+def _study_part(module: str) -> str | None:
+    """The part (`STUDY_PARTS`) a module of a study lies in; None outside the studies."""
     parts = module.split(".")
-    return parts[2] if len(parts) > 3 and parts[1] == "numerics" else None
+    if len(parts) < 3 or parts[1] not in STUDIES or parts[-1] == "__init__" and len(parts) == 3:
+        return None
+    inner = ".".join(parts[2:]).removesuffix(".__init__")
+    table = STUDIES[parts[1]]
+    prefixes = sorted(table, key=len, reverse=True)
+    found = next(p for p in prefixes if p == "" or inner == p or inner.startswith(f"{p}."))
+    return table[found]
 
 
 def test_imports_are_read_at_any_depth(tmp_path):
@@ -168,7 +210,7 @@ def test_measuring_never_imports_publishing():
         if _package(module) not in measuring:
             continue
         for target in _imports(path):
-            if _package(target) in ("publish", "text", "cli") or _numerics(target) == "render":
+            if _package(target) in ("publish", "text", "cli") or _study_part(target) == "report":
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
 
@@ -180,14 +222,16 @@ file's checks, the rounds judge's power study. A command asks them; publishing n
 
 def test_publish_only_renders():
     """publish/ reads folders and writes pages: at any depth it imports no job or action (copying
-    folders, running a study) and none of `DECIDING`; the verdicts it renders it asks of
+    folders, running a study, a study's job) and none of `DECIDING`; the verdicts it renders it asks of
     verdicts/, where they are made."""
     wrong = [
         f"{module} -> {target}"
         for module, path in _modules().items()
         if _package(module) == "publish"
         for target in _imports(path)
-        if _package(target) in ("jobs", "commands") or target.removeprefix("bench.") in DECIDING
+        if _package(target) in ("jobs", "commands")
+        or _study_part(target) == "job"
+        or target.removeprefix("bench.") in DECIDING
     ]
     assert not wrong, wrong
 
@@ -204,22 +248,43 @@ def test_verdicts_import_only_the_ground_the_store_and_the_text():
     assert not wrong, wrong
 
 
-def test_the_study_imports_only_downwards():
-    """Measuring, then analysis, then rendering; every module of the study in one of them."""
-    rank = {name: i for i, name in enumerate(NUMERICS)}
-    loose = [m for m in _modules() if _package(m) == "numerics" and not _numerics(m)]
-    assert loose == ["bench.numerics.__init__"], loose
+def test_the_studies_have_one_shape():
+    """Every study has every part, and each of its modules imports only its own part and those
+    below it, of any study: the config, measuring, verdicts, then the job or the report, which
+    never import each other."""
+    rank = {name: i for i, name in enumerate(STUDY_PARTS)}
+    found: dict[str, set[str]] = {study: set() for study in STUDIES}
     wrong = []
     for module, path in _modules().items():
-        mine = _numerics(module)
+        mine = _study_part(module)
         if mine is None:
             continue
-        assert mine in rank, f"{module}: a sub-package NUMERICS does not list"
+        found[_package(module)].add(mine)
         for target in _imports(path):
-            theirs = _numerics(target)
-            if theirs is not None and rank[theirs] > rank[mine]:
+            theirs = _study_part(target)
+            if theirs is None:
+                continue
+            crossed = {mine, theirs} == {"job", "report"}
+            if crossed or rank[theirs] > rank[mine] and theirs != mine:
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
+    missing = {
+        s: sorted(set(STUDY_PARTS) - parts)
+        for s, parts in found.items()
+        if parts != set(STUDY_PARTS)
+    }
+    assert not missing, missing
+
+
+def test_a_study_part_is_read_by_its_name():
+    assert _study_part("bench.numerics.measure.config") == "config"
+    assert _study_part("bench.numerics.measure.audit") == "measure"
+    assert _study_part("bench.numerics.render.sections.dtypes") == "report"
+    assert _study_part("bench.quality.render.runs") == "report"
+    assert _study_part("bench.quality.commit") == "job"
+    assert _study_part("bench.ownloop.probe") == "measure"
+    assert _study_part("bench.ownloop.next_look") == "job"
+    assert _study_part("bench.jobs.session") is None
 
 
 def test_no_command_imports_the_program():

@@ -8,11 +8,11 @@ import torch
 
 from bench.ground import catalog
 from bench.ground.catalog import ModeCard
-from bench.jobs import quality as quality_job
 from bench.measure.runner import run_case
 from bench.modes.mode import MODES
 from bench.numerics.measure import jobs as numerics_jobs
 from bench.plan.plan import resolve
+from bench.quality import job as quality_job
 from bench.quality import train as quality
 from bench.quality.config import QualityConfig
 from tests.conftest import tiny_case

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bench.faults import UsageError
-from bench.jobs import numerics as study_job
+from bench.numerics import job as study_job
 from bench.numerics.measure import config, jobs, tables, training
 from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render import report as render_report

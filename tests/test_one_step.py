@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 import torch
 
-from bench.jobs import quality
 from bench.measure import runner
 from bench.numerics.measure import audit, training
 from bench.numerics.render.sections.training import _step_note
 from bench.plan import step
 from bench.plan.plan import HARNESS, StepOptions, modes_of, resolve
 from bench.plan.step import build, train_step
+from bench.quality import job as quality
 from bench.quality.config import QualityConfig
 from bench.quality.train import Run, time_step
 from tests.conftest import tiny_case

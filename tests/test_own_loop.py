@@ -376,7 +376,7 @@ def test_a_scale_of_zero_or_inf_makes_every_later_step_skipped_and_the_run_nonfi
 
 
 def test_the_mode_table_says_which_tf32_the_autocast_modes_ran_with():
-    from bench.publish import own_loop
+    from bench.ownloop import render as own_loop
 
     rows = pd.DataFrame(
         [

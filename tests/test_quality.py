@@ -12,10 +12,10 @@ import torch
 from bench.cli import main
 from bench.data import sources
 from bench.faults import UsageError
-from bench.jobs.quality import config, one_run
 from bench.quality import tables
 from bench.quality.config import QualityConfig
 from bench.quality.feed import Feed
+from bench.quality.job import config, one_run
 from bench.quality.train import Run, lr_at
 from bench.workloads import gpt
 
@@ -179,7 +179,7 @@ def test_settings_are_checked_before_any_folder(tmp_path, capsys):
 def test_a_mode_with_a_seed_short_of_the_target_is_named_not_ranked():
     # tf32 trains like fp32 but one seed missed the target (fp32's worst seed's best): it has no
     # time to the target, and the fastest sentence must not read as if fp16-amp beat it.
-    from bench.publish import quality as page
+    from bench.quality.render import report as page
     from bench.verdicts import training as rules
 
     like = rules.Verdict(rules.LIKE, "gap 0")
@@ -203,7 +203,7 @@ def test_a_mode_with_a_seed_short_of_the_target_is_named_not_ranked():
 def test_fp32_alone_at_the_target_ranks_nothing():
     # Only fp32 reached the target in every seed: the old sentence named fp32 "the fastest that
     # trains like fp32", a comparison of fp32 with itself.
-    from bench.publish import quality as page
+    from bench.quality.render import report as page
     from bench.verdicts import training as rules
 
     timing = pd.DataFrame(

@@ -1,5 +1,5 @@
 """A study is one commit: every way runs join a resumed study passes one guard
-(`bench.jobs.quality_commit.guard`), which refuses in one line, exit 2, with nothing in the folder
+(`bench.quality.commit.guard`), which refuses in one line, exit 2, with nothing in the folder
 changed; `--rerun-check` reruns every mode within its own noise; `--add-seeds` never re-judges a
 fixed study. One tiny study is trained for the module (git faked, so that the tree's own state
 does not matter) and each test damages a copy of it."""
@@ -14,12 +14,13 @@ import pytest
 
 from bench.cli import main
 from bench.faults import UsageError
-from bench.jobs import quality, quality_commit
-from bench.jobs.base import Folder
+from bench.lifecycle.folder import Folder
 from bench.measure import env
-from bench.publish import quality_runs
+from bench.quality import commit as quality_commit
+from bench.quality import job as quality
 from bench.quality import tables
 from bench.quality.config import QualityConfig
+from bench.quality.render import runs as quality_runs
 from bench.store import results
 from bench.verdicts import training
 from tests.test_quality_looks import injected

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.jobs import quality_looks
+from bench.quality import looks as quality_looks
 from bench.quality import tables
 from bench.verdicts import replication
 from bench.verdicts import sequential as seq

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from bench.cases import grid
-from bench.jobs.quality import one_run
 from bench.modes.mode import MODES
 from bench.quality.config import QualityConfig
+from bench.quality.job import one_run
 from bench.quality.train import Run
 
 TINY = {"steps": 4, "eval_every": 2, "batch_size": 2, "heldout_limit": 4, "warmup": 1}

@@ -5,10 +5,12 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from bench.publish import index, index_cells, quality, quality_runs
-from bench.publish import quality_runs as page
+from bench.publish import index, index_cells
 from bench.publish.runs import Run
 from bench.quality import tables
+from bench.quality.render import report as quality
+from bench.quality.render import runs as page
+from bench.quality.render import runs as quality_runs
 from bench.verdicts import training
 
 
@@ -55,7 +57,7 @@ def test_runs_that_record_their_commit_are_counted_by_commit():
 
 
 def _study(env, runs, looks=(), replica=None, sequential=False):
-    """What `bench.publish.quality.evidence` reads of a study, built by hand."""
+    """What `bench.quality.render.report.evidence` reads of a study, built by hand."""
     cfg = SimpleNamespace(sequential=sequential, max_seeds=8)
     verdicts = {
         "tf32": training.Verdict(training.LIKE, ""),

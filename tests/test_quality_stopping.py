@@ -6,10 +6,10 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from bench.jobs import packing
-from bench.jobs import quality as study
-from bench.jobs.quality import one_run
+from bench.lifecycle import packing
+from bench.quality import job as study
 from bench.quality.config import QualityConfig
+from bench.quality.job import one_run
 from bench.quality.train import past_best, train
 
 STEEP = {"steps": 12, "eval_every": 1, "batch_size": 2, "heldout_limit": 4, "timing_steps": 2,

@@ -22,9 +22,11 @@ import torch
 
 import bench
 from bench.cli.main import main
-from bench.jobs import sweep
 from bench.ownloop import contract
-from bench.publish import findings, own_loop, report
+from bench.ownloop import job as sweep
+from bench.ownloop import render as own_loop
+from bench.ownloop.config import SweepConfig, default_modes
+from bench.publish import findings, report
 from bench.store import jsonlines, results
 from bench.verdicts import sequential, training
 
@@ -88,7 +90,7 @@ def test_the_overhead_benchmark_pairs_its_rounds_and_times_the_probe_on_the_host
 
 def test_a_script_that_fails_is_a_row_and_the_run_goes_on(tmp_path):
     script = "import os, sys; print('loading'); print('boom', os.environ['AMPBENCH_MODE']); exit(3)"
-    cfg = sweep.SweepConfig(
+    cfg = SweepConfig(
         script=(sys.executable, "-c", script), modes=("fp32", "bf16-amp", "fp8-rowwise"),
         seeds=(0,), device="cpu",
     )  # fmt: skip
@@ -148,7 +150,7 @@ def test_the_mode_table_judges_speed_and_training_over_seeds(tmp_path):
     losses = {"fp32": 2.0, "bf16-amp": 2.0, "fp16-amp": math.nan}
     step_ms = {"fp32": 10.0, "bf16-amp": 5.0, "fp16-amp": 5.0}
     # Five seeds: the fewest runs a mode the speed verdict takes.
-    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=tuple(range(5)),
+    cfg = SweepConfig(script=("train",), modes=tuple(losses), seeds=tuple(range(5)),
                             device="cpu")  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=fake_script(losses, step_ms))
     rows = results.read_rows(run_dir / results.ROWS)
@@ -177,7 +179,7 @@ def test_fp32_did_not_learn_only_where_its_loss_before_training_shows_it(tmp_pat
     # about 4.2 before then; 2.194 to 1.73 after it is no evidence that fp32 did not learn.
     losses = {"fp32": 1.73, "bf16-amp": 1.73}
     step_ms = {"fp32": 10.0, "bf16-amp": 5.0}
-    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    cfg = SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
     late = fake_script(losses, step_ms, first=2.194, start=200)
     run_dir = sweep.run(cfg, results_dir=tmp_path / "late", command="t", runner=late)
     cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
@@ -198,7 +200,7 @@ def test_a_fine_tuning_or_resumed_run_is_judged_by_what_it_declares(tmp_path):
     # script declares 10%, and the runs are judged.
     losses, step_ms = {"fp32": 1.70, "bf16-amp": 1.70}, {"fp32": 10.0, "bf16-amp": 5.0}
     tuned = fake_script(losses, step_ms, first=2.10)
-    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    cfg = SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
     run_dir = sweep.run(cfg, results_dir=tmp_path / "default", command="t", runner=tuned)
     cell = own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "training"]
     assert "not 25% below its value before training" in cell
@@ -317,7 +319,7 @@ def test_a_run_of_seeds_names_each_row_s_seed_and_a_missing_seed(tmp_path):
             return 1, "Traceback\nValueError: boom\n"
         return script(command, environ, log_path, timeout_s)
 
-    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
+    cfg = SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2), device="cpu")
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     _, notes = own_loop.table(run_dir, {})
     assert "bf16-amp's best value is the mean of seed 0, 2, fp32's of seed 0, 1, 2" in " ".join(
@@ -349,7 +351,7 @@ def test_seeds_past_the_timed_ones_run_packed_and_only_runs_alone_give_speed(tmp
         time.sleep(0.3)  # long enough that two runs side by side overlap
         return fake(command, environ, log_path, timeout_s)
 
-    cfg = sweep.SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2, 3),
+    cfg = SweepConfig(script=("train",), modes=tuple(losses), seeds=(0, 1, 2, 3),
                             device="cpu", workers=2, timed_seeds=1)  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=slow)
     rows = results.read_rows(run_dir / results.ROWS)
@@ -373,7 +375,7 @@ def test_seeds_past_the_timed_ones_run_packed_and_only_runs_alone_give_speed(tmp
 
 
 def test_the_driver_packs_by_the_largest_peak_on_a_gpu(tmp_path, monkeypatch):
-    from bench.jobs import packing
+    from bench.lifecycle import packing
 
     monkeypatch.setattr(packing.os, "sched_getaffinity", lambda _: set(range(16)))
     monkeypatch.setattr(packing, "free_gib", lambda: 139.0)
@@ -382,7 +384,7 @@ def test_the_driver_packs_by_the_largest_peak_on_a_gpu(tmp_path, monkeypatch):
     for peak in (3.5, 4.4):
         row = {"case_id": str(peak), "status": "ok", "peak_alloc_gib": peak}
         results.append_jsonl(folder / results.ROWS, row)
-    cfg = sweep.SweepConfig(script=("t",), modes=("fp32",), device="cuda")
+    cfg = SweepConfig(script=("t",), modes=("fp32",), device="cuda")
     holder = type("F", (), {"path": folder})()
     workers, why = sweep.workers_for(holder, cfg, 40)
     # 80% of 139 GiB at 4.4 + 1 GiB a run: 20 fit, more than the 16 cores.
@@ -413,7 +415,7 @@ def test_a_look_adds_seeds_only_to_fp32_and_the_undecided_modes(tmp_path, monkey
     modes = ("fp32", "bf16-amp", "fp16-amp")
     asked = injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 5})
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             workers=2, max_seeds=6)  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     rows = results.read_rows(run_dir / results.ROWS)
@@ -431,7 +433,7 @@ def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, mo
     now = iter([0.0, 1000.0, 1000.0])
     monkeypatch.setattr(sweep, "clock", lambda: next(now))
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             max_seeds=8, budget_s=900.0)  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     rows = results.read_rows(run_dir / results.ROWS)
@@ -444,7 +446,7 @@ def test_a_budget_stops_the_looks_before_one_that_would_end_past_it(tmp_path, mo
 def test_the_mode_table_judges_over_the_looks_and_names_the_seeds_needed(tmp_path):
     modes = ("fp32", "bf16-amp")
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             max_seeds=4)  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     info = results.read_env(run_dir)
@@ -488,9 +490,9 @@ def test_a_cpu_sweep_of_a_sleeping_script_at_the_default_seeds(
     # look; equal sleeps: never faster or slower (a run's median moves far less than 2%).
     script = tmp_path / "sleepy.py"
     script.write_text(SLEEPY)
-    modes = sweep.default_modes("cpu")
+    modes = default_modes("cpu")
     assert modes == ("fp32", "bf16-amp")
-    cfg = sweep.SweepConfig(script=(sys.executable, str(script), str(fp32_ms), str(other_ms)),
+    cfg = SweepConfig(script=(sys.executable, str(script), str(fp32_ms), str(other_ms)),
                             modes=modes, device="cpu")  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path / "out", command="t")
     got = own_loop.table(run_dir, {})[0].set_index("mode")
@@ -515,7 +517,7 @@ def test_a_look_times_undecided_speeds_alone_and_jumps_as_far_as_the_machine_hol
 
     monkeypatch.setattr(sweep, "judge_speed", judge_speed)
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             workers=8, max_seeds=6)  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     # One look, from 3 seeds straight to the cap of 6: its 5 packed runs fit at once.
@@ -539,7 +541,7 @@ def test_a_mode_decided_early_is_not_said_to_have_failed(tmp_path, monkeypatch):
     modes = ("fp32", "bf16-amp", "fp16-amp")
     injected_looks(monkeypatch, {"bf16-amp": 3, "fp16-amp": 4})
     runner = fake_script(dict.fromkeys(modes, 2.0), dict.fromkeys(modes, 5.0))
-    cfg = sweep.SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
+    cfg = SweepConfig(script=("train",), modes=modes, seeds=(0, 1, 2), device="cpu",
                             max_seeds=4)  # fmt: skip
     run_dir = sweep.run(cfg, results_dir=tmp_path, command="t", runner=runner)
     text = " ".join(own_loop.table(run_dir, {})[1])
@@ -554,7 +556,7 @@ def test_the_declared_minimum_effect_decides_what_same_means(tmp_path):
     runner = fake_script(dict.fromkeys(modes, 2.0), {"fp32": 10.0, "bf16-amp": 5.0})
     words = []
     for k, effect in enumerate((0.02, 0.6)):
-        cfg = sweep.SweepConfig(script=("train",), modes=modes, device="cpu", min_effect=effect)
+        cfg = SweepConfig(script=("train",), modes=modes, device="cpu", min_effect=effect)
         run_dir = sweep.run(cfg, results_dir=tmp_path / str(k), command="t", runner=runner)
         words.append(own_loop.table(run_dir, {})[0].set_index("mode").loc["bf16-amp", "speed"])
     assert words == ["faster", "same"]

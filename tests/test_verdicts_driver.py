@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.jobs import sweep
+from bench.ownloop.config import SweepConfig, default_modes
 from bench.verdicts import driver, many_to_one, power
 
-GPU_MODES = sweep.default_modes("cuda")  # fp32 and three modes judged against it, one family
+GPU_MODES = default_modes("cuda")  # fp32 and three modes judged against it, one family
 SESSIONS = 4000  # a rate of 5% is known to about ±0.35% (one SD)
 
 
@@ -27,7 +27,7 @@ def _false_calls(
 
 def _default_plan() -> driver.SpeedPlan:
     """The timed looks of a sweep at the default seeds with a budget (its cap: 8 seeds)."""
-    return sweep.SweepConfig(script=("x",), modes=GPU_MODES, budget_s=600.0).speed_plan()
+    return SweepConfig(script=("x",), modes=GPU_MODES, budget_s=600.0).speed_plan()
 
 
 def test_the_default_sweep_times_its_seeds_alone_in_looks_up_to_its_cap():
@@ -39,7 +39,7 @@ def test_the_default_sweep_times_its_seeds_alone_in_looks_up_to_its_cap():
     assert levels[0] == pytest.approx(0.05 * np.log(1 + (np.e - 1) * 3 / 8))
     assert levels[0] == max(levels)  # Pocock's function spends most at the first look
     # Without looks: one look, all of alpha.
-    one = sweep.SweepConfig(script=("x",), modes=GPU_MODES).speed_plan().levels(1)
+    one = SweepConfig(script=("x",), modes=GPU_MODES).speed_plan().levels(1)
     assert one == pytest.approx((0.05,))
 
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bench.jobs.quality_looks import design_of
-from bench.publish import own_loop
+from bench.ownloop import render as own_loop
 from bench.quality.config import QualityConfig
+from bench.quality.looks import design_of
 from bench.store import results
 from bench.verdicts import equivalence
 from bench.verdicts import sequential as seq

@@ -36,8 +36,8 @@ def _rows(model: str, fp8: bool) -> list[dict]:
 def _study(
     model: str, scaler: str, unlike: tuple[str, ...] = (), batch: int = 8, preset: str = ""
 ) -> dict:
-    """A time-to-quality study of `model` as `bench.publish.quality.study` gives it: every mode
-    but `unlike` trains like fp32, and the GradScaler verdict is `scaler`."""
+    """A time-to-quality study of `model` as `bench.quality.render.report.study` gives it: every
+    mode but `unlike` trains like fp32, and the GradScaler verdict is `scaler`."""
     modes = ("fp32", "tf32", "bf16-amp", "fp8-tensorwise", "fp16-amp", "fp16-amp-noscale")
     verdicts = {
         m: Verdict(training.WORSE if m in unlike else training.LIKE, "a fixture") for m in modes

@@ -1,4 +1,4 @@
-"""`ampbench numerics`: the study started or resumed (`bench.jobs.numerics`), and its failures."""
+"""`ampbench numerics`: the study started or resumed (`bench.numerics.job`), and its failures."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 
 from bench.commands.given import given, refuse_with_resume, settings
 from bench.faults import UsageError
-from bench.jobs import numerics
 from bench.measure import env
+from bench.numerics import job as numerics
 from bench.numerics.analysis import failures
 from bench.numerics.measure.config import NumericsConfig
 from bench.publish import render

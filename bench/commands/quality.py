@@ -1,4 +1,4 @@
-"""`ampbench quality`: the study started, replicated or resumed (`bench.jobs.quality`)."""
+"""`ampbench quality`: the study started, replicated or resumed (`bench.quality.job`)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import argparse
 
 from bench.commands.given import given, refuse_with_resume, settings
 from bench.faults import UsageError
-from bench.jobs import quality as study
 from bench.measure import env
-from bench.publish import quality_replicate, render
+from bench.publish import render
+from bench.quality import job as study
 from bench.quality.config import QualityConfig
+from bench.quality.render import replicate as quality_replicate
 
 WITH_RESUME = ("resume", "force", "workers", "debug", "add_modes", "add_seeds", "budget_s",
                "budget", "only", "rerun_check")  # fmt: skip

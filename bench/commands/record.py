@@ -1,5 +1,5 @@
 """`ampbench record`: the record made or continued (`bench.jobs.record`), then the replication
-page of its two studies (`bench.publish.quality_replicate`); or, with `--status`, where the
+page of its two studies (`bench.quality.render.replicate`); or, with `--status`, where the
 newest record is."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pandas as pd
 from bench.faults import UsageError
 from bench.jobs import record as job
 from bench.measure import env
-from bench.publish import quality_replicate
+from bench.quality.render import replicate as quality_replicate
 from bench.store import record as store
 from bench.text.tables import markdown
 

@@ -1,13 +1,15 @@
-"""`ampbench sweep`: a user's script under every mode and seed (`bench.jobs.sweep`)."""
+"""`ampbench sweep`: a user's script under every mode and seed (`bench.ownloop.job`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from bench.faults import UsageError
-from bench.jobs import sweep
 from bench.measure import env
-from bench.publish import own_loop, render
+from bench.ownloop import job as sweep
+from bench.ownloop import render as own_loop
+from bench.ownloop.config import SweepConfig, default_modes
+from bench.publish import render
 from bench.verdicts import training
 
 
@@ -19,8 +21,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no script: give the command after --, e.g. -- python train.py")
     device = env.device(args.device)
     try:
-        cfg = sweep.SweepConfig(
-            script=tuple(script), modes=tuple(args.modes or sweep.default_modes(device)),
+        cfg = SweepConfig(
+            script=tuple(script), modes=tuple(args.modes or default_modes(device)),
             seeds=tuple(args.seeds), metric=args.metric, timeout_s=args.timeout_s, device=device,
             workers=args.workers, timed_seeds=args.timed_seeds, budget_s=args.budget,
             max_seeds=args.max_seeds,

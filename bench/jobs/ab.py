@@ -18,7 +18,8 @@ from pathlib import Path
 
 from bench import outcome
 from bench.faults import Interrupted, UsageError
-from bench.jobs import ab_looks, base
+from bench.jobs import ab_looks
+from bench.lifecycle import folder as base
 from bench.store import folders, paths
 from bench.verdicts import memory, rounds
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT

@@ -14,7 +14,7 @@ from bench.cases.case import Case
 from bench.cases.maxbatch import MaxBatchConfig
 from bench.execution.variants import prepare
 from bench.faults import Interrupted, fault, how_stopped
-from bench.jobs import base
+from bench.lifecycle import folder as base
 from bench.measure.memory import GIB
 from bench.measure.runner import free_device_memory
 from bench.measure.stats import summarize

@@ -21,7 +21,7 @@ from pathlib import Path
 from bench import outcome
 from bench.faults import UsageError
 from bench.jobs import ab
-from bench.jobs.base import log
+from bench.lifecycle.folder import log
 from bench.measure import env
 from bench.store import folders, paths, results
 from bench.store import record as store
@@ -61,7 +61,7 @@ AB_GRID = ("--preset", "seed", "--modes", "fp32,tf32,fp16-amp,bf16-amp,bf16-pure
 QUALITY = ("--model", "gpt", "--preset", "shakespeare-char", "--max-seeds", "8")
 """docs/quality.md's study with looks, at nanoGPT's Shakespeare setup (a GPU's defaults)."""
 REPLICA_SEEDS = "1000,1001,1002"
-"""The replication's first look: `quality --replicate`'s second study (`bench.jobs.quality`)."""
+"""The replication's first look: `quality --replicate`'s second study (`bench.quality.job`)."""
 HF_TRAINER = ("examples/own_loop/hf_trainer.py", "--steps", "500")
 """docs/own-loop.md's driver command."""
 TRAINER_NEEDS = ("transformers", "accelerate")

@@ -15,11 +15,12 @@ from bench.execution import launch
 from bench.execution.distributed import World
 from bench.faults import Interrupted, UsageError, by_reason, error_summary, how_stopped
 from bench.ground import catalog
-from bench.jobs import base, numerics
 from bench.jobs.suite import done_cases, run_suite
+from bench.lifecycle import folder as base
 from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
+from bench.numerics import job as numerics
 from bench.numerics.measure import config
 from bench.plan.plan import Plan, resolve
 from bench.store import results

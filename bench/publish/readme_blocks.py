@@ -15,8 +15,6 @@ from bench.publish import (
     columns,
     findings,
     maxbatch,
-    quality,
-    quality_runs,
     ranks,
     report,
     summary,
@@ -24,6 +22,8 @@ from bench.publish import (
     zoo,
 )
 from bench.quality import tables as quality_tables
+from bench.quality.render import report as quality
+from bench.quality.render import runs as quality_runs
 from bench.store import results
 from bench.text import tables
 
@@ -198,7 +198,7 @@ def _zoo(run: Path, options: dict[str, str], link: str) -> str:
 
 
 def _quality(run: Path, options: dict[str, str], link: str) -> str:
-    """A time-to-quality study's findings (`bench.publish.quality`)."""
+    """A time-to-quality study's findings (`bench.quality.render.report`)."""
     _takes("quality", options)
     if results.read_env(run).get("kind") != "quality":
         raise UsageError(f"ampbench:quality: {run.name} is not a time-to-quality study")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from bench.faults import UsageError
 from bench.numerics.render import study
-from bench.publish import ab, index, maxbatch, quality, report
+from bench.publish import ab, index, maxbatch, report
+from bench.quality.render import report as quality
 from bench.store import results, schema
 from bench.store.run_env import RunEnv
 

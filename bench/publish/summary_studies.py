@@ -80,7 +80,7 @@ def _seeds(r, nested: bool = False) -> str:
 
 def trains_like_fp32(studies: list[dict], mode: str) -> bool | None:
     """True for the reference itself, else None: a numerics study's synthetic task and few seeds
-    decide nothing; only a time-to-quality study does (`bench.publish.quality`)."""
+    decide nothing; only a time-to-quality study does (`bench.quality.render.report`)."""
     if mode == catalog.reference():
         return True
     verdict = training.trains_like_fp32(pd.DataFrame(), mode, synthetic=True)

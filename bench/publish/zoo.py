@@ -135,7 +135,7 @@ def studied_at(study: dict, rows: pd.DataFrame) -> str | None:
 
 def step_orders(study: dict, at: pd.DataFrame) -> list[str]:
     """The pairs of modes whose order by step time the study's own step (eager, clipped,
-    unscaled: `bench.publish.quality.step_named`) and this table's eager step reverse."""
+    unscaled: `bench.quality.render.report.step_named`) and this table's eager step reverse."""
     t = study.get("tables", {}).get("timing")
     if t is None or t.empty:
         return []

@@ -128,7 +128,7 @@ class QualityConfig:
     @classmethod
     def build(cls, device: str, options: dict[str, object]) -> QualityConfig:
         """The config of a new study: the options given, else the device's defaults (a model
-        other than the gpt is given its own default preset by the job, `bench.jobs.quality`)."""
+        other than the gpt is given its own default preset by the job, `bench.quality.job`)."""
         return cls(device=device, **{**PER_DEVICE[device], **options})
 
     def record(self) -> dict[str, object]:

@@ -69,7 +69,7 @@ def case(cfg: QualityConfig, workload: Workload, mode: str) -> Case:
 
 @dataclass(frozen=True)
 class Resolved:
-    """What a run trains with, looked up once by the job (`bench.jobs.quality.study`): its
+    """What a run trains with, looked up once by the job (`bench.quality.job.study`): its
     plan, by the one resolver (`bench.plan.plan.resolve`), at the size of the study's model
     sized to its data (`fitted`, which holds the data too), and fp32's mode (the GradScaler
     check's reference)."""

@@ -1,4 +1,4 @@
-"""A sequential time-to-quality study's looks (`bench.jobs.quality` trains them; docs/quality.md,
+"""A sequential time-to-quality study's looks (`bench.quality.job` trains them; docs/quality.md,
 "Adding seeds in looks"), kept in its env.json so that `--resume` goes on from the last."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.jobs.base import log
+from bench.lifecycle.folder import log
 from bench.quality import tables
 from bench.quality.config import FP32, QualityConfig
 from bench.store import results
@@ -45,7 +45,7 @@ def run(folder, cfg: QualityConfig, train: Train, budget_s: float, started: floa
     """Look after look: train the look's runs (fp32's and the undecided modes', by `train`),
     judge, and add seeds until every mode is decided, the cap, or the budget (spent since
     `started`, by `clock`). A resumed study passed its one guard before it got here
-    (`bench.jobs.quality_commit.guard`): a look cut short trains the rest at the same code."""
+    (`bench.quality.commit.guard`): a look cut short trains the rest at the same code."""
     design, order = design_of(cfg, folder.info.get("design")), cfg.seed_order()
     looks = [int(n) for n in folder.info.get("looks", [])]
     while True:

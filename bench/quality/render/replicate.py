@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.publish import quality, quality_runs
+from bench.quality.render import report as quality
+from bench.quality.render import runs as quality_runs
 from bench.text.tables import markdown
 from bench.verdicts import replication
 

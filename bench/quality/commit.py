@@ -13,7 +13,7 @@ import pandas as pd
 from scipy import stats
 
 from bench.faults import UsageError
-from bench.jobs.base import Folder, log
+from bench.lifecycle.folder import Folder, log
 from bench.measure import env
 from bench.quality import tables
 from bench.quality.config import FP32, QualityConfig

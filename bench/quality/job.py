@@ -1,6 +1,6 @@
 """A time-to-quality study as a job (docs/quality.md): every mode's step timed alone first, then
 each (mode, seed) run trained, `workers` side by side, its row naming the code it trained at;
-sequential looks, `resume` (at the study's one commit: `bench.jobs.quality_commit`) and
+sequential looks, `resume` (at the study's one commit: `bench.quality.commit`) and
 `replicate`."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from bench import quiet
 from bench.cases import checks
 from bench.data import sources
 from bench.faults import UsageError, fault
-from bench.jobs import packing, quality_commit
-from bench.jobs import quality_looks as looks
-from bench.jobs.base import log, new_folder, resumed_folder
+from bench.lifecycle import packing
+from bench.lifecycle.folder import log, new_folder, resumed_folder
 from bench.modes.mode import MODES
 from bench.plan import plan
-from bench.quality import tables, train
+from bench.quality import commit as quality_commit
+from bench.quality import looks, tables, train
 from bench.quality.config import FP32, QualityConfig
 from bench.quality.feed import fit
 from bench.quality.train import Resolved, safe_train, time_step
@@ -148,7 +148,7 @@ def _within(
 
 
 def pack(cfg: QualityConfig, timing: pd.DataFrame, runs: int) -> tuple[int, str]:
-    """How many runs train side by side, and why (`bench.jobs.packing`, at the largest
+    """How many runs train side by side, and why (`bench.lifecycle.packing`, at the largest
     mode's measured reservation)."""
     ok = timing[timing["status"] == "ok"]
     peaks = pd.to_numeric(ok.get("peak_gib", pd.Series()), errors="coerce")

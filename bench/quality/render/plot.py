@@ -1,5 +1,5 @@
-"""A time-to-quality study's loss curves (`bench.publish.quality`): held-out and training loss,
-mean over seeds, per mode, with the target. Matplotlib, no torch."""
+"""A time-to-quality study's loss curves (`bench.quality.render.report`): held-out and
+training loss, mean over seeds, per mode, with the target. Matplotlib, no torch."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.jobs import base
+from bench.lifecycle import folder as base
 from bench.numerics.analysis.summary import summarize_runs
 from bench.numerics.measure import audit, jobs, tables
 from bench.numerics.measure.config import NumericsConfig, resolve_workers

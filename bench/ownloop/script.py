@@ -1,5 +1,5 @@
 """One run of a user's training script: its environment (the mode, the seed, its folder, this
-checkout first on PYTHONPATH), its output into a log, and its exit status (`bench.jobs.sweep`)."""
+checkout first on PYTHONPATH), its output into a log, and its exit status (`bench.ownloop.job`)."""
 
 from __future__ import annotations
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from bench.ground import catalog
-from bench.publish import quality_plot, quality_runs
-from bench.publish.quality_runs import span
 from bench.quality import tables
 from bench.quality.config import QualityConfig
+from bench.quality.render import plot as quality_plot
+from bench.quality.render import runs as quality_runs
+from bench.quality.render.runs import span
 from bench.store import results
 from bench.text.tables import MISSING, figure, joined, markdown, number
 from bench.verdicts import scaler as scaler_rule
