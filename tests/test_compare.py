@@ -480,7 +480,7 @@ def test_holms_correction_still_catches_a_five_percent_slowdown():
 
 
 def test_a_window_gradscaler_skipped_whole_is_no_round():
-    from bench.publish import sides
+    from bench.verdicts import sides
 
     nan = float("nan")
     rec = {

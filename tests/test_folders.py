@@ -7,8 +7,8 @@ import pytest
 
 from bench.commands import folders as checks
 from bench.faults import UsageError
-from bench.publish import sides
 from bench.store import folders, results
+from bench.verdicts import sides
 
 
 def test_a_partial_last_line_is_moved_aside_before_appending(tmp_path):

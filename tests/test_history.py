@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from bench.faults import UsageError
-from bench.publish import compare, history, history_points, sides
+from bench.publish import compare, history
 from bench.store import results
+from bench.verdicts import history_points, sides
 from tests.per_step import per_step_verdict
 from tests.stored import timing_row, write_run
 

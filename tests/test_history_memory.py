@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from bench.publish import history, history_points
+from bench.publish import history
+from bench.verdicts import history_points
 from tests.stored import timing_row, write_run
 
 GPU = "Test GPU 80GB"

@@ -12,8 +12,9 @@ import pytest
 
 from bench.cases.grid import GRID_WIDTH
 from bench.cli import main
-from bench.publish import index, index_cells, index_check, retired, runs
+from bench.publish import index, index_cells, index_check, retired
 from bench.store import paths, results
+from bench.store import tree as runs
 from tests.stored import small_grid, write_maxbatch, write_numerics, write_run, write_save
 
 RECORD = "20261129T100000Z_NVIDIA-H200_nogit"

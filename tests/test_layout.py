@@ -51,9 +51,9 @@ below the case-level checks (`execution`, `measure`) and publishing, which all a
 study uses. The three studies (`numerics`, `quality`, `ownloop`: the own-loop probe and its
 `sweep`) have one shape (`STUDIES`): their config and measuring, the verdicts they use, their job
 and their report; the timing run's jobs (`jobs`) sit above them (`run --numerics` runs the
-numerics study's short form), publishing above those. `commands` holds each command's action, which imports
-jobs and publishing at its top; `cli` above it only parses, and imports the chosen action by name
-(`test_the_command_line_only_parses`)."""
+numerics study's short form), publishing above those. `commands` holds each command's action,
+which imports jobs and publishing at its top; `cli` above it only parses, and imports the chosen
+action by name (`test_the_command_line_only_parses`)."""
 
 
 VERDICTS_IMPORT = {"faults", "ground", "plan.float8_plan", "store", "text"}
@@ -152,7 +152,7 @@ def _package(module: str) -> str:
 def _study_part(module: str) -> str | None:
     """The part (`STUDY_PARTS`) a module of a study lies in; None outside the studies."""
     parts = module.split(".")
-    if len(parts) < 3 or parts[1] not in STUDIES or parts[-1] == "__init__" and len(parts) == 3:
+    if len(parts) < 3 or parts[1] not in STUDIES or (parts[-1] == "__init__" and len(parts) == 3):
         return None
     inner = ".".join(parts[2:]).removesuffix(".__init__")
     table = STUDIES[parts[1]]
@@ -222,8 +222,8 @@ file's checks, the rounds judge's power study. A command asks them; publishing n
 
 def test_publish_only_renders():
     """publish/ reads folders and writes pages: at any depth it imports no job or action (copying
-    folders, running a study, a study's job) and none of `DECIDING`; the verdicts it renders it asks of
-    verdicts/, where they are made."""
+    folders, running a study, a study's job) and none of `DECIDING`; the verdicts it renders it
+    asks of verdicts/, where they are made."""
     wrong = [
         f"{module} -> {target}"
         for module, path in _modules().items()
@@ -265,7 +265,7 @@ def test_the_studies_have_one_shape():
             if theirs is None:
                 continue
             crossed = {mine, theirs} == {"job", "report"}
-            if crossed or rank[theirs] > rank[mine] and theirs != mine:
+            if crossed or (rank[theirs] > rank[mine] and theirs != mine):
                 wrong.append(f"{module} -> {target}")
     assert not wrong, wrong
     missing = {

@@ -13,8 +13,9 @@ import pytest
 import bench
 from bench import cli
 from bench.cli import main
-from bench.publish import index, runs
+from bench.publish import index
 from bench.store import folders, paths, results
+from bench.store import tree as runs
 from tests.optional import not_a_checkout
 from tests.stored import small_grid, write_run
 

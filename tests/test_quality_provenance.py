@@ -6,11 +6,11 @@ from types import SimpleNamespace
 import pandas as pd
 
 from bench.publish import index, index_cells
-from bench.publish.runs import Run
 from bench.quality import tables
 from bench.quality.render import report as quality
 from bench.quality.render import runs as page
 from bench.quality.render import runs as quality_runs
+from bench.store.tree import Run
 from bench.verdicts import training
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.publish import render, report, runs
+from bench.publish import render, report
 from bench.publish.site import missing, output
 from bench.store import results
+from bench.store import tree as runs
 from tests.browser import CHROMIUM, Browser
 from tests.stored import small_grid, write_numerics, write_run
 
@@ -266,8 +267,8 @@ def test_pages_render_in_chromium_with_no_console_error(site):
 
 @needs_site
 def test_a_docs_page_answers_for_a_workload_the_readme_leaves_out(tmp_path):
-    from bench.publish import runs
     from bench.publish.site import front
+    from bench.store import tree as runs
 
     res = tmp_path / "results"
     for name, day in ((A, "29"), (B, "30")):

@@ -194,7 +194,7 @@ class RunConfig:
             steps=self.steps,
             repeats=self.repeats,
             # Every rank, and every round, times as many windows: ranks step together, and a
-            # case's windows split evenly into its rounds (`bench.publish.sides`).
+            # case's windows split evenly into its rounds (`bench.verdicts.sides`).
             min_repeats=self.min_repeats if self.world_size == 1 and self.rounds == 1 else 0,
         )
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from bench.commands import folders
-from bench.publish import index, index_check, retired, runs
+from bench.publish import index, index_check, retired
+from bench.store import tree as runs
 
 
 def run(args: argparse.Namespace) -> int:

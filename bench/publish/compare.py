@@ -1,4 +1,4 @@
-"""Comparing two sides case by case from their rounds (`bench.publish.sides`), judged by
+"""Comparing two sides case by case from their rounds (`bench.verdicts.sides`), judged by
 `bench.verdicts.rounds.judge_rounds`: the ratio is B's step time over A's (below 1: B is faster).
 docs/comparing.md explains the verdicts and why rounds of one process cannot show process drift."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import compare_memory, sides
+from bench.publish import compare_memory
 from bench.store import paths, results
 from bench.text import tables
-from bench.verdicts import memory, rounds
+from bench.verdicts import memory, rounds, sides
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 ENV_FIELDS = ("gpu", "driver", "torch", "cuda", "cudnn", "tf32_matmul", "tf32_cudnn")

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.publish import sides
 from bench.text.tables import cell, finite
-from bench.verdicts import memory
+from bench.verdicts import memory, sides
 
 RAW = (
     "memory_verdict",

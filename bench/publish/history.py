@@ -1,6 +1,6 @@
 """Step time and peak memory across revisions, per GPU model (`python -m bench history`): writes
 results/history/<gpu-slug>.md and its figures, each case judged against the revision before by
-`bench.publish.history_points`."""
+`bench.verdicts.history_points`."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ from matplotlib.ticker import FuncFormatter
 
 from bench.faults import UsageError
 from bench.ground.catalog import colour as mode_colour
-from bench.publish.history_points import collect, gpu_models
-from bench.publish.runs import HISTORY_DIR
 from bench.store import paths, results
 from bench.store.folders import gpu_slug
+from bench.store.tree import HISTORY_DIR
 from bench.text import figures, tables
 from bench.verdicts import (
     defaults,  # the verdicts' MIN_EFFECT and CONFIDENCE
     memory,
 )
+from bench.verdicts.history_points import collect, gpu_models
 
 VERDICT_MARKERS = {
     # verdict: (marker, size, legend text)

@@ -13,7 +13,9 @@ import pandas as pd
 
 from bench.publish import retired
 from bench.publish.index_cells import COMPARISON, ROW, Cells, axis, batches, line
-from bench.publish.runs import (
+from bench.store import paths, results
+from bench.store.run_env import RunEnv
+from bench.store.tree import (
     HISTORY_DIR,
     NOTES,
     SESSIONS_DIR,
@@ -26,8 +28,6 @@ from bench.publish.runs import (
     saves,
     subfolders,
 )
-from bench.store import paths, results
-from bench.store.run_env import RunEnv
 from bench.text import tables
 
 INDEX = "README.md"

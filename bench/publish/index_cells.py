@@ -13,10 +13,10 @@ import pandas as pd
 from bench.cases.grid import describe, fit
 from bench.cases.sizes import SEPARATOR, Sizes
 from bench.ground import cards
-from bench.publish.runs import Run
 from bench.quality import tables
 from bench.store import results
 from bench.store.run_env import RunEnv
+from bench.store.tree import Run
 
 COMPARISON = "ab"
 """The kind of an `ab` comparison's folder: a table of its own, after the runs."""

@@ -10,8 +10,8 @@ from itertools import zip_longest
 from pathlib import Path
 
 from bench.publish.index import FILE_LIMIT_MB, INDEX, LIMIT_MB, render, unreported
-from bench.publish.runs import Run, Tree, run_folders, tracked_files
 from bench.store import paths, results
+from bench.store.tree import Run, Tree, run_folders, tracked_files
 
 MB = 10**6
 

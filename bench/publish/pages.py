@@ -10,9 +10,9 @@ from pathlib import Path
 
 from bench.faults import UsageError
 from bench.publish import history, index, readme, retired
-from bench.publish.history_points import gpu_models
 from bench.publish.site import publish
 from bench.store import results, schema
+from bench.verdicts.history_points import gpu_models
 
 OPENING_LINE = re.compile(r"^<!-- ampbench:[\w-]+ .*-->$", re.M)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.publish import runs
 from bench.store import results
+from bench.store import tree as runs
 
 RETIRED = "retired.json"
 """{folder name: the full sha of the last commit whose tree held it}, beside the index."""

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bench.faults import UsageError
-from bench.publish import history_points, index
-from bench.publish.runs import run_folders
+from bench.publish import index
 from bench.publish.site import assets, front, grids, history_page, markup, output, run_pages
 from bench.publish.site.layout import FRONT, RUNS_PAGE, Layout
 from bench.store import paths, results
+from bench.store.tree import run_folders
+from bench.verdicts import history_points
 
 
 @dataclass(frozen=True)

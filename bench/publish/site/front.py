@@ -12,12 +12,12 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.publish import index, readme
-from bench.publish.runs import Run, Tree
 from bench.publish.site import markup, run_pages
 from bench.publish.site.grids import Pair
 from bench.publish.site.history_page import History
 from bench.publish.site.layout import FRONT, RUNS_PAGE, Layout
 from bench.store import results
+from bench.store.tree import Run, Tree
 from bench.text import tables
 
 ANSWERS = ("summary", "found")

@@ -11,8 +11,8 @@ import pandas as pd
 from bench.cases import case
 from bench.faults import UsageError
 from bench.publish import compare
-from bench.publish.runs import Run
 from bench.store.run_env import RunEnv
+from bench.store.tree import Run
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 

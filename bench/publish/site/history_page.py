@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path, PurePosixPath
 
-from bench.publish import history, history_points
-from bench.publish.runs import HISTORY_DIR
+from bench.publish import history
 from bench.publish.site import charts, markup
 from bench.publish.site.layout import Layout
 from bench.store.folders import gpu_slug
+from bench.store.tree import HISTORY_DIR
+from bench.verdicts import history_points
 
 REGRESSION = re.compile(r"^- `([^`]+)`:", re.M)
 
@@ -27,7 +28,7 @@ class History:
     page: PurePosixPath
     body: str
     revisions: int
-    """The runs of one commit count once (`bench.publish.history_points.revisions`)."""
+    """The runs of one commit count once (`bench.verdicts.history_points.revisions`)."""
     cases: int
     slower: int
     charts: int

@@ -9,11 +9,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bench.publish.runs import Run
 from bench.publish.site import markup
 from bench.publish.site.grids import Pair
 from bench.publish.site.layout import Layout
 from bench.store import results
+from bench.store.tree import Run
 
 COMPARISONS = "compare_*.md"
 AGAINST = "Against the previous run of the same grid"

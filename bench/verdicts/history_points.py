@@ -11,10 +11,9 @@ import numpy as np
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.publish import sides
-from bench.publish.runs import Run, run_folders
 from bench.store import paths, results
-from bench.verdicts import memory, rounds
+from bench.store.tree import Run, run_folders
+from bench.verdicts import memory, rounds, sides
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
 TIMING = "timing"

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from bench.faults import UsageError
-from bench.measure.stats import applied
 from bench.store import results
 from bench.store.run_env import RunEnv
 from bench.verdicts.memory import COLUMNS as MEMORY_COLUMNS
@@ -102,7 +101,8 @@ def _run_rounds(rec: dict, row: dict) -> tuple[str, list[np.ndarray]]:
         unit, rounds = "windows", windows
     else:
         unit, rounds = "windows", [steps]
-    return unit, [r for r in rounds if applied(r).size]
+    # A round of steps that applied no update (all null: GradScaler skipped each) says nothing.
+    return unit, [r for r in rounds if not np.isnan(np.asarray(r, dtype=float)).all()]
 
 
 def _memory(values: dict) -> dict:
