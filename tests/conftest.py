@@ -23,6 +23,7 @@ from bench.ground.cards import MLP as mlp_card
 from bench.ground.optimizers import OPTIMIZERS
 from bench.modes.mode import MODES
 from bench.plan.plan import Plan, resolve
+from bench.store.run_env import Ceilings
 from bench.workloads.mlp import PRESETS
 from tests.benchmarks import memory_gate
 
@@ -234,17 +235,19 @@ def tiny_plan(**overrides: object) -> Plan:
 
 
 @pytest.fixture
-def cpu_ceilings() -> dict[str, float]:
+def cpu_ceilings() -> Ceilings:
     """Round numbers instead of measured ceilings, so floors are easy to check by hand."""
-    return {
-        "matmul_tflops_fp32": 1.0,
-        "matmul_tflops_tf32": 2.0,
-        "matmul_tflops_fp16": 4.0,
-        "matmul_tflops_bf16": 4.0,
-        "copy_gbps": 100.0,
-        "ceiling_matmul_n": 64,
-        "ceiling_copy_mib": 1,
-    }
+    return Ceilings.from_record(
+        {
+            "matmul_tflops_fp32": 1.0,
+            "matmul_tflops_tf32": 2.0,
+            "matmul_tflops_fp16": 4.0,
+            "matmul_tflops_bf16": 4.0,
+            "copy_gbps": 100.0,
+            "ceiling_matmul_n": 64,
+            "ceiling_copy_mib": 1,
+        }
+    )
 
 
 @pytest.fixture

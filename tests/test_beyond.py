@@ -3,6 +3,7 @@ stochastic-rounding rows are `unsupported` without torchao or a float8 GPU (both
 Linears a float8 mode converts and why; bf16 Adam bytes and per-Linear floors; the
 update-underflow census; adding modes to a finished numerics study."""
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from bench.numerics.measure.config import NumericsConfig
 from bench.numerics.render.sentences import beyond
 from bench.plan.plan import resolve
 from bench.plan.step import build, train_step
+from bench.store.run_env import Ceilings
 from bench.workloads.mlp import PRESETS
 from bench.workloads.mlp import WORKLOAD as MLP
 from tests.conftest import tiny_case
@@ -31,6 +33,11 @@ try:
     HAS_TORCHAO = True
 except Exception:  # missing, or built against another torch
     HAS_TORCHAO = False
+
+
+def _with_matmul(ceilings: Ceilings, rates: dict[str, float]) -> Ceilings:
+    """`ceilings` with the matmul rates of `rates` set (TFLOP/s by matmul dtype)."""
+    return dataclasses.replace(ceilings, matmul_tflops={**ceilings.matmul_tflops, **rates})
 
 
 def test_bf16_pure_trains_in_bf16():
@@ -338,5 +345,5 @@ def test_fp8_modes_train_on_a_float8_gpu(mode, cpu_ceilings):
     s = build(resolve(case))
     assert type(s.model.fc2).__name__ == "Float8Linear"
     assert all(torch.isfinite(train_step(s)) for _ in range(3))
-    row, _ = run_case(resolve(case), {**cpu_ceilings, f"matmul_tflops_{mode}": 8.0})
+    row, _ = run_case(resolve(case), _with_matmul(cpu_ceilings, {mode: 8.0}))
     assert row["status"] == "ok" and "fc2 converted" in row["fp8_linears"]

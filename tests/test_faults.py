@@ -79,7 +79,7 @@ def test_a_failed_case_keeps_its_traceback_in_the_run_folder(monkeypatch, tmp_pa
     text = (tmp_path / bad["traceback"]).read_text()
     assert "in broken_for_bf16" in text and "runner.py" in text
     assert str(tmp_path / bad["traceback"]) in logged[-1]
-    env = {"device": "cpu", "gpu": "cpu", "config": {}, "ceilings": cpu_ceilings}
+    env = {"device": "cpu", "gpu": "cpu", "config": {}, "ceilings": cpu_ceilings.record()}
     page = timing_report.render(results.load(tmp_path), env, {})
     assert "The full traceback of each failure is in `errors/`" in page
 

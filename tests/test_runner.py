@@ -27,7 +27,7 @@ def test_ok_row_has_the_promised_columns(cpu_ceilings):
     assert row["tflops"] == pytest.approx((row["fwd_gflop"] + row["bwd_gflop"]) / row["total_ms"])
     assert row["pct_of_floor"] == pytest.approx(row["floor_ms"] / row["total_ms"] * 100)
     assert row["samples_per_s"] == pytest.approx(8 / row["total_ms"] * 1e3)
-    assert row["ceiling_tflops"] == cpu_ceilings["matmul_tflops_bf16"]
+    assert row["ceiling_tflops"] == cpu_ceilings.matmul("bf16")
     assert (row["tf32_matmul"], row["autocast_dtype"]) == (False, "bfloat16")
 
 

@@ -12,6 +12,7 @@ from bench.measure.runner import run_case
 from bench.plan.plan import resolve
 from bench.plan.step import build
 from bench.publish import variants as tables
+from bench.store.run_env import Ceilings
 from tests.conftest import tiny_case
 from tests.stored import timing_row
 
@@ -116,7 +117,9 @@ def test_nothing_of_a_case_outlives_it(variant, device, monkeypatch, cpu_ceiling
 def test_cudagraph_cases_leave_no_memory_for_the_next_case():
     """Each capture once made a new side stream, and cuBLAS kept a workspace per stream that ran
     a matmul: the allocation at a case's start grew with every cudagraph case before it."""
-    ceilings = {"matmul_tflops_float32": 1.0, "matmul_tflops_bfloat16": 1.0, "copy_gbps": 1.0}
+    ceilings = Ceilings.from_record(
+        {"matmul_tflops_float32": 1.0, "matmul_tflops_bfloat16": 1.0, "copy_gbps": 1.0}
+    )
     starts = []
     for seed in range(4):
         case = tiny_case(device="cuda", mode="bf16-amp", variant="cudagraph", seed=seed)

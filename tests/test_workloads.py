@@ -17,6 +17,7 @@ from bench.modes import fp8
 from bench.modes.mode import MODES
 from bench.plan.plan import resolve
 from bench.plan.step import build
+from bench.store.run_env import Ceilings
 from bench.workloads import gpt, mlp
 from bench.workloads.base import Workload
 from bench.workloads.gpt import WORKLOAD as GPT
@@ -121,7 +122,9 @@ def test_converted_linears_run_at_the_float8_ceiling_and_every_other_flop_at_bf1
     # block's qkv and fc, 2·T·d·(3d + 4d) FLOPs forward per block; attention, the projections
     # and the head run at bf16's ceiling.
     size = gpt.PRESETS["gpt2-124m"]
-    ceilings = {**cpu_ceilings, "matmul_tflops_bf16": 1.0, "matmul_tflops_fp8-tensorwise": 2.0}
+    ceilings = Ceilings.from_record(
+        {**cpu_ceilings.record(), "matmul_tflops_bf16": 1.0, "matmul_tflops_fp8-tensorwise": 2.0}
+    )
     case = make_case(
         "gpt", "gpt2-124m", mode="fp8-tensorwise", optimizer="fused", batch_size=1, device="cpu"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import gc
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -84,7 +84,7 @@ def global_batch_size(plan: Plan, world_size: int) -> int:
 
 
 def run_case(
-    plan: Plan, ceilings: Ceilings | Mapping[str, float], world: World | None = None
+    plan: Plan, ceilings: Ceilings, world: World | None = None
 ) -> tuple[Row, dict[str, list[float]]]:
     """Measure one case, resolved into its plan (`bench.plan.plan.resolve`), on this rank;
     returns its flat row and its raw per-phase samples (empty on a fault): `case.min_repeats` to
@@ -93,7 +93,6 @@ def run_case(
     with the columns it has so far and its status."""
     case, mode = plan.case, plan.mode
     world = world or World.single(case.device)
-    ceilings = Ceilings.from_record(ceilings)  # env.json's flat dict reads as well
     row = _case_columns(plan, world, ceilings)
     # A workload that cannot be built here (a package it needs is missing) has no float8 plan,
     # no counted work and no floors: its row is its reason alone.
