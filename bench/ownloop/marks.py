@@ -1,8 +1,7 @@
-"""A step's marks: a clock mark at every phase boundary the probe sees (a CUDA event, or
-`perf_counter` on the CPU), read back lazily once the step's last event completed, and peak
-memory per phase from the allocator's host-side counters (neither waits for the device). On a
-GPU the events are reused once read (`EventClock`): a loop the host bounds pays for every call
-the probe makes in its step."""
+"""A step's marks: a clock mark at every phase boundary the probe sees (a CUDA event, reused
+once read, or `perf_counter` on the CPU), read lazily once the step's last event completed, and
+peak memory per phase from the allocator's host-side counters: nothing waits for the device, as
+a loop the host bounds pays for every call the probe makes in its step."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""The probe a plain PyTorch loop holds (`bench.probe(model, optimizer, ...)`; docs/own-loop.md):
-it marks the forward, backward and optimizer step without synchronizing, counts the FLOPs once,
-takes peak memory and the gradient census every `every` steps (left out of the step times),
-and writes its folder then and at `close()`. What it changes in the user's process is listed in
-docs/own-loop.md ("What the probe changes in your process"); keep that list true."""
+"""The probe a plain PyTorch loop holds (`bench.probe(model, optimizer, ...)`): it marks the
+forward, backward and optimizer step without syncing, counts the FLOPs once, takes peak memory
+and the census every `every` steps (untimed), writes its folder then and at `close()`. What it
+changes in the user's process: docs/own-loop.md's list ("What the probe changes"), kept true."""
 
 from __future__ import annotations
 
