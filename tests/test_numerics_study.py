@@ -84,7 +84,6 @@ def test_a_study_writes_its_folder(small_study):
     assert "## 5. Answer" in report and "the loss is float32" in report
     assert "### Traces" in report and "**Divergence**" in report
     assert "python -m bench" not in report.split("## 1.")[0]  # no resumption to list
-    assert study.is_study(small_study)
 
 
 def test_rows_carry_what_they_are(small_study):
@@ -324,12 +323,8 @@ def test_a_study_whose_convergence_jobs_all_fail_still_renders(tmp_path, monkeyp
 
 def test_only_a_finished_study_renders(tmp_path):
     (tmp_path / "env.json").write_text(json.dumps({"numerics_config": {}}))
-    assert study.is_study(tmp_path)
     with pytest.raises(UsageError, match="has not finished"):
         study.render(tmp_path)
-    (tmp_path / "env.json").write_text(json.dumps({"config": {}}))
-    assert not study.is_study(tmp_path)
-    assert not study.is_study(tmp_path / "nothing")
 
 
 def test_an_older_study_is_rewritten_in_this_versions_forms_and_renders_the_same(

@@ -39,11 +39,6 @@ def add(sub: argparse._SubParsersAction) -> None:
         help="stop once every case is decided after at least this many rounds a side (default "
         f"{PRIOR_ROUNDS}; --rounds itself: never stop early)",
     )
-    o.add_verdict_settings(a)
-    o.add_statistic(a, default=None)
-    a.add_argument(
-        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
-    )
-    o.add_memory_gate(a)
+    o.add_judging(a, statistic=None)
     o.add_results_dir(a, "parent of the comparison folder", "the project's runs/, git-ignored")
     o.add_tag(a)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench.cli.options import add_memory_gate, add_statistic, add_verdict_settings, path
+from bench.cli.options import add_judging, path
 
 NAME = "compare"
 
@@ -23,10 +23,5 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="AXIS=A:B",
         help="compare across one axis, e.g. optimizer=foreach:fused (A and B may be the same run)",
     )
-    add_verdict_settings(c)
-    add_statistic(c)
-    c.add_argument(
-        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
-    )
-    add_memory_gate(c)
+    add_judging(c)
     c.add_argument("--no-write", action="store_true", help="print only; write no file")

@@ -17,7 +17,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--format",
         choices=tuple(formats.FORMATS),
         default=formats.DEFAULT,
-        help="; ".join(f"{f.name}: {f.what}" for f in formats.FORMATS.values())
+        help="; ".join(f"{name}: {what}" for name, what in formats.FORMATS.items())
         + f" (default {formats.DEFAULT})",
     )
     e.add_argument("--output", type=path, help="write to this file (default: print)")

@@ -78,17 +78,6 @@ SEEDS = converter(checks.NON_NEGATIVE_INT, "seed", items=True)
 DURATION = converter(checks.DURATION)
 
 
-def add_statistic(p: argparse.ArgumentParser, default: str | None = "median") -> None:
-    """`--statistic`: what one round of a case is summed up by, for a verdict."""
-    p.add_argument(
-        "--statistic",
-        choices=("median", "p10"),
-        default=default,
-        help="what each round of a case is summed up by: the median of its step times (default) "
-        "or their 10th percentile (steadier where other work shares the machine)",
-    )
-
-
 def add_verdict_settings(p: argparse.ArgumentParser) -> None:
     """`--min-effect` and `--confidence` of the verdicts; left out, they are None and the
     verdicts' own defaults (`bench.verdicts.defaults`) apply."""
@@ -115,7 +104,20 @@ def _tolerance(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def add_memory_gate(p: argparse.ArgumentParser) -> None:
+def add_judging(p: argparse.ArgumentParser, statistic: str | None = "median") -> None:
+    """A comparison's judge and gates (`compare`, `ab`): the verdict settings, `--statistic`
+    (what one round of a case is summed up by, default `statistic`) and what makes it exit 1."""
+    add_verdict_settings(p)
+    p.add_argument(
+        "--statistic",
+        choices=("median", "p10"),
+        default=statistic,
+        help="what each round of a case is summed up by: the median of its step times (default) "
+        "or their 10th percentile (steadier where other work shares the machine)",
+    )
+    p.add_argument(
+        "--fail-on-slower", action="store_true", help="exit 1 when any case is slower (for CI)"
+    )
     p.add_argument(
         "--memory-tolerance",
         type=_tolerance,

@@ -1,9 +1,7 @@
-"""`ampbench record` as a job (docs/options.md): everything ampbench publishes for one commit,
-made part by part into one record folder, in order of value (`PARTS`). Each part is a command
-of its own in a fresh process, with its log; record.json keeps its status, exit status, wall
-time and folder (`bench.store.record`). A later call goes on where one stopped, at the same
-commit only; `--budget` bounds a call; status.json says where a detached call is. On the CPU
-each part runs at tiny sizes (`TINY`), so the whole record is tested in CI."""
+"""`ampbench record` as a job (docs/options.md): everything published for one commit, part by part
+(`PARTS`, in order of value) into one record folder, each a command in a fresh process with its
+log (record.json: `bench.store.record`). A later call goes on at the same commit only; `--budget`
+bounds a call; on the CPU each part runs at tiny sizes (`TINY`), so CI tests the whole record."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ def _json(entries: list[dict[str, object]]) -> str:
 
 @dataclass(frozen=True)
 class Writer:
-    """How one format of the formats table (`bench.publish.formats.Format`) is written: a run's
+    """How one format of the formats table (`bench.publish.formats.FORMATS`) is written: a run's
     entries, the check of what the other tool accepts, and the text written."""
 
     entries: Callable[[Path], list[dict[str, object]]]

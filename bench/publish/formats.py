@@ -3,25 +3,8 @@ from it before anything heavy is imported; `bench.publish.export` writes each.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True, kw_only=True)
-class Format:
-    name: str
-    """The `--format` value."""
-    what: str
-    """The format in words, for `--help`."""
-
-
-FORMATS: dict[str, Format] = {
-    f.name: f
-    for f in (
-        Format(
-            name="github-action-benchmark",
-            what="JSON for github-action-benchmark's customSmallerIsBetter tool",
-        ),
-    )
+FORMATS: dict[str, str] = {
+    "github-action-benchmark": "JSON for github-action-benchmark's customSmallerIsBetter tool",
 }
-"""Every export format, the default first."""
+"""Every export format, the default first: its `--format` value -> the format in words."""
 DEFAULT = next(iter(FORMATS))

@@ -1,8 +1,7 @@
-"""How a timing run was made, as its report says it: how many windows each case was timed in
-and why no more, how GradScaler's skipped steps were kept out, and, in the last section, the
-command, how long it took, the machine (env.json) and the ceilings it measured, against which
-every floor is drawn. Pure: reads rows and env.json.
-"""
+"""How a timing run was made, as its report says it: how many windows each case was timed in and
+why no more, how GradScaler's skipped steps were kept out, and, last, the command, how long it
+took, the machine (env.json) and the ceilings every floor is drawn against. Reads rows and
+env.json only."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The speed verdict of the `sweep` driver: each mode's runs timed alone against the reference
-mode's, one observation per run (a run is one fresh process: cutting it into windows would count
-one process's luck several times; docs/own-loop.md), by `many_to_one.against_reference` (a
-t-test on the mean of log run medians, the spread pooled over the modes, Holm's correction over
-the modes), look after look with alpha spent over the looks (`SpeedPlan`, by the training rule's
-spending function). Pure: no torch."""
+"""The `sweep` driver's speed verdict: each mode's runs timed alone against the reference's, one
+observation per run (one fresh process; docs/own-loop.md), by `many_to_one.against_reference`
+(a t-test on log run medians, the spread pooled over the modes, Holm's correction over them), look
+after look with alpha spent over the looks (`SpeedPlan`, the training rule's spending). No torch."""
 
 from __future__ import annotations
 

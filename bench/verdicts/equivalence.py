@@ -1,9 +1,7 @@
-"""The equivalence test of the training rule: two one-sided tests at `ALPHA` each, by Welch's t
-on two independent sides (`welch`) or by a paired t on the per-seed differences where each mode
-of a seed starts from fp32's weights and batches (`paired_t`), one function choosing by the
+"""The training rule's equivalence test: two one-sided tests at `ALPHA` each, by Welch's t on two
+independent sides (`welch`) or a paired t on per-seed differences (`paired_t`), chosen by the
 study's declared pairing (`interval`); and the fewest seeds per mode for a `POWER` chance to call
-a mode drawn from fp32's own distribution within the margin (`seeds_needed`). Numpy and scipy
-only."""
+a mode drawn from fp32's own distribution within the margin (`seeds_needed`). Numpy, scipy."""
 
 from __future__ import annotations
 

@@ -111,21 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = extract(args.runs)
     newest = table[table["run"] == len(args.runs) - 1]
+    how = {"rounds_a_side": args.rounds, "comparisons": args.comparisons, "same": args.same}
     scenarios = {
-        "all": study(
-            cases_of(table),
-            rounds_a_side=args.rounds,
-            comparisons=args.comparisons,
-            same=args.same,
-            seed=args.seed,
-        ),
-        "newest": study(
-            cases_of(newest),
-            rounds_a_side=args.rounds,
-            comparisons=args.comparisons,
-            same=args.same,
-            seed=args.seed,
-        ),
+        name: study(cases_of(rows), **how, seed=args.seed)
+        for name, rows in (("all", table), ("newest", newest))
     }
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "rounds.csv", index=False)

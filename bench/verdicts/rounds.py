@@ -1,9 +1,7 @@
-"""The verdict on two sides' rounds: per case a t-test on the mean of log round statistics (its
-standard error: power grows with rounds), its spread moderated across the cases of one mode
-(`fit_prior`, Smyth 2004); Holm's correction across a comparison's cases (`family_verdicts`);
-equal alpha per sequential look (`looks`). Modes judged against one shared reference (the
-sweep) take `bench.verdicts.many_to_one`: one spread pooled over the modes, no prior.
-docs/comparing.md states the rules and why. Pure: numpy and scipy, no torch, no pandas."""
+"""The verdict on two sides' rounds: per case a t-test on the mean of log round statistics, its
+spread moderated across a mode's cases (`fit_prior`, Smyth 2004); Holm's correction across the
+cases (`family_verdicts`); equal alpha per look (`looks`). docs/comparing.md says why; a shared
+reference (the sweep) takes `bench.verdicts.many_to_one`. Numpy and scipy: no torch, no pandas."""
 
 from __future__ import annotations
 

@@ -104,11 +104,6 @@ def num_params(size: GPTSize, *, embeddings: bool = True) -> int:
     return n
 
 
-def tokens_per_batch(size: GPTSize, batch_size: int) -> int:
-    """Tokens in a batch of `batch_size` sequences: the unit of tokens/s."""
-    return batch_size * size.context
-
-
 class Embeddings(nn.Module):
     """Token plus learned position embeddings: one module, so that its output, the residual
     stream's start, can be observed with a hook."""

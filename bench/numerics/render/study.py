@@ -1,10 +1,9 @@
-"""A numerics study's folder rendered (figures and report.md, no torch), and `is_study`."""
+"""A numerics study's folder rendered (figures and report.md, no torch)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.faults import UsageError
 from bench.numerics.measure import tables
 from bench.numerics.render import plots, report
 
@@ -24,13 +23,3 @@ def render(run_dir: Path) -> Path:
     path = run_dir / tables.REPORT
     path.write_text(report.render(t))
     return path
-
-
-def is_study(run_dir: Path) -> bool:
-    """True for a numerics study's folder (env.json has `numerics_config`, or audit.json exists)."""
-    if (run_dir / tables.AUDIT_JSON).is_file():
-        return True
-    try:
-        return "numerics_config" in tables.read_env(run_dir)
-    except UsageError:
-        return False
