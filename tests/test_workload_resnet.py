@@ -28,6 +28,7 @@ from bench.modes import fp8
 from bench.plan.plan import resolve
 from bench.plan.step import build, forward, train_step
 from bench.store import results
+from bench.store.run_env import Ceilings
 from bench.workloads import resnet
 from bench.workloads.base import Workload, from_model
 from bench.workloads.registry import get, make_case
@@ -289,7 +290,7 @@ def test_without_torchvision_every_case_is_unsupported_with_how_to_install(no_to
 
 
 def test_without_torchvision_a_row_says_so_and_the_run_goes_on(no_torchvision, tmp_path):
-    ceilings = {"matmul_tflops_fp32": 1.0, "copy_gbps": 100.0}
+    ceilings = Ceilings.from_record({"matmul_tflops_fp32": 1.0, "copy_gbps": 100.0})
     row, samples = run_case(resolve(resnet_case()), ceilings)
     assert row["status"] == "unsupported" and row["error"] == INSTALL_REASON and samples == {}
     assert "fwd_gflop" not in row  # nothing of the model was built, not even to count it
