@@ -11,11 +11,7 @@ import pandas as pd
 from bench.ground import catalog
 from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, learned, measured, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
-from bench.numerics.render.answer import (
-    LOSS_GAP,
-    bf16_against_fp16_error,
-    lost_direction,
-)
+from bench.numerics.render.answer import LOSS_GAP, bf16_against_fp16_error, lost_direction
 from bench.text.tables import batch_sizes, figure, joined
 from bench.verdicts import training
 
