@@ -40,5 +40,5 @@ def add(sub: argparse._SubParsersAction) -> None:
         f"{PRIOR_ROUNDS}; --rounds itself: never stop early)",
     )
     o.add_judging(a, statistic=None)
-    o.add_results_dir(a, "parent of the comparison folder", "the project's runs/, git-ignored")
-    o.add_tag(a)
+    where = ("parent of the comparison folder", "the project's runs/, git-ignored")
+    o.add_new_folder(a, *where, debug=False)

@@ -97,24 +97,13 @@ def command_line(argv: list[str] | None = None, parser: Parser | None = None) ->
     actions = [a for a in (command._actions if command else []) if a.type is path]
     names = tuple(name for a in actions for name in a.option_strings)
 
-    def value(option: str, text: str) -> str:
+    def value(text: str, option: str | None) -> str:
+        if option is None:
+            return text
         # A path option not known to hold a results directory or a folder in one is a folder.
         return paths.recorded(path(text), results_dir=paths.PATH_OPTIONS.get(option, False))
 
-    out: list[str] = []
-    option = None  # the path option whose value is the next token
-    for token in argv:
-        if option is not None:
-            out.append(value(option, token))
-            option = None
-            continue
-        name, eq, given = token.partition("=")
-        if eq and paths.path_option(name, names):
-            out.append(f"{name}={value(paths.path_option(name, names), given)}")
-        else:
-            out.append(token)
-            option = paths.path_option(token, names)
-    return shlex.join(["python", "-m", "bench", *out])
+    return shlex.join(["python", "-m", "bench", *paths.map_values(argv, value, names)])
 
 
 def run() -> NoReturn:

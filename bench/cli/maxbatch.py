@@ -19,6 +19,4 @@ def add(sub: argparse._SubParsersAction) -> None:
     gpu = {f.name: fields.shown_default(f) for f in dataclasses.fields(MaxBatchConfig)}
     on_cpu = {k: f"{gpu[k]} on a GPU, {v} on the CPU" for k, v in CPU_DEFAULTS.items()}
     fields.add(m, MaxBatchConfig, defaults=on_cpu)
-    o.add_results_dir(m)
-    o.add_tag(m)
-    o.add_debug(m)
+    o.add_new_folder(m)

@@ -34,9 +34,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     settings = {k: shown(k) for k in (*defaults.COMMON, *defaults.PER_DEVICE["cpu"])}
     settings.update(modes="every mode that can run on the device", workers="all", model="mlp")
     fields.add(n, NumericsConfig, defaults=settings)
-    o.add_results_dir(n)
-    o.add_tag(n)
-    o.add_debug(n)
+    o.add_new_folder(n)
     o.add_resume(
         n,
         "finish an interrupted study in its folder, with its settings (only --workers, --force "

@@ -197,11 +197,23 @@ def add_results_dir(
     p.add_argument("--results-dir", type=path, default=folder, help=f"{what} (default: {default})")
 
 
-def add_tag(p: argparse.ArgumentParser) -> None:
+def add_new_folder(p: argparse.ArgumentParser, *where: str, debug: bool = True) -> None:
+    """Where a job's new folder goes (`--results-dir`, `add_results_dir(p, *where)`), `--tag`,
+    and `--debug` for the jobs that run cases (`bench.faults.debug`)."""
+    add_results_dir(p, *where)
     p.add_argument(
         "--tag",
         type=converter(checks.TAG),
         help="appended to the new folder's name (letters, digits, '.', '-')",
+    )
+    if not debug:
+        return
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="raise the first case's exception instead of recording it as a row, so that its "
+        "traceback shows and `python -m pdb -m bench ...` stops there (an out-of-memory error "
+        "or an unsupported case is still a row); also shows the warnings of other packages",
     )
 
 
@@ -213,17 +225,6 @@ def add_resume(p: argparse.ArgumentParser, what: str) -> None:
         action="store_true",
         help="with --resume: go on although the folder was made at another commit, torch "
         "version or GPU model (recorded in env.json)",
-    )
-
-
-def add_debug(p: argparse.ArgumentParser) -> None:
-    """`--debug`, for the commands that run cases (`bench.faults.debug`)."""
-    p.add_argument(
-        "--debug",
-        action="store_true",
-        help="raise the first case's exception instead of recording it as a row, so that its "
-        "traceback shows and `python -m pdb -m bench ...` stops there (an out-of-memory error "
-        "or an unsupported case is still a row); also shows the warnings of other packages",
     )
 
 

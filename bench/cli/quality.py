@@ -31,9 +31,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
     shown = {k: both(k) for k in PER_DEVICE["cpu"] if k != "preset"}
     fields.add(q, QualityConfig, defaults=shown)
-    o.add_results_dir(q)
-    o.add_tag(q)
-    o.add_debug(q)
+    o.add_new_folder(q)
     o.add_resume(q, "train what an interrupted study left, with its settings")
     # Beyond the study's settings: how long it may train, and what a resume adds or trains.
     q.add_argument(

@@ -34,9 +34,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     how = ("full", "steps", "warmup", "repeats", "min_repeats", "rounds", "seed", "overhead",
            "numerics")  # fmt: skip
     fields.add(r, grid.RunConfig, how)
-    o.add_results_dir(r, "parent folder of run folders")
-    o.add_tag(r)
-    o.add_debug(r)
+    o.add_new_folder(r, "parent folder of run folders")
     o.add_resume(
         r,
         "finish an interrupted run with its recorded grid: run only its missing cases "

@@ -65,6 +65,5 @@ def add(sub: argparse._SubParsersAction) -> None:
                    "end past it (--max-seeds, else 8)")  # fmt: skip
     o.add_verdict_settings(p)
     o.add_device(p)
-    o.add_results_dir(p)
-    o.add_tag(p)
+    o.add_new_folder(p, debug=False)
     p.add_argument("script", nargs=argparse.REMAINDER, help="-- then the command that trains")

@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+FLAGS = ("free_sizes", "short_numerics", "cpu_overhead")
+"""How a workload's cases are sized and run: the fields a `Workload` shares with its card."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Card:
@@ -42,12 +45,8 @@ class Card:
     it by this name): a new built-in model is its card here and that module."""
 
     def flags(self) -> dict[str, bool]:
-        """The fields a `Workload` takes from its card, by name."""
-        return {
-            "free_sizes": self.free_sizes,
-            "short_numerics": self.short_numerics,
-            "cpu_overhead": self.cpu_overhead,
-        }
+        """The fields a `Workload` takes from its card (`FLAGS`), by name."""
+        return {name: getattr(self, name) for name in FLAGS}
 
 
 MLP = Card(

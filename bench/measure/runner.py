@@ -19,13 +19,7 @@ from bench.faults import fault
 from bench.measure import memory
 from bench.measure.adaptive import StopRule
 from bench.measure.derived import Floor, derived_columns
-from bench.measure.roofline import (
-    Work,
-    cast_columns,
-    comm_floor_columns,
-    floor_columns,
-    step_work,
-)
+from bench.measure.roofline import Work, cast_columns, comm_floor_columns, floor_columns, step_work
 from bench.measure.stats import summarize
 from bench.measure.timing import (
     WARMUP_MS,
@@ -142,12 +136,7 @@ def _case_columns(plan: Plan, world: World, ceilings: Ceilings) -> Row:
     }
 
 
-def _floors(
-    plan: Plan,
-    work: Work,
-    world: World,
-    ceilings: Ceilings,
-) -> dict[str, object]:
+def _floors(plan: Plan, work: Work, world: World, ceilings: Ceilings) -> dict[str, object]:
     """The step's counted work and the floor each phase has on the measured ceilings (matmuls
     at their dtype's, float8's for the Linears the mode converted; the optimizer and the
     casts at the copy bandwidth). FSDP shards the optimizer's bytes over the ranks."""

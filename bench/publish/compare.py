@@ -104,14 +104,9 @@ def compare(
         looks=looks,
     )
     for (i, _), verdict in zip(judged, verdicts, strict=True):
-        row = out[i]
-        units = row.pop("unit_a"), row.pop("unit_b")
-        row["median_ms_a"], row["median_ms_b"] = (
-            verdict.pop("median_ms_a"),
-            verdict.pop("median_ms_b"),
-        )
-        row["unit_a"], row["unit_b"] = units
-        row.update(verdict)
+        # The medians before the units, then the verdict's figures.
+        units = {k: out[i].pop(k) for k in ("unit_a", "unit_b")}
+        out[i] |= {k: verdict.pop(k) for k in ("median_ms_a", "median_ms_b")} | units | verdict
     table = pd.DataFrame(out)
     table.attrs.update(
         looks=looks,

@@ -8,22 +8,11 @@ import pandas as pd
 from bench.text.tables import cell, finite
 from bench.verdicts import memory, sides
 
+SIDED = ("peak_alloc_gib", "peak_reserved_gib", "alloc_retries", "ooms", "memory_spread_mib")
+"""The verdict's columns of which each side has its own (`_a`, `_b`)."""
 RAW = (
-    "memory_verdict",
-    "memory_note",
-    "peak_alloc_gib_a",
-    "peak_alloc_gib_b",
-    "peak_reserved_gib_a",
-    "peak_reserved_gib_b",
-    "alloc_retries_a",
-    "alloc_retries_b",
-    "ooms_a",
-    "ooms_b",
-    "memory_change_mib",
-    "memory_change_pct",
-    "memory_phase",
-    "memory_spread_mib_a",
-    "memory_spread_mib_b",
+    *("memory_verdict", "memory_note", "memory_change_mib", "memory_change_pct", "memory_phase"),
+    *(f"{column}_{side}" for column in SIDED for side in "ab"),
 )
 """The columns `verdict` adds to a comparison's rows (verdicts.csv keeps them all)."""
 

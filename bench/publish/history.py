@@ -274,13 +274,8 @@ def plot(revisions: pd.DataFrame, points: pd.DataFrame, gpu: str, path: Path) ->
             )
             case = case[case["median_ms"].notna()]
             xs = [x_of[lab] for lab in case["label"]]
-            ax.plot(
-                xs,
-                case["median_ms"],
-                color=colour,
-                linestyle=LINESTYLES[i % len(LINESTYLES)],
-                linewidth=1,
-            )
+            style = LINESTYLES[i % len(LINESTYLES)]
+            ax.plot(xs, case["median_ms"], color=colour, linestyle=style, linewidth=1)
             # Named at its last point: a legend of a dozen line styles is not read at a glance.
             if xs:
                 ax.annotate(

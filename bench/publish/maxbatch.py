@@ -22,6 +22,17 @@ HEADERS = {
     "max_leftover_gib": "max leftover GiB",
 }
 """The summary table's column -> its heading, here and in the README's `maxbatch` block."""
+TRIAL_COLUMNS = (
+    "mode",
+    "variant",
+    "batch_size",
+    "status",
+    "samples_per_s",
+    "peak_alloc_gib",
+    "leftover_gib",
+    "error",
+)
+"""The columns of every trial the report shows, those the trials have."""
 
 
 def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
@@ -53,12 +64,10 @@ def summarize_trials(trials: pd.DataFrame, limit: int) -> pd.DataFrame:
                 "variant": variant,
                 "largest_batch": int(best["batch_size"]) if best is not None else None,
                 "samples_per_s": best["samples_per_s"] if best is not None else math.nan,
-                "peak_alloc_gib": best.get("peak_alloc_gib", math.nan)
-                if best is not None
-                else math.nan,
-                "first_failing_batch": int(first_bad["batch_size"])
-                if first_bad is not None
-                else None,
+                "peak_alloc_gib": math.nan
+                if best is None
+                else best.get("peak_alloc_gib", math.nan),
+                "first_failing_batch": None if first_bad is None else int(first_bad["batch_size"]),
                 "limited_by": stop,
                 "trials": len(g),
                 # An unsupported row ran nothing, so it has no leftover to record.
@@ -107,22 +116,7 @@ def render(run_dir: Path) -> Path:
             "",
             "## Every trial",
             "",
-            trials[
-                [
-                    c
-                    for c in (
-                        "mode",
-                        "variant",
-                        "batch_size",
-                        "status",
-                        "samples_per_s",
-                        "peak_alloc_gib",
-                        "leftover_gib",
-                        "error",
-                    )
-                    if c in trials
-                ]
-            ].pipe(tables.markdown),
+            trials.filter(items=TRIAL_COLUMNS).pipe(tables.markdown),
             "",
             *errors.where(trials.get(errors.COLUMN, [])),
         ]

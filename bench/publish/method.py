@@ -34,11 +34,6 @@ ENV_KEYS = (
 """The keys of env.json the environment table shows, in its order."""
 
 
-def _env_table(env: RunEnv) -> str:
-    items = [(k, env.get(k)) for k in ENV_KEYS if k in env]
-    return tables.markdown(pd.DataFrame(items, columns=["", "value"]))
-
-
 def _ceilings_table(ceilings: Ceilings) -> str:
     rows = [(dtype, "TFLOP/s", v) for dtype, v in ceilings.matmul_tflops.items()]
     rows.append(("device copy (read + write)", "GB/s", ceilings.copy_gbps))
@@ -68,7 +63,8 @@ def section(env: RunEnv) -> list[str]:
         out += [f"The run took {tables.cell(minutes)} minutes from start to end{resumed}.", ""]
     if env.get("step_options"):  # `bench.plan.plan.StepOptions`, in words
         out += [f"The timed step: {env['step_options']}.", ""]
-    out += ["### Environment", "", _env_table(env), ""]
+    shown = pd.DataFrame([(k, env.get(k)) for k in ENV_KEYS if k in env], columns=["", "value"])
+    out += ["### Environment", "", tables.markdown(shown), ""]
     if env.get("ceilings"):
         ceilings = Ceilings.from_record(env["ceilings"])
         out += [

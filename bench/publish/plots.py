@@ -23,12 +23,7 @@ from bench.store import results
 from bench.text import figures
 from bench.text.tables import finite
 
-FILES = {
-    "throughput": "throughput.png",
-    "phases": "phases.png",
-    "floor": "floor.png",
-    "memory": "memory.png",
-}
+FILES = {name: f"{name}.png" for name in ("throughput", "phases", "floor", "memory")}
 """Figure name -> file name in the run folder."""
 PHASE_STYLES = {"fwd": (1.0, ""), "bwd": (0.6, "//"), "step": (0.3, "xx")}
 """Each timed phase (`bench.store.results.PHASES`) -> (opacity, hatch) of its part of a bar."""

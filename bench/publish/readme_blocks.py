@@ -11,16 +11,7 @@ from bench.faults import UsageError
 from bench.numerics.measure.tables import AUDIT_JSON
 from bench.numerics.measure.tables import load as load_study
 from bench.numerics.render import answer
-from bench.publish import (
-    columns,
-    findings,
-    maxbatch,
-    ranks,
-    report,
-    summary,
-    variants,
-    zoo,
-)
+from bench.publish import columns, findings, maxbatch, ranks, report, summary, variants, zoo
 from bench.quality import tables as quality_tables
 from bench.quality.render import report as quality
 from bench.quality.render import runs as quality_runs

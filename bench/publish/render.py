@@ -41,19 +41,13 @@ def render(run_dir: Path) -> Path:
     return run_dir / results.REPORT
 
 
-def _nested_study(run_dir: Path) -> Path | None:
-    """The short numerics study a timing run made in its folder (`run --numerics`), if any."""
-    sub = run_dir / results.NUMERICS_DIR
-    return sub if (sub / results.ENV).is_file() else None
-
-
 def after_job(run_dir: Path) -> None:
     """After a job wrote `run_dir`: render it, show a timing run's headline, refresh the index."""
 
     path = render(run_dir)
     if kind(run_dir) == "timing":
-        sub = _nested_study(run_dir)
-        if sub is not None:
+        sub = run_dir / results.NUMERICS_DIR  # the short study of `run --numerics`, if any
+        if (sub / results.ENV).is_file():
             print(f"ampbench: wrote {render(sub)}", file=sys.stderr, flush=True)
         print(report.headline(results.load(run_dir)), file=sys.stderr)
     print(f"ampbench: wrote {path}", file=sys.stderr, flush=True)

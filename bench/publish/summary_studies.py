@@ -11,11 +11,8 @@ import pandas as pd
 from bench.ground import catalog
 from bench.numerics.analysis.runs import HEALTHY, LEARNED_RATIO, learned, measured, versus
 from bench.numerics.measure.tables import ACTIVATION_GRAD, PARAM_GRAD, PRODUCED_GRAD
-from bench.numerics.render.answer import (
-    LOSS_GAP,
-    bf16_against_fp16_error,
-    lost_direction,
-)
+from bench.numerics.render.answer import LOSS_GAP, bf16_against_fp16_error, lost_direction
+from bench.numerics.render.sentences.dtypes import dtypes_of
 from bench.text.tables import batch_sizes, figure, joined
 from bench.verdicts import training
 
@@ -105,11 +102,6 @@ def training_cost(studies: list[dict], mode: str) -> str:
     return text
 
 
-def _dtypes(audit: pd.DataFrame, mode: str, kind: str) -> str:
-    dtypes = sorted(set(audit[(audit["mode"] == mode) & (audit["kind"] == kind)]["dtype"]))
-    return " and ".join(dtypes) or "not observed"
-
-
 def gradients_line(studies: list[dict]) -> str | None:
     """The dtype of the activation gradients, of each weight gradient as its matmul produced it,
     and of `param.grad`, under each autocast mode of the first audit that has scaled fp16."""
@@ -122,7 +114,7 @@ def gradients_line(studies: list[dict]) -> str | None:
         if mode not in set(audit["mode"]):
             continue
         act, made, kept = (
-            _dtypes(audit, mode, k) for k in (ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD)
+            dtypes_of(audit, mode, k) for k in (ACTIVATION_GRAD, PRODUCED_GRAD, PARAM_GRAD)
         )
         if parts and act == made:
             parts.append(f"Under {dtype} autocast they are {act}, and `param.grad` is {kept}.")
@@ -183,11 +175,8 @@ def scaler_line(studies: list[dict]) -> str | None:
 
 def bf16_line(studies: list[dict]) -> str | None:
     """bf16 autocast against fp32 in training, and its gradient error against scaled fp16's."""
-    reference, bf16, fp16 = (
-        catalog.reference(),
-        catalog.autocast_of("bfloat16"),
-        catalog.autocast_of("float16"),
-    )
+    reference = catalog.reference()
+    bf16, fp16 = catalog.autocast_of("bfloat16"), catalog.autocast_of("float16")
     vs = against_fp32(studies, bf16)
     census = _first(studies, "census", lambda c: {bf16, fp16} <= set(c["mode"]))
     parts = []

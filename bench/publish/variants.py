@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.ground import catalog
+from bench.publish.summary import passing
 from bench.store import results
 from bench.text import tables
 from bench.verdicts import timing
@@ -72,10 +73,7 @@ def fastest_table(df: pd.DataFrame, optimizer: str = "fused") -> str:
     """Per batch size: the fastest mode and variant (or those tied), its step time and speed-ups,
     its peak memory over the headline mode's, and the runner-up with its time."""
     head, ref = catalog.headline(), catalog.reference()
-    ok = timing.contenders(df)
-    ok = ok[ok["optimizer"] == optimizer]
-    if "parallel" in ok:
-        ok = ok[ok["parallel"] == "none"]
+    ok = passing(df, optimizer)
     if ok.empty:
         return f"(no successful cases with {optimizer} Adam)"
     rows = []

@@ -110,20 +110,28 @@ def shown_command(command: str, root: Path = ROOT) -> str:
         argv = shlex.split(command)
     except ValueError:  # not a shell-quoted line: print it as it is
         return command
+    return shlex.join(map_values(argv, lambda token, option: _shown_value(token, option, root)))
+
+
+def map_values(
+    argv: list[str], show: Callable[[str, str | None], str], names: Iterable[str] = PATH_OPTIONS
+) -> list[str]:
+    """`argv` with each token as `show(token, option)` gives it: `option` is the path option of
+    `names` whose value the token is (`--results-dir X`, `--results-dir=X`), else None."""
     out: list[str] = []
     option = None  # the path option whose value is the next token
     for token in argv:
         if option is not None:
-            out.append(_shown_value(token, option, root))
+            out.append(show(token, option))
             option = None
             continue
         name, eq, value = token.partition("=")
-        if eq and path_option(name):
-            out.append(f"{name}={_shown_value(value, path_option(name), root)}")
+        if eq and path_option(name, names):
+            out.append(f"{name}={show(value, path_option(name, names))}")
         else:
-            out.append(_shown_value(token, None, root))
-            option = path_option(token)
-    return shlex.join(out)
+            out.append(show(token, None))
+            option = path_option(token, names)
+    return out
 
 
 def _shown_value(token: str, option: str | None, root: Path) -> str:

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bench.cases import case
@@ -225,15 +226,20 @@ def read_env(run_dir: Path) -> RunEnv:
     return RunEnv.read(schema.migrate_env(env, Path(run_dir)))
 
 
+def _of_base(df: pd.DataFrame, axis: str, base: str, column: str) -> np.ndarray:
+    """Each row's `column` in the row that passed at `axis` = `base`, every other axis equal;
+    NaN where there is none."""
+    others = [a for a in axes() if a != axis]
+    ref = df[(df[axis] == base) & (df["status"] == "ok")][[*others, column]]
+    merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
+    return merged[column].to_numpy(float)
+
+
 def _with_speedups(df: pd.DataFrame) -> pd.DataFrame:
     """speedup_vs_<base> = the base mode's total_ms / this row's total_ms, matched on every other
     axis; above 1 means faster than the base. Empty where the base did not run or did not pass."""
-    others = [a for a in axes() if a != "mode"]
     for base, column in SPEEDUP_COLUMNS.items():
-        ok_base = df[(df["mode"] == base) & (df["status"] == "ok")]
-        ref = ok_base[[*others, "total_ms"]].rename(columns={"total_ms": "_base_ms"})
-        merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
-        df[column] = merged["_base_ms"].to_numpy() / df["total_ms"].to_numpy()
+        df[column] = _of_base(df, "mode", base, "total_ms") / df["total_ms"].to_numpy(float)
         df.loc[df["status"] != "ok", column] = math.nan
     return df
 
@@ -259,16 +265,13 @@ def _with_memory(df: pd.DataFrame) -> pd.DataFrame:
     own = own_loop_rows(df)
     df.loc[own & (df["grad_gib"] == 0) & (df["param_gib"] > 0), "grad_gib"] = math.nan
     df["model_state_gib"] = df[list(parts)].sum(axis=1, min_count=len(parts))
-    others = [a for a in axes() if a != "mode"]
     for base, col, new, how in (
         (catalog.reference(), "model_state_gib", STATE_SAVED_COLUMN, "minus"),
         (catalog.headline(), "peak_alloc_gib", PEAK_VS_HEADLINE_COLUMN, "over"),
     ):
         if col not in df.columns:
             continue
-        ref = df[(df["mode"] == base) & (df["status"] == "ok")][[*others, col]]
-        merged = df[others].merge(ref.rename(columns={col: "_b"}), on=others, how="left")
-        mine, theirs = df[col].to_numpy(float), merged["_b"].to_numpy(float)
+        mine, theirs = df[col].to_numpy(float), _of_base(df, "mode", base, col)
         df[new] = theirs - mine if how == "minus" else mine / theirs
     return df
 
@@ -321,15 +324,8 @@ def _with_scaling(df: pd.DataFrame) -> pd.DataFrame:
     """scaling_efficiency = a distributed row's samples/s per GPU over that of the same case
     with `parallel=none` (every other axis equal) in the same run: 1 is perfect weak scaling.
     Empty for the `none` rows themselves and where the baseline did not pass."""
-    others = [a for a in axes() if a != "parallel"]
-    base = df[(df["parallel"] == "none") & (df["status"] == "ok")]
-    ref = base[[*others, "samples_per_s_per_gpu"]].rename(
-        columns={"samples_per_s_per_gpu": "_base"}
-    )
-    merged = df[others].merge(ref, on=others, how="left", validate="many_to_one")
-    df["scaling_efficiency"] = df["samples_per_s_per_gpu"].to_numpy(dtype=float) / merged[
-        "_base"
-    ].to_numpy(dtype=float)
+    per_gpu = df["samples_per_s_per_gpu"].to_numpy(dtype=float)
+    df["scaling_efficiency"] = per_gpu / _of_base(df, "parallel", "none", "samples_per_s_per_gpu")
     df.loc[(df["status"] != "ok") | (df["parallel"] == "none"), "scaling_efficiency"] = math.nan
     return df
 

@@ -144,6 +144,8 @@ class RunEnv(dict):
 
 
 MATMUL, BUSBW = "matmul_tflops_", "_busbw_gbps"
+PLAIN = ("ceiling_matmul_n", "ceiling_copy_mib", "copy_gbps", "collective_mib")
+"""The ceilings' keys in env.json besides the matmul rates and bus bandwidths."""
 
 
 @dataclass(frozen=True)
@@ -193,12 +195,7 @@ class Ceilings:
         plain = {
             k: v for k, v in found.items() if not k.startswith(MATMUL) and not k.endswith(BUSBW)
         }
-        unknown = set(plain) - {
-            "ceiling_matmul_n",
-            "ceiling_copy_mib",
-            "copy_gbps",
-            "collective_mib",
-        }
+        unknown = set(plain) - set(PLAIN)
         if unknown:
             raise KeyError(f"ceilings have no field {sorted(unknown)[0]!r}")
         return cls(matmul_tflops=matmul, busbw_gbps=bus, **plain)  # type: ignore[arg-type]

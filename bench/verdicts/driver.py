@@ -80,10 +80,6 @@ def _steps(steps: Sequence[float]) -> np.ndarray:
     return np.asarray(steps, dtype=float)
 
 
-def _statistic(steps: np.ndarray) -> float:
-    return rounds.of_round(steps)
-
-
 def runs_needed(sd: float, diff: float, level: float, min_effect: float) -> int | None:
     """Timed runs a side that would, about, decide a mode whose runs scatter by `sd` (log) and
     differ from the reference's by `diff`: a test at `level` with 80% power to call `diff` where
@@ -135,7 +131,7 @@ def speed(
     width = max(len(values[m]) for m in sides)
     logs = np.full((1, len(sides), width), np.nan)
     for k, mode in enumerate(sides):
-        logs[0, k, : len(values[mode])] = np.log([_statistic(r) for r in values[mode]])
+        logs[0, k, : len(values[mode])] = np.log([rounds.of_round(r) for r in values[mode]])
     got = many_to_one.against_reference(
         logs, level=level, min_effect=min_effect, min_rounds=MIN_RUNS
     )

@@ -4,7 +4,6 @@ that has the case, judged as `compare` judges (docs/comparing.md)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ import pandas as pd
 
 from bench.faults import UsageError
 from bench.store import paths, results
-from bench.store.tree import Run, run_folders
+from bench.store.tree import Run, git, run_folders
 from bench.verdicts import memory, rounds, sides
 from bench.verdicts.defaults import CONFIDENCE, MIN_EFFECT
 
@@ -24,18 +23,7 @@ def commit_date(sha: str | None, root: Path = paths.ROOT) -> str | None:
     """The committer date of `sha` in this repository (ISO 8601), or None when unknown."""
     if not sha:
         return None
-    try:
-        out = subprocess.run(
-            ["git", "-c", "safe.directory=*", "show", "-s", "--format=%cI", sha],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            cwd=root,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+    return (git(root, "show", "-s", "--format=%cI", sha) or "").strip() or None
 
 
 def gpu_models(results_dir: Path = paths.RESULTS) -> list[str]:

@@ -185,12 +185,7 @@ def summary(verdicts: Sequence[Mapping[str, object]]) -> str:
         if not chosen:
             continue
         text = f"{len(chosen)} {'memory ' if name == 'not measured' else ''}{name}"
-        pcts = [
-            float(v["memory_change_pct"])  # type: ignore[arg-type]
-            for v in chosen
-            if isinstance(v.get("memory_change_pct"), (int, float))
-            and math.isfinite(float(v["memory_change_pct"]))  # type: ignore[arg-type]
-        ]
+        pcts = _values(chosen, "memory_change_pct")
         if name in ("more memory", "less memory") and pcts:
             lo, hi = f"{min(pcts):+.3g}", f"{max(pcts):+.3g}"
             text += f" ({lo}%)" if lo == hi else f" ({lo} to {hi}%)"

@@ -12,6 +12,7 @@ from torch import nn
 from bench.cases.case import Case
 from bench.cases.sizes import Sizes
 from bench.data.sources import Batch, DataShape, generator
+from bench.ground import cards
 from bench.workloads import heads, structure
 from bench.workloads.tasks import PoolTask, Task
 
@@ -119,12 +120,8 @@ class Workload:
             raise ValueError(f"workload {self.name}: free_sizes needs from_sizes")
 
     def flags(self) -> dict[str, bool]:
-        """How its cases are sized and run, as a card has it (`bench.ground.cards`)."""
-        return {
-            "free_sizes": self.free_sizes,
-            "short_numerics": self.short_numerics,
-            "cpu_overhead": self.cpu_overhead,
-        }
+        """How its cases are sized and run, as a card has it (`bench.ground.cards.FLAGS`)."""
+        return {name: getattr(self, name) for name in cards.FLAGS}
 
     def model(self, preset: str, device: str, seed: int = 0) -> nn.Module:
         """The model of `preset` on `device`, initialised from `seed` (`build` at its size)."""

@@ -41,10 +41,6 @@ BUILT_IN: dict[str, Workload] = {
 `WORKLOAD` its module defines from it."""
 
 
-def _built_in(name: str) -> Workload:
-    return BUILT_IN[name]
-
-
 def _factory(spec: str) -> Workload:
     """The workload a user's `package.module:factory` returns; bad input is one line."""
     module_name, _, attr = spec.partition(":")
@@ -80,7 +76,7 @@ ZOOS: dict[str, Callable[[str], Workload]] = dict(
 
 BUILT_IN_KEY, SPEC_KEY = "", "module:factory"
 RESOLVERS: dict[str, Callable[[str], Workload]] = {
-    BUILT_IN_KEY: _built_in,
+    BUILT_IN_KEY: BUILT_IN.__getitem__,
     **ZOOS,
     SPEC_KEY: _factory,
 }

@@ -263,21 +263,15 @@ class NumericsConfig:
         return cls(size=size, workers=workers, **kept)
 
     def case(self, mode: str, batch_size: int, seed: int) -> Case:
-        axes = {
-            "mode": mode,
-            "optimizer": self.optimizer,
-            "batch_size": batch_size,
-            "device": self.device,
-            "seed": seed,
-            "lr": self.lr,
-            "loss_mult": self.loss_mult,
-            "reduction": self.reduction,
-            "init_scale": self.init_scale,
-        }
+        # The axes every case of the study shares (its stress settings among them).
+        shared = ("optimizer", "device", "lr", "loss_mult", "reduction", "init_scale")
+        axes = {name: getattr(self, name) for name in shared}
         workload = _workload(self.model)
         # A workload whose size may be any (the MLP's) gives its case this study's sizes.
         sizes = workload.sizes_at(self.size) if workload.free_sizes else None
-        return workload.case(self.model, self.preset, sizes, **axes)
+        return workload.case(
+            self.model, self.preset, sizes, mode=mode, batch_size=batch_size, seed=seed, **axes
+        )
 
     def audit_case(self) -> Case:
         """The case the dtype audit runs every mode on: the smallest census batch, first seed."""

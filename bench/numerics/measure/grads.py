@@ -43,11 +43,8 @@ def chained(plan: Plan) -> str:
 
 def observed_modules(s: TrainState) -> dict[str, torch.nn.Module]:
     """The observed modules, in forward order, of the state's own (maybe compiled) model."""
-    return s.plan.workload.observed_of(_unwrapped(s.model), s.plan.size)
-
-
-def _unwrapped(model: torch.nn.Module) -> torch.nn.Module:
-    return getattr(model, "_orig_mod", model)
+    unwrapped = getattr(s.model, "_orig_mod", s.model)  # a compiled model's own module
+    return s.plan.workload.observed_of(unwrapped, s.plan.size)
 
 
 def _leaf_ptr(node: Node | None) -> int | None:

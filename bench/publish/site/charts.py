@@ -51,11 +51,6 @@ def _shared(case_ids: list[str]) -> set[str]:
     return set.intersection(*parts) if parts else set()
 
 
-def _title(case_id: str, mode: str, shared: set[str]) -> str:
-    kept = [p for p in case_id.split("/") if p not in shared and p != mode]
-    return " · ".join(kept) or case_id
-
-
 def _y_range(ms: pd.Series) -> list[float]:
     lo, hi = float(ms.min()), float(ms.max())
     mid, half = (lo + hi) / 2, max(hi - lo, MIN_SPAN * (lo + hi) / 2) / 2
@@ -177,7 +172,8 @@ def charts(revisions: pd.DataFrame, points: pd.DataFrame) -> list[Chart]:
                 (case["memory_verdict"] == "more memory").any()
             )
             figure = _figure(case, revisions, colour(str(mode)))
-            title = _title(str(case_id), str(mode), shared)
+            kept = [p for p in str(case_id).split("/") if p not in shared and p != mode]
+            title = " · ".join(kept) or str(case_id)
             found.append(Chart(str(case_id), str(mode), title, regressed, figure, more))
         # Stable: the ids in order otherwise.
         out += sorted(found, key=lambda c: not (c.regressed or c.more_memory))

@@ -22,11 +22,11 @@ MOMENTS = ("exp_avg", "exp_avg_sq")
 
 
 NOT_OBSERVED = ("not observed", "not run")
-"""What `_dtypes` gives for a kind of tensor with no audit row, and what the audit records for an
+"""What `dtypes_of` gives for a kind of tensor with no audit row, and what the audit records for an
 op the step never ran (a loss without a log-softmax): a clause about either is left out."""
 
 
-def _dtypes(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] = ()) -> str:
+def dtypes_of(audit: pd.DataFrame, mode: str, kind: str, states: tuple[str, ...] = ()) -> str:
     """The dtypes of `mode`'s audited tensors of one kind (of these Adam states, if given)."""
     rows = audit[(audit["mode"] == mode) & (audit["kind"] == kind)]
     if states:
@@ -70,13 +70,13 @@ def dtype_sentences(
         else:
             what = f"the dtype audit could not run {m} here ({why})" if why else f"no audit of {m}"
         return [f"**dtypes.** Not observed: {what}."]
-    loss = _dtypes(audit, m, LOSS)
-    log_softmax = _dtypes(audit, m, LOG_SOFTMAX)
-    acts = _dtypes(audit, m, ACTIVATION)
-    act_grads = _dtypes(audit, m, ACTIVATION_GRAD)
-    produced = _dtypes(audit, m, PRODUCED_GRAD)
-    param_grads = _dtypes(audit, m, PARAM_GRAD)
-    adam = _dtypes(audit, m, OPTIM_STATE, MOMENTS)
+    loss = dtypes_of(audit, m, LOSS)
+    log_softmax = dtypes_of(audit, m, LOG_SOFTMAX)
+    acts = dtypes_of(audit, m, ACTIVATION)
+    act_grads = dtypes_of(audit, m, ACTIVATION_GRAD)
+    produced = dtypes_of(audit, m, PRODUCED_GRAD)
+    param_grads = dtypes_of(audit, m, PARAM_GRAD)
+    adam = dtypes_of(audit, m, OPTIM_STATE, MOMENTS)
     clauses = []
     if _seen(loss):
         ran = f" (the log-softmax inside cross_entropy ran in {log_softmax})"
@@ -125,6 +125,8 @@ def dtype_sentences(
 
 def error_sentences(errors: list[dict]) -> list[str]:
     """What a GradScaler step did to low-precision parameters (the audit's error paths)."""
+    if not errors:
+        return []
     parts = []
     for e in errors:
         what = (
@@ -133,12 +135,5 @@ def error_sentences(errors: list[dict]) -> list[str]:
             else "runs without an exception"
         )
         parts.append(f"{e['param_dtype']} parameters with {e['optimizer']} Adam {what}")
-    return (
-        [
-            f"**GradScaler with low-precision parameters** (torch {errors[0]['torch']}): "
-            + "; ".join(parts)
-            + "."
-        ]
-        if errors
-        else []
-    )
+    lead = f"**GradScaler with low-precision parameters** (torch {errors[0]['torch']})"
+    return [f"{lead}: {'; '.join(parts)}."]
