@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +93,11 @@ README = """\
 <!-- ampbench:quality results/quality -->
 <!-- /ampbench:quality -->
 """
+
+HELP = ("ampbench", "run", "report", "headline", "compare", "ab", "numerics", "quality", "maxbatch",
+        "index", "promote", "history", "export", "readme", "publish", "pages", "check", "sweep",
+        "record")  # fmt: skip
+"""The commands of `python -m bench --help` at either default revision (ampbench: the list)."""
 
 # Threads pinned and hash seed fixed: the CPU's arithmetic is then the same from run to run.
 ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
@@ -167,7 +172,7 @@ class Side:
 
     def has(self, command: str) -> bool:
         """Whether `command` exists at this revision (pages and record came after 11e7863)."""
-        return (self.tree / "bench" / "cli" / f"{command}.py").is_file()
+        return command.startswith("-") or (self.tree / "bench" / "cli" / f"{command}.py").is_file()
 
 
 @dataclass(frozen=True)
@@ -474,6 +479,19 @@ def renders(a: Side, b: Side, every: bool) -> list[Row]:
                 a=a,
                 b=b,
             )
+    # Each command's --help: an option's text may name a module that moved.
+    out = render_both(
+        a,
+        b,
+        "help",
+        {},
+        lambda d: [(c, [c, "--help"] if c != "ampbench" else ["--help"]) for c in HELP],
+        stage,
+    )
+    for command in HELP:
+        found = compare_trees("render", "help", out["A"] / ".out" / command,
+                              out["B"] / ".out" / command, measured=False, a=a, b=b)  # fmt: skip
+        rows += [replace(r, file=f"{command} --help") for r in found]
     # The published pages: README.md, docs/ and results/ of REV_A, as `pages` makes them.
     project = {
         "README.md": a.tree / "README.md",
@@ -791,13 +809,15 @@ STATUSES = (
 )
 
 
-def summary(a: Side, b: Side, rows: list[Row], seconds: float) -> str:
+def summary(a: Side, b: Side, rows: list[Row], seconds: float, reused: bool) -> str:
     lines = [
         "# Tiny CPU runs of every command at two revisions, compared file by file",
         "",
         f"A: {a.rev} = {a.commit}",
         f"B: {b.rev} = {b.commit}",
-        f"wall time: {seconds:.0f} s; environment: {' '.join(f'{k}={v}' for k, v in ENV.items())}",
+        f"wall time of this call: {seconds:.0f} s"
+        + (" (the jobs ran in an earlier call: their seconds are below)" if reused else ""),
+        f"environment: {' '.join(f'{k}={v}' for k, v in ENV.items())}",
         "",
         "Command lines (the same at both revisions; FOLDER names what an earlier command wrote):",
         f"- run {' '.join(TINY_RUN)} (twice: the second with --tag second, for compare)",
@@ -913,10 +933,12 @@ def main(argv: list[str] | None = None) -> int:
             pair = (commits[0][:12], commits[1][:12])
             sides.append(Side(name, rev, commit, tree, base / f"scratch_{name}", args.python, pair))
         a, b = sides
+        reused = False
         for side in sides:
             done = side.scratch / "jobs.json"  # the jobs' exits, once every job ran
             if done.is_file() and json.loads(done.read_text())["commit"] == side.commit:
                 side.exits = {k: tuple(v) for k, v in json.loads(done.read_text())["exits"].items()}
+                reused = True
             else:
                 print(
                     f"tiny_before_after: jobs at {side.name} ({side.commit[:7]})", file=sys.stderr
@@ -939,7 +961,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += exit_rows(a, b)
         print("tiny_before_after: rendering A's folders with both", file=sys.stderr)
         rows += renders(a, b, args.all_published)
-        text = summary(a, b, rows, time.time() - started)
+        text = summary(a, b, rows, time.time() - started, reused)
     finally:
         for side in sides:
             subprocess.run(
