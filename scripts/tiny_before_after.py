@@ -536,17 +536,13 @@ def renders(a: Side, b: Side, every: bool) -> list[Row]:
             ],
             stage,
         )
-        fill_from_input([out["A"], pages], project)
-        rows += compare_trees(
-            "render",
-            "pages",
-            out["A"],
-            pages,
-            measured=False,
-            a=a,
-            b=b,
-            only="results/history|README.md|docs|results/README.md|site",
-        )
+        fill_from_input([out["A"], out["B"], pages], project)
+        made = "results/history|README.md|docs|results/README.md|site"
+        rows += compare_trees("render", "pages", out["A"], pages, measured=False, a=a, b=b,
+                              only=made)  # fmt: skip
+        # And against REV_B's own four: what `pages` adds to them at one revision.
+        rows += compare_trees("render", "pages (vs B's four)", out["B"], pages, measured=False,
+                              a=b, b=b, only=made)  # fmt: skip
     return rows
 
 
