@@ -514,35 +514,22 @@ def renders(a: Side, b: Side, every: bool) -> list[Row]:
         rows += compare_trees(
             "render", command, out["A"], out["B"], measured=False, a=a, b=b, only=under
         )
-    if b.has("pages") and not a.has("pages"):
-        # `pages` (REV_B only) against REV_A's four commands, run in its order.
-        pages = render_one(
-            b,
-            "pages-one",
-            project,
-            lambda d: [
-                (
-                    "pages",
-                    [
-                        "pages",
-                        "--file",
-                        str(d / "README.md"),
-                        "--results-dir",
-                        str(d / "results"),
-                        "--output",
-                        str(d / "site"),
-                    ],
-                )
-            ],
-            stage,
-        )
-        fill_from_input([out["A"], out["B"], pages], project)
+    if b.has("pages"):
+        pages_argv = lambda d: [  # noqa: E731
+            ("pages", ["pages", "--file", str(d / "README.md"), "--results-dir",
+                       str(d / "results"), "--output", str(d / "site")]),
+        ]  # fmt: skip
         made = "results/history|README.md|docs|results/README.md|site"
-        rows += compare_trees("render", "pages", out["A"], pages, measured=False, a=a, b=b,
+        one = {side.name: render_one(side, "pages-one", project, pages_argv, stage)
+               for side in (a, b) if side.has("pages")}  # fmt: skip
+        fill_from_input([out["A"], out["B"], *one.values()], project)
+        # `pages` at both, or (where REV_A lacks it) against REV_A's four commands, run in its
+        # order; and against REV_B's own four: what `pages` adds to them at one revision.
+        first, label = (one["A"], "pages") if "A" in one else (out["A"], "pages (vs A's four)")
+        rows += compare_trees("render", label, first, one["B"], measured=False, a=a, b=b,
                               only=made)  # fmt: skip
-        # And against REV_B's own four: what `pages` adds to them at one revision.
-        rows += compare_trees("render", "pages (vs B's four)", out["B"], pages, measured=False,
-                              a=b, b=b, only=made)  # fmt: skip
+        rows += compare_trees("render", "pages (vs B's four)", out["B"], one["B"],
+                              measured=False, a=b, b=b, only=made)  # fmt: skip
     return rows
 
 
@@ -774,6 +761,8 @@ def compare_trees(
         return found
 
     fa, fb = files(dir_a, ma), files(dir_b, mb)
+    if not fa and not fb:  # e.g. `readme` where every block already matched its run
+        return [Row(check, command, "(no file written at either)", "identical")]
     if bool(fa) != bool(fb):  # a command one revision lacks: one row, not one per file
         status, n = ("only-A", len(fa)) if fa else ("only-B", len(fb))
         return [Row(check, command, f"({n} files)", status, "nothing at the other revision")]
@@ -879,8 +868,6 @@ def exit_rows(a: Side, b: Side) -> list[Row]:
             else ("job", label.split()[0])
         )
         ea, eb = a.exits.get(label), b.exits.get(label)
-        if label.startswith("render pages-one"):
-            continue  # REV_B's alone, compared with REV_A's four commands
         if ea is None or eb is None:
             rows.append(
                 Row(
@@ -954,9 +941,9 @@ def main(argv: list[str] | None = None) -> int:
                 a=a,
                 b=b,
             )
-        rows += exit_rows(a, b)
         print("tiny_before_after: rendering A's folders with both", file=sys.stderr)
         rows += renders(a, b, args.all_published)
+        rows += exit_rows(a, b)  # the jobs' and the renders'
         text = summary(a, b, rows, time.time() - started, reused)
     finally:
         for side in sides:
