@@ -357,6 +357,20 @@ def test_modules_stay_readable(path):
     assert lines <= limit, f"{path.relative_to(BENCH)}: {lines} lines (at most {limit})"
 
 
+MODULE_DOCSTRING_LINES = 4
+"""The most lines a module's docstring may take: what the module is for, not its contents
+(those are in docs/architecture.md and each function's own docstring)."""
+
+
+@pytest.mark.parametrize(
+    "path", sorted(BENCH.rglob("*.py")), ids=lambda p: str(p.relative_to(BENCH))
+)
+def test_module_docstrings_are_short(path):
+    doc = ast.get_docstring(ast.parse(path.read_text()), clean=False) or ""
+    lines = len(doc.strip().splitlines())
+    assert lines <= MODULE_DOCSTRING_LINES, f"{path.relative_to(BENCH)}: {lines} lines"
+
+
 LONGEST_FUNCTION = 80
 """The most lines a function may span (from `def` to its last line, decorators excluded) where
 functions do one thing each: measuring, the case and its axes, and the timing report."""
