@@ -108,7 +108,7 @@ ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
 MEASURED = {
     "ms", "s", "us", "ns", "sec", "seconds", "time", "times", "timing", "elapsed", "wall",
     "clock", "gib", "mib", "kib", "bytes", "mem", "memory", "alloc", "allocated", "reserved",
-    "peak", "tflops", "gflops", "flops", "throughput", "per", "tokens", "at", "started",
+    "peak", "tflops", "gflops", "flops", "throughput", "per", "tokens", "at", "started", "updated",
     "ended", "date", "stamp", "timestamp", "commit", "sha", "git", "host", "hostname", "node",
     "path", "folder", "dir", "cwd", "run", "pid", "argv", "command", "ceilings", "ceiling",
     "bandwidth", "overhead", "pct", "ratio", "speedup", "floor", "p10", "p50", "p90", "median",
