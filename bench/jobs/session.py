@@ -21,7 +21,6 @@ from bench.measure import ceilings
 from bench.measure.overhead import measure_overhead
 from bench.measure.runner import free_device_memory
 from bench.numerics import job as numerics
-from bench.numerics.measure import config
 from bench.plan.plan import Plan, resolve
 from bench.store import results
 from bench.store.run_env import Ceilings, RunEnv
@@ -187,7 +186,7 @@ def _measure(cfg: RunConfig, plans: list[Plan], run_dir: Path, info: RunEnv, wor
         if world.leader:
             results.write_env(run_dir, info)
     if cfg.numerics:
-        _short_numerics(cfg, plans[0].size, run_dir / results.NUMERICS_DIR, info)
+        numerics.run_short(cfg, plans[0].size, run_dir / results.NUMERICS_DIR, info)
     run_suite(
         plans, run_dir, Ceilings.from_record(info["ceilings"]), world=world, rounds=cfg.rounds
     )
@@ -225,29 +224,3 @@ def overhead_cases(cases: list[Case]) -> list[Case]:
     sizes = sorted({c.batch_size for c in eager})
     wanted = {sizes[0], sizes[-1]}
     return [c for c in eager if c.mode == mode and c.batch_size in wanted]
-
-
-def _short_numerics(cfg: RunConfig, size: object, folder: Path, info: RunEnv) -> None:
-    """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
-    if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
-        return
-    # Only a workload whose card allows the short study gets here (`RunConfig` refuses it else).
-    ncfg = config.short_config(
-        device=cfg.device,
-        model=cfg.model,
-        size=size,
-        modes=list(cfg.modes),
-        batch_sizes=list(cfg.batch_sizes),
-        optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],
-    )
-    folder.mkdir(exist_ok=True)
-    sub = {
-        **info,
-        "run_name": f"{info['run_name']}/{results.NUMERICS_DIR}",
-        "numerics_config": ncfg.record(),
-    }
-    for key in ("ceilings", "config", "expected_cases"):
-        sub.pop(key, None)
-    results.write_env(folder, sub)
-    log(f"short numerics study into {folder}")
-    numerics.run_into(ncfg, folder, sub)

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.cases.grid import RunConfig
 from bench.faults import UsageError
 from bench.lifecycle import folder as base
 from bench.numerics.analysis.summary import summarize_runs
 from bench.numerics.measure import audit, jobs, tables
-from bench.numerics.measure.config import NumericsConfig, resolve_workers
+from bench.numerics.measure.config import NumericsConfig, resolve_workers, short_config
 from bench.numerics.measure.jobs import Job
 from bench.numerics.measure.training import OWN_MODEL_CENSUS_MODES
 from bench.plan.plan import modes_of, resolve
@@ -134,6 +135,32 @@ def run_into(cfg: NumericsConfig, folder: Path, info: RunEnv) -> None:
     info.pop("retabled", None)
     info["ended"] = folders.iso()
     results.write_env(folder, info)
+
+
+def run_short(cfg: RunConfig, size: object, folder: Path, info: RunEnv) -> None:
+    """The short numerics study, before the timed cases (it resumes if it was interrupted)."""
+    if (folder / results.ENV).is_file() and "ended" in results.read_env(folder):
+        return
+    # Only a workload whose card allows the short study gets here (`RunConfig` refuses it else).
+    ncfg = short_config(
+        device=cfg.device,
+        model=cfg.model,
+        size=size,
+        modes=list(cfg.modes),
+        batch_sizes=list(cfg.batch_sizes),
+        optimizer="fused" if "fused" in cfg.optimizers else cfg.optimizers[0],
+    )
+    folder.mkdir(exist_ok=True)
+    sub = {
+        **info,
+        "run_name": f"{info['run_name']}/{results.NUMERICS_DIR}",
+        "numerics_config": ncfg.record(),
+    }
+    for key in ("ceilings", "config", "expected_cases"):
+        sub.pop(key, None)
+    results.write_env(folder, sub)
+    base.log(f"short numerics study into {folder}")
+    run_into(ncfg, folder, sub)
 
 
 def _run(
